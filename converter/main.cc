@@ -1,0 +1,36 @@
+// ovfix: rewrites ONNX models so they run correctly on GPU and fp16 backends.
+#include <cstdio>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "converter/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ovfix: rewrite ONNX models so they run correctly on GPU and fp16 backends"};
+  app.name("ovfix");
+  app.set_version_flag("--version", std::string("ovfix ") + OVFIX_VERSION);
+  app.require_subcommand(1);
+  std::vector<ovfix::cli::Command> commands = {
+      ovfix::cli::AddInspectCommand(app),
+      ovfix::cli::AddRunCommand(app),
+  };
+  auto* help = app.add_subcommand("help", "Show the commands and their options");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "ovfix: %s (see 'ovfix help')\n", e.what());
+    return ovfix::cli::kExitBadInput;
+  }
+  if (help->parsed()) {
+    std::printf("%s", app.help().c_str());
+    return ovfix::cli::kExitOk;
+  }
+  for (auto& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  return ovfix::cli::kExitBadInput;
+}

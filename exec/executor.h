@@ -1,0 +1,56 @@
+// The executor interface, one for every backend (cpu now, opencl next). A Session is made
+// from a Graph once (kernels looked up, unsupported ops refused with the node named) and
+// run many times on named input tensors.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "ir/model.h"
+#include "ir/tensor.h"
+
+namespace ovfix::exec {
+
+enum class Precision {
+  kFp32,         // run as typed: float16 tensors are fp16, float tensors fp32
+  kFp16Storage,  // every float tensor is also rounded to fp16 when produced; compute in fp32
+  kFp16,         // half arithmetic (OpenCL devices with cl_khr_fp16); cpu treats as fp16-storage
+};
+
+absl::StatusOr<Precision> ParsePrecision(std::string_view text);
+std::string_view PrecisionName(Precision p);
+
+struct SessionOptions {
+  std::string backend = "cpu";
+  Precision precision = Precision::kFp32;
+  int threads = 0;       // 0: one per core
+  bool capture = false;  // keep every intermediate value, readable by name after Run
+};
+
+using TensorMap = std::map<std::string, Tensor>;
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Runs the graph. `inputs` holds every graph input that is not an initializer (inputs
+  // that are also initializers may be overridden). Returns the graph outputs in order.
+  virtual absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& inputs) = 0;
+  // After a Run with capture on: every value computed (and every input and initializer),
+  // by name.
+  virtual const TensorMap& captured() const = 0;
+  const SessionOptions& options() const { return options_; }
+
+ protected:
+  SessionOptions options_;
+};
+
+// Makes a session for `model`'s main graph. The model must outlive the session.
+absl::StatusOr<std::unique_ptr<Session>> CreateSession(const Model& model,
+                                                       const SessionOptions& options);
+
+}  // namespace ovfix::exec

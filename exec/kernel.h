@@ -1,0 +1,92 @@
+// The kernel interface shared by every CPU kernel: a kernel reads its node's attributes and
+// input tensors from a KernelContext and fills the outputs. Kernels are listed in the kernel
+// table (exec/kernel_table.cc) by (domain, op type, opset range).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "ir/node.h"
+#include "ir/tensor.h"
+#include "ir/value.h"
+#include "exec/thread_pool.h"
+
+namespace ovfix {
+class Graph;
+}
+
+namespace ovfix::exec {
+
+struct KernelContext {
+  const Node& node;
+  int opset = 0;                        // opset version of the node's domain in the model
+  std::vector<const Tensor*> inputs;    // nullptr for an omitted optional input
+  std::vector<Tensor> outputs;          // one per node output, filled by the kernel
+  ThreadPool* pool = nullptr;           // may be null (single thread)
+  // Per-node state kept across runs of a session (e.g. packed constant weights). Only use
+  // it for data derived from inputs that are initializers (constant across runs).
+  std::shared_ptr<void>* state = nullptr;
+  // Runs a subgraph of this node (If/Loop/Scan) with the given inputs (the subgraph's formal
+  // inputs, in order); outer-scope values are resolved by the session.
+  std::function<absl::StatusOr<std::vector<Tensor>>(const Graph&, std::vector<Tensor>)>
+      run_subgraph;
+
+  size_t num_inputs() const { return inputs.size(); }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  const Tensor& input(size_t i) const { return *inputs[i]; }
+  // The input is an initializer that no graph input can override (constant across runs).
+  bool input_is_constant(size_t i) const {
+    const Value* v = node.input(i);
+    return v != nullptr && v->is_initializer() && !v->is_graph_input();
+  }
+  // Allocates output i (zero-filled) and returns it.
+  Tensor& Output(size_t i, DataType type, std::vector<int64_t> dims) {
+    outputs[i] = Tensor(type, std::move(dims));
+    return outputs[i];
+  }
+  // An InvalidArgument error that names the node: "Gather 'g1': indices out of range".
+  template <typename... Args>
+  absl::Status Error(const Args&... args) const {
+    return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", args...));
+  }
+};
+
+using KernelFn = absl::Status (*)(KernelContext&);
+
+// How the session hands float16 tensors to a kernel.
+enum class Float16Mode {
+  kNative,   // the kernel handles float16 itself (type-generic kernels: shape ops, Cast)
+  kAsFloat,  // the session converts float16 inputs to float and float outputs back
+};
+
+struct KernelDef {
+  std::string_view domain;   // "" for the default ONNX domain
+  std::string_view op_type;
+  int since_version;         // first opset this kernel implements
+  int until_version;         // last opset (inclusive)
+  KernelFn fn;
+  Float16Mode float16 = Float16Mode::kAsFloat;
+};
+
+constexpr int kLatestOpset = 18;
+
+// Looks a kernel up; nullptr when none covers (domain, op, opset).
+const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, int opset);
+// All entries (for `ovfix ops` and tests).
+const std::vector<KernelDef>& AllKernels();
+
+// Kernel groups, one per file in exec/cpu/; kernel_table.cc lists them.
+void AddElementwiseKernels(std::vector<KernelDef>& table);
+void AddMathKernels(std::vector<KernelDef>& table);       // MatMul, Gemm, Conv, pooling...
+void AddReduceKernels(std::vector<KernelDef>& table);     // Reduce*, Softmax, norms, ArgMax, TopK
+void AddShapeKernels(std::vector<KernelDef>& table);      // Reshape, Gather, Slice, Pad...
+void AddMiscKernels(std::vector<KernelDef>& table);       // Resize, Einsum, quantization...
+void AddControlFlowKernels(std::vector<KernelDef>& table);  // Constant, If, Loop, Scan
+
+}  // namespace ovfix::exec

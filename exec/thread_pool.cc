@@ -1,0 +1,79 @@
+#include "exec/thread_pool.h"
+
+#include <algorithm>
+
+namespace ovfix::exec {
+
+ThreadPool::ThreadPool(int threads) {
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::WorkerLoop(int) {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    while (next_chunk_ < chunks_) {
+      const int64_t c = next_chunk_++;
+      const auto* job = job_;
+      const int64_t begin = c * job_chunk_, end = std::min(job_n_, begin + job_chunk_);
+      lock.unlock();
+      (*job)(begin, end);
+      lock.lock();
+      if (++chunks_done_ == chunks_) done_.notify_all();
+    }
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  min_chunk = std::max<int64_t>(1, min_chunk);
+  const int64_t parts = std::min<int64_t>(size(), (n + min_chunk - 1) / min_chunk);
+  if (parts <= 1 || workers_.empty()) {
+    fn(0, n);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = (n + parts - 1) / parts;
+  chunks_ = (n + job_chunk_ - 1) / job_chunk_;
+  next_chunk_ = 0;
+  chunks_done_ = 0;
+  ++generation_;
+  wake_.notify_all();
+  while (next_chunk_ < chunks_) {
+    const int64_t c = next_chunk_++;
+    const int64_t begin = c * job_chunk_, end = std::min(n, begin + job_chunk_);
+    lock.unlock();
+    fn(begin, end);
+    lock.lock();
+    ++chunks_done_;
+  }
+  done_.wait(lock, [&] { return chunks_done_ == chunks_; });
+  job_ = nullptr;
+}
+
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t min_chunk,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool == nullptr) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, min_chunk, fn);
+}
+
+}  // namespace ovfix::exec

@@ -1,0 +1,44 @@
+// A small fixed thread pool for data-parallel loops inside kernels.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ovfix::exec {
+
+class ThreadPool {
+ public:
+  // threads <= 0: one per hardware core. 1: everything runs on the caller.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  // Calls fn(begin, end) over [0, n) split into about size() contiguous chunks of at least
+  // `min_chunk` items; the caller takes part. Returns when all chunks are done.
+  void ParallelFor(int64_t n, int64_t min_chunk,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void WorkerLoop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t job_n_ = 0, job_chunk_ = 0;
+  int64_t next_chunk_ = 0, chunks_ = 0, chunks_done_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+// ParallelFor on `pool`, or a plain loop when pool is null.
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t min_chunk,
+                 const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace ovfix::exec

@@ -1,0 +1,34 @@
+// Model: the top graph plus everything else of the file (opset imports, metadata, functions,
+// training info), kept as read so a load/save round trip changes nothing that matters.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+#include "onnx/onnx_pb.h"
+
+namespace ovfix {
+
+class Model {
+ public:
+  Model() : graph_(std::make_unique<Graph>()) {}
+  Graph& graph() { return *graph_; }
+  const Graph& graph() const { return *graph_; }
+  // ModelProto without its graph.
+  onnx::ModelProto& extras() { return extras_; }
+  const onnx::ModelProto& extras() const { return extras_; }
+  // Opset version imported for a domain ("" and "ai.onnx" are the same), -1 if none.
+  int64_t OpsetVersion(std::string_view domain) const;
+  void SetOpsetVersion(std::string_view domain, int64_t version);
+  // Folder of the model file (external data locations are relative to it).
+  const std::string& base_dir() const { return base_dir_; }
+  void set_base_dir(std::string d) { base_dir_ = std::move(d); }
+
+ private:
+  onnx::ModelProto extras_;
+  std::unique_ptr<Graph> graph_;
+  std::string base_dir_;
+};
+
+}  // namespace ovfix

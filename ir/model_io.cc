@@ -1,0 +1,427 @@
+#include "ir/model_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "ir/atomic_file.h"
+#include "ir/external_data.h"
+#include "ir/tensor_proto.h"
+
+namespace ovfix {
+
+// Friend of Graph, Node and Value: the one place that converts between protos and the IR.
+class ModelIO {
+ public:
+  // ---- loading ----
+  static absl::Status BuildGraph(onnx::GraphProto& gp, Graph& g, ExternalDataFiles& files) {
+    g.name_ = gp.name();
+    auto duplicate = [](const std::string& name) {
+      return absl::InvalidArgumentError(absl::StrCat("duplicate value name '", name, "'"));
+    };
+    for (auto& tp : *gp.mutable_initializer()) {
+      if (tp.name().empty()) return absl::InvalidArgumentError("an initializer has no name");
+      if (g.FindValue(tp.name()) != nullptr) return duplicate(tp.name());
+      absl::StatusOr<Tensor> tensor;
+      if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+        if (!IsKnownDataType(tp.data_type()) || tp.data_type() == 8) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("tensor '", tp.name(), "': bad external data type"));
+        }
+        int64_t n = 1;
+        for (int64_t d : tp.dims()) {
+          if (d < 0) return absl::InvalidArgumentError(absl::StrCat("tensor '", tp.name(), "': negative dim"));
+          n *= d;
+        }
+        const auto type = static_cast<DataType>(tp.data_type());
+        auto buffer = files.Resolve(tp, static_cast<size_t>(n) * ElementSize(type));
+        if (!buffer.ok()) return buffer.status();
+        tensor = Tensor(type, {tp.dims().begin(), tp.dims().end()}, *std::move(buffer));
+      } else {
+        tensor = TensorFromProtoMove(tp);
+      }
+      if (!tensor.ok()) return tensor.status();
+      Value* v = g.NewValue(tp.name());
+      v->set_tensor(*std::move(tensor));
+      v->source_bytes_ = v->tensor().raw();
+      v->source_proto_ = std::make_shared<onnx::TensorProto>(std::move(tp));
+      v->source_proto_->clear_raw_data();
+      if (!v->tensor().buffer() || v->tensor().buffer()->owned_string() == nullptr) {
+        // Typed fields or external data: the proto keeps its own form; nothing to hand back.
+      }
+      g.initializers_.push_back(v);
+    }
+    for (auto& vi : *gp.mutable_input()) {
+      Value* v = g.FindValue(vi.name());
+      if (v == nullptr) {
+        v = g.NewValue(vi.name());
+      } else if (!v->is_initializer() || v->graph_input_) {
+        return duplicate(vi.name());
+      }
+      if (!v->is_initializer() || vi.has_type()) *v->mutable_type() = vi.type();
+      v->doc_string_ = vi.doc_string();
+      g.AddInput(v);
+    }
+    // Outputs of all nodes first, so a file whose nodes are out of order still loads.
+    std::vector<Node*> nodes;
+    for (auto& np : *gp.mutable_node()) {
+      std::vector<Value*> outputs;
+      for (const auto& name : np.output()) {
+        if (name.empty()) {
+          outputs.push_back(nullptr);
+          continue;
+        }
+        if (g.FindValue(name) != nullptr) return duplicate(name);
+        outputs.push_back(g.NewValue(name));
+      }
+      Node* n = g.AddNodeWithOutputs(np.op_type(), {}, outputs, np.name(), np.domain());
+      n->doc_string_ = np.doc_string();
+      nodes.push_back(n);
+    }
+    for (int i = 0; i < gp.node_size(); ++i) {
+      auto& np = *gp.mutable_node(i);
+      Node* n = nodes[i];
+      for (const auto& name : np.input()) {
+        if (name.empty()) {
+          n->AddInput(nullptr);
+          continue;
+        }
+        Value* v = g.LookupValue(name);
+        if (v == nullptr) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("node ", n->Describe(), " uses undefined value '", name, "'"));
+        }
+        n->AddInput(v);
+      }
+      for (auto& attr : *np.mutable_attribute()) {
+        if (attr.has_g()) {
+          Subgraph s{attr.name(), -1, std::make_unique<Graph>(&g, n)};
+          if (auto st = BuildGraph(*attr.mutable_g(), *s.graph, files); !st.ok()) return st;
+          attr.clear_g();
+          n->subgraphs_.push_back(std::move(s));
+        }
+        for (int k = 0; k < attr.graphs_size(); ++k) {
+          Subgraph s{attr.name(), k, std::make_unique<Graph>(&g, n)};
+          if (auto st = BuildGraph(*attr.mutable_graphs(k), *s.graph, files); !st.ok()) {
+            return st;
+          }
+          n->subgraphs_.push_back(std::move(s));
+        }
+        attr.clear_graphs();
+        n->attributes_.push_back(std::move(attr));
+      }
+    }
+    for (auto& vi : *gp.mutable_output()) {
+      Value* v = g.LookupValue(vi.name());
+      if (v == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph output '", vi.name(), "' is not produced by any node"));
+      }
+      if (v->owner() == &g) {
+        if (vi.has_type() || !v->is_initializer()) *v->mutable_type() = vi.type();
+        v->doc_string_ = vi.doc_string();
+      }
+      g.AddOutput(v);
+    }
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> dangling;
+    for (auto& vi : *gp.mutable_value_info()) {
+      Value* v = g.FindValue(vi.name());
+      if (v == nullptr) {
+        *dangling.Add() = std::move(vi);  // kept as read
+        continue;
+      }
+      *v->mutable_type() = vi.type();
+      v->doc_string_ = vi.doc_string();
+      g.value_info_.push_back(v);
+    }
+    gp.clear_node();
+    gp.clear_initializer();
+    gp.clear_input();
+    gp.clear_output();
+    gp.clear_value_info();
+    gp.clear_name();
+    gp.mutable_value_info()->Swap(&dangling);
+    g.extras_ = std::move(gp);
+    return g.TopologicalSort();
+  }
+
+  // ---- saving ----
+  struct Writer {
+    // Strings lent to the proto by the IR, to be taken back after serialization.
+    std::vector<std::pair<std::string*, std::string*>> lent;
+    // External data being written, or -1.
+    int data_fd = -1;
+    uint64_t data_offset = 0;
+    std::string data_location;
+    size_t threshold = 1024;
+    bool copy_weights = false;  // ModelToProto: never lend
+    absl::Status status;
+
+    ~Writer() { GiveBack(); }
+    void GiveBack() {
+      for (auto& [field, owned] : lent) field->swap(*owned);
+      lent.clear();
+    }
+
+    void WriteTensor(Value* v, onnx::TensorProto* tp) {
+      const Tensor& t = v->tensor();
+      const bool unchanged = v->source_proto_ && t.raw() == v->source_bytes_;
+      if (unchanged) {
+        *tp = *v->source_proto_;
+      } else {
+        tp->set_name(v->name());
+        tp->set_data_type(static_cast<int32_t>(t.type()));
+        for (int64_t d : t.dims()) tp->add_dims(d);
+      }
+      const bool was_external = unchanged &&
+                                v->source_proto_->data_location() == onnx::TensorProto::EXTERNAL;
+      const bool typed_fields = unchanged && !was_external && !v->source_proto_->has_raw_data();
+      if (t.type() == DataType::kString) {
+        if (!unchanged) {
+          for (const auto& s : t.strings()) tp->add_string_data(s);
+        }
+        return;
+      }
+      if (data_fd >= 0 && t.nbytes() >= threshold) {
+        WriteExternal(t, tp);
+        return;
+      }
+      if (was_external) {
+        tp->clear_external_data();
+        tp->clear_data_location();
+      } else if (typed_fields) {
+        return;  // kept in its typed fields as read
+      }
+      std::string* owned = t.buffer() ? t.buffer()->owned_string() : nullptr;
+      if (owned != nullptr && !copy_weights && owned->size() == t.nbytes()) {
+        tp->mutable_raw_data()->swap(*owned);
+        lent.emplace_back(tp->mutable_raw_data(), owned);
+      } else {
+        tp->set_raw_data(static_cast<const char*>(t.raw()), t.nbytes());
+      }
+    }
+
+    void WriteExternal(const Tensor& t, onnx::TensorProto* tp) {
+      tp->clear_raw_data();
+      tp->clear_float_data();
+      tp->clear_int32_data();
+      tp->clear_int64_data();
+      tp->clear_double_data();
+      tp->clear_uint64_data();
+      tp->clear_external_data();
+      const uint64_t offset = (data_offset + 63) / 64 * 64;
+      static const char zeros[64] = {};
+      if (offset > data_offset) WriteAll(zeros, offset - data_offset);
+      WriteAll(t.raw(), t.nbytes());
+      data_offset = offset + t.nbytes();
+      tp->set_data_location(onnx::TensorProto::EXTERNAL);
+      auto add = [&](const char* key, std::string value) {
+        auto* e = tp->add_external_data();
+        e->set_key(key);
+        e->set_value(std::move(value));
+      };
+      add("location", data_location);
+      add("offset", std::to_string(offset));
+      add("length", std::to_string(t.nbytes()));
+    }
+
+    void WriteAll(const void* data, size_t n) {
+      const char* p = static_cast<const char*>(data);
+      while (n > 0 && status.ok()) {
+        const ssize_t w = ::write(data_fd, p, std::min<size_t>(n, 1 << 30));
+        if (w < 0) {
+          if (errno == EINTR) continue;
+          status = absl::InternalError(absl::StrCat("writing external data: ", std::strerror(errno)));
+          return;
+        }
+        p += w;
+        n -= static_cast<size_t>(w);
+      }
+    }
+
+    static void WriteValueInfo(const Value* v, onnx::ValueInfoProto* out) {
+      out->set_name(v->name());
+      if (v->type().value_case() != onnx::TypeProto::VALUE_NOT_SET || v->type().has_denotation()) {
+        *out->mutable_type() = v->type();
+      }
+      if (!v->doc_string().empty()) out->set_doc_string(v->doc_string());
+    }
+
+    void WriteGraph(const Graph& g, onnx::GraphProto* out) {
+      *out = g.extras_;
+      if (!g.name_.empty()) out->set_name(g.name_);
+      for (const auto& node : g.nodes_) {
+        const Node* n = node.get();
+        auto* np = out->add_node();
+        for (const Value* v : n->inputs_) np->add_input(v != nullptr ? v->name() : "");
+        for (const Value* v : n->outputs_) np->add_output(v != nullptr ? v->name() : "");
+        if (!n->name_.empty()) np->set_name(n->name_);
+        np->set_op_type(n->op_type_);
+        if (!n->domain_.empty()) np->set_domain(n->domain_);
+        if (!n->doc_string_.empty()) np->set_doc_string(n->doc_string_);
+        for (const auto& a : n->attributes_) {
+          auto* ap = np->add_attribute();
+          *ap = a;
+          for (const auto& s : n->subgraphs_) {
+            if (s.attribute != a.name()) continue;
+            WriteGraph(*s.graph, s.index < 0 ? ap->mutable_g() : ap->add_graphs());
+          }
+        }
+      }
+      for (Value* v : g.initializers_) WriteTensor(v, out->add_initializer());
+      for (const Value* v : g.inputs_) WriteValueInfo(v, out->add_input());
+      for (const Value* v : g.outputs_) WriteValueInfo(v, out->add_output());
+      for (const Value* v : g.value_info_) WriteValueInfo(v, out->add_value_info());
+    }
+  };
+};
+
+namespace {
+
+absl::Status Prefixed(const std::string& path, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+}
+
+int64_t TotalWeightBytes(const Graph& g) {
+  int64_t total = 0;
+  for (const Value* v : g.initializers()) total += v->tensor().nbytes();
+  for (Node* n : g.nodes()) {
+    for (const auto& s : n->subgraphs()) total += TotalWeightBytes(*s.graph);
+  }
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
+                                                      const std::string& base_dir,
+                                                      const std::string& source) {
+  if (!proto.has_graph()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not an ONNX model (no graph)"));
+  }
+  auto model = std::make_unique<Model>();
+  model->set_base_dir(base_dir);
+  ExternalDataFiles files(base_dir);
+  onnx::GraphProto graph;
+  graph.Swap(proto.mutable_graph());
+  proto.clear_graph();
+  if (auto s = ModelIO::BuildGraph(graph, model->graph(), files); !s.ok()) {
+    return Prefixed(source, s);
+  }
+  model->extras() = std::move(proto);
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a file"));
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": empty file, not an ONNX model"));
+  }
+  unsigned char first = 0;
+  if (::pread(fd, &first, 1, 0) != 1) first = 0;
+  onnx::ModelProto proto;
+  bool parsed;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    parsed = proto.ParseFromZeroCopyStream(&stream);
+  }
+  ::close(fd);
+  // A ModelProto starts with ir_version (field 1, varint: byte 0x08) as every exporter writes.
+  if (!parsed) {
+    return absl::InvalidArgumentError(
+        first == 0x08 ? absl::StrCat(path, ": truncated or corrupt ONNX model (protobuf parse failed)")
+                      : absl::StrCat(path, ": not an ONNX model (protobuf parse failed)"));
+  }
+  if (!proto.has_graph() || proto.ir_version() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not an ONNX model (",
+                                                   proto.has_graph() ? "no ir_version" : "no graph",
+                                                   ")"));
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return ModelFromProto(std::move(proto), dir, path);
+}
+
+onnx::ModelProto ModelToProto(const Model& model) {
+  onnx::ModelProto proto = model.extras();
+  ModelIO::Writer writer;
+  writer.copy_weights = true;
+  writer.WriteGraph(model.graph(), proto.mutable_graph());
+  return proto;
+}
+
+onnx::GraphProto GraphToProto(const Graph& graph) {
+  onnx::GraphProto proto;
+  ModelIO::Writer writer;
+  writer.copy_weights = true;
+  writer.WriteGraph(graph, &proto);
+  return proto;
+}
+
+absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options) {
+  namespace fs = std::filesystem;
+  constexpr int64_t kProtobufLimit = (int64_t{1} << 31) - (int64_t{64} << 20);
+  const bool external =
+      options.external_data == ExternalDataMode::kAlways ||
+      (options.external_data == ExternalDataMode::kAuto &&
+       TotalWeightBytes(model.graph()) > kProtobufLimit);
+  ModelIO::Writer writer;
+  writer.threshold = options.external_threshold;
+  auto write_model = [&]() -> absl::Status {
+    onnx::ModelProto proto = model.extras();
+    writer.WriteGraph(model.graph(), proto.mutable_graph());
+    if (!writer.status.ok()) return writer.status;
+    absl::Status written = WriteFileAtomicallyFd(path, [&](int fd) -> absl::Status {
+      google::protobuf::io::FileOutputStream stream(fd);
+      bool ok;
+      {
+        google::protobuf::io::CodedOutputStream coded(&stream);
+        coded.SetSerializationDeterministic(true);
+        ok = proto.SerializeToCodedStream(&coded) && !coded.HadError();
+      }
+      ok = stream.Flush() && ok;
+      return ok ? absl::OkStatus() : absl::InternalError("cannot write (disk full?)");
+    });
+    writer.GiveBack();  // before `proto`, which holds the lent bytes, goes away
+    return written;
+  };
+  absl::Status status;
+  if (external) {
+    writer.data_location = options.external_location.empty()
+                               ? fs::path(path).filename().string() + ".data"
+                               : options.external_location;
+    const std::string dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path().string() : ".";
+    auto data_path = ExternalDataPath(dir, writer.data_location);
+    if (!data_path.ok()) return Prefixed(path, data_path.status());
+    status = WriteFileAtomicallyFd(*data_path, [&](int fd) -> absl::Status {
+      writer.data_fd = fd;
+      absl::Status s = write_model();
+      writer.data_fd = -1;
+      return s;
+    });
+  } else {
+    status = write_model();
+  }
+  writer.GiveBack();
+  return status.ok() || absl::StartsWith(status.message(), path) ? status : Prefixed(path, status);
+}
+
+}  // namespace ovfix

@@ -1,0 +1,41 @@
+// Loading and saving models: .onnx files (with external data) and in-memory ModelProtos.
+// Weights are read once: raw_data bytes are moved out of the parsed protobuf into the IR,
+// external data is memory-mapped, and saving hands the same bytes back to the writer.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/model.h"
+#include "onnx/onnx_pb.h"
+
+namespace ovfix {
+
+enum class ExternalDataMode {
+  kAuto,    // external data only when the weights would push the file past protobuf's 2 GB
+  kAlways,  // tensors of at least `external_threshold` bytes go to the data file
+  kNever,
+};
+
+struct SaveOptions {
+  ExternalDataMode external_data = ExternalDataMode::kAuto;
+  // File name (in the model's folder) for external data; default "<model file name>.data".
+  std::string external_location;
+  size_t external_threshold = 1024;
+};
+
+// Loads a model file. Errors name the file and the problem in one line.
+absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path);
+// Builds the IR from a parsed ModelProto (consumed: weights are moved out of it).
+// `base_dir` resolves external data; `source` names the model in messages.
+absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
+                                                      const std::string& base_dir,
+                                                      const std::string& source);
+// Writes the model atomically (temporary file + rename), external data likewise.
+absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options = {});
+// A ModelProto copy of the model (weights copied; for checker, printer, shape inference).
+onnx::ModelProto ModelToProto(const Model& model);
+onnx::GraphProto GraphToProto(const Graph& graph);
+
+}  // namespace ovfix

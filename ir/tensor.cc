@@ -1,0 +1,118 @@
+#include "ir/tensor.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/float16.h"
+#include "ir/mapped_file.h"
+
+namespace ovfix {
+
+std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->size_ = bytes;
+  if (bytes > 0) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    b->data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+    if (b->data_ == nullptr) throw std::bad_alloc();
+    std::memset(b->data_, 0, rounded);
+    b->aligned_alloc_ = true;
+  }
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::FromString(std::string&& bytes) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->string_ = std::make_unique<std::string>(std::move(bytes));
+  b->data_ = reinterpret_cast<std::byte*>(b->string_->data());
+  b->size_ = b->string_->size();
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::View(std::shared_ptr<const MappedFile> file, size_t offset,
+                                     size_t size) {
+  assert(offset + size <= file->size());
+  std::shared_ptr<Buffer> b(new Buffer());
+  // The map is read-only; kernels never write through a view (views back initializers).
+  b->data_ = const_cast<std::byte*>(file->data()) + offset;
+  b->size_ = size;
+  b->file_ = std::move(file);
+  return b;
+}
+
+Buffer::~Buffer() {
+  if (aligned_alloc_) std::free(data_);
+}
+
+int64_t Tensor::NumElements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+Tensor::Tensor(DataType type, std::vector<int64_t> dims) : type_(type), dims_(std::move(dims)) {
+  if (type_ == DataType::kString) {
+    strings_.resize(static_cast<size_t>(numel()));
+  } else {
+    buffer_ = Buffer::Allocate(nbytes());
+  }
+}
+
+Tensor::Tensor(DataType type, std::vector<int64_t> dims, std::shared_ptr<Buffer> buffer)
+    : type_(type), dims_(std::move(dims)), buffer_(std::move(buffer)) {
+  assert(!buffer_ || buffer_->size() >= nbytes());
+}
+
+Tensor::Tensor(std::vector<int64_t> dims, std::vector<std::string> strings)
+    : type_(DataType::kString), dims_(std::move(dims)), strings_(std::move(strings)) {}
+
+Tensor Tensor::Reshaped(std::vector<int64_t> dims) const {
+  assert(NumElements(dims) == numel());
+  Tensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  if (type_ == DataType::kString) return Tensor(dims_, strings_);
+  Tensor t(type_, dims_);
+  if (nbytes() > 0) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+double Tensor::GetAsDouble(int64_t i) const {
+  switch (type_) {
+    case DataType::kFloat: return data<float>()[i];
+    case DataType::kDouble: return data<double>()[i];
+    case DataType::kFloat16: return HalfBitsToFloat(data<uint16_t>()[i]);
+    case DataType::kBfloat16: return Bfloat16BitsToFloat(data<uint16_t>()[i]);
+    case DataType::kInt8: return data<int8_t>()[i];
+    case DataType::kUint8: return data<uint8_t>()[i];
+    case DataType::kInt16: return data<int16_t>()[i];
+    case DataType::kUint16: return data<uint16_t>()[i];
+    case DataType::kInt32: return data<int32_t>()[i];
+    case DataType::kUint32: return data<uint32_t>()[i];
+    case DataType::kInt64: return static_cast<double>(data<int64_t>()[i]);
+    case DataType::kUint64: return static_cast<double>(data<uint64_t>()[i]);
+    case DataType::kBool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
+int64_t Tensor::GetAsInt64(int64_t i) const {
+  switch (type_) {
+    case DataType::kInt64: return data<int64_t>()[i];
+    case DataType::kInt32: return data<int32_t>()[i];
+    case DataType::kUint64: return static_cast<int64_t>(data<uint64_t>()[i]);
+    default: return static_cast<int64_t>(GetAsDouble(i));
+  }
+}
+
+std::string DescribeTensor(const Tensor& t) {
+  return absl::StrCat(std::string(DataTypeName(t.type())), "[", absl::StrJoin(t.dims(), ","), "]");
+}
+
+}  // namespace ovfix

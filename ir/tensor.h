@@ -1,0 +1,113 @@
+// Tensor: an element type, dims, and bytes. The bytes live in a shared Buffer that either
+// owns them (an aligned allocation, or a std::string moved out of a parsed protobuf so the
+// weights are never copied) or views a memory-mapped external-data file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/data_type.h"
+
+namespace ovfix {
+
+class MappedFile;
+
+class Buffer {
+ public:
+  // Zero-initialized, 64-byte aligned.
+  static std::shared_ptr<Buffer> Allocate(size_t bytes);
+  // Takes the string's bytes without copying them.
+  static std::shared_ptr<Buffer> FromString(std::string&& bytes);
+  // A view of [offset, offset + size) of a mapped file; the file stays mapped while viewed.
+  static std::shared_ptr<Buffer> View(std::shared_ptr<const MappedFile> file, size_t offset,
+                                      size_t size);
+
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool is_file_view() const { return file_ != nullptr; }
+  // The owned string when the buffer was made FromString (for handing the bytes back to a
+  // protobuf message while saving), else nullptr.
+  std::string* owned_string() { return string_.get(); }
+
+ private:
+  Buffer() = default;
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  bool aligned_alloc_ = false;
+  std::unique_ptr<std::string> string_;
+  std::shared_ptr<const MappedFile> file_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A new zero-filled tensor.
+  Tensor(DataType type, std::vector<int64_t> dims);
+  // A tensor over existing bytes (buffer->size() must equal the tensor's byte size).
+  Tensor(DataType type, std::vector<int64_t> dims, std::shared_ptr<Buffer> buffer);
+  // A string tensor.
+  Tensor(std::vector<int64_t> dims, std::vector<std::string> strings);
+
+  template <typename T>
+  static Tensor FromVector(DataType type, std::vector<int64_t> dims, const std::vector<T>& v);
+
+  DataType type() const { return type_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  size_t rank() const { return dims_.size(); }
+  int64_t dim(size_t i) const { return dims_[i]; }
+  int64_t numel() const { return NumElements(dims_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * ElementSize(type_); }
+  bool defined() const { return type_ != DataType::kUndefined; }
+
+  void* raw() { return buffer_ ? buffer_->data() : nullptr; }
+  const void* raw() const { return buffer_ ? buffer_->data() : nullptr; }
+  template <typename T>
+  T* data() { return reinterpret_cast<T*>(raw()); }
+  template <typename T>
+  const T* data() const { return reinterpret_cast<const T*>(raw()); }
+  template <typename T>
+  std::span<const T> values() const { return {data<T>(), static_cast<size_t>(numel())}; }
+
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  std::vector<std::string>& strings() { return strings_; }
+  const std::vector<std::string>& strings() const { return strings_; }
+
+  // Same bytes, other dims (numel must match). No copy.
+  Tensor Reshaped(std::vector<int64_t> dims) const;
+  // A deep copy with its own buffer.
+  Tensor Clone() const;
+
+  // Element i as double / int64, whatever the element type (for shape arithmetic, tests).
+  double GetAsDouble(int64_t i) const;
+  int64_t GetAsInt64(int64_t i) const;
+
+  static int64_t NumElements(const std::vector<int64_t>& dims);
+
+ private:
+  DataType type_ = DataType::kUndefined;
+  std::vector<int64_t> dims_;
+  std::shared_ptr<Buffer> buffer_;
+  std::vector<std::string> strings_;
+};
+
+template <typename T>
+Tensor Tensor::FromVector(DataType type, std::vector<int64_t> dims, const std::vector<T>& v) {
+  Tensor t(type, std::move(dims));
+  if (!v.empty()) std::memcpy(t.raw(), v.data(), std::min(t.nbytes(), v.size() * sizeof(T)));
+  return t;
+}
+
+// "float[1,3,224,224]"
+std::string DescribeTensor(const Tensor& t);
+
+}  // namespace ovfix
