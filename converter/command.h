@@ -20,5 +20,6 @@ struct Command {
 
 Command AddInspectCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
+Command AddConvertCommand(CLI::App& app);
 
 }  // namespace ovfix::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<ovfix::cli::Command> commands = {
       ovfix::cli::AddInspectCommand(app),
       ovfix::cli::AddRunCommand(app),
+      ovfix::cli::AddConvertCommand(app),
   };
   auto* help = app.add_subcommand("help", "Show the commands and their options");
   try {

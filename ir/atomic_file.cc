@@ -26,10 +26,9 @@ absl::Status WriteFileAtomicallyFd(const std::string& path,
         absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
   }
   ::fchmod(fd, 0644);
+  // No fsync: the rename protects against interrupted runs, which is the promise; syncing
+  // gigabytes of weights on every save would cost more than the whole conversion.
   absl::Status status = write(fd);
-  if (status.ok() && ::fsync(fd) != 0) {
-    status = absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
-  }
   if (::close(fd) != 0 && status.ok()) {
     status = absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
   }

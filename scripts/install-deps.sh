@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ovfix builds and tests with (run as root, or with sudo).
+set -euo pipefail
+packages=(
+  g++ cmake ninja-build pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev libcli11-dev libfmt-dev libre2-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
