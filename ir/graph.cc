@@ -54,7 +54,14 @@ void CollectOuterReads(const Graph& g, const Graph& boundary,
 }  // namespace
 
 Graph::~Graph() {
-  // Subgraph nodes may hold uses of our values; drop nodes first, then values.
+  // Our nodes may read values of enclosing graphs (which outlive us): drop those uses. Nodes
+  // go before our values, since nested subgraphs hold uses of them.
+  for (auto& n : nodes_) {
+    for (size_t i = 0; i < n->inputs_.size(); ++i) {
+      Value* v = n->inputs_[i];
+      if (v != nullptr && v->owner_ != this) RemoveUse(v, n.get(), static_cast<int>(i));
+    }
+  }
   nodes_.clear();
 }
 
@@ -202,6 +209,59 @@ void Graph::EraseNode(Node* node) {
     }
   }
   nodes_.erase(node->position_);
+}
+
+std::unique_ptr<Node> Graph::DetachNode(Node* node) {
+  for (size_t i = 0; i < node->inputs_.size(); ++i) {
+    if (node->inputs_[i] != nullptr) RemoveUse(node->inputs_[i], node, static_cast<int>(i));
+  }
+  for (Value* v : node->outputs_) {
+    if (v != nullptr) v->producer_ = nullptr;
+  }
+  std::unique_ptr<Node> owned = std::move(*node->position_);
+  nodes_.erase(node->position_);
+  return owned;
+}
+
+Node* Graph::ReattachNode(std::unique_ptr<Node> node, Node* before) {
+  Node* n = node.get();
+  auto pos = before != nullptr ? before->position_ : nodes_.end();
+  n->position_ = nodes_.insert(pos, std::move(node));
+  for (size_t i = 0; i < n->inputs_.size(); ++i) {
+    if (n->inputs_[i] != nullptr) n->inputs_[i]->uses_.push_back(Use{n, static_cast<int>(i)});
+  }
+  for (size_t i = 0; i < n->outputs_.size(); ++i) {
+    if (n->outputs_[i] != nullptr) {
+      n->outputs_[i]->producer_ = n;
+      n->outputs_[i]->producer_output_ = static_cast<int>(i);
+    }
+  }
+  Renumber();
+  return n;
+}
+
+void Graph::DeleteValue(Value* v) {
+  std::erase(value_info_, v);
+  by_name_.erase(v->name());
+  std::erase_if(values_, [&](const std::unique_ptr<Value>& p) { return p.get() == v; });
+}
+
+void Graph::RemoveInitializer(Value* v) {
+  std::erase(initializers_, v);
+  v->initializer_.reset();
+  v->source_proto_.reset();
+}
+
+int Graph::DeleteDanglingValues() {
+  std::vector<Value*> dangling;
+  for (const auto& v : values_) {
+    if (v->producer_ == nullptr && v->uses_.empty() && !v->graph_input_ &&
+        v->graph_output_count_ == 0 && !v->initializer_) {
+      dangling.push_back(v.get());
+    }
+  }
+  for (Value* v : dangling) DeleteValue(v);
+  return static_cast<int>(dangling.size());
 }
 
 void Graph::ReplaceAllUsesWith(Value* from, Value* to) {

@@ -88,6 +88,18 @@ class Graph {
                            std::string_view domain = "", Node* before = nullptr);
   // Removes a node whose outputs have no uses and are not graph outputs.
   void EraseNode(Node* node);
+  // Takes a node out of the graph without destroying it or its output values (which stay,
+  // without a producer): the rewriter keeps detached nodes to undo or validate a rewrite.
+  std::unique_ptr<Node> DetachNode(Node* node);
+  // Puts a detached node back before `before` (at the end when null), restoring its uses
+  // and its outputs' producer.
+  Node* ReattachNode(std::unique_ptr<Node> node, Node* before);
+  // Removes a value that nothing produces, uses, or lists (not an input/output/initializer).
+  void DeleteValue(Value* v);
+  // Drops an initializer's tensor and its place in the initializer list (the value stays).
+  void RemoveInitializer(Value* v);
+  // Deletes every value that nothing produces, uses or lists. Returns how many.
+  int DeleteDanglingValues();
   // Every use of `from` (in this graph and its subgraphs) now uses `to`.
   void ReplaceAllUsesWith(Value* from, Value* to);
   // Removes nodes whose outputs are unused, initializers and values nobody uses.

@@ -54,10 +54,7 @@ class ModelIO {
       v->set_tensor(*std::move(tensor));
       v->source_bytes_ = v->tensor().raw();
       v->source_proto_ = std::make_shared<onnx::TensorProto>(std::move(tp));
-      v->source_proto_->clear_raw_data();
-      if (!v->tensor().buffer() || v->tensor().buffer()->owned_string() == nullptr) {
-        // Typed fields or external data: the proto keeps its own form; nothing to hand back.
-      }
+      // raw_data (if any) was moved into the tensor; the field stays set but empty.
       g.initializers_.push_back(v);
     }
     for (auto& vi : *gp.mutable_input()) {
@@ -174,7 +171,11 @@ class ModelIO {
 
     void WriteTensor(Value* v, onnx::TensorProto* tp) {
       const Tensor& t = v->tensor();
-      const bool unchanged = v->source_proto_ && t.raw() == v->source_bytes_;
+      const bool unchanged = v->source_proto_ && t.raw() == v->source_bytes_ &&
+                             static_cast<int32_t>(t.type()) == v->source_proto_->data_type() &&
+                             std::equal(t.dims().begin(), t.dims().end(),
+                                        v->source_proto_->dims().begin(),
+                                        v->source_proto_->dims().end());
       if (unchanged) {
         *tp = *v->source_proto_;
       } else {

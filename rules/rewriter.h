@@ -1,0 +1,102 @@
+// The Rewriter: every graph change made by a rule or a pass goes through it. It records each
+// change in an undo log, so a rewrite that fails validation is rolled back exactly, and keeps
+// what users rely on: graph inputs and outputs keep their names, dead nodes and initializers
+// are removed at commit, and the graph stays topologically sorted.
+//
+// Use: Begin("rule_name", matched_nodes); ...edits...; then Commit() or Rollback().
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "ir/model.h"
+
+namespace ovfix::rules {
+
+struct RewriteRecord {
+  std::string rule;                       // rule or pass name
+  std::vector<std::string> matched;       // Describe() of the nodes the rewrite started from
+  std::vector<std::string> created;       // Describe() of the nodes it added
+  int removed = 0;                        // nodes it took out
+  double max_error = -1;                  // measured by validation; -1 when not validated
+  bool rolled_back = false;
+  std::string note;                       // why it was rolled back, or a pass's remark
+};
+
+class Rewriter {
+ public:
+  explicit Rewriter(Model& model) : model_(model) {}
+  ~Rewriter();
+  Rewriter(const Rewriter&) = delete;
+  Rewriter& operator=(const Rewriter&) = delete;
+
+  Model& model() { return model_; }
+  Graph& graph() { return model_.graph(); }
+
+  // Opens a transaction. Edits outside a transaction are not allowed.
+  void Begin(std::string_view rule, const std::vector<Node*>& matched = {});
+  bool in_transaction() const { return open_; }
+
+  // ---- edits (each recorded) ----
+  Node* CreateNode(Graph& g, std::string_view op_type, const std::vector<Value*>& inputs,
+                   const std::vector<std::string>& output_names, Node* before,
+                   std::string_view name = "", std::string_view domain = "");
+  Value* CreateInitializer(Graph& g, std::string_view name, Tensor t);
+  void SetInput(Node* node, size_t index, Value* v);
+  void SetAttribute(Node* node, onnx::AttributeProto attribute);
+  void RemoveAttribute(Node* node, std::string_view name);
+  // Replaces a constant's data (e.g. reshaping it in place); the value keeps its name.
+  void SetInitializer(Value* v, Tensor t);
+  void SetType(Value* v, const onnx::TypeProto& type);
+  // Every use of `from` reads `to`. If `from` is a graph output, `to` takes its place and
+  // its name (the old value is renamed), so the model's outputs keep their names.
+  void ReplaceAllUsesWith(Value* from, Value* to);
+  // Takes a node out (kept until commit for rollback and validation).
+  void EraseNode(Node* node);
+
+  // ---- transaction end ----
+  // Keeps the changes: removes nodes and initializers that became dead, re-sorts the graph
+  // if needed, and appends the record. Returns the record for the validator to fill.
+  RewriteRecord& Commit();
+  // Undoes every change since Begin, in reverse order, and records the rollback.
+  void Rollback(std::string reason);
+
+  // During a transaction: the nodes erased (detached) and created so far.
+  const std::vector<Node*>& erased_nodes() const { return erased_view_; }
+  const std::vector<Node*>& created_nodes() const { return created_; }
+  // During a transaction: nodes that were there before and now compute differently (an
+  // input, an attribute, or the data or type of a value they read changed), and graph
+  // outputs that now read another value, as (position, the value it read before).
+  const std::vector<Node*>& modified_nodes() const { return modified_; }
+  const std::vector<std::pair<size_t, Value*>>& replaced_outputs() const {
+    return replaced_outputs_;
+  }
+
+  const std::vector<RewriteRecord>& records() const { return records_; }
+  std::vector<RewriteRecord>& records() { return records_; }
+
+ private:
+  void Record(std::function<void()> undo) { undo_.push_back(std::move(undo)); }
+  void MarkModified(Node* node);
+  void MarkUsersModified(const Value* v);
+
+  Model& model_;
+  bool open_ = false;
+  RewriteRecord current_;
+  std::vector<std::function<void()>> undo_;
+  std::vector<std::unique_ptr<Node>> detached_;  // erased nodes, owned until commit
+  std::vector<Node*> erased_view_;
+  std::vector<Node*> created_;
+  std::vector<Node*> modified_;
+  absl::flat_hash_set<const Node*> modified_set_;  // created_ and modified_, for dedupe
+  std::vector<std::pair<size_t, Value*>> replaced_outputs_;
+  std::vector<RewriteRecord> records_;
+};
+
+}  // namespace ovfix::rules
