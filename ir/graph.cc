@@ -271,15 +271,15 @@ void Graph::ReplaceAllUsesWith(Value* from, Value* to) {
 
 int Graph::RemoveDeadCode() {
   int removed = 0;
-  for (auto it = nodes_.rbegin(); it != nodes_.rend();) {
-    Node* n = it->get();
+  // Reverse order: a node's users are looked at (and maybe removed) before the node.
+  std::vector<Node*> order = NodeList();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* n = *it;
     bool live = false;
     for (Value* v : n->outputs_) {
       if (v != nullptr && (v->has_uses() || v->is_graph_output())) live = true;
     }
-    ++it;
     if (!live) {
-      // The reverse iterator points past `n`; erasing `n` does not invalidate it.
       EraseNode(n);
       ++removed;
     }

@@ -1,0 +1,91 @@
+// The Rewriter's promises: rollback restores the graph exactly, commit removes what became
+// dead, graph outputs keep their names.
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+#include "ir/text_form.h"
+#include "rules/rewriter.h"
+
+namespace ovfix::rules {
+namespace {
+
+constexpr char kModel[] = R"(
+  m (float[2, 3] x) => (float[2, 3] y) {
+    a = Relu(x)
+    b = Neg(a)
+    y = Abs(b)
+  }
+)";
+
+std::unique_ptr<Model> Parse() {
+  auto m = ParseModelText(kModel);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *std::move(m);
+}
+
+TEST(Rewriter, RollbackRestoresTheGraphExactly) {
+  auto model = Parse();
+  const std::string before = PrintModelText(*model);
+  Rewriter rw(*model);
+  Graph& g = model->graph();
+  Node* neg = g.FindValue("b")->producer();
+  rw.Begin("test", {neg});
+  // Replace Neg(a) with Sigmoid(a), erase Neg, add a constant and an attribute.
+  Node* sig = rw.CreateNode(g, "Sigmoid", {g.FindValue("a")}, {"s"}, neg);
+  rw.ReplaceAllUsesWith(neg->output(0), sig->output(0));
+  rw.EraseNode(neg);
+  rw.CreateInitializer(g, "c", Tensor(DataType::kFloat, {1}));
+  onnx::AttributeProto attr;
+  attr.set_name("note");
+  attr.set_type(onnx::AttributeProto::INT);
+  attr.set_i(1);
+  rw.SetAttribute(g.FindValue("a")->producer(), attr);
+  EXPECT_NE(PrintModelText(*model), before);
+  rw.Rollback("testing");
+  EXPECT_EQ(PrintModelText(*model), before);
+  EXPECT_TRUE(g.Verify().ok());
+  ASSERT_EQ(rw.records().size(), 1u);
+  EXPECT_TRUE(rw.records()[0].rolled_back);
+  EXPECT_EQ(rw.records()[0].note, "testing");
+}
+
+TEST(Rewriter, CommitRemovesDeadNodesAndKeepsOrder) {
+  auto model = Parse();
+  Rewriter rw(*model);
+  Graph& g = model->graph();
+  Node* neg = g.FindValue("b")->producer();
+  rw.Begin("neg_to_sigmoid", {neg});
+  Node* sig = rw.CreateNode(g, "Sigmoid", {g.FindValue("a")}, {"s"}, neg);
+  rw.ReplaceAllUsesWith(neg->output(0), sig->output(0));
+  RewriteRecord& record = rw.Commit();  // Neg is now dead and goes away
+  EXPECT_EQ(record.removed, 1);
+  EXPECT_EQ(record.created.size(), 1u);
+  EXPECT_EQ(g.num_nodes(), 3u);
+  EXPECT_EQ(g.FindValue("b"), nullptr);
+  EXPECT_TRUE(g.Verify().ok());
+}
+
+TEST(Rewriter, GraphOutputsKeepTheirNames) {
+  auto model = Parse();
+  Rewriter rw(*model);
+  Graph& g = model->graph();
+  Node* abs = g.FindValue("y")->producer();
+  rw.Begin("abs_to_relu", {abs});
+  Node* relu = rw.CreateNode(g, "Relu", {g.FindValue("b")}, {"r"}, abs);
+  rw.ReplaceAllUsesWith(abs->output(0), relu->output(0));
+  rw.Commit();
+  ASSERT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.outputs()[0]->name(), "y");
+  EXPECT_EQ(g.outputs()[0]->producer()->op_type(), "Relu");
+  EXPECT_TRUE(g.Verify().ok());
+  // Replacing an output by a graph input goes through an Identity that carries the name.
+  rw.Begin("output_to_input");
+  rw.ReplaceAllUsesWith(g.outputs()[0], g.FindValue("x"));
+  rw.Commit();
+  EXPECT_EQ(g.outputs()[0]->name(), "y");
+  EXPECT_EQ(g.outputs()[0]->producer()->op_type(), "Identity");
+  EXPECT_EQ(g.inputs()[0]->name(), "x");
+  EXPECT_EQ(g.num_nodes(), 1u);  // everything else became dead
+}
+
+}  // namespace
+}  // namespace ovfix::rules
