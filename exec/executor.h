@@ -30,6 +30,7 @@ struct SessionOptions {
   Precision precision = Precision::kFp32;
   int threads = 0;       // 0: one per core
   bool capture = false;  // keep every intermediate value, readable by name after Run
+  int device = -1;       // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -44,6 +45,8 @@ class Session {
   // by name.
   virtual const TensorMap& captured() const = 0;
   const SessionOptions& options() const { return options_; }
+  // Remarks a user should see (e.g. nodes an opencl session ran on the CPU, and why).
+  virtual std::vector<std::string> notes() const { return {}; }
 
  protected:
   SessionOptions options_;

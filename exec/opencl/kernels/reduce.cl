@@ -1,0 +1,88 @@
+// Reductions, Softmax and Gather. One work item per output element (reductions) or per row
+// (softmax).
+
+// The input is seen as `dims` (rank 8, leading 1s) with `reduced` marking reduced axes.
+// MODE: 0 sum, 1 mean, 2 max, 3 min, 4 sum of squares, 5 L2, 6 L1, 7 prod, 8 log-sum,
+// 9 log-sum-exp.
+__kernel void reduce(__global const A_T* x, __global Y_T* y, int8 dims, int8 reduced,
+                     long count) {
+  const long index = get_global_id(0);
+  int d[8] = {dims.s0, dims.s1, dims.s2, dims.s3, dims.s4, dims.s5, dims.s6, dims.s7};
+  int r[8] = {reduced.s0, reduced.s1, reduced.s2, reduced.s3,
+              reduced.s4, reduced.s5, reduced.s6, reduced.s7};
+  long stride[8];
+  long s = 1;
+  for (int k = 7; k >= 0; --k) {
+    stride[k] = s;
+    s *= d[k];
+  }
+  // Base offset from the kept coordinates of this output element.
+  long rest = index, base = 0;
+  for (int k = 7; k >= 0; --k) {
+    if (r[k]) continue;
+    base += (rest % d[k]) * stride[k];
+    rest /= d[k];
+  }
+  real_t peak = -REAL_MAX;
+  if (MODE == 9) {
+    for (long i = 0; i < count; ++i) {
+      long rr = i, off = base;
+      for (int k = 7; k >= 0; --k) {
+        if (!r[k]) continue;
+        off += (rr % d[k]) * stride[k];
+        rr /= d[k];
+      }
+      peak = fmax(peak, LOAD_A(x, off));
+    }
+  }
+  real_t acc = MODE == 2 ? -REAL_MAX : (MODE == 3 ? REAL_MAX : (MODE == 7 ? (real_t)1 : (real_t)0));
+  for (long i = 0; i < count; ++i) {
+    long rr = i, off = base;
+    for (int k = 7; k >= 0; --k) {
+      if (!r[k]) continue;
+      off += (rr % d[k]) * stride[k];
+      rr /= d[k];
+    }
+    const real_t v = LOAD_A(x, off);
+    switch (MODE) {
+      case 2: acc = fmax(acc, v); break;
+      case 3: acc = fmin(acc, v); break;
+      case 4: case 5: acc += v * v; break;
+      case 6: acc += fabs(v); break;
+      case 7: acc *= v; break;
+      case 9: acc += exp(v - peak); break;
+      default: acc += v; break;
+    }
+  }
+  if (MODE == 1) acc /= (real_t)count;
+  if (MODE == 5) acc = sqrt(acc);
+  if (MODE == 8) acc = log(acc);
+  if (MODE == 9) acc = log(acc) + peak;
+  STORE_Y(y, index, acc);
+}
+
+// Rows of `length` elements `stride` apart: row r starts at (r / stride) * length * stride
+// + r % stride. MODE 0: softmax, 1: log-softmax.
+__kernel void softmax(__global const A_T* x, __global Y_T* y, long length, long stride) {
+  const long row = get_global_id(0);
+  const long base = (row / stride) * length * stride + row % stride;
+  real_t peak = -REAL_MAX;
+  for (long i = 0; i < length; ++i) peak = fmax(peak, LOAD_A(x, base + i * stride));
+  real_t sum = 0;
+  for (long i = 0; i < length; ++i) sum += exp(LOAD_A(x, base + i * stride) - peak);
+  for (long i = 0; i < length; ++i) {
+    const real_t v = LOAD_A(x, base + i * stride) - peak;
+    STORE_Y(y, base + i * stride, MODE == 0 ? exp(v) / sum : v - log(sum));
+  }
+}
+
+// y[outer, j, inner] = x[outer, indices[j], inner]; indices already checked and made
+// non-negative on the host.
+__kernel void gather(__global const A_T* x, __global const long* indices, __global Y_T* y,
+                     long count, long axis_size, long inner) {
+  const long i = get_global_id(0);
+  const long in = i % inner;
+  const long j = (i / inner) % count;
+  const long outer = i / (inner * count);
+  STORE_Y(y, i, LOAD_A(x, (outer * axis_size + indices[j]) * inner + in));
+}

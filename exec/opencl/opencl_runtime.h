@@ -1,0 +1,67 @@
+// The OpenCL side of the opencl backend: device discovery, one context and in-order queue per
+// session, programs built from the embedded .cl sources once per (file, build options) and
+// cached, and OpenCL error codes turned into messages that name the device.
+#pragma once
+
+#define CL_HPP_TARGET_OPENCL_VERSION 120
+#define CL_HPP_MINIMUM_OPENCL_VERSION 120
+#include <CL/opencl.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ovfix::exec::opencl {
+
+struct DeviceInfo {
+  int index = -1;  // position in ListDevices()
+  std::string name;
+  std::string platform;
+  std::string version;
+  bool gpu = false;
+  bool fp16 = false;  // cl_khr_fp16: half arithmetic
+  uint64_t global_memory = 0;
+  int compute_units = 0;
+};
+
+// Every device of every platform, in platform order.
+absl::StatusOr<std::vector<DeviceInfo>> ListDevices();
+// "CL_OUT_OF_RESOURCES (-5)".
+std::string ErrorName(cl_int error);
+
+class Runtime {
+ public:
+  // device_index < 0: $OVFIX_OPENCL_DEVICE if set, else the first GPU, else device 0.
+  static absl::StatusOr<std::unique_ptr<Runtime>> Create(int device_index);
+
+  const DeviceInfo& device() const { return info_; }
+  cl::Context& context() { return context_; }
+  cl::CommandQueue& queue() { return queue_; }
+
+  // A kernel from an embedded .cl file built with `options` (e.g. "-DA_HALF"). Programs are
+  // cached by (file, options); each call returns a fresh cl::Kernel object sharing it.
+  absl::StatusOr<cl::Kernel> GetKernel(std::string_view file, std::string_view kernel,
+                                       const std::string& options);
+  absl::StatusOr<cl::Buffer> Allocate(size_t bytes);
+  absl::Status Write(const cl::Buffer& buffer, const void* data, size_t bytes);
+  absl::Status Read(const cl::Buffer& buffer, void* data, size_t bytes);
+  // Enqueues a 1-D/2-D/3-D range; `what` names the op/node for error messages.
+  absl::Status Enqueue(cl::Kernel& kernel, const cl::NDRange& global, const std::string& what);
+  absl::Status Finish();
+
+  // "OpenCL device 'NAME': " + message.
+  absl::Status Error(cl_int code, const std::string& what) const;
+
+ private:
+  DeviceInfo info_;
+  cl::Device device_;
+  cl::Context context_;
+  cl::CommandQueue queue_;
+  std::map<std::string, cl::Program> programs_;
+};
+
+}  // namespace ovfix::exec::opencl

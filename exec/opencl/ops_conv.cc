@@ -1,0 +1,223 @@
+// Conv, Gemm, pooling and BatchNormalization on the device. The spatial arithmetic (auto_pad,
+// output sizes) is the CPU kernels' own (exec/cpu/conv_geometry.h), so both backends agree.
+#include "exec/cpu/conv_geometry.h"
+#include "exec/opencl/op_context.h"
+
+namespace ovfix::exec::opencl {
+namespace {
+
+bool IsFloat(const ClValue& v) {
+  return v.type == DataType::kFloat || v.type == DataType::kFloat16;
+}
+
+// Spatial values padded to three (d, h, w) with `fill` in front.
+cl_int4 Spatial3(const std::vector<int64_t>& v, int fill) {
+  cl_int4 out;
+  const size_t shift = 3 - v.size();
+  for (int i = 0; i < 3; ++i) out.s[i] = i < static_cast<int>(shift) ? fill : static_cast<cl_int>(v[i - shift]);
+  out.s[3] = 0;
+  return out;
+}
+
+absl::StatusOr<SpatialGeometry> Geometry(OpContext& ctx, const std::vector<int64_t>& dims,
+                                         std::vector<int64_t> kernel, bool ceil_mode) {
+  KernelContext kc{ctx.node, ctx.opset, {}, {}, nullptr, nullptr, {}};
+  std::vector<int64_t> spatial(dims.begin() + 2, dims.end());
+  auto g = ReadSpatialAttributes(kc, spatial, std::move(kernel));
+  if (!g.ok()) return g.status();
+  if (auto s = ComputeConvOutput(kc, *g, ceil_mode); !s.ok()) return s;
+  return g;
+}
+
+absl::Status Conv(OpContext& ctx) {
+  const ClValue& x = ctx.input(0);
+  const ClValue& w = ctx.input(1);
+  if (!IsFloat(x) || !IsFloat(w)) return ctx.Unsupported("non-float Conv");
+  if (x.dims.size() < 3 || x.dims.size() > 5) return ctx.Unsupported("rank ", x.dims.size());
+  if (w.dims.size() != x.dims.size()) return ctx.Error("weight rank differs from input rank");
+  const int64_t group = ctx.node.GetInt("group", 1);
+  const int64_t C = x.dims[1], M = w.dims[0];
+  if (group <= 0 || C % group != 0 || M % group != 0 || w.dims[1] * group != C) {
+    return ctx.Error("channels ", C, " and weight ", w.dims[1], " do not fit group ", group);
+  }
+  KernelContext kc{ctx.node, ctx.opset, {}, {}, nullptr, nullptr, {}};
+  auto kernel = KernelShape(kc, {w.dims.begin() + 2, w.dims.end()});
+  if (!kernel.ok()) return kernel.status();
+  auto g = Geometry(ctx, x.dims, *kernel, false);
+  if (!g.ok()) return g.status();
+  std::vector<int64_t> out_dims = {x.dims[0], M};
+  out_dims.insert(out_dims.end(), g->output.begin(), g->output.end());
+  auto y = ctx.NewOutput(0, x.type, out_dims);
+  if (!y.ok()) return y.status();
+  const bool has_bias = ctx.has_input(2);
+  if (has_bias && ctx.input(2).numel() != M) return ctx.Error("bias must have ", M, " values");
+  auto dx = ctx.Device(0);
+  if (!dx.ok()) return dx.status();
+  auto dw = ctx.Device(1);
+  if (!dw.ok()) return dw.status();
+  cl::Buffer* db = *dw;  // any valid buffer when there is no bias
+  if (has_bias) {
+    auto b = ctx.Device(2);
+    if (!b.ok()) return b.status();
+    db = *b;
+  }
+  auto k = ctx.Kernel("conv.cl", "conv",
+                      ctx.Options({{"A", &x}, {"W", &w}, {"C", has_bias ? &ctx.input(2) : nullptr},
+                                   {"Y", *y}}, "-DMODE=0"));
+  if (!k.ok()) return k.status();
+  if (auto s = SetArgs(ctx, *k, **dx, **dw, *db, cl_int{has_bias}, *(*y)->device,
+                       static_cast<cl_int>(C), static_cast<cl_int>(M), static_cast<cl_int>(group),
+                       Spatial3(g->input, 1), Spatial3(g->output, 1), Spatial3(g->kernel, 1),
+                       Spatial3(g->strides, 1), Spatial3(g->pads_begin, 0),
+                       Spatial3(g->dilations, 1));
+      !s.ok()) {
+    return s;
+  }
+  return ctx.Run(*k, cl::NDRange(static_cast<size_t>((*y)->numel())));
+}
+
+absl::Status Gemm(OpContext& ctx) {
+  const ClValue& a = ctx.input(0);
+  const ClValue& b = ctx.input(1);
+  if (!IsFloat(a) || !IsFloat(b)) return ctx.Unsupported("non-float Gemm");
+  if (a.dims.size() != 2 || b.dims.size() != 2) return ctx.Error("Gemm inputs must be 2-D");
+  const int trans_a = static_cast<int>(ctx.node.GetInt("transA", 0));
+  const int trans_b = static_cast<int>(ctx.node.GetInt("transB", 0));
+  const int64_t M = trans_a ? a.dims[1] : a.dims[0], K = trans_a ? a.dims[0] : a.dims[1];
+  const int64_t K2 = trans_b ? b.dims[1] : b.dims[0], N = trans_b ? b.dims[0] : b.dims[1];
+  if (K != K2) return ctx.Error("inner dims differ (", K, " vs ", K2, ")");
+  const bool has_c = ctx.has_input(2);
+  int64_t c_rows = 1, c_cols = 1;
+  if (has_c) {
+    const auto& cd = ctx.input(2).dims;
+    if (cd.size() > 2) return ctx.Error("C must have rank <= 2");
+    c_cols = cd.empty() ? 1 : cd.back();
+    c_rows = cd.size() == 2 ? cd[0] : 1;
+    if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
+      return ctx.Error("C cannot be broadcast to [", M, ",", N, "]");
+    }
+  }
+  auto y = ctx.NewOutput(0, a.type, {M, N});
+  if (!y.ok()) return y.status();
+  auto da = ctx.Device(0);
+  if (!da.ok()) return da.status();
+  auto db = ctx.Device(1);
+  if (!db.ok()) return db.status();
+  cl::Buffer* dc = *da;
+  if (has_c) {
+    auto c = ctx.Device(2);
+    if (!c.ok()) return c.status();
+    dc = *c;
+  }
+  auto k = ctx.Kernel("conv.cl", "gemm",
+                      ctx.Options({{"A", &a}, {"B", &b}, {"C", has_c ? &ctx.input(2) : nullptr},
+                                   {"Y", *y}}, "-DMODE=0"));
+  if (!k.ok()) return k.status();
+  if (auto s = SetArgs(ctx, *k, **da, **db, *dc, cl_int{has_c}, *(*y)->device,
+                       static_cast<cl_int>(M), static_cast<cl_int>(N), static_cast<cl_int>(K),
+                       cl_int{trans_a}, cl_int{trans_b}, ctx.node.GetFloat("alpha", 1.0f),
+                       ctx.node.GetFloat("beta", 1.0f), static_cast<cl_int>(c_rows),
+                       static_cast<cl_int>(c_cols));
+      !s.ok()) {
+    return s;
+  }
+  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M)));
+}
+
+absl::Status Pool(OpContext& ctx) {
+  const ClValue& x = ctx.input(0);
+  if (!IsFloat(x)) return ctx.Unsupported("non-float pooling");
+  if (x.dims.size() < 3 || x.dims.size() > 5) return ctx.Unsupported("rank ", x.dims.size());
+  const bool max = ctx.node.op_type() == "MaxPool";
+  if (max && ctx.outputs.size() > 1 && ctx.node.output(1) != nullptr) {
+    return ctx.Unsupported("MaxPool indices output");
+  }
+  if (max && ctx.node.GetInt("storage_order", 0) != 0) return ctx.Unsupported("storage_order");
+  auto g = Geometry(ctx, x.dims, ctx.node.GetInts("kernel_shape"),
+                    ctx.node.GetInt("ceil_mode", 0) != 0);
+  if (!g.ok()) return g.status();
+  std::vector<int64_t> out_dims = {x.dims[0], x.dims[1]};
+  out_dims.insert(out_dims.end(), g->output.begin(), g->output.end());
+  auto y = ctx.NewOutput(0, x.type, out_dims);
+  if (!y.ok()) return y.status();
+  auto dx = ctx.Device(0);
+  if (!dx.ok()) return dx.status();
+  const int mode = max ? 0 : (ctx.node.GetInt("count_include_pad", 0) ? 2 : 1);
+  auto k = ctx.Kernel("conv.cl", "pool",
+                      ctx.Options({{"A", &x}, {"Y", *y}}, absl::StrCat("-DMODE=", mode)));
+  if (!k.ok()) return k.status();
+  if (auto s = SetArgs(ctx, *k, **dx, *(*y)->device, Spatial3(g->input, 1),
+                       Spatial3(g->output, 1), Spatial3(g->kernel, 1), Spatial3(g->strides, 1),
+                       Spatial3(g->pads_begin, 0), Spatial3(g->dilations, 1));
+      !s.ok()) {
+    return s;
+  }
+  return ctx.Run(*k, cl::NDRange(static_cast<size_t>((*y)->numel())));
+}
+
+absl::Status GlobalPool(OpContext& ctx) {
+  const ClValue& x = ctx.input(0);
+  if (!IsFloat(x)) return ctx.Unsupported("non-float pooling");
+  if (x.dims.size() < 2) return ctx.Error("input must have rank >= 2");
+  std::vector<int64_t> out_dims(x.dims.size(), 1);
+  out_dims[0] = x.dims[0];
+  out_dims[1] = x.dims[1];
+  const cl_long size = x.numel() / std::max<int64_t>(1, x.dims[0] * x.dims[1]);
+  auto y = ctx.NewOutput(0, x.type, out_dims);
+  if (!y.ok()) return y.status();
+  auto dx = ctx.Device(0);
+  if (!dx.ok()) return dx.status();
+  const bool max = ctx.node.op_type() == "GlobalMaxPool";
+  auto k = ctx.Kernel("conv.cl", "global_pool",
+                      ctx.Options({{"A", &x}, {"Y", *y}}, max ? "-DMODE=0" : "-DMODE=1"));
+  if (!k.ok()) return k.status();
+  if (auto s = SetArgs(ctx, *k, **dx, *(*y)->device, size); !s.ok()) return s;
+  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(x.dims[0] * x.dims[1])));
+}
+
+absl::Status BatchNorm(OpContext& ctx) {
+  const ClValue& x = ctx.input(0);
+  if (!IsFloat(x) || x.dims.size() < 2) return ctx.Unsupported("non-float BatchNormalization");
+  if (ctx.node.GetInt("training_mode", 0) != 0 || ctx.outputs.size() > 1) {
+    return ctx.Unsupported("training mode");
+  }
+  const int64_t C = x.dims[1];
+  for (int i = 1; i <= 4; ++i) {
+    if (ctx.input(i).numel() != C) return ctx.Error("input ", i, " must have ", C, " values");
+  }
+  if (ctx.input(3).half != ctx.input(4).half) return ctx.Unsupported("mixed mean/var storage");
+  auto y = ctx.NewOutput(0, x.type, x.dims);
+  if (!y.ok()) return y.status();
+  std::vector<cl::Buffer*> buffers;
+  for (size_t i = 0; i < 5; ++i) {
+    auto b = ctx.Device(i);
+    if (!b.ok()) return b.status();
+    buffers.push_back(*b);
+  }
+  auto k = ctx.Kernel("conv.cl", "batch_norm",
+                      ctx.Options({{"A", &x}, {"W", &ctx.input(1)}, {"B", &ctx.input(2)},
+                                   {"C", &ctx.input(3)}, {"Y", *y}}, "-DMODE=0"));
+  if (!k.ok()) return k.status();
+  const cl_long spatial = x.numel() / std::max<int64_t>(1, x.dims[0] * C);
+  if (auto s = SetArgs(ctx, *k, *buffers[0], *buffers[1], *buffers[2], *buffers[3], *buffers[4],
+                       *(*y)->device, static_cast<cl_int>(C), spatial,
+                       ctx.node.GetFloat("epsilon", 1e-5f));
+      !s.ok()) {
+    return s;
+  }
+  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(x.numel())));
+}
+
+}  // namespace
+
+void AddConvOps(std::vector<OpDef>& table) {
+  table.push_back({"Conv", 1, 99, Conv});
+  table.push_back({"Gemm", 1, 99, Gemm});
+  table.push_back({"MaxPool", 1, 99, Pool});
+  table.push_back({"AveragePool", 1, 99, Pool});
+  table.push_back({"GlobalAveragePool", 1, 99, GlobalPool});
+  table.push_back({"GlobalMaxPool", 1, 99, GlobalPool});
+  table.push_back({"BatchNormalization", 1, 99, BatchNorm});
+}
+
+}  // namespace ovfix::exec::opencl

@@ -1,0 +1,254 @@
+// Element-wise ops on the device: unary math and activations, binary arithmetic and
+// comparisons with numpy broadcasting, Where, Concat, Cast between float storages.
+#include <algorithm>
+#include <limits>
+
+#include "exec/opencl/op_context.h"
+
+namespace ovfix::exec::opencl {
+namespace {
+
+constexpr int kMaxRank = 8;
+
+bool IsFloat(const ClValue* v) {
+  return v != nullptr && (v->type == DataType::kFloat || v->type == DataType::kFloat16);
+}
+
+// Output dims of a numpy broadcast, or an error.
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(OpContext& ctx,
+                                                   const std::vector<const ClValue*>& values) {
+  size_t rank = 0;
+  for (const ClValue* v : values) rank = std::max(rank, v->dims.size());
+  if (rank > kMaxRank) return ctx.Unsupported("rank above 8");
+  std::vector<int64_t> out(rank, 1);
+  for (const ClValue* v : values) {
+    const size_t shift = rank - v->dims.size();
+    for (size_t i = 0; i < v->dims.size(); ++i) {
+      const int64_t d = v->dims[i];
+      int64_t& o = out[shift + i];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+      } else {
+        return ctx.Error("shapes cannot be broadcast (", d, " vs ", o, ")");
+      }
+    }
+  }
+  return out;
+}
+
+cl_int8 PaddedDims(const std::vector<int64_t>& dims) {
+  cl_int8 out;
+  const size_t shift = kMaxRank - dims.size();
+  for (int i = 0; i < kMaxRank; ++i) {
+    out.s[i] = i < static_cast<int>(shift) ? 1 : static_cast<cl_int>(dims[i - shift]);
+  }
+  return out;
+}
+
+// Strides of `v` over the broadcast output dims (0 where `v` is broadcast).
+cl_int8 BroadcastStrides(const ClValue& v, const std::vector<int64_t>& out) {
+  cl_int8 strides;
+  for (int i = 0; i < kMaxRank; ++i) strides.s[i] = 0;
+  int64_t stride = 1;
+  const size_t shift = kMaxRank - v.dims.size();
+  for (int i = static_cast<int>(v.dims.size()) - 1; i >= 0; --i) {
+    const int64_t d = v.dims[i];
+    const int64_t o = out[out.size() - v.dims.size() + i];
+    strides.s[shift + i] = (d == 1 && o != 1) ? 0 : static_cast<cl_int>(stride);
+    stride *= d;
+  }
+  return strides;
+}
+
+struct UnaryOp {
+  std::string_view op;
+  int code;
+};
+constexpr UnaryOp kUnary[] = {
+    {"Relu", 0}, {"LeakyRelu", 1}, {"HardSigmoid", 2}, {"HardSwish", 3}, {"Sigmoid", 4},
+    {"Tanh", 5}, {"Sqrt", 6}, {"Exp", 7}, {"Erf", 8}, {"Abs", 9}, {"Neg", 10}, {"Clip", 11},
+    {"Log", 12}, {"Reciprocal", 13}, {"Elu", 15}, {"Softplus", 16}, {"Floor", 17},
+    {"Ceil", 18}, {"Cast", 14},
+};
+
+absl::Status Unary(OpContext& ctx) {
+  const ClValue* a = ctx.inputs[0];
+  const auto& op = ctx.node.op_type();
+  DataType out_type = a->type;
+  if (op == "Cast") {
+    out_type = static_cast<DataType>(ctx.node.GetInt("to", 0));
+    if (!IsFloat(a) || (out_type != DataType::kFloat && out_type != DataType::kFloat16)) {
+      return ctx.Unsupported("Cast between non-float types");
+    }
+  } else if (!IsFloat(a)) {
+    return ctx.Unsupported("non-float input");
+  }
+  int code = -1;
+  for (const auto& u : kUnary) {
+    if (u.op == op) code = u.code;
+  }
+  float alpha = 0, beta = 0;
+  if (op == "LeakyRelu") alpha = ctx.node.GetFloat("alpha", 0.01f);
+  if (op == "Elu") alpha = ctx.node.GetFloat("alpha", 1.0f);
+  if (op == "HardSigmoid") {
+    alpha = ctx.node.GetFloat("alpha", 0.2f);
+    beta = ctx.node.GetFloat("beta", 0.5f);
+  }
+  if (op == "Clip") {
+    alpha = -std::numeric_limits<float>::infinity();
+    beta = std::numeric_limits<float>::infinity();
+    if (ctx.opset < 11) {
+      alpha = ctx.node.GetFloat("min", alpha);
+      beta = ctx.node.GetFloat("max", beta);
+    } else {
+      for (int k = 1; k <= 2; ++k) {
+        if (!ctx.has_input(k)) continue;
+        auto bound = ctx.Host(k);
+        if (!bound.ok()) return bound.status();
+        if ((*bound)->numel() != 1) return ctx.Error("Clip bounds must be scalars");
+        (k == 1 ? alpha : beta) = static_cast<float>((*bound)->GetAsDouble(0));
+      }
+    }
+  }
+  auto y = ctx.NewOutput(0, out_type, a->dims);
+  if (!y.ok()) return y.status();
+  auto in = ctx.Device(0);
+  if (!in.ok()) return in.status();
+  auto kernel = ctx.Kernel("elementwise.cl", "unary",
+                           ctx.Options({{"A", a}, {"Y", *y}}, absl::StrCat("-DOP=", code)));
+  if (!kernel.ok()) return kernel.status();
+  if (auto s = SetArgs(ctx, *kernel, **in, *(*y)->device, alpha, beta); !s.ok()) return s;
+  return ctx.Run(*kernel, cl::NDRange(static_cast<size_t>(a->numel())));
+}
+
+absl::Status Binary(OpContext& ctx) {
+  static const std::pair<std::string_view, int> kOps[] = {
+      {"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}, {"Pow", 4}, {"Max", 5}, {"Min", 6},
+      {"PRelu", 7}};
+  static const std::pair<std::string_view, int> kCompare[] = {
+      {"Greater", 0}, {"Less", 1}, {"Equal", 2}, {"GreaterOrEqual", 3}, {"LessOrEqual", 4}};
+  if (ctx.inputs.size() != 2 || !IsFloat(ctx.inputs[0]) || !IsFloat(ctx.inputs[1])) {
+    return ctx.Unsupported("non-float or variadic inputs");
+  }
+  const ClValue* a = ctx.inputs[0];
+  const ClValue* b = ctx.inputs[1];
+  auto dims = BroadcastDims(ctx, {a, b});
+  if (!dims.ok()) return dims.status();
+  int code = -1;
+  bool compare = false;
+  for (const auto& [name, c] : kOps) {
+    if (name == ctx.node.op_type()) code = c;
+  }
+  for (const auto& [name, c] : kCompare) {
+    if (name == ctx.node.op_type()) {
+      code = c;
+      compare = true;
+    }
+  }
+  // Mixed float/float16 operands do not occur in valid models; the output follows `a`.
+  auto y = ctx.NewOutput(0, compare ? DataType::kBool : a->type, *dims);
+  if (!y.ok()) return y.status();
+  auto da = ctx.Device(0);
+  if (!da.ok()) return da.status();
+  auto db = ctx.Device(1);
+  if (!db.ok()) return db.status();
+  auto kernel = ctx.Kernel("elementwise.cl", compare ? "compare" : "binary",
+                           ctx.Options({{"A", a}, {"B", b}, {"Y", compare ? nullptr : *y}},
+                                       absl::StrCat("-DOP=", code)));
+  if (!kernel.ok()) return kernel.status();
+  if (auto s = SetArgs(ctx, *kernel, **da, **db, *(*y)->device, PaddedDims(*dims),
+                       BroadcastStrides(*a, *dims), BroadcastStrides(*b, *dims));
+      !s.ok()) {
+    return s;
+  }
+  return ctx.Run(*kernel, cl::NDRange(static_cast<size_t>((*y)->numel())));
+}
+
+absl::Status Where(OpContext& ctx) {
+  const ClValue* c = ctx.inputs[0];
+  const ClValue* a = ctx.inputs[1];
+  const ClValue* b = ctx.inputs[2];
+  if (c->type != DataType::kBool || !IsFloat(a) || !IsFloat(b)) {
+    return ctx.Unsupported("non-float Where");
+  }
+  auto dims = BroadcastDims(ctx, {c, a, b});
+  if (!dims.ok()) return dims.status();
+  auto y = ctx.NewOutput(0, a->type, *dims);
+  if (!y.ok()) return y.status();
+  auto dc = ctx.Device(0);
+  if (!dc.ok()) return dc.status();
+  auto da = ctx.Device(1);
+  if (!da.ok()) return da.status();
+  auto db = ctx.Device(2);
+  if (!db.ok()) return db.status();
+  auto kernel = ctx.Kernel("elementwise.cl", "where",
+                           ctx.Options({{"A", a}, {"B", b}, {"Y", *y}}, "-DOP=0"));
+  if (!kernel.ok()) return kernel.status();
+  if (auto s = SetArgs(ctx, *kernel, **dc, **da, **db, *(*y)->device, PaddedDims(*dims),
+                       BroadcastStrides(*c, *dims), BroadcastStrides(*a, *dims),
+                       BroadcastStrides(*b, *dims));
+      !s.ok()) {
+    return s;
+  }
+  return ctx.Run(*kernel, cl::NDRange(static_cast<size_t>((*y)->numel())));
+}
+
+absl::Status Concat(OpContext& ctx) {
+  const ClValue* first = ctx.inputs[0];
+  if (!IsFloat(first)) return ctx.Unsupported("non-float Concat");
+  const int64_t rank = static_cast<int64_t>(first->dims.size());
+  int64_t axis = ctx.node.GetInt("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return ctx.Error("axis out of range");
+  std::vector<int64_t> dims = first->dims;
+  dims[axis] = 0;
+  for (const ClValue* v : ctx.inputs) {
+    if (v == nullptr || v->dims.size() != first->dims.size() || v->type != first->type) {
+      return ctx.Error("inputs differ in rank or type");
+    }
+    for (int64_t k = 0; k < rank; ++k) {
+      if (k != axis && v->dims[k] != first->dims[k]) return ctx.Error("inputs differ in shape");
+    }
+    dims[axis] += v->dims[axis];
+  }
+  auto y = ctx.NewOutput(0, first->type, dims);
+  if (!y.ok()) return y.status();
+  int64_t after = 1;
+  for (int64_t k = axis + 1; k < rank; ++k) after *= dims[k];
+  const cl_long out_inner = dims[axis] * after;
+  cl_long offset = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const ClValue* v = ctx.inputs[i];
+    const cl_long inner = v->dims[axis] * after;
+    auto dv = ctx.Device(i);
+    if (!dv.ok()) return dv.status();
+    auto kernel = ctx.Kernel("elementwise.cl", "concat_part",
+                             ctx.Options({{"A", v}, {"Y", *y}}, "-DOP=0"));
+    if (!kernel.ok()) return kernel.status();
+    if (inner > 0) {
+      if (auto s = SetArgs(ctx, *kernel, **dv, *(*y)->device, inner, out_inner, offset); !s.ok()) {
+        return s;
+      }
+      if (auto s = ctx.Run(*kernel, cl::NDRange(static_cast<size_t>(v->numel()))); !s.ok()) {
+        return s;
+      }
+    }
+    offset += inner;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddElementwiseOps(std::vector<OpDef>& table) {
+  for (const auto& u : kUnary) table.push_back({u.op, 1, 99, Unary});
+  for (std::string_view op : {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu",
+                              "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual"}) {
+    table.push_back({op, 1, 99, Binary});
+  }
+  table.push_back({"Where", 9, 99, Where});
+  table.push_back({"Concat", 4, 99, Concat});
+}
+
+}  // namespace ovfix::exec::opencl

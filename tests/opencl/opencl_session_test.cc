@@ -1,0 +1,140 @@
+// The opencl backend against the CPU executor: the same models, the same inputs, outputs
+// compared. Runs on whatever OpenCL device is present (PoCL's CPU device on test machines).
+#include <filesystem>
+
+#include "exec/compare.h"
+#include "exec/executor.h"
+#include "exec/opencl/opencl_runtime.h"
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+#include "ir/text_form.h"
+
+namespace ovfix::exec {
+namespace {
+
+std::string ModelDir(const std::string& name) {
+  return std::string(OVFIX_SHARED_DIR) + "/models/" + name;
+}
+
+TensorMap ReadInputs(const Model& model, const std::string& dir) {
+  TensorMap inputs;
+  int k = 0;
+  for (const Value* v : model.graph().inputs()) {
+    if (v->is_initializer()) continue;
+    auto t = ReadTensorFile(dir + "/test_data_set_0/input_" + std::to_string(k++) + ".pb");
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (t.ok()) inputs[v->name()] = *t;
+  }
+  return inputs;
+}
+
+// Max abs difference relative to the reference's range (its magnitude for a single value).
+double RangeError(const Tensor& actual, const Tensor& expected) {
+  const Comparison c = CompareTensors(actual, expected, {0, 0});
+  double range = c.expected_max - c.expected_min;
+  if (range == 0) range = std::max(std::abs(c.expected_max), std::abs(c.expected_min));
+  return c.max_abs_error / std::max(range, 1e-12);
+}
+
+bool HaveOpencl() { return opencl::ListDevices().ok(); }
+
+struct ModelCase {
+  const char* name;
+  double tolerance;  // relative to the output range
+};
+
+class OpenclModels : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(OpenclModels, Fp32MatchesTheCpuExecutor) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  const std::string dir = ModelDir(GetParam().name);
+  if (!std::filesystem::exists(dir)) GTEST_SKIP();
+  auto model = LoadModel(dir + "/model.onnx");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TensorMap inputs = ReadInputs(**model, dir);
+  SessionOptions cpu_options;
+  auto cpu = CreateSession(**model, cpu_options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  SessionOptions cl_options;
+  cl_options.backend = "opencl";
+  auto cl = CreateSession(**model, cl_options);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  auto expected = (*cpu)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto actual = (*cl)->Run(inputs);
+  ASSERT_TRUE(actual.ok()) << actual.status();
+  ASSERT_EQ(actual->size(), expected->size());
+  for (size_t i = 0; i < actual->size(); ++i) {
+    EXPECT_EQ((*actual)[i].dims(), (*expected)[i].dims());
+    EXPECT_LE(RangeError((*actual)[i], (*expected)[i]), GetParam().tolerance) << "output " << i;
+  }
+  // Every op of these models has an OpenCL kernel: nothing fell back to the CPU.
+  for (const auto& note : (*cl)->notes()) {
+    EXPECT_EQ(note.find("runs on the CPU"), std::string::npos) << note;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, OpenclModels,
+    ::testing::Values(ModelCase{"resnet18", 1e-4}, ModelCase{"mobilenet_v3_small", 1e-4},
+                      ModelCase{"gfpgan_modconv", 1e-4}, ModelCase{"hand_softmax", 1e-4},
+                      ModelCase{"ddff_squeeze", 1e-4}, ModelCase{"trt_broadcast", 1e-4},
+                      ModelCase{"conv3d_991", 1e-4}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(OpenclSession, Fp16StorageOverflowsLikeAGpu) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  const std::string dir = ModelDir("gfpgan_modconv");
+  if (!std::filesystem::exists(dir)) GTEST_SKIP();
+  auto model = LoadModel(dir + "/model.onnx");
+  ASSERT_TRUE(model.ok());
+  SessionOptions options;
+  options.backend = "opencl";
+  options.precision = Precision::kFp16Storage;
+  auto cl = CreateSession(**model, options);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  auto out = (*cl)->Run(ReadInputs(**model, dir));
+  ASSERT_TRUE(out.ok()) << out.status();
+  // `energy` (~1e6) cannot be held in half: inf, as on a GPU with fp16 storage.
+  const Tensor& energy = (*out)[1];
+  bool non_finite = false;
+  for (float v : energy.values<float>()) non_finite = non_finite || !std::isfinite(v);
+  EXPECT_TRUE(non_finite);
+}
+
+TEST(OpenclSession, FallbackToCpuIsNamed) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  auto model = ParseModelText(R"(
+    m (float[2, 3] x) => (float[3, 2] y) {
+      y = Transpose<perm = [1, 0]>(x)
+    }
+  )");
+  ASSERT_TRUE(model.ok());
+  SessionOptions options;
+  options.backend = "opencl";
+  auto cl = CreateSession(**model, options);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  Tensor x = Tensor::FromVector<float>(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto out = (*cl)->Run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].values<float>()[1], 4.0f);
+  bool named = false;
+  for (const auto& note : (*cl)->notes()) named = named || note.find("Transpose") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+TEST(OpenclSession, UnknownDeviceIsAClearError) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  auto model = ParseModelText("m (float[1] x) => (float[1] y) { y = Relu(x) }");
+  ASSERT_TRUE(model.ok());
+  SessionOptions options;
+  options.backend = "opencl";
+  options.device = 99;
+  auto cl = CreateSession(**model, options);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(std::string(cl.status().message()).find("no OpenCL device 99"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ovfix::exec
