@@ -21,5 +21,9 @@ struct Command {
 Command AddInspectCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 Command AddConvertCommand(CLI::App& app);
+Command AddExplainCommand(CLI::App& app);
+Command AddRulesCommand(CLI::App& app);
+Command AddCompareCommand(CLI::App& app);
+Command AddDevicesCommand(CLI::App& app);
 
 }  // namespace ovfix::cli

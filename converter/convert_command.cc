@@ -1,14 +1,22 @@
-// `ovfix convert IN OUT`: load, rewrite, save. The rewrite pipeline (targets, rules) plugs in
-// here; the command owns what every output needs: refusing to overwrite the input, atomic
-// writes, external data.
+// `ovfix convert IN OUT [--target NAME] ...`: load, run the target's rewrite pipeline with
+// validated rewrites, and save. The command owns what every output needs: refusing to
+// overwrite the input, writing only when the conversion kept the outputs (exit 1 when it
+// did not), atomic writes, external data, the JSON report.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "converter/command.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
+#include "onnx/checker.h"
+#include "rules/pipeline.h"
 
 namespace ovfix::cli {
 namespace {
@@ -19,11 +27,56 @@ struct ConvertOptions {
   bool external_data = false;
   std::string external_location;
   bool in_place = false;
+  std::string target = "generic";
+  std::vector<std::string> rule_files, disabled, input_shapes, keep_fp32, inputs;
+  int64_t batch = -1;
+  bool keep_io_types = false;
+  std::string broadcast = "rank";
+  bool lower_conv3d = false;
+  bool no_validate = false;
+  std::string report;
+  bool verbose = false;
+  // Options whose presence on the command line overrides the target's.
+  CLI::Option* batch_option = nullptr;
+  CLI::Option* keep_io_option = nullptr;
+  CLI::Option* broadcast_option = nullptr;
+  CLI::Option* lower_option = nullptr;
 };
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "ovfix convert: %s\n", message.c_str());
   return kExitBadInput;
+}
+
+// "NAME=VALUE" split at the first '=' (file paths may contain one, input names hardly).
+bool SplitAssignment(const std::string& text, std::string& name, std::string& value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return false;
+  name = text.substr(0, eq);
+  value = text.substr(eq + 1);
+  return true;
+}
+
+absl::Status ParseInputShapes(const std::vector<std::string>& given,
+                              std::map<std::string, std::vector<int64_t>>& out) {
+  for (const std::string& text : given) {
+    std::string name, dims;
+    if (!SplitAssignment(text, name, dims)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input-shape ", text, ": expected NAME=DIMS, e.g. x=1x3x224x224"));
+    }
+    std::vector<int64_t> shape;
+    for (absl::string_view d : absl::StrSplit(dims, absl::ByAnyChar("x,"))) {
+      int64_t n;
+      if (!absl::SimpleAtoi(d, &n) || n < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input-shape ", text, ": '", std::string(d), "' is not a dim (use 1x3x224x224)"));
+      }
+      shape.push_back(n);
+    }
+    out[name] = shape;
+  }
+  return absl::OkStatus();
 }
 
 int RunConvert(const ConvertOptions& o) {
@@ -32,31 +85,118 @@ int RunConvert(const ConvertOptions& o) {
     return Fail(o.output + ": output is the input model; pass --in-place to overwrite it");
   }
   if (fs::is_directory(o.output)) return Fail(o.output + ": is a folder, not a file name");
+
+  rules::PipelineOptions p;
+  p.input_path = o.input;
+  p.output_path = o.output;
+  p.rule_files = o.rule_files;
+  p.progress = true;
+  if (o.verbose) p.log = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
+  rules::ConvertOptions& c = p.convert;
+  c.target = o.target;
+  c.batch = o.batch;
+  c.keep_fp32 = o.keep_fp32;
+  c.keep_io_types = o.keep_io_types;
+  c.broadcast = o.broadcast;
+  c.lower_conv3d_unit_kernel = o.lower_conv3d;
+  c.disabled = o.disabled;
+  c.validate = !o.no_validate;
+  if (o.batch_option->count() > 0) p.set_by_user.insert("batch");
+  if (o.keep_io_option->count() > 0) p.set_by_user.insert("keep_io_types");
+  if (o.broadcast_option->count() > 0) p.set_by_user.insert("broadcast");
+  if (o.lower_option->count() > 0) p.set_by_user.insert("lower_conv3d_unit_kernel");
+  if (absl::Status s = ParseInputShapes(o.input_shapes, c.input_shapes); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  for (const std::string& text : o.inputs) {
+    std::string name, file;
+    if (!SplitAssignment(text, name, file)) {
+      return Fail(absl::StrCat("--input ", text, ": expected NAME=FILE.pb"));
+    }
+    c.input_files[name] = file;
+  }
+
   auto model = LoadModel(o.input);
   if (!model.ok()) return Fail(std::string(model.status().message()));
+  absl::StatusOr<rules::ConversionReport> report = rules::ConvertModel(**model, p);
+  if (!report.ok()) {
+    std::string message(report.status().message());
+    if (report.status().code() == absl::StatusCode::kInternal) {
+      // Tell a bug from a model that was invalid to begin with.
+      try {
+        onnx::checker::check_model(o.input);
+      } catch (const std::exception& e) {
+        message = absl::StrCat("the input model already fails onnx's checker: ", e.what());
+      }
+    }
+    return Fail(message);
+  }
+  std::printf("%s", rules::SummaryTable(*report).c_str());
+  if (!o.report.empty()) {
+    const std::string json = rules::ReportToJson(*report);
+    absl::Status s = WriteFileAtomically(o.report, [&](std::ostream& out) {
+      out << json;
+      return out ? absl::OkStatus() : absl::InternalError("write failed");
+    });
+    if (!s.ok()) return Fail(absl::StrCat(o.report, ": ", s.message()));
+  }
+  if (!report->outputs_match) {
+    std::fprintf(stderr,
+                 "ovfix convert: the converted model changes the outputs beyond tolerance "
+                 "(see above); %s was not written\n",
+                 o.output.c_str());
+    return kExitMismatch;
+  }
   SaveOptions save;
   if (o.external_data) save.external_data = ExternalDataMode::kAlways;
   save.external_location = o.external_location;
   if (auto s = SaveModel(**model, o.output, save); !s.ok()) {
     return Fail(std::string(s.message()));
   }
-  std::printf("wrote %s\n", o.output.c_str());
+  std::printf("wrote %s (target %s)\n", o.output.c_str(), o.target.c_str());
   return kExitOk;
 }
 
 }  // namespace
 
 Command AddConvertCommand(CLI::App& app) {
-  auto options = std::make_shared<ConvertOptions>();
+  auto o = std::make_shared<ConvertOptions>();
   auto* sub = app.add_subcommand("convert", "Rewrite a model for a target and save it");
-  sub->add_option("input", options->input, "The .onnx model to read")->required();
-  sub->add_option("output", options->output, "Where to write the result")->required();
-  sub->add_flag("--external-data", options->external_data,
+  sub->add_option("input", o->input, "The .onnx model to read")->required();
+  sub->add_option("output", o->output, "Where to write the result")->required();
+  sub->add_option("--target", o->target,
+                  "Target profile: gpu-fp16, tensorrt, openvino-gpu, ncnn-vulkan, generic, "
+                  "or a .target file (default generic)");
+  sub->add_option("--rules", o->rule_files, "A rule file to apply too (repeatable)");
+  sub->add_option("--disable", o->disabled,
+                  "Skip a pass, rule set, rule family or rule (repeatable)");
+  o->batch_option = sub->add_option("--batch", o->batch, "Fix the first dim of dynamic inputs to N")
+                        ->check(CLI::PositiveNumber);
+  sub->add_option("--input-shape", o->input_shapes,
+                  "Fix an input's shape: NAME=1x3x224x224 (repeatable)");
+  sub->add_option("--keep-fp32", o->keep_fp32,
+                  "Keep nodes whose whole name or op type matches REGEX in fp32 (repeatable)");
+  o->keep_io_option = sub->add_flag("--keep-io-types", o->keep_io_types,
+                                    "Keep fp32 model inputs and outputs (Casts inside)");
+  o->broadcast_option = sub->add_option("--broadcast", o->broadcast,
+                                        "rank: equal-rank element-wise inputs; full: identical "
+                                        "shapes (Expand)")
+                            ->check(CLI::IsMember({"rank", "full"}));
+  o->lower_option = sub->add_flag("--lower-conv3d-unit-kernel", o->lower_conv3d,
+                                  "Rewrite Conv3D with a unit kernel dim as Conv2D");
+  sub->add_flag("--no-validate", o->no_validate,
+                "Do not run the model: no validation, no fp16 calibration");
+  sub->add_option("--report", o->report, "Write a JSON report of every rewrite and fp32 island");
+  sub->add_option("--input", o->inputs,
+                  "Reference input for validation: NAME=FILE.pb (repeatable; default: random "
+                  "inputs from a fixed seed)");
+  sub->add_flag("--verbose", o->verbose, "Print what each pass did on stderr");
+  sub->add_flag("--external-data", o->external_data,
                 "Write weights to a data file beside the model (automatic over 2 GB)");
-  sub->add_option("--external-data-name", options->external_location,
+  sub->add_option("--external-data-name", o->external_location,
                   "File name of the external data (default: OUTPUT_NAME.data)");
-  sub->add_flag("--in-place", options->in_place, "Allow the output to overwrite the input");
-  return {sub, [options] { return RunConvert(*options); }};
+  sub->add_flag("--in-place", o->in_place, "Allow the output to overwrite the input");
+  return {sub, [o] { return RunConvert(*o); }};
 }
 
 }  // namespace ovfix::cli

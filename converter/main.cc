@@ -14,6 +14,10 @@ int main(int argc, char** argv) {
       ovfix::cli::AddInspectCommand(app),
       ovfix::cli::AddRunCommand(app),
       ovfix::cli::AddConvertCommand(app),
+      ovfix::cli::AddExplainCommand(app),
+      ovfix::cli::AddRulesCommand(app),
+      ovfix::cli::AddCompareCommand(app),
+      ovfix::cli::AddDevicesCommand(app),
   };
   auto* help = app.add_subcommand("help", "Show the commands and their options");
   try {
@@ -27,7 +31,8 @@ int main(int argc, char** argv) {
     return ovfix::cli::kExitBadInput;
   }
   if (help->parsed()) {
-    std::printf("%s", app.help().c_str());
+    // app.help() would describe the parsed subcommand ("help" itself): format the app's.
+    std::printf("%s", app.get_formatter()->make_help(&app, "ovfix", CLI::AppFormatMode::Normal).c_str());
     return ovfix::cli::kExitOk;
   }
   for (auto& c : commands) {

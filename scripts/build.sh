@@ -12,3 +12,6 @@ build/ovfix run "$example/model.onnx" --input "x=$example/input_0.pb" --input "s
 echo "fp16-storage (what a GPU running this model in half precision computes):"
 build/ovfix run "$example/model.onnx" --input "x=$example/input_0.pb" \
   --input "style=$example/input_1.pb" --precision fp16-storage
+echo "ovfix convert --target gpu-fp16 (fp16 weights, fp32 islands where fp16 overflows):"
+build/ovfix convert "$example/model.onnx" /tmp/ovfix_example.fp16.onnx --target gpu-fp16 \
+  --input "x=$example/input_0.pb" --input "style=$example/input_1.pb"

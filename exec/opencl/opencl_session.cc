@@ -50,7 +50,7 @@ class OpenclSession : public Session {
     if (options.precision == Precision::kFp16 && !rt_->device().fp16) {
       return absl::InvalidArgumentError(absl::StrCat(
           "OpenCL device '", rt_->device().name,
-          "' has no cl_khr_fp16 (half arithmetic); use --precision fp16-storage"));
+          "' has no cl_khr_fp16 (half arithmetic); use the fp16-storage precision instead"));
     }
     graph_ = &model.graph();
     absl::flat_hash_map<const Value*, int> slot;

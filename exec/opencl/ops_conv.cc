@@ -1,5 +1,7 @@
 // Conv, Gemm, pooling and BatchNormalization on the device. The spatial arithmetic (auto_pad,
 // output sizes) is the CPU kernels' own (exec/cpu/conv_geometry.h), so both backends agree.
+#include <algorithm>
+
 #include "exec/cpu/conv_geometry.h"
 #include "exec/opencl/op_context.h"
 
@@ -61,19 +63,75 @@ absl::Status Conv(OpContext& ctx) {
     if (!b.ok()) return b.status();
     db = *b;
   }
-  auto k = ctx.Kernel("conv.cl", "conv",
-                      ctx.Options({{"A", &x}, {"W", &w}, {"C", has_bias ? &ctx.input(2) : nullptr},
-                                   {"Y", *y}}, "-DMODE=0"));
+  // The kernel computes tiles of MT output channels (a divisor of the channels per group) by
+  // TW output positions along w, over an input padded wide enough for the last tile. CPU
+  // devices get big tiles (the accumulators fit their vector registers); GPUs smaller ones,
+  // which keep more work items in flight.
+  const bool cpu_device = !ctx.rt.device().gpu;
+  const int64_t m_per_group = M / group;
+  int64_t tile_m = cpu_device ? 16 : 4;
+  while (m_per_group % tile_m != 0) tile_m /= 2;
+  const int64_t out_w = g->output.back();
+  const int64_t tile_w = cpu_device && out_w > 8 ? 16 : 8;
+  const int64_t tiles_w = (out_w + tile_w - 1) / tile_w;
+  std::vector<int64_t> padded(g->rank());
+  for (size_t i = 0; i < g->rank(); ++i) {
+    const int64_t last_tap = (g->output[i] - 1) * g->strides[i] + g->extent(i);
+    padded[i] = std::max(g->input[i] + g->pads_begin[i] + g->pads_end[i], last_tap);
+  }
+  // The last tile reads tile_w positions per tap (stride 2 loads twice that, keeps the even).
+  const int64_t stride_w = g->strides.back();
+  const int64_t last_tile = (tiles_w - 1) * tile_w * stride_w + g->extent(g->rank() - 1);
+  padded.back() = std::max(padded.back(), last_tile + (stride_w == 2 ? 2 * tile_w - 1
+                                                                     : (tile_w - 1) * stride_w));
+  const std::string options = ctx.Options(
+      {{"A", &x}, {"W", &w}, {"C", has_bias ? &ctx.input(2) : nullptr}, {"Y", *y}},
+      absl::StrCat("-DMODE=0 -DMT=", tile_m, " -DTW=", tile_w, " -DSTRIDE_W=", stride_w));
+  // The kernel reads float: half input and weights are widened first (the input while it is
+  // padded), once per run instead of at every tap.
+  cl::Buffer* input = *dx;
+  cl::Buffer padded_buffer, float_weights;
+  if (padded != g->input || x.half) {
+    int64_t rows = x.dims[0] * C;
+    for (size_t i = 0; i + 1 < padded.size(); ++i) rows *= padded[i];
+    auto buffer = ctx.rt.Allocate(static_cast<size_t>(rows * padded.back()) * sizeof(float));
+    if (!buffer.ok()) return buffer.status();
+    padded_buffer = *std::move(buffer);
+    input = &padded_buffer;
+    auto pad = ctx.Kernel("conv.cl", "pad_input", options);
+    if (!pad.ok()) return pad.status();
+    if (auto s = SetArgs(ctx, *pad, **dx, padded_buffer, Spatial3(g->input, 1),
+                         Spatial3(padded, 1), Spatial3(g->pads_begin, 0));
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = ctx.Run(*pad, cl::NDRange(static_cast<size_t>(rows))); !s.ok()) return s;
+  }
+  cl::Buffer* weights = *dw;
+  if (w.half) {
+    auto buffer = ctx.rt.Allocate(static_cast<size_t>(w.numel()) * sizeof(float));
+    if (!buffer.ok()) return buffer.status();
+    float_weights = *std::move(buffer);
+    weights = &float_weights;
+    auto widen = ctx.Kernel("conv.cl", "widen_weights", options);
+    if (!widen.ok()) return widen.status();
+    if (auto s = SetArgs(ctx, *widen, **dw, float_weights); !s.ok()) return s;
+    if (auto s = ctx.Run(*widen, cl::NDRange(static_cast<size_t>(w.numel()))); !s.ok()) return s;
+  }
+  auto k = ctx.Kernel("conv.cl", "conv", options);
   if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, **dx, **dw, *db, cl_int{has_bias}, *(*y)->device,
+  if (auto s = SetArgs(ctx, *k, *input, *weights, *db, cl_int{has_bias}, *(*y)->device,
                        static_cast<cl_int>(C), static_cast<cl_int>(M), static_cast<cl_int>(group),
-                       Spatial3(g->input, 1), Spatial3(g->output, 1), Spatial3(g->kernel, 1),
-                       Spatial3(g->strides, 1), Spatial3(g->pads_begin, 0),
-                       Spatial3(g->dilations, 1));
+                       Spatial3(padded, 1), Spatial3(g->output, 1), Spatial3(g->kernel, 1),
+                       Spatial3(g->strides, 1), Spatial3(g->dilations, 1),
+                       static_cast<cl_int>(tiles_w));
       !s.ok()) {
     return s;
   }
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>((*y)->numel())));
+  int64_t positions = tiles_w;
+  for (size_t i = 0; i + 1 < g->rank(); ++i) positions *= g->output[i];
+  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(positions), static_cast<size_t>(M / tile_m),
+                                 static_cast<size_t>(x.dims[0])));
 }
 
 absl::Status Gemm(OpContext& ctx) {
@@ -148,7 +206,8 @@ absl::Status Pool(OpContext& ctx) {
   if (!k.ok()) return k.status();
   if (auto s = SetArgs(ctx, *k, **dx, *(*y)->device, Spatial3(g->input, 1),
                        Spatial3(g->output, 1), Spatial3(g->kernel, 1), Spatial3(g->strides, 1),
-                       Spatial3(g->pads_begin, 0), Spatial3(g->dilations, 1));
+                       Spatial3(g->pads_begin, 0), Spatial3(g->pads_end, 0),
+                       Spatial3(g->dilations, 1));
       !s.ok()) {
     return s;
   }

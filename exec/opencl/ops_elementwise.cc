@@ -61,6 +61,16 @@ cl_int8 BroadcastStrides(const ClValue& v, const std::vector<int64_t>& out) {
   return strides;
 }
 
+// "-DA_DIRECT" etc. for each operand shaped like the output (read without broadcasting).
+std::string DirectOptions(std::initializer_list<std::pair<const char*, const ClValue*>> operands,
+                          const std::vector<int64_t>& out) {
+  std::string options;
+  for (const auto& [name, v] : operands) {
+    if (v->dims == out) absl::StrAppend(&options, " -D", name, "_DIRECT");
+  }
+  return options;
+}
+
 struct UnaryOp {
   std::string_view op;
   int code;
@@ -155,7 +165,8 @@ absl::Status Binary(OpContext& ctx) {
   if (!db.ok()) return db.status();
   auto kernel = ctx.Kernel("elementwise.cl", compare ? "compare" : "binary",
                            ctx.Options({{"A", a}, {"B", b}, {"Y", compare ? nullptr : *y}},
-                                       absl::StrCat("-DOP=", code)));
+                                       absl::StrCat("-DOP=", code,
+                                                    DirectOptions({{"A", a}, {"B", b}}, *dims))));
   if (!kernel.ok()) return kernel.status();
   if (auto s = SetArgs(ctx, *kernel, **da, **db, *(*y)->device, PaddedDims(*dims),
                        BroadcastStrides(*a, *dims), BroadcastStrides(*b, *dims));
@@ -183,7 +194,9 @@ absl::Status Where(OpContext& ctx) {
   auto db = ctx.Device(2);
   if (!db.ok()) return db.status();
   auto kernel = ctx.Kernel("elementwise.cl", "where",
-                           ctx.Options({{"A", a}, {"B", b}, {"Y", *y}}, "-DOP=0"));
+                           ctx.Options({{"A", a}, {"B", b}, {"Y", *y}},
+                                       absl::StrCat("-DOP=0", DirectOptions({{"A", a}, {"B", b},
+                                                                             {"C", c}}, *dims))));
   if (!kernel.ok()) return kernel.status();
   if (auto s = SetArgs(ctx, *kernel, **dc, **da, **db, *(*y)->device, PaddedDims(*dims),
                        BroadcastStrides(*c, *dims), BroadcastStrides(*a, *dims),

@@ -64,9 +64,10 @@ absl::Status Flatten(OpContext& ctx) {
   int64_t axis = ctx.node.GetInt("axis", 1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis > rank) return ctx.Error("axis out of range");
-  int64_t outer = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= in.dims[i];
-  ctx.ViewOutput(0, 0, {outer, outer == 0 ? 0 : in.numel() / std::max<int64_t>(outer, 1)});
+  // Products of each side, not numel / outer: that loses the inner size when outer is 0.
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= in.dims[i];
+  ctx.ViewOutput(0, 0, {outer, inner});
   return absl::OkStatus();
 }
 

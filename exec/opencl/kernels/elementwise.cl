@@ -33,6 +33,24 @@ __kernel void unary(__global const A_T* a, __global Y_T* y, float alpha, float b
   STORE_Y(y, i, unary_op(LOAD_A(a, i), alpha, beta));
 }
 
+// Operands shaped like the output (-DA_DIRECT, -DB_DIRECT, -DC_DIRECT) are read at the
+// output index: the broadcast index arithmetic (a division per dim) is the costly part.
+#ifdef A_DIRECT
+#define A_OFFSET(i, dims, strides) (i)
+#else
+#define A_OFFSET(i, dims, strides) BroadcastOffset(i, dims, strides)
+#endif
+#ifdef B_DIRECT
+#define B_OFFSET(i, dims, strides) (i)
+#else
+#define B_OFFSET(i, dims, strides) BroadcastOffset(i, dims, strides)
+#endif
+#ifdef C_DIRECT
+#define C_OFFSET(i, dims, strides) (i)
+#else
+#define C_OFFSET(i, dims, strides) BroadcastOffset(i, dims, strides)
+#endif
+
 inline real_t binary_op(real_t a, real_t b) {
   switch (OP) {
     case 0: return a + b;
@@ -50,8 +68,8 @@ inline real_t binary_op(real_t a, real_t b) {
 __kernel void binary(__global const A_T* a, __global const B_T* b, __global Y_T* y,
                      int8 dims, int8 a_strides, int8 b_strides) {
   const long i = get_global_id(0);
-  const real_t x = LOAD_A(a, BroadcastOffset(i, dims, a_strides));
-  const real_t z = LOAD_B(b, BroadcastOffset(i, dims, b_strides));
+  const real_t x = LOAD_A(a, A_OFFSET(i, dims, a_strides));
+  const real_t z = LOAD_B(b, B_OFFSET(i, dims, b_strides));
   STORE_Y(y, i, binary_op(x, z));
 }
 
@@ -69,17 +87,17 @@ inline uchar compare_op(real_t a, real_t b) {
 __kernel void compare(__global const A_T* a, __global const B_T* b, __global uchar* y,
                       int8 dims, int8 a_strides, int8 b_strides) {
   const long i = get_global_id(0);
-  y[i] = compare_op(LOAD_A(a, BroadcastOffset(i, dims, a_strides)),
-                    LOAD_B(b, BroadcastOffset(i, dims, b_strides)));
+  y[i] = compare_op(LOAD_A(a, A_OFFSET(i, dims, a_strides)),
+                    LOAD_B(b, B_OFFSET(i, dims, b_strides)));
 }
 
 __kernel void where(__global const uchar* condition, __global const A_T* a,
                     __global const B_T* b, __global Y_T* y, int8 dims, int8 c_strides,
                     int8 a_strides, int8 b_strides) {
   const long i = get_global_id(0);
-  const real_t v = condition[BroadcastOffset(i, dims, c_strides)]
-                       ? LOAD_A(a, BroadcastOffset(i, dims, a_strides))
-                       : LOAD_B(b, BroadcastOffset(i, dims, b_strides));
+  const real_t v = condition[C_OFFSET(i, dims, c_strides)]
+                       ? LOAD_A(a, A_OFFSET(i, dims, a_strides))
+                       : LOAD_B(b, B_OFFSET(i, dims, b_strides));
   STORE_Y(y, i, v);
 }
 

@@ -1,0 +1,116 @@
+// `ovfix convert --target gpu-fp16` on resnet18 and mobilenet_v3_small, with and without
+// validation, beside a load+save of the same model and a full CPU run of it (session
+// creation + one run on the test inputs), all measured in the same run.
+// Targets: without validation <= 1.5x load+save; with validation <= 4 full CPU runs.
+//
+//   build/bench/ovfix_bench_convert            (OVFIX_BENCH_REPEATS=5 sets the repeats)
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "bench/bench_util.h"
+#include "exec/executor.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+#include "rules/pipeline.h"
+
+namespace fs = std::filesystem;
+
+namespace ovfix::bench {
+namespace {
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "bench: %s failed\n", what.c_str());
+    std::exit(1);
+  }
+}
+
+std::map<std::string, std::string> InputFiles(const std::string& dir, const Model& model) {
+  std::map<std::string, std::string> files;
+  int k = 0;
+  for (const Value* v : model.graph().inputs()) {
+    if (!v->is_initializer()) {
+      files[v->name()] = absl::StrCat(dir, "/test_data_set_0/input_", k++, ".pb");
+    }
+  }
+  return files;
+}
+
+void LoadSave(const std::string& in, const std::string& out) {
+  auto model = LoadModel(in);
+  Check(model.ok(), "load");
+  Check(SaveModel(**model, out).ok(), "save");
+}
+
+void Convert(const std::string& in, const std::string& out, bool validate,
+             const std::map<std::string, std::string>& inputs) {
+  auto model = LoadModel(in);
+  Check(model.ok(), "load");
+  rules::PipelineOptions options;
+  options.convert.target = "gpu-fp16";
+  options.convert.validate = validate;
+  options.convert.input_files = inputs;
+  auto report = rules::ConvertModel(**model, options);
+  Check(report.ok() && report->outputs_match,
+        absl::StrCat("convert ", in, report.ok() ? "" : std::string(report.status().message())));
+  Check(SaveModel(**model, out).ok(), "save");
+}
+
+void CpuRun(const Model& model, const exec::TensorMap& inputs) {
+  auto session = exec::CreateSession(model, {});
+  Check(session.ok(), "session");
+  Check((*session)->Run(inputs).ok(), "run");
+}
+
+}  // namespace
+}  // namespace ovfix::bench
+
+int main() {
+  using namespace ovfix;
+  using namespace ovfix::bench;
+  const char* repeats_env = std::getenv("OVFIX_BENCH_REPEATS");
+  const int repeats = repeats_env != nullptr ? std::max(1, std::atoi(repeats_env)) : 5;
+  const fs::path tmp =
+      fs::temp_directory_path() / ("ovfix_bench_convert_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  std::vector<Row> load_rows, run_rows;
+  for (const std::string name : {"resnet18", "mobilenet_v3_small"}) {
+    const std::string dir = std::string(OVFIX_SHARED_DIR) + "/models/" + name;
+    const std::string in = dir + "/model.onnx";
+    if (!fs::exists(in)) {
+      std::fprintf(stderr, "bench: %s not found, skipped\n", in.c_str());
+      continue;
+    }
+    auto model = LoadModel(in);
+    Check(model.ok(), "load");
+    const auto files = InputFiles(dir, **model);
+    exec::TensorMap inputs;
+    for (const auto& [input, file] : files) {
+      auto t = ReadTensorFile(file);
+      Check(t.ok(), file);
+      inputs[input] = *t;
+    }
+    const std::string out = (tmp / (name + ".onnx")).string();
+    std::printf("%s: measuring (%d repeats each) ...\n", name.c_str(), repeats);
+    const double load_save = MedianMs(repeats, [&] { LoadSave(in, out); });
+    const double no_validate = MedianMs(repeats, [&] { Convert(in, out, false, files); });
+    const double validated = MedianMs(repeats, [&] { Convert(in, out, true, files); });
+    const double run = MedianMs(repeats, [&] { CpuRun(**model, inputs); });
+    std::printf(
+        "  load+save %.1f ms, convert --no-validate %.1f ms, convert %.1f ms, "
+        "CPU run %.1f ms\n",
+        load_save, no_validate, validated, run);
+    load_rows.push_back(
+        {name + ": convert --no-validate vs load+save (ms)", no_validate, load_save, "", 1.5});
+    run_rows.push_back(
+        {name + ": convert (validated) vs one CPU run (ms)", validated, run, "", 4.0});
+  }
+  PrintRatios("convert --target gpu-fp16 without validation, vs load+save (same run)", load_rows);
+  PrintRatios("convert --target gpu-fp16 with validation, vs a full CPU run (same run)", run_rows);
+  fs::remove_all(tmp);
+  return 0;
+}

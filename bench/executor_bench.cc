@@ -1,0 +1,145 @@
+// CPU executor latency against onnxruntime (the peer, run through ../shared/tools/ort/run.js
+// in a child process with the same thread count) on resnet18, mobilenet_v3_small and
+// conv3d_991, in the same run. Target: <= 3x onnxruntime's latency on resnet18 and
+// mobilenet_v3_small.
+//
+//   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
+//   build/bench/ovfix_bench_executor [--threads 2] [--repeat 20]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "benchmark/benchmark.h"
+#include "exec/executor.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+
+namespace fs = std::filesystem;
+
+namespace ovfix::bench {
+namespace {
+
+struct Loaded {
+  std::string name;
+  std::string dir;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<exec::Session> session;
+  exec::TensorMap inputs;
+  std::vector<std::string> input_files;
+};
+
+std::vector<Loaded>* g_models = nullptr;
+
+void BM_Ovfix(benchmark::State& state, Loaded* m) {
+  for (auto _ : state) {
+    auto out = m->session->Run(m->inputs);
+    if (!out.ok()) state.SkipWithError(std::string(out.status().message()).c_str());
+  }
+}
+
+// Median latency of onnxruntime on the model, from run.js's JSON line; -1 when unavailable.
+double OrtMedianMs(const Loaded& m, int threads, int repeat, const std::string& ort_modules) {
+  const std::string script = std::string(OVFIX_SHARED_DIR) + "/tools/ort/run.js";
+  const fs::path out = fs::temp_directory_path() / ("ovfix_bench_ort_" + std::to_string(::getpid()));
+  fs::create_directories(out);
+  std::string command = "NODE_PATH='" + ort_modules + "' node '" + script + "' '" + m.dir +
+                        "/model.onnx' '" + out.string() + "'";
+  for (const auto& f : m.input_files) command += " '" + f + "'";
+  command += " --repeat " + std::to_string(repeat) + " --threads " + std::to_string(threads);
+  command += " 2>/dev/null";
+  FILE* p = ::popen(command.c_str(), "r");
+  double ms = -1;
+  if (p != nullptr) {
+    char line[4096];
+    while (std::fgets(line, sizeof(line), p) != nullptr) {
+      const char* key = std::strstr(line, "\"run_ms_median\":");
+      if (key != nullptr) ms = std::atof(key + 16);
+    }
+    ::pclose(p);
+  }
+  fs::remove_all(out);
+  return ms;
+}
+
+}  // namespace
+}  // namespace ovfix::bench
+
+int main(int argc, char** argv) {
+  using namespace ovfix;
+  using namespace ovfix::bench;
+  int threads = 2, repeat = 20;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--threads") threads = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--repeat") repeat = std::atoi(argv[i + 1]);
+  }
+  std::vector<Loaded> models;
+  for (const char* name : {"resnet18", "mobilenet_v3_small", "conv3d_991"}) {
+    Loaded m;
+    m.name = name;
+    m.dir = std::string(OVFIX_SHARED_DIR) + "/models/" + name;
+    auto model = LoadModel(m.dir + "/model.onnx");
+    if (!model.ok()) {
+      std::fprintf(stderr, "bench: %s\n", std::string(model.status().message()).c_str());
+      return 1;
+    }
+    m.model = *std::move(model);
+    int k = 0;
+    for (const Value* v : m.model->graph().inputs()) {
+      if (v->is_initializer()) continue;
+      const std::string file = m.dir + "/test_data_set_0/input_" + std::to_string(k++) + ".pb";
+      auto t = ReadTensorFile(file);
+      if (!t.ok()) return 1;
+      m.inputs[v->name()] = *t;
+      m.input_files.push_back(file);
+    }
+    exec::SessionOptions options;
+    options.threads = threads;
+    auto session = exec::CreateSession(*m.model, options);
+    if (!session.ok()) {
+      std::fprintf(stderr, "bench: %s\n", std::string(session.status().message()).c_str());
+      return 1;
+    }
+    m.session = *std::move(session);
+    models.push_back(std::move(m));
+  }
+  for (auto& m : models) {
+    benchmark::RegisterBenchmark(("ovfix_cpu/" + m.name).c_str(), BM_Ovfix, &m)
+        ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(repeat);
+  }
+  benchmark::Initialize(&argc, argv);
+  class Collect : public benchmark::ConsoleReporter {
+   public:
+    void ReportRuns(const std::vector<Run>& runs) override {
+      for (const auto& r : runs) times[r.benchmark_name()] = r.GetAdjustedRealTime();
+      ConsoleReporter::ReportRuns(runs);
+    }
+    std::map<std::string, double> times;
+  } reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+
+  const char* env = std::getenv("OVFIX_ORT_MODULES");
+  const std::string ort_modules = env != nullptr ? env : std::string(OVFIX_BINARY_DIR) + "/ort/node_modules";
+  if (!fs::exists(ort_modules + "/onnxruntime-node")) {
+    std::printf("\nonnxruntime-node not found in %s: install it with\n  npm install --prefix %s/ort "
+                "--ignore-scripts onnxruntime-node@1.30.0\n", ort_modules.c_str(), OVFIX_BINARY_DIR);
+    return 0;
+  }
+  std::vector<Row> rows;
+  for (auto& m : models) {
+    double ours = -1;
+    for (const auto& [name, t] : reporter.times) {
+      if (name.rfind("ovfix_cpu/" + m.name + "/", 0) == 0) ours = t;
+    }
+    const double peer = OrtMedianMs(m, threads, repeat, ort_modules);
+    const double target = m.name == "conv3d_991" ? 99 : 3.0;  // conv3d: reported, no target
+    rows.push_back({m.name + " latency (ms, " + std::to_string(threads) + " threads)", ours, peer,
+                    "", target});
+  }
+  PrintRatios("CPU executor vs onnxruntime (same run, same threads)", rows);
+  return 0;
+}

@@ -1,0 +1,63 @@
+// `ovfix devices`: the OpenCL devices this machine has, with the index that --device and
+// $OVFIX_OPENCL_DEVICE take, and whether each can do half arithmetic (the fp16 precision;
+// fp16-storage works everywhere).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "converter/command.h"
+#include "exec/opencl/opencl_runtime.h"
+
+namespace ovfix::cli {
+namespace {
+
+std::string Memory(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return absl::StrFormat("%.1f GiB", bytes / double(1ull << 30));
+  return absl::StrFormat("%.0f MiB", bytes / double(1ull << 20));
+}
+
+// The device a session picks without --device: as Runtime::Create does.
+int DefaultDevice(const std::vector<exec::opencl::DeviceInfo>& devices) {
+  if (const char* env = std::getenv("OVFIX_OPENCL_DEVICE"); env != nullptr && *env) {
+    return std::atoi(env);
+  }
+  for (const auto& d : devices) {
+    if (d.gpu) return d.index;
+  }
+  return 0;
+}
+
+int RunDevices() {
+  absl::StatusOr<std::vector<exec::opencl::DeviceInfo>> devices = exec::opencl::ListDevices();
+  if (!devices.ok() || devices->empty()) {
+    std::printf("no OpenCL devices found%s%s\n", devices.ok() ? "" : ": ",
+                devices.ok() ? "" : std::string(devices.status().message()).c_str());
+    std::printf(
+        "the opencl backend needs an OpenCL driver: PoCL for the CPU "
+        "(apt install pocl-opencl-icd) or the GPU vendor's\n");
+    return kExitOk;
+  }
+  const int chosen = DefaultDevice(*devices);
+  std::printf("%-3s %-36s %-28s %-4s %-5s %10s %6s  %s\n", "#", "name", "platform", "type", "fp16",
+              "memory", "units", "version");
+  for (const auto& d : *devices) {
+    std::printf("%-3d %-36s %-28s %-4s %-5s %10s %6d  %s%s\n", d.index, d.name.c_str(),
+                d.platform.c_str(), d.gpu ? "GPU" : "CPU", d.fp16 ? "yes" : "no",
+                Memory(d.global_memory).c_str(), d.compute_units, d.version.c_str(),
+                d.index == chosen ? "  (default)" : "");
+  }
+  std::printf(
+      "choose one with --device N or OVFIX_OPENCL_DEVICE=N; fp16 'no' means "
+      "fp16-storage only (no half arithmetic)\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddDevicesCommand(CLI::App& app) {
+  auto* sub = app.add_subcommand("devices", "List the OpenCL devices, with their fp16 support");
+  return {sub, [] { return RunDevices(); }};
+}
+
+}  // namespace ovfix::cli

@@ -1,0 +1,109 @@
+// `ovfix rules list [--rules FILE]...`: every rule (name, file, algebra comment), every target
+// and every helper a rule file can call. `ovfix rules check FILE...`: parses rule files and
+// reports their errors as FILE:LINE:COL: message (exit 2).
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "converter/command.h"
+#include "rules/embedded_files.h"
+#include "rules/helpers.h"
+#include "rules/rule_set.h"
+
+namespace ovfix::cli {
+namespace {
+
+struct RulesOptions {
+  std::vector<std::string> rule_files;  // list: --rules
+  std::vector<std::string> check_files;
+};
+
+// What a target is for: its `description` line, else its first comment line.
+std::string TargetSummary(std::string_view contents) {
+  std::string comment;
+  for (absl::string_view line : absl::StrSplit(std::string(contents), '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (absl::ConsumePrefix(&line, "description")) {
+      return std::string(absl::StripAsciiWhitespace(line));
+    }
+    if (comment.empty() && absl::ConsumePrefix(&line, "#")) {
+      comment = std::string(absl::StripAsciiWhitespace(line));
+    }
+  }
+  return comment;
+}
+
+int RunList(const RulesOptions& o) {
+  auto library = rules::RuleLibrary::Load(o.rule_files);
+  if (!library.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(library.status().message()).c_str());
+    return kExitBadInput;
+  }
+  std::printf("Rules (rule sets by file; `for` rules list their ops):\n");
+  for (const auto& file : library->files()) {
+    std::printf("\n%s  (%s)\n", file.set.c_str(), file.path.c_str());
+    for (size_t i = 0; i < file.rules.size();) {
+      const rules::Rule& rule = *file.rules[i];
+      std::vector<std::string> ops;
+      size_t j = i;
+      for (; j < file.rules.size() && file.rules[j]->family == rule.family; ++j) {
+        if (file.rules[j]->name != rule.family) {
+          ops.push_back(file.rules[j]->name.substr(rule.family.size() + 1));
+        }
+      }
+      std::printf("  %s%s  (line %d, benefit %d)\n      # %s\n", rule.family.c_str(),
+                  ops.empty() ? "" : absl::StrCat(".{", absl::StrJoin(ops, ","), "}").c_str(),
+                  rule.line, rule.benefit, rule.algebra.c_str());
+      i = j;
+    }
+  }
+  std::printf("\nTargets (--target NAME):\n");
+  for (const auto& file : rules::EmbeddedFiles()) {
+    const std::string path(file.path);
+    if (!absl::StartsWith(path, "targets/")) continue;
+    const std::string name = std::filesystem::path(path).stem().string();
+    std::printf("  %-16s %s\n", name.c_str(), TargetSummary(file.contents).c_str());
+  }
+  std::printf("\nHelpers (for `where` and `let`; docs/rules.md):\n");
+  for (const auto& helper : rules::AllHelpers()) {
+    std::printf("  %-40s %s\n", helper.signature.c_str(), helper.description.c_str());
+  }
+  return kExitOk;
+}
+
+int RunCheck(const RulesOptions& o) {
+  int status = kExitOk;
+  for (const auto& path : o.check_files) {
+    // Loading beside the built-in files also catches names that clash with theirs.
+    auto library = rules::RuleLibrary::Load({path});
+    if (!library.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(library.status().message()).c_str());
+      status = kExitBadInput;
+      continue;
+    }
+    std::printf("%s: %zu rules OK\n", path.c_str(), library->UserRules().size());
+  }
+  return status;
+}
+
+}  // namespace
+
+Command AddRulesCommand(CLI::App& app) {
+  auto options = std::make_shared<RulesOptions>();
+  auto* sub = app.add_subcommand("rules", "List the rules, targets and helpers; check rule files");
+  sub->require_subcommand(1);
+  auto* list = sub->add_subcommand("list", "Show every rule (with its algebra), target and helper");
+  list->add_option("--rules", options->rule_files, "Also load this rule file (repeatable)");
+  auto* check = sub->add_subcommand("check", "Parse rule files; errors as FILE:LINE:COL (exit 2)");
+  check->add_option("files", options->check_files, "Rule files")->required();
+  return {sub, [options, list] { return list->parsed() ? RunList(*options) : RunCheck(*options); }};
+}
+
+}  // namespace ovfix::cli

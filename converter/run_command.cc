@@ -1,0 +1,211 @@
+// `ovfix run MODEL`: runs a model on an executor and prints what came out. With --test-data
+// DIR it reads DIR/input_K.pb (in graph-input order) and checks DIR/output_K.pb, which makes
+// it the quickest way to see whether a backend or a precision changes a model's results.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "converter/command.h"
+#include "exec/compare.h"
+#include "exec/executor.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+
+namespace ovfix::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE.pb
+  std::string test_data;
+  std::string output_dir;
+  std::string precision = "fp32";
+  std::string backend = "cpu";
+  int threads = 0;
+  int device = -1;  // opencl: device index (see `ovfix devices`)
+  int repeat = 1;
+  double rtol = 1e-3;
+  double atol = 1e-5;
+};
+
+// Every failure of the run itself is one stderr line and exit code 2.
+int BadInput(const absl::Status& status) {
+  std::fprintf(stderr, "ovfix run: %s\n", std::string(status.message()).c_str());
+  return kExitBadInput;
+}
+
+absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& graph) {
+  exec::TensorMap feeds;
+  std::vector<const Value*> graph_inputs;
+  for (const Value* v : graph.inputs()) {
+    if (!v->is_initializer()) graph_inputs.push_back(v);
+  }
+  if (!o.test_data.empty()) {
+    if (!fs::is_directory(o.test_data)) {
+      return absl::NotFoundError(absl::StrCat("--test-data ", o.test_data, " is not a folder"));
+    }
+    for (size_t k = 0; k < graph_inputs.size(); ++k) {
+      const std::string path = (fs::path(o.test_data) / absl::StrCat("input_", k, ".pb")).string();
+      if (!fs::exists(path)) continue;
+      absl::StatusOr<Tensor> t = ReadTensorFile(path);
+      if (!t.ok()) return t.status();
+      feeds[graph_inputs[k]->name()] = std::move(*t);
+    }
+  }
+  for (const std::string& spec : o.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input '", spec, "' must be NAME=FILE.pb"));
+    }
+    const std::string name = spec.substr(0, eq);
+    absl::StatusOr<Tensor> t = ReadTensorFile(spec.substr(eq + 1));
+    if (!t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': ",
+                                                     t.status().message()));
+    }
+    feeds[name] = std::move(*t);
+  }
+  for (const Value* v : graph_inputs) {
+    if (!feeds.contains(v->name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "missing input '", v->name(), "' (", DescribeType(*v), "): give --input ", v->name(),
+          "=FILE.pb or --test-data DIR"));
+    }
+  }
+  return feeds;
+}
+
+// "logits  float[1,1000]  min -3.1 max 9.2 mean 0.013 non-finite 0"
+void PrintSummary(const std::string& name, const Tensor& t) {
+  std::string line = absl::StrFormat("%-24s %-20s", name, DescribeTensor(t));
+  if (t.type() == DataType::kString) {
+    std::printf("%s\n", line.c_str());
+    return;
+  }
+  double min = 0, max = 0, sum = 0;
+  int64_t finite = 0, non_finite = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.GetAsDouble(i);
+    if (!std::isfinite(v)) {
+      ++non_finite;
+      continue;
+    }
+    if (finite == 0 || v < min) min = v;
+    if (finite == 0 || v > max) max = v;
+    sum += v;
+    ++finite;
+  }
+  const double mean = finite > 0 ? sum / static_cast<double>(finite) : 0.0;
+  std::printf("%s min %.6g max %.6g mean %.6g non-finite %lld\n", line.c_str(), min, max, mean,
+              static_cast<long long>(non_finite));
+}
+
+int RunModel(const RunOptions& o) {
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(o.model);
+  if (!model.ok()) return BadInput(model.status());
+  const Graph& graph = (*model)->graph();
+  absl::StatusOr<exec::Precision> precision = exec::ParsePrecision(o.precision);
+  if (!precision.ok()) return BadInput(precision.status());
+  if (o.repeat < 1) return BadInput(absl::InvalidArgumentError("--repeat must be at least 1"));
+  absl::StatusOr<exec::TensorMap> feeds = ReadInputs(o, graph);
+  if (!feeds.ok()) return BadInput(feeds.status());
+
+  exec::SessionOptions options;
+  options.backend = o.backend;
+  options.precision = *precision;
+  options.threads = o.threads;
+  options.device = o.device;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(**model, options);
+  if (!session.ok()) return BadInput(session.status());
+
+  absl::StatusOr<std::vector<Tensor>> outputs;
+  std::vector<double> times;
+  for (int r = 0; r < o.repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = (*session)->Run(*feeds);
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    if (!outputs.ok()) return BadInput(outputs.status());
+  }
+  // Nodes an opencl session ran on the CPU, and the device it used.
+  for (const std::string& note : (*session)->notes()) std::printf("note: %s\n", note.c_str());
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    PrintSummary(graph.outputs()[k]->name(), (*outputs)[k]);
+  }
+  if (o.repeat > 1) {
+    double best = times[0], total = 0;
+    for (double t : times) {
+      best = std::min(best, t);
+      total += t;
+    }
+    std::printf("ran %d times (%s, %s): mean %.3f ms, best %.3f ms\n", o.repeat,
+                o.backend.c_str(), o.precision.c_str(), total / o.repeat, best);
+  }
+
+  if (!o.output_dir.empty()) {
+    std::error_code error;
+    fs::create_directories(o.output_dir, error);
+    for (size_t k = 0; k < outputs->size(); ++k) {
+      const std::string path =
+          (fs::path(o.output_dir) / absl::StrCat("output_", k, ".pb")).string();
+      absl::Status s = WriteTensorFile(path, (*outputs)[k], graph.outputs()[k]->name());
+      if (!s.ok()) return BadInput(s);
+    }
+  }
+
+  if (o.test_data.empty()) return kExitOk;
+  bool all_match = true;
+  int compared = 0;
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    const std::string path = (fs::path(o.test_data) / absl::StrCat("output_", k, ".pb")).string();
+    const std::string& name = graph.outputs()[k]->name();
+    if (!fs::exists(path)) continue;
+    absl::StatusOr<Tensor> expected = ReadTensorFile(path);
+    if (!expected.ok()) return BadInput(expected.status());
+    exec::Comparison c = exec::CompareTensors((*outputs)[k], *expected, {o.rtol, o.atol});
+    ++compared;
+    all_match = all_match && c.ok;
+    if (c.ok) {
+      std::printf("output '%s': matches (%s)\n", name.c_str(), exec::DescribeComparison(c).c_str());
+    } else {
+      std::printf("output '%s': MISMATCH: %s\n", name.c_str(), c.message.c_str());
+    }
+  }
+  if (compared == 0) std::printf("no output_K.pb in %s to compare with\n", o.test_data.c_str());
+  return all_match ? kExitOk : kExitMismatch;
+}
+
+}  // namespace
+
+Command AddRunCommand(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand("run", "Run a model on an executor and check or save outputs");
+  sub->add_option("model", o->model, "The .onnx model")->required();
+  sub->add_option("--input", o->inputs, "NAME=FILE.pb: a graph input from a TensorProto file")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--test-data", o->test_data,
+                  "Folder with input_K.pb (graph-input order) and output_K.pb to compare with");
+  sub->add_option("--output-dir", o->output_dir, "Write the outputs there as output_K.pb");
+  sub->add_option("--precision", o->precision, "fp32, fp16-storage or fp16");
+  sub->add_option("--backend", o->backend, "Executor backend: cpu or opencl");
+  sub->add_option("--device", o->device, "OpenCL device index (see 'ovfix devices')");
+  sub->add_option("--threads", o->threads, "Worker threads (0: one per core)");
+  sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
+  sub->add_option("--rtol", o->rtol, "Relative tolerance for --test-data (default 1e-3)");
+  sub->add_option("--atol", o->atol, "Absolute tolerance for --test-data (default 1e-5)");
+  return {sub, [o] { return RunModel(*o); }};
+}
+
+}  // namespace ovfix::cli

@@ -1,0 +1,320 @@
+// Conv (opsets 1 and 11): 1-D, 2-D and 3-D, groups, strides, dilations, pads and auto_pad.
+// Float goes through the packed GEMM: the weights of each group are the A matrix (packed once
+// and kept in the node's state when they are an initializer) and the input is B, either the
+// image itself (1x1 kernels with unit stride and no padding) or im2col blocks written straight
+// into the packed layout. Depthwise 2-D convolution has its own direct kernel; double uses a
+// plain im2col and Dgemm.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/cpu/conv_depthwise.h"
+#include "exec/cpu/conv_geometry.h"
+#include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/gemm.h"
+#include "exec/cpu/math_kernels.h"
+#include "exec/kernel.h"
+
+namespace ovfix::exec {
+namespace {
+
+// Packed weights of every group, kept across runs when W is an initializer.
+struct ConvWeights {
+  // What was packed: W's initializer (the same values every run, even when the session hands
+  // them over converted from float16 into a new buffer).
+  const void* source = nullptr;
+  std::string kernel;       // micro-kernel the packing was made for
+  bool transposed = false;  // packed as B (W^T) for the transposed product
+  std::vector<PackedA> groups;
+  std::vector<PackedB> transposed_groups;
+};
+
+const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t group, int64_t rows,
+                                    int64_t depth, bool transposed, ConvWeights& local) {
+  ConvWeights* cache = &local;
+  const void* source = w;
+  if (ctx.state != nullptr && ctx.input_is_constant(1)) {
+    if (*ctx.state == nullptr) *ctx.state = std::make_shared<ConvWeights>();
+    cache = static_cast<ConvWeights*>(ctx.state->get());
+    source = ctx.node.input(1);
+  }
+  const std::string kernel = CurrentGemmGeometry().name;
+  const size_t packed = transposed ? cache->transposed_groups.size() : cache->groups.size();
+  if (cache->source == source && cache->kernel == kernel && cache->transposed == transposed &&
+      static_cast<int64_t>(packed) == group) {
+    return *cache;
+  }
+  cache->groups.clear();
+  cache->transposed_groups.clear();
+  for (int64_t g = 0; g < group; ++g) {
+    const float* weights = w + g * rows * depth;
+    if (transposed) {
+      cache->transposed_groups.emplace_back(weights, depth, true, depth, rows);
+    } else {
+      cache->groups.emplace_back(weights, depth, false, rows, depth);
+    }
+  }
+  cache->source = source;
+  cache->kernel = kernel;
+  cache->transposed = transposed;
+  return *cache;
+}
+
+// Whether to compute the transposed product Y^T = columns^T * W^T: with few output positions
+// (late layers) the maps fill the vector registers better than the positions do.
+bool UseTransposedProduct(int64_t out_size, int64_t maps) {
+  if (out_size > 256 || maps < 16) return false;
+  const int64_t nr = CurrentGemmGeometry().nr;
+  auto padded = [nr](int64_t n) { return (n + nr - 1) / nr * nr; };
+  // Compare the work including the padding of the last register tile.
+  return padded(out_size) * maps > padded(maps) * out_size * 21 / 20;
+}
+
+// dst[m * rows + i] = src[i * cols + m] + bias[m]: the transposed product back in Y's layout.
+__attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src, int64_t rows,
+                                                               int64_t cols, const float* bias,
+                                                               float* dst) {
+  const __m512i index =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(cols)));
+  for (int64_t m = 0; m < cols; ++m) {
+    const __m512 b = _mm512_set1_ps(bias != nullptr ? bias[m] : 0.0f);
+    float* out = dst + m * rows;
+    for (int64_t i = 0; i < rows; i += 16) {
+      const int64_t left = rows - i;
+      const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+      const __m512 v =
+          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, index, src + i * cols + m, 4);
+      _mm512_mask_storeu_ps(out + i, mask, _mm512_add_ps(v, b));
+    }
+  }
+}
+
+void TransposeAddBias(const float* src, int64_t rows, int64_t cols, const float* bias, float* dst) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && rows * cols < (int64_t{1} << 31)) {
+    TransposeAddBiasAvx512(src, rows, cols, bias, dst);
+    return;
+  }
+  for (int64_t m = 0; m < cols; ++m) {
+    const float b = bias != nullptr ? bias[m] : 0.0f;
+    for (int64_t i = 0; i < rows; ++i) dst[m * rows + i] = src[i * cols + m] + b;
+  }
+}
+
+// Y (maps x positions) of one image and group through the transposed product. `image` is the
+// prepared image, or the plain one for a pointwise convolution.
+void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
+                    const ColumnLayout& layout, const PackedB& weights, const float* bias,
+                    float* out, ThreadPool* pool) {
+  const int64_t positions = s.out_size(), maps = weights.columns(), depth = weights.depth();
+  // Buffers stay with the thread: big allocations would be fresh pages on every run.
+  thread_local PackedA columns;
+  if (pointwise) {
+    columns.Pack(image, positions, true, positions, depth);
+  } else {
+    columns.PackColumns(
+        positions, depth,
+        [&](int64_t k, float* column) {
+          Im2colRow(image, s, layout, Tap(s, k), Position(s, 0), positions, column);
+        },
+        pool);
+  }
+  thread_local std::vector<float> product;
+  product.resize(positions * maps);
+  GemmPacked(columns, weights, maps, product.data(), maps, GemmEpilogue{}, pool);
+  TransposeAddBias(product.data(), positions, maps, bias, out);
+}
+
+absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
+  const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0);
+  const Spatial3 s(g);
+  const int64_t in_size = s.in_size(), out_size = s.out_size();
+  if (batch == 0 || maps == 0 || out_size == 0) return absl::OkStatus();
+
+  if (g.rank() <= 2 && group > 1 && group == channels) {
+    DepthwiseShape d;
+    d.batch = batch;
+    d.channels = channels;
+    d.multiplier = maps / group;
+    d.in_h = s.in[1], d.in_w = s.in[2], d.out_h = s.out[1], d.out_w = s.out[2];
+    d.kernel_h = s.kernel[1], d.kernel_w = s.kernel[2];
+    d.stride_h = s.stride[1], d.stride_w = s.stride[2];
+    d.dilation_h = s.dilation[1], d.dilation_w = s.dilation[2];
+    d.pad_top = s.pad[1], d.pad_left = s.pad[2];
+    DepthwiseConv2D(x.data<float>(), w.data<float>(), bias, y.data<float>(), d, ctx.pool);
+    return absl::OkStatus();
+  }
+
+  const int64_t group_channels = channels / group, group_maps = maps / group;
+  const int64_t depth = group_channels * s.kernel_size();
+  const float* x_data = x.data<float>();
+  float* y_data = y.data<float>();
+  const bool pointwise = s.kernel_size() == 1 && in_size == out_size && s.pad[0] == 0 &&
+                         s.pad[1] == 0 && s.pad[2] == 0 && s.stride[0] == 1 && s.stride[1] == 1 &&
+                         s.stride[2] == 1;
+
+  if (out_size == 1) {
+    // One output pixel per map (e.g. a 1x1 map in a squeeze-excitation block): a
+    // matrix-vector product with the weights as they are, nothing worth packing.
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t gi = 0; gi < group; ++gi) {
+        const float* image = x_data + (n * channels + gi * group_channels) * in_size;
+        float* out = y_data + (n * maps + gi * group_maps);
+        // A 1x1 kernel over a single pixel reads the channels as they lie.
+        const float* column = image;
+        std::vector<float> gathered, phases;
+        if (!pointwise) {
+          const ColumnLayout layout(s);
+          const float* prepared = PrepareImage(image, group_channels, s, layout, phases);
+          gathered.resize(depth);
+          Tap tap(s, 0);
+          for (int64_t k = 0; k < depth; ++k, tap.Next(s)) {
+            Im2colRow(prepared, s, layout, tap, Position(s, 0), 1, gathered.data() + k);
+          }
+          column = gathered.data();
+        }
+        for (int64_t m = 0; m < group_maps; ++m) {
+          out[m] = bias != nullptr ? bias[gi * group_maps + m] : 0.0f;
+        }
+        Sgemm(false, false, group_maps, 1, depth, 1.0f, w.data<float>() + gi * group_maps * depth,
+              depth, column, 1, 1.0f, out, 1, ctx.pool);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const bool transposed = UseTransposedProduct(out_size, group_maps);
+  ConvWeights local;
+  const ConvWeights& packed =
+      GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed, local);
+  const int64_t items = batch * group;
+  const int64_t macs = group_maps * depth * out_size;
+  // Many small products (groups, batch): one per thread. Otherwise one after another, each
+  // spread over the threads.
+  const bool across_items = items > 1 && macs < (int64_t{1} << 22);
+  const ColumnLayout layout(s);
+  auto run_item = [&](int64_t item, ThreadPool* pool) {
+    const int64_t n = item / group, gi = item % group;
+    const float* image = x_data + (n * channels + gi * group_channels) * in_size;
+    float* out = y_data + (n * maps + gi * group_maps) * out_size;
+    GemmEpilogue epilogue;
+    epilogue.row_bias = bias != nullptr ? bias + gi * group_maps : nullptr;
+    thread_local std::vector<float> phases;
+    if (transposed) {
+      const float* prepared =
+          pointwise ? image : PrepareImage(image, group_channels, s, layout, phases);
+      TransposedConv(prepared, pointwise, s, layout, packed.transposed_groups[gi],
+                     epilogue.row_bias, out, pool);
+    } else if (pointwise) {
+      GemmPacked(packed.groups[gi], MatrixB(image, in_size, false), out_size, out, out_size,
+                 epilogue, pool);
+    } else {
+      const float* prepared = PrepareImage(image, group_channels, s, layout, phases);
+      GemmPacked(packed.groups[gi], Im2colB(prepared, s, layout), out_size, out, out_size, epilogue,
+                 pool);
+    }
+  };
+  if (across_items) {
+    ParallelFor(ctx.pool, items, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) run_item(item, nullptr);
+    });
+  } else {
+    for (int64_t item = 0; item < items; ++item) run_item(item, ctx.pool);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConvDouble(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const double* bias = ctx.has_input(2) ? ctx.input(2).data<double>() : nullptr;
+  const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0);
+  const Spatial3 s(g);
+  const int64_t in_size = s.in_size(), out_size = s.out_size();
+  const int64_t group_channels = channels / group, group_maps = maps / group;
+  const int64_t depth = group_channels * s.kernel_size();
+  std::vector<double> columns(depth * out_size), phases;
+  const ColumnLayout layout(s);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t gi = 0; gi < group; ++gi) {
+      const double* image = x.data<double>() + (n * channels + gi * group_channels) * in_size;
+      double* out = y.data<double>() + (n * maps + gi * group_maps) * out_size;
+      const double* prepared = PrepareImage(image, group_channels, s, layout, phases);
+      Tap tap(s, 0);
+      for (int64_t k = 0; k < depth; ++k, tap.Next(s)) {
+        Im2colRow(prepared, s, layout, tap, Position(s, 0), out_size,
+                  columns.data() + k * out_size);
+      }
+      for (int64_t m = 0; m < group_maps; ++m) {
+        std::fill(out + m * out_size, out + (m + 1) * out_size,
+                  bias != nullptr ? bias[gi * group_maps + m] : 0.0);
+      }
+      Dgemm(false, false, group_maps, out_size, depth, 1.0,
+            w.data<double>() + gi * group_maps * depth, depth, columns.data(), out_size, 1.0, out,
+            out_size, ctx.pool);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Conv(KernelContext& ctx) {
+  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
+    return ctx.Error("needs inputs X and W");
+  }
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  if (x.type() != w.type()) return ctx.Error("X and W have different element types");
+  if (x.type() != DataType::kFloat && x.type() != DataType::kDouble) {
+    return ctx.Error("unsupported element type ", std::string(DataTypeName(x.type())));
+  }
+  if (x.rank() < 3 || x.rank() > 5) {
+    return ctx.Error("X must have 1 to 3 spatial dims, has shape ", DescribeTensor(x));
+  }
+  if (w.rank() != x.rank()) {
+    return ctx.Error("W rank ", w.rank(), " differs from X rank ", x.rank());
+  }
+  const int64_t group = ctx.node.GetInt("group", 1);
+  const int64_t channels = x.dim(1), maps = w.dim(0);
+  if (group <= 0 || channels % group != 0 || maps % group != 0) {
+    return ctx.Error("group ", group, " must divide the ", channels, " input channels and the ",
+                     maps, " output channels");
+  }
+  if (w.dim(1) != channels / group) {
+    return ctx.Error("W has ", w.dim(1), " input channels per group, X gives ", channels / group);
+  }
+  if (ctx.has_input(2)) {
+    const Tensor& b = ctx.input(2);
+    if (b.type() != x.type() || b.rank() != 1 || b.dim(0) != maps) {
+      return ctx.Error("bias must be a vector of ", maps, " elements, is ", DescribeTensor(b));
+    }
+  }
+  std::vector<int64_t> weight_spatial(w.dims().begin() + 2, w.dims().end());
+  auto kernel = KernelShape(ctx, weight_spatial);
+  if (!kernel.ok()) return kernel.status();
+  auto geometry = ReadSpatialAttributes(
+      ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), *kernel);
+  if (!geometry.ok()) return geometry.status();
+  if (absl::Status s = ComputeConvOutput(ctx, *geometry); !s.ok()) return s;
+  std::vector<int64_t> dims = {x.dim(0), maps};
+  dims.insert(dims.end(), geometry->output.begin(), geometry->output.end());
+  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  Tensor& y = ctx.Output(0, x.type(), dims);
+  if (x.type() == DataType::kDouble) return ConvDouble(ctx, *geometry, group, y);
+  return ConvFloat(ctx, *geometry, group, y);
+}
+
+}  // namespace
+
+void AddConvKernels(std::vector<KernelDef>& table) {
+  table.push_back({"", "Conv", 1, kLatestOpset, &Conv, Float16Mode::kAsFloat});
+}
+
+}  // namespace ovfix::exec

@@ -1,0 +1,27 @@
+// Depthwise 2-D convolution (every output channel reads a single input channel, as in
+// MobileNet), float, NCHW. Used by Conv when group == channels.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/thread_pool.h"
+
+namespace ovfix::exec {
+
+struct DepthwiseShape {
+  int64_t batch = 1;
+  int64_t channels = 1;    // input channels (== groups)
+  int64_t multiplier = 1;  // output channels per input channel
+  int64_t in_h = 1, in_w = 1, out_h = 1, out_w = 1;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+};
+
+// y[n, c * multiplier + j] = bias + sum over the window of x[n, c] * w[c * multiplier + j].
+// w: [channels * multiplier, 1, kernel_h, kernel_w]; bias may be null.
+void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y,
+                     const DepthwiseShape& shape, ThreadPool* pool);
+
+}  // namespace ovfix::exec

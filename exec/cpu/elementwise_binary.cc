@@ -1,0 +1,235 @@
+// Two-input kernels with broadcasting: arithmetic, Pow, Mod, shifts, bitwise and logical ops,
+// comparisons.
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "exec/cpu/elementwise.h"
+
+namespace ovfix::exec::elementwise {
+namespace {
+
+constexpr Cost kCheap = Cost::kCheap;
+constexpr Cost kExpensive = Cost::kExpensive;
+
+// Integer division and remainder trap on a zero divisor; refuse the node instead.
+absl::Status CheckNoIntegerZero(const KernelContext& ctx, const Tensor& divisor) {
+  if (!Contains(kIntTypes, divisor.type())) return absl::OkStatus();
+  return Dispatch(ctx, divisor.type(), kIntTypes, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (T v : divisor.values<T>()) {
+      if (v == T(0)) return ctx.Error("integer division by zero");
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Add(KernelContext& ctx) {
+  return BinaryKernel(ctx, kNumericTypes, kCheap, [](auto a, auto b) {
+    if constexpr (std::is_floating_point_v<decltype(a)>) {
+      return a + b;
+    } else {
+      return WrapAdd(a, b);
+    }
+  });
+}
+
+absl::Status Sub(KernelContext& ctx) {
+  return BinaryKernel(ctx, kNumericTypes, kCheap, [](auto a, auto b) {
+    if constexpr (std::is_floating_point_v<decltype(a)>) {
+      return a - b;
+    } else {
+      return WrapSub(a, b);
+    }
+  });
+}
+
+absl::Status Mul(KernelContext& ctx) {
+  return BinaryKernel(ctx, kNumericTypes, kCheap, [](auto a, auto b) {
+    if constexpr (std::is_floating_point_v<decltype(a)>) {
+      return a * b;
+    } else {
+      return WrapMul(a, b);
+    }
+  });
+}
+
+absl::Status Div(KernelContext& ctx) {
+  if (ctx.has_input(1)) {
+    if (absl::Status s = CheckNoIntegerZero(ctx, ctx.input(1)); !s.ok()) return s;
+  }
+  // Integer division truncates toward zero, as in C.
+  return BinaryKernel(ctx, kNumericTypes, kCheap, [](auto a, auto b) {
+    using T = decltype(a);
+    if constexpr (std::is_signed_v<T> && std::is_integral_v<T>) {
+      return b == T(-1) ? WrapNeg(a) : static_cast<T>(a / b);  // INT_MIN / -1 wraps
+    } else {
+      return static_cast<T>(a / b);
+    }
+  });
+}
+
+// fmod=0: the result takes the divisor's sign (Python's %); fmod=1: the dividend's (C's fmod).
+absl::Status Mod(KernelContext& ctx) {
+  if (ctx.has_input(1)) {
+    if (absl::Status s = CheckNoIntegerZero(ctx, ctx.input(1)); !s.ok()) return s;
+  }
+  const bool fmod = ctx.node.GetInt("fmod", 0) != 0;
+  return BinaryKernel(ctx, kNumericTypes, kExpensive, [fmod](auto a, auto b) {
+    using T = decltype(a);
+    if constexpr (std::is_floating_point_v<T>) {
+      T r = std::fmod(a, b);
+      if (!fmod && r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+      return r;
+    } else if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(a % b);
+    } else {
+      if (b == T(-1)) return T(0);  // INT_MIN % -1 traps
+      T r = static_cast<T>(a % b);
+      if (!fmod && r != T(0) && ((r < T(0)) != (b < T(0)))) r = static_cast<T>(r + b);
+      return r;
+    }
+  });
+}
+
+// Integer power by squaring, wrapping like repeated multiplication would. A negative exponent
+// gives 1 / base^-e truncated: 0 unless |base| == 1.
+template <typename A, typename B>
+A IntegerPower(A base, B exponent) {
+  if constexpr (std::is_signed_v<B>) {
+    if (exponent < 0) {
+      if (base == A(1)) return A(1);
+      if constexpr (std::is_signed_v<A>) {
+        if (base == A(-1)) return (exponent % 2 == 0) ? A(1) : A(-1);
+      }
+      return A(0);
+    }
+  }
+  uint64_t e = static_cast<uint64_t>(exponent);
+  A result = 1;
+  while (e != 0) {
+    if (e & 1) result = WrapMul(result, base);
+    base = WrapMul(base, base);
+    e >>= 1;
+  }
+  return result;
+}
+
+template <typename A, typename B>
+A PowerOf(A base, B exponent) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if constexpr (std::is_same_v<A, B>) {
+      return std::pow(base, exponent);
+    } else {
+      return static_cast<A>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
+    }
+  } else if constexpr (std::is_integral_v<B>) {
+    return IntegerPower(base, exponent);
+  } else {
+    return FloatToInt<A>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
+  }
+}
+
+// Pow-12 on: the exponent may have another type than the base; the result has the base's.
+absl::Status Pow(KernelContext& ctx) {
+  if (HasLowPrecisionFloatInput(ctx)) return RunInFloat(ctx, Pow);
+  auto plan = BinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  const Tensor& x = ctx.input(0);
+  const Tensor& y = ctx.input(1);
+  constexpr TypeList<float, double, int32_t, int64_t> kBaseTypes;
+  return Dispatch(ctx, x.type(), kBaseTypes, [&](auto base_tag) {
+    using A = typename decltype(base_tag)::type;
+    return Dispatch(ctx, y.type(), kNumericTypes, [&](auto exponent_tag) {
+      using B = typename decltype(exponent_tag)::type;
+      Tensor& z = ctx.Output(0, x.type(), plan->output_dims());
+      BroadcastBinary(*plan, x.data<A>(), y.data<B>(), z.data<A>(), ctx.pool, kExpensive,
+                      [](A a, B b) { return PowerOf(a, b); });
+      return absl::OkStatus();
+    });
+  });
+}
+
+absl::Status BitShift(KernelContext& ctx) {
+  const std::string direction = ctx.node.GetString("direction");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return ctx.Error("direction must be LEFT or RIGHT, not '", direction, "'");
+  }
+  const bool left = direction == "LEFT";
+  return BinaryKernel(ctx, kUnsignedIntTypes, kCheap, [left](auto x, auto shift) {
+    using T = decltype(x);
+    // Shifting by the width or more is undefined in C++; every bit is shifted out.
+    if (shift >= sizeof(T) * 8) return T(0);
+    return left ? static_cast<T>(static_cast<WrapType<T>>(x) << shift) : static_cast<T>(x >> shift);
+  });
+}
+
+absl::Status BitwiseAnd(KernelContext& ctx) {
+  return BinaryKernel(ctx, kIntTypes, kCheap,
+                      [](auto a, auto b) { return static_cast<decltype(a)>(a & b); });
+}
+absl::Status BitwiseOr(KernelContext& ctx) {
+  return BinaryKernel(ctx, kIntTypes, kCheap,
+                      [](auto a, auto b) { return static_cast<decltype(a)>(a | b); });
+}
+absl::Status BitwiseXor(KernelContext& ctx) {
+  return BinaryKernel(ctx, kIntTypes, kCheap,
+                      [](auto a, auto b) { return static_cast<decltype(a)>(a ^ b); });
+}
+
+absl::Status And(KernelContext& ctx) {
+  return BinaryKernel(ctx, kBoolTypes, kCheap, [](bool a, bool b) { return a && b; });
+}
+absl::Status Or(KernelContext& ctx) {
+  return BinaryKernel(ctx, kBoolTypes, kCheap, [](bool a, bool b) { return a || b; });
+}
+absl::Status Xor(KernelContext& ctx) {
+  return BinaryKernel(ctx, kBoolTypes, kCheap, [](bool a, bool b) { return a != b; });
+}
+
+absl::Status Equal(KernelContext& ctx) {
+  return BinaryKernel<bool>(ctx, kNumericTypes + kBoolTypes, kCheap,
+                            [](auto a, auto b) { return a == b; });
+}
+absl::Status Less(KernelContext& ctx) {
+  return BinaryKernel<bool>(ctx, kNumericTypes, kCheap, [](auto a, auto b) { return a < b; });
+}
+absl::Status LessOrEqual(KernelContext& ctx) {
+  return BinaryKernel<bool>(ctx, kNumericTypes, kCheap, [](auto a, auto b) { return a <= b; });
+}
+absl::Status Greater(KernelContext& ctx) {
+  return BinaryKernel<bool>(ctx, kNumericTypes, kCheap, [](auto a, auto b) { return a > b; });
+}
+absl::Status GreaterOrEqual(KernelContext& ctx) {
+  return BinaryKernel<bool>(ctx, kNumericTypes, kCheap, [](auto a, auto b) { return a >= b; });
+}
+
+}  // namespace
+
+void AddBinaryKernels(std::vector<KernelDef>& table) {
+  // Versions before 7 broadcast only when asked (broadcast/axis attributes); BinaryPlan reads
+  // those, so one kernel covers every version. Later versions only added types.
+  static constexpr KernelDef kKernels[] = {
+      {"", "Add", 1, 18, Add},
+      {"", "Sub", 1, 18, Sub},
+      {"", "Mul", 1, 18, Mul},
+      {"", "Div", 1, 18, Div},
+      {"", "Pow", 1, 18, Pow},
+      {"", "Mod", 10, 18, Mod},
+      {"", "BitShift", 11, 18, BitShift},
+      {"", "BitwiseAnd", 18, 18, BitwiseAnd},
+      {"", "BitwiseOr", 18, 18, BitwiseOr},
+      {"", "BitwiseXor", 18, 18, BitwiseXor},
+      {"", "And", 1, 18, And},
+      {"", "Or", 1, 18, Or},
+      {"", "Xor", 1, 18, Xor},
+      {"", "Equal", 1, 18, Equal},
+      {"", "Less", 1, 18, Less},
+      {"", "LessOrEqual", 12, 18, LessOrEqual},
+      {"", "Greater", 1, 18, Greater},
+      {"", "GreaterOrEqual", 12, 18, GreaterOrEqual},
+  };
+  table.insert(table.end(), std::begin(kKernels), std::end(kKernels));
+}
+
+}  // namespace ovfix::exec::elementwise

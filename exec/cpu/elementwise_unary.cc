@@ -1,0 +1,134 @@
+// One-input math kernels: Abs, Neg, Exp, Log, ..., IsNaN, IsInf, Not, BitwiseNot.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "exec/cpu/elementwise.h"
+
+namespace ovfix::exec::elementwise {
+namespace {
+
+constexpr Cost kCheap = Cost::kCheap;
+constexpr Cost kExpensive = Cost::kExpensive;
+
+absl::Status Abs(KernelContext& ctx) {
+  return UnaryKernel(ctx, kNumericTypes, kCheap, [](auto x) {
+    using T = decltype(x);
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::abs(x);
+    } else if constexpr (std::is_signed_v<T>) {
+      return x < 0 ? WrapNeg(x) : x;
+    } else {
+      return x;
+    }
+  });
+}
+
+absl::Status Neg(KernelContext& ctx) {
+  return UnaryKernel(ctx, kSignedTypes, kCheap, [](auto x) {
+    if constexpr (std::is_floating_point_v<decltype(x)>) {
+      return -x;
+    } else {
+      return WrapNeg(x);
+    }
+  });
+}
+
+absl::Status Sign(KernelContext& ctx) {
+  return UnaryKernel(ctx, kNumericTypes, kCheap, [](auto x) {
+    using T = decltype(x);
+    if constexpr (std::is_unsigned_v<T>) {
+      return x > 0 ? T(1) : T(0);
+    } else {
+      // NaN and zero map to themselves, as numpy's sign does.
+      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+    }
+  });
+}
+
+// Float math over a float-only op.
+#define OVFIX_FLOAT_UNARY(Name, cost, expression)                                  \
+  absl::Status Name(KernelContext& ctx) {                                          \
+    return UnaryKernel(ctx, kFloatTypes, cost, [](auto x) { return expression; }); \
+  }
+
+OVFIX_FLOAT_UNARY(Exp, kExpensive, std::exp(x))
+OVFIX_FLOAT_UNARY(Log, kExpensive, std::log(x))
+OVFIX_FLOAT_UNARY(Sqrt, kCheap, std::sqrt(x))
+OVFIX_FLOAT_UNARY(Reciprocal, kCheap, decltype(x)(1) / x)
+OVFIX_FLOAT_UNARY(Floor, kCheap, std::floor(x))
+OVFIX_FLOAT_UNARY(Ceil, kCheap, std::ceil(x))
+// Halfway cases go to even: nearbyint under the default rounding mode.
+OVFIX_FLOAT_UNARY(Round, kCheap, std::nearbyint(x))
+OVFIX_FLOAT_UNARY(Sin, kExpensive, std::sin(x))
+OVFIX_FLOAT_UNARY(Cos, kExpensive, std::cos(x))
+OVFIX_FLOAT_UNARY(Tan, kExpensive, std::tan(x))
+OVFIX_FLOAT_UNARY(Asin, kExpensive, std::asin(x))
+OVFIX_FLOAT_UNARY(Acos, kExpensive, std::acos(x))
+OVFIX_FLOAT_UNARY(Atan, kExpensive, std::atan(x))
+OVFIX_FLOAT_UNARY(Sinh, kExpensive, std::sinh(x))
+OVFIX_FLOAT_UNARY(Cosh, kExpensive, std::cosh(x))
+OVFIX_FLOAT_UNARY(Asinh, kExpensive, std::asinh(x))
+OVFIX_FLOAT_UNARY(Acosh, kExpensive, std::acosh(x))
+OVFIX_FLOAT_UNARY(Atanh, kExpensive, std::atanh(x))
+
+#undef OVFIX_FLOAT_UNARY
+
+absl::Status Erf(KernelContext& ctx) {
+  // Erf-9 also takes integer tensors; erf(x) is truncated to the integer type.
+  return UnaryKernel(ctx, kNumericTypes, kExpensive, [](auto x) {
+    using T = decltype(x);
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::erf(x);
+    } else {
+      return static_cast<T>(std::erf(static_cast<double>(x)));
+    }
+  });
+}
+
+absl::Status IsNaN(KernelContext& ctx) {
+  return UnaryKernel<bool>(ctx, kFloatTypes, kCheap, [](auto x) { return x != x; });
+}
+
+absl::Status IsInf(KernelContext& ctx) {
+  const bool positive = ctx.node.GetInt("detect_positive", 1) != 0;
+  const bool negative = ctx.node.GetInt("detect_negative", 1) != 0;
+  return UnaryKernel<bool>(ctx, kFloatTypes, kCheap, [positive, negative](auto x) {
+    using T = decltype(x);
+    constexpr T kInfinity = std::numeric_limits<T>::infinity();
+    return (positive && x == kInfinity) || (negative && x == -kInfinity);
+  });
+}
+
+absl::Status Not(KernelContext& ctx) {
+  return UnaryKernel(ctx, kBoolTypes, kCheap, [](bool x) { return !x; });
+}
+
+absl::Status BitwiseNot(KernelContext& ctx) {
+  return UnaryKernel(ctx, kIntTypes, kCheap, [](auto x) { return static_cast<decltype(x)>(~x); });
+}
+
+}  // namespace
+
+void AddUnaryMathKernels(std::vector<KernelDef>& table) {
+  // Versions 1 and 6 differ only in the removed consumed_inputs attribute, 13 adds bfloat16:
+  // one kernel covers them all.
+  static constexpr KernelDef kKernels[] = {
+      {"", "Abs", 1, 18, Abs},      {"", "Neg", 1, 18, Neg},
+      {"", "Exp", 1, 18, Exp},      {"", "Log", 1, 18, Log},
+      {"", "Sqrt", 1, 18, Sqrt},    {"", "Reciprocal", 1, 18, Reciprocal},
+      {"", "Floor", 1, 18, Floor},  {"", "Ceil", 1, 18, Ceil},
+      {"", "Round", 11, 18, Round}, {"", "Sign", 9, 18, Sign},
+      {"", "Sin", 7, 18, Sin},      {"", "Cos", 7, 18, Cos},
+      {"", "Tan", 7, 18, Tan},      {"", "Asin", 7, 18, Asin},
+      {"", "Acos", 7, 18, Acos},    {"", "Atan", 7, 18, Atan},
+      {"", "Sinh", 9, 18, Sinh},    {"", "Cosh", 9, 18, Cosh},
+      {"", "Asinh", 9, 18, Asinh},  {"", "Acosh", 9, 18, Acosh},
+      {"", "Atanh", 9, 18, Atanh},  {"", "Erf", 9, 18, Erf},
+      {"", "IsNaN", 9, 18, IsNaN},  {"", "IsInf", 10, 18, IsInf},
+      {"", "Not", 1, 18, Not},      {"", "BitwiseNot", 18, 18, BitwiseNot},
+  };
+  table.insert(table.end(), std::begin(kKernels), std::end(kKernels));
+}
+
+}  // namespace ovfix::exec::elementwise

@@ -1,0 +1,413 @@
+// Indexed reads and writes: Gather, GatherElements, GatherND, ScatterND, ScatterElements and the
+// deprecated Scatter. Indices may be negative (counted from the end); an index outside the axis
+// is an error that names the node, checked before anything is read or written.
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "exec/kernel.h"
+#include "ir/float16.h"
+
+namespace ovfix::exec {
+
+// Defined in transpose_concat.cc (see there).
+namespace data_movement {
+bool IsAllocatable(const std::vector<int64_t>& dims, DataType type);
+}  // namespace data_movement
+
+namespace {
+
+// One element moved as its bytes; alignment 1 because protobuf-decoded buffers may be unaligned.
+template <size_t N>
+struct Bytes {
+  unsigned char b[N];
+};
+
+// Calls fn.template operator()<T>() with T the storage of one element of `type`.
+template <typename Fn>
+void VisitStorage(DataType type, Fn&& fn) {
+  if (type == DataType::kString) return fn.template operator()<std::string>();
+  switch (ElementSize(type)) {
+    case 1: return fn.template operator()<Bytes<1>>();
+    case 2: return fn.template operator()<Bytes<2>>();
+    case 4: return fn.template operator()<Bytes<4>>();
+    case 8: return fn.template operator()<Bytes<8>>();
+    case 16: return fn.template operator()<Bytes<16>>();
+    default: return;  // callers check StorageSupported first
+  }
+}
+
+bool StorageSupported(DataType type) { return type == DataType::kString || ElementSize(type) > 0; }
+
+template <typename T>
+const T* Elements(const Tensor& t) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return t.strings().data();
+  } else {
+    return reinterpret_cast<const T*>(t.raw());
+  }
+}
+
+template <typename T>
+T* MutableElements(Tensor& t) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return t.strings().data();
+  } else {
+    return reinterpret_cast<T*>(t.raw());
+  }
+}
+
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t d = begin; d < end; ++d) p *= dims[d];
+  return p;
+}
+
+absl::StatusOr<int64_t> NormalizeAxis(const KernelContext& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
+  return axis < 0 ? axis + rank : axis;
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadIndices(const KernelContext& ctx, const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (t.type() == DataType::kInt64) {
+    std::copy_n(t.data<int64_t>(), v.size(), v.begin());
+  } else if (t.type() == DataType::kInt32) {
+    std::copy_n(t.data<int32_t>(), v.size(), v.begin());
+  } else {
+    return ctx.Error("indices must be int32 or int64, not ", std::string(DataTypeName(t.type())));
+  }
+  return v;
+}
+
+// Maps index i in [-limit, limit) to [0, limit); false when outside.
+bool WrapIndex(int64_t& i, int64_t limit) {
+  if (i < -limit || i >= limit) return false;
+  if (i < 0) i += limit;
+  return true;
+}
+
+absl::Status OutOfRange(const KernelContext& ctx, int64_t index, int64_t limit) {
+  return ctx.Error("index ", index, " out of range for a dim of ", limit);
+}
+
+absl::Status Gather(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank());
+  if (!axis.ok()) return axis.status();
+  absl::StatusOr<std::vector<int64_t>> idx = ReadIndices(ctx, indices);
+  if (!idx.ok()) return idx.status();
+  const int64_t axis_dim = data.dim(*axis);
+  for (int64_t& i : *idx) {
+    if (!WrapIndex(i, axis_dim)) return OutOfRange(ctx, i, axis_dim);
+  }
+  std::vector<int64_t> out_dims(data.dims().begin(), data.dims().begin() + *axis);
+  out_dims.insert(out_dims.end(), indices.dims().begin(), indices.dims().end());
+  out_dims.insert(out_dims.end(), data.dims().begin() + *axis + 1, data.dims().end());
+  if (!data_movement::IsAllocatable(out_dims, data.type())) return ctx.Error("output too large");
+  Tensor& y = ctx.Output(0, data.type(), out_dims);
+  if (y.numel() == 0) return absl::OkStatus();
+  const int64_t outer = Product(data.dims(), 0, *axis);
+  const int64_t inner = Product(data.dims(), *axis + 1, data.rank());
+  const int64_t n = static_cast<int64_t>(idx->size());
+  VisitStorage(data.type(), [&]<typename T>() {
+    const T* src = Elements<T>(data);
+    T* dst = MutableElements<T>(y);
+    ParallelFor(ctx.pool, outer * n, std::max<int64_t>(1, 4096 / inner), [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const int64_t o = row / n, k = row % n;
+        const T* from = src + (o * axis_dim + (*idx)[k]) * inner;
+        std::copy(from, from + inner, dst + row * inner);
+      }
+    });
+  });
+  return absl::OkStatus();
+}
+
+// Checks indices against data for the *Elements ops: same rank, no dim larger than data's
+// except along `axis` (where the values are indices instead).
+absl::Status CheckElementsShapes(const KernelContext& ctx, const Tensor& data,
+                                 const Tensor& indices, int64_t axis) {
+  if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
+  for (size_t d = 0; d < data.rank(); ++d) {
+    if (static_cast<int64_t>(d) != axis && indices.dim(d) > data.dim(d)) {
+      return ctx.Error("indices ", DescribeTensor(indices), " exceed data ", DescribeTensor(data),
+                       " on axis ", d);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The data offset each element of `indices` addresses along `axis` (GatherElements and
+// ScatterElements share it).
+absl::StatusOr<std::vector<int64_t>> ElementOffsets(const KernelContext& ctx, const Tensor& data,
+                                                    const Tensor& indices, int64_t axis) {
+  absl::StatusOr<std::vector<int64_t>> idx = ReadIndices(ctx, indices);
+  if (!idx.ok()) return idx.status();
+  const std::vector<int64_t> strides = Strides(data.dims());
+  const int64_t axis_dim = data.dim(axis);
+  const int64_t rank = static_cast<int64_t>(indices.rank());
+  std::vector<int64_t> coords(rank, 0);  // of the current element of indices
+  for (int64_t& i : *idx) {
+    if (!WrapIndex(i, axis_dim)) return OutOfRange(ctx, i, axis_dim);
+    int64_t offset = 0;
+    for (int64_t d = 0; d < rank; ++d) offset += (d == axis ? i : coords[d]) * strides[d];
+    i = offset;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++coords[d] < indices.dim(d)) break;
+      coords[d] = 0;
+    }
+  }
+  return idx;
+}
+
+absl::Status GatherElements(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank());
+  if (!axis.ok()) return axis.status();
+  if (absl::Status s = CheckElementsShapes(ctx, data, indices, *axis); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> offsets = ElementOffsets(ctx, data, indices, *axis);
+  if (!offsets.ok()) return offsets.status();
+  Tensor& y = ctx.Output(0, data.type(), indices.dims());
+  VisitStorage(data.type(), [&]<typename T>() {
+    const T* src = Elements<T>(data);
+    T* dst = MutableElements<T>(y);
+    for (size_t i = 0; i < offsets->size(); ++i) dst[i] = src[(*offsets)[i]];
+  });
+  return absl::OkStatus();
+}
+
+// For GatherND/ScatterND: the data offset of the slice each index tuple (the last dim of
+// `indices`) addresses, after `batch_dims` leading dims shared by data and indices.
+absl::StatusOr<std::vector<int64_t>> TupleOffsets(const KernelContext& ctx, const Tensor& data,
+                                                  const Tensor& indices, int64_t batch_dims) {
+  const int64_t k = indices.dims().back();
+  absl::StatusOr<std::vector<int64_t>> idx = ReadIndices(ctx, indices);
+  if (!idx.ok()) return idx.status();
+  const std::vector<int64_t> strides = Strides(data.dims());
+  const int64_t tuples = k == 0 ? Product(indices.dims(), 0, indices.rank() - 1)
+                                : static_cast<int64_t>(idx->size()) / k;
+  const int64_t per_batch = Product(indices.dims(), batch_dims, indices.rank() - 1);
+  const int64_t batch_stride = batch_dims == 0 ? 0 : strides[batch_dims - 1];
+  std::vector<int64_t> offsets(tuples);
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = per_batch == 0 ? 0 : (t / per_batch) * batch_stride;
+    for (int64_t c = 0; c < k; ++c) {
+      int64_t i = (*idx)[t * k + c];
+      const int64_t limit = data.dim(batch_dims + c);
+      if (!WrapIndex(i, limit)) return OutOfRange(ctx, i, limit);
+      offset += i * strides[batch_dims + c];
+    }
+    offsets[t] = offset;
+  }
+  return offsets;
+}
+
+absl::Status GatherND(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  const int64_t r = static_cast<int64_t>(data.rank()), q = static_cast<int64_t>(indices.rank());
+  const int64_t b = ctx.node.GetInt("batch_dims", 0);
+  if (q < 1 || r < 1) return ctx.Error("data and indices must have rank >= 1");
+  if (b < 0 || b >= std::min(q, r)) return ctx.Error("batch_dims ", b, " out of range");
+  const int64_t k = indices.dims().back();
+  if (k < 1 || k > r - b) return ctx.Error("index tuples of length ", k, " for rank ", r);
+  for (int64_t d = 0; d < b; ++d) {
+    if (data.dim(d) != indices.dim(d)) return ctx.Error("batch dims of data and indices differ");
+  }
+  absl::StatusOr<std::vector<int64_t>> offsets = TupleOffsets(ctx, data, indices, b);
+  if (!offsets.ok()) return offsets.status();
+  std::vector<int64_t> out_dims(indices.dims().begin(), indices.dims().end() - 1);
+  out_dims.insert(out_dims.end(), data.dims().begin() + b + k, data.dims().end());
+  if (!data_movement::IsAllocatable(out_dims, data.type())) return ctx.Error("output too large");
+  Tensor& y = ctx.Output(0, data.type(), out_dims);
+  const int64_t slice = Product(data.dims(), b + k, r);
+  VisitStorage(data.type(), [&]<typename T>() {
+    const T* src = Elements<T>(data);
+    T* dst = MutableElements<T>(y);
+    for (size_t t = 0; t < offsets->size(); ++t) {
+      std::copy(src + (*offsets)[t], src + (*offsets)[t] + slice, dst + t * slice);
+    }
+  });
+  return absl::OkStatus();
+}
+
+enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
+
+absl::StatusOr<Reduction> ReductionOf(const KernelContext& ctx) {
+  if (ctx.opset < 16) return Reduction::kNone;
+  const std::string r = ctx.node.GetString("reduction", "none");
+  if (r == "none") return Reduction::kNone;
+  if (r == "add") return Reduction::kAdd;
+  if (r == "mul") return Reduction::kMul;
+  if (r == "max") return Reduction::kMax;
+  if (r == "min") return Reduction::kMin;
+  return ctx.Error("unknown reduction '", r, "'");
+}
+
+// How a reduction reads and writes one element type: Storage as held in the tensor, Compute
+// what the arithmetic runs in.
+template <typename T>
+struct NativeArith {
+  using Storage = T;
+  using Compute = T;
+  static Compute Load(Storage v) { return v; }
+  static Storage Store(Compute v) { return v; }
+};
+struct BoolArith {
+  using Storage = uint8_t;
+  using Compute = bool;
+  static Compute Load(Storage v) { return v != 0; }
+  static Storage Store(Compute v) { return v ? 1 : 0; }
+};
+struct HalfArith {
+  using Storage = uint16_t;
+  using Compute = float;
+  static Compute Load(Storage v) { return HalfBitsToFloat(v); }
+  static Storage Store(Compute v) { return FloatToHalfBits(v); }
+};
+struct Bfloat16Arith {
+  using Storage = uint16_t;
+  using Compute = float;
+  static Compute Load(Storage v) { return Bfloat16BitsToFloat(v); }
+  static Storage Store(Compute v) { return FloatToBfloat16Bits(v); }
+};
+
+template <typename C>
+C Combine(C a, C b, Reduction r) {
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+    // Wrap around instead of overflowing (signed overflow is undefined).
+    using U = std::make_unsigned_t<C>;
+    if (r == Reduction::kAdd) return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
+    if (r == Reduction::kMul) return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
+  } else if constexpr (std::is_same_v<C, bool>) {
+    if (r == Reduction::kAdd) return a || b;
+    if (r == Reduction::kMul) return a && b;
+  } else {
+    if (r == Reduction::kAdd) return a + b;
+    if (r == Reduction::kMul) return a * b;
+  }
+  return r == Reduction::kMax ? std::max(a, b) : std::min(a, b);
+}
+
+template <typename A>
+void ReduceInto(Tensor& out, const Tensor& updates, const std::vector<int64_t>& targets,
+                int64_t block, Reduction r) {
+  using S = typename A::Storage;
+  S* dst = out.data<S>();
+  const S* src = updates.data<S>();
+  for (size_t t = 0; t < targets.size(); ++t) {
+    for (int64_t j = 0; j < block; ++j) {
+      S& d = dst[targets[t] + j];
+      d = A::Store(Combine(A::Load(d), A::Load(src[t * block + j]), r));
+    }
+  }
+}
+
+// out[targets[t] + j] (op)= updates[t * block + j], in order, so later duplicates win.
+absl::Status ApplyUpdates(const KernelContext& ctx, Tensor& out, const Tensor& updates,
+                          const std::vector<int64_t>& targets, int64_t block, Reduction r) {
+  if (r == Reduction::kNone) {
+    VisitStorage(out.type(), [&]<typename T>() {
+      const T* src = Elements<T>(updates);
+      T* dst = MutableElements<T>(out);
+      for (size_t t = 0; t < targets.size(); ++t) {
+        std::copy(src + t * block, src + (t + 1) * block, dst + targets[t]);
+      }
+    });
+    return absl::OkStatus();
+  }
+  switch (out.type()) {
+    case DataType::kFloat: ReduceInto<NativeArith<float>>(out, updates, targets, block, r); break;
+    case DataType::kDouble: ReduceInto<NativeArith<double>>(out, updates, targets, block, r); break;
+    case DataType::kInt8: ReduceInto<NativeArith<int8_t>>(out, updates, targets, block, r); break;
+    case DataType::kUint8: ReduceInto<NativeArith<uint8_t>>(out, updates, targets, block, r); break;
+    case DataType::kInt16: ReduceInto<NativeArith<int16_t>>(out, updates, targets, block, r); break;
+    case DataType::kUint16:
+      ReduceInto<NativeArith<uint16_t>>(out, updates, targets, block, r);
+      break;
+    case DataType::kInt32: ReduceInto<NativeArith<int32_t>>(out, updates, targets, block, r); break;
+    case DataType::kUint32:
+      ReduceInto<NativeArith<uint32_t>>(out, updates, targets, block, r);
+      break;
+    case DataType::kInt64: ReduceInto<NativeArith<int64_t>>(out, updates, targets, block, r); break;
+    case DataType::kUint64:
+      ReduceInto<NativeArith<uint64_t>>(out, updates, targets, block, r);
+      break;
+    case DataType::kBool: ReduceInto<BoolArith>(out, updates, targets, block, r); break;
+    case DataType::kFloat16: ReduceInto<HalfArith>(out, updates, targets, block, r); break;
+    case DataType::kBfloat16: ReduceInto<Bfloat16Arith>(out, updates, targets, block, r); break;
+    default:
+      return ctx.Error("reduction is not defined for ", std::string(DataTypeName(out.type())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ScatterND(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const Tensor& updates = ctx.input(2);
+  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  if (updates.type() != data.type()) return ctx.Error("updates and data differ in type");
+  absl::StatusOr<Reduction> reduction = ReductionOf(ctx);
+  if (!reduction.ok()) return reduction.status();
+  const int64_t r = static_cast<int64_t>(data.rank());
+  if (indices.rank() < 1) return ctx.Error("indices must have rank >= 1");
+  const int64_t k = indices.dims().back();
+  if (k > r) return ctx.Error("index tuples of length ", k, " for rank ", r);
+  std::vector<int64_t> expected(indices.dims().begin(), indices.dims().end() - 1);
+  expected.insert(expected.end(), data.dims().begin() + k, data.dims().end());
+  if (updates.dims() != expected) {
+    return ctx.Error("updates ", DescribeTensor(updates), " do not fit data ", DescribeTensor(data),
+                     " and indices ", DescribeTensor(indices));
+  }
+  absl::StatusOr<std::vector<int64_t>> targets = TupleOffsets(ctx, data, indices, 0);
+  if (!targets.ok()) return targets.status();
+  ctx.outputs[0] = data.Clone();
+  return ApplyUpdates(ctx, ctx.outputs[0], updates, *targets, Product(data.dims(), k, r),
+                      *reduction);
+}
+
+absl::Status ScatterElements(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const Tensor& updates = ctx.input(2);
+  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  if (updates.type() != data.type()) return ctx.Error("updates and data differ in type");
+  if (updates.dims() != indices.dims()) return ctx.Error("updates and indices differ in shape");
+  absl::StatusOr<Reduction> reduction = ReductionOf(ctx);
+  if (!reduction.ok()) return reduction.status();
+  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank());
+  if (!axis.ok()) return axis.status();
+  if (absl::Status s = CheckElementsShapes(ctx, data, indices, *axis); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> targets = ElementOffsets(ctx, data, indices, *axis);
+  if (!targets.ok()) return targets.status();
+  ctx.outputs[0] = data.Clone();
+  return ApplyUpdates(ctx, ctx.outputs[0], updates, *targets, 1, *reduction);
+}
+
+}  // namespace
+
+void AddGatherScatterKernels(std::vector<KernelDef>& table) {
+  constexpr Float16Mode kNative = Float16Mode::kNative;
+  table.push_back({"", "Gather", 1, kLatestOpset, Gather, kNative});
+  table.push_back({"", "GatherElements", 11, kLatestOpset, GatherElements, kNative});
+  table.push_back({"", "GatherND", 11, kLatestOpset, GatherND, kNative});
+  table.push_back({"", "ScatterND", 11, kLatestOpset, ScatterND, kNative});
+  table.push_back({"", "ScatterElements", 11, kLatestOpset, ScatterElements, kNative});
+  table.push_back({"", "Scatter", 9, 10, ScatterElements, kNative});
+}
+
+}  // namespace ovfix::exec

@@ -1,0 +1,308 @@
+#include "exec/cpu/gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "exec/cpu/gemm_kernels.h"
+
+namespace ovfix::exec {
+namespace {
+
+// Cache blocking: a packed B block (kc x kNc) lives in L2 while the micro-kernel streams it
+// past an A panel (kc x mr) held in L1.
+constexpr int64_t kMaxDepthBlock = 256;
+constexpr int64_t kNc = 384;
+// Below this many multiply-adds a product runs on the calling thread: waking the pool costs
+// more than it saves.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
+
+const GemmKernel* g_kernel = nullptr;
+
+const GemmKernel& Kernel() {
+  if (g_kernel == nullptr) g_kernel = &BestGemmKernel();
+  return *g_kernel;
+}
+
+float* AllocateFloats(int64_t count) {
+  const size_t bytes = (static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) &
+                       ~static_cast<size_t>(63);
+  return static_cast<float*>(std::aligned_alloc(64, bytes));
+}
+
+// Per-thread packing buffer for B blocks, grown on demand and kept for the next product.
+float* ThreadScratch(int64_t count) {
+  struct Scratch {
+    float* data = nullptr;
+    int64_t size = 0;
+    ~Scratch() { std::free(data); }
+  };
+  thread_local Scratch scratch;
+  if (scratch.size < count) {
+    std::free(scratch.data);
+    scratch.data = AllocateFloats(count);
+    scratch.size = count;
+  }
+  return scratch.data;
+}
+
+// Runs the kernel over C rows of A panels [p0, p1) and columns [n0, n1).
+void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
+              const GemmEpilogue& epilogue, int64_t p0, int64_t p1, int64_t n0, int64_t n1) {
+  const GemmKernel& kernel = Kernel();
+  const int mr = kernel.geometry.mr, nr = kernel.geometry.nr;
+  const int64_t m = a.rows(), k = a.depth(), kcb = a.depth_block();
+  float* packed_b = ThreadScratch(kcb * kNc);
+  for (int64_t nb = n0; nb < n1; nb += kNc) {
+    const int64_t nc = std::min(kNc, n1 - nb);
+    for (int64_t k0 = 0; k0 < k; k0 += kcb) {
+      const int64_t kc = std::min(kcb, k - k0);
+      const float* block = b.Pack(k0, kc, nb, nc, nr, packed_b);
+      TileArgs tile;
+      tile.kc = kc;
+      tile.ldc = ldc;
+      tile.alpha = epilogue.alpha;
+      tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
+      for (int64_t p = p0; p < p1; ++p) {
+        tile.a = a.panel(k0, kc, p);
+        tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
+        tile.bias = k0 == 0 && epilogue.row_bias != nullptr ? epilogue.row_bias + p * mr : nullptr;
+        for (int64_t j = 0; j * nr < nc; ++j) {
+          tile.b = block + j * kc * nr;
+          tile.c = c + p * mr * ldc + nb + j * nr;
+          tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
+          kernel.tile(tile);
+        }
+      }
+    }
+  }
+}
+
+// Splits `count` items into `parts` nearly equal contiguous ranges; range i is returned.
+std::pair<int64_t, int64_t> Share(int64_t count, int64_t parts, int64_t i) {
+  return {count * i / parts, count * (i + 1) / parts};
+}
+
+}  // namespace
+
+const GemmGeometry& CurrentGemmGeometry() { return Kernel().geometry; }
+
+std::vector<std::string> AvailableGemmKernels() {
+  std::vector<std::string> names;
+  for (const GemmKernel* kernel : SupportedGemmKernels()) names.push_back(kernel->geometry.name);
+  return names;
+}
+
+bool SelectGemmKernelForTesting(const std::string& name) {
+  for (const GemmKernel* kernel : SupportedGemmKernels()) {
+    if (name == kernel->geometry.name) {
+      g_kernel = kernel;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t GemmDepthBlock(int64_t k) {
+  if (k <= kMaxDepthBlock + kMaxDepthBlock / 4) return std::max<int64_t>(k, 1);
+  const int64_t blocks = (k + kMaxDepthBlock - 1) / kMaxDepthBlock;
+  return (k + blocks - 1) / blocks;
+}
+
+void PackedA::Free::operator()(float* p) const { std::free(p); }
+
+void PackedA::Reset(int64_t m, int64_t k) {
+  rows_ = m;
+  depth_ = k;
+  depth_block_ = GemmDepthBlock(k);
+  mr_ = Kernel().geometry.mr;
+  padded_rows_ = (m + mr_ - 1) / mr_ * mr_;
+  if (capacity_ < padded_rows_ * k || data_ == nullptr) {
+    data_.reset(AllocateFloats(padded_rows_ * k));
+    capacity_ = padded_rows_ * k;
+  }
+}
+
+void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k) {
+  Reset(m, k);
+  const int64_t panels = padded_rows_ / mr_;
+  for (int64_t k0 = 0; k0 < k; k0 += depth_block_) {
+    const int64_t kc = std::min(depth_block_, k - k0);
+    float* block = data_.get() + k0 * padded_rows_;
+    if (trans) {  // column k of A is contiguous: copy it into the panels whole
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        PackRowIntoPanels(a + (k0 + kk) * lda, m, mr_, kc * mr_, block + kk * mr_);
+      }
+      continue;
+    }
+    for (int64_t p = 0; p < panels; ++p) {
+      float* dst = block + p * kc * mr_;
+      const int64_t rows = std::min<int64_t>(mr_, m - p * mr_);
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        float* out = dst + kk * mr_;
+        for (int64_t r = 0; r < rows; ++r) out[r] = a[(p * mr_ + r) * lda + k0 + kk];
+        for (int64_t r = rows; r < mr_; ++r) out[r] = 0.0f;
+      }
+    }
+  }
+}
+
+void PackedA::PackColumns(int64_t m, int64_t k, const ColumnFn& column, ThreadPool* pool) {
+  Reset(m, k);
+  const int64_t blocks = (k + depth_block_ - 1) / depth_block_;
+  ParallelFor(m * k >= (int64_t{1} << 16) ? pool : nullptr, blocks, 1,
+              [&](int64_t begin, int64_t end) {
+                std::vector<float> values(m);
+                for (int64_t block = begin; block < end; ++block) {
+                  const int64_t k0 = block * depth_block_;
+                  const int64_t kc = std::min(depth_block_, k - k0);
+                  float* dst = data_.get() + k0 * padded_rows_;
+                  for (int64_t kk = 0; kk < kc; ++kk) {
+                    column(k0 + kk, values.data());
+                    PackRowIntoPanels(values.data(), m, mr_, kc * mr_, dst + kk * mr_);
+                  }
+                }
+              });
+}
+
+const float* MatrixB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
+                           float* dst) const {
+  if (!trans_) {
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      PackRowIntoPanels(b_ + (k0 + kk) * ldb_ + n0, nc, nr, kc * nr, dst + kk * nr);
+    }
+    return dst;
+  }
+  for (int64_t j = 0; j < nc; j += nr) {
+    const int64_t cols = std::min<int64_t>(nr, nc - j);
+    float* panel = dst + (j / nr) * kc * nr;
+    for (int64_t col = 0; col < nr; ++col) {
+      if (col >= cols) {
+        for (int64_t kk = 0; kk < kc; ++kk) panel[kk * nr + col] = 0.0f;
+        continue;
+      }
+      const float* src = b_ + (n0 + j + col) * ldb_ + k0;
+      for (int64_t kk = 0; kk < kc; ++kk) panel[kk * nr + col] = src[kk];
+    }
+  }
+  return dst;
+}
+
+void PackedB::Free::operator()(float* p) const { std::free(p); }
+
+PackedB::PackedB(const float* b, int64_t ldb, bool trans, int64_t k, int64_t n)
+    : depth_(k), columns_(n), nr_(Kernel().geometry.nr) {
+  padded_columns_ = (n + nr_ - 1) / nr_ * nr_;
+  data_.reset(AllocateFloats(padded_columns_ * k));
+  const MatrixB source(b, ldb, trans);
+  const int64_t kcb = GemmDepthBlock(k);
+  for (int64_t k0 = 0; k0 < k; k0 += kcb) {
+    const int64_t kc = std::min(kcb, k - k0);
+    source.Pack(k0, kc, 0, n, nr_, data_.get() + k0 * padded_columns_);
+  }
+}
+
+const float* PackedB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
+                           float* scratch) const {
+  // Blocks are stored whole (all columns of a depth block, panel after panel).
+  return data_.get() + k0 * padded_columns_ + n0 * kc;
+}
+
+void GemmEmptyDepth(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilogue& epilogue) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float bias = epilogue.row_bias != nullptr ? epilogue.row_bias[i] : 0.0f;
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = epilogue.beta == 0.0f ? bias : epilogue.beta * row[j] + bias;
+    }
+  }
+}
+
+void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t ldc,
+                const GemmEpilogue& epilogue, ThreadPool* pool) {
+  const int64_t m = a.rows(), k = a.depth();
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    GemmEmptyDepth(m, n, c, ldc, epilogue);
+    return;
+  }
+  const GemmKernel& kernel = Kernel();
+  const int64_t m_panels = (m + kernel.geometry.mr - 1) / kernel.geometry.mr;
+  const int64_t n_panels = (n + kernel.geometry.nr - 1) / kernel.geometry.nr;
+  int64_t threads = pool != nullptr ? pool->size() : 1;
+  threads = std::min<int64_t>(threads, std::max<int64_t>(1, m * n * k / kMinParallelMacs));
+  // Split columns first (A is shared, each thread packs only its own B); split rows when
+  // there are too few columns to go round.
+  int64_t n_parts = std::min(threads, n_panels), m_parts = 1;
+  if (n_parts < threads || n_panels < 2 * threads) {
+    m_parts = std::min(m_panels, (threads + n_parts - 1) / n_parts);
+    if (n_panels < 2 * threads && m_panels >= 2 * threads) {
+      n_parts = 1;
+      m_parts = threads;
+    }
+  }
+  const int64_t parts = n_parts * m_parts;
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part) {
+      const auto [p0, p1] = Share(m_panels, m_parts, part % m_parts);
+      const auto [j0, j1] = Share(n_panels, n_parts, part / m_parts);
+      if (p0 == p1 || j0 == j1) continue;
+      RunBlock(a, b, c, ldc, epilogue, p0, p1, j0 * kernel.geometry.nr,
+               std::min(n, j1 * kernel.geometry.nr));
+    }
+  };
+  if (parts <= 1) {
+    run(0, 1);
+  } else {
+    ParallelFor(pool, parts, 1, run);
+  }
+}
+
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+           ThreadPool* pool) {
+  if (m <= 0 || n <= 0) return;
+  GemmEpilogue epilogue{alpha, beta, nullptr};
+  if (k <= 0) {
+    GemmEmptyDepth(m, n, c, ldc, epilogue);
+    return;
+  }
+  if (m == 1 || n == 1) {
+    GemvProduct(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pool);
+    return;
+  }
+  // The packing buffer stays with the thread for the next product.
+  thread_local PackedA packed;
+  packed.Pack(a, lda, trans_a, m, k);
+  GemmPacked(packed, MatrixB(b, ldb, trans_b), n, c, ldc, epilogue, pool);
+}
+
+void Dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+           int64_t ldc, ThreadPool* pool) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t macs = m * n * std::max<int64_t>(k, 1);
+  ParallelFor(macs >= kMinParallelMacs ? pool : nullptr, m, 1, [&](int64_t begin, int64_t end) {
+    std::vector<double> row(n);
+    for (int64_t i = begin; i < end; ++i) {
+      std::fill(row.begin(), row.end(), 0.0);
+      for (int64_t p = 0; p < k; ++p) {
+        const double x = trans_a ? a[p * lda + i] : a[i * lda + p];
+        if (!trans_b) {
+          const double* src = b + p * ldb;
+          for (int64_t j = 0; j < n; ++j) row[j] += x * src[j];
+        } else {
+          for (int64_t j = 0; j < n; ++j) row[j] += x * b[j * ldb + p];
+        }
+      }
+      double* out = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) {
+        out[j] = beta == 0.0 ? alpha * row[j] : alpha * row[j] + beta * out[j];
+      }
+    }
+  });
+}
+
+}  // namespace ovfix::exec

@@ -1,0 +1,410 @@
+#include "exec/cpu/gemm_kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace ovfix::exec {
+namespace {
+
+using TileFn = void (*)(const TileArgs&);
+
+// A table of Tile<rows, vectors>::Run for rows 1..sizeof...(R), so that every tile size gets a
+// kernel whose loops the compiler fully unrolls with the accumulators in registers.
+template <template <int, int> class Tile, int V, int... R>
+constexpr std::array<TileFn, sizeof...(R)> RowTable(std::integer_sequence<int, R...>) {
+  return {&Tile<R + 1, V>::Run...};
+}
+
+// ---- AVX-512: 12 rows x 32 columns (24 zmm accumulators) ----
+
+constexpr int kAvx512Mr = 12, kAvx512Nr = 32;
+
+template <int R, int V>
+struct Avx512Tile {
+  __attribute__((target("avx512f,fma"))) static void Run(const TileArgs& t) {
+    __m512 acc[R][V];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+    }
+    const float* a = t.a;
+    const float* b = t.b;
+    for (int64_t k = 0; k < t.kc; ++k) {
+      __m512 bv[V];
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512 ar = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+      }
+      a += kAvx512Mr;
+      b += kAvx512Nr;
+    }
+    __mmask16 mask[V];
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      const int left = t.cols - 16 * v;
+      mask[v] = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max(left, 0)) - 1);
+    }
+    const __m512 alpha = _mm512_set1_ps(t.alpha);
+    const __m512 beta = _mm512_set1_ps(t.beta);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      float* c = t.c + r * t.ldc;
+      const __m512 bias = _mm512_set1_ps(t.bias != nullptr ? t.bias[r] : 0.0f);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) {
+        __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bias);
+        if (t.beta != 0.0f) {
+          x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
+        }
+        _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
+      }
+    }
+  }
+};
+
+constexpr auto kAvx512Half = RowTable<Avx512Tile, 1>(std::make_integer_sequence<int, 12>());
+constexpr auto kAvx512Full = RowTable<Avx512Tile, 2>(std::make_integer_sequence<int, 12>());
+
+void Avx512Dispatch(const TileArgs& t) { (t.cols > 16 ? kAvx512Full : kAvx512Half)[t.rows - 1](t); }
+
+// ---- AVX2 + FMA: 6 rows x 16 columns (12 ymm accumulators) ----
+
+constexpr int kAvx2Mr = 6, kAvx2Nr = 16;
+
+template <int R, int V>
+struct Avx2Tile {
+  __attribute__((target("avx2,fma"))) static void Run(const TileArgs& t) {
+    __m256 acc[R][V];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+    }
+    const float* a = t.a;
+    const float* b = t.b;
+    for (int64_t k = 0; k < t.kc; ++k) {
+      __m256 bv[V];
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256 ar = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+      }
+      a += kAvx2Mr;
+      b += kAvx2Nr;
+    }
+    const __m256 alpha = _mm256_set1_ps(t.alpha);
+    const __m256 beta = _mm256_set1_ps(t.beta);
+    if (t.cols == 8 * V) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        float* c = t.c + r * t.ldc;
+        const __m256 bias = _mm256_set1_ps(t.bias != nullptr ? t.bias[r] : 0.0f);
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) {
+          __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bias);
+          if (t.beta != 0.0f) x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
+          _mm256_storeu_ps(c + 8 * v, x);
+        }
+      }
+      return;
+    }
+    alignas(32) float tile[R][8 * V];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) _mm256_store_ps(tile[r] + 8 * v, acc[r][v]);
+    }
+    for (int r = 0; r < R; ++r) {
+      float* c = t.c + r * t.ldc;
+      const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
+      for (int j = 0; j < t.cols; ++j) {
+        const float x = t.alpha * tile[r][j] + bias;
+        c[j] = t.beta != 0.0f ? x + t.beta * c[j] : x;
+      }
+    }
+  }
+};
+
+constexpr auto kAvx2Half = RowTable<Avx2Tile, 1>(std::make_integer_sequence<int, 6>());
+constexpr auto kAvx2Full = RowTable<Avx2Tile, 2>(std::make_integer_sequence<int, 6>());
+
+void Avx2Dispatch(const TileArgs& t) { (t.cols > 8 ? kAvx2Full : kAvx2Half)[t.rows - 1](t); }
+
+// ---- Portable: 4 rows x 8 columns, left to the compiler's vectorizer ----
+
+constexpr int kPortableMr = 4, kPortableNr = 8;
+
+void PortableTile(const TileArgs& t) {
+  float acc[kPortableMr][kPortableNr] = {};
+  const float* a = t.a;
+  const float* b = t.b;
+  for (int64_t k = 0; k < t.kc; ++k) {
+    for (int r = 0; r < kPortableMr; ++r) {
+      for (int j = 0; j < kPortableNr; ++j) acc[r][j] += a[r] * b[j];
+    }
+    a += kPortableMr;
+    b += kPortableNr;
+  }
+  for (int r = 0; r < t.rows; ++r) {
+    float* c = t.c + r * t.ldc;
+    const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
+    for (int j = 0; j < t.cols; ++j) {
+      const float x = t.alpha * acc[r][j] + bias;
+      c[j] = t.beta != 0.0f ? x + t.beta * c[j] : x;
+    }
+  }
+}
+
+const GemmKernel kAvx512Kernel{{"avx512", kAvx512Mr, kAvx512Nr}, &Avx512Dispatch};
+const GemmKernel kAvx2Kernel{{"avx2", kAvx2Mr, kAvx2Nr}, &Avx2Dispatch};
+const GemmKernel kPortableKernel{{"portable", kPortableMr, kPortableNr}, &PortableTile};
+
+// ---- Matrix-vector products ----
+
+// A vector of W floats: 16 for AVX-512, 8 for AVX2, 4 for the baseline, so that each
+// instantiation below keeps its accumulators in registers.
+template <int W>
+using FloatVec __attribute__((vector_size(W * sizeof(float)))) = float;
+
+// out[r] = dot(mat + r * ld, x) over k elements, for r in [0, rows).
+template <int W>
+__attribute__((always_inline)) inline void DotRowsImpl(const float* mat, int64_t ld, int64_t rows,
+                                                       const float* x, int64_t k, float* out) {
+  using Vec = FloatVec<W>;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* m0 = mat + r * ld;
+    const float* m1 = m0 + ld;
+    const float* m2 = m1 + ld;
+    const float* m3 = m2 + ld;
+    Vec s0 = {}, s1 = {}, s2 = {}, s3 = {};
+    int64_t i = 0;
+    for (; i + W <= k; i += W) {
+      Vec xv, v0, v1, v2, v3;
+      std::memcpy(&xv, x + i, sizeof(Vec));
+      std::memcpy(&v0, m0 + i, sizeof(Vec));
+      std::memcpy(&v1, m1 + i, sizeof(Vec));
+      std::memcpy(&v2, m2 + i, sizeof(Vec));
+      std::memcpy(&v3, m3 + i, sizeof(Vec));
+      s0 += v0 * xv;
+      s1 += v1 * xv;
+      s2 += v2 * xv;
+      s3 += v3 * xv;
+    }
+    float t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+    for (int l = 0; l < W; ++l) {
+      t0 += s0[l];
+      t1 += s1[l];
+      t2 += s2[l];
+      t3 += s3[l];
+    }
+    for (; i < k; ++i) {
+      t0 += m0[i] * x[i];
+      t1 += m1[i] * x[i];
+      t2 += m2[i] * x[i];
+      t3 += m3[i] * x[i];
+    }
+    out[r] = t0;
+    out[r + 1] = t1;
+    out[r + 2] = t2;
+    out[r + 3] = t3;
+  }
+  for (; r < rows; ++r) {
+    const float* m0 = mat + r * ld;
+    Vec s0 = {};
+    int64_t i = 0;
+    for (; i + W <= k; i += W) {
+      Vec xv, v0;
+      std::memcpy(&xv, x + i, sizeof(Vec));
+      std::memcpy(&v0, m0 + i, sizeof(Vec));
+      s0 += v0 * xv;
+    }
+    float t0 = 0;
+    for (int l = 0; l < W; ++l) t0 += s0[l];
+    for (; i < k; ++i) t0 += m0[i] * x[i];
+    out[r] = t0;
+  }
+}
+
+// out[j] = sum over i < k of x[i] * mat[i * ld + j], for j in [0, n).
+template <int W>
+__attribute__((always_inline)) inline void AxpyRowsImpl(const float* mat, int64_t ld, int64_t k,
+                                                        const float* x, int64_t n, float* out) {
+  using Vec = FloatVec<W>;
+  int64_t j = 0;
+  for (; j + 4 * W <= n; j += 4 * W) {
+    Vec s0 = {}, s1 = {}, s2 = {}, s3 = {};
+    for (int64_t i = 0; i < k; ++i) {
+      const float* row = mat + i * ld + j;
+      const float xi = x[i];
+      Vec v0, v1, v2, v3;
+      std::memcpy(&v0, row, sizeof(Vec));
+      std::memcpy(&v1, row + W, sizeof(Vec));
+      std::memcpy(&v2, row + 2 * W, sizeof(Vec));
+      std::memcpy(&v3, row + 3 * W, sizeof(Vec));
+      s0 += v0 * xi;
+      s1 += v1 * xi;
+      s2 += v2 * xi;
+      s3 += v3 * xi;
+    }
+    std::memcpy(out + j, &s0, sizeof(Vec));
+    std::memcpy(out + j + W, &s1, sizeof(Vec));
+    std::memcpy(out + j + 2 * W, &s2, sizeof(Vec));
+    std::memcpy(out + j + 3 * W, &s3, sizeof(Vec));
+  }
+  for (; j + W <= n; j += W) {
+    Vec s0 = {};
+    for (int64_t i = 0; i < k; ++i) {
+      Vec v0;
+      std::memcpy(&v0, mat + i * ld + j, sizeof(Vec));
+      s0 += v0 * x[i];
+    }
+    std::memcpy(out + j, &s0, sizeof(Vec));
+  }
+  if (j < n) {
+    for (int64_t jj = j; jj < n; ++jj) out[jj] = 0.0f;
+    for (int64_t i = 0; i < k; ++i) {
+      const float* row = mat + i * ld;
+      for (int64_t jj = j; jj < n; ++jj) out[jj] += x[i] * row[jj];
+    }
+  }
+}
+
+__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"))) void DotRowsAvx512(
+    const float* mat, int64_t ld, int64_t rows, const float* x, int64_t k, float* out) {
+  DotRowsImpl<16>(mat, ld, rows, x, k, out);
+}
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) void DotRowsAvx2(
+    const float* mat, int64_t ld, int64_t rows, const float* x, int64_t k, float* out) {
+  DotRowsImpl<8>(mat, ld, rows, x, k, out);
+}
+void DotRowsBaseline(const float* mat, int64_t ld, int64_t rows, const float* x, int64_t k,
+                     float* out) {
+  DotRowsImpl<4>(mat, ld, rows, x, k, out);
+}
+__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"))) void AxpyRowsAvx512(
+    const float* mat, int64_t ld, int64_t k, const float* x, int64_t n, float* out) {
+  AxpyRowsImpl<16>(mat, ld, k, x, n, out);
+}
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) void AxpyRowsAvx2(
+    const float* mat, int64_t ld, int64_t k, const float* x, int64_t n, float* out) {
+  AxpyRowsImpl<8>(mat, ld, k, x, n, out);
+}
+void AxpyRowsBaseline(const float* mat, int64_t ld, int64_t k, const float* x, int64_t n,
+                      float* out) {
+  AxpyRowsImpl<4>(mat, ld, k, x, n, out);
+}
+
+template <int kNr>
+inline void CopyIntoPanels(const float* row, int64_t count, int64_t panel_stride, float* dst) {
+  int64_t j = 0;
+  for (; j + kNr <= count; j += kNr, dst += panel_stride) {
+    std::memcpy(dst, row + j, kNr * sizeof(float));
+  }
+  if (j < count) {
+    const int64_t left = count - j;
+    for (int64_t i = 0; i < left; ++i) dst[i] = row[j + i];
+    for (int64_t i = left; i < kNr; ++i) dst[i] = 0.0f;
+  }
+}
+
+}  // namespace
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void PackRowIntoPanels(
+    const float* row, int64_t count, int nr, int64_t panel_stride, float* dst) {
+  switch (nr) {
+    case 32:
+      CopyIntoPanels<32>(row, count, panel_stride, dst);
+      return;
+    case 16:
+      CopyIntoPanels<16>(row, count, panel_stride, dst);
+      return;
+    case 12:
+      CopyIntoPanels<12>(row, count, panel_stride, dst);
+      return;
+    case 8:
+      CopyIntoPanels<8>(row, count, panel_stride, dst);
+      return;
+    case 6:
+      CopyIntoPanels<6>(row, count, panel_stride, dst);
+      return;
+    case 4:
+      CopyIntoPanels<4>(row, count, panel_stride, dst);
+      return;
+    default:
+      for (int64_t j = 0; j < count; j += nr, dst += panel_stride) {
+        for (int64_t i = 0; i < nr; ++i) dst[i] = j + i < count ? row[j + i] : 0.0f;
+      }
+  }
+}
+
+const std::vector<const GemmKernel*>& SupportedGemmKernels() {
+  static const std::vector<const GemmKernel*> kernels = [] {
+    std::vector<const GemmKernel*> list;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) list.push_back(&kAvx512Kernel);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+      list.push_back(&kAvx2Kernel);
+    }
+    list.push_back(&kPortableKernel);
+    return list;
+  }();
+  return kernels;
+}
+
+const GemmKernel& BestGemmKernel() { return *SupportedGemmKernels().front(); }
+
+void GemvProduct(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc, ThreadPool* pool) {
+  // Either a row vector times op(B) (m == 1) or op(A) times a column vector (n == 1); both
+  // reduce to "dot each row of a matrix with x" or "sum rows of a matrix scaled by x".
+  const bool row_vector = m == 1;
+  const int64_t len = row_vector ? n : m;
+  const float* x = row_vector ? a : b;
+  const int64_t x_stride = row_vector ? (trans_a ? lda : 1) : (trans_b ? 1 : ldb);
+  std::vector<float> x_copy;
+  if (x_stride != 1) {
+    x_copy.resize(k);
+    for (int64_t i = 0; i < k; ++i) x_copy[i] = x[i * x_stride];
+    x = x_copy.data();
+  }
+  const float* mat = row_vector ? b : a;
+  const int64_t ld = row_vector ? ldb : lda;
+  // Rows of `mat` are the output positions when they hold the contracted dimension.
+  const bool dot_form = row_vector ? trans_b : !trans_a;
+  std::vector<float> out(len);
+  const bool parallel = len * k >= (int64_t{1} << 16) && len >= 64;
+  // The vector width follows the GEMM micro-kernel in use.
+  const std::string_view isa = CurrentGemmGeometry().name;
+  const bool avx512 = isa == "avx512", avx2 = isa == "avx2";
+  auto dot = avx512 ? &DotRowsAvx512 : avx2 ? &DotRowsAvx2 : &DotRowsBaseline;
+  auto axpy = avx512 ? &AxpyRowsAvx512 : avx2 ? &AxpyRowsAvx2 : &AxpyRowsBaseline;
+  ParallelFor(parallel ? pool : nullptr, len, 64, [&](int64_t begin, int64_t end) {
+    if (dot_form) {
+      dot(mat + begin * ld, ld, end - begin, x, k, out.data() + begin);
+    } else {
+      axpy(mat + begin, ld, k, x, end - begin, out.data() + begin);
+    }
+  });
+  const int64_t c_stride = row_vector ? 1 : ldc;
+  for (int64_t i = 0; i < len; ++i) {
+    float& y = c[i * c_stride];
+    y = beta == 0.0f ? alpha * out[i] : alpha * out[i] + beta * y;
+  }
+}
+
+}  // namespace ovfix::exec

@@ -1,0 +1,44 @@
+// The instruction-set specific parts of the GEMM (gemm.h): register-tiled micro-kernels
+// for AVX-512, AVX2+FMA and portable C++, and the matrix-vector products used when one side
+// of a product is a single row or column. Internal to gemm.cc.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/cpu/gemm.h"
+#include "exec/thread_pool.h"
+
+namespace ovfix::exec {
+
+// One register tile: C[rows x cols] = alpha * A_panel * B_panel + beta * C + bias[row].
+// a: kc steps of mr floats; b: kc steps of nr floats; rows <= mr, cols <= nr.
+struct TileArgs {
+  int64_t kc = 0;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  int rows = 0;
+  int cols = 0;
+  float alpha = 1.0f;
+  float beta = 0.0f;            // 0: C is not read
+  const float* bias = nullptr;  // per row, or null
+};
+
+struct GemmKernel {
+  GemmGeometry geometry;  // name and register tile (mr x nr)
+  void (*tile)(const TileArgs&);
+};
+
+// Kernels this CPU supports, best first; the portable one is always last.
+const std::vector<const GemmKernel*>& SupportedGemmKernels();
+const GemmKernel& BestGemmKernel();
+
+// C = alpha * op(A) * op(B) + beta * C where m == 1 or n == 1 (memory-bound products that
+// are not worth packing).
+void GemvProduct(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc, ThreadPool* pool);
+
+}  // namespace ovfix::exec

@@ -1,0 +1,544 @@
+// Kernels that build tensors from shapes or indices (ConstantOfShape, Range, EyeLike, OneHot,
+// NonZero), select or reorder elements (Trilu, Compress, ReverseSequence, Unique) and shuffle
+// between depth and space (DepthToSpace, SpaceToDepth).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "exec/kernel.h"
+#include "ir/float16.h"
+
+namespace ovfix::exec {
+
+// Defined in transpose_concat.cc (see there).
+namespace data_movement {
+void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offsets,
+                   const Tensor* fill, Tensor& out, ThreadPool* pool);
+bool IsAllocatable(const std::vector<int64_t>& dims, DataType type);
+Tensor ScalarOfType(DataType type, double value);
+}  // namespace data_movement
+
+namespace {
+
+using data_movement::IsAllocatable;
+
+// One element moved as its bytes; alignment 1 because protobuf-decoded buffers may be unaligned.
+template <size_t N>
+struct Bytes {
+  unsigned char b[N];
+};
+
+// Calls fn.template operator()<T>() with T the storage of one element of `type`.
+template <typename Fn>
+void VisitStorage(DataType type, Fn&& fn) {
+  if (type == DataType::kString) return fn.template operator()<std::string>();
+  switch (ElementSize(type)) {
+    case 1: return fn.template operator()<Bytes<1>>();
+    case 2: return fn.template operator()<Bytes<2>>();
+    case 4: return fn.template operator()<Bytes<4>>();
+    case 8: return fn.template operator()<Bytes<8>>();
+    case 16: return fn.template operator()<Bytes<16>>();
+    default: return;  // callers check StorageSupported first
+  }
+}
+
+bool StorageSupported(DataType type) { return type == DataType::kString || ElementSize(type) > 0; }
+
+template <typename T>
+const T* Elements(const Tensor& t) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return t.strings().data();
+  } else {
+    return reinterpret_cast<const T*>(t.raw());
+  }
+}
+
+template <typename T>
+T* MutableElements(Tensor& t) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return t.strings().data();
+  } else {
+    return reinterpret_cast<T*>(t.raw());
+  }
+}
+
+std::vector<int64_t> ToInt64s(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsInt64(i);
+  return v;
+}
+
+int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t d = begin; d < end; ++d) p *= dims[d];
+  return p;
+}
+
+// Copies `count` elements of `from` starting at `from_at` to `to` at `to_at`.
+void CopyElements(const Tensor& from, int64_t from_at, Tensor& to, int64_t to_at, int64_t count) {
+  VisitStorage(from.type(), [&]<typename T>() {
+    const T* src = Elements<T>(from) + from_at;
+    std::copy(src, src + count, MutableElements<T>(to) + to_at);
+  });
+}
+
+absl::Status ConstantOfShape(KernelContext& ctx) {
+  const std::vector<int64_t> dims = ToInt64s(ctx.input(0));
+  Tensor value = data_movement::ScalarOfType(DataType::kFloat, 0.0);
+  if (ctx.node.HasAttribute("value")) {
+    absl::StatusOr<Tensor> attribute = ctx.node.GetTensor("value");
+    if (!attribute.ok()) return ctx.Error("value: ", attribute.status().message());
+    if (attribute->numel() != 1) return ctx.Error("value must hold exactly one element");
+    value = *std::move(attribute);
+  }
+  if (!StorageSupported(value.type())) return ctx.Error("unsupported element type");
+  if (!IsAllocatable(dims, value.type())) return ctx.Error("bad or too large shape");
+  Tensor& y = ctx.Output(0, value.type(), dims);
+  VisitStorage(value.type(), [&]<typename T>() {
+    std::fill_n(MutableElements<T>(y), y.numel(), Elements<T>(value)[0]);
+  });
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status RangeTyped(KernelContext& ctx) {
+  const T start = ctx.input(0).data<T>()[0];
+  const T limit = ctx.input(1).data<T>()[0];
+  const T delta = ctx.input(2).data<T>()[0];
+  if (delta == 0) return ctx.Error("delta is 0");
+  constexpr int64_t kMaxCount = int64_t{1} << 36;
+  int64_t n = 0;
+  if constexpr (std::is_floating_point_v<T>) {
+    const double count = std::ceil((static_cast<double>(limit) - start) / delta);
+    if (count > kMaxCount) return ctx.Error("too many elements");
+    n = count > 0 ? static_cast<int64_t>(count) : 0;  // NaN gives 0
+  } else {
+    const __int128 diff = static_cast<__int128>(limit) - start;
+    __int128 count = 0;
+    if (delta > 0 && diff > 0) count = (diff + delta - 1) / delta;
+    if (delta < 0 && diff < 0) count = (diff + delta + 1) / delta;
+    if (count > kMaxCount) return ctx.Error("too many elements");
+    n = static_cast<int64_t>(count);
+  }
+  T* y = ctx.Output(0, ctx.input(0).type(), {n}).template data<T>();
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      y[i] = start + static_cast<T>(i) * delta;
+    } else {  // every value lies between start and limit, but i * delta may not fit in T
+      y[i] = static_cast<T>(start + static_cast<__int128>(i) * delta);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Range(KernelContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (!ctx.has_input(i) || ctx.input(i).numel() != 1) {
+      return ctx.Error("start, limit and delta must be scalars");
+    }
+    if (ctx.input(i).type() != ctx.input(0).type()) return ctx.Error("inputs differ in type");
+  }
+  switch (ctx.input(0).type()) {
+    case DataType::kFloat: return RangeTyped<float>(ctx);
+    case DataType::kDouble: return RangeTyped<double>(ctx);
+    case DataType::kInt16: return RangeTyped<int16_t>(ctx);
+    case DataType::kInt32: return RangeTyped<int32_t>(ctx);
+    case DataType::kInt64: return RangeTyped<int64_t>(ctx);
+    default: return ctx.Error("unsupported element type");
+  }
+}
+
+// 1 where element i is not zero (-0.0 is zero, NaN is not; strings: not empty).
+std::vector<uint8_t> NonZeroMask(const Tensor& x) {
+  std::vector<uint8_t> mask(static_cast<size_t>(x.numel()));
+  const int64_t n = x.numel();
+  switch (x.type()) {
+    case DataType::kFloat:
+      for (int64_t i = 0; i < n; ++i) mask[i] = x.data<float>()[i] != 0.0f;
+      break;
+    case DataType::kDouble:
+      for (int64_t i = 0; i < n; ++i) mask[i] = x.data<double>()[i] != 0.0;
+      break;
+    case DataType::kFloat16:
+    case DataType::kBfloat16:
+      for (int64_t i = 0; i < n; ++i) mask[i] = (x.data<uint16_t>()[i] & 0x7fff) != 0;
+      break;
+    case DataType::kString:
+      for (int64_t i = 0; i < n; ++i) mask[i] = !x.strings()[i].empty();
+      break;
+    default: {  // integers and bool: any set byte
+      const size_t size = ElementSize(x.type());
+      const auto* bytes = static_cast<const unsigned char*>(x.raw());
+      for (int64_t i = 0; i < n; ++i) {
+        mask[i] = std::any_of(bytes + i * size, bytes + (i + 1) * size,
+                              [](unsigned char b) { return b != 0; });
+      }
+    }
+  }
+  return mask;
+}
+
+absl::Status NonZero(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  const std::vector<uint8_t> mask = NonZeroMask(x);
+  const int64_t nnz = std::count(mask.begin(), mask.end(), 1);
+  // A scalar counts as one dim of size 1, as numpy does.
+  const std::vector<int64_t> dims = x.rank() == 0 ? std::vector<int64_t>{1} : x.dims();
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t* y = ctx.Output(0, DataType::kInt64, {rank, nnz}).data<int64_t>();
+  std::vector<int64_t> coords(rank, 0);
+  for (int64_t i = 0, k = 0; i < x.numel(); ++i) {
+    if (mask[i]) {
+      for (int64_t d = 0; d < rank; ++d) y[d * nnz + k] = coords[d];
+      ++k;
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++coords[d] < dims[d]) break;
+      coords[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OneHot(KernelContext& ctx) {
+  const Tensor& indices = ctx.input(0);
+  const Tensor& depth_tensor = ctx.input(1);
+  const Tensor& values = ctx.input(2);
+  if (depth_tensor.numel() != 1) return ctx.Error("depth must be a scalar");
+  const double depth_value = depth_tensor.GetAsDouble(0);
+  if (!(depth_value >= 0 && depth_value <= double{1 << 30})) {
+    return ctx.Error("depth ", depth_value, " out of range");
+  }
+  const int64_t depth = static_cast<int64_t>(depth_value);
+  if (values.numel() != 2) return ctx.Error("values must hold [off_value, on_value]");
+  if (!StorageSupported(values.type())) return ctx.Error("unsupported element type");
+  const int64_t rank = static_cast<int64_t>(indices.rank());
+  int64_t axis = ctx.node.GetInt("axis", -1);
+  if (axis < -rank - 1 || axis > rank) return ctx.Error("axis ", axis, " out of range");
+  if (axis < 0) axis += rank + 1;
+  std::vector<int64_t> out_dims = indices.dims();
+  out_dims.insert(out_dims.begin() + axis, depth);
+  if (!IsAllocatable(out_dims, values.type())) return ctx.Error("output too large");
+  Tensor& y = ctx.Output(0, values.type(), out_dims);
+  const int64_t inner = Product(indices.dims(), axis, indices.rank());
+  VisitStorage(values.type(), [&]<typename T>() {
+    const T* off_on = Elements<T>(values);
+    T* dst = MutableElements<T>(y);
+    std::fill_n(dst, y.numel(), off_on[0]);
+    for (int64_t p = 0; p < indices.numel(); ++p) {
+      // Indices in [-depth, depth) count from the end when negative; others stay all off.
+      double v = indices.GetAsDouble(p);
+      if (!(v >= -depth && v < depth)) continue;
+      int64_t k = static_cast<int64_t>(v);
+      if (k < 0) k += depth;
+      dst[((p / inner) * depth + k) * inner + p % inner] = off_on[1];
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status Trilu(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("input must have rank >= 2");
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  int64_t k = 0;
+  if (ctx.has_input(1)) {
+    if (ctx.input(1).numel() != 1) return ctx.Error("k must be a scalar");
+    k = ctx.input(1).GetAsInt64(0);
+  }
+  const bool upper = ctx.node.GetInt("upper", 1) != 0;
+  const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  k = std::clamp<int64_t>(k, -rows - 1, cols + 1);  // beyond these nothing changes
+  Tensor& y = ctx.Output(0, x.type(), x.dims());    // zero-filled: the removed part
+  const int64_t matrices = Product(x.dims(), 0, x.rank() - 2);
+  for (int64_t m = 0; m < matrices; ++m) {
+    for (int64_t i = 0; i < rows; ++i) {
+      // upper keeps j - i >= k, lower keeps j - i <= k.
+      const int64_t begin = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
+      const int64_t end = upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+      const int64_t row = (m * rows + i) * cols;
+      if (end > begin) CopyElements(x, row + begin, y, row + begin, end - begin);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EyeLike(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() != 2) return ctx.Error("input must be 2-D");
+  DataType type = x.type();
+  if (ctx.node.HasAttribute("dtype")) {
+    const int64_t dtype = ctx.node.GetInt("dtype", 0);
+    if (!IsKnownDataType(static_cast<int32_t>(dtype))) return ctx.Error("unknown dtype ", dtype);
+    type = static_cast<DataType>(dtype);
+  }
+  const Tensor one = data_movement::ScalarOfType(type, 1.0);
+  if (!one.defined() || type == DataType::kString) {
+    return ctx.Error("unsupported element type");
+  }
+  const int64_t k = ctx.node.GetInt("k", 0);
+  Tensor& y = ctx.Output(0, type, x.dims());
+  for (int64_t i = 0; i < x.dim(0); ++i) {
+    if (k >= -i && k < x.dim(1) - i) CopyElements(one, 0, y, i * x.dim(1) + i + k, 1);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Compress(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& condition = ctx.input(1);
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  if (condition.rank() != 1) return ctx.Error("condition must be 1-D");
+  int64_t outer = 1, n = x.numel(), inner = 1;
+  std::vector<int64_t> out_dims;
+  const bool has_axis = ctx.node.HasAttribute("axis");
+  int64_t axis = ctx.node.GetInt("axis", 0);
+  if (has_axis) {
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
+    if (axis < 0) axis += rank;
+    outer = Product(x.dims(), 0, axis);
+    n = x.dim(axis);
+    inner = Product(x.dims(), axis + 1, x.rank());
+    out_dims = x.dims();
+  }
+  // A condition shorter than the axis drops the rest; a longer one may only add falses.
+  std::vector<int64_t> selected;
+  for (int64_t k = 0; k < condition.numel(); ++k) {
+    if (condition.GetAsDouble(k) == 0) continue;
+    if (k >= n) return ctx.Error("condition selects index ", k, " beyond the axis");
+    selected.push_back(k);
+  }
+  const int64_t count = static_cast<int64_t>(selected.size());
+  if (has_axis) {
+    out_dims[axis] = count;
+  } else {
+    out_dims = {count};
+  }
+  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t s = 0; s < count; ++s) {
+      CopyElements(x, (o * n + selected[s]) * inner, y, (o * count + s) * inner, inner);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// DepthToSpace and SpaceToDepth are transposes of 6-D views; `offsets` walks the output's
+// 6-D view and says where each index reads in the input.
+absl::Status ShuffleByOffsets(KernelContext& ctx, const std::vector<int64_t>& out_dims,
+                              std::vector<std::vector<int64_t>> offsets) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  data_movement::CopyByOffsets(x, std::move(offsets), nullptr, y, ctx.pool);
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> Arithmetic(int64_t n, int64_t stride) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i * stride;
+  return v;
+}
+
+absl::Status DepthToSpace(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ctx.node.GetInt("blocksize", 0);
+  if (x.rank() != 4) return ctx.Error("input must be 4-D");
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (b <= 0 || c % (b * b) != 0) return ctx.Error("channels ", c, " not divisible by blocksize^2");
+  const std::string mode = ctx.node.GetString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return ctx.Error("unknown mode '", mode, "'");
+  const int64_t oc = c / (b * b);
+  // Output viewed as [n, oc, h, b1, w, b2]. DCR reads input channel (b1 * b + b2) * oc + oc_i,
+  // CRD reads oc_i * b * b + b1 * b + b2.
+  const int64_t plane = h * w;
+  const bool dcr = mode == "DCR";
+  return ShuffleByOffsets(ctx, {n, oc, h * b, w * b},
+                          {Arithmetic(n, c * plane), Arithmetic(oc, (dcr ? 1 : b * b) * plane),
+                           Arithmetic(h, w), Arithmetic(b, (dcr ? b * oc : b) * plane),
+                           Arithmetic(w, 1), Arithmetic(b, (dcr ? oc : 1) * plane)});
+}
+
+absl::Status SpaceToDepth(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ctx.node.GetInt("blocksize", 0);
+  if (x.rank() != 4) return ctx.Error("input must be 4-D");
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (b <= 0 || h % b != 0 || w % b != 0) {
+    return ctx.Error("spatial dims ", h, "x", w, " not divisible by blocksize ", b);
+  }
+  // Output viewed as [n, b1, b2, c, h / b, w / b]; reads input [n, c, h' * b + b1, w' * b + b2].
+  return ShuffleByOffsets(ctx, {n, c * b * b, h / b, w / b},
+                          {Arithmetic(n, c * h * w), Arithmetic(b, w), Arithmetic(b, 1),
+                           Arithmetic(c, h * w), Arithmetic(h / b, b * w), Arithmetic(w / b, b)});
+}
+
+absl::Status ReverseSequence(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("input must have rank >= 2");
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  const int64_t time_axis = ctx.node.GetInt("time_axis", 0);
+  const int64_t batch_axis = ctx.node.GetInt("batch_axis", 1);
+  if (!((time_axis == 0 && batch_axis == 1) || (time_axis == 1 && batch_axis == 0))) {
+    return ctx.Error("time_axis and batch_axis must be 0 and 1");
+  }
+  const int64_t steps = x.dim(time_axis), batch = x.dim(batch_axis);
+  const std::vector<int64_t> lengths = ToInt64s(ctx.input(1));
+  if (static_cast<int64_t>(lengths.size()) != batch) {
+    return ctx.Error("sequence_lens has ", lengths.size(), " entries for a batch of ", batch);
+  }
+  for (int64_t len : lengths) {
+    if (len < 0 || len > steps) return ctx.Error("sequence length ", len, " out of range");
+  }
+  const int64_t inner = Product(x.dims(), 2, x.rank());
+  Tensor& y = ctx.Output(0, x.type(), x.dims());
+  auto at = [&](int64_t t, int64_t b) {
+    return (time_axis == 0 ? t * batch + b : b * steps + t) * inner;
+  };
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < steps; ++t) {
+      const int64_t from = t < lengths[b] ? lengths[b] - 1 - t : t;
+      CopyElements(x, at(from, b), y, at(t, b), inner);
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct UniqueSlices {
+  std::vector<int64_t> first;    // per unique slice (output order): its first input index
+  std::vector<int64_t> inverse;  // per input slice: its unique slice
+  std::vector<int64_t> counts;   // per unique slice
+};
+
+// Slice k of x (viewed as [outer, n, inner]) is x[:, k, :]; slices compare lexicographically.
+template <typename K>
+UniqueSlices FindUnique(const K* x, int64_t outer, int64_t n, int64_t inner, bool sorted) {
+  auto compare = [&](int64_t a, int64_t b) {  // <0, 0, >0
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const K& va = x[(o * n + a) * inner + i];
+        const K& vb = x[(o * n + b) * inner + i];
+        if (va < vb) return -1;
+        if (vb < va) return 1;
+      }
+    }
+    return 0;
+  };
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  // Stable, so the first of each run of equal slices is its first occurrence.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return compare(a, b) < 0; });
+  UniqueSlices u;
+  u.inverse.resize(n);
+  for (int64_t p = 0; p < n; ++p) {
+    if (p == 0 || compare(order[p - 1], order[p]) != 0) {
+      u.first.push_back(order[p]);
+      u.counts.push_back(0);
+    }
+    u.inverse[order[p]] = static_cast<int64_t>(u.first.size()) - 1;
+    ++u.counts.back();
+  }
+  if (!sorted) {  // renumber the groups by first occurrence
+    std::vector<int64_t> by_first(u.first.size());
+    std::iota(by_first.begin(), by_first.end(), 0);
+    std::sort(by_first.begin(), by_first.end(),
+              [&](int64_t a, int64_t b) { return u.first[a] < u.first[b]; });
+    std::vector<int64_t> rank(by_first.size());
+    UniqueSlices r;
+    for (size_t g = 0; g < by_first.size(); ++g) {
+      rank[by_first[g]] = static_cast<int64_t>(g);
+      r.first.push_back(u.first[by_first[g]]);
+      r.counts.push_back(u.counts[by_first[g]]);
+    }
+    for (int64_t& g : u.inverse) g = rank[g];
+    r.inverse = std::move(u.inverse);
+    return r;
+  }
+  return u;
+}
+
+std::vector<float> HalvesToFloats(const Tensor& x, float (*convert)(uint16_t)) {
+  std::vector<float> v(static_cast<size_t>(x.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = convert(x.data<uint16_t>()[i]);
+  return v;
+}
+
+absl::Status Unique(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const bool sorted = ctx.node.GetInt("sorted", 1) != 0;
+  int64_t outer = 1, n = x.numel(), inner = 1;
+  const bool has_axis = ctx.node.HasAttribute("axis");
+  int64_t axis = ctx.node.GetInt("axis", 0);
+  if (has_axis) {
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
+    if (axis < 0) axis += rank;
+    outer = Product(x.dims(), 0, axis);
+    n = x.dim(axis);
+    inner = Product(x.dims(), axis + 1, x.rank());
+  }
+  UniqueSlices u;
+  auto find = [&](const auto* keys) { u = FindUnique(keys, outer, n, inner, sorted); };
+  switch (x.type()) {
+    case DataType::kFloat: find(x.data<float>()); break;
+    case DataType::kDouble: find(x.data<double>()); break;
+    case DataType::kInt8: find(x.data<int8_t>()); break;
+    case DataType::kUint8:
+    case DataType::kBool: find(x.data<uint8_t>()); break;
+    case DataType::kInt16: find(x.data<int16_t>()); break;
+    case DataType::kUint16: find(x.data<uint16_t>()); break;
+    case DataType::kInt32: find(x.data<int32_t>()); break;
+    case DataType::kUint32: find(x.data<uint32_t>()); break;
+    case DataType::kInt64: find(x.data<int64_t>()); break;
+    case DataType::kUint64: find(x.data<uint64_t>()); break;
+    case DataType::kString: find(x.strings().data()); break;
+    case DataType::kFloat16: find(HalvesToFloats(x, HalfBitsToFloat).data()); break;
+    case DataType::kBfloat16: find(HalvesToFloats(x, Bfloat16BitsToFloat).data()); break;
+    default: return ctx.Error("unsupported element type");
+  }
+  const int64_t count = static_cast<int64_t>(u.first.size());
+  std::vector<int64_t> y_dims = {count};
+  if (has_axis) {
+    y_dims = x.dims();
+    y_dims[axis] = count;
+  }
+  Tensor& y = ctx.Output(0, x.type(), y_dims);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t s = 0; s < count; ++s) {
+      CopyElements(x, (o * n + u.first[s]) * inner, y, (o * count + s) * inner, inner);
+    }
+  }
+  const std::vector<int64_t>* extra[] = {&u.first, &u.inverse, &u.counts};
+  for (size_t i = 1; i < ctx.outputs.size() && i < 4; ++i) {
+    const std::vector<int64_t>& v = *extra[i - 1];
+    Tensor& t = ctx.Output(i, DataType::kInt64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddGeneratorKernels(std::vector<KernelDef>& table) {
+  constexpr Float16Mode kNative = Float16Mode::kNative;
+  table.push_back({"", "ConstantOfShape", 9, kLatestOpset, ConstantOfShape, kNative});
+  table.push_back({"", "Range", 11, kLatestOpset, Range, kNative});
+  table.push_back({"", "NonZero", 9, kLatestOpset, NonZero, kNative});
+  table.push_back({"", "OneHot", 9, kLatestOpset, OneHot, kNative});
+  table.push_back({"", "Trilu", 14, kLatestOpset, Trilu, kNative});
+  table.push_back({"", "EyeLike", 9, kLatestOpset, EyeLike, kNative});
+  table.push_back({"", "Compress", 9, kLatestOpset, Compress, kNative});
+  table.push_back({"", "DepthToSpace", 1, kLatestOpset, DepthToSpace, kNative});
+  table.push_back({"", "SpaceToDepth", 1, kLatestOpset, SpaceToDepth, kNative});
+  table.push_back({"", "ReverseSequence", 10, kLatestOpset, ReverseSequence, kNative});
+  table.push_back({"", "Unique", 11, kLatestOpset, Unique, kNative});
+}
+
+}  // namespace ovfix::exec

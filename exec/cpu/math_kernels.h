@@ -1,0 +1,18 @@
+// The parts of AddMathKernels (exec/kernel.h), one per file in exec/cpu/: each lists its
+// kernels with their opset ranges; matmul.cc gathers them.
+#pragma once
+
+#include <vector>
+
+#include "exec/kernel.h"
+
+namespace ovfix::exec {
+
+void AddMatMulKernels(std::vector<KernelDef>& table);         // matmul.cc: MatMul, Gemm
+void AddConvKernels(std::vector<KernelDef>& table);           // conv.cc
+void AddConvTransposeKernels(std::vector<KernelDef>& table);  // conv_transpose.cc
+void AddConvIntegerKernels(std::vector<KernelDef>& table);    // conv_integer.cc
+void AddPoolingKernels(std::vector<KernelDef>& table);        // pooling.cc
+void AddBatchNormKernels(std::vector<KernelDef>& table);      // batch_norm.cc
+
+}  // namespace ovfix::exec

@@ -1,0 +1,248 @@
+// MatMul (numpy semantics: batch dims broadcast, 1-D operands promoted and their dim dropped
+// again) and Gemm (all opsets: transA/transB, alpha/beta, C broadcast to M x N). Float goes
+// through the packed GEMM; double through Dgemm; integers through a plain wrapping loop.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "exec/cpu/broadcast.h"
+#include "exec/cpu/conv_geometry.h"
+#include "exec/cpu/gemm.h"
+#include "exec/cpu/math_kernels.h"
+#include "exec/kernel.h"
+
+namespace ovfix::exec {
+namespace {
+
+// C[m x n] = alpha * op(A) * op(B) + beta * C for element types without a fast path.
+// Integers wrap around like the hardware does (accumulated as uint64, then truncated).
+template <typename T>
+void PlainGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+               const T* a, int64_t lda, const T* b, int64_t ldb, double beta, T* c, int64_t ldc) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, T>;
+  std::vector<Acc> row(n);
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), Acc(0));
+    for (int64_t p = 0; p < k; ++p) {
+      const Acc x = static_cast<Acc>(trans_a ? a[p * lda + i] : a[i * lda + p]);
+      for (int64_t j = 0; j < n; ++j) {
+        row[j] += x * static_cast<Acc>(trans_b ? b[j * ldb + p] : b[p * ldb + j]);
+      }
+    }
+    T* out = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) {
+      const T product = static_cast<T>(row[j]);
+      if (alpha == 1.0 && (beta == 1.0 || beta == 0.0)) {
+        out[j] = beta == 0.0 ? product
+                             : static_cast<T>(static_cast<Acc>(product) + static_cast<Acc>(out[j]));
+      } else {
+        const double value = alpha * static_cast<double>(product) +
+                             (beta == 0.0 ? 0.0 : beta * static_cast<double>(out[j]));
+        out[j] = static_cast<T>(value);
+      }
+    }
+  }
+}
+
+template <typename T>
+void AnyGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a,
+             int64_t lda, const T* b, int64_t ldb, double beta, T* c, int64_t ldc,
+             ThreadPool* pool) {
+  if constexpr (std::is_same_v<T, float>) {
+    Sgemm(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
+          static_cast<float>(beta), c, ldc, pool);
+  } else if constexpr (std::is_same_v<T, double>) {
+    Dgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pool);
+  } else {
+    PlainGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+template <typename T>
+void BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
+                   const std::vector<int64_t>& b_offsets, int64_t m, int64_t n, int64_t k,
+                   bool b_shared, Tensor& y) {
+  const T* a = ctx.input(0).data<T>();
+  const T* b = ctx.input(1).data<T>();
+  T* out = y.data<T>();
+  const int64_t batches = static_cast<int64_t>(a_offsets.size());
+  if (b_shared) {
+    // Every batch multiplies the same B and A's batches are contiguous: one taller product.
+    AnyGemm<T>(false, false, batches * m, n, k, 1.0, a, k, b, n, 0.0, out, n, ctx.pool);
+    return;
+  }
+  const bool across_batches = batches > 1 && m * n * k < (int64_t{1} << 20);
+  auto run = [&](int64_t i, ThreadPool* pool) {
+    AnyGemm<T>(false, false, m, n, k, 1.0, a + a_offsets[i] * m * k, k, b + b_offsets[i] * k * n, n,
+               0.0, out + i * m * n, n, pool);
+  };
+  if (across_batches) {
+    ParallelFor(ctx.pool, batches, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) run(i, nullptr);
+    });
+  } else {
+    for (int64_t i = 0; i < batches; ++i) run(i, ctx.pool);
+  }
+}
+
+absl::Status MatMul(KernelContext& ctx) {
+  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
+    return ctx.Error("needs inputs A and B");
+  }
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.type() != b.type()) return ctx.Error("A and B have different element types");
+  if (a.rank() == 0 || b.rank() == 0) return ctx.Error("MatMul operands must not be scalars");
+  std::vector<int64_t> a_dims = a.dims(), b_dims = b.dims();
+  if (a.rank() == 1) a_dims.insert(a_dims.begin(), 1);
+  if (b.rank() == 1) b_dims.push_back(1);
+  const int64_t m = a_dims[a_dims.size() - 2], k = a_dims.back();
+  const int64_t n = b_dims.back();
+  if (b_dims[b_dims.size() - 2] != k) {
+    return ctx.Error("inner dims differ: ", DescribeTensor(a), " times ", DescribeTensor(b));
+  }
+  const std::vector<int64_t> a_batch(a_dims.begin(), a_dims.end() - 2);
+  const std::vector<int64_t> b_batch(b_dims.begin(), b_dims.end() - 2);
+  auto batch = BroadcastShape(a_batch, b_batch);
+  if (!batch.ok()) return ctx.Error(batch.status().message());
+  std::vector<int64_t> dims = *batch;
+  if (a.rank() > 1) dims.push_back(m);
+  if (b.rank() > 1) dims.push_back(n);
+  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  Tensor& y = ctx.Output(0, a.type(), dims);
+  if (y.numel() == 0) return absl::OkStatus();
+
+  std::vector<int64_t> a_offsets = {0}, b_offsets = {0};
+  if (!batch->empty()) {
+    auto plan = BroadcastPlan::Make(a_batch, b_batch);
+    if (!plan.ok()) return ctx.Error(plan.status().message());
+    a_offsets = plan->OperandOffsets(0);
+    b_offsets = plan->OperandOffsets(1);
+  }
+  const bool b_shared = Tensor::NumElements(b_batch) == 1 &&
+                        Tensor::NumElements(a_batch) == static_cast<int64_t>(a_offsets.size());
+  switch (a.type()) {
+    case DataType::kFloat:
+      BatchedMatMul<float>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
+      break;
+    case DataType::kDouble:
+      BatchedMatMul<double>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
+      break;
+    case DataType::kInt32:
+      BatchedMatMul<int32_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
+      break;
+    case DataType::kInt64:
+      BatchedMatMul<int64_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
+      break;
+    case DataType::kUint32:
+      BatchedMatMul<uint32_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
+      break;
+    case DataType::kUint64:
+      BatchedMatMul<uint64_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
+      break;
+    default:
+      return ctx.Error("unsupported element type ", std::string(DataTypeName(a.type())));
+  }
+  return absl::OkStatus();
+}
+
+// Y = C broadcast to m x n (C's dims align to the right, each 1 or equal).
+template <typename T>
+absl::Status FillFromC(KernelContext& ctx, const Tensor& c, int64_t m, int64_t n, T* y) {
+  if (c.rank() > 2) return ctx.Error("C must have at most 2 dims, is ", DescribeTensor(c));
+  const int64_t rows = c.rank() == 2 ? c.dim(0) : 1;
+  const int64_t cols = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
+  if ((rows != 1 && rows != m) || (cols != 1 && cols != n)) {
+    return ctx.Error("C ", DescribeTensor(c), " does not broadcast to [", m, ",", n, "]");
+  }
+  const T* src = c.data<T>();
+  for (int64_t i = 0; i < m; ++i) {
+    const T* row = src + (rows == 1 ? 0 : i * cols);
+    T* out = y + i * n;
+    if (cols == 1) {
+      std::fill(out, out + n, row[0]);
+    } else {
+      std::copy(row, row + n, out);
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status TypedGemm(KernelContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                       int64_t k, double alpha, double beta, Tensor& y) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const bool with_c = ctx.has_input(2) && beta != 0.0 && ctx.input(2).numel() > 0;
+  if (with_c) {
+    if (ctx.input(2).type() != a.type()) return ctx.Error("C has a different element type");
+    if (absl::Status s = FillFromC<T>(ctx, ctx.input(2), m, n, y.data<T>()); !s.ok()) return s;
+  }
+  AnyGemm<T>(trans_a, trans_b, m, n, k, alpha, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
+             with_c ? beta : 0.0, y.data<T>(), n, ctx.pool);
+  return absl::OkStatus();
+}
+
+absl::Status Gemm(KernelContext& ctx) {
+  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
+    return ctx.Error("needs inputs A and B");
+  }
+  if (ctx.opset < 11 && !ctx.has_input(2)) return ctx.Error("needs input C before opset 11");
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.type() != b.type()) return ctx.Error("A and B have different element types");
+  if (a.rank() != 2 || b.rank() != 2) {
+    return ctx.Error("A and B must be matrices, are ", DescribeTensor(a), " and ",
+                     DescribeTensor(b));
+  }
+  const bool trans_a = ctx.node.GetInt("transA", 0) != 0;
+  const bool trans_b = ctx.node.GetInt("transB", 0) != 0;
+  const double alpha = ctx.node.GetFloat("alpha", 1.0f);
+  const double beta = ctx.node.GetFloat("beta", 1.0f);
+  const int64_t m = trans_a ? a.dim(1) : a.dim(0), k = trans_a ? a.dim(0) : a.dim(1);
+  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  if ((trans_b ? b.dim(1) : b.dim(0)) != k) {
+    return ctx.Error("inner dims differ: ", DescribeTensor(a), " times ", DescribeTensor(b),
+                     trans_a ? " (transA)" : "", trans_b ? " (transB)" : "");
+  }
+  if (absl::Status s = CheckOutputSize(ctx, {m, n}); !s.ok()) return s;
+  Tensor& y = ctx.Output(0, a.type(), {m, n});
+  if (y.numel() == 0) return absl::OkStatus();
+  switch (a.type()) {
+    case DataType::kFloat:
+      return TypedGemm<float>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
+    case DataType::kDouble:
+      return TypedGemm<double>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
+    case DataType::kInt32:
+      return TypedGemm<int32_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
+    case DataType::kInt64:
+      return TypedGemm<int64_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
+    case DataType::kUint32:
+      return TypedGemm<uint32_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
+    case DataType::kUint64:
+      return TypedGemm<uint64_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
+    default:
+      return ctx.Error("unsupported element type ", std::string(DataTypeName(a.type())));
+  }
+}
+
+}  // namespace
+
+void AddMatMulKernels(std::vector<KernelDef>& table) {
+  table.push_back({"", "MatMul", 1, kLatestOpset, &MatMul, Float16Mode::kAsFloat});
+  table.push_back({"", "Gemm", 1, kLatestOpset, &Gemm, Float16Mode::kAsFloat});
+}
+
+void AddMathKernels(std::vector<KernelDef>& table) {
+  AddMatMulKernels(table);
+  AddConvKernels(table);
+  AddConvTransposeKernels(table);
+  AddConvIntegerKernels(table);
+  AddPoolingKernels(table);
+  AddBatchNormKernels(table);
+}
+
+}  // namespace ovfix::exec

@@ -1,0 +1,332 @@
+// LayerNormalization, InstanceNormalization, GroupNormalization, LRN and
+// MeanVarianceNormalization. Statistics are computed in double with two passes (mean, then
+// the mean squared deviation), which never gives a negative variance.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "exec/kernel.h"
+
+namespace ovfix::exec {
+namespace {
+
+struct Moments {
+  double mean = 0;
+  double variance = 0;
+};
+
+template <typename T>
+Moments ComputeMoments(const T* x, int64_t n) {
+  Moments m;
+  if (n == 0) return m;
+  for (int64_t i = 0; i < n; ++i) m.mean += static_cast<double>(x[i]);
+  m.mean /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - m.mean;
+    m.variance += d * d;
+  }
+  m.variance /= static_cast<double>(n);
+  return m;
+}
+
+// Calls fn(T{}) for float or double (float16 arrives as float: Float16Mode::kAsFloat).
+template <typename Fn>
+absl::Status DispatchFloat(const KernelContext& ctx, DataType type, Fn&& fn) {
+  switch (type) {
+    case DataType::kFloat:
+      return fn(float{});
+    case DataType::kDouble:
+      return fn(double{});
+    default:
+      return ctx.Error("unsupported element type ", std::string(DataTypeName(type)));
+  }
+}
+
+// `t` broadcast (numpy-style, aligned at the right) to `dims`, flattened, as doubles.
+absl::StatusOr<std::vector<double>> BroadcastTo(const KernelContext& ctx, const Tensor& t,
+                                                const std::vector<int64_t>& dims,
+                                                const char* what) {
+  const size_t rank = dims.size();
+  bool ok = t.rank() <= rank;
+  for (size_t d = 0; ok && d < t.rank(); ++d) {
+    const int64_t size = t.dim(t.rank() - 1 - d);
+    ok = size == 1 || size == dims[rank - 1 - d];
+  }
+  if (!ok) return ctx.Error(what, " ", DescribeTensor(t), " does not broadcast to the shape");
+  // Strides of t over `dims`: 0 where t has no dim or a dim of 1.
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t d = 0; d < t.rank(); ++d) {
+    const size_t own = t.rank() - 1 - d;
+    if (t.dim(own) != 1) strides[rank - 1 - d] = stride;
+    stride *= t.dim(own);
+  }
+  std::vector<double> out(Tensor::NumElements(dims));
+  std::vector<int64_t> index(rank, 0);
+  int64_t offset = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = t.GetAsDouble(offset);
+    for (size_t d = rank; d-- > 0;) {
+      offset += strides[d];
+      if (++index[d] < dims[d]) break;
+      offset -= strides[d] * dims[d];
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+absl::Status LayerNormalizationKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("expects inputs X and Scale");
+  const Tensor& input = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(input.rank());
+  int64_t axis = ctx.node.GetInt("axis", -1);
+  if (axis < -rank || axis >= rank) {
+    return ctx.Error("axis ", axis, " is out of range for rank ", rank);
+  }
+  if (axis < 0) axis += rank;
+  const std::vector<int64_t> normalized(input.dims().begin() + axis, input.dims().end());
+  absl::StatusOr<std::vector<double>> scale = BroadcastTo(ctx, ctx.input(1), normalized, "Scale");
+  if (!scale.ok()) return scale.status();
+  std::vector<double> bias;
+  if (ctx.has_input(2)) {
+    absl::StatusOr<std::vector<double>> b = BroadcastTo(ctx, ctx.input(2), normalized, "B");
+    if (!b.ok()) return b.status();
+    bias = *std::move(b);
+  }
+  const int64_t n = Tensor::NumElements(normalized);
+  const int64_t rows = axis == 0 ? 1 : input.numel() / std::max<int64_t>(n, 1);
+  std::vector<int64_t> stats_dims = input.dims();
+  std::fill(stats_dims.begin() + axis, stats_dims.end(), 1);
+  // Mean and InvStdDev have the stash type (float unless the model asks for double).
+  const DataType stash =
+      ctx.node.GetInt("stash_type", 1) == 11 ? DataType::kDouble : DataType::kFloat;
+  const float epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
+  return DispatchFloat(ctx, input.type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = input.data<T>();
+    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    Tensor* mean_out = ctx.outputs.size() > 1 ? &ctx.Output(1, stash, stats_dims) : nullptr;
+    Tensor* inv_out = ctx.outputs.size() > 2 ? &ctx.Output(2, stash, stats_dims) : nullptr;
+    auto store = [stash](Tensor* t, int64_t i, double v) {
+      if (t == nullptr) return;
+      if (stash == DataType::kDouble) {
+        t->data<double>()[i] = v;
+      } else {
+        t->data<float>()[i] = static_cast<float>(v);
+      }
+    };
+    if (n == 0) return absl::OkStatus();
+    ParallelFor(ctx.pool, rows, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const Moments m = ComputeMoments(x + r * n, n);
+        const double inv_std = 1.0 / std::sqrt(m.variance + epsilon);
+        for (int64_t i = 0; i < n; ++i) {
+          const double normal = (static_cast<double>(x[r * n + i]) - m.mean) * inv_std;
+          y[r * n + i] = static_cast<T>(normal * (*scale)[i] + (bias.empty() ? 0.0 : bias[i]));
+        }
+        store(mean_out, r, m.mean);
+        store(inv_out, r, inv_std);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// Normalizes each of `groups` contiguous runs of `n` elements; run g uses channel
+// parameters scale[channel_of(g)] and bias[...] via `param_index`.
+template <typename T, typename ParamIndex>
+void NormalizeRuns(ThreadPool* pool, const T* x, T* y, int64_t groups, int64_t n, double epsilon,
+                   const std::vector<double>& scale, const std::vector<double>& bias,
+                   ParamIndex param_index) {
+  ParallelFor(pool, groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t g = begin; g < end; ++g) {
+                  const Moments m = ComputeMoments(x + g * n, n);
+                  const double inv_std = 1.0 / std::sqrt(m.variance + epsilon);
+                  const int64_t p = param_index(g);
+                  for (int64_t i = 0; i < n; ++i) {
+                    const double normal = (static_cast<double>(x[g * n + i]) - m.mean) * inv_std;
+                    y[g * n + i] = static_cast<T>(normal * scale[p] + bias[p]);
+                  }
+                }
+              });
+}
+
+absl::StatusOr<std::vector<double>> ReadVector(const KernelContext& ctx, size_t input, int64_t size,
+                                               const char* what) {
+  if (!ctx.has_input(input)) return ctx.Error("missing input ", what);
+  const Tensor& t = ctx.input(input);
+  if (t.numel() != size) {
+    return ctx.Error(what, " ", DescribeTensor(t), " must hold ", size, " values");
+  }
+  std::vector<double> v(size);
+  for (int64_t i = 0; i < size; ++i) v[i] = t.GetAsDouble(i);
+  return v;
+}
+
+absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Error("missing input");
+  const Tensor& input = ctx.input(0);
+  if (input.rank() < 2) return ctx.Error("input must be at least 2-D (N, C, ...)");
+  const int64_t channels = input.dim(1);
+  absl::StatusOr<std::vector<double>> scale = ReadVector(ctx, 1, channels, "scale");
+  if (!scale.ok()) return scale.status();
+  absl::StatusOr<std::vector<double>> bias = ReadVector(ctx, 2, channels, "B");
+  if (!bias.ok()) return bias.status();
+  const int64_t runs = input.dim(0) * channels;
+  const int64_t n = runs == 0 ? 0 : input.numel() / runs;
+  const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
+  return DispatchFloat(ctx, input.type(), [&](auto zero) {
+    using T = decltype(zero);
+    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, *scale, *bias,
+                  [channels](int64_t g) { return g % channels; });
+    return absl::OkStatus();
+  });
+}
+
+// Opset 18: scale and bias hold one value per group (opset 21 moved them to one per
+// channel; a per-channel pair is accepted too when the sizes say so).
+absl::Status GroupNormalizationKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Error("missing input");
+  const Tensor& input = ctx.input(0);
+  if (input.rank() < 2) return ctx.Error("input must be at least 2-D (N, C, ...)");
+  const int64_t channels = input.dim(1);
+  const int64_t groups = ctx.node.GetInt("num_groups", 0);
+  if (groups <= 0 || channels % groups != 0) {
+    return ctx.Error("num_groups ", groups, " must divide the ", channels, " channels");
+  }
+  const bool per_channel = ctx.has_input(1) && ctx.input(1).numel() == channels;
+  if (per_channel && groups != channels) {
+    return ctx.Error("per-channel scale needs opset 21 semantics, not supported");
+  }
+  absl::StatusOr<std::vector<double>> scale = ReadVector(ctx, 1, groups, "scale");
+  if (!scale.ok()) return scale.status();
+  absl::StatusOr<std::vector<double>> bias = ReadVector(ctx, 2, groups, "bias");
+  if (!bias.ok()) return bias.status();
+  const int64_t runs = input.dim(0) * groups;
+  const int64_t n = runs == 0 ? 0 : input.numel() / runs;
+  const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
+  return DispatchFloat(ctx, input.type(), [&](auto zero) {
+    using T = decltype(zero);
+    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, *scale, *bias,
+                  [groups](int64_t g) { return g % groups; });
+    return absl::OkStatus();
+  });
+}
+
+// y = x / (bias + alpha / size * sum of x^2 over the channel window)^beta, the window
+// reaching floor((size-1)/2) channels back and ceil((size-1)/2) forward.
+absl::Status LrnKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Error("missing input");
+  const Tensor& input = ctx.input(0);
+  if (input.rank() < 2) return ctx.Error("input must be at least 2-D (N, C, ...)");
+  const int64_t size = ctx.node.GetInt("size", 0);
+  if (size <= 0) return ctx.Error("attribute size must be positive, got ", size);
+  const double alpha = ctx.node.GetFloat("alpha", 1e-4f);
+  const double beta = ctx.node.GetFloat("beta", 0.75f);
+  const double bias = ctx.node.GetFloat("bias", 1.0f);
+  const int64_t batch = input.dim(0), channels = input.dim(1);
+  const int64_t spatial = batch * channels == 0 ? 0 : input.numel() / (batch * channels);
+  const int64_t back = (size - 1) / 2, forward = size / 2;
+  return DispatchFloat(ctx, input.type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = input.data<T>();
+    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    ParallelFor(ctx.pool, batch * channels,
+                std::max<int64_t>(1, 4096 / std::max<int64_t>(spatial * size, 1)),
+                [&](int64_t begin, int64_t end) {
+                  std::vector<double> square_sum(spatial);
+                  for (int64_t nc = begin; nc < end; ++nc) {
+                    const int64_t n = nc / channels, c = nc % channels;
+                    std::fill(square_sum.begin(), square_sum.end(), 0.0);
+                    const int64_t first = std::max<int64_t>(0, c - back);
+                    const int64_t last = std::min(channels - 1, c + forward);
+                    for (int64_t other = first; other <= last; ++other) {
+                      const T* plane = x + (n * channels + other) * spatial;
+                      for (int64_t s = 0; s < spatial; ++s) {
+                        square_sum[s] += static_cast<double>(plane[s]) * plane[s];
+                      }
+                    }
+                    const T* in = x + nc * spatial;
+                    T* out = y + nc * spatial;
+                    for (int64_t s = 0; s < spatial; ++s) {
+                      const double scale = bias + alpha / size * square_sum[s];
+                      out[s] = static_cast<T>(in[s] / std::pow(scale, beta));
+                    }
+                  }
+                });
+    return absl::OkStatus();
+  });
+}
+
+// The spec's function: (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default 0, 2, 3).
+absl::Status MeanVarianceNormalizationKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Error("missing input");
+  const Tensor& input = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(input.rank());
+  std::vector<bool> reduced(rank, false);
+  for (int64_t axis : ctx.node.GetInts("axes", {0, 2, 3})) {
+    if (axis < -rank || axis >= rank) {
+      return ctx.Error("axis ", axis, " is out of range for rank ", rank);
+    }
+    reduced[axis < 0 ? axis + rank : axis] = true;
+  }
+  // Strides into the per-group statistics: 0 along reduced axes.
+  std::vector<int64_t> group_strides(rank, 0);
+  int64_t groups = 1;
+  for (int64_t d = rank; d-- > 0;) {
+    if (reduced[d]) continue;
+    group_strides[d] = groups;
+    groups *= input.dim(d);
+  }
+  const int64_t numel = input.numel();
+  const int64_t per_group = groups == 0 ? 0 : numel / groups;
+  // group_of[i]: the statistics slot of element i, walked once in row-major order.
+  std::vector<int64_t> group_of(numel);
+  std::vector<int64_t> index(rank, 0);
+  int64_t group = 0;
+  for (int64_t i = 0; i < numel; ++i) {
+    group_of[i] = group;
+    for (int64_t d = rank; d-- > 0;) {
+      group += group_strides[d];
+      if (++index[d] < input.dim(d)) break;
+      group -= group_strides[d] * input.dim(d);
+      index[d] = 0;
+    }
+  }
+  return DispatchFloat(ctx, input.type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = input.data<T>();
+    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    std::vector<double> mean(groups, 0.0), variance(groups, 0.0);
+    for (int64_t i = 0; i < numel; ++i) mean[group_of[i]] += static_cast<double>(x[i]);
+    for (double& m : mean) m /= static_cast<double>(per_group);
+    for (int64_t i = 0; i < numel; ++i) {
+      const double d = static_cast<double>(x[i]) - mean[group_of[i]];
+      variance[group_of[i]] += d * d;
+    }
+    for (int64_t i = 0; i < numel; ++i) {
+      const int64_t g = group_of[i];
+      const double std_dev = std::sqrt(variance[g] / static_cast<double>(per_group));
+      y[i] = static_cast<T>((static_cast<double>(x[i]) - mean[g]) / (std_dev + 1e-9));
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+void AddNormalizationKernels(std::vector<KernelDef>& table) {
+  table.push_back({"", "LayerNormalization", 17, kLatestOpset, &LayerNormalizationKernel});
+  table.push_back({"", "InstanceNormalization", 1, kLatestOpset, &InstanceNormalizationKernel});
+  table.push_back({"", "GroupNormalization", 18, kLatestOpset, &GroupNormalizationKernel});
+  table.push_back({"", "LRN", 1, kLatestOpset, &LrnKernel});
+  table.push_back(
+      {"", "MeanVarianceNormalization", 9, kLatestOpset, &MeanVarianceNormalizationKernel});
+}
+
+}  // namespace ovfix::exec

@@ -1,0 +1,318 @@
+// Linear quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (opsets 10-18,
+// 8-bit integers), and the integer products MatMulInteger and QLinearMatMul.
+//
+// Quantized values q stand for real values (q - zero_point) * scale. Rounding is to nearest,
+// ties to even (std::nearbyint in the default rounding mode), then saturation.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/cpu/broadcast.h"
+#include "exec/cpu/misc_kernels.h"
+#include "exec/kernel.h"
+
+namespace ovfix::exec {
+namespace {
+
+bool IsEightBit(DataType t) { return t == DataType::kUint8 || t == DataType::kInt8; }
+
+std::string TypeName(DataType t) { return std::string(DataTypeName(t)); }
+
+// Rounds and saturates to the 8-bit type `type`, storing element i.
+void StoreQuantized(Tensor& y, int64_t i, double value) {
+  if (y.type() == DataType::kUint8) {
+    y.data<uint8_t>()[i] = static_cast<uint8_t>(std::clamp(value, 0.0, 255.0));
+  } else {
+    y.data<int8_t>()[i] = static_cast<int8_t>(std::clamp(value, -128.0, 127.0));
+  }
+}
+
+// Scale and zero point for each element of x: per tensor, or per slice along `axis`.
+struct Quantization {
+  std::vector<double> scales;
+  std::vector<int64_t> zero_points;
+  int64_t inner = 1;  // elements per step along the axis
+  int64_t channel(int64_t i) const {
+    return scales.size() == 1 ? 0 : (i / inner) % static_cast<int64_t>(scales.size());
+  }
+};
+
+absl::StatusOr<Quantization> ReadQuantization(const KernelContext& ctx, const Tensor& x,
+                                              const Tensor& scale, const Tensor* zero_point) {
+  Quantization q;
+  const int64_t channels = scale.numel();
+  if (zero_point != nullptr && zero_point->numel() != channels) {
+    return ctx.Error("scale and zero point have different sizes");
+  }
+  if (channels != 1) {
+    if (ctx.opset < 13 || scale.rank() != 1) {
+      return ctx.Error("scale must be a scalar", ctx.opset >= 13 ? " or 1-D" : "");
+    }
+    int64_t axis = ctx.node.GetInt("axis", 1);
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
+    if (axis < 0) axis += rank;
+    if (x.dim(axis) != channels) {
+      return ctx.Error("scale has ", channels, " values for an axis of size ", x.dim(axis));
+    }
+    for (int64_t d = axis + 1; d < rank; ++d) q.inner *= x.dim(d);
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    q.scales.push_back(scale.GetAsDouble(c));
+    q.zero_points.push_back(zero_point ? zero_point->GetAsInt64(c) : 0);
+  }
+  return q;
+}
+
+absl::Status QuantizeLinear(KernelContext& ctx) {
+  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
+    return ctx.Error("needs inputs x and y_scale");
+  }
+  const Tensor& x = ctx.input(0);
+  const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const DataType type = zero_point ? zero_point->type() : DataType::kUint8;
+  if (!IsEightBit(type)) return ctx.Error("unsupported zero point type ", TypeName(type));
+  if (x.type() != DataType::kFloat && x.type() != DataType::kInt32) {
+    return ctx.Error("unsupported input type ", TypeName(x.type()));
+  }
+  absl::StatusOr<Quantization> q = ReadQuantization(ctx, x, ctx.input(1), zero_point);
+  if (!q.ok()) return q.status();
+  Tensor& y = ctx.Output(0, type, x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = q->channel(i);
+    // Float inputs divide in float, as the reference does.
+    const double scaled =
+        x.type() == DataType::kFloat
+            ? static_cast<double>(x.data<float>()[i] / static_cast<float>(q->scales[c]))
+            : x.data<int32_t>()[i] / q->scales[c];
+    StoreQuantized(y, i, std::nearbyint(scaled) + static_cast<double>(q->zero_points[c]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DequantizeLinear(KernelContext& ctx) {
+  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
+    return ctx.Error("needs inputs x and x_scale");
+  }
+  const Tensor& x = ctx.input(0);
+  const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (!IsEightBit(x.type()) && x.type() != DataType::kInt32) {
+    return ctx.Error("unsupported input type ", TypeName(x.type()));
+  }
+  if (zero_point && zero_point->type() != x.type()) {
+    return ctx.Error("zero point type differs from the input's");
+  }
+  absl::StatusOr<Quantization> q = ReadQuantization(ctx, x, ctx.input(1), zero_point);
+  if (!q.ok()) return q.status();
+  Tensor& y = ctx.Output(0, DataType::kFloat, x.dims());
+  float* out = y.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = q->channel(i);
+    out[i] =
+        static_cast<float>(x.GetAsInt64(i) - q->zero_points[c]) * static_cast<float>(q->scales[c]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Error("missing input x");
+  const Tensor& x = ctx.input(0);
+  if (x.type() != DataType::kFloat) return ctx.Error("unsupported type ", TypeName(x.type()));
+  const float* in = x.data<float>();
+  // The range always includes 0 so that 0 is exactly representable.
+  float low = 0, high = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    low = std::min(low, in[i]);
+    high = std::max(high, in[i]);
+  }
+  const float scale = (high - low) / 255.0f;
+  const float zero_point =
+      scale == 0 ? 0.0f : std::clamp(std::nearbyint((0.0f - low) / scale), 0.0f, 255.0f);
+  Tensor& y = ctx.Output(0, DataType::kUint8, x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double q = scale == 0 ? 0.0 : std::nearbyint(in[i] / scale) + zero_point;
+    StoreQuantized(y, i, std::isnan(q) ? 0.0 : q);
+  }
+  if (ctx.outputs.size() > 1) ctx.Output(1, DataType::kFloat, {}).data<float>()[0] = scale;
+  if (ctx.outputs.size() > 2) {
+    ctx.Output(2, DataType::kUint8, {}).data<uint8_t>()[0] = static_cast<uint8_t>(zero_point);
+  }
+  return absl::OkStatus();
+}
+
+// The operands of an integer matrix product, with numpy's MatMul shape rules.
+struct ProductShape {
+  std::vector<int64_t> out_dims;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t a_batches = 1, b_batches = 1;
+  std::vector<int64_t> a_batch_of, b_batch_of;  // per output batch: the operand's batch
+};
+
+absl::StatusOr<ProductShape> MakeProductShape(const KernelContext& ctx, const Tensor& a,
+                                              const Tensor& b) {
+  if (a.rank() == 0 || b.rank() == 0) return ctx.Error("operands must have rank >= 1");
+  ProductShape s;
+  std::vector<int64_t> a_dims = a.dims(), b_dims = b.dims();
+  if (a.rank() == 1) a_dims.insert(a_dims.begin(), 1);
+  if (b.rank() == 1) b_dims.push_back(1);
+  s.m = a_dims[a_dims.size() - 2];
+  s.k = a_dims.back();
+  s.n = b_dims.back();
+  if (b_dims[b_dims.size() - 2] != s.k) {
+    return ctx.Error("cannot multiply ", DescribeTensor(a), " by ", DescribeTensor(b));
+  }
+  const std::vector<int64_t> a_batch(a_dims.begin(), a_dims.end() - 2);
+  const std::vector<int64_t> b_batch(b_dims.begin(), b_dims.end() - 2);
+  s.a_batches = Tensor::NumElements(a_batch);
+  s.b_batches = Tensor::NumElements(b_batch);
+  absl::StatusOr<BroadcastPlan> plan = BroadcastPlan::Make(a_batch, b_batch);
+  if (!plan.ok()) return ctx.Error(plan.status().message());
+  s.a_batch_of = plan->OperandOffsets(0);
+  s.b_batch_of = plan->OperandOffsets(1);
+  s.out_dims = plan->output_dims();
+  if (a.rank() > 1) s.out_dims.push_back(s.m);
+  if (b.rank() > 1) s.out_dims.push_back(s.n);
+  return s;
+}
+
+// A zero point or scale given per tensor, per row of A (per column of B), or per row of each
+// batch ([..., M, 1] / [..., 1, N]); expanded to one value per (operand batch, row).
+absl::StatusOr<std::vector<double>> ExpandParameter(const KernelContext& ctx, const Tensor* t,
+                                                    int64_t batches, int64_t rows,
+                                                    double fallback) {
+  std::vector<double> values(batches * rows, fallback);
+  if (t == nullptr) return values;
+  const int64_t count = t->numel();
+  for (int64_t i = 0; i < batches * rows; ++i) {
+    if (count == 1) {
+      values[i] = t->GetAsDouble(0);
+    } else if (count == rows && t->rank() == 1) {
+      values[i] = t->GetAsDouble(i % rows);
+    } else if (count == batches * rows) {
+      values[i] = t->GetAsDouble(i);
+    } else {
+      return ctx.Error("a zero point or scale has ", count, " values, expected 1 or ", rows);
+    }
+  }
+  return values;
+}
+
+// acc[batch, m, n] = sum_k (a - a_zero) * (b - b_zero), exactly, in 32-bit integers.
+absl::StatusOr<std::vector<int32_t>> IntegerProduct(const KernelContext& ctx, const Tensor& a,
+                                                    const Tensor& b, const Tensor* a_zero,
+                                                    const Tensor* b_zero, const ProductShape& s,
+                                                    ThreadPool* pool) {
+  if (!IsEightBit(a.type()) || !IsEightBit(b.type())) {
+    return ctx.Error("operands must be int8 or uint8, got ", TypeName(a.type()), " and ",
+                     TypeName(b.type()));
+  }
+  if ((a_zero && a_zero->type() != a.type()) || (b_zero && b_zero->type() != b.type())) {
+    return ctx.Error("zero point types differ from the operands'");
+  }
+  absl::StatusOr<std::vector<double>> a_zeros = ExpandParameter(ctx, a_zero, s.a_batches, s.m, 0.0);
+  if (!a_zeros.ok()) return a_zeros.status();
+  absl::StatusOr<std::vector<double>> b_zeros = ExpandParameter(ctx, b_zero, s.b_batches, s.n, 0.0);
+  if (!b_zeros.ok()) return b_zeros.status();
+  // Operands with the zero points taken off, B transposed so both read along K.
+  std::vector<int32_t> a_values(a.numel()), b_values(b.numel());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const int64_t row = i / std::max<int64_t>(s.k, 1);
+    a_values[i] = static_cast<int32_t>(a.GetAsInt64(i) - static_cast<int64_t>((*a_zeros)[row]));
+  }
+  for (int64_t batch = 0; batch < s.b_batches; ++batch) {
+    for (int64_t p = 0; p < s.k; ++p) {
+      for (int64_t col = 0; col < s.n; ++col) {
+        const int64_t source = (batch * s.k + p) * s.n + col;
+        b_values[(batch * s.n + col) * s.k + p] = static_cast<int32_t>(
+            b.GetAsInt64(source) - static_cast<int64_t>((*b_zeros)[batch * s.n + col]));
+      }
+    }
+  }
+  const int64_t batches = static_cast<int64_t>(s.a_batch_of.size());
+  std::vector<int32_t> acc(batches * s.m * s.n, 0);
+  ParallelFor(pool, batches * s.m, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t batch = r / std::max<int64_t>(s.m, 1), row = r % std::max<int64_t>(s.m, 1);
+      const int32_t* a_row = &a_values[(s.a_batch_of[batch] * s.m + row) * s.k];
+      const int32_t* b_base = &b_values[s.b_batch_of[batch] * s.n * s.k];
+      for (int64_t col = 0; col < s.n; ++col) {
+        const int32_t* b_col = b_base + col * s.k;
+        int32_t sum = 0;
+        for (int64_t p = 0; p < s.k; ++p) sum += a_row[p] * b_col[p];
+        acc[r * s.n + col] = sum;
+      }
+    }
+  });
+  return acc;
+}
+
+const Tensor* OptionalInput(const KernelContext& ctx, size_t i) {
+  return ctx.has_input(i) ? &ctx.input(i) : nullptr;
+}
+
+absl::Status MatMulInteger(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("needs inputs A and B");
+  absl::StatusOr<ProductShape> s = MakeProductShape(ctx, ctx.input(0), ctx.input(1));
+  if (!s.ok()) return s.status();
+  absl::StatusOr<std::vector<int32_t>> acc = IntegerProduct(
+      ctx, ctx.input(0), ctx.input(1), OptionalInput(ctx, 2), OptionalInput(ctx, 3), *s, ctx.pool);
+  if (!acc.ok()) return acc.status();
+  Tensor& y = ctx.Output(0, DataType::kInt32, s->out_dims);
+  std::copy(acc->begin(), acc->end(), y.data<int32_t>());
+  return absl::OkStatus();
+}
+
+// Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
+absl::Status QLinearMatMul(KernelContext& ctx) {
+  for (size_t i = 0; i < 8; ++i) {
+    if (!ctx.has_input(i)) return ctx.Error("missing input ", i);
+  }
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(3);
+  const Tensor& y_scale = ctx.input(6);
+  const Tensor& y_zero = ctx.input(7);
+  if (y_scale.numel() != 1 || y_zero.numel() != 1) {
+    return ctx.Error("y_scale and y_zero_point must be scalars");
+  }
+  if (!IsEightBit(y_zero.type())) return ctx.Error("unsupported output type");
+  absl::StatusOr<ProductShape> s = MakeProductShape(ctx, a, b);
+  if (!s.ok()) return s.status();
+  absl::StatusOr<std::vector<int32_t>> acc =
+      IntegerProduct(ctx, a, b, &ctx.input(2), &ctx.input(5), *s, ctx.pool);
+  if (!acc.ok()) return acc.status();
+  absl::StatusOr<std::vector<double>> a_scales =
+      ExpandParameter(ctx, &ctx.input(1), s->a_batches, s->m, 1.0);
+  if (!a_scales.ok()) return a_scales.status();
+  absl::StatusOr<std::vector<double>> b_scales =
+      ExpandParameter(ctx, &ctx.input(4), s->b_batches, s->n, 1.0);
+  if (!b_scales.ok()) return b_scales.status();
+  const double output_scale = y_scale.GetAsDouble(0);
+  const double output_zero = y_zero.GetAsDouble(0);
+  if (!(output_scale != 0)) return ctx.Error("y_scale must not be zero");
+  Tensor& y = ctx.Output(0, y_zero.type(), s->out_dims);
+  const int64_t m = std::max<int64_t>(s->m, 1), n = std::max<int64_t>(s->n, 1);
+  for (int64_t i = 0; i < static_cast<int64_t>(acc->size()); ++i) {
+    const int64_t batch = i / (m * n), row = i / n % m, col = i % n;
+    const double multiplier =
+        static_cast<float>((*a_scales)[s->a_batch_of[batch] * s->m + row] *
+                           (*b_scales)[s->b_batch_of[batch] * s->n + col] / output_scale);
+    StoreQuantized(y, i, std::nearbyint((*acc)[i] * multiplier) + output_zero);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddQuantizeKernels(std::vector<KernelDef>& table) {
+  table.push_back({"", "QuantizeLinear", 10, 18, QuantizeLinear, Float16Mode::kAsFloat});
+  table.push_back({"", "DequantizeLinear", 10, 18, DequantizeLinear, Float16Mode::kAsFloat});
+  table.push_back(
+      {"", "DynamicQuantizeLinear", 11, 18, DynamicQuantizeLinear, Float16Mode::kAsFloat});
+  table.push_back({"", "MatMulInteger", 10, 18, MatMulInteger, Float16Mode::kAsFloat});
+  table.push_back({"", "QLinearMatMul", 10, 18, QLinearMatMul, Float16Mode::kAsFloat});
+  AddQLinearConvKernels(table);
+}
+
+}  // namespace ovfix::exec

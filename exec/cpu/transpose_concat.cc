@@ -1,0 +1,528 @@
+// Kernels that rearrange whole tensors: Transpose, Concat, Split, Tile, Expand. Also the home of
+// CopyByOffsets, the strided copy that Slice, Pad, DepthToSpace and SpaceToDepth build on.
+// Every kernel here moves elements by their bytes (or as std::string for string tensors), so
+// one instantiation per element size covers all element types, float16 included.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "exec/kernel.h"
+#include "ir/float16.h"
+
+namespace ovfix::exec {
+
+// Shared with slice_pad.cc and generators.cc, which declare these themselves (the group has no
+// header of its own yet).
+namespace data_movement {
+
+constexpr int64_t kFill = std::numeric_limits<int64_t>::min();
+
+}  // namespace data_movement
+
+namespace {
+
+using data_movement::kFill;
+
+// One element moved as its bytes. Alignment 1 because tensors decoded from protobuf strings are
+// not guaranteed to be aligned to their element size.
+template <size_t N>
+struct Bytes {
+  unsigned char b[N];
+};
+
+// Calls fn.template operator()<T>() with T the storage of one element of `type`.
+template <typename Fn>
+void VisitStorage(DataType type, Fn&& fn) {
+  if (type == DataType::kString) return fn.template operator()<std::string>();
+  switch (ElementSize(type)) {
+    case 1: return fn.template operator()<Bytes<1>>();
+    case 2: return fn.template operator()<Bytes<2>>();
+    case 4: return fn.template operator()<Bytes<4>>();
+    case 8: return fn.template operator()<Bytes<8>>();
+    case 16: return fn.template operator()<Bytes<16>>();
+    default: return;  // callers check StorageSupported first
+  }
+}
+
+bool StorageSupported(DataType type) { return type == DataType::kString || ElementSize(type) > 0; }
+
+template <typename T>
+const T* Elements(const Tensor& t) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return t.strings().data();
+  } else {
+    return reinterpret_cast<const T*>(t.raw());
+  }
+}
+
+template <typename T>
+T* MutableElements(Tensor& t) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return t.strings().data();
+  } else {
+    return reinterpret_cast<T*>(t.raw());
+  }
+}
+
+std::vector<int64_t> ToInt64s(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsInt64(i);
+  return v;
+}
+
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t d = begin; d < end; ++d) p *= dims[d];
+  return p;
+}
+
+// Adds a row's per-dim offsets; kFill wins over everything.
+int64_t SumOffsets(int64_t a, int64_t b) { return a == kFill || b == kFill ? kFill : a + b; }
+
+template <typename T>
+void CopyByOffsetsTyped(const Tensor& source, const std::vector<std::vector<int64_t>>& offsets,
+                        const T& fill, Tensor& out, ThreadPool* pool) {
+  const T* src = Elements<T>(source);
+  T* dst = MutableElements<T>(out);
+  const std::vector<int64_t>& inner = offsets.back();
+  const int64_t inner_n = static_cast<int64_t>(inner.size());
+  bool contiguous = true, constant = true;
+  for (int64_t j = 0; j < inner_n; ++j) {
+    if (inner[j] == kFill || inner[j] != inner[0] + j) contiguous = false;
+    if (inner[j] == kFill || inner[j] != inner[0]) constant = false;
+  }
+  const size_t outer_rank = offsets.size() - 1;
+  int64_t rows = 1;
+  for (size_t d = 0; d < outer_rank; ++d) rows *= static_cast<int64_t>(offsets[d].size());
+
+  auto copy_rows = [&](int64_t begin, int64_t end) {
+    // Odometer over the outer dims, started at row `begin`.
+    std::vector<int64_t> index(outer_rank);
+    int64_t rest = begin;
+    for (size_t d = outer_rank; d-- > 0;) {
+      const int64_t n = static_cast<int64_t>(offsets[d].size());
+      index[d] = rest % n;
+      rest /= n;
+    }
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t base = 0;
+      for (size_t d = 0; d < outer_rank; ++d) base = SumOffsets(base, offsets[d][index[d]]);
+      T* out_row = dst + row * inner_n;
+      if (base == kFill) {
+        std::fill(out_row, out_row + inner_n, fill);
+      } else if (contiguous) {
+        std::copy(src + base + inner[0], src + base + inner[0] + inner_n, out_row);
+      } else if (constant) {
+        std::fill(out_row, out_row + inner_n, src[base + inner[0]]);
+      } else {
+        for (int64_t j = 0; j < inner_n; ++j) {
+          out_row[j] = inner[j] == kFill ? fill : src[base + inner[j]];
+        }
+      }
+      for (size_t d = outer_rank; d-- > 0;) {
+        if (++index[d] < static_cast<int64_t>(offsets[d].size())) break;
+        index[d] = 0;
+      }
+    }
+  };
+  ParallelFor(pool, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner_n, 1)), copy_rows);
+}
+
+// `value` converted to an integer type, clamped to its range (NaN gives 0): an out-of-range
+// float-to-integer conversion is undefined behaviour.
+template <typename T>
+T Saturate(double value) {
+  if (std::isnan(value)) return 0;
+  if (value <= static_cast<double>(std::numeric_limits<T>::min())) {
+    return std::numeric_limits<T>::min();
+  }
+  if (value >= static_cast<double>(std::numeric_limits<T>::max())) {
+    return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(value);
+}
+
+}  // namespace
+
+namespace data_movement {
+
+// out[i_0, ..., i_r-1] = source[sum_d offsets[d][i_d]], or *fill where any offset is kFill
+// (zero / empty string when fill is null). `out` is allocated with dims = the table sizes.
+// Transpose, Expand, Tile, Slice, Pad and the space/depth shuffles are all this copy with
+// different tables; the caller guarantees every non-fill sum is inside `source`.
+void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offsets,
+                   const Tensor* fill, Tensor& out, ThreadPool* pool) {
+  if (out.numel() == 0) return;
+  if (offsets.empty()) offsets.push_back({0});
+  // Short inner rows make the per-row work dominate: fold trailing dims into one table.
+  while (offsets.size() > 1 && offsets.back().size() < 64 &&
+         offsets.back().size() * offsets[offsets.size() - 2].size() <= 4096) {
+    std::vector<int64_t> inner = std::move(offsets.back());
+    offsets.pop_back();
+    std::vector<int64_t> merged;
+    merged.reserve(offsets.back().size() * inner.size());
+    for (int64_t a : offsets.back()) {
+      for (int64_t b : inner) merged.push_back(SumOffsets(a, b));
+    }
+    offsets.back() = std::move(merged);
+  }
+  VisitStorage(source.type(), [&]<typename T>() {
+    T fill_value{};
+    if (fill != nullptr && fill->numel() > 0) fill_value = Elements<T>(*fill)[0];
+    CopyByOffsetsTyped<T>(source, offsets, fill_value, out, pool);
+  });
+}
+
+// Rejects negative dims and outputs too large to allocate (the limit is far above any real
+// model; it keeps a bad shape input from aborting the process with bad_alloc).
+bool IsAllocatable(const std::vector<int64_t>& dims, DataType type) {
+  constexpr int64_t kMaxBytes = int64_t{1} << 40;
+  const int64_t element = std::max<int64_t>(static_cast<int64_t>(ElementSize(type)), 1);
+  int64_t n = 1;
+  bool empty = false;
+  for (int64_t d : dims) {
+    if (d < 0) return false;
+    if (d == 0) empty = true;
+  }
+  if (empty) return true;
+  for (int64_t d : dims) {
+    if (d > kMaxBytes / element / n) return false;
+    n *= d;
+  }
+  return true;
+}
+
+// A scalar of `type` holding `value` (float16 rounded to nearest even, bool is value != 0).
+// Undefined for types that have no numeric value (complex).
+Tensor ScalarOfType(DataType type, double value) {
+  Tensor t(type, {});
+  switch (type) {
+    case DataType::kFloat: *t.data<float>() = static_cast<float>(value); break;
+    case DataType::kDouble: *t.data<double>() = value; break;
+    case DataType::kFloat16:
+      *t.data<uint16_t>() = FloatToHalfBits(static_cast<float>(value));
+      break;
+    case DataType::kBfloat16:
+      *t.data<uint16_t>() = FloatToBfloat16Bits(static_cast<float>(value));
+      break;
+    case DataType::kInt8: *t.data<int8_t>() = Saturate<int8_t>(value); break;
+    case DataType::kUint8: *t.data<uint8_t>() = Saturate<uint8_t>(value); break;
+    case DataType::kInt16: *t.data<int16_t>() = Saturate<int16_t>(value); break;
+    case DataType::kUint16: *t.data<uint16_t>() = Saturate<uint16_t>(value); break;
+    case DataType::kInt32: *t.data<int32_t>() = Saturate<int32_t>(value); break;
+    case DataType::kUint32: *t.data<uint32_t>() = Saturate<uint32_t>(value); break;
+    case DataType::kInt64: *t.data<int64_t>() = Saturate<int64_t>(value); break;
+    case DataType::kUint64: *t.data<uint64_t>() = Saturate<uint64_t>(value); break;
+    case DataType::kBool: *t.data<uint8_t>() = value != 0.0; break;
+    case DataType::kString: break;  // the empty string
+    default: return Tensor();
+  }
+  return t;
+}
+
+}  // namespace data_movement
+
+namespace {
+
+using data_movement::CopyByOffsets;
+using data_movement::IsAllocatable;
+
+// out[b, c, r] = in[b, r, c], in tiles so that both sides stay in cache.
+template <typename T>
+void BatchedTranspose2D(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols,
+                        ThreadPool* pool) {
+  constexpr int64_t kTile = 32;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  ParallelFor(pool, batch * row_tiles * col_tiles, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t b = t / (row_tiles * col_tiles);
+      const int64_t r0 = (t / col_tiles % row_tiles) * kTile, c0 = (t % col_tiles) * kTile;
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      const T* in_b = in + b * rows * cols;
+      T* out_b = out + b * rows * cols;
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) out_b[c * rows + r] = in_b[r * cols + c];
+      }
+    }
+  });
+}
+
+absl::Status Transpose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const size_t rank = x.rank();
+  std::vector<int64_t> perm = ctx.node.GetInts("perm");
+  if (!ctx.node.HasAttribute("perm")) {
+    perm.resize(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
+  }
+  if (perm.size() != rank) {
+    return ctx.Error("perm has ", perm.size(), " entries for a rank ", rank, " input");
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p]) {
+      return ctx.Error("perm is not a permutation of 0..", rank - 1);
+    }
+    seen[p] = true;
+  }
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  std::vector<int64_t> out_dims(rank);
+  for (size_t i = 0; i < rank; ++i) out_dims[i] = x.dim(perm[i]);
+
+  // Unit dims move freely; adjacent input axes that stay adjacent move as one. What is left
+  // is the real permutation, usually of rank 2 or 3.
+  std::vector<int64_t> kept_perm;  // perm over the input axes with dim != 1
+  for (int64_t p : perm) {
+    if (x.dim(p) != 1) kept_perm.push_back(p);
+  }
+  std::vector<std::vector<int64_t>> groups;  // runs of consecutive input axes, in output order
+  for (int64_t p : kept_perm) {
+    if (!groups.empty() && groups.back().back() + 1 == p) {
+      groups.back().push_back(p);
+    } else {
+      groups.push_back({p});
+    }
+  }
+  std::vector<size_t> by_input(groups.size());  // group indices in input order
+  std::iota(by_input.begin(), by_input.end(), 0);
+  std::sort(by_input.begin(), by_input.end(),
+            [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
+  if (std::is_sorted(by_input.begin(), by_input.end())) {
+    ctx.outputs[0] = x.Reshaped(out_dims);  // only unit dims move: same element order
+    return absl::OkStatus();
+  }
+  std::vector<int64_t> in_dims(groups.size()), merged_perm(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    int64_t n = 1;
+    for (int64_t axis : groups[by_input[i]]) n *= x.dim(axis);
+    in_dims[i] = n;
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    merged_perm[by_input[i]] = static_cast<int64_t>(i);
+  }
+  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  const size_t merged_rank = in_dims.size();
+  bool batched_swap = merged_rank >= 2 && merged_perm[merged_rank - 2] == merged_rank - 1 &&
+                      merged_perm[merged_rank - 1] == merged_rank - 2;
+  for (size_t i = 0; i + 2 < merged_rank; ++i) batched_swap &= merged_perm[i] == i;
+  if (batched_swap) {
+    const int64_t rows = in_dims[merged_rank - 2], cols = in_dims[merged_rank - 1];
+    const int64_t batch = Product(in_dims, 0, merged_rank - 2);
+    VisitStorage(x.type(), [&]<typename T>() {
+      BatchedTranspose2D(Elements<T>(x), MutableElements<T>(y), batch, rows, cols, ctx.pool);
+    });
+    return absl::OkStatus();
+  }
+  const std::vector<int64_t> strides = Strides(in_dims);
+  std::vector<std::vector<int64_t>> offsets(merged_rank);
+  for (size_t d = 0; d < merged_rank; ++d) {
+    const int64_t axis = merged_perm[d];
+    offsets[d].resize(in_dims[axis]);
+    for (int64_t i = 0; i < in_dims[axis]; ++i) offsets[d][i] = i * strides[axis];
+  }
+  CopyByOffsets(x, std::move(offsets), nullptr, y, ctx.pool);
+  return absl::OkStatus();
+}
+
+absl::Status Concat(KernelContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.Error("no inputs");
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) return ctx.Error("input ", i, " is missing");
+  }
+  const Tensor& first = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(first.rank());
+  if (ctx.opset >= 4 && !ctx.node.HasAttribute("axis")) return ctx.Error("axis is required");
+  int64_t axis = ctx.node.GetInt("axis", 1);  // opset 1-3 defaults to 1
+  if (rank == 0) return ctx.Error("cannot concatenate scalars");
+  if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
+  if (axis < 0) axis += rank;
+  if (!StorageSupported(first.type())) return ctx.Error("unsupported element type");
+  std::vector<int64_t> out_dims = first.dims();
+  out_dims[axis] = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.type() != first.type()) return ctx.Error("inputs have different element types");
+    if (static_cast<int64_t>(t.rank()) != rank) return ctx.Error("inputs have different ranks");
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != axis && t.dim(d) != first.dim(d)) {
+        return ctx.Error("input ", i, " is ", DescribeTensor(t), ", expected dims like ",
+                         DescribeTensor(first), " except on axis ", axis);
+      }
+    }
+    out_dims[axis] += t.dim(axis);
+  }
+  Tensor& y = ctx.Output(0, first.type(), out_dims);
+  if (y.numel() == 0) return absl::OkStatus();
+  const int64_t outer = Product(out_dims, 0, axis);
+  const int64_t inner = Product(out_dims, axis + 1, out_dims.size());
+  const int64_t out_block = out_dims[axis] * inner;
+  VisitStorage(first.type(), [&]<typename T>() {
+    T* dst = MutableElements<T>(y);
+    ParallelFor(ctx.pool, outer, std::max<int64_t>(1, 16384 / out_block),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t o = b; o < e; ++o) {
+                    T* out_row = dst + o * out_block;
+                    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+                      const Tensor& t = ctx.input(i);
+                      const int64_t block = t.dim(axis) * inner;
+                      const T* src = Elements<T>(t) + o * block;
+                      std::copy(src, src + block, out_row);
+                      out_row += block;
+                    }
+                  }
+                });
+  });
+  return absl::OkStatus();
+}
+
+absl::Status Split(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  int64_t axis = ctx.node.GetInt("axis", 0);
+  if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
+  if (axis < 0) axis += rank;
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  const int64_t n_out = static_cast<int64_t>(ctx.outputs.size());
+  if (n_out == 0) return ctx.Error("no outputs");
+  const int64_t dim = x.dim(axis);
+  std::vector<int64_t> sizes;
+  if (ctx.has_input(1)) {
+    sizes = ToInt64s(ctx.input(1));
+  } else if (ctx.node.HasAttribute("split")) {
+    sizes = ctx.node.GetInts("split");
+  } else if (ctx.node.HasAttribute("num_outputs")) {
+    // Opset 18: as equal as possible, the last part smaller.
+    if (ctx.node.GetInt("num_outputs", 0) != n_out) {
+      return ctx.Error("num_outputs does not match the number of outputs");
+    }
+    const int64_t chunk = (dim + n_out - 1) / n_out;
+    for (int64_t k = 0, left = dim; k < n_out; ++k, left -= chunk) {
+      sizes.push_back(std::clamp<int64_t>(left, 0, chunk));
+    }
+  } else {
+    if (dim % n_out != 0) {
+      return ctx.Error("axis dim ", dim, " does not split into ", n_out, " equal parts");
+    }
+    sizes.assign(n_out, dim / n_out);
+  }
+  if (static_cast<int64_t>(sizes.size()) != n_out) {
+    return ctx.Error("split has ", sizes.size(), " entries for ", n_out, " outputs");
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) return ctx.Error("negative split size ", s);
+    total += s;
+  }
+  if (total != dim) return ctx.Error("split sizes sum to ", total, ", axis dim is ", dim);
+  const int64_t outer = Product(x.dims(), 0, axis);
+  const int64_t inner = Product(x.dims(), axis + 1, x.rank());
+  int64_t offset = 0;
+  for (int64_t k = 0; k < n_out; ++k) {
+    std::vector<int64_t> dims = x.dims();
+    dims[axis] = sizes[k];
+    Tensor& y = ctx.Output(k, x.type(), dims);
+    const int64_t block = sizes[k] * inner;
+    if (y.numel() > 0) {
+      VisitStorage(x.type(), [&]<typename T>() {
+        const T* src = Elements<T>(x) + offset * inner;
+        T* dst = MutableElements<T>(y);
+        for (int64_t o = 0; o < outer; ++o) {
+          std::copy(src + o * dim * inner, src + o * dim * inner + block, dst + o * block);
+        }
+      });
+    }
+    offset += sizes[k];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Tile(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (!ctx.has_input(1)) return ctx.Error("repeats is required");
+  const std::vector<int64_t> repeats = ToInt64s(ctx.input(1));
+  if (repeats.size() != x.rank()) {
+    return ctx.Error("repeats has ", repeats.size(), " entries for a rank ", x.rank(), " input");
+  }
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  std::vector<int64_t> out_dims(x.rank());
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (repeats[d] < 0) return ctx.Error("negative repeat ", repeats[d]);
+    if (x.dim(d) > 0 && repeats[d] > std::numeric_limits<int64_t>::max() / x.dim(d)) {
+      return ctx.Error("output too large");
+    }
+    out_dims[d] = x.dim(d) * repeats[d];
+  }
+  if (!IsAllocatable(out_dims, x.type())) return ctx.Error("output too large");
+  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  if (y.numel() == 0) return absl::OkStatus();
+  const std::vector<int64_t> strides = Strides(x.dims());
+  std::vector<std::vector<int64_t>> offsets(x.rank());
+  for (size_t d = 0; d < x.rank(); ++d) {
+    offsets[d].resize(out_dims[d]);
+    for (int64_t i = 0; i < out_dims[d]; ++i) offsets[d][i] = (i % x.dim(d)) * strides[d];
+  }
+  CopyByOffsets(x, std::move(offsets), nullptr, y, ctx.pool);
+  return absl::OkStatus();
+}
+
+absl::Status Expand(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (!ctx.has_input(1)) return ctx.Error("shape is required");
+  const std::vector<int64_t> shape = ToInt64s(ctx.input(1));
+  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  const size_t rank = std::max(x.rank(), shape.size());
+  // Both sides right-aligned and padded with 1s, broadcast as numpy does.
+  std::vector<int64_t> in_dims(rank, 1), out_dims(rank);
+  std::copy(x.dims().begin(), x.dims().end(), in_dims.begin() + (rank - x.rank()));
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t want = d + shape.size() >= rank ? shape[d + shape.size() - rank] : 1;
+    const int64_t have = in_dims[d];
+    if (want < 0) return ctx.Error("negative dim ", want, " in shape");
+    if (have == want || want == 1) {
+      out_dims[d] = have;
+    } else if (have == 1) {
+      out_dims[d] = want;
+    } else {
+      return ctx.Error("cannot broadcast ", DescribeTensor(x), " to the shape given");
+    }
+  }
+  if (!IsAllocatable(out_dims, x.type())) return ctx.Error("output too large");
+  if (out_dims == in_dims) {
+    ctx.outputs[0] = x.Reshaped(out_dims);
+    return absl::OkStatus();
+  }
+  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  if (y.numel() == 0) return absl::OkStatus();
+  const std::vector<int64_t> strides = Strides(in_dims);
+  std::vector<std::vector<int64_t>> offsets(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    offsets[d].resize(out_dims[d]);
+    for (int64_t i = 0; i < out_dims[d]; ++i) offsets[d][i] = in_dims[d] == 1 ? 0 : i * strides[d];
+  }
+  CopyByOffsets(x, std::move(offsets), nullptr, y, ctx.pool);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddTransposeConcatKernels(std::vector<KernelDef>& table) {
+  constexpr Float16Mode kNative = Float16Mode::kNative;
+  table.push_back({"", "Transpose", 1, kLatestOpset, Transpose, kNative});
+  table.push_back({"", "Concat", 1, kLatestOpset, Concat, kNative});
+  table.push_back({"", "Split", 1, kLatestOpset, Split, kNative});
+  table.push_back({"", "Tile", 6, kLatestOpset, Tile, kNative});
+  table.push_back({"", "Expand", 8, kLatestOpset, Expand, kNative});
+}
+
+}  // namespace ovfix::exec

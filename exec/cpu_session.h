@@ -1,0 +1,40 @@
+// The cpu backend's Session: the reference executor. Beyond the Session interface it runs
+// graphs whose inputs or outputs are sequences or optionals (RunValues).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "exec/cpu/control_flow.h"
+#include "exec/executor.h"
+#include "exec/thread_pool.h"
+
+namespace ovfix::exec {
+
+struct Plan;  // a compiled graph (session.cc)
+
+using ValueMap = std::map<std::string, RuntimeValue>;
+
+class CpuSession : public Session {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuSession>> Create(const Model& model,
+                                                            const SessionOptions& options);
+  ~CpuSession() override;
+
+  absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& inputs) override;
+  // Like Run, for graphs with sequence or optional inputs/outputs.
+  absl::StatusOr<std::vector<RuntimeValue>> RunValues(const ValueMap& inputs);
+  const TensorMap& captured() const override { return captured_; }
+
+ private:
+  explicit CpuSession(const SessionOptions& options);
+
+  std::unique_ptr<Plan> plan_;
+  std::unique_ptr<ThreadPool> pool_;
+  TensorMap captured_;
+};
+
+}  // namespace ovfix::exec

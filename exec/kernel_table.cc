@@ -1,0 +1,57 @@
+// The one explicit table of CPU kernels: every group of exec/cpu/ adds its entries here, in
+// a fixed order, so `ovfix ops` lists them the same way every time.
+//
+// No weak fallback definitions of the group functions live here: ovfix_exec is a static
+// library, and a weak definition in this object would be linked instead of a group's real
+// definition (the linker never pulls an archive member to replace a weak symbol).
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "exec/kernel.h"
+
+namespace ovfix::exec {
+namespace {
+
+struct Table {
+  std::vector<KernelDef> entries;
+  // (domain, op type) -> indices into entries.
+  absl::flat_hash_map<std::pair<std::string, std::string>, std::vector<size_t>> by_op;
+};
+
+const Table& GetTable() {
+  static const Table* table = [] {
+    auto* t = new Table();
+    AddElementwiseKernels(t->entries);
+    AddMathKernels(t->entries);
+    AddReduceKernels(t->entries);
+    AddShapeKernels(t->entries);
+    AddMiscKernels(t->entries);
+    AddControlFlowKernels(t->entries);
+    for (size_t i = 0; i < t->entries.size(); ++i) {
+      const KernelDef& k = t->entries[i];
+      std::string domain(k.domain == "ai.onnx" ? std::string_view() : k.domain);
+      t->by_op[{domain, std::string(k.op_type)}].push_back(i);
+    }
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, int opset) {
+  const Table& table = GetTable();
+  if (domain == "ai.onnx") domain = "";
+  auto it = table.by_op.find(std::make_pair(std::string(domain), std::string(op_type)));
+  if (it == table.by_op.end()) return nullptr;
+  for (size_t i : it->second) {
+    const KernelDef& k = table.entries[i];
+    if (opset >= k.since_version && opset <= k.until_version) return &k;
+  }
+  return nullptr;
+}
+
+const std::vector<KernelDef>& AllKernels() { return GetTable().entries; }
+
+}  // namespace ovfix::exec

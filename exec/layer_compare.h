@@ -1,0 +1,129 @@
+// Layer-by-layer comparison of two runs of a model (two backends or precisions), or of two
+// models (an original and its conversion) on one backend: both run with capture on, every
+// node output present on both sides is compared, and the node where a divergence starts is
+// named, which is where a bug or an fp16 overflow has to be looked for; the nodes after it
+// merely inherit it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "exec/compare.h"
+#include "exec/executor.h"
+#include "ir/model.h"
+#include "ir/tensor.h"
+
+namespace ovfix::exec {
+
+// One run: a model and how to run it. `label` names it in reports ("cpu:fp32").
+struct CompareSide {
+  const Model* model = nullptr;
+  SessionOptions options;
+  std::string label;
+};
+
+// "cpu:fp32", "opencl:fp16-storage", "opencl" (fp32) -> backend and precision.
+absl::Status ParseSideSpec(std::string_view spec, SessionOptions& options);
+
+// One value seen on both sides. Floats are compared as doubles (float16 converted), against
+// the reference's range: within tolerance when max |test - ref| <= atol + rtol * range, where
+// range is max |ref| over its finite elements, and when NaN/inf sit at the same places on both
+// sides. The range rather than each element's own magnitude is what makes fp16 rounding noise
+// pass on values near zero while an overflow or a wrong kernel fails. Integers and bools
+// must be equal.
+struct ValueComparison {
+  std::string name;
+  std::string ref_type, test_type;  // "float[1,64]"
+  bool within = true;
+  std::string problem;  // why not, in a few words ("3 elements inf on test only")
+  // Over the elements finite on both sides; inf when a NaN or inf sits on one side only.
+  double max_abs_error = 0;
+  double range = 0;
+  double rel_error = 0;  // max_abs_error / range (inf when range is 0 and the error not)
+  double cosine = 1;     // over the elements finite on both sides
+  int64_t ref_non_finite = 0, test_non_finite = 0;
+  int64_t elements = 0;
+};
+
+ValueComparison CompareValue(const std::string& name, const Tensor& ref, const Tensor& test,
+                             const Tolerance& tolerance);
+
+enum class NodeState {
+  kWithin,       // every compared output within tolerance
+  kDiverged,     // an output crosses the tolerance
+  kNotCompared,  // no output present on both sides (it may still carry a divergence)
+};
+
+struct NodeComparison {
+  int index = 0;  // position in the reference graph's topological order (Constants skipped)
+  std::string name, op_type, description;  // description: Node::Describe()
+  std::vector<ValueComparison> outputs;    // outputs present on both sides
+  NodeState state = NodeState::kWithin;
+  // An input (produced by another node on both sides, or reached through values that could
+  // not be compared) already out of tolerance: this node shows a divergence, it does not
+  // start one.
+  bool inputs_diverged = false;
+  std::vector<std::string> diverged_inputs;  // names, for the report
+  // Worst over `outputs`.
+  double max_abs_error = 0, rel_error = 0, cosine = 1;
+  int64_t ref_non_finite = 0, test_non_finite = 0;
+};
+
+// A float weight or constant that the test side's fp16 storage cannot hold.
+struct WeightIssue {
+  std::string name;
+  std::string source;  // "initializer" or the Constant node's description
+  int64_t elements = 0;
+  int64_t overflow = 0;   // |w| > 65504: becomes inf
+  int64_t underflow = 0;  // nonzero, below fp16's normal range, and flushed to 0 or distorted
+  double example = 0, example_fp16 = 0;  // the worst element and what fp16 makes of it
+  std::string problem;                   // "1e-08 becomes 0"
+};
+
+struct LayerReport {
+  std::string ref_label, test_label;
+  Tolerance tolerance;
+  std::vector<NodeComparison> nodes;
+  int first_divergence = -1;  // index into `nodes`, -1 when none
+  std::vector<WeightIssue> weights;
+  // Graph inputs and outputs that differ, and remarks (e.g. nodes that ran on the CPU).
+  std::vector<ValueComparison> graph_inputs;
+  std::vector<std::string> notes;
+  int compared_values = 0;
+  int diverged_values = 0;
+  bool all_within() const { return diverged_values == 0; }
+};
+
+// Walks `ref_graph`'s nodes in topological order over two sets of captured values (by name)
+// and fills everything but the weights and notes.
+LayerReport CompareCaptures(const Graph& ref_graph, const TensorMap& ref, const TensorMap& test,
+                            const Tolerance& tolerance);
+
+// Float initializers and Constant outputs of `model` that fp16 cannot hold. An element that
+// loses its value counts only when it is not negligible next to the tensor's largest
+// element (whose own fp16 rounding error is larger), so a conv weight with a few tiny
+// entries is not listed but a lone epsilon of 1e-8 is.
+std::vector<WeightIssue> FindUnrepresentableWeights(const Model& model,
+                                                    double max_relative_loss = 0.1);
+
+// Runs both sides on `inputs` with capture on and compares them. Weights are checked when
+// the test side rounds floats to fp16 (fp16-storage, fp16) and, for two different models,
+// where a float weight of the reference is float16 in the test model.
+absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareSide& test,
+                                          const TensorMap& inputs, const Tolerance& tolerance);
+
+// Inputs for every graph input that is not an initializer, from a fixed seed: floats uniform
+// in [-1, 1), integers in [0, 4), bools random; symbolic or unknown dims are 1. Good enough
+// to exercise every layer; real inputs show real ranges better.
+absl::StatusOr<TensorMap> RandomInputs(const Graph& graph, uint64_t seed = 0x0f1c0ae5ull);
+
+// Makes a feed match the type a model's graph input declares (float <-> float16), so one
+// set of inputs drives an original and its fp16 conversion.
+Tensor ConvertFeed(const Tensor& feed, DataType wanted);
+
+// Whether any value or initializer of the model's main graph is float16.
+bool HasFloat16Values(const Model& model);
+
+}  // namespace ovfix::exec

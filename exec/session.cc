@@ -1,0 +1,603 @@
+// The cpu session. Creating it compiles each graph (the main graph and every subgraph) into a
+// Plan: one slot per value, one Step per node with its kernel already looked up, and the
+// slots each step may release because nothing later reads them. Running a Plan is then a
+// walk over its steps with no name lookups. Subgraphs read outer-scope values by copying
+// them from the enclosing frame when their own frame starts (tensors share buffers).
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "exec/cpu_session.h"
+#include "exec/kernel.h"
+#include "exec/opencl/opencl_session.h"
+#include "ir/float16.h"
+#include "ir/graph.h"
+#include "ir/model.h"
+
+namespace ovfix::exec {
+
+struct Step {
+  const Node* node = nullptr;
+  const KernelDef* kernel = nullptr;
+  ValueKernelFn value_kernel = nullptr;  // set for ops over sequences or with subgraphs
+  int opset = 0;
+  std::vector<int> inputs, outputs;      // slots; -1 for an omitted input/output
+  std::vector<int> implicit_inputs;      // slots its subgraphs capture (read from outer scope)
+  std::vector<int> release;              // slots last read by this step
+  std::vector<std::unique_ptr<Plan>> subgraphs;
+  mutable std::shared_ptr<void> state;   // KernelContext::state
+};
+
+struct Plan {
+  const Graph* graph = nullptr;
+  Plan* parent = nullptr;
+  int num_slots = 0;
+  std::vector<std::string> slot_names;
+  std::vector<int> input_slots, output_slots;
+  std::vector<std::pair<int, int>> captures;  // (enclosing frame slot, own slot)
+  std::vector<std::pair<int, RuntimeValue>> constants;
+  std::vector<Step> steps;
+  // Only while compiling.
+  absl::flat_hash_map<const Value*, int> slot_of;
+  int compiling_step = -1;
+};
+
+namespace {
+
+bool RoundsFloats(Precision p) { return p != Precision::kFp32; }
+
+void RoundInPlace(Tensor& t, ThreadPool* pool) {
+  float* data = t.data<float>();
+  ParallelFor(pool, t.numel(), 1 << 15, [data](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) data[i] = RoundToHalf(data[i]);
+  });
+}
+
+Tensor RoundedCopy(const Tensor& t, ThreadPool* pool) {
+  Tensor copy = t.Clone();
+  RoundInPlace(copy, pool);
+  return copy;
+}
+
+Tensor HalfToFloat(const Tensor& t) {
+  Tensor out(DataType::kFloat, t.dims());
+  const uint16_t* in = t.data<uint16_t>();
+  float* o = out.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) o[i] = HalfBitsToFloat(in[i]);
+  return out;
+}
+
+Tensor FloatToHalf(const Tensor& t) {
+  Tensor out(DataType::kFloat16, t.dims());
+  const float* in = t.data<float>();
+  uint16_t* o = out.data<uint16_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) o[i] = FloatToHalfBits(in[i]);
+  return out;
+}
+
+std::string QuotedName(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
+
+// ---- compiling ----
+
+class Compiler {
+ public:
+  Compiler(const Model& model, const SessionOptions& options, ThreadPool* pool)
+      : model_(model), options_(options), pool_(pool) {}
+
+  absl::Status Compile(const Graph& graph, Plan* parent, Plan& plan) {
+    plan.graph = &graph;
+    plan.parent = parent;
+    for (const Value* v : graph.inputs()) {
+      if (plan.slot_of.contains(v)) return absl::InvalidArgumentError(
+          absl::StrCat("graph input ", QuotedName(v), " is listed twice"));
+      plan.input_slots.push_back(NewSlot(plan, v));
+    }
+    for (const Value* v : graph.initializers()) {
+      auto it = plan.slot_of.find(v);
+      const int slot = it != plan.slot_of.end() ? it->second : NewSlot(plan, v);
+      const Tensor& t = v->tensor();
+      const bool round = RoundsFloats(options_.precision) && t.type() == DataType::kFloat;
+      plan.constants.emplace_back(slot, RuntimeValue(round ? RoundedCopy(t, pool_) : t));
+    }
+    absl::StatusOr<std::vector<const Node*>> order = Order(graph);
+    if (!order.ok()) return order.status();
+    for (const Node* node : *order) {
+      if (absl::Status s = CompileNode(*node, plan); !s.ok()) return s;
+    }
+    for (const Value* v : graph.outputs()) {
+      absl::StatusOr<int> slot = Resolve(plan, v);
+      if (!slot.ok()) return slot.status();
+      plan.output_slots.push_back(*slot);
+    }
+    PlanReleases(plan, /*keep_all=*/parent == nullptr && options_.capture);
+    plan.slot_of.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  int NewSlot(Plan& plan, const Value* v) {
+    plan.slot_of[v] = plan.num_slots;
+    plan.slot_names.push_back(v->name());
+    return plan.num_slots++;
+  }
+
+  // The slot of `v` in `plan`, capturing it from the enclosing frames when it is theirs.
+  absl::StatusOr<int> Resolve(Plan& plan, const Value* v) {
+    if (auto it = plan.slot_of.find(v); it != plan.slot_of.end()) return it->second;
+    if (v->owner() == plan.graph || plan.parent == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value ", QuotedName(v), " is read before anything produces it (graph '",
+          plan.graph->name(), "')"));
+    }
+    Plan& parent = *plan.parent;
+    absl::StatusOr<int> outer = Resolve(parent, v);
+    if (!outer.ok()) return outer.status();
+    if (parent.compiling_step >= 0) {
+      parent.steps[parent.compiling_step].implicit_inputs.push_back(*outer);
+    }
+    const int own = NewSlot(plan, v);
+    plan.captures.emplace_back(*outer, own);
+    return own;
+  }
+
+  // Nodes as listed when that order is topological, else sorted (Kahn).
+  absl::StatusOr<std::vector<const Node*>> Order(const Graph& graph) {
+    std::vector<const Node*> nodes;
+    for (const Node* n : graph.nodes()) nodes.push_back(n);
+    absl::flat_hash_set<const Node*> seen;
+    bool sorted = true;
+    for (const Node* n : nodes) {
+      for (const Value* v : n->inputs()) {
+        if (v != nullptr && v->producer() != nullptr && v->owner() == &graph &&
+            !seen.contains(v->producer())) {
+          sorted = false;
+        }
+      }
+      seen.insert(n);
+    }
+    if (sorted) return nodes;
+    absl::flat_hash_map<const Node*, int> pending;
+    absl::flat_hash_map<const Node*, std::vector<const Node*>> consumers;
+    for (const Node* n : nodes) {
+      int count = 0;
+      for (const Value* v : n->inputs()) {
+        if (v != nullptr && v->producer() != nullptr && v->owner() == &graph) {
+          consumers[v->producer()].push_back(n);
+          ++count;
+        }
+      }
+      pending[n] = count;
+    }
+    std::vector<const Node*> ready, result;
+    for (const Node* n : nodes) {
+      if (pending[n] == 0) ready.push_back(n);
+    }
+    while (!ready.empty()) {
+      const Node* n = ready.back();
+      ready.pop_back();
+      result.push_back(n);
+      for (const Node* c : consumers[n]) {
+        if (--pending[c] == 0) ready.push_back(c);
+      }
+    }
+    if (result.size() != nodes.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph '", graph.name(), "' has a cycle"));
+    }
+    return result;
+  }
+
+  absl::Status CompileNode(const Node& node, Plan& plan) {
+    Step step;
+    step.node = &node;
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const int64_t opset = model_.OpsetVersion(domain);
+    if (opset < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          node.Describe(), ": the model imports no opset for domain '", domain, "'"));
+    }
+    step.opset = static_cast<int>(opset);
+    step.kernel = FindKernel(domain, node.op_type(), step.opset);
+    if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
+    step.value_kernel = FindValueKernel(domain, node.op_type());
+    for (const Value* v : node.inputs()) {
+      if (v == nullptr) {
+        step.inputs.push_back(-1);
+        continue;
+      }
+      absl::StatusOr<int> slot = Resolve(plan, v);
+      if (!slot.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ",
+                                                       slot.status().message()));
+      }
+      step.inputs.push_back(*slot);
+    }
+    plan.steps.push_back(std::move(step));
+    plan.compiling_step = static_cast<int>(plan.steps.size()) - 1;
+    for (const Subgraph& sub : node.subgraphs()) {
+      auto sub_plan = std::make_unique<Plan>();
+      if (absl::Status s = Compile(*sub.graph, &plan, *sub_plan); !s.ok()) return s;
+      plan.steps.back().subgraphs.push_back(std::move(sub_plan));
+    }
+    for (const Value* v : node.outputs()) {
+      if (v == nullptr) {
+        plan.steps.back().outputs.push_back(-1);
+        continue;
+      }
+      if (plan.slot_of.contains(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            node.Describe(), ": output ", QuotedName(v), " is already defined"));
+      }
+      plan.steps.back().outputs.push_back(NewSlot(plan, v));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Unsupported(const Node& node, const std::string& domain, int opset) {
+    for (const onnx::FunctionProto& f : model_.extras().functions()) {
+      if (f.name() == node.op_type() && f.domain() == node.domain()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            node.Describe(), ": calls the model-local function '", node.op_type(),
+            "' (domain '", node.domain(), "'), which the cpu executor does not run"));
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        node.Describe(), ": no cpu kernel for ", domain.empty() ? "ai.onnx" : domain,
+        "::", node.op_type(), " at opset ", opset));
+  }
+
+  // Each slot is released by the step that reads it last (or that makes it, when nothing
+  // reads it); graph outputs and constants stay.
+  static void PlanReleases(Plan& plan, bool keep_all) {
+    if (keep_all) return;
+    std::vector<int> last(plan.num_slots, -1);
+    std::vector<bool> keep(plan.num_slots, false);
+    for (int s : plan.output_slots) keep[s] = true;
+    for (const auto& [slot, value] : plan.constants) keep[slot] = true;
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step& step = plan.steps[i];
+      for (int s : step.inputs) {
+        if (s >= 0) last[s] = static_cast<int>(i);
+      }
+      for (int s : step.implicit_inputs) last[s] = static_cast<int>(i);
+    }
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      for (int s : plan.steps[i].outputs) {
+        if (s >= 0 && last[s] < static_cast<int>(i)) last[s] = static_cast<int>(i);
+      }
+    }
+    for (int s = 0; s < plan.num_slots; ++s) {
+      if (!keep[s] && last[s] >= 0) plan.steps[last[s]].release.push_back(s);
+    }
+  }
+
+  const Model& model_;
+  const SessionOptions& options_;
+  ThreadPool* pool_;
+};
+
+// ---- running ----
+
+class Runner {
+ public:
+  Runner(ThreadPool* pool, Precision precision) : pool_(pool), round_(RoundsFloats(precision)) {}
+
+  static void InitFrame(const Plan& plan, std::vector<RuntimeValue>& frame,
+                        const std::vector<RuntimeValue>* parent) {
+    frame.assign(plan.num_slots, RuntimeValue());
+    for (const auto& [slot, value] : plan.constants) frame[slot] = value;
+    if (parent != nullptr) {
+      for (const auto& [outer, own] : plan.captures) frame[own] = (*parent)[outer];
+    }
+  }
+
+  absl::Status RunPlan(const Plan& plan, std::vector<RuntimeValue>& frame) {
+    for (const Step& step : plan.steps) {
+      absl::Status s = step.value_kernel != nullptr ? RunValueStep(step, frame)
+                                                    : RunTensorStep(step, frame);
+      if (!s.ok()) return s;
+      for (int slot : step.release) frame[slot] = RuntimeValue();
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<std::vector<RuntimeValue>> RunSubgraph(const Step& step, const Graph& graph,
+                                                        const std::vector<RuntimeValue>& outer,
+                                                        std::vector<RuntimeValue> args) {
+    const Plan* plan = nullptr;
+    for (const auto& p : step.subgraphs) {
+      if (p->graph == &graph) plan = p.get();
+    }
+    if (plan == nullptr) {
+      return absl::InternalError(absl::StrCat(step.node->Describe(), ": '", graph.name(),
+                                              "' is not a subgraph of this node"));
+    }
+    if (args.size() != plan->input_slots.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(step.node->Describe(), ": subgraph '", graph.name(), "' takes ",
+                       plan->input_slots.size(), " inputs, given ", args.size()));
+    }
+    std::vector<RuntimeValue> frame;
+    InitFrame(*plan, frame, &outer);
+    for (size_t i = 0; i < args.size(); ++i) frame[plan->input_slots[i]] = std::move(args[i]);
+    if (absl::Status s = RunPlan(*plan, frame); !s.ok()) return s;
+    std::vector<RuntimeValue> results;
+    results.reserve(plan->output_slots.size());
+    for (size_t i = 0; i < plan->output_slots.size(); ++i) {
+      const RuntimeValue& v = frame[plan->output_slots[i]];
+      if (!v.is_set()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            step.node->Describe(), ": subgraph '", graph.name(), "' output '",
+            plan->graph->outputs()[i]->name(), "' was not computed"));
+      }
+      results.push_back(v);
+    }
+    return results;
+  }
+
+  absl::Status MissingOutput(const Step& step, size_t i) {
+    return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(),
+                                                   ": the kernel produced no output ", i, " (",
+                                                   QuotedName(step.node->output(i)), ")"));
+  }
+
+  absl::Status RunValueStep(const Step& step, std::vector<RuntimeValue>& frame) {
+    ValueContext ctx{*step.node, step.opset, {}, {}, {}};
+    ctx.inputs.reserve(step.inputs.size());
+    for (int s : step.inputs) ctx.inputs.push_back(s >= 0 ? &frame[s] : nullptr);
+    ctx.outputs.resize(step.outputs.size());
+    if (!step.subgraphs.empty()) {
+      ctx.run_subgraph = [this, &step, &frame](const Graph& graph,
+                                               std::vector<RuntimeValue> args) {
+        return RunSubgraph(step, graph, frame, std::move(args));
+      };
+    }
+    if (absl::Status s = step.value_kernel(ctx); !s.ok()) return s;
+    // Value kernels only move tensors that were rounded when made: no rounding here.
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      if (!ctx.outputs[i].is_set()) return MissingOutput(step, i);
+      frame[step.outputs[i]] = std::move(ctx.outputs[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunTensorStep(const Step& step, std::vector<RuntimeValue>& frame) {
+    const Node& node = *step.node;
+    KernelContext ctx{node, step.opset, {}, {}, pool_, &step.state, {}};
+    ctx.inputs.resize(step.inputs.size(), nullptr);
+    bool has_half = false;
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i] < 0) continue;
+      RuntimeValue& v = frame[step.inputs[i]];
+      if (!v.is_tensor()) {
+        if (node.op_type() == "Identity" && step.outputs.size() == 1 && step.outputs[0] >= 0) {
+          frame[step.outputs[0]] = v;  // Identity of a sequence or optional
+          return absl::OkStatus();
+        }
+        return absl::InvalidArgumentError(absl::StrCat(
+            node.Describe(), ": input ", i, " (", QuotedName(node.input(i)), ") is ",
+            DescribeRuntimeValue(v), ", not a tensor"));
+      }
+      ctx.inputs[i] = &v.tensor;
+      has_half = has_half || v.tensor.type() == DataType::kFloat16;
+    }
+    std::vector<Tensor> converted;
+    const bool as_float = has_half && step.kernel->float16 == Float16Mode::kAsFloat;
+    if (as_float) {
+      converted.reserve(ctx.inputs.size());
+      for (const Tensor*& in : ctx.inputs) {
+        if (in != nullptr && in->type() == DataType::kFloat16) {
+          converted.push_back(HalfToFloat(*in));
+          in = &converted.back();
+        }
+      }
+    }
+    ctx.outputs.resize(step.outputs.size());
+    if (!step.subgraphs.empty()) {
+      ctx.run_subgraph = [this, &step, &frame](const Graph& graph, std::vector<Tensor> args)
+          -> absl::StatusOr<std::vector<Tensor>> {
+        std::vector<RuntimeValue> values;
+        for (Tensor& t : args) values.emplace_back(std::move(t));
+        absl::StatusOr<std::vector<RuntimeValue>> out =
+            RunSubgraph(step, graph, frame, std::move(values));
+        if (!out.ok()) return out.status();
+        std::vector<Tensor> tensors;
+        for (RuntimeValue& v : *out) {
+          if (!v.is_tensor()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                step.node->Describe(), ": subgraph returned ", DescribeRuntimeValue(v)));
+          }
+          tensors.push_back(std::move(v.tensor));
+        }
+        return tensors;
+      };
+    }
+    if (absl::Status s = step.kernel->fn(ctx); !s.ok()) return s;
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      Tensor& t = ctx.outputs[i];
+      if (!t.defined()) return MissingOutput(step, i);
+      if (t.type() == DataType::kFloat) {
+        if (as_float && node.output(i)->elem_type() != DataType::kFloat) t = FloatToHalf(t);
+        if (round_ && t.type() == DataType::kFloat && !SharesInputBuffer(t, ctx)) {
+          RoundInPlace(t, pool_);
+        }
+      }
+      frame[step.outputs[i]] = RuntimeValue(std::move(t));
+    }
+    return absl::OkStatus();
+  }
+
+  // Views of inputs (Reshape, Identity) hold rounded values already and must not be written.
+  static bool SharesInputBuffer(const Tensor& t, const KernelContext& ctx) {
+    if (t.buffer() == nullptr) return true;
+    for (const Tensor* in : ctx.inputs) {
+      if (in != nullptr && in->buffer() == t.buffer()) return true;
+    }
+    return false;
+  }
+
+  ThreadPool* pool_;
+  bool round_;
+};
+
+absl::Status CheckInput(const Value& declared, const RuntimeValue& given) {
+  const onnx::TypeProto& type = declared.type();
+  const std::string name = QuotedName(&declared);
+  if (type.has_optional_type()) return absl::OkStatus();
+  if (type.has_sequence_type()) {
+    if (given.is_sequence()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input ", name, " must be a sequence, got ", DescribeRuntimeValue(given)));
+  }
+  if (!given.is_tensor()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input ", name, " must be a tensor, got ", DescribeRuntimeValue(given)));
+  }
+  const Tensor& t = given.tensor;
+  const DataType want = declared.elem_type();
+  if (want != DataType::kUndefined && want != t.type()) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", name, " is ", DescribeTensor(t),
+                                                   " but the graph declares ",
+                                                   DescribeType(declared)));
+  }
+  if (std::optional<std::vector<Dim>> dims = declared.shape()) {
+    bool fits = dims->size() == t.rank();
+    for (size_t i = 0; fits && i < dims->size(); ++i) {
+      fits = !(*dims)[i].known() || (*dims)[i].value == t.dim(i);
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", name, " has shape ",
+                                                     DescribeTensor(t),
+                                                     " but the graph declares ",
+                                                     DescribeType(declared)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CpuSession::CpuSession(const SessionOptions& options) { options_ = options; }
+CpuSession::~CpuSession() = default;
+
+absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Create(const Model& model,
+                                                               const SessionOptions& options) {
+  std::unique_ptr<CpuSession> session(new CpuSession(options));
+  session->pool_ = std::make_unique<ThreadPool>(options.threads);
+  session->plan_ = std::make_unique<Plan>();
+  Compiler compiler(model, session->options_, session->pool_.get());
+  if (absl::Status s = compiler.Compile(model.graph(), nullptr, *session->plan_); !s.ok()) {
+    return s;
+  }
+  return session;
+}
+
+absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& inputs) {
+  const Plan& plan = *plan_;
+  const Graph& graph = *plan.graph;
+  std::vector<RuntimeValue> frame;
+  Runner::InitFrame(plan, frame, nullptr);
+  absl::flat_hash_set<std::string> known;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value* v = graph.inputs()[i];
+    known.insert(v->name());
+    auto it = inputs.find(v->name());
+    if (it == inputs.end()) {
+      if (v->is_initializer()) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing input ", QuotedName(v), " (", DescribeType(*v), ")"));
+    }
+    if (absl::Status s = CheckInput(*v, it->second); !s.ok()) return s;
+    RuntimeValue value = it->second;
+    if (RoundsFloats(options_.precision) && value.is_tensor() &&
+        value.tensor.type() == DataType::kFloat) {
+      value.tensor = RoundedCopy(value.tensor, pool_.get());
+    }
+    frame[plan.input_slots[i]] = std::move(value);
+  }
+  for (const auto& [name, value] : inputs) {
+    if (!known.contains(name)) {
+      std::vector<std::string> names;
+      for (const Value* v : graph.inputs()) {
+        if (!v->is_initializer()) names.push_back(v->name());
+      }
+      return absl::InvalidArgumentError(absl::StrCat("unknown input '", name,
+                                                     "' (the graph's inputs: ",
+                                                     absl::StrJoin(names, ", "), ")"));
+    }
+  }
+  Runner runner(pool_.get(), options_.precision);
+  absl::Status status = runner.RunPlan(plan, frame);
+  captured_.clear();
+  if (options_.capture) {
+    for (int s = 0; s < plan.num_slots; ++s) {
+      if (frame[s].is_tensor()) captured_[plan.slot_names[s]] = frame[s].tensor;
+    }
+  }
+  if (!status.ok()) return status;
+  std::vector<RuntimeValue> outputs;
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+    const RuntimeValue& v = frame[plan.output_slots[i]];
+    if (!v.is_set()) {
+      return absl::InternalError(absl::StrCat("graph output ",
+                                              QuotedName(graph.outputs()[i]),
+                                              " was not computed"));
+    }
+    outputs.push_back(v);
+  }
+  return outputs;
+}
+
+absl::StatusOr<std::vector<Tensor>> CpuSession::Run(const TensorMap& inputs) {
+  ValueMap values;
+  for (const auto& [name, tensor] : inputs) values.emplace(name, RuntimeValue(tensor));
+  absl::StatusOr<std::vector<RuntimeValue>> out = RunValues(values);
+  if (!out.ok()) return out.status();
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < out->size(); ++i) {
+    if (!(*out)[i].is_tensor()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output ", QuotedName(plan_->graph->outputs()[i]), " is ",
+                       DescribeRuntimeValue((*out)[i]), "; use CpuSession::RunValues"));
+    }
+    tensors.push_back(std::move((*out)[i].tensor));
+  }
+  return tensors;
+}
+
+absl::StatusOr<Precision> ParsePrecision(std::string_view text) {
+  if (text == "fp32") return Precision::kFp32;
+  if (text == "fp16-storage") return Precision::kFp16Storage;
+  if (text == "fp16") return Precision::kFp16;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown precision '", std::string(text), "' (fp32, fp16-storage or fp16)"));
+}
+
+std::string_view PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kFp16Storage: return "fp16-storage";
+    case Precision::kFp16: return "fp16";
+  }
+  return "fp32";
+}
+
+absl::StatusOr<std::unique_ptr<Session>> CreateSession(const Model& model,
+                                                       const SessionOptions& options) {
+  if (options.backend == "opencl") return opencl::CreateOpenclSession(model, options);
+  if (options.backend != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown backend '", options.backend, "' (available: cpu, opencl)"));
+  }
+  absl::StatusOr<std::unique_ptr<CpuSession>> session = CpuSession::Create(model, options);
+  if (!session.ok()) return session.status();
+  return std::unique_ptr<Session>(std::move(*session));
+}
+
+}  // namespace ovfix::exec

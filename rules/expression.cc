@@ -1,0 +1,495 @@
+#include "rules/expression.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ovfix::rules {
+namespace {
+
+// Recursive descent over the text, keeping file positions for every token.
+class ExprParser {
+ public:
+  ExprParser(std::string_view text, int line, int column)
+      : text_(text), line_(line), column_(column) {}
+
+  bool ParseAll(Expr& out, TextError& error) {
+    if (!ParseOr(out)) {
+      error = error_;
+      return false;
+    }
+    SkipSpace();
+    if (pos_ < text_.size()) {
+      SetError(absl::StrCat("unexpected '", std::string(1, text_[pos_]), "'"));
+      error = error_;
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  void Advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      column_ = 1;
+    } else {
+      ++column_;
+    }
+    ++pos_;
+  }
+  void SkipSpace() {
+    while (pos_ < text_.size()) {
+      if (text_[pos_] == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') Advance();
+      } else if (std::isspace(static_cast<unsigned char>(text_[pos_]))) {
+        Advance();
+      } else {
+        break;
+      }
+    }
+  }
+  bool Peek(std::string_view token) {
+    SkipSpace();
+    return text_.substr(pos_, token.size()) == token;
+  }
+  bool Accept(std::string_view token) {
+    if (!Peek(token)) return false;
+    for (size_t i = 0; i < token.size(); ++i) Advance();
+    return true;
+  }
+  bool SetError(std::string message) {
+    if (error_.message.empty()) error_ = {line_, column_, std::move(message)};
+    return false;
+  }
+  Expr Start(Expr::Kind kind) {
+    SkipSpace();
+    Expr e;
+    e.kind = kind;
+    e.line = line_;
+    e.column = column_;
+    return e;
+  }
+  bool Binary(Expr& left, std::string op, Expr right) {
+    Expr e;
+    e.kind = Expr::Kind::kBinary;
+    e.text = std::move(op);
+    e.line = left.line;
+    e.column = left.column;
+    e.args.push_back(std::move(left));
+    e.args.push_back(std::move(right));
+    left = std::move(e);
+    return true;
+  }
+
+  bool ParseOr(Expr& out) {
+    if (!ParseAnd(out)) return false;
+    while (Accept("||")) {
+      Expr right;
+      if (!ParseAnd(right)) return false;
+      Binary(out, "||", std::move(right));
+    }
+    return true;
+  }
+  bool ParseAnd(Expr& out) {
+    if (!ParseCompare(out)) return false;
+    while (Accept("&&")) {
+      Expr right;
+      if (!ParseCompare(right)) return false;
+      Binary(out, "&&", std::move(right));
+    }
+    return true;
+  }
+  bool ParseCompare(Expr& out) {
+    if (!ParseSum(out)) return false;
+    for (const char* op : {"==", "!=", "<=", ">=", "<", ">"}) {
+      if (Accept(op)) {
+        Expr right;
+        if (!ParseSum(right)) return false;
+        return Binary(out, op, std::move(right));
+      }
+    }
+    return true;
+  }
+  bool ParseSum(Expr& out) {
+    if (!ParseProduct(out)) return false;
+    for (;;) {
+      std::string op = Accept("+") ? "+" : Accept("-") ? "-" : "";
+      if (op.empty()) return true;
+      Expr right;
+      if (!ParseProduct(right)) return false;
+      Binary(out, op, std::move(right));
+    }
+  }
+  bool ParseProduct(Expr& out) {
+    if (!ParseUnary(out)) return false;
+    for (;;) {
+      std::string op = Accept("*") ? "*" : Accept("/") ? "/" : Accept("%") ? "%" : "";
+      if (op.empty()) return true;
+      Expr right;
+      if (!ParseUnary(right)) return false;
+      Binary(out, op, std::move(right));
+    }
+  }
+  bool ParseUnary(Expr& out) {
+    if (Peek("!") && !Peek("!=")) {
+      out = Start(Expr::Kind::kUnary);
+      Accept("!");
+      out.text = "!";
+    } else if (Peek("-")) {
+      out = Start(Expr::Kind::kUnary);
+      Accept("-");
+      out.text = "-";
+    } else {
+      return ParsePrimary(out);
+    }
+    Expr operand;
+    if (!ParseUnary(operand)) return false;
+    out.args.push_back(std::move(operand));
+    return true;
+  }
+  bool ParseList(Expr& out) {
+    out = Start(Expr::Kind::kList);
+    Accept("[");
+    if (Accept("]")) return true;
+    do {
+      Expr item;
+      if (!ParseOr(item)) return false;
+      out.args.push_back(std::move(item));
+    } while (Accept(","));
+    return Accept("]") || SetError("expected ',' or ']'");
+  }
+  bool ParseNumber(Expr& out) {
+    out = Start(Expr::Kind::kInt);
+    const size_t begin = pos_;
+    bool is_float = false;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      const bool exponent_sign =
+          (c == '+' || c == '-') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E');
+      if (c == '.' || c == 'e' || c == 'E' || exponent_sign) {
+        is_float = true;
+      } else if (!std::isdigit(static_cast<unsigned char>(c))) {
+        break;
+      }
+      Advance();
+    }
+    const std::string number(text_.substr(begin, pos_ - begin));
+    char* end = nullptr;
+    if (is_float) {
+      out.kind = Expr::Kind::kFloat;
+      out.float_value = std::strtod(number.c_str(), &end);
+    } else {
+      out.int_value = std::strtoll(number.c_str(), &end, 10);
+    }
+    if (end != number.c_str() + number.size()) {
+      error_ = {out.line, out.column, absl::StrCat("bad number '", number, "'")};
+      return false;
+    }
+    return true;
+  }
+  bool ParseString(Expr& out) {
+    out = Start(Expr::Kind::kString);
+    Advance();  // the opening quote
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) Advance();
+      if (text_[pos_] == '\n') break;
+      out.text += text_[pos_];
+      Advance();
+    }
+    if (pos_ >= text_.size() || text_[pos_] != '"') {
+      error_ = {out.line, out.column, "unterminated string"};
+      return false;
+    }
+    Advance();
+    return true;
+  }
+  bool ParsePrimary(Expr& out) {
+    SkipSpace();
+    if (pos_ >= text_.size()) return SetError("expected an expression");
+    const char c = text_[pos_];
+    if (c == '(') {
+      Accept("(");
+      if (!ParseOr(out)) return false;
+      return Accept(")") || SetError("expected ')'");
+    }
+    if (c == '[') return ParseList(out);
+    if (c == '"') return ParseString(out);
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return ParseNumber(out);
+    if (!std::isalpha(static_cast<unsigned char>(c)) && c != '_') {
+      return SetError(absl::StrCat("unexpected '", std::string(1, c), "'"));
+    }
+    out = Start(Expr::Kind::kName);
+    while (pos_ < text_.size() &&
+           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
+      out.text += text_[pos_];
+      Advance();
+    }
+    if (!Accept("(")) return true;
+    out.kind = Expr::Kind::kCall;
+    if (Accept(")")) return true;
+    do {
+      Expr arg;
+      if (!ParseOr(arg)) return false;
+      out.args.push_back(std::move(arg));
+    } while (Accept(","));
+    return Accept(")") || SetError("expected ',' or ')'");
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_, column_;
+  TextError error_;
+};
+
+bool IsNumber(const HelperValue& v) {
+  return std::holds_alternative<int64_t>(v) || std::holds_alternative<double>(v);
+}
+double AsDouble(const HelperValue& v) {
+  return std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v))
+                                            : std::get<double>(v);
+}
+
+absl::Status TypeError(const Expr& e, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(ExprToString(e), ": ", what));
+}
+
+absl::StatusOr<bool> Compare(const Expr& e, const HelperValue& a, const HelperValue& b) {
+  const std::string& op = e.text;
+  auto order = [&](auto x, auto y) -> bool {
+    if (op == "==") return x == y;
+    if (op == "!=") return x != y;
+    if (op == "<") return x < y;
+    if (op == "<=") return x <= y;
+    if (op == ">") return x > y;
+    return x >= y;
+  };
+  if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
+    return order(std::get<int64_t>(a), std::get<int64_t>(b));
+  }
+  if (IsNumber(a) && IsNumber(b)) return order(AsDouble(a), AsDouble(b));
+  if (std::holds_alternative<std::string>(a) && std::holds_alternative<std::string>(b)) {
+    return order(std::get<std::string>(a), std::get<std::string>(b));
+  }
+  if (op != "==" && op != "!=") return TypeError(e, "these operands have no order");
+  if (a.index() != b.index()) {
+    return TypeError(e, absl::StrCat("cannot compare ", DescribeHelperValue(a), " with ",
+                                     DescribeHelperValue(b)));
+  }
+  bool equal = false;
+  if (auto* x = std::get_if<bool>(&a))
+    equal = *x == std::get<bool>(b);
+  else if (auto* x = std::get_if<std::vector<int64_t>>(&a))
+    equal = *x == std::get<std::vector<int64_t>>(b);
+  else if (auto* x = std::get_if<std::vector<double>>(&a))
+    equal = *x == std::get<std::vector<double>>(b);
+  else if (auto* x = std::get_if<Value*>(&a))
+    equal = *x == std::get<Value*>(b);
+  else
+    return TypeError(e, "these operands cannot be compared");
+  return op == "==" ? equal : !equal;
+}
+
+absl::StatusOr<HelperValue> Arithmetic(const Expr& e, const HelperValue& a, const HelperValue& b) {
+  if (!IsNumber(a) || !IsNumber(b)) return TypeError(e, "arithmetic needs numbers");
+  const char op = e.text[0];
+  if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
+    const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
+    if ((op == '/' || op == '%') && y == 0) return TypeError(e, "division by zero");
+    switch (op) {
+      case '+':
+        return x + y;
+      case '-':
+        return x - y;
+      case '*':
+        return x * y;
+      case '/':
+        return x / y;
+      default:
+        return x % y;
+    }
+  }
+  const double x = AsDouble(a), y = AsDouble(b);
+  switch (op) {
+    case '+':
+      return x + y;
+    case '-':
+      return x - y;
+    case '*':
+      return x * y;
+    case '/':
+      return x / y;
+    default:
+      return std::fmod(x, y);
+  }
+}
+
+absl::StatusOr<bool> AsBool(const Expr& e, const HelperValue& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b;
+  return TypeError(e, absl::StrCat("is ", DescribeHelperValue(v), ", not true or false"));
+}
+
+}  // namespace
+
+bool ParseExpression(std::string_view text, int line, int column, Expr& expr, TextError& error) {
+  return ExprParser(text, line, column).ParseAll(expr, error);
+}
+
+std::string ExprToString(const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::kInt:
+      return absl::StrCat(e.int_value);
+    case Expr::Kind::kFloat:
+      return absl::StrCat(e.float_value);
+    case Expr::Kind::kString:
+      return absl::StrCat("\"", e.text, "\"");
+    case Expr::Kind::kName:
+      return e.text;
+    case Expr::Kind::kUnary: {
+      const Expr& a = e.args[0];
+      if (a.kind == Expr::Kind::kBinary) return absl::StrCat(e.text, "(", ExprToString(a), ")");
+      return absl::StrCat(e.text, ExprToString(a));
+    }
+    case Expr::Kind::kBinary: {
+      auto side = [&](const Expr& a) {
+        if (a.kind == Expr::Kind::kBinary && a.text != e.text) {
+          return absl::StrCat("(", ExprToString(a), ")");
+        }
+        return ExprToString(a);
+      };
+      return absl::StrCat(side(e.args[0]), " ", e.text, " ", side(e.args[1]));
+    }
+    case Expr::Kind::kCall:
+    case Expr::Kind::kList: {
+      std::vector<std::string> args;
+      for (const auto& a : e.args) args.push_back(ExprToString(a));
+      if (e.kind == Expr::Kind::kList) return absl::StrCat("[", absl::StrJoin(args, ", "), "]");
+      return absl::StrCat(e.text, "(", absl::StrJoin(args, ", "), ")");
+    }
+  }
+  return "";
+}
+
+void VisitExpr(const Expr& e, const std::function<void(const Expr&)>& visit) {
+  visit(e);
+  for (const auto& a : e.args) VisitExpr(a, visit);
+}
+
+absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
+                                     const HelperContext& context) {
+  switch (e.kind) {
+    case Expr::Kind::kInt:
+      return e.int_value;
+    case Expr::Kind::kFloat:
+      return e.float_value;
+    case Expr::Kind::kString:
+      return e.text;
+    case Expr::Kind::kName:
+      if (e.text == "true") return true;
+      if (e.text == "false") return false;
+      return lookup(e.text);
+    case Expr::Kind::kList: {
+      std::vector<HelperValue> items;
+      bool any_float = false;
+      for (const auto& a : e.args) {
+        auto v = Evaluate(a, lookup, context);
+        if (!v.ok()) return v.status();
+        if (!IsNumber(*v)) return TypeError(e, "a list holds numbers only");
+        any_float |= std::holds_alternative<double>(*v);
+        items.push_back(std::move(*v));
+      }
+      if (any_float) {
+        std::vector<double> out;
+        for (const auto& v : items) out.push_back(AsDouble(v));
+        return out;
+      }
+      std::vector<int64_t> out;
+      for (const auto& v : items) out.push_back(std::get<int64_t>(v));
+      return out;
+    }
+    case Expr::Kind::kCall: {
+      const Helper* helper = FindHelper(e.text);
+      if (helper == nullptr) return TypeError(e, "unknown helper");
+      std::vector<HelperValue> args;
+      for (const auto& a : e.args) {
+        auto v = Evaluate(a, lookup, context);
+        if (!v.ok()) return v.status();
+        args.push_back(std::move(*v));
+      }
+      return helper->fn(context, args);
+    }
+    case Expr::Kind::kUnary: {
+      auto v = Evaluate(e.args[0], lookup, context);
+      if (!v.ok()) return v.status();
+      if (e.text == "!") {
+        auto b = AsBool(e.args[0], *v);
+        if (!b.ok()) return b.status();
+        return !*b;
+      }
+      if (auto* i = std::get_if<int64_t>(&*v)) return -*i;
+      if (auto* d = std::get_if<double>(&*v)) return -*d;
+      return TypeError(e, "'-' needs a number");
+    }
+    case Expr::Kind::kBinary: {
+      auto left = Evaluate(e.args[0], lookup, context);
+      if (!left.ok()) return left.status();
+      if (e.text == "&&" || e.text == "||") {
+        auto l = AsBool(e.args[0], *left);
+        if (!l.ok()) return l.status();
+        if (*l == (e.text == "||")) return *l;
+        auto right = Evaluate(e.args[1], lookup, context);
+        if (!right.ok()) return right.status();
+        auto r = AsBool(e.args[1], *right);
+        if (!r.ok()) return r.status();
+        return *r;
+      }
+      auto right = Evaluate(e.args[1], lookup, context);
+      if (!right.ok()) return right.status();
+      if (e.text.size() == 1 && std::string_view("+-*/%").find(e.text[0]) != std::string::npos) {
+        return Arithmetic(e, *left, *right);
+      }
+      auto result = Compare(e, *left, *right);
+      if (!result.ok()) return result.status();
+      return *result;
+    }
+  }
+  return TypeError(e, "cannot evaluate");
+}
+
+bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperContext& context,
+                       std::string& why) {
+  auto fail = [&](const absl::Status& s) {
+    why = absl::IsFailedPrecondition(s) ? std::string(s.message())
+                                        : absl::StrCat("rule error: ", s.message());
+    return false;
+  };
+  if (e.kind == Expr::Kind::kBinary && e.text == "&&") {
+    return EvaluateCondition(e.args[0], lookup, context, why) &&
+           EvaluateCondition(e.args[1], lookup, context, why);
+  }
+  static const std::set<std::string> kComparisons = {"==", "!=", "<", "<=", ">", ">="};
+  if (e.kind == Expr::Kind::kBinary && kComparisons.count(e.text)) {
+    auto left = Evaluate(e.args[0], lookup, context);
+    if (!left.ok()) return fail(left.status());
+    auto right = Evaluate(e.args[1], lookup, context);
+    if (!right.ok()) return fail(right.status());
+    auto result = Compare(e, *left, *right);
+    if (!result.ok()) return fail(result.status());
+    if (!*result) {
+      why = absl::StrCat(ExprToString(e), " is false: ", DescribeHelperValue(*left), " ", e.text,
+                         " ", DescribeHelperValue(*right));
+    }
+    return *result;
+  }
+  auto value = Evaluate(e, lookup, context);
+  if (!value.ok()) return fail(value.status());
+  auto result = AsBool(e, *value);
+  if (!result.ok()) return fail(result.status());
+  if (!*result) why = absl::StrCat(ExprToString(e), " is false");
+  return *result;
+}
+
+}  // namespace ovfix::rules

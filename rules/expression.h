@@ -1,0 +1,48 @@
+// The expressions of `where` and `let` clauses: helper calls, names bound by the match or an
+// earlier `let`, literals (42, 1.5, "text", [0, 1]), `!`, `-`, arithmetic (+ - * / %),
+// comparisons (== != < <= > >=), and `&&` / `||` (short-circuit).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "rules/helpers.h"
+#include "rules/pattern.h"
+
+namespace ovfix::rules {
+
+struct Expr {
+  enum class Kind { kInt, kFloat, kString, kName, kCall, kList, kUnary, kBinary };
+  Kind kind = Kind::kInt;
+  int64_t int_value = 0;
+  double float_value = 0;
+  std::string text;  // name, helper, operator, or string literal
+  std::vector<Expr> args;
+  int line = 0, column = 0;  // where it starts in the rule file
+};
+
+// Parses `text`, which starts at (line, column) of its file; errors carry file positions.
+bool ParseExpression(std::string_view text, int line, int column, Expr& expr, TextError& error);
+
+// Source form of an expression, for messages ("rank(a) < broadcast_rank(y)").
+std::string ExprToString(const Expr& e);
+
+// Calls `visit` for every expression node (checks: helper names, arity, bound names).
+void VisitExpr(const Expr& e, const std::function<void(const Expr&)>& visit);
+
+// Looks up the value of a name; FailedPrecondition when not bound (e.g. an absent attribute).
+using NameLookup = std::function<absl::StatusOr<HelperValue>(const std::string&)>;
+
+absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
+                                     const HelperContext& context);
+
+// Evaluates a condition. Returns true when it holds; otherwise false and `why` says which
+// part failed, with the values it saw ("rank(a) < rank(b) is false: 4 < 4").
+bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperContext& context,
+                       std::string& why);
+
+}  // namespace ovfix::rules

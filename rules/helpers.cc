@@ -1,0 +1,505 @@
+// Registry, argument access, and the helpers about values and nodes (rank, dtype, uses,
+// opset, regex filters, attributes). Shape and conv computations are in helpers_shape.cc and
+// helpers_conv.cc.
+#include "rules/helpers.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/tensor_proto.h"
+#include "onnx/defs/schema.h"
+#include "re2/re2.h"
+#include "rules/matcher.h"
+
+namespace ovfix::rules {
+namespace {
+
+using Args = std::span<const HelperValue>;
+
+constexpr int64_t kMaxValueElements = 1 << 16;
+
+absl::Status NotApplicable(std::string message) {
+  return absl::FailedPreconditionError(std::move(message));
+}
+
+std::string Quote(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
+
+absl::StatusOr<DataType> DataTypeArg(std::string_view helper, Args args, size_t i) {
+  if (auto* code = std::get_if<int64_t>(&args[i])) {
+    if (!IsKnownDataType(static_cast<int32_t>(*code))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(helper), ": unknown type code ", *code));
+    }
+    return static_cast<DataType>(*code);
+  }
+  auto name = StringArg(helper, args, i);
+  if (!name.ok()) return name.status();
+  for (int32_t code = 1; code <= 16; ++code) {
+    if (DataTypeName(static_cast<DataType>(code)) == *name) return static_cast<DataType>(code);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(helper), ": unknown type '", *name, "'"));
+}
+
+// Whether every value of `from` converts to `to` and back unchanged.
+bool IsExactCast(DataType from, DataType to) {
+  if (from == to) return true;
+  auto integer_bits = [](DataType t) -> int {
+    switch (t) {
+      case DataType::kBool:
+        return 1;
+      case DataType::kUint8:
+      case DataType::kInt8:
+        return 8;
+      case DataType::kUint16:
+      case DataType::kInt16:
+        return 16;
+      case DataType::kUint32:
+      case DataType::kInt32:
+        return 32;
+      case DataType::kUint64:
+      case DataType::kInt64:
+        return 64;
+      default:
+        return 0;
+    }
+  };
+  auto is_signed = [](DataType t) {
+    return t == DataType::kInt8 || t == DataType::kInt16 || t == DataType::kInt32 ||
+           t == DataType::kInt64;
+  };
+  // Bits of mantissa (with the implicit one) a float type holds exactly.
+  auto mantissa = [](DataType t) -> int {
+    switch (t) {
+      case DataType::kFloat16:
+        return 11;
+      case DataType::kBfloat16:
+        return 8;
+      case DataType::kFloat:
+        return 24;
+      case DataType::kDouble:
+        return 53;
+      default:
+        return 0;
+    }
+  };
+  const int from_int = integer_bits(from), to_int = integer_bits(to);
+  const int from_mantissa = mantissa(from), to_mantissa = mantissa(to);
+  if (from_int > 0 && to_int > 0) {
+    if (from == DataType::kBool) return true;
+    if (to == DataType::kBool) return false;
+    if (is_signed(from) && !is_signed(to)) return false;
+    return to_int > from_int || (to_int == from_int && is_signed(from) == is_signed(to));
+  }
+  if (from_int > 0 && to_mantissa > 0) {
+    return from == DataType::kBool || from_int - (is_signed(from) ? 1 : 0) <= to_mantissa;
+  }
+  if (from_mantissa > 0 && to_mantissa > 0) {
+    // float16 -> bfloat16 loses range and bits; the wider types hold every narrower value.
+    if (from == DataType::kBfloat16) return to == DataType::kFloat || to == DataType::kDouble;
+    if (from == DataType::kFloat16) return to == DataType::kFloat || to == DataType::kDouble;
+    return from == DataType::kFloat && to == DataType::kDouble;
+  }
+  return false;
+}
+
+void AddValueHelpers(std::vector<Helper>& out) {
+  out.push_back({"rank", 1, 1, "rank(x) -> int", "the rank of x (does not apply when unknown)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("rank", args, 0);
+                   if (!v.ok()) return v.status();
+                   auto r = KnownRank(*v);
+                   if (!r.ok()) return r.status();
+                   return *r;
+                 }});
+  out.push_back({"has_rank", 1, 1, "has_rank(x) -> bool", "whether the rank of x is known",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("has_rank", args, 0);
+                   if (!v.ok()) return v.status();
+                   return (*v)->rank() >= 0;
+                 }});
+  out.push_back({"dtype", 1, 1, "dtype(x) -> string",
+                 "the element type of x as onnx spells it (\"float\", \"float16\", ...)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("dtype", args, 0);
+                   if (!v.ok()) return v.status();
+                   if ((*v)->elem_type() == DataType::kUndefined) {
+                     return NotApplicable(absl::StrCat("type of ", Quote(*v), " is unknown"));
+                   }
+                   return std::string(DataTypeName((*v)->elem_type()));
+                 }});
+  out.push_back({"type_name", 1, 1, "type_name(code) -> string",
+                 "the onnx name of a type code (e.g. a Cast's `to` attribute)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto t = DataTypeArg("type_name", args, 0);
+                   if (!t.ok()) return t.status();
+                   return std::string(DataTypeName(*t));
+                 }});
+  out.push_back({"is_float", 1, 1, "is_float(x) -> bool",
+                 "whether x is float, float16, double or bfloat16",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("is_float", args, 0);
+                   if (!v.ok()) return v.status();
+                   return IsFloatingPoint((*v)->elem_type());
+                 }});
+  out.push_back({"is_exact_cast", 2, 2, "is_exact_cast(from, to) -> bool",
+                 "whether every value of type `from` survives a cast to `to` and back "
+                 "(types as names or codes)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto from = DataTypeArg("is_exact_cast", args, 0);
+                   if (!from.ok()) return from.status();
+                   auto to = DataTypeArg("is_exact_cast", args, 1);
+                   if (!to.ok()) return to.status();
+                   return IsExactCast(*from, *to);
+                 }});
+  out.push_back({"is_constant", 1, 1, "is_constant(x) -> bool",
+                 "whether x is an initializer (not also a graph input) or a Constant's output",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("is_constant", args, 0);
+                   if (!v.ok()) return v.status();
+                   return IsConstantValue(*v);
+                 }});
+  out.push_back({"value", 1, 1, "value(c) -> ints or floats",
+                 "the elements of constant c (ints for integer types, floats otherwise)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("value", args, 0);
+                   if (!v.ok()) return v.status();
+                   if (!IsConstantValue(*v)) {
+                     return NotApplicable(absl::StrCat(Quote(*v), " is not a constant"));
+                   }
+                   auto t = ReadConstant(*v);
+                   if (!t.ok()) return NotApplicable(std::string(t.status().message()));
+                   if (t->type() == DataType::kString) {
+                     return NotApplicable(absl::StrCat(Quote(*v), " holds strings"));
+                   }
+                   // Rules read small constants (shapes, axes); big weights are not theirs.
+                   if (t->numel() > kMaxValueElements) {
+                     return NotApplicable(absl::StrCat(Quote(*v), " is too large to read"));
+                   }
+                   if (IsFloatingPoint(t->type())) {
+                     std::vector<double> out;
+                     for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsDouble(i));
+                     return out;
+                   }
+                   std::vector<int64_t> out;
+                   for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsInt64(i));
+                   return out;
+                 }});
+  out.push_back({"single_use", 1, 1, "single_use(x) -> bool",
+                 "whether exactly one node input reads x and x is not a graph output",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("single_use", args, 0);
+                   if (!v.ok()) return v.status();
+                   return (*v)->uses().size() == 1 && !(*v)->is_graph_output();
+                 }});
+  out.push_back({"num_uses", 1, 1, "num_uses(x) -> int", "how many node inputs read x",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("num_uses", args, 0);
+                   if (!v.ok()) return v.status();
+                   return static_cast<int64_t>((*v)->uses().size());
+                 }});
+  out.push_back({"is_graph_input", 1, 1, "is_graph_input(x) -> bool",
+                 "whether x is an input of the graph",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("is_graph_input", args, 0);
+                   if (!v.ok()) return v.status();
+                   return (*v)->is_graph_input();
+                 }});
+  out.push_back({"is_graph_output", 1, 1, "is_graph_output(x) -> bool",
+                 "whether x is an output of the graph",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("is_graph_output", args, 0);
+                   if (!v.ok()) return v.status();
+                   return (*v)->is_graph_output();
+                 }});
+}
+
+void AddNodeHelpers(std::vector<Helper>& out) {
+  out.push_back({"opset", 0, 1, "opset([domain]) -> int",
+                 "the model's opset version for a domain (default \"\"), -1 when not imported",
+                 [](const HelperContext& c, Args args) -> absl::StatusOr<HelperValue> {
+                   std::string domain;
+                   if (!args.empty()) {
+                     auto d = StringArg("opset", args, 0);
+                     if (!d.ok()) return d.status();
+                     domain = *d;
+                   }
+                   return c.model.OpsetVersion(domain);
+                 }});
+  auto regex_helper = [](std::string name, bool on_name) {
+    return [name, on_name](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+      auto v = ValueArg(name, args, 0);
+      if (!v.ok()) return v.status();
+      auto pattern = StringArg(name, args, 1);
+      if (!pattern.ok()) return pattern.status();
+      auto node = ProducerOf(*v);
+      if (!node.ok()) return node.status();
+      RE2 re(*pattern, RE2::Quiet);
+      if (!re.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": bad regex '", *pattern, "': ", re.error()));
+      }
+      return RE2::PartialMatch(on_name ? (*node)->name() : (*node)->op_type(), re);
+    };
+  };
+  out.push_back({"name_matches", 2, 2, "name_matches(x, \"regex\") -> bool",
+                 "whether the name of the node producing x contains a match of the re2 regex",
+                 regex_helper("name_matches", true)});
+  out.push_back({"op_matches", 2, 2, "op_matches(x, \"regex\") -> bool",
+                 "whether the op type of the node producing x contains a match of the regex",
+                 regex_helper("op_matches", false)});
+  out.push_back({"num_outputs", 1, 1, "num_outputs(y) -> int",
+                 "how many outputs the node producing y has (omitted ones not counted)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("num_outputs", args, 0);
+                   if (!v.ok()) return v.status();
+                   auto node = ProducerOf(*v);
+                   if (!node.ok()) return node.status();
+                   int64_t count = 0;
+                   for (Value* out : (*node)->outputs()) count += out != nullptr ? 1 : 0;
+                   return count;
+                 }});
+  out.push_back({"has_attr", 2, 2, "has_attr(x, \"name\") -> bool",
+                 "whether the node producing x sets the attribute",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("has_attr", args, 0);
+                   if (!v.ok()) return v.status();
+                   auto name = StringArg("has_attr", args, 1);
+                   if (!name.ok()) return name.status();
+                   auto node = ProducerOf(*v);
+                   if (!node.ok()) return node.status();
+                   return (*node)->HasAttribute(*name);
+                 }});
+  out.push_back({"attr", 2, 2, "attr(x, \"name\") -> value",
+                 "an attribute of the node producing x, or onnx's default for its op",
+                 [](const HelperContext& c, Args args) -> absl::StatusOr<HelperValue> {
+                   auto v = ValueArg("attr", args, 0);
+                   if (!v.ok()) return v.status();
+                   auto name = StringArg("attr", args, 1);
+                   if (!name.ok()) return name.status();
+                   auto node = ProducerOf(*v);
+                   if (!node.ok()) return node.status();
+                   if (const auto* a = (*node)->FindAttribute(*name)) return FromAttribute(*a);
+                   const int64_t opset = c.model.OpsetVersion((*node)->domain());
+                   const auto* schema = onnx::OpSchemaRegistry::Schema(
+                       (*node)->op_type(), static_cast<int>(opset), (*node)->domain());
+                   if (schema != nullptr) {
+                     auto it = schema->attributes().find(*name);
+                     if (it != schema->attributes().end() && it->second.default_value.has_type()) {
+                       return FromAttribute(it->second.default_value);
+                     }
+                   }
+                   return NotApplicable(
+                       absl::StrCat((*node)->Describe(), " has no attribute '", *name, "'"));
+                 }});
+  out.push_back({"len", 1, 1, "len(list) -> int", "the length of a list or variadic capture",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   if (auto* l = std::get_if<ValueList>(&args[0])) {
+                     return static_cast<int64_t>(l->size());
+                   }
+                   if (auto* d = std::get_if<std::vector<double>>(&args[0])) {
+                     return static_cast<int64_t>(d->size());
+                   }
+                   auto ints = IntsArg("len", args, 0);
+                   if (!ints.ok()) return ints.status();
+                   return static_cast<int64_t>(ints->size());
+                 }});
+  out.push_back({"contains", 2, 2, "contains(list, n) -> bool", "whether the list holds n",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto n = IntArg("contains", args, 1);
+                   if (!n.ok()) return n.status();
+                   if (auto* d = std::get_if<std::vector<double>>(&args[0])) {
+                     return std::find(d->begin(), d->end(), static_cast<double>(*n)) != d->end();
+                   }
+                   auto list = IntsArg("contains", args, 0);
+                   if (!list.ok()) return list.status();
+                   return std::find(list->begin(), list->end(), *n) != list->end();
+                 }});
+  auto extremum = [](std::string name, bool max) {
+    return [name, max](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+      int64_t best = 0;
+      for (size_t i = 0; i < args.size(); ++i) {
+        auto n = IntArg(name, args, i);
+        if (!n.ok()) return n.status();
+        if (i == 0 || (max ? *n > best : *n < best)) best = *n;
+      }
+      return best;
+    };
+  };
+  out.push_back({"max", 1, 8, "max(a, b, ...) -> int", "the largest of its integer arguments",
+                 extremum("max", true)});
+  out.push_back({"min", 1, 8, "min(a, b, ...) -> int", "the smallest of its integer arguments",
+                 extremum("min", false)});
+  out.push_back({"option", 1, 1, "option(\"name\") -> string",
+                 "a conversion option: \"target\", \"broadcast\" (rank or full), \"fp16\"",
+                 [](const HelperContext& c, Args args) -> absl::StatusOr<HelperValue> {
+                   auto name = StringArg("option", args, 0);
+                   if (!name.ok()) return name.status();
+                   const ConvertOptions defaults;
+                   const ConvertOptions& o = c.options != nullptr ? *c.options : defaults;
+                   if (*name == "target") return o.target;
+                   if (*name == "broadcast") return o.broadcast;
+                   if (*name == "fp16") return std::string(o.fp16 ? "true" : "false");
+                   return absl::InvalidArgumentError(
+                       absl::StrCat("option: unknown option '", *name, "'"));
+                 }});
+}
+
+std::vector<Helper> MakeRegistry() {
+  std::vector<Helper> out;
+  AddValueHelpers(out);
+  AddNodeHelpers(out);
+  AddShapeHelpers(out);
+  AddConvHelpers(out);
+  std::sort(out.begin(), out.end(),
+            [](const Helper& a, const Helper& b) { return a.name < b.name; });
+  return out;
+}
+
+}  // namespace
+
+const std::vector<Helper>& AllHelpers() {
+  static const std::vector<Helper> registry = MakeRegistry();
+  return registry;
+}
+
+const Helper* FindHelper(std::string_view name) {
+  const auto& all = AllHelpers();
+  auto it = std::lower_bound(all.begin(), all.end(), name,
+                             [](const Helper& h, std::string_view n) { return h.name < n; });
+  return it != all.end() && it->name == name ? &*it : nullptr;
+}
+
+std::string DescribeHelperValue(const HelperValue& v) {
+  struct Visitor {
+    std::string operator()(std::monostate) const { return "(absent)"; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(int64_t i) const { return absl::StrCat(i); }
+    std::string operator()(double d) const { return absl::StrCat(d); }
+    std::string operator()(const std::string& s) const { return absl::StrCat("\"", s, "\""); }
+    std::string operator()(const std::vector<int64_t>& l) const {
+      return absl::StrCat("[", absl::StrJoin(l, ", "), "]");
+    }
+    std::string operator()(const std::vector<double>& l) const {
+      return absl::StrCat("[", absl::StrJoin(l, ", "), "]");
+    }
+    std::string operator()(Value* v) const { return absl::StrCat("'", v->name(), "'"); }
+    std::string operator()(const ValueList& l) const {
+      std::vector<std::string> names;
+      for (Value* v : l) names.push_back(absl::StrCat("'", v->name(), "'"));
+      return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
+    }
+    std::string operator()(const Tensor& t) const { return DescribeTensor(t); }
+    std::string operator()(const ConstantInPlace& c) const {
+      return absl::StrCat("'", c.source->name(), "' as ", DescribeTensor(c.tensor));
+    }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+HelperValue FromAttribute(const onnx::AttributeProto& a) {
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT:
+      return a.i();
+    case A::FLOAT:
+      return static_cast<double>(a.f());
+    case A::STRING:
+      return a.s();
+    case A::INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::FLOATS:
+      return std::vector<double>(a.floats().begin(), a.floats().end());
+    case A::TENSOR: {
+      auto t = TensorFromProto(a.t());
+      if (t.ok()) return *t;
+      return std::monostate{};
+    }
+    default:
+      return std::monostate{};
+  }
+}
+
+absl::StatusOr<onnx::AttributeProto> ToAttribute(const std::string& name, const HelperValue& v) {
+  using A = onnx::AttributeProto;
+  A a;
+  a.set_name(name);
+  if (auto* i = std::get_if<int64_t>(&v)) {
+    a.set_type(A::INT);
+    a.set_i(*i);
+  } else if (auto* b = std::get_if<bool>(&v)) {
+    a.set_type(A::INT);
+    a.set_i(*b ? 1 : 0);
+  } else if (auto* d = std::get_if<double>(&v)) {
+    a.set_type(A::FLOAT);
+    a.set_f(static_cast<float>(*d));
+  } else if (auto* s = std::get_if<std::string>(&v)) {
+    a.set_type(A::STRING);
+    a.set_s(*s);
+  } else if (auto* ints = std::get_if<std::vector<int64_t>>(&v)) {
+    a.set_type(A::INTS);
+    for (int64_t x : *ints) a.add_ints(x);
+  } else if (auto* floats = std::get_if<std::vector<double>>(&v)) {
+    a.set_type(A::FLOATS);
+    for (double x : *floats) a.add_floats(static_cast<float>(x));
+  } else if (auto* t = std::get_if<Tensor>(&v)) {
+    a.set_type(A::TENSOR);
+    *a.mutable_t() = TensorToProto(*t);
+  } else if (auto* c = std::get_if<ConstantInPlace>(&v)) {
+    a.set_type(A::TENSOR);
+    *a.mutable_t() = TensorToProto(c->tensor);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute '", name, "' cannot hold ", DescribeHelperValue(v)));
+  }
+  return a;
+}
+
+absl::StatusOr<Value*> ValueArg(std::string_view helper, Args args, size_t i) {
+  if (auto* v = std::get_if<Value*>(&args[i])) return *v;
+  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
+                                                 " must be a value of the match, not ",
+                                                 DescribeHelperValue(args[i])));
+}
+
+absl::StatusOr<int64_t> IntArg(std::string_view helper, Args args, size_t i) {
+  if (auto* v = std::get_if<int64_t>(&args[i])) return *v;
+  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
+                                                 " must be an integer, not ",
+                                                 DescribeHelperValue(args[i])));
+}
+
+absl::StatusOr<std::string> StringArg(std::string_view helper, Args args, size_t i) {
+  if (auto* v = std::get_if<std::string>(&args[i])) return *v;
+  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
+                                                 " must be a string, not ",
+                                                 DescribeHelperValue(args[i])));
+}
+
+absl::StatusOr<std::vector<int64_t>> IntsArg(std::string_view helper, Args args, size_t i) {
+  if (auto* v = std::get_if<std::vector<int64_t>>(&args[i])) return *v;
+  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
+                                                 " must be a list of integers, not ",
+                                                 DescribeHelperValue(args[i])));
+}
+
+absl::StatusOr<int64_t> KnownRank(const Value* v) {
+  if (v->rank() < 0) return NotApplicable(absl::StrCat("rank of ", Quote(v), " is unknown"));
+  return v->rank();
+}
+
+absl::StatusOr<std::vector<int64_t>> KnownShape(const Value* v) {
+  auto shape = v->static_shape();
+  if (!shape) return NotApplicable(absl::StrCat("shape of ", Quote(v), " is not static"));
+  return *shape;
+}
+
+absl::StatusOr<Node*> ProducerOf(const Value* v) {
+  if (v->producer() == nullptr) {
+    return NotApplicable(absl::StrCat(Quote(v), " is not produced by a node"));
+  }
+  return v->producer();
+}
+
+}  // namespace ovfix::rules

@@ -1,0 +1,94 @@
+#include "rules/light_proto.h"
+
+#include "absl/strings/str_cat.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace ovfix::rules {
+namespace {
+
+void WriteValueInfo(const Value* v, onnx::ValueInfoProto* out) {
+  out->set_name(v->name());
+  if (v->type().value_case() != onnx::TypeProto::VALUE_NOT_SET) *out->mutable_type() = v->type();
+}
+
+void WriteGraph(const Graph& g, size_t max_inline_bytes, onnx::GraphProto* out) {
+  *out = g.extras();
+  if (!g.name().empty()) out->set_name(g.name());
+  for (const Node* n : g.nodes()) {
+    auto* np = out->add_node();
+    for (const Value* v : n->inputs()) np->add_input(v != nullptr ? v->name() : "");
+    for (const Value* v : n->outputs()) np->add_output(v != nullptr ? v->name() : "");
+    if (!n->name().empty()) np->set_name(n->name());
+    np->set_op_type(n->op_type());
+    if (!n->domain().empty()) np->set_domain(n->domain());
+    for (const onnx::AttributeProto& a : n->attributes()) {
+      auto* ap = np->add_attribute();
+      *ap = a;
+      for (const Subgraph& s : n->subgraphs()) {
+        if (s.attribute != a.name()) continue;
+        *(s.index < 0 ? ap->mutable_g() : ap->add_graphs()) = GraphToProto(*s.graph);
+      }
+    }
+  }
+  for (const Value* v : g.inputs()) WriteValueInfo(v, out->add_input());
+  for (const Value* v : g.initializers()) {
+    const Tensor& t = v->tensor();
+    if (t.type() == DataType::kString || t.nbytes() <= max_inline_bytes) {
+      *out->add_initializer() = TensorToProto(t, v->name());
+    } else if (!v->is_graph_input()) {
+      WriteValueInfo(v, out->add_input());
+    }
+  }
+  for (const Value* v : g.outputs()) WriteValueInfo(v, out->add_output());
+  for (const Value* v : g.value_info()) WriteValueInfo(v, out->add_value_info());
+}
+
+// Copies inferred types back onto the values, graph by graph (as ir/shape_inference.cc).
+void ApplyInferred(const onnx::GraphProto& gp, Graph& g) {
+  auto apply = [&](const onnx::ValueInfoProto& vi) {
+    Value* v = g.FindValue(vi.name());
+    if (v != nullptr && !v->is_initializer() && vi.has_type()) *v->mutable_type() = vi.type();
+  };
+  for (const auto& vi : gp.value_info()) apply(vi);
+  for (const auto& vi : gp.output()) apply(vi);
+  const std::vector<Node*> nodes = g.NodeList();
+  for (int i = 0; i < gp.node_size() && i < static_cast<int>(nodes.size()); ++i) {
+    for (Subgraph& s : nodes[i]->subgraphs()) {
+      for (const auto& attr : gp.node(i).attribute()) {
+        if (attr.name() != s.attribute) continue;
+        if (s.index < 0 && attr.has_g()) ApplyInferred(attr.g(), *s.graph);
+        if (s.index >= 0 && s.index < attr.graphs_size()) {
+          ApplyInferred(attr.graphs(s.index), *s.graph);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes) {
+  onnx::ModelProto proto = model.extras();
+  WriteGraph(model.graph(), max_inline_bytes, proto.mutable_graph());
+  return proto;
+}
+
+absl::Status InferShapesLight(Model& model) {
+  onnx::ModelProto proto = LightModelProto(model);
+  onnx::ShapeInferenceOptions options;
+  options.check_type = false;
+  options.error_mode = 0;
+  options.enable_data_propagation = true;
+  try {
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("shape inference failed: ", e.what()));
+  }
+  ApplyInferred(proto.graph(), model.graph());
+  return absl::OkStatus();
+}
+
+}  // namespace ovfix::rules

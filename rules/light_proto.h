@@ -1,0 +1,21 @@
+// Shape inference and onnx's checker without copying the weights. ModelToProto copies every
+// initializer, which for a 50 MB model costs more than the rest of a conversion; here large
+// float initializers are declared as graph inputs of the same type instead (shape inference
+// and the checker only need their types), while small ones stay, since data propagation
+// reads them (Reshape shapes, Slice starts, ...).
+#pragma once
+
+#include "absl/status/status.h"
+#include "ir/model.h"
+#include "onnx/onnx_pb.h"
+
+namespace ovfix::rules {
+
+// The model as a ModelProto whose initializers of more than `max_inline_bytes` are typed
+// graph inputs. Subgraphs are copied whole.
+onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes = 4096);
+
+// ir/shape_inference.h's InferShapes on the light proto: same types on the same values.
+absl::Status InferShapesLight(Model& model);
+
+}  // namespace ovfix::rules

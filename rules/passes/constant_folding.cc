@@ -1,0 +1,135 @@
+#include "rules/passes/constant_folding.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "rules/light_proto.h"
+#include "rules/passes/node_eval.h"
+
+namespace ovfix::rules {
+namespace {
+
+// Ops whose result is not a function of their inputs, or that the executor cannot run as a
+// single node on tensors.
+bool NeverFolded(const Node& n) {
+  static const absl::flat_hash_set<std::string> kOps = {"RandomNormal",
+                                                        "RandomUniform",
+                                                        "RandomNormalLike",
+                                                        "RandomUniformLike",
+                                                        "Multinomial",
+                                                        "Bernoulli",
+                                                        "If",
+                                                        "Loop",
+                                                        "Scan",
+                                                        "SequenceConstruct",
+                                                        "SequenceEmpty",
+                                                        "SequenceAt",
+                                                        "SequenceInsert",
+                                                        "SequenceErase",
+                                                        "SequenceLength",
+                                                        "SplitToSequence",
+                                                        "ConcatFromSequence",
+                                                        "Optional",
+                                                        "OptionalGetElement",
+                                                        "OptionalHasElement"};
+  return !n.domain().empty() || kOps.contains(n.op_type()) || !n.subgraphs().empty();
+}
+
+bool IsConstant(const Value* v) {
+  return v == nullptr || (v->is_initializer() && !v->is_graph_input());
+}
+
+// Shape or Size of a value whose dims are all known: the constant, computed from the type.
+std::optional<Tensor> ShapeConstant(const Node& n, int opset) {
+  if (n.op_type() != "Shape" && n.op_type() != "Size") return std::nullopt;
+  const Value* in = n.input(0);
+  if (in == nullptr || IsConstant(in)) return std::nullopt;  // constants fold normally
+  std::optional<std::vector<int64_t>> dims = in->static_shape();
+  if (!dims) return std::nullopt;
+  if (n.op_type() == "Size") {
+    return Tensor::FromVector<int64_t>(DataType::kInt64, {}, {Tensor::NumElements(*dims)});
+  }
+  const int64_t rank = static_cast<int64_t>(dims->size());
+  int64_t start = 0, end = rank;
+  if (opset >= 15) {
+    start = n.GetInt("start", 0);
+    end = n.GetInt("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, start, rank);
+  }
+  std::vector<int64_t> slice(dims->begin() + start, dims->begin() + end);
+  return Tensor::FromVector<int64_t>(DataType::kInt64, {static_cast<int64_t>(slice.size())}, slice);
+}
+
+// The folded outputs of `n`, or nullopt when it does not fold.
+std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64_t limit) {
+  if (NeverFolded(n)) return std::nullopt;
+  for (const Value* o : n.outputs()) {
+    if (o != nullptr && o->is_graph_output()) return std::nullopt;  // outputs stay computed
+  }
+  if (std::optional<Tensor> t = ShapeConstant(n, static_cast<int>(model.OpsetVersion("")))) {
+    return std::vector<Tensor>{*t};
+  }
+  if (!std::all_of(n.inputs().begin(), n.inputs().end(), IsConstant)) return std::nullopt;
+  absl::StatusOr<std::vector<Tensor>> outputs = EvaluateNode(model, n);
+  if (!outputs.ok()) return std::nullopt;
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    if (n.output(i) == nullptr) continue;
+    const Tensor& t = (*outputs)[i];
+    if (!t.defined() || t.numel() > limit) return std::nullopt;
+  }
+  return *std::move(outputs);
+}
+
+}  // namespace
+
+absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
+  Graph& g = ctx.model.graph();
+  int folded = 0;
+  // Each sweep walks the graph in order, so a chain folds front to back in one sweep; a new
+  // sweep runs when folding made more shapes known.
+  for (int sweep = 0; sweep < 8; ++sweep) {
+    int this_sweep = 0;
+    int64_t resume_after = -1;
+    bool again = true;
+    while (again) {
+      again = false;
+      for (Node* n : g.NodeList()) {
+        if (n->order() <= resume_after) continue;
+        resume_after = n->order();
+        std::optional<std::vector<Tensor>> outputs =
+            Fold(ctx.model, *n, ctx.options.fold_size_limit);
+        if (!outputs) continue;
+        ctx.rewriter.Begin(name(), {n});
+        std::vector<std::pair<Value*, std::string>> constants;
+        for (size_t i = 0; i < outputs->size(); ++i) {
+          Value* o = n->output(i);
+          if (o == nullptr) continue;
+          Value* c = ctx.rewriter.CreateInitializer(g, o->name(), std::move((*outputs)[i]));
+          ctx.rewriter.ReplaceAllUsesWith(o, c);
+          constants.emplace_back(c, o->name());
+        }
+        ctx.rewriter.EraseNode(n);
+        if (FinishRewrite(ctx)) {
+          ++this_sweep;
+          // The constant takes the name of the value it replaced (free once that is gone).
+          for (auto& [c, original] : constants) {
+            if (g.FindValue(original) == nullptr) g.RenameValue(c, original);
+          }
+        }
+        again = true;  // the node list changed: take it again
+        break;
+      }
+    }
+    folded += this_sweep;
+    if (this_sweep == 0) break;
+    if (absl::Status s = InferShapesLight(ctx.model); !s.ok()) return s;
+  }
+  if (folded > 0) ctx.log(absl::StrCat(name(), ": folded ", folded, " node(s)"));
+  return folded;
+}
+
+}  // namespace ovfix::rules

@@ -1,0 +1,21 @@
+// constant_folding: a node whose inputs are all constants is evaluated with the CPU executor
+// and replaced by initializers holding its outputs (up to `fold_size_limit` elements each);
+// Shape/Size of a value whose dims are all known become constants too, so shape arithmetic
+// (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) folds away once the shapes are static.
+// Nodes that become dead are removed with each rewrite.
+#pragma once
+
+#include "rules/pass.h"
+
+namespace ovfix::rules {
+
+class ConstantFoldingPass : public Pass {
+ public:
+  std::string name() const override { return "constant_folding"; }
+  std::string description() const override {
+    return "evaluate nodes with constant inputs (and Shape of static shapes) into initializers";
+  }
+  absl::StatusOr<int> Run(PassContext& ctx) override;
+};
+
+}  // namespace ovfix::rules

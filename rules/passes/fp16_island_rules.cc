@@ -1,0 +1,301 @@
+#include "rules/passes/fp16_island_rules.h"
+
+#include <cmath>
+#include <memory>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "re2/re2.h"
+
+namespace ovfix::rules {
+namespace {
+
+constexpr double kFloat16Max = 65504;
+constexpr double kFloat16MinNormal = 6.103515625e-05;  // 2^-14
+
+using Islands = absl::flat_hash_map<const Node*, std::string>;
+
+bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_type() == op; }
+bool IsReduction(const Node& n) {
+  return n.domain().empty() && absl::StartsWith(n.op_type(), "Reduce");
+}
+bool IsFloatNode(const Node& n) {
+  for (const Value* v : n.inputs()) {
+    if (IsFloat32(v)) return true;
+  }
+  for (const Value* v : n.outputs()) {
+    if (IsFloat32(v)) return true;
+  }
+  return false;
+}
+bool IsConstant(const Value* v) { return ConstantData(v).has_value(); }
+
+// Largest and smallest non-zero magnitude of a float constant.
+struct ConstantRange {
+  double largest = 0;
+  double smallest_nonzero = 0;
+};
+std::optional<ConstantRange> FloatConstantRange(const Value* v) {
+  if (!IsFloat32(v)) return std::nullopt;
+  std::optional<Tensor> t = ConstantData(v);
+  if (!t || t->numel() == 0 || t->type() != DataType::kFloat) return std::nullopt;
+  ConstantRange r;
+  float largest = 0, smallest = INFINITY;
+  for (float x : t->values<float>()) {
+    const float a = std::abs(x);
+    largest = std::max(largest, a);
+    if (a > 0) smallest = std::min(smallest, a);
+  }
+  r.largest = largest;
+  r.smallest_nonzero = std::isinf(smallest) ? 0 : smallest;
+  return r;
+}
+
+// The only non-constant input of `n`, or nullptr when it has none or several.
+Value* SoleVariableInput(const Node& n) {
+  Value* found = nullptr;
+  for (Value* v : n.inputs()) {
+    if (v == nullptr || IsConstant(v)) continue;
+    if (found != nullptr && found != v) return nullptr;
+    found = v;
+  }
+  return found;
+}
+
+std::string_view OpKindReason(const Node& n) {
+  static const absl::flat_hash_set<std::string> kNormalizations = {
+      "LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
+      "MeanVarianceNormalization"};
+  // Ops whose float inputs or outputs have no float16 in the ONNX spec (opset <= 18).
+  static const absl::flat_hash_set<std::string> kNoFloat16 = {
+      "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "NonMaxSuppression"};
+  static const absl::flat_hash_set<std::string> kTypeFromAttribute = {
+      "RandomNormal",      "RandomUniform", "RandomNormalLike",
+      "RandomUniformLike", "Multinomial",   "Bernoulli"};
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
+  if (!n.subgraphs().empty()) return "control flow (its subgraphs stay fp32)";
+  if (IsReduction(n)) return "reduction";
+  if (kNormalizations.contains(n.op_type())) return "normalization";
+  if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
+  if (n.op_type() == "Range") return "float Range";
+  if (kNoFloat16.contains(n.op_type())) return "no float16 in the ONNX spec for this op";
+  if (n.op_type() == "Constant" && n.HasAttribute("sparse_value")) return "sparse constant";
+  if (kTypeFromAttribute.contains(n.op_type()) || (Is(n, "EyeLike") && n.HasAttribute("dtype"))) {
+    return "output type set by an attribute";
+  }
+  return "";
+}
+
+class Decider {
+ public:
+  Decider(const Graph& g, const IslandOptions& o) : g_(g), o_(o) {}
+
+  absl::StatusOr<Islands> Run() {
+    std::vector<std::unique_ptr<RE2>> patterns;
+    for (const std::string& p : o_.keep_fp32) {
+      auto re = std::make_unique<RE2>(p, RE2::Quiet);
+      if (!re->ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--keep-fp32 '", p, "': not a valid regex: ", re->error()));
+      }
+      patterns.push_back(std::move(re));
+    }
+    const std::vector<Node*> nodes = g_.NodeList();
+    for (const Node* n : nodes) {
+      if (!IsFloatNode(*n)) continue;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (RE2::FullMatch(n->name(), *patterns[i]) || RE2::FullMatch(n->op_type(), *patterns[i])) {
+          Mark(n, absl::StrCat("--keep-fp32 '", o_.keep_fp32[i], "'"));
+          break;
+        }
+      }
+      if (const std::string why(OpKindReason(*n)); !why.empty()) {
+        const bool name_op = IsReduction(*n) || why == "normalization" || why == "softmax";
+        Mark(n, name_op ? absl::StrCat(why, " (", n->op_type(), ")") : why);
+      }
+    }
+    for (const Node* n : nodes) {
+      if (IsReduction(*n) && IsFloat32(n->input(0))) GrowthFeeding(*n);
+    }
+    for (const Node* n : nodes) {
+      if (IsReduction(*n) && IsFloat32(n->output(0))) {
+        NormalizationTail(
+            n->output(0), 0, {},
+            absl::StrCat("normalization tail after ", n->Describe(), " (Add eps -> Sqrt -> Div)"));
+      }
+    }
+    for (const Node* n : nodes) {
+      if (IsFloatNode(*n)) ConstantRules(*n);
+    }
+    if (o_.magnitude) {
+      for (const Node* n : nodes) {
+        if (IsFloatNode(*n)) Calibration(*n);
+      }
+    }
+    Closure(nodes);
+    Pull(nodes);
+    return std::move(islands_);
+  }
+
+ private:
+  void Mark(const Node* n, std::string reason) {
+    if (n->owner() == &g_) islands_.try_emplace(n, std::move(reason));
+  }
+
+  // Pow / Mul(x, x) / Exp reaching the reduction through shape and scaling ops.
+  void GrowthFeeding(const Node& reduction) {
+    std::vector<const Node*> path;
+    const Value* v = reduction.input(0);
+    for (int step = 0; step < 6 && v != nullptr; ++step) {
+      const Node* p = v->producer();
+      if (p == nullptr || p->owner() != &g_) return;
+      const bool square = Is(*p, "Mul") && p->input(0) == p->input(1);
+      if (Is(*p, "Pow") || Is(*p, "Exp") || square) {
+        path.push_back(p);
+        const std::string why = absl::StrCat("feeds ", reduction.Describe(), " with growth (",
+                                             square ? "Mul x*x" : p->op_type(), ")");
+        for (const Node* q : path) Mark(q, why);
+        return;
+      }
+      static const absl::flat_hash_set<std::string> kThrough = {
+          "Mul",     "Div",       "Add",     "Sub",       "Neg",     "Abs",
+          "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+      if (!p->domain().empty() || !kThrough.contains(p->op_type())) return;
+      path.push_back(p);
+      v = SoleVariableInput(*p);
+    }
+  }
+
+  // Reduce -> (Add/Sub eps) -> Sqrt (or Pow 0.5) -> Div/Reciprocal/Mul: a decomposed norm.
+  void NormalizationTail(const Value* v, int depth, std::vector<const Node*> path,
+                         const std::string& why, bool rooted = false) {
+    if (v == nullptr || depth > 4) return;
+    for (const Use& u : v->uses()) {
+      const Node* c = u.node;
+      if (c->owner() != &g_ || !c->domain().empty()) continue;
+      std::vector<const Node*> next = path;
+      next.push_back(c);
+      const std::string& op = c->op_type();
+      bool root = op == "Sqrt";
+      if (op == "Pow") {
+        std::optional<Tensor> e = ConstantData(c->input(1));
+        root = e && e->numel() == 1 && std::abs(std::abs(e->GetAsDouble(0)) - 0.5) < 1e-6;
+      }
+      if ((op == "Div" || op == "Reciprocal" || op == "Mul") && rooted) {
+        for (const Node* q : next) Mark(q, why);
+      } else if (root) {
+        NormalizationTail(c->output(0), depth + 1, next, why, true);
+      } else if ((op == "Add" || op == "Sub") && SoleVariableInput(*c) == v && !rooted) {
+        NormalizationTail(c->output(0), depth + 1, next, why, false);
+      }
+    }
+  }
+
+  void ConstantRules(const Node& n) {
+    for (const Value* in : n.inputs()) {
+      std::optional<ConstantRange> r = FloatConstantRange(in);
+      if (!r) continue;
+      if (r->largest > kFloat16Max) {
+        Mark(&n, absl::StrFormat("constant '%s' of magnitude %.3g exceeds fp16's max 65504",
+                                 in->name(), r->largest));
+        return;
+      }
+      const bool epsilon = r->largest > 0 && r->largest < kFloat16MinNormal;
+      if (epsilon && (Is(n, "Add") || Is(n, "Sub") || Is(n, "Div"))) {
+        const std::string why =
+            absl::StrFormat("%s a small constant %.3g that fp16 cannot hold (below 2^-14)",
+                            Is(n, "Div") ? "divides by" : "adds", r->largest);
+        Mark(&n, why);
+        NormalizationTail(n.output(0), 1, {}, why, false);
+        return;
+      }
+    }
+  }
+
+  void Calibration(const Node& n) {
+    auto check = [&](const Value* v, bool output) {
+      if (!IsFloat32(v) || IsConstant(v)) return false;
+      std::optional<double> m = o_.magnitude(v);
+      if (!m || !(*m > o_.magnitude_threshold)) return false;
+      const std::string what = output ? "computes" : "reads";
+      if (std::isinf(*m)) {
+        Mark(&n, absl::StrCat(what, " '", v->name(), "', which fp16 rounding makes inf"));
+      } else {
+        Mark(&n, absl::StrFormat("%s '%s' with observed |x| up to %.3g > %g", what, v->name(), *m,
+                                 o_.magnitude_threshold));
+      }
+      return true;
+    };
+    for (const Value* v : n.outputs()) {
+      if (check(v, true)) return;
+    }
+    for (const Value* v : n.inputs()) {
+      if (check(v, false)) return;
+    }
+  }
+
+  // A node whose float inputs (two or more, not constants) all come from islands joins them
+  // rather than casting each of them down.
+  void Closure(const std::vector<Node*>& nodes) {
+    for (const Node* n : nodes) {
+      if (islands_.contains(n) || !IsFloatNode(*n)) continue;
+      int from_islands = 0, others = 0;
+      for (const Value* v : n->inputs()) {
+        if (!IsFloat32(v) || IsConstant(v)) continue;
+        const Node* p = v->producer();
+        (p != nullptr && islands_.contains(p)) ? ++from_islands : ++others;
+      }
+      if (from_islands >= 2 && others == 0) Mark(n, "all its float inputs come from fp32 islands");
+    }
+  }
+
+  // Float made from non-float inputs (Cast from int, Constant) that only islands read stays
+  // float rather than going to fp16 and back.
+  void Pull(const std::vector<Node*>& nodes) {
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      const Node* n = *it;
+      if (islands_.contains(n) || !IsFloatNode(*n)) continue;
+      bool float_inputs = false;
+      for (const Value* v : n->inputs()) float_inputs = float_inputs || IsFloat32(v);
+      if (float_inputs) continue;
+      bool only_islands = true, read = false;
+      for (const Value* o : n->outputs()) {
+        if (!IsFloat32(o)) continue;
+        if (o->is_graph_output()) only_islands = false;
+        for (const Use& u : o->uses()) {
+          read = true;
+          only_islands = only_islands && islands_.contains(u.node);
+        }
+      }
+      if (read && only_islands) Mark(n, "makes float that only fp32 islands read");
+    }
+  }
+
+  const Graph& g_;
+  const IslandOptions& o_;
+  Islands islands_;
+};
+
+}  // namespace
+
+bool IsFloat32(const Value* v) {
+  return v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat;
+}
+
+std::optional<Tensor> ConstantData(const Value* v) {
+  if (v == nullptr) return std::nullopt;
+  if (v->is_initializer() && !v->is_graph_input()) return v->tensor();
+  const Node* p = v->producer();
+  if (p == nullptr || !Is(*p, "Constant") || !p->HasAttribute("value")) return std::nullopt;
+  absl::StatusOr<Tensor> t = p->GetTensor("value");
+  if (!t.ok()) return std::nullopt;
+  return *std::move(t);
+}
+
+absl::StatusOr<Islands> DecideIslands(const Graph& g, const IslandOptions& options) {
+  return Decider(g, options).Run();
+}
+
+}  // namespace ovfix::rules

@@ -1,0 +1,44 @@
+// Which nodes of an fp16 conversion stay in fp32 ("islands"), and why. The rules, in the
+// order they are tried (the first that applies gives the reason):
+//   --keep-fp32 REGEX           the regex matches the node's whole name or op type
+//   op kind                     Reduce*, LayerNorm/InstanceNorm/GroupNorm/LpNorm/MVN,
+//                               Softmax/LogSoftmax, float Range, ops with no float16 in the
+//                               spec, ops outside the ONNX domain, control flow
+//   growth feeding a reduction  Pow / Mul(x, x) / Exp, through shape and scaling ops, to a
+//                               Reduce* (sums of squares and of exponentials overflow)
+//   normalization tail          Reduce* -> Add eps -> Sqrt -> Div (decomposed norms)
+//   constants fp16 cannot hold  an epsilon below 2^-14 (Add/Div), a constant above 65504
+//   calibration                 observed |value| > threshold, or fp16 rounding of a value
+//                               gives inf, in the node's outputs or inputs
+//   closure                     every non-constant float input comes from an island
+//   pull                        float made from non-float inputs that only islands read
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "ir/graph.h"
+
+namespace ovfix::rules {
+
+struct IslandOptions {
+  std::vector<std::string> keep_fp32;  // regexes (re2)
+  double magnitude_threshold = 8192;
+  // Largest |x| observed for a value in a calibration run (inf when fp16 rounding of it
+  // gives inf or it is non-finite), or nullopt when not observed.
+  std::function<std::optional<double>(const Value*)> magnitude;
+};
+
+// Node -> reason, for the float nodes of `g` (its main level) that stay in fp32.
+absl::StatusOr<absl::flat_hash_map<const Node*, std::string>> DecideIslands(
+    const Graph& g, const IslandOptions& options);
+
+// A value holds float32 data (graph inputs, initializers and node outputs).
+bool IsFloat32(const Value* v);
+// The data of a constant: an initializer that no input overrides, or a Constant's output.
+std::optional<Tensor> ConstantData(const Value* v);
+
+}  // namespace ovfix::rules

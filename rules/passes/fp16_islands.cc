@@ -1,0 +1,279 @@
+#include "rules/passes/fp16_islands.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "ir/float16.h"
+#include "ir/tensor_proto.h"
+#include "onnx/defs/attr_proto_util.h"
+#include "rules/light_proto.h"
+#include "rules/passes/fp16_island_rules.h"
+#include "rules/passes/node_eval.h"
+#include "rules/validation.h"
+
+namespace ovfix::rules {
+namespace {
+
+using Islands = absl::flat_hash_map<const Node*, std::string>;
+
+bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_type() == op; }
+
+// The type input `i` of `n` must have after the conversion; kUndefined when any float type
+// will do (the op only looks at the shape).
+DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands) {
+  if (n.owner() != &g) return DataType::kFloat;  // subgraphs are not converted
+  if ((Is(n, "Shape") || Is(n, "Size")) && i == 0) return DataType::kUndefined;
+  // Inputs that the spec types as float whatever the data type is.
+  if ((Is(n, "Resize") && i == 2) || (Is(n, "Upsample") && i == 1)) return DataType::kFloat;
+  return islands.contains(&n) ? DataType::kFloat : DataType::kFloat16;
+}
+
+// The node of the main graph that holds `n` (itself, or the If/Loop/Scan around it).
+Node* TopLevel(Node* n, const Graph& g) {
+  while (n->owner() != &g && n->owner()->owner_node() != nullptr) n = n->owner()->owner_node();
+  return n;
+}
+
+onnx::TypeProto WithElemType(const onnx::TypeProto& type, DataType t) {
+  onnx::TypeProto out = type;
+  out.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
+  return out;
+}
+
+onnx::AttributeProto TensorAttribute(const std::string& name, const Tensor& t) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::TENSOR);
+  *a.mutable_t() = TensorToProto(t);
+  return a;
+}
+
+// Floats from here up round to inf in fp16 (65504 plus half its spacing).
+constexpr float kRoundsToInf = 65520.0f;
+
+// Largest |x| of a calibration activation; inf when an element is not finite or rounds to
+// inf in fp16.
+double Magnitude(const Tensor& t) {
+  double largest = 0;
+  if (t.type() == DataType::kFloat) {
+    // NaN fails the comparison, so it lands on the inf return too.
+    float largest_float = 0;
+    for (float x : t.values<float>()) {
+      const float a = std::abs(x);
+      if (!(a < kRoundsToInf)) return INFINITY;
+      largest_float = std::max(largest_float, a);
+    }
+    return largest_float;
+  }
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = t.GetAsDouble(i);
+    if (!std::isfinite(x)) return INFINITY;
+    largest = std::max(largest, std::abs(x));
+  }
+  return largest;
+}
+
+class Converter {
+ public:
+  Converter(PassContext& ctx, const Islands& islands)
+      : ctx_(ctx), r_(ctx.rewriter), g_(ctx.model.graph()), islands_(islands) {}
+
+  void Run() {
+    Plan();
+    const std::vector<Node*> nodes = g_.NodeList();
+    if (ctx_.options.keep_io_types) CastOutputsBack();
+    for (Value* v : float_values_) {
+      if (v->is_initializer() && !v->is_graph_input()) {
+        if (type_after_[v] == DataType::kFloat16) {
+          r_.SetInitializer(v, ConvertFloatTensor(v->tensor(), DataType::kFloat16));
+          ++weights_;
+        }
+      } else if (type_after_[v] == DataType::kFloat16) {
+        r_.SetType(v, WithElemType(v->type(), DataType::kFloat16));
+      }
+    }
+    for (Node* n : nodes) {
+      if (!islands_.contains(n)) RetypeAttributes(n);
+    }
+    for (Node* n : nodes) {
+      for (size_t i = 0; i < n->inputs().size(); ++i) Connect(n, i);
+    }
+    // Readers inside subgraphs read float.
+    for (Value* v : float_values_) {
+      const std::vector<Use> uses = v->uses();
+      for (const Use& u : uses) {
+        if (u.node->owner() != &g_) Connect(u.node, static_cast<size_t>(u.input_index));
+      }
+    }
+  }
+
+  int casts() const { return casts_; }
+  int weights() const { return weights_; }
+
+ private:
+  void Plan() {
+    auto add = [&](Value* v, DataType t) {
+      if (!IsFloat32(v) || type_after_.contains(v)) return;
+      float_values_.push_back(v);
+      type_after_[v] = t;
+    };
+    for (Value* v : g_.inputs()) {
+      if (!v->is_initializer() || v->is_graph_input()) {
+        add(v, ctx_.options.keep_io_types ? DataType::kFloat : DataType::kFloat16);
+      }
+    }
+    for (Value* v : g_.initializers()) {
+      if (v->is_graph_input()) continue;
+      // fp16 when every reader wants fp16; else fp32 with an fp16 copy for fp16 readers.
+      bool all_half = v->has_uses();
+      for (const Use& u : v->uses()) {
+        const DataType need = Required(*u.node, u.input_index, g_, islands_);
+        all_half = all_half && need != DataType::kFloat;
+      }
+      add(v, all_half ? DataType::kFloat16 : DataType::kFloat);
+    }
+    for (Node* n : g_.nodes()) {
+      for (Value* o : n->outputs()) {
+        add(o, islands_.contains(n) ? DataType::kFloat : DataType::kFloat16);
+      }
+    }
+  }
+
+  // keep_io_types: fp16 outputs get a Cast back to float that takes the output's name.
+  void CastOutputsBack() {
+    const std::vector<Value*> outputs = g_.outputs();
+    for (Value* v : outputs) {
+      auto it = type_after_.find(v);
+      if (it == type_after_.end() || it->second != DataType::kFloat16 || v->is_graph_input()) {
+        continue;
+      }
+      Node* cast = r_.CreateNode(g_, "Cast", {v}, {v->name() + "_fp32"}, nullptr,
+                                 v->name() + "/output_to_fp32");
+      r_.SetAttribute(cast, onnx::MakeAttribute("to", static_cast<int64_t>(DataType::kFloat)));
+      RedirectGraphOutput(r_, v, cast->output(0));
+      ++casts_;
+    }
+  }
+
+  // Ops whose output type comes from an attribute follow the conversion.
+  void RetypeAttributes(Node* n) {
+    const int64_t kFloatCode = static_cast<int64_t>(DataType::kFloat);
+    const int64_t kHalfCode = static_cast<int64_t>(DataType::kFloat16);
+    if (Is(*n, "Cast") && n->GetInt("to", 0) == kFloatCode) {
+      r_.SetAttribute(n, onnx::MakeAttribute("to", kHalfCode));
+      return;
+    }
+    if (Is(*n, "ConstantOfShape") && !n->HasAttribute("value")) {
+      // The default value is a float 0: spell it as a float16 0.
+      r_.SetAttribute(n, TensorAttribute("value", Tensor(DataType::kFloat16, {1})));
+      return;
+    }
+    if (Is(*n, "Constant") || Is(*n, "ConstantOfShape")) {
+      if (const onnx::AttributeProto* a = n->FindAttribute("value");
+          a != nullptr && a->has_t() && a->t().data_type() == kFloatCode) {
+        absl::StatusOr<Tensor> t = n->GetTensor("value");
+        if (t.ok())
+          r_.SetAttribute(n, TensorAttribute("value", ConvertFloatTensor(*t, DataType::kFloat16)));
+        return;
+      }
+      if (Is(*n, "Constant") &&
+          (n->HasAttribute("value_float") || n->HasAttribute("value_floats"))) {
+        std::vector<float> values = n->HasAttribute("value_float")
+                                        ? std::vector<float>{n->GetFloat("value_float", 0)}
+                                        : n->GetFloats("value_floats");
+        std::vector<int64_t> dims;
+        if (n->HasAttribute("value_floats")) dims.push_back(static_cast<int64_t>(values.size()));
+        Tensor t = Tensor::FromVector<float>(DataType::kFloat, dims, values);
+        r_.RemoveAttribute(n, "value_float");
+        r_.RemoveAttribute(n, "value_floats");
+        r_.SetAttribute(n, TensorAttribute("value", ConvertFloatTensor(t, DataType::kFloat16)));
+      }
+    }
+  }
+
+  // Input `i` of `n` gets the type it needs: a converted copy of a constant, or a Cast
+  // shared by every reader that needs that type.
+  void Connect(Node* n, size_t i) {
+    Value* v = n->input(i);
+    auto it = type_after_.find(v);
+    if (v == nullptr || it == type_after_.end()) return;
+    const DataType need = Required(*n, i, g_, islands_);
+    if (need == DataType::kUndefined || need == it->second) return;
+    Value*& converted = converted_[{v, need}];
+    if (converted == nullptr) {
+      const std::string suffix = need == DataType::kFloat16 ? "_fp16" : "_fp32";
+      if (v->is_initializer() && !v->is_graph_input()) {
+        converted =
+            r_.CreateInitializer(g_, v->name() + suffix, ConvertFloatTensor(v->tensor(), need));
+        if (need == DataType::kFloat16) ++weights_;
+      } else {
+        Node* cast =
+            r_.CreateNode(g_, "Cast", {v}, {v->name() + suffix}, TopLevel(n, g_),
+                          v->name() + (need == DataType::kFloat16 ? "/to_fp16" : "/to_fp32"));
+        r_.SetAttribute(cast, onnx::MakeAttribute("to", static_cast<int64_t>(need)));
+        r_.SetType(cast->output(0), WithElemType(v->type(), need));
+        converted = cast->output(0);
+        ++casts_;
+      }
+    }
+    r_.SetInput(n, i, converted);
+  }
+
+  PassContext& ctx_;
+  Rewriter& r_;
+  Graph& g_;
+  const Islands& islands_;
+  std::vector<Value*> float_values_;
+  absl::flat_hash_map<const Value*, DataType> type_after_;
+  absl::flat_hash_map<std::pair<const Value*, DataType>, Value*> converted_;
+  int casts_ = 0;
+  int weights_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
+  islands_.clear();
+  Graph& g = ctx.model.graph();
+  if (absl::Status s = InferShapesLight(ctx.model); !s.ok()) return s;
+  IslandOptions options;
+  options.keep_fp32 = ctx.options.keep_fp32;
+  options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;
+  absl::flat_hash_map<const Value*, double> magnitudes;
+  auto* reference = dynamic_cast<ReferenceValidator*>(ctx.validator);
+  if (reference != nullptr) {
+    options.magnitude = [&](const Value* v) -> std::optional<double> {
+      if (auto it = magnitudes.find(v); it != magnitudes.end()) return it->second;
+      absl::StatusOr<Tensor> t = reference->Activation(v);
+      if (!t.ok()) return std::nullopt;
+      return magnitudes[v] = Magnitude(*t);
+    };
+  } else {
+    ctx.log(absl::StrCat(name(),
+                         ": no calibration run (--no-validate): islands from the "
+                         "graph and --keep-fp32 only"));
+  }
+  absl::StatusOr<Islands> islands = DecideIslands(g, options);
+  if (!islands.ok()) return islands.status();
+  for (const Node* n : g.nodes()) {
+    if (auto it = islands->find(n); it != islands->end()) {
+      islands_.push_back({n->Describe(), n->op_type(), it->second});
+    }
+  }
+  ctx.rewriter.Begin(name());
+  Converter converter(ctx, *islands);
+  converter.Run();
+  const bool committed = FinishRewrite(ctx);
+  RewriteRecord& record = ctx.rewriter.records().back();
+  const std::string summary =
+      absl::StrCat(islands_.size(), " node(s) kept in fp32, ", converter.casts(),
+                   " Cast(s) inserted, ", converter.weights(), " weight(s) in float16");
+  record.note = record.note.empty() ? summary : absl::StrCat(summary, "; ", record.note);
+  if (!committed) return 0;
+  ctx.log(absl::StrCat(name(), ": ", summary));
+  return 1;
+}
+
+}  // namespace ovfix::rules

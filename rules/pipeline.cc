@@ -1,0 +1,242 @@
+#include "rules/pipeline.h"
+
+#include <chrono>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ir/model_io.h"
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "rules/light_proto.h"
+#include "rules/passes/fp16_islands.h"
+#include "rules/passes/registry.h"
+#include "rules/rule_set.h"
+#include "rules/target.h"
+#include "rules/validation.h"
+
+namespace ovfix::rules {
+namespace {
+
+struct Step {
+  std::string name;
+  std::unique_ptr<Pass> pass;
+};
+
+// A rule set run to a fixed point with shape inference between rounds on the light proto
+// (rules/light_proto.h): the rule set's own inference copies every weight each time.
+class RuleSetStep : public Pass {
+ public:
+  RuleSetStep(std::string name, std::vector<std::shared_ptr<const Rule>> rules)
+      : name_(name),
+        inner_(MakeRuleSetPass(std::move(name), std::move(rules),
+                               RuleSetOptions{.infer_shapes = false})) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return inner_->description(); }
+  absl::StatusOr<int> Run(PassContext& ctx) override {
+    int total = 0;
+    for (int round = 0; round < 4; ++round) {
+      absl::StatusOr<int> committed = inner_->Run(ctx);
+      if (!committed.ok()) return committed.status();
+      total += *committed;
+      if (*committed == 0) break;
+      (void)InferShapesLight(ctx.model);  // new values get types for the next round
+    }
+    return total;
+  }
+
+ private:
+  std::string name_;
+  std::unique_ptr<Pass> inner_;
+};
+
+bool HasPass(const std::vector<TargetStep>& steps, std::string_view name) {
+  for (const TargetStep& s : steps) {
+    if (s.kind == TargetStep::Kind::kPass && s.name == name) return true;
+  }
+  return false;
+}
+
+// Index of the first step named `name`, or steps.size().
+size_t Find(const std::vector<TargetStep>& steps, std::string_view name) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].name == name) return i;
+  }
+  return steps.size();
+}
+
+// The target's steps, with what the options ask for and the target does not list: fixing
+// input shapes first, conv3d lowering and full broadcasts, user rules before the fp16
+// conversion (they are written against the float model) or at the end.
+std::vector<TargetStep> PlanSteps(const Target& target, const ConvertOptions& o, bool user_rules) {
+  std::vector<TargetStep> steps = target.steps;
+  auto insert = [&](size_t at, TargetStep s) {
+    steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(std::min(at, steps.size())), s);
+  };
+  if ((o.batch > 0 || !o.input_shapes.empty()) && !HasPass(steps, "fix_input_shapes")) {
+    insert(0, {TargetStep::Kind::kPass, "fix_input_shapes", 0});
+  }
+  if (o.lower_conv3d_unit_kernel && !HasPass(steps, "lower_conv3d_unit_kernel")) {
+    insert(Find(steps, "fix_input_shapes") + 1,
+           {TargetStep::Kind::kPass, "lower_conv3d_unit_kernel", 0});
+  }
+  if (o.broadcast == "full" && !HasPass(steps, "explicit_broadcast_full")) {
+    insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kPass, "explicit_broadcast_full", 0});
+  }
+  if (user_rules) insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kRules, "--rules", 0});
+  return steps;
+}
+
+absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const PipelineOptions& options,
+                                            const RuleLibrary& library) {
+  const ConvertOptions& o = options.convert;
+  // A --disable name must name something, or a typo would silently disable nothing.
+  for (const std::string& d : o.disabled) {
+    if (MakeNativePass(d) == nullptr && library.Select(d).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--disable ", d, ": no pass, rule set, rule family or rule of that name"));
+    }
+  }
+  std::vector<Step> steps;
+  for (const TargetStep& s : PlanSteps(target, o, !options.rule_files.empty())) {
+    if (std::find(o.disabled.begin(), o.disabled.end(), s.name) != o.disabled.end()) continue;
+    if (s.kind == TargetStep::Kind::kPass) {
+      steps.push_back({s.name, MakeNativePass(s.name)});
+      continue;
+    }
+    std::vector<std::shared_ptr<const Rule>> rules =
+        s.name == "--rules" ? library.UserRules() : library.Select(s.name);
+    if (rules.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          target.path, ":", s.line, ": no rule set, rule family or rule named '", s.name, "'"));
+    }
+    const std::string name = s.name == "--rules" ? "user_rules" : s.name;
+    steps.push_back({name, std::make_unique<RuleSetStep>(name, std::move(rules))});
+  }
+  return steps;
+}
+
+}  // namespace
+
+absl::Status CheckModel(const Model& model) {
+  onnx::ModelProto proto = LightModelProto(model);
+  try {
+    onnx::checker::check_model(proto);
+    onnx::ShapeInferenceOptions si;
+    si.check_type = true;
+    si.error_mode = 1;
+    si.enable_data_propagation = true;
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), si);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  ConversionReport report;
+  report.input = options.input_path;
+  report.output = options.output_path;
+  report.target = options.convert.target;
+
+  absl::StatusOr<Target> target = LoadTarget(options.convert.target);
+  if (!target.ok()) return target.status();
+  ConvertOptions convert = options.convert;
+  if (absl::Status s = ApplyTargetOptions(*target, options.set_by_user, convert); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options.rule_files);
+  if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
+  absl::StatusOr<std::vector<Step>> steps = MakeSteps(*target, options, *library);
+  if (!steps.ok()) return steps.status();
+
+  auto phase = [&, last = Clock::now()](const char* what) mutable {
+    const auto now = Clock::now();
+    options.log(absl::StrFormat("%s: %.1f ms", what,
+                                1e3 * std::chrono::duration<double>(now - last).count()));
+    last = now;
+  };
+  (void)InferShapesLight(model);  // types for the passes; what onnx cannot infer stays unknown
+  phase("setup and shape inference");
+  std::unique_ptr<ReferenceValidator> validator;
+  if (convert.validate) {
+    absl::StatusOr<exec::TensorMap> inputs = MakeReferenceInputs(model, convert);
+    if (!inputs.ok()) return absl::InvalidArgumentError(inputs.status().message());
+    absl::StatusOr<std::unique_ptr<ReferenceValidator>> v =
+        ReferenceValidator::Create(model, *std::move(inputs));
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("validation needs a run of the model on the CPU executor, which failed: ",
+                       v.status().message(), " (--no-validate converts without validation)"));
+    }
+    validator = *std::move(v);
+    report.validated = true;
+    phase("reference run");
+  } else {
+    report.validation_note = "--no-validate";
+  }
+
+  Rewriter rewriter(model);
+  ProgressBar progress(options.progress ? stderr : nullptr);
+  bool precision_changed = false;
+  for (size_t i = 0; i < steps->size(); ++i) {
+    Step& step = (*steps)[i];
+    progress.Update(static_cast<int>(i), static_cast<int>(steps->size()), step.name);
+    const size_t before = rewriter.records().size();
+    const auto step_start = Clock::now();
+    PassContext ctx{model, rewriter, convert, validator.get(), options.log};
+    absl::StatusOr<int> committed = step.pass->Run(ctx);
+    if (!committed.ok()) {
+      return absl::Status(committed.status().code(),
+                          absl::StrCat(step.name, ": ", committed.status().message()));
+    }
+    StepReport s{step.name};
+    for (size_t k = before; k < rewriter.records().size(); ++k) {
+      (rewriter.records()[k].rolled_back ? s.rolled_back : s.rewrites)++;
+    }
+    s.seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
+    options.log(absl::StrFormat("%s: %d rewrite(s), %d rolled back, %.1f ms", s.name, s.rewrites,
+                                s.rolled_back, 1e3 * s.seconds));
+    report.steps.push_back(s);
+    if (auto* fp16 = dynamic_cast<Fp16IslandsPass*>(step.pass.get()); fp16 != nullptr) {
+      report.islands = fp16->islands();
+      precision_changed = precision_changed || *committed > 0;
+    }
+  }
+  progress.Update(static_cast<int>(steps->size()), static_cast<int>(steps->size()), "checking");
+  report.rewrites = rewriter.records();
+  phase("steps");
+  (void)InferShapesLight(model);
+  phase("shape inference");
+
+  report.end_to_end_tolerance =
+      options.tolerance >= 0 ? options.tolerance : (precision_changed ? 1e-2 : 1e-4);
+  if (validator != nullptr) {
+    absl::StatusOr<EndToEndResult> e2e = validator->CompareFinalOutputs();
+    if (!e2e.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the converted model does not run on the CPU "
+                       "executor (a bug in ovfix): ",
+                       e2e.status().message()));
+    }
+    report.end_to_end = *std::move(e2e);
+    report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+  }
+  progress.Finish();
+  phase("end-to-end comparison");
+  if (absl::Status s = CheckModel(model); !s.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the converted model fails onnx's checker with full shape inference (a bug in ovfix, "
+        "please report it with the model): ",
+        s.message()));
+  }
+  phase("onnx checker");
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+}  // namespace ovfix::rules

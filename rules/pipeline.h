@@ -1,0 +1,43 @@
+// The conversion pipeline behind `ovfix convert`: load the target, run its passes and rule
+// sets (plus --rules files, minus --disable) with every rewrite validated against a
+// reference run, compare the final model end to end, check it with onnx's checker, and
+// report. Saving is the caller's (it writes only when the report says all is well).
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/model.h"
+#include "rules/pass.h"
+#include "rules/report.h"
+
+namespace ovfix::rules {
+
+struct PipelineOptions {
+  ConvertOptions convert;
+  // Option names (as in target files) given on the command line: they win over the
+  // target's options.
+  std::set<std::string> set_by_user;
+  std::vector<std::string> rule_files;  // --rules, in order
+  std::string input_path, output_path;  // for the report
+  // End-to-end tolerance (relative to each output's range); < 0 picks 1e-4, or 1e-2 when
+  // the conversion changed precision (fp16).
+  double tolerance = -1;
+  bool progress = false;  // a progress bar on stderr (when it is a terminal)
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+// Converts `model` in place. Errors: InvalidArgument for bad input or options (exit 2);
+// Internal when the result fails onnx's checker, which is a bug in ovfix.
+// `report.outputs_match` is false when the end-to-end comparison found changed outputs.
+absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options);
+
+// onnx's checker::check_model plus strict shape inference with type checks (what
+// onnx.checker.check_model(full_check=True) does), on a proto whose large weights are typed
+// inputs (rules/light_proto.h): the weights themselves are bytes ovfix wrote.
+absl::Status CheckModel(const Model& model);
+
+}  // namespace ovfix::rules

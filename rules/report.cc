@@ -1,0 +1,147 @@
+#include "rules/report.h"
+
+#include <unistd.h>
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "converter/json_writer.h"
+
+namespace ovfix::rules {
+namespace {
+
+void WriteRewrite(cli::JsonWriter& w, const RewriteRecord& r) {
+  w.BeginObject();
+  w.Key("rule").String(r.rule);
+  w.Key("matched").BeginArray();
+  for (const std::string& n : r.matched) w.String(n);
+  w.EndArray();
+  w.Key("created").BeginArray();
+  for (const std::string& n : r.created) w.String(n);
+  w.EndArray();
+  w.Key("removed").Int(r.removed);
+  w.Key("validated").Bool(r.max_error >= 0);
+  if (r.max_error >= 0) w.Key("error").Number(r.max_error);
+  w.Key("rolled_back").Bool(r.rolled_back);
+  if (!r.note.empty()) w.Key(r.rolled_back ? "reason" : "note").String(r.note);
+  w.EndObject();
+}
+
+std::string Error(double e) { return absl::StrFormat("%.2g", e); }
+
+}  // namespace
+
+std::string ReportToJson(const ConversionReport& report) {
+  cli::JsonWriter w;
+  w.BeginObject();
+  w.Key("input").String(report.input);
+  w.Key("output").String(report.output);
+  w.Key("target").String(report.target);
+  w.Key("steps").BeginArray();
+  for (const StepReport& s : report.steps) {
+    w.BeginObject();
+    w.Key("name").String(s.name);
+    w.Key("rewrites").Int(s.rewrites);
+    w.Key("rolled_back").Int(s.rolled_back);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("rewrites").BeginArray();
+  for (const RewriteRecord& r : report.rewrites) WriteRewrite(w, r);
+  w.EndArray();
+  w.Key("fp32_islands").BeginArray();
+  for (const IslandNode& i : report.islands) {
+    w.BeginObject();
+    w.Key("node").String(i.node);
+    w.Key("op_type").String(i.op_type);
+    w.Key("reason").String(i.reason);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("validation").BeginObject();
+  w.Key("enabled").Bool(report.validated);
+  if (!report.validation_note.empty()) w.Key("note").String(report.validation_note);
+  if (report.end_to_end) {
+    w.Key("tolerance").Number(report.end_to_end_tolerance);
+    w.Key("max_error").Number(report.end_to_end->max_error);
+    w.Key("outputs").BeginArray();
+    for (const OutputComparison& c : report.end_to_end->outputs) {
+      w.BeginObject();
+      w.Key("name").String(c.name);
+      w.Key("error").Number(c.error);
+      w.Key("finite").Bool(c.finite);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.Key("outputs_match").Bool(report.outputs_match);
+  w.EndObject();
+  w.EndObject();
+  return w.str() + "\n";
+}
+
+std::string SummaryTable(const ConversionReport& report) {
+  struct Row {
+    int applied = 0, rolled_back = 0;
+    double max_error = -1;
+  };
+  std::map<std::string, Row> rows;  // sorted by rule: stable output
+  for (const RewriteRecord& r : report.rewrites) {
+    Row& row = rows[r.rule];
+    (r.rolled_back ? row.rolled_back : row.applied)++;
+    if (!r.rolled_back) row.max_error = std::max(row.max_error, r.max_error);
+  }
+  std::string out = absl::StrFormat("%-44s %8s %12s %10s\n", "rule / pass", "applied",
+                                    "rolled back", "max error");
+  for (const auto& [rule, row] : rows) {
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-44s %8d %12d %10s\n", rule, row.applied, row.rolled_back,
+                                    row.max_error < 0 ? "-" : Error(row.max_error)));
+  }
+  if (rows.empty()) absl::StrAppend(&out, "(no rewrites)\n");
+  if (!report.islands.empty()) {
+    std::map<std::string, int> per_op;
+    for (const IslandNode& i : report.islands) per_op[i.op_type]++;
+    std::string ops;
+    for (const auto& [op, n] : per_op) absl::StrAppend(&ops, ops.empty() ? "" : ", ", op, " ", n);
+    absl::StrAppend(&out, "fp32 islands: ", report.islands.size(), " node(s) (", ops, ")\n");
+  }
+  if (report.end_to_end) {
+    absl::StrAppend(&out, "end-to-end: max error ", Error(report.end_to_end->max_error),
+                    " of the output range (tolerance ", Error(report.end_to_end_tolerance), ")");
+    for (const OutputComparison& c : report.end_to_end->outputs) {
+      absl::StrAppend(&out, "; ", c.name, " ", Error(c.error), c.finite ? "" : " (non-finite)");
+    }
+    absl::StrAppend(&out, report.outputs_match ? " - outputs preserved\n" : " - OUTPUTS CHANGED\n");
+  } else {
+    absl::StrAppend(
+        &out, "end-to-end: not validated",
+        report.validation_note.empty() ? "" : absl::StrCat(" (", report.validation_note, ")"),
+        "\n");
+  }
+  return out;
+}
+
+ProgressBar::ProgressBar(std::FILE* out)
+    : out_(out), active_(out != nullptr && isatty(fileno(out)) != 0) {}
+ProgressBar::~ProgressBar() { Finish(); }
+
+void ProgressBar::Update(int done, int total, const std::string& label) {
+  if (!active_ || total <= 0) return;
+  constexpr int kWidth = 30;
+  const int filled = done * kWidth / total;
+  std::fprintf(out_, "\r[%s%s] %d/%d %-40.40s", std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, '.').c_str(), done, total, label.c_str());
+  std::fflush(out_);
+  drawn_ = true;
+}
+
+void ProgressBar::Finish() {
+  if (!active_ || !drawn_) return;
+  std::fprintf(out_, "\r%*s\r", 90, "");
+  std::fflush(out_);
+  drawn_ = false;
+}
+
+}  // namespace ovfix::rules

@@ -1,0 +1,55 @@
+// What a conversion did, for people and for build pipelines: the JSON report
+// (--report FILE.json), the summary table printed at the end, and the progress bar shown on
+// stderr while passes run (only when stderr is a terminal).
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rules/passes/fp16_islands.h"
+#include "rules/rewriter.h"
+#include "rules/validation.h"
+
+namespace ovfix::rules {
+
+struct StepReport {
+  std::string name;  // pass or rule set
+  int rewrites = 0;  // committed
+  int rolled_back = 0;
+  double seconds = 0;
+};
+
+struct ConversionReport {
+  std::string input, output, target;
+  std::vector<StepReport> steps;
+  std::vector<RewriteRecord> rewrites;
+  std::vector<IslandNode> islands;
+  bool validated = false;
+  std::string validation_note;  // why not validated, when not
+  std::optional<EndToEndResult> end_to_end;
+  double end_to_end_tolerance = 0;
+  bool outputs_match = true;
+  double seconds = 0;
+};
+
+std::string ReportToJson(const ConversionReport& report);
+// Rewrites per rule, islands, end-to-end error: a few lines for the console.
+std::string SummaryTable(const ConversionReport& report);
+
+// A one-line progress bar redrawn in place on a terminal; silent otherwise.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::FILE* out);
+  ~ProgressBar();
+  void Update(int done, int total, const std::string& label);
+  void Finish();
+
+ private:
+  std::FILE* out_;
+  bool active_;
+  bool drawn_ = false;
+};
+
+}  // namespace ovfix::rules

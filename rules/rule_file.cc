@@ -1,0 +1,545 @@
+#include "rules/rule_file.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace ovfix::rules {
+namespace {
+
+const std::set<std::string_view> kClauses = {"for",   "variadic", "benefit", "match",
+                                             "where", "let",      "replace"};
+
+// A block of text from the file and where it starts.
+struct Span {
+  std::string text;
+  int line = 0, column = 0;
+};
+
+// One rule as written, before checking.
+struct RawRule {
+  std::string name, algebra;
+  int line = 0, column = 0;
+  std::optional<Span> match, replace;
+  std::string placeholder;  // `for Op in ...`
+  std::vector<std::string> ops;
+  std::set<std::string> variadic;
+  int benefit = 1;
+  struct RawClause {
+    Clause::Kind kind;
+    std::string name;
+    Span expr;
+  };
+  std::vector<RawClause> clauses;
+};
+
+bool IsIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+class RuleFileParser {
+ public:
+  RuleFileParser(std::string_view path, std::string_view text) : path_(path), text_(text) {}
+
+  absl::StatusOr<RuleFile> Parse();
+
+ private:
+  // Position helpers.
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  char Peek() const { return AtEnd() ? '\0' : text_[pos_]; }
+  void Advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      column_ = 1;
+    } else {
+      ++column_;
+    }
+    ++pos_;
+  }
+  void SkipBlanks() {
+    while (!AtEnd() && (Peek() == ' ' || Peek() == '\t' || Peek() == '\r')) Advance();
+  }
+  void SkipLine() {
+    while (!AtEnd() && Peek() != '\n') Advance();
+    if (!AtEnd()) Advance();
+  }
+  std::string Word() {
+    std::string w;
+    while (!AtEnd() && IsIdentifierChar(Peek())) {
+      w += Peek();
+      Advance();
+    }
+    return w;
+  }
+  // The rest of the line without a trailing comment, and whether anything but blanks was left.
+  std::string RestOfLine() {
+    std::string rest;
+    bool in_string = false;
+    while (!AtEnd() && Peek() != '\n') {
+      if (Peek() == '"') in_string = !in_string;
+      if (Peek() == '#' && !in_string) break;
+      rest += Peek();
+      Advance();
+    }
+    SkipLine();
+    return std::string(absl::StripAsciiWhitespace(rest));
+  }
+  void Error(int line, int column, std::string message) {
+    errors_.push_back(absl::StrCat(path_, ":", line, ":", column, ": ", message));
+  }
+  // At the start of a line: whether `#` lines and then a `rule` line follow.
+  bool AtRuleHeader();
+  // Skips to the next rule (after an error).
+  void Recover();
+  bool ParseRule(RawRule& rule);
+  bool ParseClause(RawRule& rule, const std::string& keyword, int line, int column);
+  bool ReadGraph(Span& span, int keyword_line, int keyword_column);
+  bool ReadExpression(Span& span);
+  void Build(const RawRule& raw, RuleFile& out);
+  bool BuildOne(const RawRule& raw, const std::string& op, const onnx::GraphProto& match,
+                const onnx::GraphProto& replace, RuleFile& out);
+  // Where `token` first appears in `span` as a whole identifier; the span start otherwise.
+  std::pair<int, int> Locate(const Span& span, const std::string& token) const;
+
+  std::string path_;
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_ = 1, column_ = 1;
+  std::vector<std::string> errors_;
+  std::set<std::string> names_;
+};
+
+bool RuleFileParser::AtRuleHeader() {
+  const size_t save = pos_;
+  const int save_line = line_, save_column = column_;
+  SkipBlanks();
+  while (!AtEnd() && Peek() == '#') {
+    SkipLine();
+    SkipBlanks();
+  }
+  const bool header = Word() == "rule";
+  pos_ = save;
+  line_ = save_line;
+  column_ = save_column;
+  return header;
+}
+
+void RuleFileParser::Recover() {
+  while (!AtEnd() && !AtRuleHeader()) SkipLine();
+}
+
+bool RuleFileParser::ReadGraph(Span& span, int keyword_line, int keyword_column) {
+  SkipBlanks();
+  span.line = line_;
+  span.column = column_;
+  int depth = 0, parens = 0;
+  bool in_string = false, opened = false;
+  while (!AtEnd()) {
+    const char c = Peek();
+    if (c == '\n' && !opened && parens == 0 && !in_string) {
+      Error(line_, column_, "expected '{': a graph is (inputs) => (outputs) { nodes }");
+      return false;
+    }
+    if (in_string) {
+      if (c == '\\') {
+        span.text += c;
+        Advance();
+        if (AtEnd()) break;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '#') {
+      // Comments stay in the text (the ONNX parser skips them) so positions stay right.
+      while (!AtEnd() && Peek() != '\n') {
+        span.text += Peek();
+        Advance();
+      }
+      continue;
+    } else if (c == '(') {
+      ++parens;
+    } else if (c == ')') {
+      --parens;
+    } else if (c == '{') {
+      ++depth;
+      opened = true;
+    } else if (c == '}') {
+      --depth;
+    }
+    span.text += c;
+    Advance();
+    if (opened && depth == 0) {
+      const std::string rest = RestOfLine();
+      if (!rest.empty()) {
+        Error(line_ - 1, 1, absl::StrCat("unexpected text after the graph: '", rest, "'"));
+        return false;
+      }
+      return true;
+    }
+  }
+  Error(keyword_line, keyword_column, "unterminated graph: missing '}'");
+  return false;
+}
+
+bool RuleFileParser::ReadExpression(Span& span) {
+  SkipBlanks();
+  span.line = line_;
+  span.column = column_;
+  int depth = 0;
+  bool in_string = false;
+  while (!AtEnd()) {
+    const char c = Peek();
+    if (c == '\n' && depth <= 0 && !in_string) {
+      // An expression continues on the next line after a trailing && or ||.
+      const absl::string_view so_far = absl::StripTrailingAsciiWhitespace(span.text);
+      if (!absl::EndsWith(so_far, "&&") && !absl::EndsWith(so_far, "||")) break;
+    }
+    if (c == '#' && !in_string) {
+      while (!AtEnd() && Peek() != '\n') Advance();
+      continue;
+    }
+    if (c == '"') in_string = !in_string;
+    if (!in_string && (c == '(' || c == '[')) ++depth;
+    if (!in_string && (c == ')' || c == ']')) --depth;
+    span.text += c;
+    Advance();
+  }
+  if (!AtEnd()) Advance();
+  if (absl::StripAsciiWhitespace(span.text).empty()) {
+    Error(span.line, span.column, "expected an expression");
+    return false;
+  }
+  return true;
+}
+
+bool RuleFileParser::ParseClause(RawRule& rule, const std::string& keyword, int line, int column) {
+  SkipBlanks();
+  if (keyword == "match" || keyword == "replace") {
+    std::optional<Span>& slot = keyword == "match" ? rule.match : rule.replace;
+    if (slot) {
+      Error(line, column, absl::StrCat("a rule has one '", keyword, "'"));
+      return false;
+    }
+    Span span;
+    if (!ReadGraph(span, line, column)) return false;
+    slot = span;
+    return true;
+  }
+  if (keyword == "where") {
+    RawRule::RawClause clause{Clause::Kind::kWhere, "", {}};
+    if (!ReadExpression(clause.expr)) return false;
+    rule.clauses.push_back(std::move(clause));
+    return true;
+  }
+  if (keyword == "let") {
+    const int name_line = line_, name_column = column_;
+    RawRule::RawClause clause{Clause::Kind::kLet, Word(), {}};
+    SkipBlanks();
+    if (clause.name.empty() || Peek() != '=') {
+      Error(name_line, name_column, "expected 'let NAME = EXPRESSION'");
+      return false;
+    }
+    Advance();
+    if (!ReadExpression(clause.expr)) return false;
+    rule.clauses.push_back(std::move(clause));
+    return true;
+  }
+  const int rest_line = line_, rest_column = column_;
+  std::string rest = RestOfLine();
+  // Lists (`for`, `variadic`) continue on the next line after a trailing comma.
+  while (!rest.empty() && rest.back() == ',' && !AtEnd()) {
+    SkipBlanks();
+    rest += " " + RestOfLine();
+  }
+  if (keyword == "benefit") {
+    int value = 0;
+    if (!absl::SimpleAtoi(rest, &value) || value < 0) {
+      Error(rest_line, rest_column, "benefit must be a non-negative integer");
+      return false;
+    }
+    rule.benefit = value;
+    return true;
+  }
+  if (keyword == "variadic") {
+    for (absl::string_view name : absl::StrSplit(rest, ',')) {
+      std::string n(absl::StripAsciiWhitespace(name));
+      if (n.empty()) {
+        Error(rest_line, rest_column, "expected 'variadic NAME[, NAME...]'");
+        return false;
+      }
+      rule.variadic.insert(n);
+    }
+    return true;
+  }
+  // for Op in Add, Sub, ...
+  std::vector<std::string> words = absl::StrSplit(rest, absl::ByAnyChar(" \t,"), absl::SkipEmpty());
+  if (words.size() < 3 || words[1] != "in") {
+    Error(rest_line, rest_column, "expected 'for PLACEHOLDER in OP, OP, ...'");
+    return false;
+  }
+  rule.placeholder = words[0];
+  rule.ops.assign(words.begin() + 2, words.end());
+  return true;
+}
+
+bool RuleFileParser::ParseRule(RawRule& rule) {
+  SkipBlanks();
+  rule.line = line_;
+  rule.column = column_;
+  Word();  // "rule"
+  SkipBlanks();
+  const int name_line = line_, name_column = column_;
+  rule.name = Word();
+  const std::string rest = RestOfLine();
+  if (rule.name.empty() || !rest.empty()) {
+    Error(name_line, name_column, "expected 'rule NAME' (letters, digits, '_')");
+    return false;
+  }
+  if (rule.algebra.empty()) {
+    Error(rule.line, rule.column,
+          absl::StrCat("rule '", rule.name,
+                       "' needs an algebra comment: a '#' line right above 'rule'"));
+  }
+  while (!AtEnd()) {
+    // A comment block right above the next `rule` is that rule's algebra comment; other
+    // comments inside a rule are notes.
+    if (AtRuleHeader()) return true;
+    SkipBlanks();
+    if (Peek() == '\n' || Peek() == '#') {
+      SkipLine();
+      continue;
+    }
+    const int line = line_, column = column_;
+    const std::string keyword = Word();
+    if (!kClauses.count(keyword)) {
+      Error(line, column,
+            absl::StrCat("unknown clause '", keyword.empty() ? std::string(1, Peek()) : keyword,
+                         "' (expected match, where, let, replace, benefit, for or variadic)"));
+      return false;
+    }
+    if (!ParseClause(rule, keyword, line, column)) return false;
+  }
+  return true;
+}
+
+std::pair<int, int> RuleFileParser::Locate(const Span& span, const std::string& token) const {
+  if (!token.empty()) {
+    for (size_t at = span.text.find(token); at != std::string::npos;
+         at = span.text.find(token, at + 1)) {
+      const bool left = at == 0 || !IsIdentifierChar(span.text[at - 1]);
+      const size_t end = at + token.size();
+      const bool right = end >= span.text.size() || !IsIdentifierChar(span.text[end]);
+      if (!left || !right) continue;
+      int line = span.line, column = span.column;
+      for (size_t i = 0; i < at; ++i) {
+        if (span.text[i] == '\n') {
+          ++line;
+          column = 1;
+        } else {
+          ++column;
+        }
+      }
+      return {line, column};
+    }
+  }
+  return {span.line, span.column};
+}
+
+absl::StatusOr<RuleFile> RuleFileParser::Parse() {
+  RuleFile out;
+  out.path = path_;
+  out.set = std::filesystem::path(path_).stem().string();
+  std::vector<std::string> comments;
+  while (!AtEnd()) {
+    SkipBlanks();
+    if (AtEnd()) break;
+    if (Peek() == '\n') {
+      comments.clear();
+      Advance();
+      continue;
+    }
+    if (Peek() == '#') {
+      std::string comment;
+      while (!AtEnd() && Peek() != '\n') {
+        comment += Peek();
+        Advance();
+      }
+      if (!AtEnd()) Advance();
+      comments.push_back(std::string(
+          absl::StripAsciiWhitespace(absl::StripPrefix(absl::StripAsciiWhitespace(comment), "#"))));
+      continue;
+    }
+    const size_t save = pos_;
+    const int save_line = line_, save_column = column_;
+    const std::string word = Word();
+    pos_ = save;
+    line_ = save_line;
+    column_ = save_column;
+    if (word != "rule") {
+      Error(line_, column_,
+            absl::StrCat("expected 'rule', found '", word.empty() ? std::string(1, Peek()) : word,
+                         "'"));
+      SkipLine();
+      Recover();
+      comments.clear();
+      continue;
+    }
+    RawRule raw;
+    raw.algebra = absl::StrJoin(comments, " ");
+    comments.clear();
+    const size_t errors_before = errors_.size();
+    if (!ParseRule(raw)) {
+      Recover();
+      continue;
+    }
+    if (errors_.size() == errors_before) Build(raw, out);
+  }
+  if (!errors_.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors_, "\n"));
+  return out;
+}
+
+std::pair<int, int> FilePosition(const Span& span, const TextError& e) {
+  if (e.line <= 1) return {span.line, span.column + e.column - 1};
+  return {span.line + e.line - 1, e.column};
+}
+
+void RuleFileParser::Build(const RawRule& raw, RuleFile& out) {
+  if (!raw.match || !raw.replace) {
+    Error(raw.line, raw.column,
+          absl::StrCat("rule '", raw.name, "' needs a ", raw.match ? "replace" : "match"));
+    return;
+  }
+  onnx::GraphProto match, replace;
+  TextError e;
+  if (!ParseGraphText(raw.match->text, match, e)) {
+    auto [line, column] = FilePosition(*raw.match, e);
+    Error(line, column, e.message);
+    return;
+  }
+  if (!ParseGraphText(raw.replace->text, replace, e)) {
+    auto [line, column] = FilePosition(*raw.replace, e);
+    Error(line, column, e.message);
+    return;
+  }
+  if (!raw.placeholder.empty()) {
+    bool found = false;
+    for (const auto& n : match.node()) found |= n.op_type() == raw.placeholder;
+    if (!found) {
+      auto [line, column] = Locate(*raw.match, "");
+      Error(
+          line, column,
+          absl::StrCat("'for' placeholder '", raw.placeholder, "' is not an op type of the match"));
+      return;
+    }
+  }
+  const std::vector<std::string> ops = raw.ops.empty() ? std::vector<std::string>{""} : raw.ops;
+  for (const auto& op : ops) {
+    if (!BuildOne(raw, op, match, replace, out)) return;
+  }
+}
+
+bool RuleFileParser::BuildOne(const RawRule& raw, const std::string& op,
+                              const onnx::GraphProto& match, const onnx::GraphProto& replace,
+                              RuleFile& out) {
+  auto rule = std::make_shared<Rule>();
+  rule->name = op.empty() ? raw.name : absl::StrCat(raw.name, ".", op);
+  rule->family = raw.name;
+  rule->set = out.set;
+  rule->file = path_;
+  rule->line = raw.line;
+  rule->algebra = raw.algebra;
+  rule->benefit = raw.benefit;
+  if (!names_.insert(rule->name).second) {
+    Error(raw.line, raw.column, absl::StrCat("rule '", rule->name, "' is defined twice"));
+    return false;
+  }
+  TemplateError te;
+  const auto substituted = [&](const onnx::GraphProto& g) {
+    return op.empty() ? g : SubstituteOpType(g, raw.placeholder, op);
+  };
+  if (!BuildPattern(substituted(match), raw.variadic, rule->pattern, te)) {
+    auto [line, column] = Locate(*raw.match, te.token);
+    Error(line, column, te.message);
+    return false;
+  }
+  std::set<std::string> lets;
+  auto bound = [&](const std::string& name) {
+    return rule->pattern.Binds(name) || raw.variadic.count(name) > 0 || lets.count(name) > 0;
+  };
+  const size_t errors_before = errors_.size();
+  for (const auto& rc : raw.clauses) {
+    Clause clause{rc.kind, rc.name, {}, std::string(absl::StripAsciiWhitespace(rc.expr.text))};
+    TextError pe;
+    if (!ParseExpression(rc.expr.text, rc.expr.line, rc.expr.column, clause.expr, pe)) {
+      Error(pe.line, pe.column, pe.message);
+      return false;
+    }
+    VisitExpr(clause.expr, [&](const Expr& x) {
+      if (x.kind == Expr::Kind::kName && x.text != "true" && x.text != "false" && !bound(x.text)) {
+        Error(x.line, x.column,
+              absl::StrCat("'", x.text, "' is not bound by the match or an earlier let"));
+      }
+      if (x.kind != Expr::Kind::kCall) return;
+      const Helper* helper = FindHelper(x.text);
+      const int count = static_cast<int>(x.args.size());
+      if (helper == nullptr) {
+        Error(x.line, x.column, absl::StrCat("unknown helper '", x.text, "'"));
+      } else if (count < helper->min_args || count > helper->max_args) {
+        Error(x.line, x.column,
+              absl::StrCat("'", x.text, "' takes ",
+                           helper->min_args == helper->max_args
+                               ? absl::StrCat(helper->min_args)
+                               : absl::StrCat(helper->min_args, " to ", helper->max_args),
+                           " arguments, not ", count, ": ", helper->signature));
+      }
+    });
+    if (rc.kind == Clause::Kind::kLet) {
+      if (bound(rc.name)) {
+        Error(rc.expr.line, rc.expr.column, absl::StrCat("'", rc.name, "' is already bound"));
+      }
+      lets.insert(rc.name);
+    }
+    rule->clauses.push_back(std::move(clause));
+  }
+  if (errors_.size() != errors_before) return false;
+  if (!BuildReplacement(substituted(replace), raw.variadic, bound, rule->pattern.outputs,
+                        rule->replacement, te)) {
+    auto [line, column] = Locate(*raw.replace, te.token);
+    Error(line, column, te.message);
+    return false;
+  }
+  if (rule->replacement.outputs.size() != rule->pattern.outputs.size()) {
+    Error(raw.replace->line, raw.replace->column,
+          absl::StrCat("replace has ", rule->replacement.outputs.size(), " outputs, match has ",
+                       rule->pattern.outputs.size(), ": they replace one another in order"));
+    return false;
+  }
+  out.rules.push_back(std::move(rule));
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<RuleFile> ParseRuleFile(std::string_view path, std::string_view text) {
+  return RuleFileParser(path, text).Parse();
+}
+
+absl::StatusOr<RuleFile> ReadRuleFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the rule file"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParseRuleFile(path, buffer.str());
+}
+
+}  // namespace ovfix::rules

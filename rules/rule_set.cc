@@ -1,0 +1,197 @@
+#include "rules/rule_set.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "ir/shape_inference.h"
+#include "rules/embedded_files.h"
+#include "rules/rule_apply.h"
+
+namespace ovfix::rules {
+namespace {
+
+using RulePtr = std::shared_ptr<const Rule>;
+
+std::string OpKey(std::string_view domain, std::string_view op_type) {
+  return absl::StrCat(domain == "ai.onnx" ? "" : std::string(domain), "::", std::string(op_type));
+}
+
+class RuleSetPass : public Pass {
+ public:
+  RuleSetPass(std::string name, std::vector<RulePtr> rules, RuleSetOptions options)
+      : name_(std::move(name)), rules_(std::move(rules)), options_(options) {
+    // Higher benefit first; stable, so equal benefits keep file order.
+    std::stable_sort(rules_.begin(), rules_.end(),
+                     [](const RulePtr& a, const RulePtr& b) { return a->benefit > b->benefit; });
+  }
+
+  std::string name() const override { return name_; }
+  std::string description() const override {
+    return absl::StrCat("applies ", rules_.size(), " declarative rules to a fixed point");
+  }
+  absl::StatusOr<int> Run(PassContext& ctx) override;
+
+ private:
+  // One sweep over the graph; returns the rewrites committed.
+  int Sweep(PassContext& ctx, const std::map<std::string, std::vector<const Rule*>>& by_op,
+            std::set<std::pair<std::string, std::string>>& rejected);
+
+  std::string name_;
+  std::vector<RulePtr> rules_;
+  RuleSetOptions options_;
+};
+
+int RuleSetPass::Sweep(PassContext& ctx,
+                       const std::map<std::string, std::vector<const Rule*>>& by_op,
+                       std::set<std::pair<std::string, std::string>>& rejected) {
+  Graph& g = ctx.model.graph();
+  const HelperContext helpers{ctx.model, &ctx.options};
+  std::vector<Node*> nodes = g.NodeList();
+  // A rule set whose rewrites keep matching their own results must still end.
+  const size_t budget = 4 * nodes.size() + 64;
+  int committed = 0;
+  for (size_t i = 0; i < nodes.size() && static_cast<size_t>(committed) < budget;) {
+    Node* node = nodes[i];
+    auto candidates = by_op.find(OpKey(node->domain(), node->op_type()));
+    bool applied = false;
+    if (candidates != by_op.end()) {
+      // Matches are named by the node's first output: it is stable across rewrites.
+      const std::string anchor = node->output(0) != nullptr ? node->output(0)->name() : "";
+      for (const Rule* rule : candidates->second) {
+        if (rejected.count({rule->name, anchor})) continue;
+        std::string why;
+        auto match = MatchRule(*rule, node, helpers, why);
+        if (!match) continue;
+        auto done = ApplyRule(*rule, *match, ctx);
+        if (!done.ok()) ctx.log(absl::StrCat(rule->name, ": ", done.status().message()));
+        if (!done.ok() || !*done) {
+          rejected.insert({rule->name, anchor});
+          continue;
+        }
+        ++committed;
+        applied = true;
+        // The node is gone; the replacement sits where it was. Step back over what the
+        // rewrite removed so the new nodes are visited too.
+        const int removed = ctx.rewriter.records().back().removed;
+        nodes = g.NodeList();
+        i = i > static_cast<size_t>(removed) ? i - removed : 0;
+        break;
+      }
+    }
+    if (!applied) ++i;
+  }
+  if (static_cast<size_t>(committed) >= budget) {
+    ctx.log(absl::StrCat(name_, ": stopped a sweep after ", committed, " rewrites"));
+  }
+  return committed;
+}
+
+absl::StatusOr<int> RuleSetPass::Run(PassContext& ctx) {
+  std::map<std::string, std::vector<const Rule*>> by_op;
+  for (const RulePtr& rule : rules_) {
+    if (IsDisabled(*rule, ctx.options.disabled)) continue;
+    const TemplateNode& root = rule->pattern.root_node();
+    by_op[OpKey(root.domain, root.op_type)].push_back(rule.get());
+  }
+  if (by_op.empty()) return 0;
+  std::set<std::pair<std::string, std::string>> rejected;
+  int total = 0;
+  for (int iteration = 0; iteration < options_.max_iterations; ++iteration) {
+    const int committed = Sweep(ctx, by_op, rejected);
+    total += committed;
+    if (committed == 0) return total;
+    if (options_.infer_shapes) (void)InferShapes(ctx.model);
+  }
+  ctx.log(absl::StrCat(name_, ": no fixed point after ", options_.max_iterations, " sweeps"));
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RuleFile>> LoadBuiltinRuleSets() {
+  std::vector<RuleFile> out;
+  for (const EmbeddedFile& file : EmbeddedFiles()) {
+    const std::string path(file.path);
+    if (!absl::StartsWith(path, "builtin/") || !absl::EndsWith(path, ".rules")) {
+      continue;
+    }
+    auto parsed = ParseRuleFile(absl::StrCat("rules/", std::string(file.path)), file.contents);
+    if (!parsed.ok()) return parsed.status();
+    out.push_back(std::move(*parsed));
+  }
+  return out;
+}
+
+absl::StatusOr<RuleLibrary> RuleLibrary::Load(const std::vector<std::string>& user_files) {
+  RuleLibrary library;
+  auto builtin = LoadBuiltinRuleSets();
+  if (!builtin.ok()) return builtin.status();
+  library.files_ = std::move(*builtin);
+  library.builtin_count_ = library.files_.size();
+  std::map<std::string, const Rule*> names;
+  for (const auto& file : library.files_) {
+    for (const auto& rule : file.rules) names[rule->name] = rule.get();
+  }
+  for (const auto& path : user_files) {
+    auto parsed = ReadRuleFile(path);
+    if (!parsed.ok()) return parsed.status();
+    for (const auto& rule : parsed->rules) {
+      auto [it, fresh] = names.emplace(rule->name, rule.get());
+      if (!fresh) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", rule->line, ":1: rule '",
+                                                       rule->name, "' is already defined in ",
+                                                       it->second->file));
+      }
+    }
+    library.files_.push_back(std::move(*parsed));
+  }
+  return library;
+}
+
+std::vector<RulePtr> RuleLibrary::Select(std::string_view name) const {
+  std::vector<RulePtr> out;
+  for (const auto& file : files_) {
+    for (const auto& rule : file.rules) {
+      if (file.set == name || rule->family == name || rule->name == name) out.push_back(rule);
+    }
+  }
+  return out;
+}
+
+std::vector<RulePtr> RuleLibrary::UserRules() const {
+  std::vector<RulePtr> out;
+  for (size_t i = builtin_count_; i < files_.size(); ++i) {
+    out.insert(out.end(), files_[i].rules.begin(), files_[i].rules.end());
+  }
+  return out;
+}
+
+std::vector<RulePtr> RuleLibrary::AllRules() const {
+  std::vector<RulePtr> out;
+  for (const auto& file : files_) out.insert(out.end(), file.rules.begin(), file.rules.end());
+  return out;
+}
+
+std::vector<std::string> RuleLibrary::SetNames() const {
+  std::vector<std::string> out;
+  for (const auto& file : files_) out.push_back(file.set);
+  return out;
+}
+
+bool IsDisabled(const Rule& rule, const std::vector<std::string>& disabled) {
+  for (const auto& d : disabled) {
+    if (d == rule.name || d == rule.family || d == rule.set) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<Pass> MakeRuleSetPass(std::string name, std::vector<RulePtr> rules,
+                                      RuleSetOptions options) {
+  return std::make_unique<RuleSetPass>(std::move(name), std::move(rules), options);
+}
+
+}  // namespace ovfix::rules

@@ -1,0 +1,173 @@
+#include "rules/target.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "rules/embedded_files.h"
+#include "rules/passes/registry.h"
+
+namespace ovfix::rules {
+namespace {
+
+// Debian's abseil has its own string_view: text is handled as absl::string_view here.
+using Text = absl::string_view;
+
+Text ToText(std::string_view s) { return Text(s.data(), s.size()); }
+
+absl::StatusOr<bool> ParseBool(const std::string& v) {
+  if (v == "true" || v == "on" || v == "1") return true;
+  if (v == "false" || v == "off" || v == "0") return false;
+  return absl::InvalidArgumentError(absl::StrCat("expected true or false, got '", v, "'"));
+}
+
+// Sets one option; the error says what is wrong with the value.
+absl::Status SetOption(const std::string& key, const std::string& v, ConvertOptions& o) {
+  if (key == "fp16" || key == "keep_io_types" || key == "lower_conv3d_unit_kernel") {
+    absl::StatusOr<bool> b = ParseBool(v);
+    if (!b.ok()) return b.status();
+    (key == "fp16"            ? o.fp16
+     : key == "keep_io_types" ? o.keep_io_types
+                              : o.lower_conv3d_unit_kernel) = *b;
+    return absl::OkStatus();
+  }
+  if (key == "fp16_magnitude_threshold") {
+    double d;
+    if (!absl::SimpleAtod(v, &d) || !(d > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("expected a positive number, got '", v, "'"));
+    }
+    o.fp16_magnitude_threshold = d;
+    return absl::OkStatus();
+  }
+  if (key == "fold_size_limit" || key == "batch") {
+    int64_t n;
+    if (!absl::SimpleAtoi(v, &n) || n <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("expected a positive integer, got '", v, "'"));
+    }
+    (key == "batch" ? o.batch : o.fold_size_limit) = n;
+    return absl::OkStatus();
+  }
+  if (key == "broadcast") {
+    if (v != "rank" && v != "full") {
+      return absl::InvalidArgumentError(absl::StrCat("expected rank or full, got '", v, "'"));
+    }
+    o.broadcast = v;
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("unknown option '", key, "'"));
+}
+
+std::string Stem(std::string_view path) {
+  return std::filesystem::path(std::string(path)).stem().string();
+}
+
+}  // namespace
+
+absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text) {
+  Target t;
+  t.path = std::string(path);
+  t.name = Stem(path);
+  std::vector<std::string> errors;
+  int line_number = 0;
+  for (Text raw : absl::StrSplit(ToText(text), '\n')) {
+    ++line_number;
+    Text line = raw.substr(0, raw.find('#'));
+    const size_t indent = line.find_first_not_of(" \t");
+    if (indent == Text::npos) continue;
+    line = absl::StripAsciiWhitespace(line);
+    std::vector<std::string> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    const std::string where = absl::StrCat(t.path, ":", line_number, ":", indent + 1, ": ");
+    const std::string& keyword = words[0];
+    if (keyword == "description") {
+      t.description = std::string(absl::StripAsciiWhitespace(line.substr(keyword.size())));
+    } else if (keyword == "pass" || keyword == "rules") {
+      if (words.size() != 2) {
+        errors.push_back(absl::StrCat(where, "'", keyword, "' takes one name"));
+        continue;
+      }
+      const bool pass = keyword == "pass";
+      if (pass && MakeNativePass(words[1]) == nullptr) {
+        std::vector<std::string> names;
+        for (const NativePassInfo& p : NativePasses()) names.push_back(p.name);
+        errors.push_back(absl::StrCat(where, "unknown pass '", words[1],
+                                      "' (the passes: ", absl::StrJoin(names, ", "), ")"));
+        continue;
+      }
+      t.steps.push_back(
+          {pass ? TargetStep::Kind::kPass : TargetStep::Kind::kRules, words[1], line_number});
+    } else if (keyword == "option") {
+      if (words.size() != 3) {
+        errors.push_back(absl::StrCat(where, "'option' takes a name and a value"));
+        continue;
+      }
+      ConvertOptions scratch;
+      if (absl::Status s = SetOption(words[1], words[2], scratch); !s.ok()) {
+        errors.push_back(absl::StrCat(where, "option ", words[1], ": ", s.message()));
+        continue;
+      }
+      t.options.emplace_back(words[1], words[2]);
+    } else {
+      errors.push_back(absl::StrCat(where, "unknown keyword '", keyword,
+                                    "' (expected description, pass, rules or option)"));
+    }
+  }
+  if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
+  return t;
+}
+
+absl::StatusOr<Target> LoadTarget(std::string_view name) {
+  const bool is_file = name.find('/') != std::string_view::npos ||
+                       (name.size() > 7 && name.substr(name.size() - 7) == ".target");
+  if (!is_file) {
+    const std::string path = absl::StrCat("targets/", std::string(name), ".target");
+    if (const EmbeddedFile* f = FindEmbeddedFile(path); f != nullptr) {
+      return ParseTarget(path, f->contents);
+    }
+    std::vector<std::string> names;
+    for (const Target& t : BuiltinTargets()) names.push_back(t.name);
+    return absl::InvalidArgumentError(absl::StrCat("unknown target '", std::string(name),
+                                                   "' (the targets: ", absl::StrJoin(names, ", "),
+                                                   "; or give a .target file)"));
+  }
+  std::ifstream in{std::string(name)};
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(name), ": cannot read the target file"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseTarget(name, text.str());
+}
+
+std::vector<Target> BuiltinTargets() {
+  std::vector<Target> targets;
+  for (const EmbeddedFile& f : EmbeddedFiles()) {
+    if (f.path.substr(0, 8) != "targets/") continue;
+    absl::StatusOr<Target> t = ParseTarget(f.path, f.contents);
+    if (t.ok()) targets.push_back(*std::move(t));
+  }
+  std::sort(targets.begin(), targets.end(),
+            [](const Target& a, const Target& b) { return a.name < b.name; });
+  return targets;
+}
+
+absl::Status ApplyTargetOptions(const Target& target, const std::set<std::string>& set_by_user,
+                                ConvertOptions& options) {
+  for (const auto& [key, value] : target.options) {
+    if (set_by_user.contains(key)) continue;
+    if (absl::Status s = SetOption(key, value, options); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(target.path, ": option ", key, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ovfix::rules

@@ -1,0 +1,56 @@
+// Targets: the steps of a conversion for one kind of backend, as a text file in
+// rules/targets/NAME.target (built into the binary) or any file given to --target.
+//
+//   # gpu-fp16: GPU runtimes computing in fp16 storage (TensorRT fp16, ncnn Vulkan, ...)
+//   description  fp16 weights and tensors with fp32 islands where fp16 overflows
+//   pass   fix_input_shapes        # a native pass (rules/passes/registry.cc)
+//   rules  conv_normalization      # a rule set: a rule file's stem, a rule family or a rule
+//   option fp16_magnitude_threshold 8192
+//
+// One step per line, run in the order written; `#` starts a comment. Options set defaults
+// that the command line overrides: fp16 (true/false), fp16_magnitude_threshold (number),
+// keep_io_types (true/false), broadcast (rank/full), lower_conv3d_unit_kernel (true/false),
+// fold_size_limit (elements), batch (N). Each built-in target file says what it is for.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "rules/pass.h"
+
+namespace ovfix::rules {
+
+struct TargetStep {
+  enum class Kind { kPass, kRules };
+  Kind kind = Kind::kPass;
+  std::string name;
+  int line = 0;
+};
+
+struct Target {
+  std::string name;  // the file's stem
+  std::string path;  // as given, or "targets/NAME.target" for built-in ones
+  std::string description;
+  std::vector<TargetStep> steps;
+  std::vector<std::pair<std::string, std::string>> options;  // in file order
+};
+
+// Parses target text. Errors are "PATH:LINE:COL: message" (unknown keyword, unknown pass or
+// option, bad option value), all of them, one per line.
+absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text);
+// A built-in target by name ("gpu-fp16"), or a target file when `name` names a file (has a
+// '/' or ends in ".target").
+absl::StatusOr<Target> LoadTarget(std::string_view name);
+// The built-in targets, sorted by name.
+std::vector<Target> BuiltinTargets();
+
+// Sets the target's options in `options`, except those named in `set_by_user` (the command
+// line wins). Option names are those of the file format.
+absl::Status ApplyTargetOptions(const Target& target, const std::set<std::string>& set_by_user,
+                                ConvertOptions& options);
+
+}  // namespace ovfix::rules

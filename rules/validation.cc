@@ -1,0 +1,667 @@
+#include "rules/validation.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <queue>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ir/float16.h"
+#include "ir/tensor_proto.h"
+
+namespace ovfix::rules {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// splitmix64: a fixed, platform-independent sequence (std distributions are not).
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1).
+  double Signed() { return static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0; }
+
+ private:
+  uint64_t state_;
+};
+
+absl::StatusOr<Tensor> RandomTensor(DataType type, const std::vector<int64_t>& dims, Random& random,
+                                    const std::string& name) {
+  Tensor t(type, dims);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = random.Signed();
+    const int64_t small = static_cast<int64_t>(random.Next() % 2);
+    switch (type) {
+      case DataType::kFloat:
+        t.data<float>()[i] = static_cast<float>(x);
+        break;
+      case DataType::kDouble:
+        t.data<double>()[i] = x;
+        break;
+      case DataType::kFloat16:
+        t.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x));
+        break;
+      case DataType::kBfloat16:
+        t.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(x));
+        break;
+      case DataType::kInt64:
+        t.data<int64_t>()[i] = small;
+        break;
+      case DataType::kInt32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(small);
+        break;
+      case DataType::kInt8:
+        t.data<int8_t>()[i] = static_cast<int8_t>(small);
+        break;
+      case DataType::kUint8:
+      case DataType::kBool:
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(small);
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", name, "' is ", std::string(DataTypeName(type)),
+                         ": random inputs cannot be made for it; give it with --input"));
+    }
+  }
+  return t;
+}
+
+bool IsFloat(DataType t) { return IsFloatingPoint(t); }
+
+// float -> half with the F16C instructions where the CPU has them (the same IEEE
+// round-to-nearest-even as FloatToHalfBits, about ten times faster), else element by element.
+__attribute__((target("f16c,avx"))) void FloatsToHalvesF16c(const float* in, uint16_t* out,
+                                                            int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(in + i);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) out[i] = FloatToHalfBits(in[i]);
+}
+
+void FloatsToHalves(const float* in, uint16_t* out, int64_t n) {
+  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  if (f16c) {
+    FloatsToHalvesF16c(in, out, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = FloatToHalfBits(in[i]);
+}
+
+// Inputs converted to the float types the graph declares (a converted model may take
+// float16 where the reference took float).
+exec::TensorMap AdaptInputs(const Graph& g, const exec::TensorMap& inputs) {
+  exec::TensorMap out;
+  for (const Value* v : g.inputs()) {
+    auto it = inputs.find(v->name());
+    if (it == inputs.end()) continue;
+    const DataType want = v->elem_type();
+    if (IsFloat(want) && IsFloat(it->second.type()) && want != it->second.type()) {
+      out.emplace(v->name(), ConvertFloatTensor(it->second, want));
+    } else {
+      out.emplace(v->name(), it->second);
+    }
+  }
+  return out;
+}
+
+bool CastsToFloat16(const Node* n) {
+  return n->op_type() == "Cast" && n->domain().empty() &&
+         n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16);
+}
+
+}  // namespace
+
+absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
+                                                    const ConvertOptions& options) {
+  const Graph& g = model.graph();
+  for (const auto& [name, file] : options.input_files) {
+    const Value* v = g.FindValue(name);
+    if (v == nullptr || !v->is_graph_input()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", name, "=", file, ": the model has no input '", name, "'"));
+    }
+  }
+  exec::TensorMap inputs;
+  Random random(0x0f1c5eedull);
+  for (const Value* v : g.inputs()) {
+    if (v->is_initializer()) continue;
+    if (auto it = options.input_files.find(v->name()); it != options.input_files.end()) {
+      absl::StatusOr<Tensor> t = ReadTensorFile(it->second);
+      if (!t.ok()) return t.status();
+      inputs.emplace(v->name(), *std::move(t));
+      continue;
+    }
+    std::vector<int64_t> dims;
+    if (auto it = options.input_shapes.find(v->name()); it != options.input_shapes.end()) {
+      dims = it->second;
+      std::optional<std::vector<Dim>> shape = v->shape();
+      for (size_t i = 0; shape && i < shape->size() && i < dims.size(); ++i) {
+        if ((*shape)[i].known() && (*shape)[i].value != dims[i]) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--input-shape ", v->name(), "=", absl::StrJoin(dims, "x"), ": dim ", i,
+                           " is ", (*shape)[i].value, " in the model (", DescribeType(*v), ")"));
+        }
+      }
+      if (shape && shape->size() != dims.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("--input-shape ", v->name(), "=",
+                                                       absl::StrJoin(dims, "x"),
+                                                       ": the input has rank ", shape->size()));
+      }
+    } else {
+      std::optional<std::vector<Dim>> shape = v->shape();
+      if (!shape) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", v->name(), "' has no declared shape: give it with --input ",
+                         v->name(), "=FILE.pb or --input-shape ", v->name(), "=DIMS"));
+      }
+      for (size_t i = 0; i < shape->size(); ++i) {
+        const Dim& d = (*shape)[i];
+        dims.push_back(d.known() ? d.value : (i == 0 && options.batch > 0 ? options.batch : 1));
+      }
+    }
+    absl::StatusOr<Tensor> t = RandomTensor(v->elem_type(), dims, random, v->name());
+    if (!t.ok()) return t.status();
+    inputs.emplace(v->name(), *std::move(t));
+  }
+  return inputs;
+}
+
+double RelativeError(const Tensor& actual, const Tensor& expected) {
+  if (actual.dims() != expected.dims()) return kInfinity;
+  const bool floats = IsFloat(expected.type()) || IsFloat(actual.type());
+  if (!floats) {
+    const int64_t n = expected.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      if (actual.GetAsDouble(i) != expected.GetAsDouble(i)) return kInfinity;
+    }
+    return 0;
+  }
+  // Compare in float32 (the types validation sees are float, float16 or double).
+  const Tensor a =
+      actual.type() == DataType::kFloat ? actual : ConvertFloatTensor(actual, DataType::kFloat);
+  const Tensor e = expected.type() == DataType::kFloat
+                       ? expected
+                       : ConvertFloatTensor(expected, DataType::kFloat);
+  double lo = kInfinity, hi = -kInfinity, largest = 0, worst = 0;
+  const float* pa = a.data<float>();
+  const float* pe = e.data<float>();
+  const int64_t n = e.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = pe[i];
+    const double y = pa[i];
+    if (!std::isfinite(x) || !std::isfinite(y)) {
+      const bool same = (std::isnan(x) && std::isnan(y)) || x == y;
+      if (!same) return kInfinity;
+      continue;
+    }
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    largest = std::max(largest, std::abs(x));
+    worst = std::max(worst, std::abs(y - x));
+  }
+  const double range = hi > lo ? hi - lo : 0;
+  const double scale = range > 0 ? range : (largest > 0 ? largest : 1);
+  return worst / scale;
+}
+
+Tensor ConvertFloatTensor(const Tensor& t, DataType to) {
+  if (t.type() == to) return t;
+  Tensor out(to, t.dims());
+  const int64_t n = t.numel();
+  // The common cases without a per-element type switch (weights run to millions).
+  if (t.type() == DataType::kFloat && to == DataType::kFloat16) {
+    FloatsToHalves(t.data<float>(), out.data<uint16_t>(), n);
+    return out;
+  }
+  if (t.type() == DataType::kFloat16 && to == DataType::kFloat) {
+    const uint16_t* in = t.data<uint16_t>();
+    float* o = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) o[i] = HalfBitsToFloat(in[i]);
+    return out;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = t.GetAsDouble(i);
+    switch (to) {
+      case DataType::kFloat:
+        out.data<float>()[i] = static_cast<float>(x);
+        break;
+      case DataType::kDouble:
+        out.data<double>()[i] = x;
+        break;
+      case DataType::kFloat16:
+        out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x));
+        break;
+      case DataType::kBfloat16:
+        out.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(x));
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<exec::TensorMap> CaptureActivations(const Model& model,
+                                                   const exec::TensorMap& inputs,
+                                                   exec::Precision precision) {
+  exec::SessionOptions options;
+  options.precision = precision;
+  options.capture = true;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model, options);
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<Tensor>> outputs = (*session)->Run(AdaptInputs(model.graph(), inputs));
+  if (!outputs.ok()) return outputs.status();
+  return (*session)->captured();
+}
+
+// ---- ReferenceValidator ----
+
+ReferenceValidator::ReferenceValidator(Model& model, exec::TensorMap inputs)
+    : model_(model), inputs_(std::move(inputs)) {}
+ReferenceValidator::~ReferenceValidator() = default;
+
+absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
+    Model& model, exec::TensorMap inputs) {
+  std::unique_ptr<ReferenceValidator> v(new ReferenceValidator(model, std::move(inputs)));
+  absl::StatusOr<exec::TensorMap> captured =
+      CaptureActivations(model, v->inputs_, exec::Precision::kFp32);
+  if (!captured.ok()) {
+    return absl::Status(captured.status().code(),
+                        absl::StrCat("reference run: ", captured.status().message()));
+  }
+  const Graph& g = model.graph();
+  for (auto& [name, tensor] : *captured) {
+    const Value* value = g.FindValue(name);
+    if (value == nullptr || (value->is_initializer() && !value->is_graph_input())) continue;
+    v->activations_[value] = tensor;
+  }
+  for (const Value* out : g.outputs()) {
+    auto it = captured->find(out->name());
+    if (it == captured->end()) {
+      return absl::InternalError(
+          absl::StrCat("reference run: output '", out->name(), "' was not captured"));
+    }
+    v->reference_outputs_.emplace_back(out->name(), it->second);
+  }
+  return v;
+}
+
+absl::Status ReferenceValidator::Ensure(const std::vector<const Value*>& values) {
+  const Graph& g = model_.graph();
+  absl::flat_hash_set<Node*> needed;
+  std::vector<const Value*> stack = values;
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    if (v == nullptr || activations_.contains(v)) continue;
+    if (v->is_initializer() && !v->is_graph_input()) continue;
+    if (v->is_graph_input()) {
+      auto it = inputs_.find(v->name());
+      if (it == inputs_.end()) {
+        return absl::InternalError(absl::StrCat("no reference input for '", v->name(), "'"));
+      }
+      activations_[v] = it->second;
+      continue;
+    }
+    Node* p = v->producer();
+    if (p == nullptr || p->owner() != &g) {
+      return absl::InternalError(
+          absl::StrCat("no activation for '", v->name(), "' and no producer to compute it"));
+    }
+    if (!needed.insert(p).second) continue;
+    for (const Value* in : p->inputs()) stack.push_back(in);
+  }
+  if (needed.empty()) return absl::OkStatus();
+  std::vector<Node*> nodes(needed.begin(), needed.end());
+  absl::flat_hash_map<const Value*, Tensor> computed;
+  if (absl::Status s = RunNodes(nodes, computed); !s.ok()) return s;
+  for (auto& [value, tensor] : computed) activations_[value] = std::move(tensor);
+  return absl::OkStatus();
+}
+
+absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
+                                          absl::flat_hash_map<const Value*, Tensor>& out) {
+  // Topological order within the set (a rewrite in progress need not be sorted yet),
+  // ties broken by graph position so the order is deterministic.
+  absl::flat_hash_map<const Node*, int> pending_inputs;
+  absl::flat_hash_set<const Value*> produced;
+  for (Node* n : nodes) {
+    if (!n->subgraphs().empty()) {
+      return absl::UnimplementedError(
+          absl::StrCat(n->Describe(), " has a subgraph: not run in isolation"));
+    }
+    for (const Value* o : n->outputs()) {
+      if (o != nullptr) produced.insert(o);
+    }
+  }
+  std::vector<const Value*> boundary;
+  absl::flat_hash_set<const Value*> seen;
+  for (Node* n : nodes) {
+    int count = 0;
+    for (const Value* in : n->inputs()) {
+      if (in == nullptr) continue;
+      if (produced.contains(in)) {
+        ++count;
+      } else if (seen.insert(in).second) {
+        boundary.push_back(in);
+      }
+    }
+    pending_inputs[n] = count;
+  }
+  if (absl::Status s = Ensure(boundary); !s.ok()) return s;
+
+  auto later = [](const Node* a, const Node* b) { return a->order() > b->order(); };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(later)> ready(later);
+  for (Node* n : nodes) {
+    if (pending_inputs[n] == 0) ready.push(n);
+  }
+  std::vector<Node*> order;
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    order.push_back(n);
+    for (const Value* o : n->outputs()) {
+      if (o == nullptr) continue;
+      for (const Use& u : o->uses()) {
+        auto it = pending_inputs.find(u.node);
+        if (it != pending_inputs.end() && --it->second == 0) ready.push(u.node);
+      }
+    }
+  }
+  if (order.size() != nodes.size()) {
+    return absl::InternalError("the rewritten nodes form a cycle");
+  }
+
+  Model small;
+  small.extras().set_ir_version(model_.extras().ir_version());
+  *small.extras().mutable_opset_import() = model_.extras().opset_import();
+  Graph& sg = small.graph();
+  exec::TensorMap feed;
+  int64_t elements = 0;
+  for (const Value* b : boundary) {
+    if (b->is_initializer() && !b->is_graph_input()) {
+      sg.AddInitializer(b->name(), b->tensor());
+      continue;
+    }
+    Tensor t = activations_.at(b);
+    if (IsFloat(b->elem_type()) && IsFloat(t.type()) && b->elem_type() != t.type()) {
+      t = ConvertFloatTensor(t, b->elem_type());
+      converted_boundary_ = true;  // e.g. a graph input that became float16
+    }
+    Value* in = sg.CreateValue(b->name());
+    in->set_elem_type(t.type());
+    in->set_shape(t.dims());
+    sg.AddInput(in);
+    elements += t.numel();
+    feed.emplace(b->name(), std::move(t));
+  }
+  std::vector<const Value*> outputs;
+  for (Node* n : order) {
+    std::vector<Value*> ins;
+    for (const Value* in : n->inputs()) ins.push_back(in ? sg.FindValue(in->name()) : nullptr);
+    std::vector<std::string> out_names;
+    for (const Value* o : n->outputs()) out_names.push_back(o ? o->name() : "");
+    Node* copy = sg.AddNode(n->op_type(), ins, out_names, n->name(), n->domain());
+    for (const onnx::AttributeProto& a : n->attributes()) copy->SetAttribute(a);
+    for (size_t i = 0; i < n->outputs().size(); ++i) {
+      if (n->output(i) == nullptr) continue;
+      sg.AddOutput(copy->output(i));
+      outputs.push_back(n->output(i));
+    }
+  }
+  exec::SessionOptions options;
+  options.threads = elements > (1 << 16) ? 0 : 1;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(small, options);
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<Tensor>> results = (*session)->Run(feed);
+  if (!results.ok()) return results.status();
+  for (size_t i = 0; i < outputs.size() && i < results->size(); ++i) {
+    out[outputs[i]] = std::move((*results)[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> ReferenceValidator::Measure(Rewriter& rewriter) {
+  pending_.clear();
+  last_changes_precision_ = false;
+  const Graph& g = model_.graph();
+  const absl::flat_hash_set<const Node*> erased(rewriter.erased_nodes().begin(),
+                                                rewriter.erased_nodes().end());
+  std::vector<Node*> changed;
+  int casts_to_half = 0;
+  for (Node* n : rewriter.created_nodes()) {
+    changed.push_back(n);
+    casts_to_half += CastsToFloat16(n) ? 1 : 0;
+  }
+  for (Node* n : rewriter.erased_nodes()) casts_to_half -= CastsToFloat16(n) ? 1 : 0;
+  for (Node* n : rewriter.modified_nodes()) {
+    if (!erased.contains(n)) changed.push_back(n);
+  }
+  for (Node* n : changed) {
+    if (n->owner() != &g) {
+      return absl::UnimplementedError(
+          absl::StrCat(n->Describe(), " is inside a subgraph: not validated"));
+    }
+  }
+  converted_boundary_ = false;
+  if (!changed.empty()) {
+    if (absl::Status s = RunNodes(changed, pending_); !s.ok()) return s;
+  }
+  last_changes_precision_ = casts_to_half > 0 || converted_boundary_;
+  double error = 0;
+  auto compare = [&](const Tensor& after, const Value* before_value) -> absl::Status {
+    auto it = activations_.find(before_value);
+    if (it == activations_.end()) {
+      return absl::InternalError(
+          absl::StrCat("no activation recorded for '", before_value->name(), "'"));
+    }
+    if (after.type() != it->second.type()) last_changes_precision_ = true;
+    error = std::max(error, RelativeError(after, it->second));
+    return absl::OkStatus();
+  };
+  // The values that replaced each other are those that leave the changed region: outputs of
+  // nodes that were there before, read by unchanged nodes or by the graph's outputs. Values
+  // inside the region may legitimately differ (a pair of nodes rewritten together).
+  const absl::flat_hash_set<const Node*> region(changed.begin(), changed.end());
+  for (Node* n : rewriter.modified_nodes()) {
+    if (erased.contains(n)) continue;
+    for (const Value* o : n->outputs()) {
+      if (o == nullptr) continue;
+      bool leaves = o->is_graph_output();
+      for (const Use& u : o->uses()) leaves = leaves || !region.contains(u.node);
+      if (!leaves) continue;
+      auto it = pending_.find(o);
+      if (it == pending_.end()) continue;
+      if (absl::Status s = compare(it->second, o); !s.ok()) return s;
+    }
+  }
+  for (const auto& [position, before] : rewriter.replaced_outputs()) {
+    if (position >= g.outputs().size()) continue;
+    const Value* now = g.outputs()[position];
+    Tensor after;
+    if (auto it = pending_.find(now); it != pending_.end()) {
+      after = it->second;
+    } else {
+      absl::StatusOr<Tensor> a = Activation(now);
+      if (!a.ok()) return a.status();
+      after = *a;
+    }
+    if (absl::Status s = compare(after, before); !s.ok()) return s;
+  }
+  return error;
+}
+
+void ReferenceValidator::BeforeCommit(const Rewriter& rewriter, CommitKind kind) {
+  // What Measure computed for the changed nodes is exact. Values downstream of them were
+  // computed from the values before the rewrite: within tolerance they are only marked
+  // (recomputed before the end-to-end comparison), otherwise forgotten and recomputed now.
+  absl::flat_hash_set<const Node*> changed(rewriter.created_nodes().begin(),
+                                           rewriter.created_nodes().end());
+  changed.insert(rewriter.modified_nodes().begin(), rewriter.modified_nodes().end());
+  std::vector<const Value*> stack;
+  for (const Node* n : changed) {
+    for (const Value* o : n->outputs()) stack.push_back(o);
+  }
+  absl::flat_hash_set<const Value*> seen;
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    if (v == nullptr || !seen.insert(v).second) continue;
+    const bool computed = kind != CommitKind::kUnmeasured && changed.contains(v->producer());
+    if (computed) {
+      stale_.erase(v);
+    } else if (kind == CommitKind::kHeld) {
+      stale_.insert(v);
+    } else {
+      activations_.erase(v);
+      pending_.erase(v);
+    }
+    for (const Use& u : v->uses()) {
+      for (const Value* o : u.node->outputs()) stack.push_back(o);
+    }
+  }
+}
+
+void ReferenceValidator::ForgetDeadValues() {
+  const Graph& g = model_.graph();
+  absl::flat_hash_set<const Value*> live(g.inputs().begin(), g.inputs().end());
+  for (const Node* n : g.nodes()) {
+    for (const Value* o : n->outputs()) live.insert(o);
+  }
+  absl::erase_if(activations_, [&](const auto& entry) { return !live.contains(entry.first); });
+  absl::erase_if(stale_, [&](const Value* v) { return !live.contains(v); });
+}
+
+void ReferenceValidator::Committed() {
+  for (auto& [value, tensor] : pending_) activations_[value] = std::move(tensor);
+  pending_.clear();
+  ForgetDeadValues();
+  // Values left without an activation (after a commit that was not held to the tolerance)
+  // are recomputed now, while their producers' inputs are known to be right.
+  std::vector<const Value*> missing;
+  for (const Node* n : model_.graph().nodes()) {
+    for (const Value* o : n->outputs()) {
+      if (o != nullptr && (o->has_uses() || o->is_graph_output()) && !activations_.contains(o)) {
+        missing.push_back(o);
+      }
+    }
+  }
+  if (!missing.empty()) (void)Ensure(missing);  // a failure shows up when next needed
+}
+
+void ReferenceValidator::RolledBack() {
+  pending_.clear();
+  ForgetDeadValues();
+}
+
+absl::StatusOr<Tensor> ReferenceValidator::Activation(const Value* v) {
+  if (absl::Status s = Ensure({v}); !s.ok()) return s;
+  if (v->is_initializer() && !v->is_graph_input()) return v->tensor();
+  return activations_.at(v);
+}
+
+absl::StatusOr<EndToEndResult> ReferenceValidator::CompareFinalOutputs() {
+  for (const Value* v : stale_) activations_.erase(v);
+  stale_.clear();
+  const Graph& g = model_.graph();
+  std::vector<const Value*> outputs(g.outputs().begin(), g.outputs().end());
+  if (absl::Status s = Ensure(outputs); !s.ok()) return s;
+  std::vector<Tensor> tensors;
+  for (const Value* v : outputs) {
+    absl::StatusOr<Tensor> t = Activation(v);
+    if (!t.ok()) return t.status();
+    tensors.push_back(*std::move(t));
+  }
+  return Compare(g, tensors);
+}
+
+absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& final_model) const {
+  exec::SessionOptions options;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session =
+      exec::CreateSession(final_model, options);
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      (*session)->Run(AdaptInputs(final_model.graph(), inputs_));
+  if (!outputs.ok()) return outputs.status();
+  return Compare(final_model.graph(), *outputs);
+}
+
+absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(
+    const Graph& g, const std::vector<Tensor>& outputs) const {
+  EndToEndResult result;
+  for (size_t i = 0; i < g.outputs().size() && i < outputs.size(); ++i) {
+    OutputComparison c;
+    c.name = g.outputs()[i]->name();
+    const Tensor& actual = outputs[i];
+    auto ref = std::find_if(reference_outputs_.begin(), reference_outputs_.end(),
+                            [&](const auto& r) { return r.first == c.name; });
+    if (ref == reference_outputs_.end()) {
+      return absl::InternalError(
+          absl::StrCat("output '", c.name, "' is not an output of the original model"));
+    }
+    c.error = RelativeError(actual, ref->second);
+    if (IsFloat(actual.type())) {
+      const int64_t n = actual.numel();
+      for (int64_t k = 0; k < n && c.finite; ++k) {
+        c.finite = std::isfinite(actual.GetAsDouble(k));
+      }
+    }
+    result.max_error = std::max(result.max_error, c.error);
+    result.outputs.push_back(std::move(c));
+  }
+  return result;
+}
+
+// ---- FinishRewrite ----
+
+bool FinishRewrite(PassContext& ctx, bool validate) {
+  Rewriter& rewriter = ctx.rewriter;
+  auto* reference = dynamic_cast<ReferenceValidator*>(ctx.validator);
+  if (ctx.validator == nullptr || !validate) {
+    if (reference != nullptr) reference->BeforeCommit(rewriter, CommitKind::kUnmeasured);
+    rewriter.Commit();
+    if (reference != nullptr) reference->Committed();
+    return true;
+  }
+  absl::StatusOr<double> error = ctx.validator->Measure(rewriter);
+  if (!error.ok()) {
+    rewriter.Rollback(absl::StrCat("could not validate: ", error.status().message()));
+    if (reference != nullptr) reference->RolledBack();
+    return false;
+  }
+  const bool precision = reference != nullptr && reference->last_changes_precision();
+  const bool held = *error <= ctx.validator->tolerance;
+  if (!precision && !held) {
+    rewriter.Rollback(absl::StrFormat("changed outputs: error %.3g > tolerance %.3g", *error,
+                                      ctx.validator->tolerance));
+    rewriter.records().back().max_error = *error;
+    if (reference != nullptr) reference->RolledBack();
+    return false;
+  }
+  if (reference != nullptr) {
+    reference->BeforeCommit(rewriter, held ? CommitKind::kHeld : CommitKind::kUnheld);
+  }
+  RewriteRecord& record = rewriter.Commit();
+  record.max_error = *error;
+  if (precision && record.note.empty()) record.note = "changes precision: error measured";
+  if (reference != nullptr) reference->Committed();
+  return true;
+}
+
+}  // namespace ovfix::rules

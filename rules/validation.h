@@ -1,0 +1,115 @@
+// Validation of rewrites with the CPU executor. One reference run of the original model
+// captures every activation; each rewrite then runs the nodes it created or changed on the
+// captured activations of their boundary values and compares the values they replaced.
+// The activations follow the graph as it changes: values keep their names (and their
+// Value objects), and the values a rewrite creates get the activations computed for them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "exec/executor.h"
+#include "ir/model.h"
+#include "rules/pass.h"
+
+namespace ovfix::rules {
+
+// Inputs for reference and calibration runs: the --input files, else deterministic random
+// tensors (fixed seed) shaped as declared, with --input-shape dims where given and other
+// symbolic dims set to --batch (first dim) or 1.
+absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
+                                                    const ConvertOptions& options);
+
+// The largest |actual - expected| relative to the range of `expected` (max - min over its
+// finite elements; its largest magnitude when the range is 0; 1 when all are 0). Integer and
+// bool tensors compare exactly (0 or infinity); a NaN/inf in one but not the other, or a
+// shape mismatch, is infinity.
+double RelativeError(const Tensor& actual, const Tensor& expected);
+
+// A copy of a float/float16/double/bfloat16 tensor in another floating-point type (shares the
+// buffer when the type is already right).
+Tensor ConvertFloatTensor(const Tensor& t, DataType to);
+
+// Runs `model` once with capture on and returns every activation by name.
+absl::StatusOr<exec::TensorMap> CaptureActivations(const Model& model,
+                                                   const exec::TensorMap& inputs,
+                                                   exec::Precision precision);
+
+struct OutputComparison {
+  std::string name;
+  double error = 0;    // RelativeError against the reference
+  bool finite = true;  // every element of the converted model's output is finite
+};
+
+struct EndToEndResult {
+  std::vector<OutputComparison> outputs;
+  double max_error = 0;
+};
+
+enum class CommitKind {
+  kHeld,        // measured, within the fp32 tolerance
+  kUnheld,      // measured, beyond it (a precision change)
+  kUnmeasured,  // committed without validation
+};
+
+class ReferenceValidator : public Validator {
+ public:
+  // Runs `model` (the original, before any pass) on `inputs` and keeps its activations.
+  // The model must outlive the validator.
+  static absl::StatusOr<std::unique_ptr<ReferenceValidator>> Create(Model& model,
+                                                                    exec::TensorMap inputs);
+  ~ReferenceValidator() override;
+
+  absl::StatusOr<double> Measure(Rewriter& rewriter) override;
+  // Whether the rewrite last measured turns float values into float16 (or back): such a
+  // rewrite is measured and reported, not held to the fp32 tolerance.
+  bool last_changes_precision() const { return last_changes_precision_; }
+
+  // Bookkeeping around the end of a transaction (FinishRewrite calls these): before a commit,
+  // mark or forget the activations downstream of the rewrite; after it, keep what Measure
+  // computed; after a rollback, drop it.
+  void BeforeCommit(const Rewriter& rewriter, CommitKind kind);
+  void Committed();
+  void RolledBack();
+
+  // The activation of a value of the current graph, computed on demand from its producers
+  // when no rewrite has computed it yet.
+  absl::StatusOr<Tensor> Activation(const Value* v);
+  const exec::TensorMap& inputs() const { return inputs_; }
+  // Runs `final_model` on the reference inputs and compares each output with the original
+  // model's output of the same name.
+  absl::StatusOr<EndToEndResult> CompareEndToEnd(const Model& final_model) const;
+  // The same comparison for the model being converted, without running it again: every
+  // rewrite computed the values it changed, and the values downstream of rewrites that were
+  // only checked to the tolerance are recomputed now, so the outputs are those a full run of
+  // the model as it is now computes (up to the order of float sums, which depends on how
+  // many threads a kernel used).
+  absl::StatusOr<EndToEndResult> CompareFinalOutputs();
+
+ private:
+  ReferenceValidator(Model& model, exec::TensorMap inputs);
+  // Computes the outputs of `nodes` (of the current graph) from the activations of the
+  // values they read; results go to `out`.
+  absl::Status RunNodes(const std::vector<Node*>& nodes,
+                        absl::flat_hash_map<const Value*, Tensor>& out);
+  absl::Status Ensure(const std::vector<const Value*>& values);
+  void ForgetDeadValues();
+  absl::StatusOr<EndToEndResult> Compare(const Graph& g, const std::vector<Tensor>& outputs) const;
+
+  Model& model_;
+  exec::TensorMap inputs_;
+  std::vector<std::pair<std::string, Tensor>> reference_outputs_;
+  absl::flat_hash_map<const Value*, Tensor> activations_;
+  absl::flat_hash_map<const Value*, Tensor> pending_;
+  // Values whose activation was computed before a rewrite upstream of them (held to the
+  // tolerance, so close, but not what the current graph computes exactly).
+  absl::flat_hash_set<const Value*> stale_;
+  bool last_changes_precision_ = false;
+  bool converted_boundary_ = false;  // RunNodes fed an activation in another float type
+};
+
+}  // namespace ovfix::rules

@@ -1,0 +1,300 @@
+// The ONNX backend node tests (OVFIX_SHARED_DIR/onnx-node-tests, 922 of them) on the cpu
+// session: each test's model.onnx runs on every test_data_set_* and its outputs must match
+// output_K.pb within rtol 1e-3, atol 1e-5 (NaN equals NaN, integers and bools exact).
+//
+//   Listed/Conformance.Passes/<test>   one per name in tests/conformance_pass.txt: these must
+//                                      pass (the list only ever grows)
+//   Summary.AllTests                   runs all 922, prints pass/fail counts by category and
+//                                      every failure with its reason; never fails
+//
+// Running a subset quickly:
+//   ovfix_conformance --gtest_filter='Listed/*gather*'            listed tests only
+//   OVFIX_CONFORMANCE_ALL=1 ovfix_conformance --gtest_filter='*gather*'
+//                                      every test whose name matches, listed or not
+//   OVFIX_CONFORMANCE_FILTER=gather ovfix_conformance --gtest_filter='Summary.*'
+//                                      the summary over names containing "gather"
+// Growing the list (run the full summary, then review the diff of the list):
+//   export OVFIX_WRITE_PASS_LIST=$PWD/tests/conformance_pass.txt   (from the checkout)
+//   ovfix_conformance --gtest_filter='Summary.*'
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "exec/compare.h"
+#include "exec/cpu_session.h"
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+#include "onnx/onnx-data_pb.h"
+
+namespace ovfix::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kTestRoot[] = OVFIX_SHARED_DIR "/onnx-node-tests";
+const char kPassList[] = OVFIX_SOURCE_DIR "/tests/conformance_pass.txt";
+
+std::vector<std::string> AllTestNames() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(kTestRoot, error)) {
+    if (fs::exists(entry.path() / "model.onnx")) names.push_back(entry.path().filename());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> ListedTestNames() {
+  std::vector<std::string> names;
+  std::ifstream in(kPassList);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') names.push_back(line);
+  }
+  return names;
+}
+
+// Tests whose expected outputs come from numpy's random generator: a pass would be luck, so
+// they never enter the pass list.
+bool IsNondeterministic(const std::string& name) {
+  return absl::StrContains(name, "bernoulli") ||
+         (absl::StartsWith(name, "test_training_dropout") &&
+          !absl::StrContains(name, "zero_ratio"));
+}
+
+// ---- reading test data: TensorProto, SequenceProto or OptionalProto files ----
+
+absl::StatusOr<RuntimeValue> ValueFromSequence(const onnx::SequenceProto& proto) {
+  RuntimeValue::Sequence items;
+  for (const onnx::TensorProto& t : proto.tensor_values()) {
+    absl::StatusOr<Tensor> tensor = TensorFromProto(t);
+    if (!tensor.ok()) return tensor.status();
+    items.push_back(std::move(*tensor));
+  }
+  return RuntimeValue::FromSequence(std::move(items));
+}
+
+absl::StatusOr<RuntimeValue> ReadValueFile(const std::string& path,
+                                           const onnx::TypeProto& type) {
+  if (type.has_sequence_type() || type.has_optional_type()) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+    if (type.has_sequence_type()) {
+      onnx::SequenceProto proto;
+      if (!proto.ParseFromIstream(&in)) return absl::DataLossError("bad SequenceProto");
+      return ValueFromSequence(proto);
+    }
+    onnx::OptionalProto proto;
+    if (!proto.ParseFromIstream(&in)) return absl::DataLossError("bad OptionalProto");
+    if (proto.has_tensor_value()) {
+      absl::StatusOr<Tensor> t = TensorFromProto(proto.tensor_value());
+      if (!t.ok()) return t.status();
+      return RuntimeValue(std::move(*t));
+    }
+    if (proto.has_sequence_value()) return ValueFromSequence(proto.sequence_value());
+    return RuntimeValue::None();
+  }
+  absl::StatusOr<Tensor> t = ReadTensorFile(path);
+  if (!t.ok()) return t.status();
+  // onnx 1.12's generators store bfloat16 data as uint16: same bits, other type.
+  if (t->type() == DataType::kUint16 &&
+      type.tensor_type().elem_type() == onnx::TensorProto::BFLOAT16) {
+    return RuntimeValue(Tensor(DataType::kBfloat16, t->dims(), t->buffer()));
+  }
+  return RuntimeValue(std::move(*t));
+}
+
+// ---- one test ----
+
+enum class Outcome { kPass, kLoadError, kUnsupported, kRunError, kMismatch };
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kLoadError: return "load error";
+    case Outcome::kUnsupported: return "unsupported op";
+    case Outcome::kRunError: return "run error";
+    case Outcome::kMismatch: return "wrong result";
+  }
+  return "?";
+}
+
+struct Result {
+  Result() = default;
+  Result(Outcome o, std::string m) : outcome(o), message(std::move(m)) {}
+  Outcome outcome = Outcome::kPass;
+  std::string message;
+  double seconds = 0;
+};
+
+std::string CompareValues(const RuntimeValue& actual, const RuntimeValue& expected) {
+  if (actual.kind != expected.kind) {
+    return absl::StrCat("got ", DescribeRuntimeValue(actual), ", expected ",
+                        DescribeRuntimeValue(expected));
+  }
+  if (actual.is_tensor()) {
+    Comparison c = CompareTensors(actual.tensor, expected.tensor);
+    return c.ok ? "" : c.message;
+  }
+  if (actual.is_sequence()) {
+    if (actual.sequence->size() != expected.sequence->size()) {
+      return absl::StrCat("sequence of ", actual.sequence->size(), ", expected ",
+                          expected.sequence->size());
+    }
+    for (size_t i = 0; i < actual.sequence->size(); ++i) {
+      Comparison c = CompareTensors((*actual.sequence)[i], (*expected.sequence)[i]);
+      if (!c.ok) return absl::StrCat("sequence element ", i, ": ", c.message);
+    }
+  }
+  return "";
+}
+
+Result RunOne(const std::string& name) {
+  Result result;
+  const fs::path dir = fs::path(kTestRoot) / name;
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel((dir / "model.onnx").string());
+  if (!model.ok()) return {Outcome::kLoadError, std::string(model.status().message())};
+  SessionOptions options;
+  options.threads = 1;
+  absl::StatusOr<std::unique_ptr<CpuSession>> session = CpuSession::Create(**model, options);
+  if (!session.ok()) {
+    const std::string message(session.status().message());
+    const bool unsupported = absl::StrContains(message, "no cpu kernel") ||
+                             absl::StrContains(message, "model-local function");
+    return {unsupported ? Outcome::kUnsupported : Outcome::kLoadError, message};
+  }
+  const Graph& graph = (*model)->graph();
+  std::vector<const Value*> inputs;
+  for (const Value* v : graph.inputs()) {
+    if (!v->is_initializer()) inputs.push_back(v);
+  }
+  std::vector<fs::path> data_sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_")) {
+      data_sets.push_back(entry.path());
+    }
+  }
+  std::sort(data_sets.begin(), data_sets.end());
+  for (const fs::path& data : data_sets) {
+    ValueMap feeds;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const fs::path file = data / absl::StrCat("input_", k, ".pb");
+      if (!fs::exists(file)) continue;  // an optional input the test leaves out
+      absl::StatusOr<RuntimeValue> v = ReadValueFile(file.string(), inputs[k]->type());
+      if (!v.ok()) return {Outcome::kLoadError, absl::StrCat(file.string(), ": ",
+                                                             v.status().message())};
+      feeds[inputs[k]->name()] = std::move(*v);
+    }
+    absl::StatusOr<std::vector<RuntimeValue>> out = (*session)->RunValues(feeds);
+    if (!out.ok()) {
+      return {Outcome::kRunError, absl::StrCat(data.filename().string(), ": ",
+                                               out.status().message())};
+    }
+    for (size_t k = 0; k < graph.outputs().size(); ++k) {
+      const fs::path file = data / absl::StrCat("output_", k, ".pb");
+      absl::StatusOr<RuntimeValue> expected =
+          ReadValueFile(file.string(), graph.outputs()[k]->type());
+      if (!expected.ok()) {
+        return {Outcome::kLoadError, absl::StrCat(file.string(), ": ",
+                                                  expected.status().message())};
+      }
+      if (k >= out->size()) return {Outcome::kMismatch, "too few outputs"};
+      const std::string diff = CompareValues((*out)[k], *expected);
+      if (!diff.empty()) {
+        return {Outcome::kMismatch, absl::StrCat(data.filename().string(), " output ", k, " '",
+                                                 graph.outputs()[k]->name(), "': ", diff)};
+      }
+    }
+  }
+  return result;
+}
+
+Result TimedRun(const std::string& name) {
+  const auto start = std::chrono::steady_clock::now();
+  Result r = RunOne(name);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+// ---- the tests ----
+
+class Conformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Conformance, Passes) {
+  if (!fs::exists(kTestRoot)) GTEST_SKIP() << "no " << kTestRoot;
+  if (!fs::exists(fs::path(kTestRoot) / GetParam())) {
+    FAIL() << GetParam() << " is listed in " << kPassList << " but missing from " << kTestRoot;
+  }
+  Result r = RunOne(GetParam());
+  EXPECT_EQ(r.outcome, Outcome::kPass) << OutcomeName(r.outcome) << ": " << r.message;
+}
+
+std::vector<std::string> ParameterNames() {
+  if (const char* all = std::getenv("OVFIX_CONFORMANCE_ALL"); all != nullptr && *all != '0') {
+    return AllTestNames();
+  }
+  return ListedTestNames();
+}
+
+std::string ParamName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Listed, Conformance, ::testing::ValuesIn(ParameterNames()), ParamName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conformance);
+
+TEST(Summary, AllTests) {
+  if (!fs::exists(kTestRoot)) GTEST_SKIP() << "no " << kTestRoot;
+  const char* filter = std::getenv("OVFIX_CONFORMANCE_FILTER");
+  std::map<Outcome, int> counts;
+  std::vector<std::string> passing;
+  std::vector<std::pair<double, std::string>> times;
+  const std::vector<std::string> listed = ListedTestNames();
+  const std::set<std::string> listed_set(listed.begin(), listed.end());
+  int total = 0;
+  for (const std::string& name : AllTestNames()) {
+    if (filter != nullptr && !absl::StrContains(name, filter)) continue;
+    ++total;
+    Result r = TimedRun(name);
+    ++counts[r.outcome];
+    times.emplace_back(r.seconds, name);
+    if (r.outcome == Outcome::kPass) {
+      if (!IsNondeterministic(name)) passing.push_back(name);
+    } else {
+      std::printf("FAIL %s [%s]%s: %s\n", name.c_str(), OutcomeName(r.outcome),
+                  listed_set.contains(name) ? " (LISTED)" : "", r.message.substr(0, 300).c_str());
+    }
+  }
+  std::sort(times.rbegin(), times.rend());
+  std::printf("slowest:");
+  for (size_t i = 0; i < times.size() && i < 5; ++i) {
+    std::printf(" %s %.2fs", times[i].second.c_str(), times[i].first);
+  }
+  std::printf("\nconformance: %d of %d pass", counts[Outcome::kPass], total);
+  for (const auto& [outcome, count] : counts) {
+    if (outcome != Outcome::kPass) std::printf(", %d %s", count, OutcomeName(outcome));
+  }
+  std::printf(" (%zu listed)\n", listed.size());
+  if (const char* path = std::getenv("OVFIX_WRITE_PASS_LIST"); path != nullptr && *path) {
+    ASSERT_EQ(filter, nullptr) << "refusing to write a pass list from a filtered run";
+    std::ofstream out(path);
+    for (const std::string& name : passing) out << name << "\n";
+    ASSERT_TRUE(out.good()) << "cannot write " << path;
+    std::printf("wrote %zu names to %s\n", passing.size(), path);
+  }
+}
+
+}  // namespace
+}  // namespace ovfix::exec

@@ -1,0 +1,373 @@
+// The cpu session: errors that name the node or input, capture, fp16-storage rounding, and
+// the real models of ../shared/models reproducing their reference outputs.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "exec/compare.h"
+#include "exec/cpu_session.h"
+#include "exec/executor.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/float16.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+#include "ir/text_form.h"
+
+namespace ovfix::exec {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::unique_ptr<Model> Parse(std::string_view text) {
+  absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(text);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
+Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
+  return Tensor::FromVector(DataType::kFloat, std::move(dims), v);
+}
+
+std::unique_ptr<Session> MakeSession(const Model& model, SessionOptions options = {}) {
+  options.threads = 1;
+  absl::StatusOr<std::unique_ptr<Session>> session = CreateSession(model, options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+constexpr char kAddMul[] = R"(
+  agraph (float[N,2] x, float[2] b) => (float[N,2] y) {
+    c = Constant <value = float[1] {2.0}> ()
+    t = Mul(x, c)
+    y = Add(t, b)
+  })";
+
+TEST(Session, RunsAGraph) {
+  auto model = Parse(kAddMul);
+  ASSERT_NE(model, nullptr);
+  auto session = MakeSession(*model);
+  ASSERT_NE(session, nullptr);
+  auto out = session->Run({{"x", Floats({2, 2}, {1, 2, 3, 4})}, {"b", Floats({2}, {10, 20})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].dims(), (std::vector<int64_t>{2, 2}));
+  const float* y = (*out)[0].data<float>();
+  EXPECT_EQ(y[0], 12);
+  EXPECT_EQ(y[3], 28);
+}
+
+TEST(Session, UnknownBackendIsRefused) {
+  auto model = Parse(kAddMul);
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.backend = "vulkan";
+  auto session = CreateSession(*model, options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_THAT(std::string(session.status().message()), HasSubstr("vulkan"));
+}
+
+TEST(Session, UnsupportedOpNamesTheNode) {
+  auto model = Parse(R"(
+    agraph (float[2] x) => (float[2] y) {
+      t = Relu(x)
+      y = NoSuchOp(t)
+    })");
+  ASSERT_NE(model, nullptr);
+  auto session = CreateSession(*model, {});
+  ASSERT_FALSE(session.ok());
+  const std::string message(session.status().message());
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(message, HasSubstr("NoSuchOp"));
+  EXPECT_THAT(message, HasSubstr("opset 17"));
+}
+
+TEST(Session, UnsupportedOpInsideASubgraphIsFound) {
+  auto model = Parse(R"(
+    agraph (bool c, float[2] x) => (float[2] y) {
+      y = If(c) <then_branch = g1 () => (float[2] a) { a = NoSuchOp(x) },
+                 else_branch = g2 () => (float[2] b) { b = Identity(x) }>
+    })");
+  ASSERT_NE(model, nullptr);
+  auto session = CreateSession(*model, {});
+  ASSERT_FALSE(session.ok());
+  EXPECT_THAT(std::string(session.status().message()), HasSubstr("NoSuchOp"));
+}
+
+TEST(Session, InputErrorsNameTheInput) {
+  auto model = Parse(kAddMul);
+  ASSERT_NE(model, nullptr);
+  auto session = MakeSession(*model);
+  ASSERT_NE(session, nullptr);
+  const Tensor b = Floats({2}, {1, 2});
+  // Missing.
+  auto out = session->Run({{"b", b}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("'x'"));
+  // Wrong element type.
+  out = session->Run({{"x", Tensor(DataType::kInt64, {1, 2})}, {"b", b}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("'x'"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("int64"));
+  // Wrong shape (N is symbolic and matches anything; 2 does not match 3).
+  out = session->Run({{"x", Floats({5, 3}, std::vector<float>(15))}, {"b", b}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("'x'"));
+  out = session->Run({{"x", Floats({1, 2, 1}, {1, 2})}, {"b", b}});
+  ASSERT_FALSE(out.ok());
+  // Unknown extra input.
+  out = session->Run({{"x", Floats({5, 2}, std::vector<float>(10))}, {"b", b},
+                      {"bogus", b}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("'bogus'"));
+  // And the right inputs still work afterwards.
+  out = session->Run({{"x", Floats({5, 2}, std::vector<float>(10))}, {"b", b}});
+  EXPECT_TRUE(out.ok()) << out.status();
+}
+
+TEST(Session, CaptureKeepsEveryValue) {
+  auto model = Parse(kAddMul);
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.capture = true;
+  auto session = MakeSession(*model, options);
+  ASSERT_NE(session, nullptr);
+  auto out = session->Run({{"x", Floats({1, 2}, {1, 2})}, {"b", Floats({2}, {0, 0})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const TensorMap& values = session->captured();
+  for (const char* name : {"x", "b", "c", "t", "y"}) {
+    ASSERT_TRUE(values.contains(name)) << name;
+  }
+  EXPECT_EQ(values.at("t").data<float>()[1], 4);
+  EXPECT_EQ(values.at("c").data<float>()[0], 2);
+}
+
+TEST(Session, Fp16StorageRoundsEveryFloatTensor) {
+  auto model = Parse(kAddMul);
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.precision = Precision::kFp16Storage;
+  options.capture = true;
+  auto session = MakeSession(*model, options);
+  ASSERT_NE(session, nullptr);
+  // 40000 fits fp16, 2 * 40000 does not: the Mul output overflows to inf. 1.0001 -> 1.
+  auto out = session->Run({{"x", Floats({1, 2}, {40000, 0.50005f})},
+                           {"b", Floats({2}, {0, 0})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float* y = (*out)[0].data<float>();
+  EXPECT_TRUE(std::isinf(y[0]) && y[0] > 0);
+  EXPECT_EQ(y[1], 1.0f);
+  EXPECT_EQ(session->captured().at("x").data<float>()[0], 40000.0f);
+  // Inputs themselves are rounded when given: 70000 is already inf, 1.0001 is 1.
+  out = session->Run({{"x", Floats({1, 2}, {70000, 0})}, {"b", Floats({2}, {0, 1.0001f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(std::isinf(session->captured().at("x").data<float>()[0]));
+  EXPECT_EQ((*out)[0].data<float>()[1], 1.0f);
+  // In fp32 nothing is rounded.
+  auto exact = MakeSession(*model);
+  out = exact->Run({{"x", Floats({1, 2}, {40000, 0.50005f})}, {"b", Floats({2}, {0, 0})}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].data<float>()[0], 80000.0f);
+}
+
+TEST(Session, LoopCarriesValuesReadsOuterScopeAndStacksScanOutputs) {
+  auto model = Parse(R"(
+    agraph (int64 n, float[1] x0) => (float[1] y, float[M,1] steps) {
+      scale = Constant <value = float[1] {2.0}> ()
+      cond = Constant <value = bool {1}> ()
+      y, steps = Loop(n, cond, x0) <body = body (int64 i, bool c, float[1] x)
+          => (bool c_out, float[1] x_out, float[1] step) {
+        one = Constant <value = float[1] {1.0}> ()
+        step = Mul(one, scale)
+        x_out = Add(x, step)
+        c_out = Identity(c)
+      }>
+    })");
+  ASSERT_NE(model, nullptr);
+  auto session = MakeSession(*model);
+  ASSERT_NE(session, nullptr);
+  const int64_t trips = 20000;
+  const auto start = std::chrono::steady_clock::now();
+  auto out = session->Run({{"n", Tensor::FromVector<int64_t>(DataType::kInt64, {}, {trips})},
+                           {"x0", Floats({1}, {0.5f})}});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<float>()[0], 0.5f + 2.0f * trips);
+  EXPECT_EQ((*out)[1].dims(), (std::vector<int64_t>{trips, 1}));
+  std::printf("Loop: %lld iterations of 4 nodes in %.1f ms\n", static_cast<long long>(trips),
+              seconds * 1e3);
+  // Zero trips: the carried value passes through, the scan output is empty.
+  out = session->Run({{"n", Tensor::FromVector<int64_t>(DataType::kInt64, {}, {0})},
+                      {"x0", Floats({1}, {0.5f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<float>()[0], 0.5f);
+  EXPECT_EQ((*out)[1].dims()[0], 0);
+}
+
+// A branch returning an outer value as is, and a Loop inside a branch reading a value two
+// scopes out: captures pass through the middle scope, and the outer value is not released
+// before the If that reads it only through its subgraphs.
+TEST(Session, NestedSubgraphsReadOuterValues) {
+  auto model = Parse(R"(
+    agraph (bool c, float[2] x) => (float[2] y, float[2] z) {
+      outer = Neg(x)
+      y = If(c) <then_branch = g1 () => (float[2] a) {
+                   n = Constant <value = int64 {3}> ()
+                   t = Constant <value = bool {1}> ()
+                   a = Loop(n, t, x) <body = b (int64 i, bool ci, float[2] v)
+                       => (bool co, float[2] w) {
+                     w = Add(v, outer)
+                     co = Identity(ci)
+                   }>
+                 },
+                 else_branch = g2 () => (float[2] b) { b = Identity(outer) }>
+      z = If(c) <then_branch = g3 () => (float[2] d) { d = Identity(x) },
+                 else_branch = g4 () => (float[2] e) { e = Identity(x) }>
+    })");
+  ASSERT_NE(model, nullptr);
+  auto session = MakeSession(*model);
+  ASSERT_NE(session, nullptr);
+  auto cond = [](bool v) {
+    return Tensor::FromVector<uint8_t>(DataType::kBool, {}, {static_cast<uint8_t>(v)});
+  };
+  auto out = session->Run({{"c", cond(true)}, {"x", Floats({2}, {1, 2})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<float>()[0], 1 - 3 * 1);  // x + 3 * (-x)
+  EXPECT_EQ((*out)[0].data<float>()[1], 2 - 3 * 2);
+  EXPECT_EQ((*out)[1].data<float>()[1], 2);
+  out = session->Run({{"c", cond(false)}, {"x", Floats({2}, {1, 2})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<float>()[1], -2);
+}
+
+TEST(Session, Float16TensorsStayFloat16) {
+  auto model = Parse(R"(
+    agraph (float16[2] a, float16[2] b) => (float16[2] y) {
+      y = Add(a, b)
+    })");
+  ASSERT_NE(model, nullptr);
+  auto session = MakeSession(*model);
+  ASSERT_NE(session, nullptr);
+  auto half = [](float x, float y) {
+    return Tensor::FromVector<uint16_t>(DataType::kFloat16, {2},
+                                        {FloatToHalfBits(x), FloatToHalfBits(y)});
+  };
+  auto out = session->Run({{"a", half(1.5f, 60000)}, {"b", half(2.25f, 10000)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].type(), DataType::kFloat16);
+  EXPECT_EQ(HalfBitsToFloat((*out)[0].data<uint16_t>()[0]), 3.75f);
+  EXPECT_TRUE(std::isinf(HalfBitsToFloat((*out)[0].data<uint16_t>()[1])));
+}
+
+TEST(Session, ParsePrecision) {
+  EXPECT_EQ(*ParsePrecision("fp16-storage"), Precision::kFp16Storage);
+  EXPECT_EQ(PrecisionName(Precision::kFp16), "fp16");
+  EXPECT_FALSE(ParsePrecision("int8").ok());
+}
+
+// ---- the real models ----
+
+struct ModelRun {
+  std::vector<std::string> names;
+  std::vector<Tensor> actual, expected;
+};
+
+// Runs ../shared/models/NAME on test_data_set_0 at `precision`.
+ModelRun RunSharedModel(const std::string& name, Precision precision) {
+  ModelRun r;
+  const fs::path dir = fs::path(OVFIX_SHARED_DIR) / "models" / name;
+  auto model = LoadModel((dir / "model.onnx").string());
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return r;
+  SessionOptions options;
+  options.precision = precision;
+  auto session = CreateSession(**model, options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return r;
+  const Graph& graph = (*model)->graph();
+  TensorMap feeds;
+  int k = 0;
+  for (const Value* v : graph.inputs()) {
+    if (v->is_initializer()) continue;
+    auto t = ReadTensorFile(
+        (dir / "test_data_set_0" / absl::StrCat("input_", k++, ".pb")).string());
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (!t.ok()) return r;
+    feeds[v->name()] = std::move(*t);
+  }
+  auto out = (*session)->Run(feeds);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return r;
+  r.actual = std::move(*out);
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    r.names.push_back(graph.outputs()[i]->name());
+    auto t = ReadTensorFile(
+        (dir / "test_data_set_0" / absl::StrCat("output_", i, ".pb")).string());
+    EXPECT_TRUE(t.ok()) << t.status();
+    r.expected.push_back(t.ok() ? std::move(*t) : Tensor());
+  }
+  return r;
+}
+
+bool HasNonFinite(const Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (!std::isfinite(t.GetAsDouble(i))) return true;
+  }
+  return false;
+}
+
+class SharedModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedModel, ReproducesReferenceInFp32) {
+  if (!fs::exists(fs::path(OVFIX_SHARED_DIR) / "models" / GetParam())) GTEST_SKIP();
+  ModelRun r = RunSharedModel(GetParam(), Precision::kFp32);
+  ASSERT_EQ(r.actual.size(), r.expected.size());
+  ASSERT_FALSE(r.actual.empty());
+  for (size_t i = 0; i < r.actual.size(); ++i) {
+    SCOPED_TRACE(r.names[i]);
+    Comparison c = CompareTensors(r.actual[i], r.expected[i]);
+    ASSERT_EQ(r.actual[i].dims(), r.expected[i].dims()) << c.message;
+    EXPECT_FALSE(HasNonFinite(r.actual[i]));
+    // A one-element output has no range: its own magnitude stands in.
+    const double range = std::max({c.expected_max - c.expected_min, std::fabs(c.expected_max),
+                                   std::fabs(c.expected_min), 1e-30});
+    EXPECT_LE(c.max_abs_error / range, 1e-4) << DescribeComparison(c);
+    std::printf("%s output '%s': %s, range %.4g, error/range %.3g\n", GetParam().c_str(),
+                r.names[i].c_str(), DescribeComparison(c).c_str(), range,
+                c.max_abs_error / range);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SharedModel,
+                         ::testing::Values("conv3d_991", "ddff_squeeze", "gfpgan_modconv",
+                                           "hand_softmax", "mobilenet_v3_small", "resnet18",
+                                           "trt_broadcast"));
+
+TEST(SharedModelFp16, OverflowsShowAsInfOrNan) {
+  const fs::path models = fs::path(OVFIX_SHARED_DIR) / "models";
+  if (!fs::exists(models / "gfpgan_modconv") || !fs::exists(models / "hand_softmax")) {
+    GTEST_SKIP();
+  }
+  ModelRun gfpgan = RunSharedModel("gfpgan_modconv", Precision::kFp16Storage);
+  bool energy_found = false;
+  for (size_t i = 0; i < gfpgan.names.size() && i < gfpgan.actual.size(); ++i) {
+    if (gfpgan.names[i] != "energy") continue;
+    energy_found = true;
+    EXPECT_TRUE(HasNonFinite(gfpgan.actual[i]));
+    EXPECT_FALSE(HasNonFinite(gfpgan.expected[i]));
+  }
+  EXPECT_TRUE(energy_found);
+  ModelRun hand = RunSharedModel("hand_softmax", Precision::kFp16Storage);
+  ASSERT_FALSE(hand.actual.empty());
+  EXPECT_TRUE(HasNonFinite(hand.actual[0]));
+  EXPECT_FALSE(HasNonFinite(hand.expected[0]));
+}
+
+}  // namespace
+}  // namespace ovfix::exec

@@ -1,0 +1,330 @@
+// Conv, ConvTranspose and ConvInteger checked against naive direct convolution over shapes
+// with groups, depthwise (with a channel multiplier), pads, strides, dilations, auto_pad,
+// 1-D/2-D/3-D, constant weights packed once and kept, and every GEMM micro-kernel.
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/cpu/gemm.h"
+#include "tests/kernels/math_test_util.h"
+
+namespace ovfix::exec::math_testing {
+namespace {
+
+// ---- Conv ----
+
+struct ConvCase {
+  ConvCase(Dims x, Dims w, int64_t group = 1, Dims strides = {}, Dims dilations = {},
+           Dims pads = {}, std::string auto_pad = "", bool bias = false)
+      : x(std::move(x)),
+        w(std::move(w)),
+        group(group),
+        strides(std::move(strides)),
+        dilations(std::move(dilations)),
+        pads(std::move(pads)),
+        auto_pad(std::move(auto_pad)),
+        bias(bias) {}
+  Dims x, w;
+  int64_t group;
+  Dims strides, dilations, pads;
+  std::string auto_pad;
+  bool bias;
+};
+
+struct Resolved {
+  Dims out, pads_begin;
+};
+
+Resolved ResolveConv(const ConvCase& c) {
+  const size_t rank = c.x.size() - 2;
+  Resolved r;
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t in = c.x[i + 2], s = c.strides.empty() ? 1 : c.strides[i];
+    const int64_t d = c.dilations.empty() ? 1 : c.dilations[i];
+    const int64_t extent = (c.w[i + 2] - 1) * d + 1;
+    if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
+      const int64_t out = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + extent - in);
+      r.out.push_back(out);
+      r.pads_begin.push_back(c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2);
+    } else {
+      const int64_t pb = c.pads.empty() ? 0 : c.pads[i], pe = c.pads.empty() ? 0 : c.pads[i + rank];
+      r.out.push_back((in + pb + pe - extent) / s + 1);
+      r.pads_begin.push_back(pb);
+    }
+  }
+  return r;
+}
+
+std::vector<double> NaiveConv(const ConvCase& c, const std::vector<float>& x,
+                              const std::vector<float>& w, const std::vector<float>& b,
+                              const Resolved& r) {
+  const size_t rank = c.x.size() - 2;
+  const Dims in = Pad3(Dims(c.x.begin() + 2, c.x.end()), rank, 1);
+  const Dims k = Pad3(Dims(c.w.begin() + 2, c.w.end()), rank, 1);
+  const Dims out = Pad3(r.out, rank, 1), pad = Pad3(r.pads_begin, rank, 0);
+  const Dims s = Pad3(c.strides.empty() ? Dims(rank, 1) : c.strides, rank, 1);
+  const Dims d = Pad3(c.dilations.empty() ? Dims(rank, 1) : c.dilations, rank, 1);
+  const int64_t batch = c.x[0], channels = c.x[1], maps = c.w[0];
+  const int64_t cg = channels / c.group, mg = maps / c.group;
+  std::vector<double> y;
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t m = 0; m < maps; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t o0 = 0; o0 < out[0]; ++o0) {
+        for (int64_t o1 = 0; o1 < out[1]; ++o1) {
+          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+            double sum = c.bias ? b[m] : 0.0;
+            for (int64_t ci = 0; ci < cg; ++ci) {
+              for (int64_t k0 = 0; k0 < k[0]; ++k0) {
+                for (int64_t k1 = 0; k1 < k[1]; ++k1) {
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const int64_t i0 = o0 * s[0] - pad[0] + k0 * d[0];
+                    const int64_t i1 = o1 * s[1] - pad[1] + k1 * d[1];
+                    const int64_t i2 = o2 * s[2] - pad[2] + k2 * d[2];
+                    if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) {
+                      continue;
+                    }
+                    const int64_t xi =
+                        (((n * channels + g * cg + ci) * in[0] + i0) * in[1] + i1) * in[2] + i2;
+                    const int64_t wi = (((m * cg + ci) * k[0] + k0) * k[1] + k1) * k[2] + k2;
+                    sum += double(x[xi]) * w[wi];
+                  }
+                }
+              }
+            }
+            y.push_back(sum);
+          }
+        }
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<onnx::AttributeProto> ConvAttributes(const ConvCase& c) {
+  std::vector<onnx::AttributeProto> attributes = {IntAttr("group", c.group)};
+  if (!c.strides.empty()) attributes.push_back(IntsAttr("strides", c.strides));
+  if (!c.dilations.empty()) attributes.push_back(IntsAttr("dilations", c.dilations));
+  if (!c.pads.empty()) attributes.push_back(IntsAttr("pads", c.pads));
+  if (!c.auto_pad.empty()) attributes.push_back(StringAttr("auto_pad", c.auto_pad));
+  return attributes;
+}
+
+void CheckConv(const ConvCase& c, bool constant_weights) {
+  std::mt19937 rng(17);
+  const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
+  const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
+  const auto b = RandomFloats(c.w[0], rng);
+  std::vector<Tensor> inputs = {FloatTensor(c.x, x), FloatTensor(c.w, w)};
+  if (c.bias) inputs.push_back(FloatTensor({c.w[0]}, b));
+  const Resolved r = ResolveConv(c);
+  Dims out_dims = {c.x[0], c.w[0]};
+  out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
+  const std::vector<double> expected = NaiveConv(c, x, w, b, r);
+  std::shared_ptr<void> state;
+  NodeRun run;
+  run.constant = {false, constant_weights, constant_weights};
+  run.state = &state;
+  std::string what = "Conv x" + ::testing::PrintToString(c.x) + " w" +
+                     ::testing::PrintToString(c.w) + " group " + std::to_string(c.group);
+  // Twice: the second run uses the weights packed by the first when they are constant.
+  for (int pass = 0; pass < 2; ++pass) {
+    auto out = RunNode("Conv", 11, inputs, ConvAttributes(c), run);
+    ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+    ExpectNear((*out)[0], out_dims, expected, 2e-5, what);
+  }
+  // Only constant weights may be kept across runs (the depthwise path keeps nothing).
+  if (!constant_weights) {
+    EXPECT_EQ(state, nullptr) << what;
+  }
+}
+
+TEST(ConvTest, MatchesNaive) {
+  const std::vector<ConvCase> cases = {
+      // 2-D: plain, pads, strides, dilations, asymmetric pads, bias.
+      {{1, 3, 9, 11}, {4, 3, 3, 3}},
+      {{2, 5, 13, 10}, {7, 5, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 4, 17, 15}, {6, 4, 5, 3}, 1, {2, 3}, {}, {2, 1, 0, 2}, "", true},
+      {{1, 3, 16, 16}, {5, 3, 3, 3}, 1, {1, 1}, {2, 3}, {2, 3, 2, 3}},
+      {{1, 3, 30, 30}, {64, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, "", true},
+      // Pointwise (no im2col), 1x1 with stride, and a single output pixel.
+      {{1, 40, 12, 12}, {24, 40, 1, 1}, 1, {}, {}, {}, "", true},
+      {{1, 8, 9, 9}, {16, 8, 1, 1}, 1, {2, 2}},
+      {{2, 6, 5, 5}, {10, 6, 5, 5}, 1, {}, {}, {}, "", true},
+      {{1, 24, 1, 1}, {40, 24, 1, 1}, 1, {}, {}, {}, "", true},
+      // Groups, depthwise (with and without a channel multiplier), strides and pads.
+      {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 5, 14, 14}, {5, 1, 5, 5}, 5, {2, 2}, {}, {2, 2, 2, 2}, "", true},
+      {{1, 4, 9, 12}, {8, 1, 3, 3}, 4, {2, 1}, {2, 1}, {2, 0, 1, 3}},
+      {{1, 3, 7, 7}, {3, 1, 5, 5}, 3, {}, {}, {2, 2, 2, 2}},
+      {{1, 16, 15, 15}, {16, 1, 3, 3}, 16, {3, 3}, {}, {1, 1, 1, 1}, "", true},
+      // auto_pad.
+      {{1, 2, 7, 8}, {3, 2, 3, 4}, 1, {2, 2}, {}, {}, "SAME_UPPER"},
+      {{1, 2, 7, 8}, {3, 2, 3, 4}, 1, {2, 2}, {}, {}, "SAME_LOWER", true},
+      {{1, 2, 7, 8}, {3, 2, 3, 2}, 1, {}, {}, {}, "VALID"},
+      {{1, 4, 7, 8}, {4, 1, 4, 4}, 4, {}, {}, {}, "SAME_LOWER"},
+      // 1-D and 3-D.
+      {{2, 3, 20}, {5, 3, 4}, 1, {3}, {2}, {1, 2}, "", true},
+      {{1, 4, 20}, {4, 1, 3}, 4, {1}, {}, {1, 1}},
+      {{1, 2, 5, 6, 7}, {3, 2, 3, 2, 3}, 1, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 1, 1, 0}, "", true},
+      {{1, 4, 4, 5, 6}, {4, 2, 2, 2, 2}, 2, {}, {}, {}, "SAME_UPPER"},
+      // Wide enough to use several threads and blocks.
+      {{1, 32, 40, 40}, {48, 32, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 64, 9, 9}, {300, 64, 3, 3}, 1, {}, {}, {1, 1, 1, 1}},
+  };
+  for (const ConvCase& c : cases) {
+    CheckConv(c, false);
+    CheckConv(c, true);
+  }
+}
+
+TEST(ConvTest, EveryGemmKernel) {
+  for (const std::string& name : AvailableGemmKernels()) {
+    ASSERT_TRUE(SelectGemmKernelForTesting(name));
+    CheckConv({{1, 5, 13, 10}, {7, 5, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true}, true);
+    CheckConv({{1, 16, 6, 6}, {20, 16, 1, 1}}, true);
+    // The depthwise kernels follow the same instruction-set choice.
+    CheckConv({{1, 5, 14, 14}, {5, 1, 5, 5}, 5, {2, 2}, {}, {2, 2, 2, 2}, "", true}, true);
+    CheckConv({{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true}, true);
+    CheckConv({{1, 4, 9, 12}, {8, 1, 3, 3}, 4, {2, 1}, {2, 1}, {2, 0, 1, 3}}, true);
+  }
+  SelectGemmKernelForTesting(AvailableGemmKernels().front());
+}
+
+TEST(ConvTest, RejectsBadShapes) {
+  const Tensor x = FloatTensor({1, 4, 5, 5}, std::vector<float>(100, 1));
+  const Tensor w = FloatTensor({2, 3, 3, 3}, std::vector<float>(54, 1));
+  EXPECT_EQ(RunNode("Conv", 11, {x, w}, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  const Tensor w2 = FloatTensor({2, 4, 7, 7}, std::vector<float>(392, 1));
+  EXPECT_FALSE(RunNode("Conv", 11, {x, w2}, {}).ok());  // kernel larger than the input
+  const Tensor w3 = FloatTensor({3, 2, 3, 3}, std::vector<float>(54, 1));
+  EXPECT_FALSE(RunNode("Conv", 11, {x, w3}, {IntAttr("group", 2)}).ok());  // 3 % 2 != 0
+  const Tensor w4 = FloatTensor({2, 4, 3, 3}, std::vector<float>(72, 1));
+  EXPECT_FALSE(RunNode("Conv", 11, {x, w4}, {IntsAttr("pads", {1, 1})}).ok());
+  EXPECT_FALSE(RunNode("Conv", 11, {x, w4}, {IntsAttr("strides", {0, 1})}).ok());
+  EXPECT_FALSE(RunNode("Conv", 11, {x, w4, FloatTensor({3}, {1, 2, 3})}, {}).ok());
+}
+
+// ---- ConvTranspose ----
+
+TEST(ConvTransposeTest, MatchesNaive) {
+  struct Case {
+    Dims x, w;
+    int64_t group;
+    Dims strides, dilations, pads, output_padding;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 4, 5}, {3, 2, 3, 3}, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, {0, 0}},
+      {{2, 4, 5, 4}, {4, 3, 3, 2}, 2, {2, 3}, {1, 1}, {1, 0, 1, 1}, {1, 2}},
+      {{1, 2, 6, 6}, {2, 2, 3, 3}, 1, {2, 2}, {2, 1}, {2, 1, 0, 1}, {1, 0}},
+      {{1, 2, 7}, {2, 3, 4}, 1, {3}, {1}, {1, 2}, {2}},
+      {{1, 2, 3, 4, 3}, {2, 2, 2, 3, 2}, 1, {2, 1, 2}, {1, 2, 1}, {0, 1, 0, 1, 0, 0}, {1, 0, 0}},
+  };
+  std::mt19937 rng(23);
+  for (const Case& c : cases) {
+    const size_t rank = c.x.size() - 2;
+    const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
+    const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
+    const int64_t maps = c.w[1] * c.group;
+    const auto b = RandomFloats(maps, rng);
+    Dims out;
+    for (size_t i = 0; i < rank; ++i) {
+      out.push_back(c.strides[i] * (c.x[i + 2] - 1) + c.output_padding[i] +
+                    (c.w[i + 2] - 1) * c.dilations[i] + 1 - c.pads[i] - c.pads[i + rank]);
+    }
+    const Dims in3 = Pad3(Dims(c.x.begin() + 2, c.x.end()), rank, 1);
+    const Dims k3 = Pad3(Dims(c.w.begin() + 2, c.w.end()), rank, 1);
+    const Dims o3 = Pad3(out, rank, 1), s3 = Pad3(c.strides, rank, 1);
+    const Dims d3 = Pad3(c.dilations, rank, 1);
+    const Dims p3 = Pad3(Dims(c.pads.begin(), c.pads.begin() + rank), rank, 0);
+    const int64_t batch = c.x[0], channels = c.x[1], cg = channels / c.group, mg = c.w[1];
+    const int64_t out_size = o3[0] * o3[1] * o3[2], in_size = in3[0] * in3[1] * in3[2];
+    std::vector<double> expected(batch * maps * out_size);
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t m = 0; m < maps; ++m) {
+        for (int64_t i = 0; i < out_size; ++i) expected[(n * maps + m) * out_size + i] = b[m];
+      }
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        const int64_t g = ch / cg;
+        for (int64_t mm = 0; mm < mg; ++mm) {
+          for (int64_t i = 0; i < in_size; ++i) {
+            const int64_t i0 = i / (in3[1] * in3[2]), i1 = (i / in3[2]) % in3[1], i2 = i % in3[2];
+            for (int64_t t = 0; t < k3[0] * k3[1] * k3[2]; ++t) {
+              const int64_t t0 = t / (k3[1] * k3[2]), t1 = (t / k3[2]) % k3[1], t2 = t % k3[2];
+              const int64_t o0 = i0 * s3[0] - p3[0] + t0 * d3[0];
+              const int64_t o1 = i1 * s3[1] - p3[1] + t1 * d3[1];
+              const int64_t o2 = i2 * s3[2] - p3[2] + t2 * d3[2];
+              if (o0 < 0 || o0 >= o3[0] || o1 < 0 || o1 >= o3[1] || o2 < 0 || o2 >= o3[2]) {
+                continue;
+              }
+              const int64_t m = g * mg + mm;
+              expected[(n * maps + m) * out_size + (o0 * o3[1] + o1) * o3[2] + o2] +=
+                  double(x[(n * channels + ch) * in_size + i]) *
+                  w[((ch * mg + mm) * k3[0] * k3[1] * k3[2]) + t];
+            }
+          }
+        }
+      }
+    }
+    auto result = RunNode("ConvTranspose", 11,
+                          {FloatTensor(c.x, x), FloatTensor(c.w, w), FloatTensor({maps}, b)},
+                          {IntAttr("group", c.group), IntsAttr("strides", c.strides),
+                           IntsAttr("dilations", c.dilations), IntsAttr("pads", c.pads),
+                           IntsAttr("output_padding", c.output_padding)});
+    ASSERT_TRUE(result.ok()) << result.status();
+    Dims out_dims = {batch, maps};
+    out_dims.insert(out_dims.end(), out.begin(), out.end());
+    ExpectNear((*result)[0], out_dims, expected, 1e-5, "ConvTranspose");
+  }
+}
+
+TEST(ConvTransposeTest, OutputShapeAndAutoPad) {
+  const Tensor x = FloatTensor({1, 1, 3, 3}, std::vector<float>(9, 1));
+  const Tensor w = FloatTensor({1, 2, 3, 3}, std::vector<float>(18, 1));
+  auto out = RunNode("ConvTranspose", 11, {x, w},
+                     {IntsAttr("strides", {3, 2}), IntsAttr("output_shape", {10, 8})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dims(), (Dims{1, 2, 10, 8}));
+  out = RunNode("ConvTranspose", 11, {x, w},
+                {IntsAttr("strides", {2, 2}), StringAttr("auto_pad", "SAME_UPPER")});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dims(), (Dims{1, 2, 6, 6}));
+  EXPECT_FALSE(
+      RunNode("ConvTranspose", 11, {x, FloatTensor({2, 1, 3, 3}, std::vector<float>(18))}, {})
+          .ok());
+}
+
+TEST(ConvTest, ConvIntegerMatchesWidenedFloatConv) {
+  std::mt19937 rng(43);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const ConvCase c = {{1, 4, 7, 6}, {6, 2, 3, 3}, 2, {2, 1}, {1, 1}, {1, 1, 0, 1}};
+  std::vector<uint8_t> x(Tensor::NumElements(c.x)), w(Tensor::NumElements(c.w));
+  for (auto& v : x) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+  const uint8_t x_zero = 100;
+  const std::vector<uint8_t> w_zero = {3, 7, 11, 13, 17, 19};
+  std::vector<float> xf(x.size()), wf(w.size());
+  for (size_t i = 0; i < x.size(); ++i) xf[i] = float(x[i]) - x_zero;
+  for (size_t i = 0; i < w.size(); ++i) wf[i] = float(w[i]) - w_zero[i / 18];
+  const Resolved r = ResolveConv(c);
+  const std::vector<double> expected = NaiveConv(c, xf, wf, {}, r);
+  auto out = RunNode(
+      "ConvInteger", 10,
+      {Tensor::FromVector(DataType::kUint8, c.x, x), Tensor::FromVector(DataType::kUint8, c.w, w),
+       Tensor::FromVector<uint8_t>(DataType::kUint8, {}, {x_zero}),
+       Tensor::FromVector(DataType::kUint8, {6}, w_zero)},
+      ConvAttributes(c));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].type(), DataType::kInt32);
+  Dims out_dims = {1, 6};
+  out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
+  ExpectNear((*out)[0], out_dims, expected, 0, "ConvInteger");
+}
+
+}  // namespace
+}  // namespace ovfix::exec::math_testing

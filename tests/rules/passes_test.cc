@@ -1,0 +1,486 @@
+// Native passes, validation and targets on small graphs written in ONNX text: each pass does
+// its rewrite, leaves what it must not touch alone, and keeps the outputs (checked by
+// running the graph before and after on the CPU executor).
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "gtest/gtest.h"
+#include "ir/float16.h"
+#include "ir/shape_inference.h"
+#include "ir/text_form.h"
+#include "rules/passes/constant_folding.h"
+#include "rules/passes/dead_code_elimination.h"
+#include "rules/passes/explicit_broadcast_full.h"
+#include "rules/passes/fix_input_shapes.h"
+#include "rules/passes/fp16_islands.h"
+#include "rules/passes/lower_conv3d_unit_kernel.h"
+#include "rules/passes/registry.h"
+#include "rules/pipeline.h"
+#include "rules/target.h"
+#include "rules/validation.h"
+
+namespace ovfix::rules {
+namespace {
+
+std::unique_ptr<Model> Parse(const char* text) {
+  auto m = ParseModelText(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return nullptr;
+  EXPECT_TRUE(InferShapes(**m).ok());
+  return *std::move(m);
+}
+
+// Runs a pass with validation against a reference run of the model as it was.
+struct Harness {
+  explicit Harness(Model& m, ConvertOptions o = {}) : model(m), options(std::move(o)) {
+    auto inputs = MakeReferenceInputs(model, options);
+    EXPECT_TRUE(inputs.ok()) << inputs.status();
+    reference_inputs = *inputs;
+    auto v = ReferenceValidator::Create(model, reference_inputs);
+    EXPECT_TRUE(v.ok()) << v.status();
+    validator = *std::move(v);
+  }
+  absl::StatusOr<int> Run(Pass& pass) {
+    PassContext ctx{model, rewriter, options, validator.get()};
+    return pass.Run(ctx);
+  }
+  // Largest end-to-end error against the original outputs.
+  double EndToEnd() {
+    auto e = validator->CompareEndToEnd(model);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->max_error : INFINITY;
+  }
+  Model& model;
+  ConvertOptions options;
+  exec::TensorMap reference_inputs;
+  std::unique_ptr<ReferenceValidator> validator;
+  Rewriter rewriter{model};
+};
+
+int Count(const Model& m, std::string_view op) {
+  int n = 0;
+  for (const Node* node : m.graph().nodes()) n += node->op_type() == op ? 1 : 0;
+  return n;
+}
+
+// ---- validation ----
+
+TEST(Validation, RelativeErrorIsRelativeToTheRange) {
+  Tensor e = Tensor::FromVector<float>(DataType::kFloat, {3}, {0, 5, 10});
+  Tensor a = Tensor::FromVector<float>(DataType::kFloat, {3}, {0, 5.1f, 10});
+  EXPECT_NEAR(RelativeError(a, e), 0.01, 1e-6);
+  Tensor inf = Tensor::FromVector<float>(DataType::kFloat, {3}, {0, INFINITY, 10});
+  EXPECT_TRUE(std::isinf(RelativeError(inf, e)));
+  Tensor one = Tensor::FromVector<float>(DataType::kFloat, {1}, {1e6f});
+  Tensor close = Tensor::FromVector<float>(DataType::kFloat, {1}, {1.001e6f});
+  EXPECT_NEAR(RelativeError(close, one), 1e-3, 1e-6);  // a scalar: relative to its value
+  EXPECT_TRUE(std::isinf(RelativeError(Tensor(DataType::kFloat, {2}), e)));
+}
+
+TEST(Validation, FastHalfConversionIsBitExact) {
+  // Every exponent, with mantissas that hit ties, subnormals, overflow and NaN.
+  std::vector<uint32_t> bits;
+  for (uint32_t e = 0; e < 256; ++e) {
+    for (uint32_t m : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x2000u, 0x3000u, 0x7fffffu, 0x400000u}) {
+      bits.push_back((e << 23) | m);
+      bits.push_back(0x80000000u | (e << 23) | m);
+    }
+  }
+  uint32_t x = 12345;
+  for (int i = 0; i < 100000; ++i) bits.push_back(x = x * 1664525u + 1013904223u);
+  Tensor t(DataType::kFloat, {static_cast<int64_t>(bits.size())});
+  std::memcpy(t.raw(), bits.data(), bits.size() * 4);
+  const Tensor h = ConvertFloatTensor(t, DataType::kFloat16);
+  for (size_t i = 0; i < bits.size(); ++i) {
+    float f;
+    std::memcpy(&f, &bits[i], 4);
+    const uint16_t want = FloatToHalfBits(f);
+    const uint16_t got = h.data<uint16_t>()[i];
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(HalfBitsToFloat(got))) << std::hex << bits[i];
+    } else {
+      ASSERT_EQ(got, want) << std::hex << bits[i];
+    }
+  }
+}
+
+TEST(Validation, RandomInputsAreDeterministicAndFollowTheBatch) {
+  auto m = Parse(R"(m (float[N, 3] x) => (float[N, 3] y) { y = Relu(x) })");
+  ConvertOptions o;
+  o.batch = 4;
+  auto a = MakeReferenceInputs(*m, o);
+  auto b = MakeReferenceInputs(*m, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->at("x").dims(), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(RelativeError(a->at("x"), b->at("x")), 0);
+  o.input_files["nope"] = "/nonexistent.pb";
+  EXPECT_FALSE(MakeReferenceInputs(*m, o).ok());
+}
+
+TEST(Validation, ARewriteThatChangesOutputsIsRolledBack) {
+  auto m = Parse(R"(m (float[2, 3] x) => (float[2, 3] y) { a = Relu(x)  y = Abs(a) })");
+  Harness h(*m);
+  Graph& g = m->graph();
+  Node* relu = g.FindValue("a")->producer();
+  PassContext ctx{*m, h.rewriter, h.options, h.validator.get()};
+  h.rewriter.Begin("wrong_rule", {relu});
+  Node* neg = h.rewriter.CreateNode(g, "Neg", {g.FindValue("x")}, {"n"}, relu);
+  h.rewriter.ReplaceAllUsesWith(relu->output(0), neg->output(0));
+  h.rewriter.EraseNode(relu);
+  EXPECT_FALSE(FinishRewrite(ctx));
+  ASSERT_EQ(h.rewriter.records().size(), 1u);
+  EXPECT_TRUE(h.rewriter.records()[0].rolled_back);
+  EXPECT_NE(h.rewriter.records()[0].note.find("changed outputs"), std::string::npos);
+  EXPECT_EQ(Count(*m, "Relu"), 1);
+  // A rewrite that keeps the outputs commits with its error measured.
+  h.rewriter.Begin("identity_of_relu", {relu});
+  Node* id = h.rewriter.CreateNode(g, "Identity", {relu->output(0)}, {"i"}, nullptr);
+  Node* abs = g.FindValue("y")->producer();
+  h.rewriter.SetInput(abs, 0, id->output(0));
+  EXPECT_TRUE(FinishRewrite(ctx));
+  EXPECT_EQ(h.rewriter.records().back().max_error, 0);
+  EXPECT_EQ(h.EndToEnd(), 0);
+}
+
+// ---- fix_input_shapes ----
+
+TEST(FixInputShapes, BatchFixesTheFirstDimAndShapesFollow) {
+  auto m = Parse(R"(m (float[N, 3, H] x) => (float[N, 3, H] y) { y = Relu(x) })");
+  ConvertOptions o;
+  o.batch = 1;
+  Harness h(*m, o);
+  FixInputShapesPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  const Value* x = m->graph().FindValue("x");
+  EXPECT_EQ((*x->shape())[0].value, 1);
+  EXPECT_EQ((*x->shape())[2].symbol, "H");  // only the batch dim is fixed
+  EXPECT_EQ((*m->graph().outputs()[0]->shape())[0].value, 1);
+}
+
+TEST(FixInputShapes, InputShapeSetsEveryDimAndChecksTheModel) {
+  auto m = Parse(R"(m (float[N, 3, H] x) => (float[N, 3, H] y) { y = Relu(x) })");
+  ConvertOptions o;
+  o.input_shapes["x"] = {2, 3, 5};
+  Harness h(*m, o);
+  FixInputShapesPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  EXPECT_EQ(m->graph().FindValue("y")->static_shape(), (std::vector<int64_t>{2, 3, 5}));
+  ConvertOptions wrong;
+  wrong.input_shapes["x"] = {2, 4, 5};  // dim 1 is 3 in the model
+  Rewriter rw(*m);
+  PassContext ctx{*m, rw, wrong};
+  EXPECT_FALSE(pass.Run(ctx).ok());
+  ConvertOptions unknown;
+  unknown.input_shapes["z"] = {1};
+  PassContext ctx2{*m, rw, unknown};
+  EXPECT_FALSE(pass.Run(ctx2).ok());
+}
+
+// ---- constant_folding ----
+
+TEST(ConstantFolding, FoldsShapeChainsOnceShapesAreStatic) {
+  auto m = Parse(R"(
+    m (float[2, 3, 4] x) => (float[2, 12] y) {
+      s = Shape(x)
+      i0 = Constant <value = int64[1] {0}> ()
+      d0 = Gather(s, i0)
+      minus = Constant <value = int64[1] {-1}> ()
+      shape = Concat <axis = 0> (d0, minus)
+      y = Reshape(x, shape)
+    })");
+  Harness h(*m);
+  ConstantFoldingPass pass;
+  ASSERT_GT(*h.Run(pass), 0);
+  EXPECT_EQ(Count(*m, "Shape"), 0);
+  EXPECT_EQ(Count(*m, "Concat"), 0);
+  EXPECT_EQ(Count(*m, "Reshape"), 1);
+  const Value* shape = m->graph().FindValue("shape");
+  ASSERT_NE(shape, nullptr);  // the constant keeps the folded value's name
+  ASSERT_TRUE(shape->is_initializer());
+  EXPECT_EQ(shape->tensor().GetAsInt64(0), 2);
+  EXPECT_EQ(h.EndToEnd(), 0);
+}
+
+TEST(ConstantFolding, RespectsTheSizeLimitAndLeavesDynamicShapes) {
+  auto m = Parse(R"(
+    m (float[N, 4] x) => (float[N, 4] y, int64[2] z) {
+      dims = Constant <value = int64[2] {100, 100}> ()
+      big = ConstantOfShape <value = float[1] {1}> (dims)
+      z = Shape(x)
+      r = ReduceSum <keepdims = 0> (big)
+      y = Add(x, r)
+    })");
+  ConvertOptions o;
+  o.fold_size_limit = 1000;  // the 10000-element ConstantOfShape stays
+  Harness h(*m, o);
+  ConstantFoldingPass pass;
+  ASSERT_TRUE(h.Run(pass).ok());
+  EXPECT_EQ(Count(*m, "ConstantOfShape"), 1);
+  EXPECT_EQ(Count(*m, "Shape"), 1);  // N is not known
+  EXPECT_EQ(h.EndToEnd(), 0);
+}
+
+// ---- dead_code_elimination ----
+
+TEST(DeadCodeElimination, RemovesUnreadChainsAndInitializers) {
+  auto m = Parse(R"(
+    m (float[2] x) => (float[2] y) {
+      dead1 = Neg(x)
+      dead2 = Abs(dead1)
+      y = Relu(x)
+    })");
+  Graph& g = m->graph();
+  g.AddInitializer("unused", Tensor(DataType::kFloat, {4}));
+  Harness h(*m);
+  DeadCodeEliminationPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  EXPECT_EQ(g.num_nodes(), 1u);
+  EXPECT_EQ(g.FindValue("unused"), nullptr);
+  EXPECT_EQ(g.outputs()[0]->name(), "y");
+  EXPECT_EQ(*h.Run(pass), 0);  // nothing left to do
+}
+
+// ---- lower_conv3d_unit_kernel ----
+
+// A Conv3D on x[1, 2, 5, 6, 4] with weights w[3, 2, k0, k1, k2] (distinct values, so a
+// wrong layout shows) and "same" pads.
+std::unique_ptr<Model> Conv3dModel(const std::vector<int64_t>& k) {
+  const std::string text =
+      absl::StrCat("m (float[1, 2, 5, 6, 4] x, w, b) => (y) { y = Conv <kernel_shape = [", k[0],
+                   ", ", k[1], ", ", k[2], "], pads = [", k[0] / 2, ", ", k[1] / 2, ", ", k[2] / 2,
+                   ", ", k[0] / 2, ", ", k[1] / 2, ", ", k[2] / 2, "]> (x, w, b) }");
+  auto m = ParseModelText(text);
+  EXPECT_TRUE(m.ok()) << m.status() << text;
+  if (!m.ok()) return nullptr;
+  Graph& g = (*m)->graph();
+  g.SetInputs({g.FindValue("x")});
+  Tensor w(DataType::kFloat, {3, 2, k[0], k[1], k[2]});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = std::sin(0.37f * i);
+  Node* conv = g.outputs()[0]->producer();
+  conv->ReplaceInput(1, g.AddInitializer("weight", w));
+  conv->ReplaceInput(2, g.AddInitializer("bias", Tensor::FromVector<float>(DataType::kFloat, {3},
+                                                                           {0.1f, -0.2f, 0.3f})));
+  g.DeleteDanglingValues();
+  EXPECT_TRUE(InferShapes(**m).ok());
+  return *std::move(m);
+}
+
+TEST(LowerConv3dUnitKernel, BecomesConv2dAndKeepsOutputs) {
+  for (const std::vector<int64_t>& k :
+       std::vector<std::vector<int64_t>>{{3, 3, 1}, {1, 3, 3}, {3, 1, 3}}) {
+    auto m = Conv3dModel(k);
+    ASSERT_NE(m, nullptr);
+    ConvertOptions o;
+    o.lower_conv3d_unit_kernel = true;
+    Harness h(*m, o);
+    LowerConv3dUnitKernelPass pass;
+    ASSERT_EQ(*h.Run(pass), 1) << k[0] << k[1] << k[2];
+    ASSERT_TRUE(InferShapes(*m).ok());
+    for (const Node* n : m->graph().nodes()) {
+      if (n->op_type() == "Conv") {
+        EXPECT_EQ(n->input(0)->rank(), 4);
+      }
+    }
+    EXPECT_LE(h.EndToEnd(), 1e-5) << k[0] << k[1] << k[2];
+    EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  }
+}
+
+TEST(LowerConv3dUnitKernel, LeavesOtherConvsAndNeedsTheOption) {
+  auto m = Parse(R"(
+    m (float[1, 1, 4, 4, 4] x, float[2, 1, 3, 3, 3] w) => (y) {
+      y = Conv <pads = [1, 1, 1, 1, 1, 1]> (x, w)
+    })");
+  ConvertOptions o;
+  o.lower_conv3d_unit_kernel = true;
+  Rewriter rw(*m);
+  PassContext ctx{*m, rw, o};
+  LowerConv3dUnitKernelPass pass;
+  EXPECT_EQ(*pass.Run(ctx), 0);  // no unit kernel dim (and w is not a constant)
+  ConvertOptions off;
+  PassContext ctx2{*m, rw, off};
+  EXPECT_EQ(*pass.Run(ctx2), 0);
+}
+
+// ---- explicit_broadcast_full ----
+
+TEST(ExplicitBroadcastFull, ExpandsToIdenticalShapes) {
+  auto m = Parse(R"(
+    m (float[1, 3, 4, 4] x, float[1, 1, 4, 4] mask) => (float[1, 3, 4, 4] y) {
+      c = Constant <value = float[1, 3, 1, 1] {1, 2, 3}> ()
+      a = Mul(x, c)
+      y = Add(a, mask)
+    })");
+  ConvertOptions o;
+  o.broadcast = "full";
+  Harness h(*m, o);
+  ConstantFoldingPass fold;  // the Constant becomes an initializer, expanded in place
+  ASSERT_TRUE(h.Run(fold).ok());
+  ExplicitBroadcastFullPass pass;
+  ASSERT_EQ(*h.Run(pass), 2);
+  ASSERT_TRUE(InferShapes(*m).ok());
+  for (const Node* n : m->graph().nodes()) {
+    if (n->op_type() != "Add" && n->op_type() != "Mul") continue;
+    for (const Value* in : n->inputs()) {
+      EXPECT_EQ(in->static_shape(), (std::vector<int64_t>{1, 3, 4, 4})) << n->Describe();
+    }
+  }
+  EXPECT_EQ(Count(*m, "Expand"), 1);  // only for the non-constant mask
+  EXPECT_EQ(h.EndToEnd(), 0);
+  EXPECT_TRUE(CheckModel(*m).ok());
+}
+
+TEST(ExplicitBroadcastFull, BroadcastTensorFollowsNumpy) {
+  Tensor t = Tensor::FromVector<float>(DataType::kFloat, {2, 1}, {1, 2});
+  Tensor b = BroadcastTensor(t, {3, 2, 3});
+  ASSERT_EQ(b.numel(), 18);
+  EXPECT_EQ(b.data<float>()[0], 1);
+  EXPECT_EQ(b.data<float>()[2], 1);
+  EXPECT_EQ(b.data<float>()[3], 2);
+  EXPECT_EQ(b.data<float>()[17], 2);
+}
+
+// ---- fp16_islands ----
+
+constexpr char kEnergyModel[] = R"(
+  m (float[1, 4, 8] x) => (float[1, 4, 8] y, float[1, 1, 1] energy) {
+    scale = Constant <value = float[1] {300}> ()
+    big = Mul(x, scale)
+    y = Relu(big)
+    sq = Mul(big, big)
+    energy = ReduceSum <keepdims = 1> (sq)
+  })";
+
+TEST(Fp16Islands, KeepsReductionsAndTheirGrowthInFp32) {
+  auto m = Parse(kEnergyModel);
+  Harness h(*m);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  std::set<std::string> island_ops;
+  for (const IslandNode& i : pass.islands()) {
+    island_ops.insert(i.op_type);
+    EXPECT_FALSE(i.reason.empty());
+  }
+  EXPECT_TRUE(island_ops.contains("ReduceSum"));
+  Graph& g = m->graph();
+  // y stays fp16 (Relu is not an island); energy is computed and returned in fp32.
+  EXPECT_EQ(g.FindValue("y")->elem_type(), DataType::kFloat16);
+  EXPECT_EQ(g.FindValue("energy")->elem_type(), DataType::kFloat);
+  EXPECT_EQ(g.FindValue("x")->elem_type(), DataType::kFloat16);
+  EXPECT_GT(Count(*m, "Cast"), 0);
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  // Sum of 32 squares of values up to 300: far above 65504, finite and close in the model.
+  auto e2e = h.validator->CompareEndToEnd(*m);
+  ASSERT_TRUE(e2e.ok()) << e2e.status();
+  for (const OutputComparison& c : e2e->outputs) {
+    EXPECT_TRUE(c.finite) << c.name;
+    EXPECT_LT(c.error, 1e-2) << c.name;
+  }
+}
+
+TEST(Fp16Islands, KeepIoTypesAndKeepFp32Regex) {
+  auto m = Parse(kEnergyModel);
+  ConvertOptions o;
+  o.keep_io_types = true;
+  o.keep_fp32 = {"Relu"};
+  Harness h(*m, o);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  Graph& g = m->graph();
+  EXPECT_EQ(g.FindValue("x")->elem_type(), DataType::kFloat);
+  EXPECT_EQ(g.outputs()[0]->name(), "y");
+  EXPECT_EQ(g.outputs()[0]->elem_type(), DataType::kFloat);
+  bool relu_kept = false;
+  for (const IslandNode& i : pass.islands()) {
+    relu_kept = relu_kept || (i.op_type == "Relu" && i.reason.find("--keep-fp32") == 0);
+  }
+  EXPECT_TRUE(relu_kept);
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  EXPECT_LT(h.EndToEnd(), 1e-2);
+}
+
+TEST(Fp16Islands, CalibratedMagnitudesAndSmallEpsilons) {
+  auto m = Parse(R"(
+    m (float[1, 16] x) => (float[1, 16] y) {
+      k = Constant <value = float[1] {20000}> ()
+      eps = Constant <value = float[1] {1e-8}> ()
+      big = Mul(x, k)
+      r = Relu(big)
+      shifted = Add(r, eps)
+      s = Sqrt(shifted)
+      y = Div(x, s)
+    })");
+  Harness h(*m);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1) << h.rewriter.records().back().note;
+  std::map<std::string, std::string> reasons;
+  for (const IslandNode& i : pass.islands()) reasons[i.op_type] = i.reason;
+  EXPECT_NE(reasons["Mul"].find("observed"), std::string::npos) << reasons["Mul"];
+  EXPECT_NE(reasons["Add"].find("small constant"), std::string::npos) << reasons["Add"];
+  EXPECT_TRUE(reasons.contains("Sqrt"));
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+}
+
+TEST(Fp16Islands, WithoutValidationTheGraphDecides) {
+  auto m = Parse(kEnergyModel);
+  Rewriter rw(*m);
+  ConvertOptions o;
+  PassContext ctx{*m, rw, o};  // no validator: no calibration
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*pass.Run(ctx), 1);
+  EXPECT_EQ(m->graph().FindValue("energy")->elem_type(), DataType::kFloat);
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+}
+
+// ---- registry and targets ----
+
+TEST(Registry, EveryPassHasASnakeCaseNameThatMakesIt) {
+  std::set<std::string> names;
+  for (const NativePassInfo& p : NativePasses()) {
+    EXPECT_TRUE(names.insert(p.name).second) << p.name;
+    for (char c : p.name) {
+      EXPECT_TRUE(std::islower(c) || std::isdigit(c) || c == '_') << p.name;
+    }
+    auto pass = MakeNativePass(p.name);
+    ASSERT_NE(pass, nullptr);
+    EXPECT_EQ(pass->name(), p.name);
+  }
+  EXPECT_EQ(MakeNativePass("no_such_pass"), nullptr);
+}
+
+TEST(Targets, BuiltinTargetsParseAndExist) {
+  std::set<std::string> names;
+  for (const Target& t : BuiltinTargets()) names.insert(t.name);
+  for (const char* want : {"gpu-fp16", "tensorrt", "openvino-gpu", "ncnn-vulkan", "generic"}) {
+    EXPECT_TRUE(names.contains(want)) << want;
+    auto t = LoadTarget(want);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_FALSE(t->description.empty());
+    EXPECT_FALSE(t->steps.empty());
+  }
+  EXPECT_FALSE(LoadTarget("no-such-target").ok());
+}
+
+TEST(Targets, ErrorsNameFileLineAndColumn) {
+  auto t =
+      ParseTarget("my.target", "description ok\n  pass  no_such_pass\noption fp16 maybe\nfoo\n");
+  ASSERT_FALSE(t.ok());
+  const std::string m(t.status().message());
+  EXPECT_NE(m.find("my.target:2:3: unknown pass 'no_such_pass'"), std::string::npos) << m;
+  EXPECT_NE(m.find("my.target:3:1: option fp16"), std::string::npos) << m;
+  EXPECT_NE(m.find("my.target:4:1: unknown keyword 'foo'"), std::string::npos) << m;
+  auto ok = ParseTarget("x.target", "# c\npass constant_folding\noption broadcast full\n");
+  ASSERT_TRUE(ok.ok());
+  ConvertOptions o;
+  ASSERT_TRUE(ApplyTargetOptions(*ok, {}, o).ok());
+  EXPECT_EQ(o.broadcast, "full");
+  ConvertOptions user;
+  ASSERT_TRUE(ApplyTargetOptions(*ok, {"broadcast"}, user).ok());
+  EXPECT_EQ(user.broadcast, "rank");  // the command line wins
+}
+
+}  // namespace
+}  // namespace ovfix::rules

@@ -1,0 +1,236 @@
+// The rule file parser: what a good file gives, and every error with its exact FILE:LINE:COL.
+#include "rules/rule_file.h"
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "rules/embedded_files.h"
+#include "rules/rule_set.h"
+
+namespace ovfix::rules {
+namespace {
+
+std::string ErrorOf(const std::string& text) {
+  auto parsed = ParseRuleFile("f.rules", text);
+  EXPECT_FALSE(parsed.ok()) << "parsed without error:\n" << text;
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+TEST(RuleFile, ParsesARule) {
+  auto parsed = ParseRuleFile("dir/my_rules.rules", R"(# A file comment, not a rule's.
+
+# Relu(Relu(x))  ->  Relu(x)
+rule double_relu
+  benefit 3
+  match   (x) => (y) { t = Relu(x)  y = Relu(t) }   # a trailing comment
+  where   rank(x) >= 0 &&
+          is_float(x)
+  let     r = rank(x)
+  replace (x) => (y) { y = Relu(x) }
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->set, "my_rules");
+  ASSERT_EQ(parsed->rules.size(), 1u);
+  const Rule& rule = *parsed->rules[0];
+  EXPECT_EQ(rule.name, "double_relu");
+  EXPECT_EQ(rule.algebra, "Relu(Relu(x))  ->  Relu(x)");
+  EXPECT_EQ(rule.benefit, 3);
+  EXPECT_EQ(rule.line, 4);
+  EXPECT_EQ(rule.pattern.nodes.size(), 2u);
+  EXPECT_EQ(rule.pattern.root_node().outputs[0], "y");
+  ASSERT_EQ(rule.clauses.size(), 2u);
+  EXPECT_EQ(rule.clauses[0].kind, Clause::Kind::kWhere);
+  EXPECT_EQ(ExprToString(rule.clauses[0].expr), "(rank(x) >= 0) && is_float(x)");
+  EXPECT_EQ(rule.clauses[1].name, "r");
+  EXPECT_EQ(rule.replacement.nodes.size(), 1u);
+}
+
+TEST(RuleFile, ForExpandsOneRulePerOp) {
+  auto parsed = ParseRuleFile("f.rules", R"(# Op(x, x) -> Op(x, x)
+rule same
+  for Op in Add, Mul,
+            Sub
+  match (x) => (y) { y = Op(x, x) }
+  replace (x) => (y) { y = Op(x, x) }
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->rules.size(), 3u);
+  EXPECT_EQ(parsed->rules[0]->name, "same.Add");
+  EXPECT_EQ(parsed->rules[2]->name, "same.Sub");
+  EXPECT_EQ(parsed->rules[2]->family, "same");
+  EXPECT_EQ(parsed->rules[2]->pattern.root_node().op_type, "Sub");
+  EXPECT_TRUE(parsed->rules[0]->pattern.root_node().commutative);
+  EXPECT_FALSE(parsed->rules[2]->pattern.root_node().commutative);
+}
+
+TEST(RuleFile, UnknownClause) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  matc (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:3:3: unknown clause 'matc' (expected match, where, let, replace, benefit, "
+            "for or variadic)");
+}
+
+TEST(RuleFile, OnnxSyntaxErrorInsideTheMatchGraph) {
+  // Line 4 misses the ')' of Relu: onnx's parser stops at the '}' on line 5.
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) {\n    y = Relu(x\n  }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:5:3: Expected character ) not found.");
+}
+
+TEST(RuleFile, OnnxSyntaxErrorOnTheFirstLineOfAGraph) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) { y = Relu(x)) }\n"),
+            "f.rules:4:35: Expected character = not found.");
+}
+
+TEST(RuleFile, MissingAlgebraComment) {
+  EXPECT_EQ(ErrorOf("rule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:1:1: rule 'r' needs an algebra comment: a '#' line right above 'rule'");
+}
+
+TEST(RuleFile, UnknownHelper) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  where rank(x) > 1 && rnak(x) == 2\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:24: unknown helper 'rnak'");
+}
+
+TEST(RuleFile, HelperArity) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  where rank(x, 1) == 2\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:9: 'rank' takes 1 arguments, not 2: rank(x) -> int");
+}
+
+TEST(RuleFile, NameNotBoundInWhere) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  where rank(q) == 2\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:14: 'q' is not bound by the match or an earlier let");
+}
+
+TEST(RuleFile, LetUsedBeforeItIsDefined) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  where len(axes) > 0\n"
+                    "  let axes = range(2)\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:13: 'axes' is not bound by the match or an earlier let");
+}
+
+TEST(RuleFile, CaptureUsedInReplaceButNotBound) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) {\n"
+                    "    y = Add(x, z)\n"
+                    "  }\n"),
+            "f.rules:5:16: 'z' is used in replace but not bound in match or let");
+}
+
+TEST(RuleFile, ReplacementOutputsMustMatchPatternOutputs) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y, z) { y = Relu(x)  z = Neg(x) }\n"),
+            "f.rules:4:11: replace has 2 outputs, match has 1: they replace one another in order");
+}
+
+TEST(RuleFile, PatternErrors) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x, w) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:3:13: capture 'w' is not used by the pattern");
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(t) }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:3:31: 't' is neither a pattern input nor produced by a node");
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x)  z = Neg(x) }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:3:35: node producing 'z' does not feed the pattern's first output 'y'");
+}
+
+TEST(RuleFile, VariadicMustBeLast) {
+  EXPECT_EQ(
+      ErrorOf("# a\nrule r\n  variadic rest\n  match (rest, x) => (y) { y = Concat(rest, x) }\n"
+              "  replace (x) => (y) { y = Relu(x) }\n"),
+      "f.rules:4:10: variadic 'rest' must be the last input of Concat");
+}
+
+TEST(RuleFile, MissingReplace) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:2:1: rule 'r' needs a replace");
+}
+
+TEST(RuleFile, UnterminatedGraph) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x)\n"),
+            "f.rules:3:3: unterminated graph: missing '}'");
+}
+
+TEST(RuleFile, GraphWithoutBraces) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Identity(x) }\n"
+                    "  replace (x) => (x)\n"),
+            "f.rules:4:21: expected '{': a graph is (inputs) => (outputs) { nodes }");
+}
+
+TEST(RuleFile, ExpressionSyntax) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  where rank(x) <\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:18: expected an expression");
+}
+
+TEST(RuleFile, DuplicateRule) {
+  const std::string rule =
+      "# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+      "  replace (x) => (y) { y = Relu(x) }\n";
+  EXPECT_EQ(ErrorOf(rule + "\n" + rule), "f.rules:7:1: rule 'r' is defined twice");
+}
+
+TEST(RuleFile, ReportsErrorsOfEveryRule) {
+  const std::string message = ErrorOf(
+      "# a\nrule r1\n  matc (x) => (y) { y = Relu(x) }\n\n"
+      "# b\nrule r2\n  match (x) => (y) { y = Relu(x) }\n  where nope(x)\n"
+      "  replace (x) => (y) { y = Relu(x) }\n");
+  EXPECT_EQ(message,
+            "f.rules:3:3: unknown clause 'matc' (expected match, where, let, replace, benefit, "
+            "for or variadic)\nf.rules:8:9: unknown helper 'nope'");
+}
+
+TEST(RuleFile, BuiltinRuleFilesParse) {
+  auto sets = LoadBuiltinRuleSets();
+  ASSERT_TRUE(sets.ok()) << sets.status();
+  std::set<std::string> names;
+  for (const auto& set : *sets) {
+    names.insert(set.set);
+    for (const auto& rule : set.rules) EXPECT_FALSE(rule->algebra.empty()) << rule->name;
+  }
+  for (const char* expected : {"explicit_broadcast", "squeeze_axes", "reshape_normalization",
+                               "conv_normalization", "cast_cleanup", "identity_elimination"}) {
+    EXPECT_TRUE(names.count(expected)) << expected;
+  }
+}
+
+// Every prefix of every built-in file parses or fails with messages, never crashes.
+TEST(RuleFile, TruncatedFilesFailCleanly) {
+  for (const auto& file : EmbeddedFiles()) {
+    const std::string text(file.contents);
+    for (size_t n = 0; n < text.size(); n += 5) {
+      auto parsed = ParseRuleFile("cut.rules", text.substr(0, n));
+      if (!parsed.ok()) {
+        EXPECT_TRUE(absl::StartsWith(parsed.status().message(), "cut.rules:"));
+      }
+    }
+  }
+}
+
+TEST(RuleFile, LibrarySelectsBySetFamilyOrName) {
+  auto library = RuleLibrary::Load();
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_GT(library->Select("explicit_broadcast").size(), 40u);
+  EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze_third").size(), 1u);
+  EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze_first.Add").size(), 1u);
+  EXPECT_TRUE(library->Select("no_such_rule").empty());
+  Rule rule;
+  rule.name = "explicit_broadcast_unsqueeze_first.Add";
+  rule.family = "explicit_broadcast_unsqueeze_first";
+  rule.set = "explicit_broadcast";
+  EXPECT_TRUE(IsDisabled(rule, {"explicit_broadcast"}));
+  EXPECT_TRUE(IsDisabled(rule, {"explicit_broadcast_unsqueeze_first"}));
+  EXPECT_FALSE(IsDisabled(rule, {"cast_cleanup"}));
+}
+
+}  // namespace
+}  // namespace ovfix::rules
