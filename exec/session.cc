@@ -52,7 +52,7 @@ bool RoundsFloats(Precision p) { return p != Precision::kFp32; }
 void RoundInPlace(Tensor& t, ThreadPool* pool) {
   float* data = t.data<float>();
   ParallelFor(pool, t.numel(), 1 << 15, [data](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) data[i] = RoundToHalf(data[i]);
+    RoundFloatsToHalf(data + begin, end - begin);
   });
 }
 
@@ -60,22 +60,6 @@ Tensor RoundedCopy(const Tensor& t, ThreadPool* pool) {
   Tensor copy = t.Clone();
   RoundInPlace(copy, pool);
   return copy;
-}
-
-Tensor HalfToFloat(const Tensor& t) {
-  Tensor out(DataType::kFloat, t.dims());
-  const uint16_t* in = t.data<uint16_t>();
-  float* o = out.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) o[i] = HalfBitsToFloat(in[i]);
-  return out;
-}
-
-Tensor FloatToHalf(const Tensor& t) {
-  Tensor out(DataType::kFloat16, t.dims());
-  const float* in = t.data<float>();
-  uint16_t* o = out.data<uint16_t>();
-  for (int64_t i = 0; i < t.numel(); ++i) o[i] = FloatToHalfBits(in[i]);
-  return out;
 }
 
 std::string QuotedName(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
@@ -392,7 +376,7 @@ class Runner {
       converted.reserve(ctx.inputs.size());
       for (const Tensor*& in : ctx.inputs) {
         if (in != nullptr && in->type() == DataType::kFloat16) {
-          converted.push_back(HalfToFloat(*in));
+          converted.push_back(ConvertTensor(*in, DataType::kFloat));
           in = &converted.back();
         }
       }
@@ -423,7 +407,7 @@ class Runner {
       Tensor& t = ctx.outputs[i];
       if (!t.defined()) return MissingOutput(step, i);
       if (t.type() == DataType::kFloat) {
-        if (as_float && node.output(i)->elem_type() != DataType::kFloat) t = FloatToHalf(t);
+        if (as_float && node.output(i)->elem_type() != DataType::kFloat) t = ConvertTensor(t, DataType::kFloat16);
         if (round_ && t.type() == DataType::kFloat && !SharesInputBuffer(t, ctx)) {
           RoundInPlace(t, pool_);
         }

@@ -115,4 +115,33 @@ std::string DescribeTensor(const Tensor& t) {
   return absl::StrCat(std::string(DataTypeName(t.type())), "[", absl::StrJoin(t.dims(), ","), "]");
 }
 
+Tensor ConvertTensor(const Tensor& t, DataType to) {
+  if (t.type() == to) return t;
+  Tensor out(to, t.dims());
+  const int64_t n = t.numel();
+  if (t.type() == DataType::kFloat && to == DataType::kFloat16) {
+    FloatsToHalves(t.data<float>(), out.data<uint16_t>(), n);
+    return out;
+  }
+  if (t.type() == DataType::kFloat16 && to == DataType::kFloat) {
+    HalvesToFloats(t.data<uint16_t>(), out.data<float>(), n);
+    return out;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = t.GetAsDouble(i);
+    switch (to) {
+      case DataType::kFloat: out.data<float>()[i] = static_cast<float>(x); break;
+      case DataType::kDouble: out.data<double>()[i] = x; break;
+      case DataType::kFloat16: out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x)); break;
+      case DataType::kBfloat16:
+        out.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(x));
+        break;
+      case DataType::kInt64: out.data<int64_t>()[i] = static_cast<int64_t>(x); break;
+      case DataType::kInt32: out.data<int32_t>()[i] = static_cast<int32_t>(x); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
 }  // namespace ovfix

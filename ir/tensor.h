@@ -110,4 +110,9 @@ Tensor Tensor::FromVector(DataType type, std::vector<int64_t> dims, const std::v
 // "float[1,3,224,224]"
 std::string DescribeTensor(const Tensor& t);
 
+// The tensor with its elements converted to `to` (same tensor when already of that type).
+// float <-> float16 take the fast bulk path of ir/float16.h; other numeric pairs convert
+// through double.
+Tensor ConvertTensor(const Tensor& t, DataType to);
+
 }  // namespace ovfix

@@ -1,6 +1,5 @@
 #include "rules/validation.h"
 
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -81,28 +80,6 @@ absl::StatusOr<Tensor> RandomTensor(DataType type, const std::vector<int64_t>& d
 
 bool IsFloat(DataType t) { return IsFloatingPoint(t); }
 
-// float -> half with the F16C instructions where the CPU has them (the same IEEE
-// round-to-nearest-even as FloatToHalfBits, about ten times faster), else element by element.
-__attribute__((target("f16c,avx"))) void FloatsToHalvesF16c(const float* in, uint16_t* out,
-                                                            int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_loadu_ps(in + i);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                     _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
-  }
-  for (; i < n; ++i) out[i] = FloatToHalfBits(in[i]);
-}
-
-void FloatsToHalves(const float* in, uint16_t* out, int64_t n) {
-  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-  if (f16c) {
-    FloatsToHalvesF16c(in, out, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) out[i] = FloatToHalfBits(in[i]);
-}
-
 // Inputs converted to the float types the graph declares (a converted model may take
 // float16 where the reference took float).
 exec::TensorMap AdaptInputs(const Graph& g, const exec::TensorMap& inputs) {
@@ -112,7 +89,7 @@ exec::TensorMap AdaptInputs(const Graph& g, const exec::TensorMap& inputs) {
     if (it == inputs.end()) continue;
     const DataType want = v->elem_type();
     if (IsFloat(want) && IsFloat(it->second.type()) && want != it->second.type()) {
-      out.emplace(v->name(), ConvertFloatTensor(it->second, want));
+      out.emplace(v->name(), ConvertTensor(it->second, want));
     } else {
       out.emplace(v->name(), it->second);
     }
@@ -194,10 +171,10 @@ double RelativeError(const Tensor& actual, const Tensor& expected) {
   }
   // Compare in float32 (the types validation sees are float, float16 or double).
   const Tensor a =
-      actual.type() == DataType::kFloat ? actual : ConvertFloatTensor(actual, DataType::kFloat);
+      actual.type() == DataType::kFloat ? actual : ConvertTensor(actual, DataType::kFloat);
   const Tensor e = expected.type() == DataType::kFloat
                        ? expected
-                       : ConvertFloatTensor(expected, DataType::kFloat);
+                       : ConvertTensor(expected, DataType::kFloat);
   double lo = kInfinity, hi = -kInfinity, largest = 0, worst = 0;
   const float* pa = a.data<float>();
   const float* pe = e.data<float>();
@@ -218,43 +195,6 @@ double RelativeError(const Tensor& actual, const Tensor& expected) {
   const double range = hi > lo ? hi - lo : 0;
   const double scale = range > 0 ? range : (largest > 0 ? largest : 1);
   return worst / scale;
-}
-
-Tensor ConvertFloatTensor(const Tensor& t, DataType to) {
-  if (t.type() == to) return t;
-  Tensor out(to, t.dims());
-  const int64_t n = t.numel();
-  // The common cases without a per-element type switch (weights run to millions).
-  if (t.type() == DataType::kFloat && to == DataType::kFloat16) {
-    FloatsToHalves(t.data<float>(), out.data<uint16_t>(), n);
-    return out;
-  }
-  if (t.type() == DataType::kFloat16 && to == DataType::kFloat) {
-    const uint16_t* in = t.data<uint16_t>();
-    float* o = out.data<float>();
-    for (int64_t i = 0; i < n; ++i) o[i] = HalfBitsToFloat(in[i]);
-    return out;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = t.GetAsDouble(i);
-    switch (to) {
-      case DataType::kFloat:
-        out.data<float>()[i] = static_cast<float>(x);
-        break;
-      case DataType::kDouble:
-        out.data<double>()[i] = x;
-        break;
-      case DataType::kFloat16:
-        out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x));
-        break;
-      case DataType::kBfloat16:
-        out.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(x));
-        break;
-      default:
-        break;
-    }
-  }
-  return out;
 }
 
 absl::StatusOr<exec::TensorMap> CaptureActivations(const Model& model,
@@ -401,7 +341,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
     }
     Tensor t = activations_.at(b);
     if (IsFloat(b->elem_type()) && IsFloat(t.type()) && b->elem_type() != t.type()) {
-      t = ConvertFloatTensor(t, b->elem_type());
+      t = ConvertTensor(t, b->elem_type());
       converted_boundary_ = true;  // e.g. a graph input that became float16
     }
     Value* in = sg.CreateValue(b->name());

@@ -30,10 +30,6 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
 // shape mismatch, is infinity.
 double RelativeError(const Tensor& actual, const Tensor& expected);
 
-// A copy of a float/float16/double/bfloat16 tensor in another floating-point type (shares the
-// buffer when the type is already right).
-Tensor ConvertFloatTensor(const Tensor& t, DataType to);
-
 // Runs `model` once with capture on and returns every activation by name.
 absl::StatusOr<exec::TensorMap> CaptureActivations(const Model& model,
                                                    const exec::TensorMap& inputs,

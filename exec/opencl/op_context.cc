@@ -14,10 +14,8 @@ absl::Status EnsureDevice(Runtime& rt, ClValue& v) {
   if (!buffer.ok()) return buffer.status();
   v.device = std::make_shared<cl::Buffer>(*std::move(buffer));
   if (v.half && v.type == DataType::kFloat) {
-    std::vector<uint16_t> bits(static_cast<size_t>(v.numel()));
-    const float* f = v.host->data<float>();
-    for (size_t i = 0; i < bits.size(); ++i) bits[i] = FloatToHalfBits(f[i]);
-    return rt.Write(*v.device, bits.data(), v.device_bytes());
+    const Tensor half = ConvertTensor(*v.host, DataType::kFloat16);
+    return rt.Write(*v.device, half.raw(), v.device_bytes());
   }
   return rt.Write(*v.device, v.host->raw(), v.device_bytes());
 }
@@ -27,10 +25,9 @@ absl::Status EnsureHost(Runtime& rt, ClValue& v) {
   if (!v.device) return absl::InternalError("value has neither host nor device data");
   Tensor t(v.type, v.dims);
   if (v.half && v.type == DataType::kFloat) {
-    std::vector<uint16_t> bits(static_cast<size_t>(v.numel()));
-    if (auto s = rt.Read(*v.device, bits.data(), v.device_bytes()); !s.ok()) return s;
-    float* f = t.data<float>();
-    for (size_t i = 0; i < bits.size(); ++i) f[i] = HalfBitsToFloat(bits[i]);
+    Tensor half(DataType::kFloat16, v.dims);
+    if (auto s = rt.Read(*v.device, half.raw(), v.device_bytes()); !s.ok()) return s;
+    t = ConvertTensor(half, DataType::kFloat);
   } else if (auto s = rt.Read(*v.device, t.raw(), v.device_bytes()); !s.ok()) {
     return s;
   }

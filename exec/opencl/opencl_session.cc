@@ -24,22 +24,6 @@ struct Step {
   std::shared_ptr<void> state;
 };
 
-Tensor HalfTensorToFloat(const Tensor& t) {
-  Tensor out(DataType::kFloat, t.dims());
-  const uint16_t* in = t.data<uint16_t>();
-  float* o = out.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) o[i] = HalfBitsToFloat(in[i]);
-  return out;
-}
-
-Tensor FloatTensorToHalf(const Tensor& t) {
-  Tensor out(DataType::kFloat16, t.dims());
-  const float* in = t.data<float>();
-  uint16_t* o = out.data<uint16_t>();
-  for (int64_t i = 0; i < t.numel(); ++i) o[i] = FloatToHalfBits(in[i]);
-  return out;
-}
-
 class OpenclSession : public Session {
  public:
   absl::Status Init(const Model& model, const SessionOptions& options) {
@@ -139,8 +123,12 @@ class OpenclSession : public Session {
       }
     }
     if (options_.capture) {
-      for (const auto& [s, c] : constants_) Capture(s, values[s]);
-      for (const auto& [v, s] : input_slots_) Capture(s, values[s]);
+      for (const auto& [s, c] : constants_) {
+        if (auto st = Capture(s, values[s]); !st.ok()) return st;
+      }
+      for (const auto& [v, s] : input_slots_) {
+        if (auto st = Capture(s, values[s]); !st.ok()) return st;
+      }
     }
     for (Step& step : steps_) {
       if (auto s = RunStep(step, values); !s.ok()) return s;
@@ -178,9 +166,7 @@ class OpenclSession : public Session {
   Tensor Rounded(const Tensor& t) const {
     if (t.type() != DataType::kFloat || options_.precision == Precision::kFp32) return t;
     Tensor r = t.Clone();
-    for (float& f : std::span<float>(r.data<float>(), static_cast<size_t>(r.numel()))) {
-      f = RoundToHalf(f);
-    }
+    RoundFloatsToHalf(r.data<float>(), r.numel());
     return r;
   }
 
@@ -239,7 +225,7 @@ class OpenclSession : public Session {
       if (s < 0) {
         ctx.inputs.push_back(nullptr);
       } else if (as_float && values[s].type == DataType::kFloat16) {
-        converted.push_back(HalfTensorToFloat(*values[s].host));
+        converted.push_back(ConvertTensor(*values[s].host, DataType::kFloat));
         ctx.inputs.push_back(&converted.back());
       } else {
         ctx.inputs.push_back(&*values[s].host);
@@ -255,7 +241,7 @@ class OpenclSession : public Session {
       }
       if (as_float && t.type() == DataType::kFloat &&
           step.node->output(i)->elem_type() != DataType::kFloat) {
-        t = FloatTensorToHalf(t);
+        t = ConvertTensor(t, DataType::kFloat16);
       }
       ClValue& out = values[step.outputs[i]];
       out = ClValue{};

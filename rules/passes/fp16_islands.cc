@@ -87,7 +87,7 @@ class Converter {
     for (Value* v : float_values_) {
       if (v->is_initializer() && !v->is_graph_input()) {
         if (type_after_[v] == DataType::kFloat16) {
-          r_.SetInitializer(v, ConvertFloatTensor(v->tensor(), DataType::kFloat16));
+          r_.SetInitializer(v, ConvertTensor(v->tensor(), DataType::kFloat16));
           ++weights_;
         }
       } else if (type_after_[v] == DataType::kFloat16) {
@@ -175,7 +175,7 @@ class Converter {
           a != nullptr && a->has_t() && a->t().data_type() == kFloatCode) {
         absl::StatusOr<Tensor> t = n->GetTensor("value");
         if (t.ok())
-          r_.SetAttribute(n, TensorAttribute("value", ConvertFloatTensor(*t, DataType::kFloat16)));
+          r_.SetAttribute(n, TensorAttribute("value", ConvertTensor(*t, DataType::kFloat16)));
         return;
       }
       if (Is(*n, "Constant") &&
@@ -188,7 +188,7 @@ class Converter {
         Tensor t = Tensor::FromVector<float>(DataType::kFloat, dims, values);
         r_.RemoveAttribute(n, "value_float");
         r_.RemoveAttribute(n, "value_floats");
-        r_.SetAttribute(n, TensorAttribute("value", ConvertFloatTensor(t, DataType::kFloat16)));
+        r_.SetAttribute(n, TensorAttribute("value", ConvertTensor(t, DataType::kFloat16)));
       }
     }
   }
@@ -206,7 +206,7 @@ class Converter {
       const std::string suffix = need == DataType::kFloat16 ? "_fp16" : "_fp32";
       if (v->is_initializer() && !v->is_graph_input()) {
         converted =
-            r_.CreateInitializer(g_, v->name() + suffix, ConvertFloatTensor(v->tensor(), need));
+            r_.CreateInitializer(g_, v->name() + suffix, ConvertTensor(v->tensor(), need));
         if (need == DataType::kFloat16) ++weights_;
       } else {
         Node* cast =

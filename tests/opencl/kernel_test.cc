@@ -30,13 +30,15 @@ namespace {
 using Dims = std::vector<int64_t>;
 
 // A random graph input, uniform in [low, high]; integer types (and float inputs marked
-// `integral`) get whole numbers, so comparisons see ties.
+// `integral`) get whole numbers, so comparisons see ties. With `specials` = 2 or 3, every 5th
+// value is inf, -inf (or NaN) in turn: what fp16 overflow feeds the layers after it.
 struct Input {
   std::string name;
   DataType type = DataType::kFloat;
   Dims dims;
   double low = -2, high = 2;
   bool integral = false;
+  int specials = 0;
 };
 
 Input Float(std::string name, Dims dims, double low = -2, double high = 2) {
@@ -47,6 +49,10 @@ Input Integral(std::string name, Dims dims, DataType type = DataType::kFloat) {
 }
 Input Bool(std::string name, Dims dims) {
   return {std::move(name), DataType::kBool, std::move(dims), 0, 1, true};
+}
+Input WithSpecials(Input in, int kinds = 3) {
+  in.specials = kinds;
+  return in;
 }
 
 enum class Placement {
@@ -139,7 +145,11 @@ TensorMap RandomInputs(const OpCase& c) {
                                                  static_cast<int64_t>(in.high));
     const bool integer = in.integral || !IsFloatingPoint(in.type);
     for (int64_t i = 0; i < t.numel(); ++i) {
-      const double v = integer ? static_cast<double>(whole(rng)) : real(rng);
+      double v = integer ? static_cast<double>(whole(rng)) : real(rng);
+      if (in.specials > 0 && i % 5 == 2) {
+        const double specials[] = {INFINITY, -INFINITY, NAN};
+        v = specials[(i / 5) % in.specials];
+      }
       switch (in.type) {
         case DataType::kFloat:
           t.data<float>()[i] = static_cast<float>(v);
@@ -627,6 +637,34 @@ void AddSoftmaxGather(std::vector<OpCase>& cases) {
                            "i = Constant<value = int64[2] {1, 5}>()\ny = Gather(x, i)")));
 }
 
+// Non-finite inputs: NaN propagates and infinities stay infinite as in the CPU executor
+// (fmax/fmin would drop a NaN). The pools see infinities only, never a window of -inf alone:
+// the CPU executor's pools keep a NaN only when it comes first in the window (its ReduceMax
+// and Max keep any) and give -FLT_MAX for a window of -inf (OpenclKernels.MaxOfMinusInfinity
+// checks the OpenCL side of that on its own).
+void AddSpecials(std::vector<OpCase>& cases) {
+  const std::pair<std::string, std::string> ops[] = {
+      {"Relu", "y = Relu(x)"},
+      {"Add", "y = Add(x, z)"},
+      {"Max", "y = Max(x, z)"},
+      {"Min", "y = Min(z, x)"},
+      {"Clip", "y = Clip(x, lo, hi)"},
+      {"ReduceMax", "y = ReduceMax<axes = [1], keepdims = 0>(x)"},
+      {"ReduceMin", "y = ReduceMin<axes = [0, 2]>(x)"},
+      {"ReduceLogSumExp", "y = ReduceLogSumExp<axes = [2]>(x)"},
+      {"Softmax", "y = Softmax<axis = 1>(x)"},
+      {"MaxPool", "y = MaxPool<kernel_shape = [3], strides = [2]>(x)"},
+      {"GlobalMaxPool", "y = GlobalMaxPool(x)"}};
+  for (const auto& [op, body] : ops) {
+    const int kinds = absl::StrContains(op, "Pool") ? 2 : 3;
+    std::vector<Input> inputs = {WithSpecials(Float("x", {3, 5, 7}), kinds)};
+    if (absl::StrContains(body, "z")) inputs.push_back(WithSpecials(Float("z", {5, 1})));
+    if (op == "Clip")
+      inputs.insert(inputs.end(), {Float("lo", {}, -1, -0.5), Float("hi", {}, 0.5, 1)});
+    cases.push_back(Op(op + "_specials", inputs, "float y", body));
+  }
+}
+
 std::vector<OpCase> AllCases() {
   std::vector<OpCase> cases;
   AddUnary(cases);
@@ -638,6 +676,7 @@ std::vector<OpCase> AllCases() {
   AddPooling(cases);
   AddReduce(cases);
   AddSoftmaxGather(cases);
+  AddSpecials(cases);
   return cases;
 }
 
@@ -790,6 +829,33 @@ INSTANTIATE_TEST_SUITE_P(HalfArithmetic, KernelTest,
                          ::testing::ValuesIn(InPrecisions(HalfArithmeticCases(),
                                                           {Precision::kFp16})),
                          [](const auto& info) { return info.param.name(); });
+
+// The max of nothing but -inf is -inf (a max that starts from -FLT_MAX gives -FLT_MAX):
+// checked here against the value itself, since the CPU executor's pools give -FLT_MAX.
+TEST(OpenclKernels, MaxOfMinusInfinity) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  auto model = ParseModelText(R"(
+    m (float[1, 2, 3] x) => (float pool, float global, float reduce) {
+      pool = MaxPool<kernel_shape = [2]>(x)
+      global = GlobalMaxPool(x)
+      reduce = ReduceMax<axes = [2], keepdims = 0>(x)
+    }
+  )");
+  ASSERT_TRUE(model.ok()) << model.status();
+  SessionOptions options;
+  options.backend = "opencl";
+  auto cl = CreateSession(**model, options);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  const Tensor x = Tensor::FromVector<float>(DataType::kFloat, {1, 2, 3},
+                                             {-INFINITY, -INFINITY, -INFINITY, 1, -INFINITY, 2});
+  auto out = (*cl)->Run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].values<float>()[0], -INFINITY);
+  EXPECT_EQ((*out)[0].values<float>()[2], 1.0f);
+  EXPECT_EQ((*out)[1].values<float>()[0], -INFINITY);
+  EXPECT_EQ((*out)[2].values<float>()[0], -INFINITY);
+  EXPECT_EQ((*out)[2].values<float>()[1], 2.0f);
+}
 
 }  // namespace
 }  // namespace ovfix::exec

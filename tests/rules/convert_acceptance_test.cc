@@ -68,14 +68,14 @@ std::vector<Tensor> RunModel(const Model& model, const exec::TensorMap& inputs,
     auto it = inputs.find(v->name());
     if (it == inputs.end()) continue;
     typed[v->name()] = IsFloatingPoint(v->elem_type()) && v->elem_type() != it->second.type()
-                           ? ConvertFloatTensor(it->second, v->elem_type())
+                           ? ConvertTensor(it->second, v->elem_type())
                            : it->second;
   }
   auto out = (*session)->Run(typed);
   EXPECT_TRUE(out.ok()) << out.status();
   if (!out.ok()) return {};
   for (Tensor& t : *out) {
-    if (t.type() == DataType::kFloat16) t = ConvertFloatTensor(t, DataType::kFloat);
+    if (t.type() == DataType::kFloat16) t = ConvertTensor(t, DataType::kFloat);
   }
   return *std::move(out);
 }

@@ -93,7 +93,7 @@ TEST(Validation, FastHalfConversionIsBitExact) {
   for (int i = 0; i < 100000; ++i) bits.push_back(x = x * 1664525u + 1013904223u);
   Tensor t(DataType::kFloat, {static_cast<int64_t>(bits.size())});
   std::memcpy(t.raw(), bits.data(), bits.size() * 4);
-  const Tensor h = ConvertFloatTensor(t, DataType::kFloat16);
+  const Tensor h = ConvertTensor(t, DataType::kFloat16);
   for (size_t i = 0; i < bits.size(); ++i) {
     float f;
     std::memcpy(&f, &bits[i], 4);

@@ -52,6 +52,12 @@ typedef float real_t;
 #define STORE_Y(p, i, v) ((p)[(i)] = (float)(v))
 #endif
 
+// Max and min that propagate NaN, as ONNX's reference (numpy maximum/minimum) and the CPU
+// executor do; fmax/fmin return the other operand, which would hide the NaN an fp16 overflow
+// produced from `ovfix compare`.
+inline real_t max_nan(real_t a, real_t b) { return a != a || a > b ? a : b; }
+inline real_t min_nan(real_t a, real_t b) { return a != a || a < b ? a : b; }
+
 // Broadcasting: an output index is split into coordinates over `dims` (rank <= 8, padded
 // with leading 1s) and recombined with an operand's strides (0 along broadcast dims).
 inline long BroadcastOffset(long index, int8 dims, int8 strides) {

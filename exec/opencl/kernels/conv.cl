@@ -166,7 +166,7 @@ __kernel void pool(__global const A_T* x, __global Y_T* y, int4 in_size, int4 ou
   const int od = (index / ((long)out_size.z * out_size.y)) % out_size.x;
   const long nc = index / ((long)out_size.z * out_size.y * out_size.x);
   const long base = nc * in_size.x * in_size.y * in_size.z;
-  real_t acc = MODE == 0 ? -REAL_MAX : (real_t)0;
+  real_t acc = MODE == 0 ? -INFINITY : (real_t)0;
   int count = 0;
   for (int kd = 0; kd < kernel_size.x; ++kd) {
     const int id = od * stride.x - pad.x + kd * dilation.x;
@@ -183,7 +183,7 @@ __kernel void pool(__global const A_T* x, __global Y_T* y, int4 in_size, int4 ou
         if (!inside) continue;
         const real_t v = LOAD_A(x, base + ((long)id * in_size.y + ih) * in_size.z + iw);
         if (MODE == 0) {
-          acc = fmax(acc, v);
+          acc = max_nan(acc, v);
         } else {
           acc += v;
           if (MODE == 1) ++count;
@@ -198,10 +198,10 @@ __kernel void pool(__global const A_T* x, __global Y_T* y, int4 in_size, int4 ou
 // One work item per (n, c) plane: mean (MODE 1) or max (MODE 0) over `size` elements.
 __kernel void global_pool(__global const A_T* x, __global Y_T* y, long size) {
   const long p = get_global_id(0);
-  float acc = MODE == 0 ? -FLT_MAX : 0.0f;
+  float acc = MODE == 0 ? -INFINITY : 0.0f;
   for (long i = 0; i < size; ++i) {
     const float v = (float)LOAD_A(x, p * size + i);
-    acc = MODE == 0 ? fmax(acc, v) : acc + v;
+    acc = MODE == 0 ? (acc != acc || acc > v ? acc : v) : acc + v;  // max_nan in float
   }
   STORE_Y(y, p, MODE == 0 ? acc : acc / (float)size);
 }

@@ -5,10 +5,10 @@ inline real_t erf_approx(real_t x) { return (real_t)erf((float)x); }
 
 inline real_t unary_op(real_t x, float alpha, float beta) {
   switch (OP) {
-    case 0: return fmax(x, (real_t)0);                                   // Relu
+    case 0: return x < 0 ? (real_t)0 : x;                                // Relu
     case 1: return x >= 0 ? x : x * (real_t)alpha;                       // LeakyRelu
-    case 2: return fmin(fmax((real_t)alpha * x + (real_t)beta, (real_t)0), (real_t)1);  // HardSigmoid
-    case 3: return x * fmin(fmax(x / (real_t)6 + (real_t)0.5, (real_t)0), (real_t)1);   // HardSwish
+    case 2: return min_nan(max_nan((real_t)alpha * x + (real_t)beta, 0), 1);  // HardSigmoid
+    case 3: return x * min_nan(max_nan(x / (real_t)6 + (real_t)0.5, 0), 1);   // HardSwish
     case 4: return (real_t)1 / ((real_t)1 + exp(-x));                    // Sigmoid
     case 5: return tanh(x);                                              // Tanh
     case 6: return sqrt(x);                                              // Sqrt
@@ -16,7 +16,7 @@ inline real_t unary_op(real_t x, float alpha, float beta) {
     case 8: return erf_approx(x);                                        // Erf
     case 9: return fabs(x);                                              // Abs
     case 10: return -x;                                                  // Neg
-    case 11: return fmin(fmax(x, (real_t)alpha), (real_t)beta);          // Clip
+    case 11: return min_nan(max_nan(x, (real_t)alpha), (real_t)beta);    // Clip
     case 12: return log(x);                                              // Log
     case 13: return (real_t)1 / x;                                       // Reciprocal
     case 14: return x;                                                   // Identity / Cast float<->half
@@ -58,8 +58,8 @@ inline real_t binary_op(real_t a, real_t b) {
     case 2: return a * b;
     case 3: return a / b;
     case 4: return pow(a, b);
-    case 5: return fmax(a, b);
-    case 6: return fmin(a, b);
+    case 5: return max_nan(a, b);
+    case 6: return min_nan(a, b);
     case 7: return a >= 0 ? a : a * b;  // PRelu (b is the slope)
     default: return a;
   }

@@ -23,7 +23,7 @@ __kernel void reduce(__global const A_T* x, __global Y_T* y, int8 dims, int8 red
     base += (rest % d[k]) * stride[k];
     rest /= d[k];
   }
-  real_t peak = -REAL_MAX;
+  real_t peak = -INFINITY;
   if (MODE == 9) {
     for (long i = 0; i < count; ++i) {
       long rr = i, off = base;
@@ -32,10 +32,10 @@ __kernel void reduce(__global const A_T* x, __global Y_T* y, int8 dims, int8 red
         off += (rr % d[k]) * stride[k];
         rr /= d[k];
       }
-      peak = fmax(peak, LOAD_A(x, off));
+      peak = max_nan(peak, LOAD_A(x, off));
     }
   }
-  real_t acc = MODE == 2 ? -REAL_MAX : (MODE == 3 ? REAL_MAX : (MODE == 7 ? (real_t)1 : (real_t)0));
+  real_t acc = MODE == 2 ? -INFINITY : (MODE == 3 ? INFINITY : (MODE == 7 ? (real_t)1 : (real_t)0));
   for (long i = 0; i < count; ++i) {
     long rr = i, off = base;
     for (int k = 7; k >= 0; --k) {
@@ -45,8 +45,8 @@ __kernel void reduce(__global const A_T* x, __global Y_T* y, int8 dims, int8 red
     }
     const real_t v = LOAD_A(x, off);
     switch (MODE) {
-      case 2: acc = fmax(acc, v); break;
-      case 3: acc = fmin(acc, v); break;
+      case 2: acc = max_nan(acc, v); break;
+      case 3: acc = min_nan(acc, v); break;
       case 4: case 5: acc += v * v; break;
       case 6: acc += fabs(v); break;
       case 7: acc *= v; break;
@@ -57,7 +57,8 @@ __kernel void reduce(__global const A_T* x, __global Y_T* y, int8 dims, int8 red
   if (MODE == 1) acc /= (real_t)count;
   if (MODE == 5) acc = sqrt(acc);
   if (MODE == 8) acc = log(acc);
-  if (MODE == 9) acc = log(acc) + peak;
+  // An infinite peak is the result (exp(peak - peak) would make it NaN).
+  if (MODE == 9) acc = isinf(peak) ? peak : log(acc) + peak;
   STORE_Y(y, index, acc);
 }
 
