@@ -2,7 +2,16 @@
 
 #include <algorithm>
 
+#include <immintrin.h>
+
 namespace ovfix::exec {
+namespace {
+
+// Kernels come in quick succession and waking a sleeping thread costs microseconds, more
+// than many small ops take: threads spin this many pauses (tens of microseconds) first.
+constexpr int kSpinPauses = 20000;
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -22,6 +31,13 @@ void ThreadPool::WorkerLoop(int) {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    lock.unlock();
+    for (int i = 0; i < kSpinPauses && generation_.load(std::memory_order_acquire) == seen &&
+                    !stop_.load(std::memory_order_relaxed);
+         ++i) {
+      _mm_pause();
+    }
+    lock.lock();
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
@@ -63,7 +79,15 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
     lock.lock();
     ++chunks_done_;
   }
-  done_.wait(lock, [&] { return chunks_done_ == chunks_; });
+  if (chunks_done_ != chunks_) {
+    lock.unlock();
+    for (int i = 0; i < kSpinPauses && chunks_done_.load(std::memory_order_acquire) != chunks_;
+         ++i) {
+      _mm_pause();
+    }
+    lock.lock();
+    done_.wait(lock, [&] { return chunks_done_ == chunks_; });
+  }
   job_ = nullptr;
 }
 

@@ -1,6 +1,7 @@
 // A small fixed thread pool for data-parallel loops inside kernels.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -32,9 +33,11 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0;
-  int64_t next_chunk_ = 0, chunks_ = 0, chunks_done_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  int64_t next_chunk_ = 0, chunks_ = 0;
+  // Written under mutex_; atomic so spinning threads can watch them without the lock.
+  std::atomic<int64_t> chunks_done_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // ParallelFor on `pool`, or a plain loop when pool is null.
