@@ -1,5 +1,6 @@
 // The files of rules/builtin/*.rules and rules/targets/*.target, compiled into the binary
-// (rules/CMakeLists.txt generates the definitions), so ovfix needs no source tree at run time.
+// (rules/CMakeLists.txt embeds them, embedded_files.cc indexes them), so ovfix needs no source
+// tree at run time.
 #pragma once
 
 #include <span>

@@ -8,74 +8,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
 
 namespace ovfix::exec {
 
-// Defined in transpose_concat.cc (see there).
-namespace data_movement {
-void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offsets,
-                   const Tensor* fill, Tensor& out, ThreadPool* pool);
-bool IsAllocatable(const std::vector<int64_t>& dims, DataType type);
-Tensor ScalarOfType(DataType type, double value);
-}  // namespace data_movement
-
 namespace {
 
-using data_movement::IsAllocatable;
-
-// One element moved as its bytes; alignment 1 because protobuf-decoded buffers may be unaligned.
-template <size_t N>
-struct Bytes {
-  unsigned char b[N];
-};
-
-// Calls fn.template operator()<T>() with T the storage of one element of `type`.
-template <typename Fn>
-void VisitStorage(DataType type, Fn&& fn) {
-  if (type == DataType::kString) return fn.template operator()<std::string>();
-  switch (ElementSize(type)) {
-    case 1: return fn.template operator()<Bytes<1>>();
-    case 2: return fn.template operator()<Bytes<2>>();
-    case 4: return fn.template operator()<Bytes<4>>();
-    case 8: return fn.template operator()<Bytes<8>>();
-    case 16: return fn.template operator()<Bytes<16>>();
-    default: return;  // callers check StorageSupported first
-  }
-}
-
-bool StorageSupported(DataType type) { return type == DataType::kString || ElementSize(type) > 0; }
-
-template <typename T>
-const T* Elements(const Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings().data();
-  } else {
-    return reinterpret_cast<const T*>(t.raw());
-  }
-}
-
-template <typename T>
-T* MutableElements(Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings().data();
-  } else {
-    return reinterpret_cast<T*>(t.raw());
-  }
-}
-
-std::vector<int64_t> ToInt64s(const Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsInt64(i);
-  return v;
-}
-
-int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t d = begin; d < end; ++d) p *= dims[d];
-  return p;
-}
+using namespace data_movement;  // NOLINT: the group's shared vocabulary
 
 // Copies `count` elements of `from` starting at `from_at` to `to` at `to_at`.
 void CopyElements(const Tensor& from, int64_t from_at, Tensor& to, int64_t to_at, int64_t count) {

@@ -5,37 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 
 namespace ovfix::exec {
 
-// Defined in transpose_concat.cc (see there).
-namespace data_movement {
-constexpr int64_t kFill = std::numeric_limits<int64_t>::min();
-void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offsets,
-                   const Tensor* fill, Tensor& out, ThreadPool* pool);
-bool IsAllocatable(const std::vector<int64_t>& dims, DataType type);
-Tensor ScalarOfType(DataType type, double value);
-}  // namespace data_movement
-
 namespace {
 
-using data_movement::CopyByOffsets;
-using data_movement::kFill;
-
-std::vector<int64_t> ToInt64s(const Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsInt64(i);
-  return v;
-}
-
-std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
-
-bool StorageSupported(DataType type) { return type == DataType::kString || ElementSize(type) > 0; }
+using namespace data_movement;  // NOLINT: the group's shared vocabulary
 
 // Maps axes in [-rank, rank) to [0, rank) in place; fails on one out of range or repeated.
 absl::Status NormalizeAxes(const KernelContext& ctx, std::vector<int64_t>& axes, int64_t rank) {

@@ -11,81 +11,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
 
 namespace ovfix::exec {
 
-// Shared with slice_pad.cc and generators.cc, which declare these themselves (the group has no
-// header of its own yet).
-namespace data_movement {
-
-constexpr int64_t kFill = std::numeric_limits<int64_t>::min();
-
-}  // namespace data_movement
-
 namespace {
 
-using data_movement::kFill;
-
-// One element moved as its bytes. Alignment 1 because tensors decoded from protobuf strings are
-// not guaranteed to be aligned to their element size.
-template <size_t N>
-struct Bytes {
-  unsigned char b[N];
-};
-
-// Calls fn.template operator()<T>() with T the storage of one element of `type`.
-template <typename Fn>
-void VisitStorage(DataType type, Fn&& fn) {
-  if (type == DataType::kString) return fn.template operator()<std::string>();
-  switch (ElementSize(type)) {
-    case 1: return fn.template operator()<Bytes<1>>();
-    case 2: return fn.template operator()<Bytes<2>>();
-    case 4: return fn.template operator()<Bytes<4>>();
-    case 8: return fn.template operator()<Bytes<8>>();
-    case 16: return fn.template operator()<Bytes<16>>();
-    default: return;  // callers check StorageSupported first
-  }
-}
-
-bool StorageSupported(DataType type) { return type == DataType::kString || ElementSize(type) > 0; }
-
-template <typename T>
-const T* Elements(const Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings().data();
-  } else {
-    return reinterpret_cast<const T*>(t.raw());
-  }
-}
-
-template <typename T>
-T* MutableElements(Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings().data();
-  } else {
-    return reinterpret_cast<T*>(t.raw());
-  }
-}
-
-std::vector<int64_t> ToInt64s(const Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsInt64(i);
-  return v;
-}
-
-std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
-
-int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t d = begin; d < end; ++d) p *= dims[d];
-  return p;
-}
+using namespace data_movement;  // NOLINT: the group's shared vocabulary
 
 // Adds a row's per-dim offsets; kFill wins over everything.
 int64_t SumOffsets(int64_t a, int64_t b) { return a == kFill || b == kFill ? kFill : a + b; }
@@ -234,9 +168,6 @@ Tensor ScalarOfType(DataType type, double value) {
 }  // namespace data_movement
 
 namespace {
-
-using data_movement::CopyByOffsets;
-using data_movement::IsAllocatable;
 
 // out[b, c, r] = in[b, r, c], in tiles so that both sides stay in cache.
 template <typename T>
