@@ -13,14 +13,26 @@
 namespace ovfix::bench {
 
 double MedianMs(int repeats, const std::function<void()>& fn) {
-  std::vector<double> times;
+  return InterleavedMedianMs(repeats, {fn})[0];
+}
+
+std::vector<double> InterleavedMedianMs(int repeats,
+                                        const std::vector<std::function<void()>>& fns) {
+  std::vector<std::vector<double>> times(fns.size());
   for (int i = 0; i < repeats; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    for (size_t k = 0; k < fns.size(); ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fns[k]();
+      times[k].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) {
+    std::sort(t.begin(), t.end());
+    medians.push_back(t[t.size() / 2]);
+  }
+  return medians;
 }
 
 long long SelfPeakRss() {

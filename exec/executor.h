@@ -30,6 +30,11 @@ struct SessionOptions {
   Precision precision = Precision::kFp32;
   int threads = 0;       // 0: one per core
   bool capture = false;  // keep every intermediate value, readable by name after Run
+  // cpu: hold float16 values as float tensors of half-representable values while running
+  // (kernels compute float16 in float anyway; this saves converting each kernel's inputs
+  // and outputs). Inputs, outputs and captured values keep their float16 type; the numbers
+  // are the same either way.
+  bool widen_float16 = true;
   int device = -1;       // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
 };
 

@@ -27,8 +27,12 @@ struct Step {
   std::vector<int> inputs, outputs;      // slots; -1 for an omitted input/output
   std::vector<int> implicit_inputs;      // slots its subgraphs capture (read from outer scope)
   std::vector<int> release;              // slots last read by this step
+  std::vector<int> narrow;               // kept widened slots last read by this step
   std::vector<std::unique_ptr<Plan>> subgraphs;
   mutable std::shared_ptr<void> state;   // KernelContext::state
+  // In a widened plan: the op only moves or selects values and every float input holds
+  // float16 values, so its float16 outputs need no rounding.
+  bool keeps_half_values = false;
 };
 
 struct Plan {
@@ -40,6 +44,9 @@ struct Plan {
   std::vector<std::pair<int, int>> captures;  // (enclosing frame slot, own slot)
   std::vector<std::pair<int, RuntimeValue>> constants;
   std::vector<Step> steps;
+  // Widened float16 (SessionOptions::widen_float16): per slot, 1 when the slot's value is
+  // float16 held as a float tensor of half-representable values. Empty when not widened.
+  std::vector<uint8_t> widened;
   // Only while compiling.
   absl::flat_hash_map<const Value*, int> slot_of;
   int compiling_step = -1;
@@ -96,6 +103,7 @@ class Compiler {
       if (!slot.ok()) return slot.status();
       plan.output_slots.push_back(*slot);
     }
+    if (parent == nullptr && options_.widen_float16) Widen(plan);
     PlanReleases(plan, /*keep_all=*/parent == nullptr && options_.capture);
     plan.slot_of.clear();
     return absl::OkStatus();
@@ -233,10 +241,53 @@ class Compiler {
         "::", node.op_type(), " at opset ", opset));
   }
 
+  // Float16 values held as float: each kernel then runs on float data directly instead of
+  // converting its float16 inputs to float and its outputs back, and what it produces for a
+  // float16 value is rounded to half in place. Constants stay float16 (a kernel that packs
+  // weights converts them once, into its state). The numbers are those of the float16 path
+  // (kernels compute float16 in float either way). Only plans of plain tensor steps whose
+  // every value has a known element type are widened: control flow and sequences move
+  // values whose declared types a frame cannot see.
+  void Widen(Plan& plan) {
+    for (const Step& step : plan.steps) {
+      if (step.value_kernel != nullptr || !step.subgraphs.empty()) return;
+    }
+    std::vector<DataType> types(plan.num_slots, DataType::kUndefined);
+    bool any_half = false;
+    for (const auto& [v, slot] : plan.slot_of) {
+      const DataType t = v->is_initializer() ? v->tensor().type()
+                         : v->is_tensor()    ? v->elem_type()
+                                             : DataType::kUndefined;
+      if (t == DataType::kUndefined) return;
+      types[slot] = t;
+      any_half = any_half || t == DataType::kFloat16;
+    }
+    if (!any_half) return;
+    plan.widened.assign(plan.num_slots, 0);
+    for (int s = 0; s < plan.num_slots; ++s) plan.widened[s] = types[s] == DataType::kFloat16;
+    // Ops whose outputs are some of their inputs' values (or zeros).
+    static const absl::flat_hash_set<std::string_view> kMovesValues = {
+        "Concat", "Split",  "Transpose", "Expand",       "Tile",         "Relu", "MaxPool",
+        "Max",    "Min",    "Where",     "Neg",          "Abs",          "Col2Im",
+        "DepthToSpace",     "SpaceToDepth", "ReverseSequence", "Compress", "Trilu"};
+    for (Step& step : plan.steps) {
+      const bool moves = step.kernel->float16 == Float16Mode::kNative ||
+                         (step.node->domain().empty() && kMovesValues.contains(step.node->op_type()));
+      bool half_inputs = true;
+      for (int s : step.inputs) {
+        if (s >= 0 && types[s] == DataType::kFloat) half_inputs = false;
+      }
+      step.keeps_half_values = moves && half_inputs &&
+                               step.node->op_type() != "Cast" && step.node->op_type() != "CastLike";
+    }
+  }
+
   // Each slot is released by the step that reads it last (or that makes it, when nothing
-  // reads it); graph outputs and constants stay.
+  // reads it); graph outputs and constants stay, and so does everything with `keep_all`.
+  // Widened values that stay are narrowed back to float16 there instead, so they are held
+  // as float only while read.
   static void PlanReleases(Plan& plan, bool keep_all) {
-    if (keep_all) return;
+    if (keep_all && plan.widened.empty()) return;
     std::vector<int> last(plan.num_slots, -1);
     std::vector<bool> keep(plan.num_slots, false);
     for (int s : plan.output_slots) keep[s] = true;
@@ -253,8 +304,14 @@ class Compiler {
         if (s >= 0 && last[s] < static_cast<int>(i)) last[s] = static_cast<int>(i);
       }
     }
+    for (const auto& [slot, value] : plan.constants) last[slot] = -1;
     for (int s = 0; s < plan.num_slots; ++s) {
-      if (!keep[s] && last[s] >= 0) plan.steps[last[s]].release.push_back(s);
+      if (last[s] < 0) continue;
+      if (!keep[s] && !keep_all) {
+        plan.steps[last[s]].release.push_back(s);
+      } else if (!plan.widened.empty() && plan.widened[s]) {
+        plan.steps[last[s]].narrow.push_back(s);
+      }
     }
   }
 
@@ -278,12 +335,19 @@ class Runner {
     }
   }
 
+  // A widened float16 value as float16 again (exact).
+  static RuntimeValue Narrowed(const RuntimeValue& v) {
+    if (!v.is_tensor() || v.tensor.type() != DataType::kFloat) return v;
+    return RuntimeValue(ConvertTensor(v.tensor, DataType::kFloat16));
+  }
+
   absl::Status RunPlan(const Plan& plan, std::vector<RuntimeValue>& frame) {
     for (const Step& step : plan.steps) {
       absl::Status s = step.value_kernel != nullptr ? RunValueStep(step, frame)
-                                                    : RunTensorStep(step, frame);
+                                                    : RunTensorStep(plan, step, frame);
       if (!s.ok()) return s;
       for (int slot : step.release) frame[slot] = RuntimeValue();
+      for (int slot : step.narrow) frame[slot] = Narrowed(frame[slot]);
     }
     return absl::OkStatus();
   }
@@ -350,11 +414,12 @@ class Runner {
     return absl::OkStatus();
   }
 
-  absl::Status RunTensorStep(const Step& step, std::vector<RuntimeValue>& frame) {
+  absl::Status RunTensorStep(const Plan& plan, const Step& step,
+                             std::vector<RuntimeValue>& frame) {
     const Node& node = *step.node;
     KernelContext ctx{node, step.opset, {}, {}, pool_, &step.state, {}};
     ctx.inputs.resize(step.inputs.size(), nullptr);
-    bool has_half = false;
+    bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       if (step.inputs[i] < 0) continue;
       RuntimeValue& v = frame[step.inputs[i]];
@@ -369,9 +434,14 @@ class Runner {
       }
       ctx.inputs[i] = &v.tensor;
       has_half = has_half || v.tensor.type() == DataType::kFloat16;
+      has_float = has_float || v.tensor.type() == DataType::kFloat;
     }
     std::vector<Tensor> converted;
-    const bool as_float = has_half && step.kernel->float16 == Float16Mode::kAsFloat;
+    // In a widened plan a type-generic kernel may see a float16 constant beside a widened
+    // value (Pad's value, ScatterND's updates): both go as float.
+    const bool as_float =
+        has_half && (step.kernel->float16 == Float16Mode::kAsFloat ||
+                     (!plan.widened.empty() && has_float));
     if (as_float) {
       converted.reserve(ctx.inputs.size());
       for (const Tensor*& in : ctx.inputs) {
@@ -406,7 +476,14 @@ class Runner {
       if (step.outputs[i] < 0) continue;
       Tensor& t = ctx.outputs[i];
       if (!t.defined()) return MissingOutput(step, i);
-      if (t.type() == DataType::kFloat) {
+      if (!plan.widened.empty() && plan.widened[step.outputs[i]]) {
+        if (t.type() == DataType::kFloat16) {
+          t = ConvertTensor(t, DataType::kFloat);  // e.g. Cast to float16: exact
+        } else if (t.type() == DataType::kFloat && !step.keeps_half_values &&
+                   !SharesInputBuffer(t, ctx)) {
+          RoundInPlace(t, pool_);
+        }
+      } else if (t.type() == DataType::kFloat) {
         if (as_float && node.output(i)->elem_type() != DataType::kFloat) t = ConvertTensor(t, DataType::kFloat16);
         if (round_ && t.type() == DataType::kFloat && !SharesInputBuffer(t, ctx)) {
           RoundInPlace(t, pool_);
@@ -503,6 +580,9 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
         value.tensor.type() == DataType::kFloat) {
       value.tensor = RoundedCopy(value.tensor, pool_.get());
     }
+    if (!plan.widened.empty() && plan.widened[plan.input_slots[i]]) {
+      value.tensor = ConvertTensor(value.tensor, DataType::kFloat);
+    }
     frame[plan.input_slots[i]] = std::move(value);
   }
   for (const auto& [name, value] : inputs) {
@@ -518,22 +598,26 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
   }
   Runner runner(pool_.get(), options_.precision);
   absl::Status status = runner.RunPlan(plan, frame);
+  // Widened float16 values go back to float16 wherever they leave the session.
+  auto narrowed = [&](int slot) -> RuntimeValue {
+    if (plan.widened.empty() || !plan.widened[slot]) return frame[slot];
+    return Runner::Narrowed(frame[slot]);
+  };
   captured_.clear();
   if (options_.capture) {
     for (int s = 0; s < plan.num_slots; ++s) {
-      if (frame[s].is_tensor()) captured_[plan.slot_names[s]] = frame[s].tensor;
+      if (frame[s].is_tensor()) captured_[plan.slot_names[s]] = narrowed(s).tensor;
     }
   }
   if (!status.ok()) return status;
   std::vector<RuntimeValue> outputs;
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
-    const RuntimeValue& v = frame[plan.output_slots[i]];
-    if (!v.is_set()) {
+    if (!frame[plan.output_slots[i]].is_set()) {
       return absl::InternalError(absl::StrCat("graph output ",
                                               QuotedName(graph.outputs()[i]),
                                               " was not computed"));
     }
-    outputs.push_back(v);
+    outputs.push_back(narrowed(plan.output_slots[i]));
   }
   return outputs;
 }

@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace ovfix {
 namespace {
 
@@ -40,7 +43,58 @@ __attribute__((target("f16c,avx"))) void RoundFloatsToHalfF16c(float* data, int6
   for (; i < n; ++i) data[i] = RoundToHalf(data[i]);
 }
 
+void AccumulateMagnitudes(const float* data, int64_t n, MagnitudeRange& r, float& least) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(data[i]);
+    if (std::isnan(a)) {
+      r.nan = true;
+      continue;
+    }
+    r.largest = std::max(r.largest, a);
+    if (a > 0) least = std::min(least, a);
+  }
+}
+
+// Eight lanes at a time; NaN lanes are tracked apart (max/min would drop them).
+__attribute__((target("avx"))) void AccumulateMagnitudesAvx(const float* data, int64_t n,
+                                                            MagnitudeRange& r, float& least) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 inf = _mm256_set1_ps(INFINITY);
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 largest = zero, smallest = inf, nan = zero;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(data + i));
+    const __m256 is_nan = _mm256_cmp_ps(a, a, _CMP_UNORD_Q);
+    nan = _mm256_or_ps(nan, is_nan);
+    largest = _mm256_max_ps(largest, _mm256_andnot_ps(is_nan, a));
+    const __m256 nonzero = _mm256_cmp_ps(a, zero, _CMP_GT_OQ);  // false for NaN
+    smallest = _mm256_min_ps(smallest, _mm256_blendv_ps(inf, a, nonzero));
+  }
+  alignas(32) float big[8], small[8];
+  _mm256_store_ps(big, largest);
+  _mm256_store_ps(small, smallest);
+  for (int k = 0; k < 8; ++k) {
+    r.largest = std::max(r.largest, big[k]);
+    least = std::min(least, small[k]);
+  }
+  r.nan = r.nan || _mm256_movemask_ps(nan) != 0;
+  AccumulateMagnitudes(data + i, n - i, r, least);
+}
+
 }  // namespace
+
+MagnitudeRange FloatMagnitudes(const float* data, int64_t n) {
+  MagnitudeRange r;
+  float least = INFINITY;
+  if (__builtin_cpu_supports("avx")) {
+    AccumulateMagnitudesAvx(data, n, r, least);
+  } else {
+    AccumulateMagnitudes(data, n, r, least);
+  }
+  r.smallest_nonzero = r.largest > 0 ? least : 0;
+  return r;
+}
 
 void HalvesToFloats(const uint16_t* in, float* out, int64_t n) {
   if (HasF16c()) return HalvesToFloatsF16c(in, out, n);

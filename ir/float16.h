@@ -85,4 +85,13 @@ void FloatsToHalves(const float* in, uint16_t* out, int64_t n);
 // Each float rounded to the nearest half value (what fp16 storage keeps), in place.
 void RoundFloatsToHalf(float* data, int64_t n);
 
+// The magnitudes of n floats: the largest |x| and the smallest non-zero |x| (0 when all are
+// 0), NaNs aside; `nan` says whether there was one. What deciding fp16 safety looks at.
+struct MagnitudeRange {
+  float largest = 0;
+  float smallest_nonzero = 0;
+  bool nan = false;
+};
+MagnitudeRange FloatMagnitudes(const float* data, int64_t n);
+
 }  // namespace ovfix

@@ -11,14 +11,14 @@
 
 namespace ovfix {
 
-std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes) {
+std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero) {
   std::shared_ptr<Buffer> b(new Buffer());
   b->size_ = bytes;
   if (bytes > 0) {
     const size_t rounded = (bytes + 63) / 64 * 64;
     b->data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
     if (b->data_ == nullptr) throw std::bad_alloc();
-    std::memset(b->data_, 0, rounded);
+    if (zero) std::memset(b->data_, 0, rounded);
     b->aligned_alloc_ = true;
   }
   return b;
@@ -61,6 +61,12 @@ Tensor::Tensor(DataType type, std::vector<int64_t> dims) : type_(type), dims_(st
   }
 }
 
+Tensor Tensor::Uninitialized(DataType type, std::vector<int64_t> dims) {
+  assert(type != DataType::kString);
+  const int64_t bytes = NumElements(dims) * static_cast<int64_t>(ElementSize(type));
+  return Tensor(type, std::move(dims), Buffer::Allocate(static_cast<size_t>(bytes), false));
+}
+
 Tensor::Tensor(DataType type, std::vector<int64_t> dims, std::shared_ptr<Buffer> buffer)
     : type_(type), dims_(std::move(dims)), buffer_(std::move(buffer)) {
   assert(!buffer_ || buffer_->size() >= nbytes());
@@ -78,7 +84,7 @@ Tensor Tensor::Reshaped(std::vector<int64_t> dims) const {
 
 Tensor Tensor::Clone() const {
   if (type_ == DataType::kString) return Tensor(dims_, strings_);
-  Tensor t(type_, dims_);
+  Tensor t = Uninitialized(type_, dims_);
   if (nbytes() > 0) std::memcpy(t.raw(), raw(), nbytes());
   return t;
 }
@@ -117,16 +123,18 @@ std::string DescribeTensor(const Tensor& t) {
 
 Tensor ConvertTensor(const Tensor& t, DataType to) {
   if (t.type() == to) return t;
-  Tensor out(to, t.dims());
   const int64_t n = t.numel();
   if (t.type() == DataType::kFloat && to == DataType::kFloat16) {
+    Tensor out = Tensor::Uninitialized(to, t.dims());
     FloatsToHalves(t.data<float>(), out.data<uint16_t>(), n);
     return out;
   }
   if (t.type() == DataType::kFloat16 && to == DataType::kFloat) {
+    Tensor out = Tensor::Uninitialized(to, t.dims());
     HalvesToFloats(t.data<uint16_t>(), out.data<float>(), n);
     return out;
   }
+  Tensor out(to, t.dims());
   for (int64_t i = 0; i < n; ++i) {
     const double x = t.GetAsDouble(i);
     switch (to) {

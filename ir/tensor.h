@@ -19,8 +19,9 @@ class MappedFile;
 
 class Buffer {
  public:
-  // Zero-initialized, 64-byte aligned.
-  static std::shared_ptr<Buffer> Allocate(size_t bytes);
+  // 64-byte aligned; zero-initialized unless `zero` is false (for bytes about to be
+  // overwritten whole).
+  static std::shared_ptr<Buffer> Allocate(size_t bytes, bool zero = true);
   // Takes the string's bytes without copying them.
   static std::shared_ptr<Buffer> FromString(std::string&& bytes);
   // A view of [offset, offset + size) of a mapped file; the file stays mapped while viewed.
@@ -53,6 +54,8 @@ class Tensor {
   Tensor() = default;
   // A new zero-filled tensor.
   Tensor(DataType type, std::vector<int64_t> dims);
+  // A new tensor whose bytes the caller writes whole before reading any (not strings).
+  static Tensor Uninitialized(DataType type, std::vector<int64_t> dims);
   // A tensor over existing bytes (buffer->size() must equal the tensor's byte size).
   Tensor(DataType type, std::vector<int64_t> dims, std::shared_ptr<Buffer> buffer);
   // A string tensor.

@@ -3,7 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
+#include "onnx/checker.h"
 #include "onnx/defs/schema.h"
+#include "rules/pass.h"
 #include "onnx/shape_inference/implementation.h"
 
 namespace ovfix::rules {
@@ -74,6 +76,37 @@ onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes) {
   onnx::ModelProto proto = model.extras();
   WriteGraph(model.graph(), max_inline_bytes, proto.mutable_graph());
   return proto;
+}
+
+absl::Status CheckLightProto(onnx::ModelProto& proto) {
+  try {
+    onnx::checker::check_model(proto);
+    onnx::ShapeInferenceOptions si;
+    si.check_type = true;
+    si.error_mode = 1;
+    si.enable_data_propagation = true;
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), si);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferShapesAndCheck(Model& model) {
+  onnx::ModelProto proto = LightModelProto(model);
+  absl::Status status = CheckLightProto(proto);
+  ApplyInferred(proto.graph(), model.graph());
+  return status;
+}
+
+absl::Status InferTypes(PassContext& ctx) {
+  const size_t now = ctx.rewriter.records().size();
+  if (ctx.types_inferred_at != nullptr && *ctx.types_inferred_at == now) {
+    return absl::OkStatus();
+  }
+  absl::Status s = InferShapesLight(ctx.model);
+  if (s.ok() && ctx.types_inferred_at != nullptr) *ctx.types_inferred_at = now;
+  return s;
 }
 
 absl::Status InferShapesLight(Model& model) {

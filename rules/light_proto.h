@@ -18,4 +18,11 @@ onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes = 4
 // ir/shape_inference.h's InferShapes on the light proto: same types on the same values.
 absl::Status InferShapesLight(Model& model);
 
+// onnx's checker::check_model plus strict shape inference with type checks (what
+// onnx.checker.check_model(full_check=True) does) on a light proto, in place.
+absl::Status CheckLightProto(onnx::ModelProto& proto);
+// InferShapesLight and CheckLightProto on one light proto: the types inferred are applied to
+// the model (also when the check fails).
+absl::Status InferShapesAndCheck(Model& model);
+
 }  // namespace ovfix::rules

@@ -52,6 +52,9 @@ struct PassContext {
   const ConvertOptions& options;
   Validator* validator = nullptr;  // null with --no-validate
   std::function<void(const std::string&)> log = [](const std::string&) {};
+  // How many rewrites the rewriter had recorded when value types were last inferred (kept
+  // by the pipeline across passes, so InferTypes can skip an inference nothing changed).
+  size_t* types_inferred_at = nullptr;
 };
 
 class Pass {
@@ -68,5 +71,9 @@ class Pass {
 // `validate` is true), commits it when the error is within tolerance, rolls it back
 // otherwise. Returns true when committed.
 bool FinishRewrite(PassContext& ctx, bool validate = true);
+
+// Infers value types and shapes (InferShapesLight) unless no rewrite was recorded since the
+// last inference.
+absl::Status InferTypes(PassContext& ctx);
 
 }  // namespace ovfix::rules

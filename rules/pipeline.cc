@@ -7,9 +7,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/model_io.h"
-#include "onnx/checker.h"
-#include "onnx/defs/schema.h"
-#include "onnx/shape_inference/implementation.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
@@ -42,7 +39,7 @@ class RuleSetStep : public Pass {
       if (!committed.ok()) return committed.status();
       total += *committed;
       if (*committed == 0) break;
-      (void)InferShapesLight(ctx.model);  // new values get types for the next round
+      (void)InferTypes(ctx);  // new values get types for the next round
     }
     return total;
   }
@@ -122,17 +119,7 @@ absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const Pipeline
 
 absl::Status CheckModel(const Model& model) {
   onnx::ModelProto proto = LightModelProto(model);
-  try {
-    onnx::checker::check_model(proto);
-    onnx::ShapeInferenceOptions si;
-    si.check_type = true;
-    si.error_mode = 1;
-    si.enable_data_propagation = true;
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), si);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(e.what());
-  }
-  return absl::OkStatus();
+  return CheckLightProto(proto);
 }
 
 absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options) {
@@ -161,6 +148,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     last = now;
   };
   (void)InferShapesLight(model);  // types for the passes; what onnx cannot infer stays unknown
+  size_t types_inferred_at = 0;  // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
   if (convert.validate) {
@@ -188,7 +176,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     progress.Update(static_cast<int>(i), static_cast<int>(steps->size()), step.name);
     const size_t before = rewriter.records().size();
     const auto step_start = Clock::now();
-    PassContext ctx{model, rewriter, convert, validator.get(), options.log};
+    PassContext ctx{model, rewriter, convert, validator.get(), options.log, &types_inferred_at};
     absl::StatusOr<int> committed = step.pass->Run(ctx);
     if (!committed.ok()) {
       return absl::Status(committed.status().code(),
@@ -210,8 +198,6 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   progress.Update(static_cast<int>(steps->size()), static_cast<int>(steps->size()), "checking");
   report.rewrites = rewriter.records();
   phase("steps");
-  (void)InferShapesLight(model);
-  phase("shape inference");
 
   report.end_to_end_tolerance =
       options.tolerance >= 0 ? options.tolerance : (precision_changed ? 1e-2 : 1e-4);
@@ -228,13 +214,14 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   }
   progress.Finish();
   phase("end-to-end comparison");
-  if (absl::Status s = CheckModel(model); !s.ok()) {
+  // Final types for the saved model, and onnx's checker, on one light proto.
+  if (absl::Status s = InferShapesAndCheck(model); !s.ok()) {
     return absl::InternalError(absl::StrCat(
         "the converted model fails onnx's checker with full shape inference (a bug in ovfix, "
         "please report it with the model): ",
         s.message()));
   }
-  phase("onnx checker");
+  phase("shape inference and onnx checker");
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

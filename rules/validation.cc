@@ -361,6 +361,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
     for (const onnx::AttributeProto& a : n->attributes()) copy->SetAttribute(a);
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       if (n->output(i) == nullptr) continue;
+      *copy->output(i)->mutable_type() = n->output(i)->type();  // lets the session widen float16
       sg.AddOutput(copy->output(i));
       outputs.push_back(n->output(i));
     }

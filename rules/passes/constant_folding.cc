@@ -126,7 +126,7 @@ absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
     }
     folded += this_sweep;
     if (this_sweep == 0) break;
-    if (absl::Status s = InferShapesLight(ctx.model); !s.ok()) return s;
+    if (absl::Status s = InferTypes(ctx); !s.ok()) return s;
   }
   if (folded > 0) ctx.log(absl::StrCat(name(), ": folded ", folded, " node(s)"));
   return folded;

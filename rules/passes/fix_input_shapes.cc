@@ -85,7 +85,7 @@ absl::StatusOr<int> FixInputShapesPass::Run(PassContext& ctx) {
         absl::StrCat("input '", v->name(), "' is now ", DescribeType(*v));
   }
   if (changed == 0) return 0;
-  if (absl::Status s = InferShapesLight(ctx.model); !s.ok()) return s;
+  if (absl::Status s = InferTypes(ctx); !s.ok()) return s;
   ctx.log(absl::StrCat(name(), ": fixed the shape of ", changed, " input(s)"));
   return changed;
 }

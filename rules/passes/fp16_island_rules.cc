@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/float16.h"
 #include "re2/re2.h"
 
 namespace ovfix::rules {
@@ -41,15 +42,10 @@ std::optional<ConstantRange> FloatConstantRange(const Value* v) {
   if (!IsFloat32(v)) return std::nullopt;
   std::optional<Tensor> t = ConstantData(v);
   if (!t || t->numel() == 0 || t->type() != DataType::kFloat) return std::nullopt;
+  const MagnitudeRange m = FloatMagnitudes(t->data<float>(), t->numel());
   ConstantRange r;
-  float largest = 0, smallest = INFINITY;
-  for (float x : t->values<float>()) {
-    const float a = std::abs(x);
-    largest = std::max(largest, a);
-    if (a > 0) smallest = std::min(smallest, a);
-  }
-  r.largest = largest;
-  r.smallest_nonzero = std::isinf(smallest) ? 0 : smallest;
+  r.largest = m.largest;
+  r.smallest_nonzero = m.smallest_nonzero;
   return r;
 }
 

@@ -57,14 +57,8 @@ constexpr float kRoundsToInf = 65520.0f;
 double Magnitude(const Tensor& t) {
   double largest = 0;
   if (t.type() == DataType::kFloat) {
-    // NaN fails the comparison, so it lands on the inf return too.
-    float largest_float = 0;
-    for (float x : t.values<float>()) {
-      const float a = std::abs(x);
-      if (!(a < kRoundsToInf)) return INFINITY;
-      largest_float = std::max(largest_float, a);
-    }
-    return largest_float;
+    const MagnitudeRange r = FloatMagnitudes(t.data<float>(), t.numel());
+    return r.nan || !(r.largest < kRoundsToInf) ? INFINITY : r.largest;
   }
   const int64_t n = t.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -237,7 +231,7 @@ class Converter {
 absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   islands_.clear();
   Graph& g = ctx.model.graph();
-  if (absl::Status s = InferShapesLight(ctx.model); !s.ok()) return s;
+  if (absl::Status s = InferTypes(ctx); !s.ok()) return s;
   IslandOptions options;
   options.keep_fp32 = ctx.options.keep_fp32;
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;

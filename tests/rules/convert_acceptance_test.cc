@@ -5,6 +5,7 @@
 // Most run through the library API; a few go through the binary for its exit codes.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -57,9 +58,11 @@ std::map<std::string, std::string> TestInputFiles(const std::string& name, const
 // Runs `model` as typed (float16 tensors stored as float16) or in fp16-storage mode; float16
 // outputs come back as float. Inputs are converted to the float types the model declares.
 std::vector<Tensor> RunModel(const Model& model, const exec::TensorMap& inputs,
-                             exec::Precision precision = exec::Precision::kFp32) {
+                             exec::Precision precision = exec::Precision::kFp32,
+                             bool widen_float16 = true) {
   exec::SessionOptions options;
   options.precision = precision;
+  options.widen_float16 = widen_float16;
   auto session = exec::CreateSession(model, options);
   EXPECT_TRUE(session.ok()) << session.status();
   if (!session.ok()) return {};
@@ -78,6 +81,19 @@ std::vector<Tensor> RunModel(const Model& model, const exec::TensorMap& inputs,
     if (t.type() == DataType::kFloat16) t = ConvertTensor(t, DataType::kFloat);
   }
   return *std::move(out);
+}
+
+// The converted model's float16 run gives the same bits whether the session holds float16
+// values as float (what validation and `ovfix run` use) or as float16 tensors.
+void ExpectWideningChangesNoBit(const Model& model, const exec::TensorMap& inputs,
+                                const std::vector<Tensor>& widened) {
+  const std::vector<Tensor> plain = RunModel(model, inputs, exec::Precision::kFp32, false);
+  ASSERT_EQ(plain.size(), widened.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_EQ(plain[i].dims(), widened[i].dims());
+    EXPECT_EQ(std::memcmp(plain[i].raw(), widened[i].raw(), plain[i].nbytes()), 0)
+        << "output " << i;
+  }
 }
 
 bool AllFinite(const Tensor& t) {
@@ -143,6 +159,7 @@ void ExpectFp16Fixes(const std::string& name, const std::string& output) {
   }
   EXPECT_TRUE(some_half_weights) << "the model was not converted to float16";
   EXPECT_FALSE(c.report.islands.empty());
+  ExpectWideningChangesNoBit(*c.model, inputs, converted);
   for (size_t i = 0; i < reference.size(); ++i) {
     if (c.original->graph().outputs()[i]->name() != output) continue;
     EXPECT_FALSE(AllFinite(half[i])) << output << ": a plain fp16 run should overflow";
@@ -174,6 +191,7 @@ void ExpectFp16Close(const std::string& name) {
     EXPECT_LE(RelativeError(converted[i], reference[i]), 1e-2) << name << " output " << i;
   }
   EXPECT_EQ(c.model->graph().inputs()[0]->elem_type(), DataType::kFloat16);
+  ExpectWideningChangesNoBit(*c.model, inputs, converted);
 }
 
 TEST(ConvertAcceptance, Resnet18GpuFp16WithinOnePercentOfRange) {
