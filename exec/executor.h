@@ -3,6 +3,7 @@
 // run many times on named input tensors.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +36,9 @@ struct SessionOptions {
   // and outputs). Inputs, outputs and captured values keep their float16 type; the numbers
   // are the same either way.
   bool widen_float16 = true;
+  // cpu: called with each value a node of the main graph computes, right after the node ran
+  // (while the tensor is still in cache); widened float16 values come in their float form.
+  std::function<void(const Value& value, const Tensor& tensor)> on_value;
   int device = -1;       // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
 };
 

@@ -324,7 +324,9 @@ class Compiler {
 
 class Runner {
  public:
-  Runner(ThreadPool* pool, Precision precision) : pool_(pool), round_(RoundsFloats(precision)) {}
+  Runner(ThreadPool* pool, Precision precision,
+         const std::function<void(const Value&, const Tensor&)>* on_value = nullptr)
+      : pool_(pool), round_(RoundsFloats(precision)), on_value_(on_value) {}
 
   static void InitFrame(const Plan& plan, std::vector<RuntimeValue>& frame,
                         const std::vector<RuntimeValue>* parent) {
@@ -446,7 +448,7 @@ class Runner {
       converted.reserve(ctx.inputs.size());
       for (const Tensor*& in : ctx.inputs) {
         if (in != nullptr && in->type() == DataType::kFloat16) {
-          converted.push_back(ConvertTensor(*in, DataType::kFloat));
+          converted.push_back(AsFloat(*in));
           in = &converted.back();
         }
       }
@@ -489,9 +491,42 @@ class Runner {
           RoundInPlace(t, pool_);
         }
       }
+      if (on_value_ != nullptr && plan.parent == nullptr) (*on_value_)(*node.output(i), t);
       frame[step.outputs[i]] = RuntimeValue(std::move(t));
     }
     return absl::OkStatus();
+  }
+
+  // A float copy of a float16 input for one kernel call, in a buffer reused across steps (a
+  // new allocation would be fresh pages each time: weights are converted this way).
+  Tensor AsFloat(const Tensor& half) {
+    const size_t bytes = static_cast<size_t>(half.numel()) * sizeof(float);
+    std::shared_ptr<Buffer>* best = nullptr;
+    for (std::shared_ptr<Buffer>& b : scratch_) {
+      // Only buffers no tensor holds any more (a kernel may return a view of its input).
+      if (b.use_count() == 1 && b->size() >= bytes &&
+          (best == nullptr || b->size() < (*best)->size())) {
+        best = &b;
+      }
+    }
+    if (best == nullptr) {
+      // Keep a few: the smallest free one makes room for a larger one.
+      constexpr size_t kMaxScratch = 4;
+      if (scratch_.size() >= kMaxScratch) {
+        auto victim = scratch_.end();
+        for (auto it = scratch_.begin(); it != scratch_.end(); ++it) {
+          if (it->use_count() == 1 && (victim == scratch_.end() || (*it)->size() < (*victim)->size())) {
+            victim = it;
+          }
+        }
+        if (victim != scratch_.end()) scratch_.erase(victim);
+      }
+      scratch_.push_back(Buffer::Allocate(bytes, /*zero=*/false));
+      best = &scratch_.back();
+    }
+    Tensor out(DataType::kFloat, half.dims(), *best);
+    HalvesToFloats(half.data<uint16_t>(), out.data<float>(), half.numel());
+    return out;
   }
 
   // Views of inputs (Reshape, Identity) hold rounded values already and must not be written.
@@ -505,6 +540,8 @@ class Runner {
 
   ThreadPool* pool_;
   bool round_;
+  const std::function<void(const Value&, const Tensor&)>* on_value_;
+  std::vector<std::shared_ptr<Buffer>> scratch_;  // see AsFloat
 };
 
 absl::Status CheckInput(const Value& declared, const RuntimeValue& given) {
@@ -596,7 +633,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
                                                      absl::StrJoin(names, ", "), ")"));
     }
   }
-  Runner runner(pool_.get(), options_.precision);
+  Runner runner(pool_.get(), options_.precision, options_.on_value ? &options_.on_value : nullptr);
   absl::Status status = runner.RunPlan(plan, frame);
   // Widened float16 values go back to float16 wherever they leave the session.
   auto narrowed = [&](int slot) -> RuntimeValue {

@@ -65,11 +65,11 @@ __attribute__((target("avx"))) void AccumulateMagnitudesAvx(const float* data, i
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(data + i));
-    const __m256 is_nan = _mm256_cmp_ps(a, a, _CMP_UNORD_Q);
-    nan = _mm256_or_ps(nan, is_nan);
-    largest = _mm256_max_ps(largest, _mm256_andnot_ps(is_nan, a));
-    const __m256 nonzero = _mm256_cmp_ps(a, zero, _CMP_GT_OQ);  // false for NaN
-    smallest = _mm256_min_ps(smallest, _mm256_blendv_ps(inf, a, nonzero));
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    // max/min return their second operand when one is NaN: the accumulator.
+    largest = _mm256_max_ps(a, largest);
+    const __m256 zeros_as_inf = _mm256_and_ps(_mm256_cmp_ps(a, zero, _CMP_EQ_OQ), inf);
+    smallest = _mm256_min_ps(_mm256_or_ps(a, zeros_as_inf), smallest);
   }
   alignas(32) float big[8], small[8];
   _mm256_store_ps(big, largest);

@@ -112,7 +112,9 @@ absl::StatusOr<int> RuleSetPass::Run(PassContext& ctx) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<RuleFile>> LoadBuiltinRuleSets() {
+namespace {
+
+absl::StatusOr<std::vector<RuleFile>> ParseBuiltinRuleSets() {
   std::vector<RuleFile> out;
   for (const EmbeddedFile& file : EmbeddedFiles()) {
     const std::string path(file.path);
@@ -124,6 +126,15 @@ absl::StatusOr<std::vector<RuleFile>> LoadBuiltinRuleSets() {
     out.push_back(std::move(*parsed));
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RuleFile>> LoadBuiltinRuleSets() {
+  // The built-in files are compiled in and their rules immutable: parsed once per process.
+  static const absl::StatusOr<std::vector<RuleFile>>* const parsed =
+      new absl::StatusOr<std::vector<RuleFile>>(ParseBuiltinRuleSets());
+  return *parsed;
 }
 
 absl::StatusOr<RuleLibrary> RuleLibrary::Load(const std::vector<std::string>& user_files) {

@@ -197,12 +197,13 @@ double RelativeError(const Tensor& actual, const Tensor& expected) {
   return worst / scale;
 }
 
-absl::StatusOr<exec::TensorMap> CaptureActivations(const Model& model,
-                                                   const exec::TensorMap& inputs,
-                                                   exec::Precision precision) {
+absl::StatusOr<exec::TensorMap> CaptureActivations(
+    const Model& model, const exec::TensorMap& inputs, exec::Precision precision,
+    std::function<void(const Value&, const Tensor&)> on_value) {
   exec::SessionOptions options;
   options.precision = precision;
   options.capture = true;
+  options.on_value = std::move(on_value);
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model, options);
   if (!session.ok()) return session.status();
   absl::StatusOr<std::vector<Tensor>> outputs = (*session)->Run(AdaptInputs(model.graph(), inputs));
@@ -219,8 +220,15 @@ ReferenceValidator::~ReferenceValidator() = default;
 absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
     Model& model, exec::TensorMap inputs) {
   std::unique_ptr<ReferenceValidator> v(new ReferenceValidator(model, std::move(inputs)));
-  absl::StatusOr<exec::TensorMap> captured =
-      CaptureActivations(model, v->inputs_, exec::Precision::kFp32);
+  // Magnitudes of float activations while they are in cache (the fp16 calibration reads
+  // them); by name here, since the run sees the graph's values as const.
+  absl::flat_hash_map<std::string, MagnitudeRange> measured;
+  absl::StatusOr<exec::TensorMap> captured = CaptureActivations(
+      model, v->inputs_, exec::Precision::kFp32, [&](const Value& value, const Tensor& t) {
+        if (t.type() == DataType::kFloat) {
+          measured[value.name()] = FloatMagnitudes(t.data<float>(), t.numel());
+        }
+      });
   if (!captured.ok()) {
     return absl::Status(captured.status().code(),
                         absl::StrCat("reference run: ", captured.status().message()));
@@ -230,6 +238,7 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
     const Value* value = g.FindValue(name);
     if (value == nullptr || (value->is_initializer() && !value->is_graph_input())) continue;
     v->activations_[value] = tensor;
+    if (auto it = measured.find(name); it != measured.end()) v->magnitudes_[value] = it->second;
   }
   for (const Value* out : g.outputs()) {
     auto it = captured->find(out->name());
@@ -271,7 +280,10 @@ absl::Status ReferenceValidator::Ensure(const std::vector<const Value*>& values)
   std::vector<Node*> nodes(needed.begin(), needed.end());
   absl::flat_hash_map<const Value*, Tensor> computed;
   if (absl::Status s = RunNodes(nodes, computed); !s.ok()) return s;
-  for (auto& [value, tensor] : computed) activations_[value] = std::move(tensor);
+  for (auto& [value, tensor] : computed) {
+    magnitudes_.erase(value);
+    activations_[value] = std::move(tensor);
+  }
   return absl::OkStatus();
 }
 
@@ -470,7 +482,7 @@ void ReferenceValidator::BeforeCommit(const Rewriter& rewriter, CommitKind kind)
     } else if (kind == CommitKind::kHeld) {
       stale_.insert(v);
     } else {
-      activations_.erase(v);
+      Forget(v);
       pending_.erase(v);
     }
     for (const Use& u : v->uses()) {
@@ -486,11 +498,26 @@ void ReferenceValidator::ForgetDeadValues() {
     for (const Value* o : n->outputs()) live.insert(o);
   }
   absl::erase_if(activations_, [&](const auto& entry) { return !live.contains(entry.first); });
+  absl::erase_if(magnitudes_, [&](const auto& entry) { return !live.contains(entry.first); });
   absl::erase_if(stale_, [&](const Value* v) { return !live.contains(v); });
 }
 
+void ReferenceValidator::Forget(const Value* v) {
+  activations_.erase(v);
+  magnitudes_.erase(v);
+}
+
+std::optional<MagnitudeRange> ReferenceValidator::CapturedMagnitudes(const Value* v) const {
+  auto it = magnitudes_.find(v);
+  if (it == magnitudes_.end()) return std::nullopt;
+  return it->second;
+}
+
 void ReferenceValidator::Committed() {
-  for (auto& [value, tensor] : pending_) activations_[value] = std::move(tensor);
+  for (auto& [value, tensor] : pending_) {
+    magnitudes_.erase(value);
+    activations_[value] = std::move(tensor);
+  }
   pending_.clear();
   ForgetDeadValues();
   // Values left without an activation (after a commit that was not held to the tolerance)
@@ -518,7 +545,7 @@ absl::StatusOr<Tensor> ReferenceValidator::Activation(const Value* v) {
 }
 
 absl::StatusOr<EndToEndResult> ReferenceValidator::CompareFinalOutputs() {
-  for (const Value* v : stale_) activations_.erase(v);
+  for (const Value* v : stale_) Forget(v);
   stale_.clear();
   const Graph& g = model_.graph();
   std::vector<const Value*> outputs(g.outputs().begin(), g.outputs().end());

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "exec/executor.h"
+#include "ir/float16.h"
 #include "ir/model.h"
 #include "rules/pass.h"
 
@@ -30,10 +31,11 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
 // shape mismatch, is infinity.
 double RelativeError(const Tensor& actual, const Tensor& expected);
 
-// Runs `model` once with capture on and returns every activation by name.
-absl::StatusOr<exec::TensorMap> CaptureActivations(const Model& model,
-                                                   const exec::TensorMap& inputs,
-                                                   exec::Precision precision);
+// Runs `model` once with capture on and returns every activation by name; `on_value` (when
+// set) sees each value as it is computed.
+absl::StatusOr<exec::TensorMap> CaptureActivations(
+    const Model& model, const exec::TensorMap& inputs, exec::Precision precision,
+    std::function<void(const Value&, const Tensor&)> on_value = nullptr);
 
 struct OutputComparison {
   std::string name;
@@ -75,6 +77,9 @@ class ReferenceValidator : public Validator {
   // The activation of a value of the current graph, computed on demand from its producers
   // when no rewrite has computed it yet.
   absl::StatusOr<Tensor> Activation(const Value* v);
+  // The magnitudes of a float activation, when the reference run measured them as it went
+  // (cheaper than scanning the activation again) and no rewrite has replaced it since.
+  std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const;
   const exec::TensorMap& inputs() const { return inputs_; }
   // Runs `final_model` on the reference inputs and compares each output with the original
   // model's output of the same name.
@@ -94,12 +99,14 @@ class ReferenceValidator : public Validator {
                         absl::flat_hash_map<const Value*, Tensor>& out);
   absl::Status Ensure(const std::vector<const Value*>& values);
   void ForgetDeadValues();
+  void Forget(const Value* v);  // drops the activation and what was measured of it
   absl::StatusOr<EndToEndResult> Compare(const Graph& g, const std::vector<Tensor>& outputs) const;
 
   Model& model_;
   exec::TensorMap inputs_;
   std::vector<std::pair<std::string, Tensor>> reference_outputs_;
   absl::flat_hash_map<const Value*, Tensor> activations_;
+  absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes_;  // of activations_ entries
   absl::flat_hash_map<const Value*, Tensor> pending_;
   // Values whose activation was computed before a rewrite upstream of them (held to the
   // tolerance, so close, but not what the current graph computes exactly).

@@ -54,12 +54,13 @@ constexpr float kRoundsToInf = 65520.0f;
 
 // Largest |x| of a calibration activation; inf when an element is not finite or rounds to
 // inf in fp16.
+double Magnitude(const MagnitudeRange& r) {
+  return r.nan || !(r.largest < kRoundsToInf) ? INFINITY : r.largest;
+}
+
 double Magnitude(const Tensor& t) {
   double largest = 0;
-  if (t.type() == DataType::kFloat) {
-    const MagnitudeRange r = FloatMagnitudes(t.data<float>(), t.numel());
-    return r.nan || !(r.largest < kRoundsToInf) ? INFINITY : r.largest;
-  }
+  if (t.type() == DataType::kFloat) return Magnitude(FloatMagnitudes(t.data<float>(), t.numel()));
   const int64_t n = t.numel();
   for (int64_t i = 0; i < n; ++i) {
     const double x = t.GetAsDouble(i);
@@ -240,6 +241,9 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   if (reference != nullptr) {
     options.magnitude = [&](const Value* v) -> std::optional<double> {
       if (auto it = magnitudes.find(v); it != magnitudes.end()) return it->second;
+      if (std::optional<MagnitudeRange> r = reference->CapturedMagnitudes(v)) {
+        return magnitudes[v] = Magnitude(*r);
+      }
       absl::StatusOr<Tensor> t = reference->Activation(v);
       if (!t.ok()) return std::nullopt;
       return magnitudes[v] = Magnitude(*t);
