@@ -22,33 +22,6 @@ struct Step {
   std::unique_ptr<Pass> pass;
 };
 
-// A rule set run to a fixed point with shape inference between rounds on the light proto
-// (rules/light_proto.h): the rule set's own inference copies every weight each time.
-class RuleSetStep : public Pass {
- public:
-  RuleSetStep(std::string name, std::vector<std::shared_ptr<const Rule>> rules)
-      : name_(name),
-        inner_(MakeRuleSetPass(std::move(name), std::move(rules),
-                               RuleSetOptions{.infer_shapes = false})) {}
-  std::string name() const override { return name_; }
-  std::string description() const override { return inner_->description(); }
-  absl::StatusOr<int> Run(PassContext& ctx) override {
-    int total = 0;
-    for (int round = 0; round < 4; ++round) {
-      absl::StatusOr<int> committed = inner_->Run(ctx);
-      if (!committed.ok()) return committed.status();
-      total += *committed;
-      if (*committed == 0) break;
-      (void)InferTypes(ctx);  // new values get types for the next round
-    }
-    return total;
-  }
-
- private:
-  std::string name_;
-  std::unique_ptr<Pass> inner_;
-};
-
 bool HasPass(const std::vector<TargetStep>& steps, std::string_view name) {
   for (const TargetStep& s : steps) {
     if (s.kind == TargetStep::Kind::kPass && s.name == name) return true;
@@ -110,7 +83,7 @@ absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const Pipeline
           target.path, ":", s.line, ": no rule set, rule family or rule named '", s.name, "'"));
     }
     const std::string name = s.name == "--rules" ? "user_rules" : s.name;
-    steps.push_back({name, std::make_unique<RuleSetStep>(name, std::move(rules))});
+    steps.push_back({name, MakeRuleSetPass(name, std::move(rules))});
   }
   return steps;
 }

@@ -7,7 +7,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "ir/shape_inference.h"
 #include "rules/embedded_files.h"
 #include "rules/rule_apply.h"
 
@@ -104,7 +103,7 @@ absl::StatusOr<int> RuleSetPass::Run(PassContext& ctx) {
     const int committed = Sweep(ctx, by_op, rejected);
     total += committed;
     if (committed == 0) return total;
-    if (options_.infer_shapes) (void)InferShapes(ctx.model);
+    if (options_.infer_shapes) (void)InferTypes(ctx);  // new values get types for the next sweep
   }
   ctx.log(absl::StrCat(name_, ": no fixed point after ", options_.max_iterations, " sweeps"));
   return total;
