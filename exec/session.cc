@@ -47,6 +47,9 @@ struct Plan {
   // Widened float16 (SessionOptions::widen_float16): per slot, 1 when the slot's value is
   // float16 held as a float tensor of half-representable values. Empty when not widened.
   std::vector<uint8_t> widened;
+  // Float elements of the largest float16 constant: the size of the first scratch buffer its
+  // kernels' float copies go to, so that one buffer serves every weight.
+  int64_t largest_float16_constant = 0;
   // Only while compiling.
   absl::flat_hash_map<const Value*, int> slot_of;
   int compiling_step = -1;
@@ -91,6 +94,9 @@ class Compiler {
       const int slot = it != plan.slot_of.end() ? it->second : NewSlot(plan, v);
       const Tensor& t = v->tensor();
       const bool round = RoundsFloats(options_.precision) && t.type() == DataType::kFloat;
+      if (t.type() == DataType::kFloat16) {
+        plan.largest_float16_constant = std::max(plan.largest_float16_constant, t.numel());
+      }
       plan.constants.emplace_back(slot, RuntimeValue(round ? RoundedCopy(t, pool_) : t));
     }
     absl::StatusOr<std::vector<const Node*>> order = Order(graph);
@@ -448,7 +454,7 @@ class Runner {
       converted.reserve(ctx.inputs.size());
       for (const Tensor*& in : ctx.inputs) {
         if (in != nullptr && in->type() == DataType::kFloat16) {
-          converted.push_back(AsFloat(*in));
+          converted.push_back(AsFloat(*in, plan.largest_float16_constant));
           in = &converted.back();
         }
       }
@@ -499,7 +505,7 @@ class Runner {
 
   // A float copy of a float16 input for one kernel call, in a buffer reused across steps (a
   // new allocation would be fresh pages each time: weights are converted this way).
-  Tensor AsFloat(const Tensor& half) {
+  Tensor AsFloat(const Tensor& half, int64_t size_hint) {
     const size_t bytes = static_cast<size_t>(half.numel()) * sizeof(float);
     std::shared_ptr<Buffer>* best = nullptr;
     for (std::shared_ptr<Buffer>& b : scratch_) {
@@ -521,7 +527,9 @@ class Runner {
         }
         if (victim != scratch_.end()) scratch_.erase(victim);
       }
-      scratch_.push_back(Buffer::Allocate(bytes, /*zero=*/false));
+      const size_t hint = static_cast<size_t>(size_hint) * sizeof(float);
+      scratch_.push_back(Buffer::Allocate(scratch_.empty() ? std::max(bytes, hint) : bytes,
+                                          /*zero=*/false));
       best = &scratch_.back();
     }
     Tensor out(DataType::kFloat, half.dims(), *best);
