@@ -40,6 +40,9 @@ struct SessionOptions {
   // (while the tensor is still in cache); widened float16 values come in their float form.
   std::function<void(const Value& value, const Tensor& tensor)> on_value;
   int device = -1;       // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
+  // cpu: random ops without a seed attribute draw from this seed (mixed with the node's
+  // output name) instead of fresh entropy, so that two sessions agree (validation); 0: off.
+  uint64_t random_seed = 0;
 };
 
 using TensorMap = std::map<std::string, Tensor>;

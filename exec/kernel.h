@@ -3,8 +3,11 @@
 // table (exec/kernel_table.cc) by (domain, op type, opset range).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +39,8 @@ struct KernelContext {
   // inputs, in order); outer-scope values are resolved by the session.
   std::function<absl::StatusOr<std::vector<Tensor>>(const Graph&, std::vector<Tensor>)>
       run_subgraph;
+  // SessionOptions::random_seed: seeds random ops that have no seed attribute (0: none).
+  uint64_t random_seed = 0;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -58,6 +63,11 @@ struct KernelContext {
 };
 
 using KernelFn = absl::Status (*)(KernelContext&);
+
+// The engine of a random op: from its seed attribute when it has one (`node_seed`), else
+// from the session's random_seed and the node's first output name (the same draws for the
+// same node in every session with that seed), else from std::random_device.
+std::mt19937_64 RandomEngine(const KernelContext& ctx, std::optional<uint64_t> node_seed);
 
 // How the session hands float16 tensors to a kernel.
 enum class Float16Mode {

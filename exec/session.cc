@@ -330,9 +330,11 @@ class Compiler {
 
 class Runner {
  public:
-  Runner(ThreadPool* pool, Precision precision,
-         const std::function<void(const Value&, const Tensor&)>* on_value = nullptr)
-      : pool_(pool), round_(RoundsFloats(precision)), on_value_(on_value) {}
+  Runner(ThreadPool* pool, const SessionOptions& options)
+      : pool_(pool),
+        round_(RoundsFloats(options.precision)),
+        on_value_(options.on_value ? &options.on_value : nullptr),
+        random_seed_(options.random_seed) {}
 
   static void InitFrame(const Plan& plan, std::vector<RuntimeValue>& frame,
                         const std::vector<RuntimeValue>* parent) {
@@ -425,7 +427,7 @@ class Runner {
   absl::Status RunTensorStep(const Plan& plan, const Step& step,
                              std::vector<RuntimeValue>& frame) {
     const Node& node = *step.node;
-    KernelContext ctx{node, step.opset, {}, {}, pool_, &step.state, {}};
+    KernelContext ctx{node, step.opset, {}, {}, pool_, &step.state, {}, random_seed_};
     ctx.inputs.resize(step.inputs.size(), nullptr);
     bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -549,6 +551,7 @@ class Runner {
   ThreadPool* pool_;
   bool round_;
   const std::function<void(const Value&, const Tensor&)>* on_value_;
+  uint64_t random_seed_;
   std::vector<std::shared_ptr<Buffer>> scratch_;  // see AsFloat
 };
 
@@ -641,7 +644,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
                                                      absl::StrJoin(names, ", "), ")"));
     }
   }
-  Runner runner(pool_.get(), options_.precision, options_.on_value ? &options_.on_value : nullptr);
+  Runner runner(pool_.get(), options_);
   absl::Status status = runner.RunPlan(plan, frame);
   // Widened float16 values go back to float16 wherever they leave the session.
   auto narrowed = [&](int slot) -> RuntimeValue {

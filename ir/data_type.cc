@@ -44,6 +44,16 @@ bool IsFloatingPoint(DataType type) {
          type == DataType::kBfloat16;
 }
 
+bool IsInteger(DataType type) {
+  switch (type) {
+    case DataType::kUint8: case DataType::kInt8: case DataType::kUint16: case DataType::kInt16:
+    case DataType::kInt32: case DataType::kInt64: case DataType::kUint32: case DataType::kUint64:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool IsKnownDataType(int32_t value) { return value >= 1 && value <= 16; }
 
 }  // namespace ovfix

@@ -32,6 +32,7 @@ size_t ElementSize(DataType type);
 // onnx's spelling in text form: "float", "float16", "int64", ...
 std::string_view DataTypeName(DataType type);
 bool IsFloatingPoint(DataType type);  // float, float16, double, bfloat16
+bool IsInteger(DataType type);        // signed and unsigned, 8 to 64 bits (not bool)
 bool IsKnownDataType(int32_t value);
 
 }  // namespace ovfix

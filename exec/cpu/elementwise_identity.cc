@@ -84,9 +84,10 @@ absl::Status Dropout(KernelContext& ctx) {
   if (!(ratio > 0.0 && ratio < 1.0)) return ctx.Error("ratio ", ratio, " is not in [0, 1)");
 
   // Training mode: drop each element with probability `ratio`, scale the kept ones.
-  std::mt19937_64 engine(ctx.node.HasAttribute("seed")
-                             ? static_cast<uint64_t>(ctx.node.GetInt("seed", 0))
-                             : std::random_device{}());
+  std::mt19937_64 engine = RandomEngine(
+      ctx, ctx.node.HasAttribute("seed")
+               ? std::optional<uint64_t>(static_cast<uint64_t>(ctx.node.GetInt("seed", 0)))
+               : std::nullopt);
   std::bernoulli_distribution keep(1.0 - ratio);
   const double scale = 1.0 / (1.0 - ratio);
   return Dispatch(ctx, x.type(), kDropoutTypes, [&](auto tag) {

@@ -68,14 +68,14 @@ absl::Status Det(KernelContext& ctx) {
 // Random ops. Values cannot match any other implementation's; shapes and types do. A `seed`
 // attribute makes runs repeatable.
 std::mt19937_64 MakeGenerator(const KernelContext& ctx) {
+  std::optional<uint64_t> seed;
   if (ctx.node.HasAttribute("seed")) {
-    const float seed = ctx.node.GetFloat("seed", 0.0f);
+    const float value = ctx.node.GetFloat("seed", 0.0f);
     uint32_t bits;
-    std::memcpy(&bits, &seed, sizeof(bits));
-    return std::mt19937_64(bits);
+    std::memcpy(&bits, &value, sizeof(bits));
+    seed = bits;
   }
-  std::random_device device;
-  return std::mt19937_64((static_cast<uint64_t>(device()) << 32) | device());
+  return RandomEngine(ctx, seed);
 }
 
 // Writes value v as element i of t (a float, integer or bool tensor).
@@ -203,6 +203,20 @@ absl::Status Bernoulli(KernelContext& ctx) {
 }
 
 }  // namespace
+
+std::mt19937_64 RandomEngine(const KernelContext& ctx, std::optional<uint64_t> node_seed) {
+  if (node_seed) return std::mt19937_64(*node_seed);
+  if (ctx.random_seed != 0) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the output name: stable everywhere
+    const Value* out = ctx.node.outputs().empty() ? nullptr : ctx.node.output(0);
+    for (char c : out != nullptr ? out->name() : std::string()) {
+      h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+    }
+    return std::mt19937_64(ctx.random_seed ^ h);
+  }
+  std::random_device device;
+  return std::mt19937_64((static_cast<uint64_t>(device()) << 32) | device());
+}
 
 void AddMiscKernels(std::vector<KernelDef>& table) {
   AddResizeKernels(table);

@@ -123,6 +123,9 @@ class Decider {
       }
     }
     for (const Node* n : nodes) {
+      if (IsFloatNode(*n)) IntegerFeeding(*n);
+    }
+    for (const Node* n : nodes) {
       if (IsFloatNode(*n)) ConstantRules(*n);
     }
     if (o_.magnitude) {
@@ -161,6 +164,41 @@ class Decider {
       if (!p->domain().empty() || !kThrough.contains(p->op_type())) return;
       path.push_back(p);
       v = SoleVariableInput(*p);
+    }
+  }
+
+  // A float value made into integers (Cast to an integer type, Round/Floor/Ceil,
+  // QuantizeLinear), and the element-wise arithmetic that computes it, back through every
+  // variable float input up to a few steps: a scale or a size computed in fp16 would move
+  // the integers.
+  void IntegerFeeding(const Node& n) {
+    const bool to_integer = Is(n, "Cast") && IsFloat32(n.input(0)) &&
+                            IsInteger(static_cast<DataType>(n.GetInt("to", 0)));
+    const bool rounds = (Is(n, "Round") || Is(n, "Floor") || Is(n, "Ceil")) &&
+                        IsFloat32(n.input(0));
+    if (!to_integer && !rounds && !Is(n, "QuantizeLinear")) return;
+    const std::string why = absl::StrCat("computes integers from floats (", n.Describe(), ")");
+    Mark(&n, why);
+    static const absl::flat_hash_set<std::string> kArithmetic = {
+        "Mul", "Div", "Add", "Sub", "Neg", "Abs", "Clip", "Max", "Min", "Round", "Floor",
+        "Ceil", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+    constexpr int kMaxDepth = 8;
+    std::vector<std::pair<const Node*, int>> stack = {{&n, 0}};
+    absl::flat_hash_set<const Node*> seen = {&n};
+    while (!stack.empty()) {
+      const auto [node, depth] = stack.back();
+      stack.pop_back();
+      if (depth == kMaxDepth) continue;
+      for (const Value* v : node->inputs()) {
+        if (!IsFloat32(v) || IsConstant(v)) continue;
+        const Node* p = v->producer();
+        if (p == nullptr || p->owner() != &g_ || !p->domain().empty() ||
+            !kArithmetic.contains(p->op_type()) || !seen.insert(p).second) {
+          continue;
+        }
+        Mark(p, why);
+        stack.emplace_back(p, depth + 1);
+      }
     }
   }
 

@@ -7,6 +7,10 @@
 //   growth feeding a reduction  Pow / Mul(x, x) / Exp, through shape and scaling ops, to a
 //                               Reduce* (sums of squares and of exponentials overflow)
 //   normalization tail          Reduce* -> Add eps -> Sqrt -> Div (decomposed norms)
+//   integers from floats        Cast to an integer type, Round/Floor/Ceil, and the
+//                               element-wise arithmetic feeding them (sizes computed in
+//                               float: fp16 holds integers exactly only up to 2048, and
+//                               its rounding moves values across .5 boundaries)
 //   constants fp16 cannot hold  an epsilon below 2^-14 (Add/Div), a constant above 65504
 //   calibration                 observed |value| > threshold, or fp16 rounding of a value
 //                               gives inf, in the node's outputs or inputs

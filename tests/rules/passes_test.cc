@@ -424,6 +424,51 @@ TEST(Fp16Islands, CalibratedMagnitudesAndSmallEpsilons) {
   EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
 }
 
+TEST(Fp16Islands, IntegersComputedFromFloatsStayExact) {
+  // A size computed in float (as exported resize/pad arithmetic does): in fp16, values near
+  // 3000 are spaced 2 apart and Floor would give other integers.
+  auto m = Parse(R"(
+    m (float[1, 64] x) => (int64[1, 64] n, float[1, 64] y) {
+      k = Constant <value = float[1] {3000.5}> ()
+      scaled = Mul(x, k)
+      f = Floor(scaled)
+      n = Cast <to = 7> (f)
+      y = Relu(x)
+    })");
+  ConvertOptions o;
+  o.keep_io_types = true;
+  Harness h(*m, o);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  std::map<std::string, std::string> reasons;
+  for (const IslandNode& i : pass.islands()) reasons[i.op_type] = i.reason;
+  for (const char* op : {"Cast", "Floor", "Mul"}) {
+    EXPECT_NE(reasons[op].find("integers from floats"), std::string::npos) << op << ": "
+                                                                            << reasons[op];
+  }
+  EXPECT_FALSE(reasons.contains("Relu"));
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  auto e2e = h.validator->CompareEndToEnd(*m);
+  ASSERT_TRUE(e2e.ok()) << e2e.status();
+  ASSERT_EQ(e2e->outputs[0].name, "n");
+  EXPECT_EQ(e2e->outputs[0].error, 0);  // integers compare exactly
+}
+
+TEST(Fp16Islands, UnseededRandomOpsDrawTheSameInEveryValidationRun) {
+  // The fp16 rewrite reruns the random op (its input now comes through a Cast): validation
+  // runs share a seed, so its draws match the reference run's and nothing reads as changed.
+  auto m = Parse(R"(
+    m (float[1, 256] x) => (float[1, 256] y) {
+      noise = RandomNormalLike <dtype = 1> (x)
+      y = Add(x, noise)
+    })");
+  Harness h(*m);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  EXPECT_LT(h.rewriter.records().back().max_error, 1e-2);
+  EXPECT_LT(h.EndToEnd(), 1e-2);
+}
+
 TEST(Fp16Islands, WithoutValidationTheGraphDecides) {
   auto m = Parse(kEnergyModel);
   Rewriter rw(*m);
