@@ -17,72 +17,37 @@ absl::Status BadTensor(const onnx::TensorProto& proto, std::string_view what) {
       absl::StrCat("tensor '", proto.name(), "': ", std::string(what)));
 }
 
-template <typename Out, typename Field>
-void CopyField(const Field& field, Tensor& t) {
-  Out* out = t.data<Out>();
-  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Out>(field.Get(i));
-}
-
-// Decodes the typed repeated fields (float_data, int32_data, ...) into `t`.
-absl::Status DecodeTypedFields(const onnx::TensorProto& proto, Tensor& t) {
-  const int64_t n = t.numel();
-  auto check = [&](int count, int64_t per_element = 1) -> absl::Status {
-    if (count != n * per_element) {
-      return BadTensor(proto, absl::StrCat("has ", count, " values, its dims need ", n));
+// Decodes the typed repeated fields (float_data, int32_data, ...). The count is checked
+// against the dims before anything is allocated: a file that is not a TensorProto can parse
+// as one with absurd dims.
+absl::StatusOr<Tensor> DecodeTypedFields(const onnx::TensorProto& proto, DataType type,
+                                         std::vector<int64_t> dims, int64_t n) {
+  auto decode = [&](const auto& field, auto tag, int64_t per_element = 1) -> absl::StatusOr<Tensor> {
+    using Out = decltype(tag);
+    if (field.size() != n * per_element) {
+      return BadTensor(proto, absl::StrCat("has ", field.size(), " values, its dims need ",
+                                           n * per_element));
     }
-    return absl::OkStatus();
+    Tensor t = Tensor::Uninitialized(type, std::move(dims));
+    Out* out = static_cast<Out*>(t.raw());
+    for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Out>(field.Get(i));
+    return t;
   };
-  switch (t.type()) {
-    case DataType::kFloat:
-      if (auto s = check(proto.float_data_size()); !s.ok()) return s;
-      CopyField<float>(proto.float_data(), t);
-      return absl::OkStatus();
-    case DataType::kComplex64:
-      if (auto s = check(proto.float_data_size(), 2); !s.ok()) return s;
-      CopyField<float>(proto.float_data(), t);
-      return absl::OkStatus();
-    case DataType::kDouble:
-      if (auto s = check(proto.double_data_size()); !s.ok()) return s;
-      CopyField<double>(proto.double_data(), t);
-      return absl::OkStatus();
-    case DataType::kComplex128:
-      if (auto s = check(proto.double_data_size(), 2); !s.ok()) return s;
-      CopyField<double>(proto.double_data(), t);
-      return absl::OkStatus();
-    case DataType::kInt64:
-      if (auto s = check(proto.int64_data_size()); !s.ok()) return s;
-      CopyField<int64_t>(proto.int64_data(), t);
-      return absl::OkStatus();
-    case DataType::kUint32:
-      if (auto s = check(proto.uint64_data_size()); !s.ok()) return s;
-      CopyField<uint32_t>(proto.uint64_data(), t);
-      return absl::OkStatus();
-    case DataType::kUint64:
-      if (auto s = check(proto.uint64_data_size()); !s.ok()) return s;
-      CopyField<uint64_t>(proto.uint64_data(), t);
-      return absl::OkStatus();
-    case DataType::kInt32:
-      if (auto s = check(proto.int32_data_size()); !s.ok()) return s;
-      CopyField<int32_t>(proto.int32_data(), t);
-      return absl::OkStatus();
-    case DataType::kInt16:
-      if (auto s = check(proto.int32_data_size()); !s.ok()) return s;
-      CopyField<int16_t>(proto.int32_data(), t);
-      return absl::OkStatus();
-    case DataType::kInt8:
-      if (auto s = check(proto.int32_data_size()); !s.ok()) return s;
-      CopyField<int8_t>(proto.int32_data(), t);
-      return absl::OkStatus();
+  switch (type) {
+    case DataType::kFloat: return decode(proto.float_data(), float{});
+    case DataType::kComplex64: return decode(proto.float_data(), float{}, 2);
+    case DataType::kDouble: return decode(proto.double_data(), double{});
+    case DataType::kComplex128: return decode(proto.double_data(), double{}, 2);
+    case DataType::kInt64: return decode(proto.int64_data(), int64_t{});
+    case DataType::kUint32: return decode(proto.uint64_data(), uint32_t{});
+    case DataType::kUint64: return decode(proto.uint64_data(), uint64_t{});
+    case DataType::kInt32: return decode(proto.int32_data(), int32_t{});
+    case DataType::kInt16: return decode(proto.int32_data(), int16_t{});
+    case DataType::kInt8: return decode(proto.int32_data(), int8_t{});
     case DataType::kUint16: case DataType::kFloat16: case DataType::kBfloat16:
-      if (auto s = check(proto.int32_data_size()); !s.ok()) return s;
-      CopyField<uint16_t>(proto.int32_data(), t);
-      return absl::OkStatus();
-    case DataType::kUint8: case DataType::kBool:
-      if (auto s = check(proto.int32_data_size()); !s.ok()) return s;
-      CopyField<uint8_t>(proto.int32_data(), t);
-      return absl::OkStatus();
-    default:
-      return BadTensor(proto, "unsupported element type");
+      return decode(proto.int32_data(), uint16_t{});
+    case DataType::kUint8: case DataType::kBool: return decode(proto.int32_data(), uint8_t{});
+    default: return BadTensor(proto, "unsupported element type");
   }
 }
 
@@ -128,9 +93,7 @@ absl::StatusOr<Tensor> Decode(const onnx::TensorProto& proto, std::string* movab
     if (bytes > 0) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
     return t;
   }
-  Tensor t(type, std::move(dims));
-  if (auto s = DecodeTypedFields(proto, t); !s.ok()) return s;
-  return t;
+  return DecodeTypedFields(proto, type, std::move(dims), n);
 }
 
 }  // namespace

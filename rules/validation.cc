@@ -121,6 +121,11 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
   Random random(kValidationSeed);
   for (const Value* v : g.inputs()) {
     if (v->is_initializer()) continue;
+    if (!v->is_tensor()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", v->name(), "' is ", DescribeType(*v),
+          ", not a tensor: validation runs take tensors (--no-validate converts without)"));
+    }
     if (auto it = options.input_files.find(v->name()); it != options.input_files.end()) {
       absl::StatusOr<Tensor> t = ReadTensorFile(it->second);
       if (!t.ok()) return t.status();
@@ -295,13 +300,13 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
                                           absl::flat_hash_map<const Value*, Tensor>& out) {
   // Topological order within the set (a rewrite in progress need not be sorted yet),
   // ties broken by graph position so the order is deterministic.
+  for (Node* n : nodes) {
+    // A node with a subgraph reads values of this graph that no input names: run the graph.
+    if (!n->subgraphs().empty()) return RunWholeGraph(nodes, out);
+  }
   absl::flat_hash_map<const Node*, int> pending_inputs;
   absl::flat_hash_set<const Value*> produced;
   for (Node* n : nodes) {
-    if (!n->subgraphs().empty()) {
-      return absl::UnimplementedError(
-          absl::StrCat(n->Describe(), " has a subgraph: not run in isolation"));
-    }
     for (const Value* o : n->outputs()) {
       if (o != nullptr) produced.insert(o);
     }
@@ -391,6 +396,30 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
   if (!results.ok()) return results.status();
   for (size_t i = 0; i < outputs.size() && i < results->size(); ++i) {
     out[outputs[i]] = std::move((*results)[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReferenceValidator::RunWholeGraph(const std::vector<Node*>& nodes,
+                                               absl::flat_hash_map<const Value*, Tensor>& out) {
+  exec::SessionOptions options;
+  options.capture = true;
+  options.random_seed = kValidationSeed;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model_, options);
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      (*session)->Run(AdaptInputs(model_.graph(), inputs_));
+  if (!outputs.ok()) return outputs.status();
+  const exec::TensorMap& captured = (*session)->captured();
+  for (Node* n : nodes) {
+    for (const Value* o : n->outputs()) {
+      if (o == nullptr) continue;
+      auto it = captured.find(o->name());
+      if (it == captured.end()) {
+        return absl::InternalError(absl::StrCat("'", o->name(), "' was not computed"));
+      }
+      out[o] = it->second;
+    }
   }
   return absl::OkStatus();
 }

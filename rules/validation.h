@@ -97,6 +97,9 @@ class ReferenceValidator : public Validator {
   // values they read; results go to `out`.
   absl::Status RunNodes(const std::vector<Node*>& nodes,
                         absl::flat_hash_map<const Value*, Tensor>& out);
+  // RunNodes for nodes with subgraphs: runs the whole graph as it is now.
+  absl::Status RunWholeGraph(const std::vector<Node*>& nodes,
+                             absl::flat_hash_map<const Value*, Tensor>& out);
   absl::Status Ensure(const std::vector<const Value*>& values);
   void ForgetDeadValues();
   void Forget(const Value* v);  // drops the activation and what was measured of it

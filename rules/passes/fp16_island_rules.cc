@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/float16.h"
+#include "onnx/defs/data_type_utils.h"
+#include "onnx/defs/schema.h"
 #include "re2/re2.h"
 
 namespace ovfix::rules {
@@ -60,7 +62,7 @@ Value* SoleVariableInput(const Node& n) {
   return found;
 }
 
-std::string_view OpKindReason(const Node& n) {
+std::string_view OpKindReason(const Node& n, int64_t opset) {
   static const absl::flat_hash_set<std::string> kNormalizations = {
       "LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
       "MeanVarianceNormalization"};
@@ -77,6 +79,11 @@ std::string_view OpKindReason(const Node& n) {
   if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
   if (n.op_type() == "Range") return "float Range";
   if (kNoFloat16.contains(n.op_type())) return "no float16 in the ONNX spec for this op";
+  for (size_t i = 0; i < n.outputs().size(); ++i) {
+    if (IsFloat32(n.output(i)) && !SpecAllowsFloat16(n, opset, true, i)) {
+      return "no float16 in the ONNX spec for this op";
+    }
+  }
   if (n.op_type() == "Constant" && n.HasAttribute("sparse_value")) return "sparse constant";
   if (kTypeFromAttribute.contains(n.op_type()) || (Is(n, "EyeLike") && n.HasAttribute("dtype"))) {
     return "output type set by an attribute";
@@ -107,7 +114,7 @@ class Decider {
           break;
         }
       }
-      if (const std::string why(OpKindReason(*n)); !why.empty()) {
+      if (const std::string why(OpKindReason(*n, o_.opset)); !why.empty()) {
         const bool name_op = IsReduction(*n) || why == "normalization" || why == "softmax";
         Mark(n, name_op ? absl::StrCat(why, " (", n->op_type(), ")") : why);
       }
@@ -313,6 +320,19 @@ class Decider {
 };
 
 }  // namespace
+
+bool SpecAllowsFloat16(const Node& n, int64_t opset, bool output, size_t index) {
+  const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  if (!domain.empty()) return true;
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), domain);
+  if (schema == nullptr) return true;
+  const auto& formals = output ? schema->outputs() : schema->inputs();
+  if (formals.empty()) return true;
+  // The last formal parameter covers the rest when it is variadic.
+  const onnx::OpSchema::FormalParameter& formal = formals[std::min(index, formals.size() - 1)];
+  static const onnx::DataType kHalf = onnx::Utils::DataTypeUtils::ToType("tensor(float16)");
+  return formal.GetTypes().contains(kHalf);
+}
 
 bool IsFloat32(const Value* v) {
   return v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat;

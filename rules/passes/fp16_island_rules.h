@@ -31,6 +31,7 @@ namespace ovfix::rules {
 struct IslandOptions {
   std::vector<std::string> keep_fp32;  // regexes (re2)
   double magnitude_threshold = 8192;
+  int64_t opset = 18;  // of the default domain: which op schemas say what takes float16
   // Largest |x| observed for a value in a calibration run (inf when fp16 rounding of it
   // gives inf or it is non-finite), or nullopt when not observed.
   std::function<std::optional<double>(const Value*)> magnitude;
@@ -42,6 +43,9 @@ absl::StatusOr<absl::flat_hash_map<const Node*, std::string>> DecideIslands(
 
 // A value holds float32 data (graph inputs, initializers and node outputs).
 bool IsFloat32(const Value* v);
+// Whether onnx's schema of `n` (default-domain `opset`) lets its input or output `index`
+// be float16; true when there is no schema to ask (ops outside onnx).
+bool SpecAllowsFloat16(const Node& n, int64_t opset, bool output, size_t index);
 // The data of a constant: an initializer that no input overrides, or a Constant's output.
 std::optional<Tensor> ConstantData(const Value* v);
 

@@ -21,12 +21,14 @@ bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_
 
 // The type input `i` of `n` must have after the conversion; kUndefined when any float type
 // will do (the op only looks at the shape).
-DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands) {
+DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands,
+                  int64_t opset) {
   if (n.owner() != &g) return DataType::kFloat;  // subgraphs are not converted
   if ((Is(n, "Shape") || Is(n, "Size")) && i == 0) return DataType::kUndefined;
-  // Inputs that the spec types as float whatever the data type is.
-  if ((Is(n, "Resize") && i == 2) || (Is(n, "Upsample") && i == 1)) return DataType::kFloat;
-  return islands.contains(&n) ? DataType::kFloat : DataType::kFloat16;
+  if (islands.contains(&n)) return DataType::kFloat;
+  // Inputs that the spec types as float whatever the data type is (Resize's scales,
+  // QLinearConv's scales, IsInf's input before opset 20).
+  return SpecAllowsFloat16(n, opset, false, i) ? DataType::kFloat16 : DataType::kFloat;
 }
 
 // The node of the main graph that holds `n` (itself, or the If/Loop/Scan around it).
@@ -73,7 +75,11 @@ double Magnitude(const Tensor& t) {
 class Converter {
  public:
   Converter(PassContext& ctx, const Islands& islands)
-      : ctx_(ctx), r_(ctx.rewriter), g_(ctx.model.graph()), islands_(islands) {}
+      : ctx_(ctx),
+        r_(ctx.rewriter),
+        g_(ctx.model.graph()),
+        islands_(islands),
+        opset_(ctx.model.OpsetVersion("")) {}
 
   void Run() {
     Plan();
@@ -114,19 +120,28 @@ class Converter {
       float_values_.push_back(v);
       type_after_[v] = t;
     };
+    // Whether some reader of `v` wants it float16 / every reader wants it float.
+    auto wanted = [&](const Value* v, DataType t) {
+      bool all = v->has_uses(), any = false;
+      for (const Use& u : v->uses()) {
+        const bool want = Required(*u.node, u.input_index, g_, islands_, opset_) == t;
+        all = all && want;
+        any = any || want;
+      }
+      return std::pair<bool, bool>{any, all};
+    };
     for (Value* v : g_.inputs()) {
       if (!v->is_initializer() || v->is_graph_input()) {
-        add(v, ctx_.options.keep_io_types ? DataType::kFloat : DataType::kFloat16);
+        // An input only fp32 islands read stays float: rounding it would buy nothing.
+        const bool only_float_readers = wanted(v, DataType::kFloat).second;
+        add(v, ctx_.options.keep_io_types || only_float_readers ? DataType::kFloat
+                                                                : DataType::kFloat16);
       }
     }
     for (Value* v : g_.initializers()) {
       if (v->is_graph_input()) continue;
       // fp16 when every reader wants fp16; else fp32 with an fp16 copy for fp16 readers.
-      bool all_half = v->has_uses();
-      for (const Use& u : v->uses()) {
-        const DataType need = Required(*u.node, u.input_index, g_, islands_);
-        all_half = all_half && need != DataType::kFloat;
-      }
+      const bool all_half = v->has_uses() && !wanted(v, DataType::kFloat).first;
       add(v, all_half ? DataType::kFloat16 : DataType::kFloat);
     }
     for (Node* n : g_.nodes()) {
@@ -194,7 +209,7 @@ class Converter {
     Value* v = n->input(i);
     auto it = type_after_.find(v);
     if (v == nullptr || it == type_after_.end()) return;
-    const DataType need = Required(*n, i, g_, islands_);
+    const DataType need = Required(*n, i, g_, islands_, opset_);
     if (need == DataType::kUndefined || need == it->second) return;
     Value*& converted = converted_[{v, need}];
     if (converted == nullptr) {
@@ -220,6 +235,7 @@ class Converter {
   Rewriter& r_;
   Graph& g_;
   const Islands& islands_;
+  int64_t opset_;
   std::vector<Value*> float_values_;
   absl::flat_hash_map<const Value*, DataType> type_after_;
   absl::flat_hash_map<std::pair<const Value*, DataType>, Value*> converted_;
@@ -236,6 +252,7 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   IslandOptions options;
   options.keep_fp32 = ctx.options.keep_fp32;
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;
+  options.opset = ctx.model.OpsetVersion("");
   absl::flat_hash_map<const Value*, double> magnitudes;
   auto* reference = dynamic_cast<ReferenceValidator*>(ctx.validator);
   if (reference != nullptr) {

@@ -469,6 +469,37 @@ TEST(Fp16Islands, UnseededRandomOpsDrawTheSameInEveryValidationRun) {
   EXPECT_LT(h.EndToEnd(), 1e-2);
 }
 
+TEST(Fp16Islands, FollowsTheSpecWhereAnOpTakesNoFloat16) {
+  // Celu is float-only (opset 12..18): kept in fp32. IsInf's input is float/double only
+  // before opset 20: it reads a float copy. An input only islands read stays float.
+  auto m = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    m (float[1, 8] x, float[1, 8] v) => (float[1, 8] y, bool[1, 8] inf, float[1, 8] r) {
+      h = Relu(x)
+      y = Celu(h)
+      inf = IsInf(h)
+      r = Celu(v)
+    })");
+  Harness h(*m);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  std::map<std::string, std::string> reasons;
+  for (const IslandNode& i : pass.islands()) reasons[i.node] = i.reason;
+  ASSERT_EQ(reasons.size(), 2u);
+  for (const auto& [node, reason] : reasons) {
+    EXPECT_NE(reason.find("no float16 in the ONNX spec"), std::string::npos) << node;
+  }
+  Graph& g = m->graph();
+  EXPECT_EQ(g.FindValue("h")->elem_type(), DataType::kFloat16);
+  EXPECT_EQ(g.FindValue("x")->elem_type(), DataType::kFloat16);
+  EXPECT_EQ(g.FindValue("v")->elem_type(), DataType::kFloat);  // only Celu reads it
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() == "IsInf") EXPECT_EQ(n->input(0)->elem_type(), DataType::kFloat);
+  }
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  EXPECT_LT(h.EndToEnd(), 1e-2);
+}
+
 TEST(Fp16Islands, WithoutValidationTheGraphDecides) {
   auto m = Parse(kEnergyModel);
   Rewriter rw(*m);
