@@ -98,5 +98,7 @@ void AddReduceKernels(std::vector<KernelDef>& table);     // Reduce*, Softmax, n
 void AddShapeKernels(std::vector<KernelDef>& table);      // Reshape, Gather, Slice, Pad...
 void AddMiscKernels(std::vector<KernelDef>& table);       // Resize, Einsum, quantization...
 void AddControlFlowKernels(std::vector<KernelDef>& table);  // Constant, If, Loop, Scan
+void AddRecurrentKernels(std::vector<KernelDef>& table);  // RNN, GRU, LSTM
+void AddLossKernels(std::vector<KernelDef>& table);       // NegativeLogLikelihoodLoss, SCE
 
 }  // namespace ovfix::exec

@@ -28,6 +28,8 @@ const Table& GetTable() {
     AddShapeKernels(t->entries);
     AddMiscKernels(t->entries);
     AddControlFlowKernels(t->entries);
+    AddRecurrentKernels(t->entries);
+    AddLossKernels(t->entries);
     for (size_t i = 0; i < t->entries.size(); ++i) {
       const KernelDef& k = t->entries[i];
       std::string domain(k.domain == "ai.onnx" ? std::string_view() : k.domain);

@@ -167,7 +167,7 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
   return inputs;
 }
 
-double RelativeError(const Tensor& actual, const Tensor& expected) {
+double RelativeError(const Tensor& actual, const Tensor& expected, double resolution) {
   if (actual.dims() != expected.dims()) return kInfinity;
   const bool floats = IsFloat(expected.type()) || IsFloat(actual.type());
   if (!floats) {
@@ -201,7 +201,8 @@ double RelativeError(const Tensor& actual, const Tensor& expected) {
     worst = std::max(worst, std::abs(y - x));
   }
   const double range = hi > lo ? hi - lo : 0;
-  const double scale = range > 0 ? range : (largest > 0 ? largest : 1);
+  const double scale =
+      std::max(range > 0 ? range : (largest > 0 ? largest : 1), resolution * largest);
   return worst / scale;
 }
 
@@ -459,7 +460,9 @@ absl::StatusOr<double> ReferenceValidator::Measure(Rewriter& rewriter) {
           absl::StrCat("no activation recorded for '", before_value->name(), "'"));
     }
     if (after.type() != it->second.type()) last_changes_precision_ = true;
-    error = std::max(error, RelativeError(after, it->second));
+    const bool half = last_changes_precision_ || after.type() == DataType::kFloat16 ||
+                      it->second.type() == DataType::kFloat16;
+    error = std::max(error, RelativeError(after, it->second, half ? kFloat16Resolution : 0));
     return absl::OkStatus();
   };
   // The values that replaced each other are those that leave the changed region: outputs of
@@ -605,9 +608,25 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& 
   return Compare(final_model.graph(), *outputs);
 }
 
+bool ReferenceValidator::ComputesFloat16(const Graph& g) {
+  for (const Value* v : g.inputs()) {
+    if (v->elem_type() == DataType::kFloat16) return true;
+  }
+  for (const Value* v : g.initializers()) {
+    if (v->tensor().type() == DataType::kFloat16) return true;
+  }
+  for (const Node* n : g.nodes()) {
+    for (const Value* o : n->outputs()) {
+      if (o != nullptr && o->elem_type() == DataType::kFloat16) return true;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(
     const Graph& g, const std::vector<Tensor>& outputs) const {
   EndToEndResult result;
+  const double resolution = ComputesFloat16(g) ? kFloat16Resolution : 0;
   for (size_t i = 0; i < g.outputs().size() && i < outputs.size(); ++i) {
     OutputComparison c;
     c.name = g.outputs()[i]->name();
@@ -618,7 +637,7 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(
       return absl::InternalError(
           absl::StrCat("output '", c.name, "' is not an output of the original model"));
     }
-    c.error = RelativeError(actual, ref->second);
+    c.error = RelativeError(actual, ref->second, resolution);
     if (IsFloat(actual.type())) {
       const int64_t n = actual.numel();
       for (int64_t k = 0; k < n && c.finite; ++k) {

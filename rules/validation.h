@@ -26,10 +26,15 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
                                                     const ConvertOptions& options);
 
 // The largest |actual - expected| relative to the range of `expected` (max - min over its
-// finite elements; its largest magnitude when the range is 0; 1 when all are 0). Integer and
-// bool tensors compare exactly (0 or infinity); a NaN/inf in one but not the other, or a
-// shape mismatch, is infinity.
-double RelativeError(const Tensor& actual, const Tensor& expected);
+// finite elements; its largest magnitude when the range is 0; 1 when all are 0), and never
+// to less than `resolution` times its largest magnitude: an output that hardly varies (a
+// saturated tanh, all 0.99999..1) is measured against what the precision at hand can tell
+// apart, not against a range below it. Integer and bool tensors compare exactly (0 or
+// infinity); a NaN/inf in one but not the other, or a shape mismatch, is infinity.
+double RelativeError(const Tensor& actual, const Tensor& expected, double resolution = 0);
+
+// The resolution of comparisons that involve float16: its machine epsilon (2^-10).
+constexpr double kFloat16Resolution = 0x1.0p-10;
 
 // Runs `model` once with capture on and returns every activation by name; `on_value` (when
 // set) sees each value as it is computed.
@@ -104,6 +109,9 @@ class ReferenceValidator : public Validator {
   void ForgetDeadValues();
   void Forget(const Value* v);  // drops the activation and what was measured of it
   absl::StatusOr<EndToEndResult> Compare(const Graph& g, const std::vector<Tensor>& outputs) const;
+  // Whether anything in `g` (its main level) is float16: outputs are then compared at
+  // float16's resolution.
+  static bool ComputesFloat16(const Graph& g);
 
   Model& model_;
   exec::TensorMap inputs_;

@@ -51,6 +51,23 @@ inline onnx::AttributeProto StringAttr(const std::string& name, const std::strin
   return a;
 }
 
+inline onnx::AttributeProto StringsAttr(const std::string& name,
+                                        const std::vector<std::string>& values) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::STRINGS);
+  for (const std::string& v : values) a.add_strings(v);
+  return a;
+}
+
+inline onnx::AttributeProto FloatsAttr(const std::string& name, const std::vector<float>& values) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOATS);
+  for (float v : values) a.add_floats(v);
+  return a;
+}
+
 struct NodeRun {
   std::vector<bool> constant;  // inputs that become initializers
   std::shared_ptr<void>* state = nullptr;

@@ -80,6 +80,19 @@ TEST(Validation, RelativeErrorIsRelativeToTheRange) {
   EXPECT_TRUE(std::isinf(RelativeError(Tensor(DataType::kFloat, {2}), e)));
 }
 
+TEST(Validation, RelativeErrorOfAnOutputThatHardlyVaries) {
+  // A saturated tanh: the range (1e-6) is below what float16 can tell apart at 1.0.
+  Tensor e = Tensor::FromVector<float>(DataType::kFloat, {3}, {0.999999f, 1.0f, 0.9999995f});
+  Tensor a = Tensor::FromVector<float>(DataType::kFloat, {3}, {1.0f, 1.0f, 1.0f});
+  EXPECT_GT(RelativeError(a, e), 0.5);  // against the range: everything changed
+  const double half = RelativeError(a, e, kFloat16Resolution);
+  EXPECT_NEAR(half, 1e-6 / kFloat16Resolution, 1e-4);  // against fp16's resolution at 1.0
+  // An output that does vary is still measured against its range.
+  Tensor wide = Tensor::FromVector<float>(DataType::kFloat, {3}, {0, 5, 10});
+  Tensor off = Tensor::FromVector<float>(DataType::kFloat, {3}, {0, 5.1f, 10});
+  EXPECT_NEAR(RelativeError(off, wide, kFloat16Resolution), 0.01, 1e-6);
+}
+
 TEST(Validation, FastHalfConversionIsBitExact) {
   // Every exponent, with mantissas that hit ties, subnormals, overflow and NaN.
   std::vector<uint32_t> bits;
