@@ -100,9 +100,19 @@ absl::Status InferShapesAndCheck(Model& model) {
 }
 
 absl::Status InferTypes(PassContext& ctx) {
-  const size_t now = ctx.rewriter.records().size();
-  if (ctx.types_inferred_at != nullptr && *ctx.types_inferred_at == now) {
-    return absl::OkStatus();
+  const std::vector<RewriteRecord>& records = ctx.rewriter.records();
+  const size_t now = records.size();
+  if (ctx.types_inferred_at != nullptr && *ctx.types_inferred_at <= now) {
+    // Rewrites since the last inference that only rewired or removed nodes (or were rolled
+    // back) leave every value's type as it was.
+    bool changed = false;
+    for (size_t i = *ctx.types_inferred_at; i < now && !changed; ++i) {
+      changed = records[i].new_types && !records[i].rolled_back;
+    }
+    if (!changed) {
+      *ctx.types_inferred_at = now;
+      return absl::OkStatus();
+    }
   }
   absl::Status s = InferShapesLight(ctx.model);
   if (s.ok() && ctx.types_inferred_at != nullptr) *ctx.types_inferred_at = now;

@@ -23,6 +23,7 @@ Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector
                            const std::vector<std::string>& output_names, Node* before,
                            std::string_view name, std::string_view domain) {
   assert(open_);
+  current_.new_types = true;
   Node* n = g.AddNode(op_type, inputs, output_names, name, domain, before);
   created_.push_back(n);
   modified_set_.insert(n);  // a created node is never also listed as modified
@@ -39,6 +40,7 @@ Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector
 
 Value* Rewriter::CreateInitializer(Graph& g, std::string_view name, Tensor t) {
   assert(open_);
+  current_.new_types = true;
   Value* v = g.AddInitializer(name, std::move(t));
   Record([&g, v] {
     g.RemoveInitializer(v);
@@ -58,6 +60,7 @@ void Rewriter::SetInput(Node* node, size_t index, Value* v) {
 
 void Rewriter::SetAttribute(Node* node, onnx::AttributeProto attribute) {
   assert(open_);
+  current_.new_types = true;
   const onnx::AttributeProto* existing = node->FindAttribute(attribute.name());
   std::optional<onnx::AttributeProto> old;
   if (existing != nullptr) old = *existing;
@@ -75,6 +78,7 @@ void Rewriter::SetAttribute(Node* node, onnx::AttributeProto attribute) {
 
 void Rewriter::RemoveAttribute(Node* node, std::string_view name) {
   assert(open_);
+  current_.new_types = true;
   const onnx::AttributeProto* existing = node->FindAttribute(name);
   if (existing == nullptr) return;
   onnx::AttributeProto old = *existing;
@@ -85,6 +89,7 @@ void Rewriter::RemoveAttribute(Node* node, std::string_view name) {
 
 void Rewriter::SetInitializer(Value* v, Tensor t) {
   assert(open_ && v->is_initializer());
+  current_.new_types = true;
   Tensor old = v->tensor();
   onnx::TypeProto old_type = v->type();
   v->set_tensor(std::move(t));
@@ -97,6 +102,7 @@ void Rewriter::SetInitializer(Value* v, Tensor t) {
 
 void Rewriter::SetType(Value* v, const onnx::TypeProto& type) {
   assert(open_);
+  current_.new_types = true;
   onnx::TypeProto old = v->type();
   *v->mutable_type() = type;
   MarkUsersModified(v);

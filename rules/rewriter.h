@@ -24,6 +24,10 @@ struct RewriteRecord {
   std::vector<std::string> matched;       // Describe() of the nodes the rewrite started from
   std::vector<std::string> created;       // Describe() of the nodes it added
   int removed = 0;                        // nodes it took out
+  // It made values, constants or attributes, or changed declared types: shape inference has
+  // something to add. Rewiring to existing values and removing nodes leave types as they
+  // were (a validated rewrite keeps the values it rewires).
+  bool new_types = false;
   double max_error = -1;                  // measured by validation; -1 when not validated
   bool rolled_back = false;
   std::string note;                       // why it was rolled back, or a pass's remark
