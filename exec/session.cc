@@ -249,8 +249,9 @@ class Compiler {
 
   // Float16 values held as float: each kernel then runs on float data directly instead of
   // converting its float16 inputs to float and its outputs back, and what it produces for a
-  // float16 value is rounded to half in place. Constants stay float16 (a kernel that packs
-  // weights converts them once, into its state). The numbers are those of the float16 path
+  // float16 value is rounded to half in place. Constants stay float16: a kernel that reads
+  // one gets a float copy in a reused scratch buffer (AsFloat). The numbers are those of the
+  // float16 path
   // (kernels compute float16 in float either way). Only plans of plain tensor steps whose
   // every value has a known element type are widened: control flow and sequences move
   // values whose declared types a frame cannot see.
