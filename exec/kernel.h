@@ -100,5 +100,7 @@ void AddMiscKernels(std::vector<KernelDef>& table);       // Resize, Einsum, qua
 void AddControlFlowKernels(std::vector<KernelDef>& table);  // Constant, If, Loop, Scan
 void AddRecurrentKernels(std::vector<KernelDef>& table);  // RNN, GRU, LSTM
 void AddLossKernels(std::vector<KernelDef>& table);       // NegativeLogLikelihoodLoss, SCE
+void AddDetectionKernels(std::vector<KernelDef>& table);  // NonMaxSuppression
+void AddSignalKernels(std::vector<KernelDef>& table);     // Hann/Hamming/BlackmanWindow
 
 }  // namespace ovfix::exec

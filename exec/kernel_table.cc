@@ -30,6 +30,8 @@ const Table& GetTable() {
     AddControlFlowKernels(t->entries);
     AddRecurrentKernels(t->entries);
     AddLossKernels(t->entries);
+    AddDetectionKernels(t->entries);
+    AddSignalKernels(t->entries);
     for (size_t i = 0; i < t->entries.size(); ++i) {
       const KernelDef& k = t->entries[i];
       std::string domain(k.domain == "ai.onnx" ? std::string_view() : k.domain);
