@@ -13,67 +13,24 @@
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/graph.h"
+#include "tests/kernels/math_test_util.h"
 
 namespace ovfix::exec {
 namespace {
 
-onnx::AttributeProto IntAttribute(const std::string& name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
-
-onnx::AttributeProto FloatAttribute(const std::string& name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-  return a;
-}
-
-onnx::AttributeProto StringAttribute(const std::string& name, const std::string& value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(value);
-  return a;
-}
-
-ThreadPool& Pool() {
-  static ThreadPool pool(4);
-  return pool;
-}
+using math_testing::FloatAttr;
+using math_testing::FloatTensor;
+using math_testing::IntAttr;
+using math_testing::StringAttr;
 
 // Runs one node of `op` at `opset` on `inputs` (an undefined Tensor is an omitted input).
 absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, int opset,
                                           std::vector<Tensor> inputs,
                                           std::vector<onnx::AttributeProto> attributes = {},
                                           int num_outputs = 1) {
-  Graph graph;
-  std::vector<Value*> values;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    values.push_back(inputs[i].defined() ? graph.CreateValue("in" + std::to_string(i)) : nullptr);
-  }
-  std::vector<std::string> outputs;
-  for (int i = 0; i < num_outputs; ++i) outputs.push_back("out" + std::to_string(i));
-  Node* node = graph.AddNode(op, values, outputs, "n");
-  for (auto& a : attributes) node->SetAttribute(a);
-  const KernelDef* kernel = FindKernel("", op, opset);
-  if (kernel == nullptr) return absl::NotFoundError(op + " has no kernel");
-  KernelContext ctx{*node, opset, {}, {}, nullptr, nullptr, {}};
-  for (const Tensor& t : inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
-  ctx.outputs.resize(num_outputs);
-  ctx.pool = &Pool();
-  absl::Status status = kernel->fn(ctx);
-  if (!status.ok()) return status;
-  return ctx.outputs;
+  return math_testing::RunNode(op, opset, inputs, attributes, {.num_outputs = num_outputs});
 }
 
-Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
-  return Tensor::FromVector(DataType::kFloat, std::move(dims), v);
-}
 template <typename T>
 Tensor Make(DataType type, std::vector<int64_t> dims, const std::vector<T>& v) {
   return Tensor::FromVector(type, std::move(dims), v);
@@ -186,16 +143,16 @@ TEST(ElementwiseTest, AddBroadcastsAndParallelizes) {
   for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000) * 0.5f;
   for (int64_t i = 0; i < n; ++i) other[i] = static_cast<float>(i % 7);
   for (int i = 0; i < 8; ++i) bias[i] = static_cast<float>(i) * 100.0f;
-  auto channel = RunOp("Add", 14, {Floats(dims, x), Floats({8, 1, 1}, bias)});
+  auto channel = RunOp("Add", 14, {FloatTensor(dims, x), FloatTensor({8, 1, 1}, bias)});
   ASSERT_TRUE(channel.ok()) << channel.status();
   auto got = Values<float>((*channel)[0]);
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(got[i], x[i] + bias[(i / (128 * 130)) % 8]) << i;
   }
-  auto same = RunOp("Add", 14, {Floats(dims, x), Floats(dims, other)});
+  auto same = RunOp("Add", 14, {FloatTensor(dims, x), FloatTensor(dims, other)});
   got = Values<float>((*same)[0]);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], x[i] + other[i]);
-  auto scalar = RunOp("Sub", 14, {Floats({}, {1.0f}), Floats(dims, x)});
+  auto scalar = RunOp("Sub", 14, {FloatTensor({}, {1.0f}), FloatTensor(dims, x)});
   got = Values<float>((*scalar)[0]);
   EXPECT_EQ((*scalar)[0].dims(), dims);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 1.0f - x[i]);
@@ -231,21 +188,21 @@ TEST(ElementwiseTest, ModFollowsDivisorOrDividendSign) {
   auto c = RunOp("Mod", 13,
                  {Make<int32_t>(DataType::kInt32, {4}, {-4, 7, 5, -5}),
                   Make<int32_t>(DataType::kInt32, {4}, {3, -3, 3, -3})},
-                 {IntAttribute("fmod", 1)});
+                 {IntAttr("fmod", 1)});
   EXPECT_EQ(Values<int32_t>((*c)[0]), (std::vector<int32_t>{-1, 1, 2, -2}));
-  auto f = RunOp("Mod", 13, {Floats({2}, {-4.5f, 4.5f}), Floats({2}, {2.0f, -2.0f})},
-                 {IntAttribute("fmod", 1)});
+  auto f = RunOp("Mod", 13, {FloatTensor({2}, {-4.5f, 4.5f}), FloatTensor({2}, {2.0f, -2.0f})},
+                 {IntAttr("fmod", 1)});
   EXPECT_EQ(Values<float>((*f)[0]), (std::vector<float>{-0.5f, 0.5f}));
 }
 
 TEST(ElementwiseTest, PowMixedTypes) {
   auto int_float =
       RunOp("Pow", 15,
-            {Make<int32_t>(DataType::kInt32, {3}, {2, 3, -2}), Floats({3}, {2.0f, 0.5f, 3.0f})});
+            {Make<int32_t>(DataType::kInt32, {3}, {2, 3, -2}), FloatTensor({3}, {2.0f, 0.5f, 3.0f})});
   EXPECT_EQ((*int_float)[0].type(), DataType::kInt32);
   EXPECT_EQ(Values<int32_t>((*int_float)[0]), (std::vector<int32_t>{4, 1, -8}));
   auto float_int =
-      RunOp("Pow", 15, {Floats({2}, {2.0f, 4.0f}), Make<int64_t>(DataType::kInt64, {2}, {3, -1})});
+      RunOp("Pow", 15, {FloatTensor({2}, {2.0f, 4.0f}), Make<int64_t>(DataType::kInt64, {2}, {3, -1})});
   EXPECT_EQ(Values<float>((*float_int)[0]), (std::vector<float>{8.0f, 0.25f}));
   auto ints = RunOp("Pow", 15,
                     {Make<int64_t>(DataType::kInt64, {3}, {3, -1, 2}),
@@ -254,7 +211,7 @@ TEST(ElementwiseTest, PowMixedTypes) {
 }
 
 TEST(ElementwiseTest, ComparisonsLogicAndShifts) {
-  auto less = RunOp("Less", 13, {Floats({3}, {1, 2, 3}), Floats({}, {2})});
+  auto less = RunOp("Less", 13, {FloatTensor({3}, {1, 2, 3}), FloatTensor({}, {2})});
   EXPECT_EQ((*less)[0].type(), DataType::kBool);
   EXPECT_EQ(Bools((*less)[0]), (std::vector<bool>{true, false, false}));
   auto equal = RunOp("Equal", 13,
@@ -269,24 +226,24 @@ TEST(ElementwiseTest, ComparisonsLogicAndShifts) {
   auto shift = RunOp("BitShift", 11,
                      {Make<uint8_t>(DataType::kUint8, {3}, {16, 4, 1}),
                       Make<uint8_t>(DataType::kUint8, {3}, {1, 2, 9})},
-                     {StringAttribute("direction", "LEFT")});
+                     {StringAttr("direction", "LEFT")});
   EXPECT_EQ(Values<uint8_t>((*shift)[0]), (std::vector<uint8_t>{32, 16, 0}));
   EXPECT_FALSE(
       RunOp("BitShift", 11,
             {Make<uint8_t>(DataType::kUint8, {1}, {1}), Make<uint8_t>(DataType::kUint8, {1}, {1})},
-            {StringAttribute("direction", "UP")})
+            {StringAttr("direction", "UP")})
           .ok());
 }
 
 TEST(ElementwiseTest, BadInputsAreErrorsNotCrashes) {
-  EXPECT_FALSE(RunOp("Add", 14, {Floats({2, 3}, {}), Floats({4}, {})}).ok());
-  EXPECT_FALSE(RunOp("Add", 14, {Floats({2}, {}), Make<int32_t>(DataType::kInt32, {2}, {})}).ok());
-  EXPECT_FALSE(RunOp("Add", 14, {Floats({2}, {})}).ok());
+  EXPECT_FALSE(RunOp("Add", 14, {FloatTensor({2, 3}, {}), FloatTensor({4}, {})}).ok());
+  EXPECT_FALSE(RunOp("Add", 14, {FloatTensor({2}, {}), Make<int32_t>(DataType::kInt32, {2}, {})}).ok());
+  EXPECT_FALSE(RunOp("Add", 14, {FloatTensor({2}, {})}).ok());
   EXPECT_FALSE(RunOp("Relu", 14, {Make<uint8_t>(DataType::kUint8, {2}, {})}).ok());
-  EXPECT_FALSE(RunOp("Where", 16, {Floats({2}, {}), Floats({2}, {}), Floats({2}, {})}).ok());
-  EXPECT_FALSE(RunOp("Cast", 13, {Floats({2}, {})}).ok());  // no 'to'
-  EXPECT_FALSE(RunOp("Cast", 13, {Floats({2}, {})}, {IntAttribute("to", 99)}).ok());
-  auto empty = RunOp("Add", 14, {Floats({0, 3}, {}), Floats({3}, {1, 2, 3})});
+  EXPECT_FALSE(RunOp("Where", 16, {FloatTensor({2}, {}), FloatTensor({2}, {}), FloatTensor({2}, {})}).ok());
+  EXPECT_FALSE(RunOp("Cast", 13, {FloatTensor({2}, {})}).ok());  // no 'to'
+  EXPECT_FALSE(RunOp("Cast", 13, {FloatTensor({2}, {})}, {IntAttr("to", 99)}).ok());
+  auto empty = RunOp("Add", 14, {FloatTensor({0, 3}, {}), FloatTensor({3}, {1, 2, 3})});
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ((*empty)[0].dims(), (std::vector<int64_t>{0, 3}));
 }
@@ -294,14 +251,14 @@ TEST(ElementwiseTest, BadInputsAreErrorsNotCrashes) {
 TEST(ElementwiseTest, LegacyBroadcastAttribute) {
   // Add-6 with broadcast=1, axis=1: B [3] lines up with A's dim 1 of [2,3,2].
   std::vector<float> a(12, 0.0f);
-  auto out = RunOp("Add", 6, {Floats({2, 3, 2}, a), Floats({3}, {1, 2, 3})},
-                   {IntAttribute("broadcast", 1), IntAttribute("axis", 1)});
+  auto out = RunOp("Add", 6, {FloatTensor({2, 3, 2}, a), FloatTensor({3}, {1, 2, 3})},
+                   {IntAttr("broadcast", 1), IntAttr("axis", 1)});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
 }
 
 TEST(ElementwiseTest, UnaryMath) {
-  auto round = RunOp("Round", 11, {Floats({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})});
+  auto round = RunOp("Round", 11, {FloatTensor({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})});
   EXPECT_EQ(Values<float>((*round)[0]), (std::vector<float>{0, 2, 2, -0, -2, 2}));
   auto sign = RunOp("Sign", 13, {Make<int8_t>(DataType::kInt8, {3}, {-5, 0, 9})});
   EXPECT_EQ(Values<int8_t>((*sign)[0]), (std::vector<int8_t>{-1, 0, 1}));
@@ -310,9 +267,9 @@ TEST(ElementwiseTest, UnaryMath) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto positive =
-      RunOp("IsInf", 10, {Floats({3}, {inf, -inf, nan})}, {IntAttribute("detect_negative", 0)});
+      RunOp("IsInf", 10, {FloatTensor({3}, {inf, -inf, nan})}, {IntAttr("detect_negative", 0)});
   EXPECT_EQ(Bools((*positive)[0]), (std::vector<bool>{true, false, false}));
-  auto isnan = RunOp("IsNaN", 13, {Floats({2}, {nan, 1})});
+  auto isnan = RunOp("IsNaN", 13, {FloatTensor({2}, {nan, 1})});
   EXPECT_EQ(Bools((*isnan)[0]), (std::vector<bool>{true, false}));
   auto not_ = RunOp("Not", 1, {Make<uint8_t>(DataType::kBool, {2}, {true, false})});
   EXPECT_EQ(Bools((*not_)[0]), (std::vector<bool>{false, true}));
@@ -328,54 +285,54 @@ TEST(ElementwiseTest, Opset18Ops) {
   EXPECT_EQ(Values<int32_t>((*and_)[0]), (std::vector<int32_t>{8, 10}));
   auto not_ = RunOp("BitwiseNot", 18, {Make<uint8_t>(DataType::kUint8, {2}, {0, 0xf0})});
   EXPECT_EQ(Values<uint8_t>((*not_)[0]), (std::vector<uint8_t>{0xff, 0x0f}));
-  auto mish = RunOp("Mish", 18, {Floats({2}, {0, 1})});
+  auto mish = RunOp("Mish", 18, {FloatTensor({2}, {0, 1})});
   EXPECT_EQ(Values<float>((*mish)[0])[0], 0.0f);
   EXPECT_NEAR(Values<float>((*mish)[0])[1], std::tanh(std::log1p(std::exp(1.0f))), 1e-6);
   EXPECT_EQ(FindKernel("", "Mish", 17), nullptr);
 }
 
 TEST(ElementwiseTest, Activations) {
-  auto relu = RunOp("Relu", 14, {Floats({3}, {-1, 0, 2})});
+  auto relu = RunOp("Relu", 14, {FloatTensor({3}, {-1, 0, 2})});
   EXPECT_EQ(Values<float>((*relu)[0]), (std::vector<float>{0, 0, 2}));
   auto relu_int = RunOp("Relu", 14, {Make<int8_t>(DataType::kInt8, {2}, {-3, 3})});
   EXPECT_EQ(Values<int8_t>((*relu_int)[0]), (std::vector<int8_t>{0, 3}));
-  auto leaky = RunOp("LeakyRelu", 16, {Floats({2}, {-10, 10})}, {FloatAttribute("alpha", 0.1f)});
+  auto leaky = RunOp("LeakyRelu", 16, {FloatTensor({2}, {-10, 10})}, {FloatAttr("alpha", 0.1f)});
   EXPECT_EQ(Values<float>((*leaky)[0]), (std::vector<float>{-1, 10}));
-  auto sigmoid = RunOp("Sigmoid", 13, {Floats({3}, {0, -1000, 1000})});
+  auto sigmoid = RunOp("Sigmoid", 13, {FloatTensor({3}, {0, -1000, 1000})});
   EXPECT_EQ(Values<float>((*sigmoid)[0]), (std::vector<float>{0.5f, 0.0f, 1.0f}));
-  auto softplus = RunOp("Softplus", 1, {Floats({2}, {0, 100})});
+  auto softplus = RunOp("Softplus", 1, {FloatTensor({2}, {0, 100})});
   EXPECT_FLOAT_EQ(Values<float>((*softplus)[0])[0], std::log(2.0f));
   EXPECT_FLOAT_EQ(Values<float>((*softplus)[0])[1], 100.0f);
-  auto hardswish = RunOp("HardSwish", 14, {Floats({3}, {-4, 0, 3})});
+  auto hardswish = RunOp("HardSwish", 14, {FloatTensor({3}, {-4, 0, 3})});
   EXPECT_EQ(Values<float>((*hardswish)[0]), (std::vector<float>{0, 0, 3}));
-  auto shrink = RunOp("Shrink", 9, {Floats({3}, {-2, 0.5f, 2})},
-                      {FloatAttribute("lambd", 1.0f), FloatAttribute("bias", 0.5f)});
+  auto shrink = RunOp("Shrink", 9, {FloatTensor({3}, {-2, 0.5f, 2})},
+                      {FloatAttr("lambd", 1.0f), FloatAttr("bias", 0.5f)});
   EXPECT_EQ(Values<float>((*shrink)[0]), (std::vector<float>{-1.5f, 0, 1.5f}));
 }
 
 TEST(ElementwiseTest, ClipBothForms) {
-  auto attrs = RunOp("Clip", 6, {Floats({3}, {-5, 0, 5})},
-                     {FloatAttribute("min", -1), FloatAttribute("max", 1)});
+  auto attrs = RunOp("Clip", 6, {FloatTensor({3}, {-5, 0, 5})},
+                     {FloatAttr("min", -1), FloatAttr("max", 1)});
   EXPECT_EQ(Values<float>((*attrs)[0]), (std::vector<float>{-1, 0, 1}));
   auto only_max = RunOp("Clip", 13,
                         {Make<int8_t>(DataType::kInt8, {3}, {-100, 0, 100}), Tensor(),
                          Make<int8_t>(DataType::kInt8, {}, {5})});
   ASSERT_TRUE(only_max.ok()) << only_max.status();
   EXPECT_EQ(Values<int8_t>((*only_max)[0]), (std::vector<int8_t>{-100, 0, 5}));
-  auto crossed = RunOp("Clip", 13, {Floats({2}, {-5, 5}), Floats({}, {2}), Floats({}, {1})});
+  auto crossed = RunOp("Clip", 13, {FloatTensor({2}, {-5, 5}), FloatTensor({}, {2}), FloatTensor({}, {1})});
   EXPECT_EQ(Values<float>((*crossed)[0]), (std::vector<float>{1, 1}));
-  EXPECT_FALSE(RunOp("Clip", 13, {Floats({2}, {-5, 5}), Floats({2}, {2, 3})}).ok());
+  EXPECT_FALSE(RunOp("Clip", 13, {FloatTensor({2}, {-5, 5}), FloatTensor({2}, {2, 3})}).ok());
 }
 
 TEST(ElementwiseTest, PReluSlopeBroadcastsToInput) {
-  auto out = RunOp("PRelu", 16, {Floats({1, 2, 2}, {-1, 1, -1, 1}), Floats({2, 1}, {0.5f, 2})});
+  auto out = RunOp("PRelu", 16, {FloatTensor({1, 2, 2}, {-1, 1, -1, 1}), FloatTensor({2, 1}, {0.5f, 2})});
   EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{-0.5f, 1, -2, 1}));
-  EXPECT_FALSE(RunOp("PRelu", 16, {Floats({2}, {-1, 1}), Floats({3, 2}, {})}).ok());
+  EXPECT_FALSE(RunOp("PRelu", 16, {FloatTensor({2}, {-1, 1}), FloatTensor({3, 2}, {})}).ok());
 }
 
 TEST(ElementwiseTest, VariadicBroadcastAndNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  auto max = RunOp("Max", 13, {Floats({3}, {1, nan, 5}), Floats({2, 1}, {2, 4}), Floats({}, {3})});
+  auto max = RunOp("Max", 13, {FloatTensor({3}, {1, nan, 5}), FloatTensor({2, 1}, {2, 4}), FloatTensor({}, {3})});
   ASSERT_TRUE(max.ok()) << max.status();
   auto got = Values<float>((*max)[0]);
   EXPECT_EQ((*max)[0].dims(), (std::vector<int64_t>{2, 3}));
@@ -383,9 +340,9 @@ TEST(ElementwiseTest, VariadicBroadcastAndNaN) {
   EXPECT_TRUE(std::isnan(got[1]));
   EXPECT_EQ(got[2], 5);
   EXPECT_EQ(got[3], 4);
-  auto mean = RunOp("Mean", 13, {Floats({2}, {1, 2}), Floats({2}, {3, 4}), Floats({2}, {5, 9})});
+  auto mean = RunOp("Mean", 13, {FloatTensor({2}, {1, 2}), FloatTensor({2}, {3, 4}), FloatTensor({2}, {5, 9})});
   EXPECT_EQ(Values<float>((*mean)[0]), (std::vector<float>{3, 5}));
-  auto sum = RunOp("Sum", 13, {Floats({}, {1}), Floats({2}, {1, 2})});
+  auto sum = RunOp("Sum", 13, {FloatTensor({}, {1}), FloatTensor({2}, {1, 2})});
   EXPECT_EQ(Values<float>((*sum)[0]), (std::vector<float>{2, 3}));
   auto one = RunOp("Min", 13, {Make<uint64_t>(DataType::kUint64, {2}, {7, 3})});
   EXPECT_EQ(Values<uint64_t>((*one)[0]), (std::vector<uint64_t>{7, 3}));
@@ -409,31 +366,31 @@ TEST(CastTest, FloatingConversionsRoundExactly) {
   // float would tie and round down to 1.0; the right answer rounds up.
   const double tricky = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
   auto half = RunOp("Cast", 13, {Make<double>(DataType::kDouble, {2}, {tricky, 65520.0})},
-                    {IntAttribute("to", 10)});
+                    {IntAttr("to", 10)});
   ASSERT_TRUE(half.ok()) << half.status();
   EXPECT_EQ(Values<uint16_t>((*half)[0]), (std::vector<uint16_t>{0x3c01, 0x7c00}));
   auto back = RunOp("Cast", 13, {Make<uint16_t>(DataType::kFloat16, {1}, {0x3555})},
-                    {IntAttribute("to", 1)});
+                    {IntAttr("to", 1)});
   EXPECT_EQ(Values<float>((*back)[0])[0], HalfBitsToFloat(0x3555));
   auto bf16 =
-      RunOp("Cast", 13, {Floats({1}, {1.0f + std::ldexp(1.0f, -8)})}, {IntAttribute("to", 16)});
+      RunOp("Cast", 13, {FloatTensor({1}, {1.0f + std::ldexp(1.0f, -8)})}, {IntAttr("to", 16)});
   EXPECT_EQ(Values<uint16_t>((*bf16)[0]), (std::vector<uint16_t>{0x3f80}));  // ties to even
   auto ints =
       RunOp("Cast", 13,
-            {Floats({5}, {-1.7f, 300.0f, std::numeric_limits<float>::quiet_NaN(), 1e30f, 2.9f})},
-            {IntAttribute("to", 6)});
+            {FloatTensor({5}, {-1.7f, 300.0f, std::numeric_limits<float>::quiet_NaN(), 1e30f, 2.9f})},
+            {IntAttr("to", 6)});
   EXPECT_EQ(Values<int32_t>((*ints)[0]), (std::vector<int32_t>{-1, 300, 0, -1, 2}));
-  auto to_bool = RunOp("Cast", 13, {Floats({3}, {0, -0.5f, 2})}, {IntAttribute("to", 9)});
+  auto to_bool = RunOp("Cast", 13, {FloatTensor({3}, {0, -0.5f, 2})}, {IntAttr("to", 9)});
   EXPECT_EQ(Bools((*to_bool)[0]), (std::vector<bool>{false, true, true}));
   auto legacy = RunOp("Cast", 1, {Make<int32_t>(DataType::kInt32, {1}, {3})},
-                      {StringAttribute("to", "DOUBLE")});
+                      {StringAttr("to", "DOUBLE")});
   ASSERT_TRUE(legacy.ok()) << legacy.status();
   EXPECT_EQ(Values<double>((*legacy)[0]), (std::vector<double>{3.0}));
 }
 
 TEST(CastTest, Strings) {
   auto parsed = RunOp("Cast", 13, {Tensor({5}, {"0.5", "1e-5", "NaN", "+INF", "-INF"})},
-                      {IntAttribute("to", 1)});
+                      {IntAttr("to", 1)});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   auto v = Values<float>((*parsed)[0]);
   EXPECT_EQ(v[0], 0.5f);
@@ -442,26 +399,26 @@ TEST(CastTest, Strings) {
   EXPECT_EQ(v[3], std::numeric_limits<float>::infinity());
   EXPECT_EQ(v[4], -std::numeric_limits<float>::infinity());
   auto printed =
-      RunOp("Cast", 13, {Floats({3}, {0.039187793f, 2.0f, -0.5f})}, {IntAttribute("to", 8)});
+      RunOp("Cast", 13, {FloatTensor({3}, {0.039187793f, 2.0f, -0.5f})}, {IntAttr("to", 8)});
   EXPECT_EQ((*printed)[0].strings(), (std::vector<std::string>{"0.039187793", "2", "-0.5"}));
-  EXPECT_FALSE(RunOp("Cast", 13, {Tensor({1}, {"abc"})}, {IntAttribute("to", 6)}).ok());
+  EXPECT_FALSE(RunOp("Cast", 13, {Tensor({1}, {"abc"})}, {IntAttr("to", 6)}).ok());
   auto like =
       RunOp("CastLike", 15, {Tensor({1}, {"42"}), Make<int64_t>(DataType::kInt64, {1}, {0})});
   EXPECT_EQ(Values<int64_t>((*like)[0]), (std::vector<int64_t>{42}));
 }
 
 TEST(ElementwiseTest, DropoutAtInference) {
-  auto out = RunOp("Dropout", 13, {Floats({2}, {1, 2}), Floats({}, {0.5f})}, {}, 2);
+  auto out = RunOp("Dropout", 13, {FloatTensor({2}, {1, 2}), FloatTensor({}, {0.5f})}, {}, 2);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{1, 2}));
   EXPECT_EQ(Bools((*out)[1]), (std::vector<bool>{true, true}));
-  auto old = RunOp("Dropout", 7, {Floats({2}, {1, 2})}, {FloatAttribute("ratio", 0.3f)}, 2);
+  auto old = RunOp("Dropout", 7, {FloatTensor({2}, {1, 2})}, {FloatAttr("ratio", 0.3f)}, 2);
   EXPECT_EQ((*old)[1].type(), DataType::kFloat);
   EXPECT_EQ(Values<float>((*old)[1]), (std::vector<float>{1, 1}));
   auto training = RunOp(
       "Dropout", 13,
-      {Floats({4}, {1, 1, 1, 1}), Floats({}, {0.5f}), Make<uint8_t>(DataType::kBool, {}, {true})},
-      {IntAttribute("seed", 3)}, 2);
+      {FloatTensor({4}, {1, 1, 1, 1}), FloatTensor({}, {0.5f}), Make<uint8_t>(DataType::kBool, {}, {true})},
+      {IntAttr("seed", 3)}, 2);
   ASSERT_TRUE(training.ok()) << training.status();
   auto values = Values<float>((*training)[0]);
   auto mask = Bools((*training)[1]);

@@ -73,6 +73,7 @@ struct NodeRun {
   std::shared_ptr<void>* state = nullptr;
   ThreadPool* pool = &MathPool();
   int num_outputs = 1;
+  std::string name = "n";  // the node's name (errors name it)
 };
 
 // Runs one node of `op` through the kernel table; an undefined Tensor is an omitted input.
@@ -93,7 +94,7 @@ inline absl::StatusOr<std::vector<Tensor>> RunNode(
   }
   std::vector<std::string> outputs;
   for (int i = 0; i < run.num_outputs; ++i) outputs.push_back("out" + std::to_string(i));
-  Node* node = graph.AddNode(op, values, outputs, "n");
+  Node* node = graph.AddNode(op, values, outputs, run.name);
   for (const auto& a : attributes) node->SetAttribute(a);
   const KernelDef* kernel = FindKernel("", op, opset);
   if (kernel == nullptr) return absl::NotFoundError(op + " has no kernel");

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "tests/kernels/math_test_util.h"
 
 namespace ovfix::exec {
 namespace {
@@ -21,34 +22,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
-
-onnx::AttributeProto FloatAttr(const std::string& name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-  return a;
-}
-
-onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a.add_ints(v);
-  return a;
-}
-
-Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
-  return Tensor::FromVector(DataType::kFloat, std::move(dims), v);
-}
+using math_testing::FloatAttr;
+using math_testing::FloatTensor;
+using math_testing::IntAttr;
+using math_testing::IntsAttr;
 
 Tensor Int64s(std::vector<int64_t> dims, const std::vector<int64_t>& v) {
   return Tensor::FromVector(DataType::kInt64, std::move(dims), v);
@@ -69,41 +46,13 @@ std::vector<float> RandomFloats(int64_t n, uint32_t seed, float low = -2, float 
 }
 
 // Runs one node of `op_type` at `opset` on `inputs` (an undefined Tensor stands for an
-// omitted optional input) with the kernel that AddReduceKernels lists for it.
+// omitted optional input), on `pool` (single-threaded when null).
 absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op_type, int opset,
                                           const std::vector<Tensor>& inputs,
                                           const std::vector<onnx::AttributeProto>& attributes,
                                           int num_outputs = 1, ThreadPool* pool = nullptr) {
-  std::vector<KernelDef> table;
-  AddReduceKernels(table);
-  const KernelDef* kernel = nullptr;
-  for (const KernelDef& k : table) {
-    if (k.op_type == op_type && opset >= k.since_version && opset <= k.until_version) {
-      kernel = &k;
-    }
-  }
-  if (kernel == nullptr) return absl::NotFoundError("no kernel for " + op_type);
-  Graph graph;
-  std::vector<Value*> values;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    values.push_back(inputs[i].defined() ? graph.CreateValue("in" + std::to_string(i)) : nullptr);
-  }
-  std::vector<std::string> output_names;
-  for (int i = 0; i < num_outputs; ++i) output_names.push_back("out" + std::to_string(i));
-  Node* node = graph.AddNode(op_type, values, output_names, "node");
-  for (const auto& a : attributes) node->SetAttribute(a);
-  std::vector<const Tensor*> input_pointers;
-  for (const Tensor& t : inputs) input_pointers.push_back(t.defined() ? &t : nullptr);
-  KernelContext ctx{.node = *node,
-                    .opset = opset,
-                    .inputs = input_pointers,
-                    .outputs = std::vector<Tensor>(num_outputs),
-                    .pool = pool,
-                    .state = nullptr,
-                    .run_subgraph = {}};
-  absl::Status status = kernel->fn(ctx);
-  if (!status.ok()) return status;
-  return ctx.outputs;
+  return math_testing::RunNode(op_type, opset, inputs, attributes,
+                               {.pool = pool, .num_outputs = num_outputs, .name = "node"});
 }
 
 // Reduce* by the definition: gather each output's inputs, then apply the formula.
@@ -186,7 +135,7 @@ TEST(ReduceTest, AllOpsAllAxisSubsetsMatchDefinition) {
         for (int opset : {11, axes_input_since}) {
           SCOPED_TRACE(op + " mask " + std::to_string(mask) + " keepdims " +
                        std::to_string(keepdims) + " opset " + std::to_string(opset));
-          std::vector<Tensor> inputs = {Floats(dims, x)};
+          std::vector<Tensor> inputs = {FloatTensor(dims, x)};
           std::vector<onnx::AttributeProto> attributes = {IntAttr("keepdims", keepdims)};
           if (opset >= axes_input_since) {
             inputs.push_back(Int64s({static_cast<int64_t>(axes.size())}, axes));
@@ -205,21 +154,21 @@ TEST(ReduceTest, AllOpsAllAxisSubsetsMatchDefinition) {
 
 TEST(ReduceTest, EmptyAxesReduceAllUnlessNoop) {
   const std::vector<float> x = {1, -2, 3, -4, 5, -6};
-  auto all = RunOp("ReduceSum", 13, {Floats({2, 3}, x), Int64s({0}, {})}, {});
+  auto all = RunOp("ReduceSum", 13, {FloatTensor({2, 3}, x), Int64s({0}, {})}, {});
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ((*all)[0].dims(), (std::vector<int64_t>{1, 1}));
   EXPECT_EQ((*all)[0].GetAsDouble(0), -3);
-  auto omitted = RunOp("ReduceMax", 11, {Floats({2, 3}, x)}, {IntAttr("keepdims", 0)});
+  auto omitted = RunOp("ReduceMax", 11, {FloatTensor({2, 3}, x)}, {IntAttr("keepdims", 0)});
   ASSERT_TRUE(omitted.ok()) << omitted.status();
   EXPECT_TRUE((*omitted)[0].dims().empty());
   EXPECT_EQ((*omitted)[0].GetAsDouble(0), 5);
-  auto noop = RunOp("ReduceSum", 13, {Floats({2, 3}, x), Int64s({0}, {})},
+  auto noop = RunOp("ReduceSum", 13, {FloatTensor({2, 3}, x), Int64s({0}, {})},
                     {IntAttr("noop_with_empty_axes", 1)});
   ASSERT_TRUE(noop.ok()) << noop.status();
   EXPECT_EQ((*noop)[0].dims(), (std::vector<int64_t>{2, 3}));
   EXPECT_THAT(Values((*noop)[0]), ElementsAre(1, -2, 3, -4, 5, -6));
   // With no axes each element is reduced alone: ReduceSumSquare squares (as the reference).
-  auto squares = RunOp("ReduceSumSquare", 18, {Floats({2, 3}, x), Tensor()},
+  auto squares = RunOp("ReduceSumSquare", 18, {FloatTensor({2, 3}, x), Tensor()},
                        {IntAttr("noop_with_empty_axes", 1)});
   ASSERT_TRUE(squares.ok()) << squares.status();
   EXPECT_THAT(Values((*squares)[0]), ElementsAre(1, 4, 9, 16, 25, 36));
@@ -268,12 +217,12 @@ TEST(ReduceTest, EmptyReducedSetGivesIdentity) {
 }
 
 TEST(ReduceTest, BadAxesAreErrors) {
-  const Tensor x = Floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor x = FloatTensor({2, 3}, {1, 2, 3, 4, 5, 6});
   auto out_of_range = RunOp("ReduceSum", 11, {x}, {IntsAttr("axes", {2})});
   EXPECT_THAT(out_of_range.status().message(), HasSubstr("out of range"));
   auto repeated = RunOp("ReduceMean", 18, {x, Int64s({2}, {1, -1})}, {});
   EXPECT_THAT(repeated.status().message(), HasSubstr("repeated"));
-  auto float_axes = RunOp("ReduceSum", 13, {x, Floats({1}, {0})}, {});
+  auto float_axes = RunOp("ReduceSum", 13, {x, FloatTensor({1}, {0})}, {});
   EXPECT_FALSE(float_axes.ok());
   auto strings = RunOp("ReduceMax", 13, {Tensor({1}, {"a"})}, {});
   EXPECT_THAT(strings.status().message(), HasSubstr("node"));
@@ -287,14 +236,14 @@ TEST(ReduceTest, LargeSumOfSquaresAndThreads) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = 15.625f + 0.001f * (i % 7);
   ThreadPool pool(4);
   for (int64_t axis : {0, 1}) {
-    auto single = RunOp("ReduceSumSquare", 13, {Floats({rows, columns}, x)},
+    auto single = RunOp("ReduceSumSquare", 13, {FloatTensor({rows, columns}, x)},
                         {IntsAttr("axes", {axis}), IntAttr("keepdims", 0)});
-    auto threaded = RunOp("ReduceSumSquare", 13, {Floats({rows, columns}, x)},
+    auto threaded = RunOp("ReduceSumSquare", 13, {FloatTensor({rows, columns}, x)},
                           {IntsAttr("axes", {axis}), IntAttr("keepdims", 0)}, 1, &pool);
     ASSERT_TRUE(single.ok() && threaded.ok());
     EXPECT_THAT(Values((*threaded)[0]), ElementsAreArray(Values((*single)[0])));
   }
-  auto total = RunOp("ReduceSumSquare", 13, {Floats({rows, columns}, x)}, {}, 1, &pool);
+  auto total = RunOp("ReduceSumSquare", 13, {FloatTensor({rows, columns}, x)}, {}, 1, &pool);
   ASSERT_TRUE(total.ok());
   double expected = 0;
   for (float v : x) expected += static_cast<double>(v) * v;
@@ -303,7 +252,7 @@ TEST(ReduceTest, LargeSumOfSquaresAndThreads) {
 }
 
 TEST(ReduceTest, LogSumExpIsStable) {
-  auto result = RunOp("ReduceLogSumExp", 13, {Floats({3}, {1000, 1000, -INFINITY})}, {});
+  auto result = RunOp("ReduceLogSumExp", 13, {FloatTensor({3}, {1000, 1000, -INFINITY})}, {});
   ASSERT_TRUE(result.ok());
   EXPECT_NEAR((*result)[0].GetAsDouble(0), 1000 + std::log(2.0), 1e-3);
 }
@@ -311,7 +260,7 @@ TEST(ReduceTest, LogSumExpIsStable) {
 TEST(SoftmaxTest, OpsetChangesAxisMeaning) {
   const std::vector<float> x = RandomFloats(24, 2);
   // Opset 11, axis 1 on [2, 3, 4]: each of 2 rows of 12 sums to one.
-  auto old = RunOp("Softmax", 11, {Floats({2, 3, 4}, x)}, {IntAttr("axis", 1)});
+  auto old = RunOp("Softmax", 11, {FloatTensor({2, 3, 4}, x)}, {IntAttr("axis", 1)});
   ASSERT_TRUE(old.ok()) << old.status();
   std::vector<double> y = Values((*old)[0]);
   for (int r = 0; r < 2; ++r) {
@@ -323,7 +272,7 @@ TEST(SoftmaxTest, OpsetChangesAxisMeaning) {
     }
   }
   // Opset 13, axis 1: each line of 3 (stride 4) sums to one.
-  auto single_axis = RunOp("Softmax", 13, {Floats({2, 3, 4}, x)}, {IntAttr("axis", 1)});
+  auto single_axis = RunOp("Softmax", 13, {FloatTensor({2, 3, 4}, x)}, {IntAttr("axis", 1)});
   ASSERT_TRUE(single_axis.ok());
   y = Values((*single_axis)[0]);
   for (int o = 0; o < 2; ++o) {
@@ -338,38 +287,38 @@ TEST(SoftmaxTest, OpsetChangesAxisMeaning) {
     }
   }
   // Default axis: 1 before opset 13, -1 from 13.
-  auto default_13 = RunOp("LogSoftmax", 13, {Floats({2, 3, 4}, x)}, {});
-  auto last_axis = RunOp("LogSoftmax", 13, {Floats({2, 3, 4}, x)}, {IntAttr("axis", 2)});
+  auto default_13 = RunOp("LogSoftmax", 13, {FloatTensor({2, 3, 4}, x)}, {});
+  auto last_axis = RunOp("LogSoftmax", 13, {FloatTensor({2, 3, 4}, x)}, {IntAttr("axis", 2)});
   ASSERT_TRUE(default_13.ok() && last_axis.ok());
   EXPECT_THAT(Values((*default_13)[0]), ElementsAreArray(Values((*last_axis)[0])));
 }
 
 TEST(SoftmaxTest, LargeNumbersAndLogSoftmax) {
-  auto soft = RunOp("Softmax", 13, {Floats({1, 3}, {1000, 1001, 1002})}, {});
+  auto soft = RunOp("Softmax", 13, {FloatTensor({1, 3}, {1000, 1001, 1002})}, {});
   ASSERT_TRUE(soft.ok());
   const double sum = std::exp(-2.0) + std::exp(-1.0) + 1;
   ExpectNear(Values((*soft)[0]), {std::exp(-2.0) / sum, std::exp(-1.0) / sum, 1 / sum});
-  auto log_soft = RunOp("LogSoftmax", 13, {Floats({1, 3}, {1000, 1001, 1002})}, {});
+  auto log_soft = RunOp("LogSoftmax", 13, {FloatTensor({1, 3}, {1000, 1001, 1002})}, {});
   ASSERT_TRUE(log_soft.ok());
   ExpectNear(Values((*log_soft)[0]), {-2 - std::log(sum), -1 - std::log(sum), -std::log(sum)});
 }
 
 TEST(SoftmaxTest, HardmaxPicksFirstMaximum) {
-  auto hard = RunOp("Hardmax", 13, {Floats({2, 3}, {1, 3, 3, 5, 2, 1})}, {});
+  auto hard = RunOp("Hardmax", 13, {FloatTensor({2, 3}, {1, 3, 3, 5, 2, 1})}, {});
   ASSERT_TRUE(hard.ok());
   EXPECT_THAT(Values((*hard)[0]), ElementsAre(0, 1, 0, 1, 0, 0));
-  auto column = RunOp("Hardmax", 13, {Floats({2, 3}, {1, 3, 3, 5, 2, 3})}, {IntAttr("axis", 0)});
+  auto column = RunOp("Hardmax", 13, {FloatTensor({2, 3}, {1, 3, 3, 5, 2, 3})}, {IntAttr("axis", 0)});
   ASSERT_TRUE(column.ok());
   EXPECT_THAT(Values((*column)[0]), ElementsAre(0, 1, 1, 1, 0, 0));
-  auto bad = RunOp("Hardmax", 13, {Floats({2, 3}, {1, 3, 3, 5, 2, 3})}, {IntAttr("axis", 2)});
+  auto bad = RunOp("Hardmax", 13, {FloatTensor({2, 3}, {1, 3, 3, 5, 2, 3})}, {IntAttr("axis", 2)});
   EXPECT_THAT(bad.status().message(), HasSubstr("out of range"));
 }
 
 TEST(SoftmaxTest, ThreadedWideInnerMatchesSingle) {
   const std::vector<float> x = RandomFloats(3 * 5 * 700, 3);
   ThreadPool pool(4);
-  auto single = RunOp("Softmax", 13, {Floats({3, 5, 700}, x)}, {IntAttr("axis", 1)});
-  auto threaded = RunOp("Softmax", 13, {Floats({3, 5, 700}, x)}, {IntAttr("axis", 1)}, 1, &pool);
+  auto single = RunOp("Softmax", 13, {FloatTensor({3, 5, 700}, x)}, {IntAttr("axis", 1)});
+  auto threaded = RunOp("Softmax", 13, {FloatTensor({3, 5, 700}, x)}, {IntAttr("axis", 1)}, 1, &pool);
   ASSERT_TRUE(single.ok() && threaded.ok());
   EXPECT_THAT(Values((*threaded)[0]), ElementsAreArray(Values((*single)[0])));
   const std::vector<double> y = Values((*single)[0]);
@@ -382,7 +331,7 @@ TEST(NormalizationTest, LayerNormalizationWithStatistics) {
   const std::vector<float> x = RandomFloats(24, 4);
   const std::vector<float> scale = {0.5f, 2.0f, -1.0f, 1.5f};
   auto result = RunOp("LayerNormalization", 17,
-                      {Floats({2, 3, 4}, x), Floats({4}, scale), Floats({1}, {0.25f})},
+                      {FloatTensor({2, 3, 4}, x), FloatTensor({4}, scale), FloatTensor({1}, {0.25f})},
                       {IntAttr("axis", 1), FloatAttr("epsilon", 1e-3f)}, 3);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ((*result)[1].dims(), (std::vector<int64_t>{2, 1, 1}));
@@ -398,7 +347,7 @@ TEST(NormalizationTest, LayerNormalizationWithStatistics) {
       EXPECT_NEAR(y[r * 12 + i], (x[r * 12 + i] - mean) * inv_std * scale[i % 4] + 0.25, 1e-5);
     }
   }
-  auto bad_scale = RunOp("LayerNormalization", 17, {Floats({2, 3, 4}, x), Floats({3}, {1, 1, 1})},
+  auto bad_scale = RunOp("LayerNormalization", 17, {FloatTensor({2, 3, 4}, x), FloatTensor({3}, {1, 1, 1})},
                          {IntAttr("axis", 1)});
   EXPECT_THAT(bad_scale.status().message(), HasSubstr("broadcast"));
 }
@@ -407,12 +356,12 @@ TEST(NormalizationTest, InstanceAndGroupNormalization) {
   const std::vector<float> x = RandomFloats(2 * 4 * 3, 5);
   auto instance =
       RunOp("InstanceNormalization", 6,
-            {Floats({2, 4, 3}, x), Floats({4}, {1, 2, 3, 4}), Floats({4}, {0, 1, 0, 1})},
+            {FloatTensor({2, 4, 3}, x), FloatTensor({4}, {1, 2, 3, 4}), FloatTensor({4}, {0, 1, 0, 1})},
             {FloatAttr("epsilon", 1e-5f)});
   ASSERT_TRUE(instance.ok()) << instance.status();
   // Groups of 2 channels with per-group parameters.
   auto group = RunOp("GroupNormalization", 18,
-                     {Floats({2, 4, 3}, x), Floats({2}, {2, 3}), Floats({2}, {1, -1})},
+                     {FloatTensor({2, 4, 3}, x), FloatTensor({2}, {2, 3}), FloatTensor({2}, {1, -1})},
                      {IntAttr("num_groups", 2), FloatAttr("epsilon", 1e-5f)});
   ASSERT_TRUE(group.ok()) << group.status();
   for (int run = 0; run < 8; ++run) {
@@ -435,13 +384,13 @@ TEST(NormalizationTest, InstanceAndGroupNormalization) {
     }
   }
   auto bad = RunOp("InstanceNormalization", 6,
-                   {Floats({2, 4, 3}, x), Floats({3}, {1, 2, 3}), Floats({4}, {0, 1, 0, 1})}, {});
+                   {FloatTensor({2, 4, 3}, x), FloatTensor({3}, {1, 2, 3}), FloatTensor({4}, {0, 1, 0, 1})}, {});
   EXPECT_FALSE(bad.ok());
 }
 
 TEST(NormalizationTest, LrnMatchesFormula) {
   const std::vector<float> x = RandomFloats(1 * 5 * 2, 6);
-  auto result = RunOp("LRN", 13, {Floats({1, 5, 2, 1}, x)},
+  auto result = RunOp("LRN", 13, {FloatTensor({1, 5, 2, 1}, x)},
                       {IntAttr("size", 4), FloatAttr("alpha", 0.01f), FloatAttr("beta", 0.5f),
                        FloatAttr("bias", 2.0f)});
   ASSERT_TRUE(result.ok()) << result.status();
@@ -455,12 +404,12 @@ TEST(NormalizationTest, LrnMatchesFormula) {
       EXPECT_NEAR((*result)[0].GetAsDouble(c * 2 + s), expected, 1e-6);
     }
   }
-  EXPECT_FALSE(RunOp("LRN", 13, {Floats({1, 5, 2, 1}, x)}, {}).ok());  // size is required
+  EXPECT_FALSE(RunOp("LRN", 13, {FloatTensor({1, 5, 2, 1}, x)}, {}).ok());  // size is required
 }
 
 TEST(NormalizationTest, MeanVarianceNormalization) {
   const std::vector<float> x = RandomFloats(2 * 3 * 2 * 2, 7);
-  auto result = RunOp("MeanVarianceNormalization", 13, {Floats({2, 3, 2, 2}, x)}, {});
+  auto result = RunOp("MeanVarianceNormalization", 13, {FloatTensor({2, 3, 2, 2}, x)}, {});
   ASSERT_TRUE(result.ok()) << result.status();
   for (int c = 0; c < 3; ++c) {
     std::vector<int> members;
@@ -477,7 +426,7 @@ TEST(NormalizationTest, MeanVarianceNormalization) {
 }
 
 TEST(ArgTest, KeepdimsAndSelectLastIndex) {
-  const Tensor x = Floats({2, 3}, {1, 5, 5, 7, 0, 7});
+  const Tensor x = FloatTensor({2, 3}, {1, 5, 5, 7, 0, 7});
   auto first = RunOp("ArgMax", 13, {x}, {IntAttr("axis", 1)});
   ASSERT_TRUE(first.ok());
   EXPECT_EQ((*first)[0].type(), DataType::kInt64);
@@ -500,7 +449,7 @@ TEST(ArgTest, KeepdimsAndSelectLastIndex) {
 }
 
 TEST(TopKTest, LargestSmallestAndStableTies) {
-  const Tensor x = Floats({2, 4}, {3, 1, 3, 2, 0, 4, 4, 4});
+  const Tensor x = FloatTensor({2, 4}, {3, 1, 3, 2, 0, 4, 4, 4});
   auto largest = RunOp("TopK", 11, {x, Int64s({1}, {3})}, {}, 2);
   ASSERT_TRUE(largest.ok()) << largest.status();
   EXPECT_EQ((*largest)[0].dims(), (std::vector<int64_t>{2, 3}));
@@ -521,7 +470,7 @@ TEST(TopKTest, LargestSmallestAndStableTies) {
 }
 
 TEST(CumSumTest, ExclusiveReverseAndAxis) {
-  const Tensor x = Floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor x = FloatTensor({2, 3}, {1, 2, 3, 4, 5, 6});
   auto rows = RunOp("CumSum", 14, {x, Int64s({}, {1})}, {}, 1);
   ASSERT_TRUE(rows.ok()) << rows.status();
   EXPECT_THAT(Values((*rows)[0]), ElementsAre(1, 3, 6, 4, 9, 15));
@@ -544,9 +493,9 @@ TEST(CumSumTest, ExclusiveReverseAndAxis) {
 // Odd shapes and attributes: each may succeed or fail, but must not crash or read out of
 // bounds (run under OVFIX_ASAN to check the latter).
 TEST(ReduceGroupTest, OddInputsDoNotCrash) {
-  const std::vector<Tensor> inputs = {Floats({}, {2}), Tensor(DataType::kFloat, {0}),
-                                      Tensor(DataType::kFloat, {2, 0, 3}), Floats({1, 1, 1}, {5}),
-                                      Floats({2, 3}, {1, 2, 3, 4, 5, 6})};
+  const std::vector<Tensor> inputs = {FloatTensor({}, {2}), Tensor(DataType::kFloat, {0}),
+                                      Tensor(DataType::kFloat, {2, 0, 3}), FloatTensor({1, 1, 1}, {5}),
+                                      FloatTensor({2, 3}, {1, 2, 3, 4, 5, 6})};
   const std::vector<std::vector<onnx::AttributeProto>> attribute_sets = {
       {},
       {IntAttr("axis", 5)},
@@ -562,7 +511,7 @@ TEST(ReduceGroupTest, OddInputsDoNotCrash) {
       for (const auto& attributes : attribute_sets) {
         const Tensor k = Int64s({1}, {1});
         const Tensor axis = Int64s({}, {0});
-        const Tensor ones = Floats({1}, {1});
+        const Tensor ones = FloatTensor({1}, {1});
         std::vector<Tensor> in = {x, k, ones};
         if (kernel.op_type == "CumSum") in = {x, axis};
         auto result =

@@ -15,41 +15,16 @@
 #include "ir/float16.h"
 #include "ir/graph.h"
 #include "ir/tensor_proto.h"
+#include "tests/kernels/math_test_util.h"
 
 namespace ovfix::exec {
 namespace {
 
-onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
-
-onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a.add_ints(v);
-  return a;
-}
-
-onnx::AttributeProto FloatAttr(const std::string& name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-  return a;
-}
-
-onnx::AttributeProto StringAttr(const std::string& name, const std::string& value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(value);
-  return a;
-}
+using math_testing::FloatAttr;
+using math_testing::FloatTensor;
+using math_testing::IntAttr;
+using math_testing::IntsAttr;
+using math_testing::StringAttr;
 
 onnx::AttributeProto TensorAttr(const std::string& name, const Tensor& t) {
   onnx::AttributeProto a;
@@ -59,33 +34,12 @@ onnx::AttributeProto TensorAttr(const std::string& name, const Tensor& t) {
   return a;
 }
 
-ThreadPool& Pool() {
-  static ThreadPool pool(4);
-  return pool;
-}
-
 // Runs one node of `op` at `opset` on `inputs` (an undefined Tensor is an omitted input).
 absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, int opset,
                                           std::vector<Tensor> inputs,
                                           std::vector<onnx::AttributeProto> attributes = {},
                                           int num_outputs = 1) {
-  Graph graph;
-  std::vector<Value*> values;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    values.push_back(inputs[i].defined() ? graph.CreateValue("in" + std::to_string(i)) : nullptr);
-  }
-  std::vector<std::string> outputs;
-  for (int i = 0; i < num_outputs; ++i) outputs.push_back("out" + std::to_string(i));
-  Node* node = graph.AddNode(op, values, outputs, "n");
-  for (auto& a : attributes) node->SetAttribute(a);
-  const KernelDef* kernel = FindKernel("", op, opset);
-  if (kernel == nullptr) return absl::NotFoundError(op + " has no kernel");
-  KernelContext ctx{*node, opset, {}, {}, &Pool(), nullptr, {}};
-  for (const Tensor& t : inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
-  ctx.outputs.resize(num_outputs);
-  absl::Status status = kernel->fn(ctx);
-  if (!status.ok()) return status;
-  return ctx.outputs;
+  return math_testing::RunNode(op, opset, inputs, attributes, {.num_outputs = num_outputs});
 }
 
 // The single output of a run that must succeed.
@@ -106,9 +60,6 @@ void ExpectError(const std::string& op, int opset, std::vector<Tensor> inputs,
   EXPECT_NE(out.status().message().find(op + " 'n'"), std::string::npos) << out.status();
 }
 
-Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
-  return Tensor::FromVector(DataType::kFloat, std::move(dims), v);
-}
 Tensor Ints(std::vector<int64_t> dims, const std::vector<int64_t>& v) {
   return Tensor::FromVector(DataType::kInt64, std::move(dims), v);
 }
@@ -118,7 +69,7 @@ Tensor Int64Scalar(int64_t v) { return Ints({}, {v}); }
 Tensor Iota(std::vector<int64_t> dims) {
   std::vector<float> v(Tensor::NumElements(dims));
   std::iota(v.begin(), v.end(), 0.0f);
-  return Floats(std::move(dims), v);
+  return FloatTensor(std::move(dims), v);
 }
 std::vector<double> Doubles(const Tensor& t) {
   std::vector<double> v;
@@ -265,7 +216,7 @@ TEST(ShapeOpsTest, Unsqueeze) {
   EXPECT_EQ(Run1("Unsqueeze", 13, {x, Ints({-1})}).dims(), (std::vector<int64_t>{3, 4, 1}));
   EXPECT_EQ(Run1("Unsqueeze", 11, {x}, {IntsAttr("axes", {1, 3})}).dims(),
             (std::vector<int64_t>{3, 1, 4, 1}));
-  EXPECT_EQ(Run1("Unsqueeze", 13, {Floats({}, {7}), Ints({0})}).dims(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(Run1("Unsqueeze", 13, {FloatTensor({}, {7}), Ints({0})}).dims(), (std::vector<int64_t>{1}));
   ExpectError("Unsqueeze", 13, {x, Ints({4})});
   ExpectError("Unsqueeze", 13, {x, Ints({1, 1})});
   ExpectError("Unsqueeze", 13, {x});
@@ -324,7 +275,7 @@ TEST(DataMovementTest, TransposeLargeAndDegenerate) {
   Tensor moved = Run1("Transpose", 13, {unit}, {IntsAttr("perm", {2, 1, 0, 3})});
   EXPECT_EQ(moved.raw(), unit.raw());
   EXPECT_EQ(Run1("Transpose", 13, {Iota({0, 3})}).dims(), (std::vector<int64_t>{3, 0}));
-  EXPECT_EQ(Run1("Transpose", 13, {Floats({}, {1})}).dims(), (std::vector<int64_t>{}));
+  EXPECT_EQ(Run1("Transpose", 13, {FloatTensor({}, {1})}).dims(), (std::vector<int64_t>{}));
   ExpectError("Transpose", 13, {Iota({2, 3})}, {IntsAttr("perm", {0, 0})});
   ExpectError("Transpose", 13, {Iota({2, 3})}, {IntsAttr("perm", {0, 1, 2})});
 }
@@ -388,7 +339,7 @@ TEST(DataMovementTest, TileAndExpand) {
   }
   ExpectTensor(Run1("Tile", 13, {Iota({2}), Ints({0})}), DataType::kFloat, {0}, {});
   ExpectTensor(Run1("Expand", 13, {Iota({3}), Ints({0, 1})}), DataType::kFloat, {0, 3}, {});
-  ExpectTensor(Run1("Expand", 13, {Floats({}, {5}), Ints({2})}), DataType::kFloat, {2}, {5, 5});
+  ExpectTensor(Run1("Expand", 13, {FloatTensor({}, {5}), Ints({2})}), DataType::kFloat, {2}, {5, 5});
   Tensor same = Iota({2, 3});
   EXPECT_EQ(Run1("Expand", 13, {same, Ints({1, 3})}).raw(), same.raw());
   ExpectError("Tile", 13, {Iota({2}), Ints({1, 1})});
@@ -436,9 +387,9 @@ TEST(DataMovementTest, SliceAllTypes) {
 }
 
 TEST(DataMovementTest, PadModes) {
-  Tensor x = Floats({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
+  Tensor x = FloatTensor({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
   // The spec's examples.
-  ExpectTensor(Run1("Pad", 13, {x, Ints({0, 2, 0, 0}), Floats({}, {0})}), DataType::kFloat, {3, 4},
+  ExpectTensor(Run1("Pad", 13, {x, Ints({0, 2, 0, 0}), FloatTensor({}, {0})}), DataType::kFloat, {3, 4},
                {0, 0, 1.0f, 1.2f, 0, 0, 2.3f, 3.4f, 0, 0, 4.5f, 5.7f});
   ExpectTensor(Run1("Pad", 13, {x, Ints({0, 2, 0, 0})}, {StringAttr("mode", "reflect")}),
                DataType::kFloat, {3, 4},
@@ -449,7 +400,7 @@ TEST(DataMovementTest, PadModes) {
   // Reflect past a whole period, numpy-style; negative pads crop.
   ExpectTensor(Run1("Pad", 13, {Iota({3}), Ints({5, 3})}, {StringAttr("mode", "reflect")}),
                DataType::kFloat, {11}, {1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1});
-  ExpectTensor(Run1("Pad", 13, {Iota({2, 3}), Ints({-1, 1, 0, -1}), Floats({}, {9})}),
+  ExpectTensor(Run1("Pad", 13, {Iota({2, 3}), Ints({-1, 1, 0, -1}), FloatTensor({}, {9})}),
                DataType::kFloat, {1, 3}, {9, 3, 4});
   ExpectTensor(Run1("Pad", 2, {Iota({2})}, {IntsAttr("pads", {1, 1}), FloatAttr("value", 7)}),
                DataType::kFloat, {4}, {7, 0, 1, 7});
@@ -481,7 +432,7 @@ TEST(DataMovementTest, PadAllTypes) {
 // Gather, GatherElements, GatherND, ScatterND, ScatterElements, Scatter
 
 TEST(GatherScatterTest, Gather) {
-  Tensor data = Floats({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
+  Tensor data = FloatTensor({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
   ExpectTensor(Run1("Gather", 13, {data, Ints({2, 2}, {0, 1, 1, 2})}), DataType::kFloat, {2, 2, 2},
                {1.0f, 1.2f, 2.3f, 3.4f, 2.3f, 3.4f, 4.5f, 5.7f});
   ExpectTensor(Run1("Gather", 13, {data, Ints({-1, 0})}, {IntAttr("axis", 1)}), DataType::kFloat,
@@ -500,11 +451,11 @@ TEST(GatherScatterTest, Gather) {
   ExpectError("Gather", 13, {data, Ints({-4})});
   ExpectError("Gather", 13, {data, Ints({0})}, {IntAttr("axis", 2)});
   ExpectError("Gather", 13, {Iota({0, 2}), Ints({0})});
-  ExpectError("Gather", 13, {data, Floats({1}, {0})});
+  ExpectError("Gather", 13, {data, FloatTensor({1}, {0})});
 }
 
 TEST(GatherScatterTest, GatherElements) {
-  Tensor data = Floats({2, 2}, {1, 2, 3, 4});
+  Tensor data = FloatTensor({2, 2}, {1, 2, 3, 4});
   ExpectTensor(Run1("GatherElements", 13, {data, Ints({2, 2}, {0, 0, 1, 0})}, {IntAttr("axis", 1)}),
                DataType::kFloat, {2, 2}, {1, 1, 4, 3});
   Tensor data3 = Iota({3, 3});
@@ -532,7 +483,7 @@ TEST(GatherScatterTest, GatherND) {
 
 TEST(GatherScatterTest, ScatterND) {
   Tensor data = Iota({4, 2});
-  Tensor updates = Floats({2, 2}, {10, 11, 12, 13});
+  Tensor updates = FloatTensor({2, 2}, {10, 11, 12, 13});
   ExpectTensor(Run1("ScatterND", 16, {data, Ints({2, 1}, {-1, 1}), updates}), DataType::kFloat,
                {4, 2}, {0, 1, 12, 13, 4, 5, 10, 11});
   ExpectTensor(Run1("ScatterND", 16, {data, Ints({2, 1}, {1, 1}), updates},
@@ -541,7 +492,7 @@ TEST(GatherScatterTest, ScatterND) {
   ExpectTensor(Run1("ScatterND", 16, {data, Ints({2, 1}, {1, 1}), updates},
                     {StringAttr("reduction", "mul")}),
                DataType::kFloat, {4, 2}, {0, 1, 240, 429, 4, 5, 6, 7});
-  ExpectTensor(Run1("ScatterND", 18, {data, Ints({2, 2}, {0, 0, 3, 1}), Floats({2}, {-1, -1})},
+  ExpectTensor(Run1("ScatterND", 18, {data, Ints({2, 2}, {0, 0, 3, 1}), FloatTensor({2}, {-1, -1})},
                     {StringAttr("reduction", "max")}),
                DataType::kFloat, {4, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
   // float16 add rounds each result to half.
@@ -555,18 +506,18 @@ TEST(GatherScatterTest, ScatterND) {
   Tensor strings =
       Run1("ScatterND", 16, {Tensor({2}, {"a", "b"}), Ints({1, 1}, {1}), Tensor({1}, {"z"})});
   EXPECT_EQ(strings.strings(), (std::vector<std::string>{"a", "z"}));
-  ExpectError("ScatterND", 16, {data, Ints({1, 1}, {4}), Floats({1, 2}, {0, 0})});
-  ExpectError("ScatterND", 16, {data, Ints({1, 1}, {0}), Floats({1, 3}, {0, 0, 0})});
-  ExpectError("ScatterND", 16, {data, Ints({1, 1}, {0}), Floats({1, 2}, {0, 0})},
+  ExpectError("ScatterND", 16, {data, Ints({1, 1}, {4}), FloatTensor({1, 2}, {0, 0})});
+  ExpectError("ScatterND", 16, {data, Ints({1, 1}, {0}), FloatTensor({1, 3}, {0, 0, 0})});
+  ExpectError("ScatterND", 16, {data, Ints({1, 1}, {0}), FloatTensor({1, 2}, {0, 0})},
               {StringAttr("reduction", "sub")});
   ExpectError("ScatterND", 16, {Tensor({1}, {"a"}), Ints({1, 1}, {0}), Tensor({1}, {"b"})},
               {StringAttr("reduction", "add")});
 }
 
 TEST(GatherScatterTest, ScatterElements) {
-  Tensor data = Floats({1, 5}, {1, 2, 3, 4, 5});
+  Tensor data = FloatTensor({1, 5}, {1, 2, 3, 4, 5});
   Tensor indices = Ints({1, 2}, {1, 3});
-  Tensor updates = Floats({1, 2}, {1.1f, 2.1f});
+  Tensor updates = FloatTensor({1, 2}, {1.1f, 2.1f});
   ExpectTensor(Run1("ScatterElements", 16, {data, indices, updates}, {IntAttr("axis", 1)}),
                DataType::kFloat, {1, 5}, {1, 1.1f, 3, 2.1f, 5});
   ExpectTensor(Run1("ScatterElements", 16, {data, Ints({1, 2}, {1, 1}), updates},
@@ -576,12 +527,12 @@ TEST(GatherScatterTest, ScatterElements) {
                DataType::kFloat, {1, 5}, {2.1f, 2, 3, 4, 1.1f});
   Tensor data3 = Iota({3, 3});
   ExpectTensor(Run1("ScatterElements", 11,
-                    {data3, Ints({2, 3}, {1, 0, 2, 0, 2, 1}), Floats({2, 3}, {1, 1, 1, 2, 2, 2})}),
+                    {data3, Ints({2, 3}, {1, 0, 2, 0, 2, 1}), FloatTensor({2, 3}, {1, 1, 1, 2, 2, 2})}),
                DataType::kFloat, {3, 3}, {2, 1, 2, 1, 4, 2, 6, 2, 1});
   ExpectError("ScatterElements", 16, {data, Ints({1, 2}, {1, 5}), updates}, {IntAttr("axis", 1)});
-  ExpectError("ScatterElements", 16, {data, Ints({1, 2}, {1, 2}), Floats({2}, {0, 0})},
+  ExpectError("ScatterElements", 16, {data, Ints({1, 2}, {1, 2}), FloatTensor({2}, {0, 0})},
               {IntAttr("axis", 1)});
-  ExpectError("ScatterElements", 16, {data, Ints({2, 1}, {0, 0}), Floats({2, 1}, {0, 0})},
+  ExpectError("ScatterElements", 16, {data, Ints({2, 1}, {0, 0}), FloatTensor({2, 1}, {0, 0})},
               {IntAttr("axis", 1)});
 }
 
@@ -604,7 +555,7 @@ TEST(GeneratorsTest, ConstantOfShapeAndRange) {
   ExpectError("ConstantOfShape", 9, {Ints({int64_t{1} << 40, 1 << 20})});
   ExpectError("ConstantOfShape", 9, {Ints({1})}, {TensorAttr("value", Iota({2}))});
 
-  ExpectTensor(Run1("Range", 11, {Floats({}, {1}), Floats({}, {5}), Floats({}, {2})}),
+  ExpectTensor(Run1("Range", 11, {FloatTensor({}, {1}), FloatTensor({}, {5}), FloatTensor({}, {2})}),
                DataType::kFloat, {2}, {1, 3});
   auto i32 = [](int32_t v) { return Tensor::FromVector<int32_t>(DataType::kInt32, {}, {v}); };
   ExpectTensor(Run1("Range", 11, {i32(10), i32(4), i32(-3)}), DataType::kInt32, {2}, {10, 7});
@@ -613,29 +564,29 @@ TEST(GeneratorsTest, ConstantOfShapeAndRange) {
       Run1("Range", 11, {Int64Scalar(INT64_MIN), Int64Scalar(INT64_MAX), Int64Scalar(INT64_MAX)}),
       DataType::kInt64, {3}, {double(INT64_MIN), -1, double(INT64_MAX - 1)});
   ExpectError("Range", 11, {i32(0), i32(4), i32(0)});
-  ExpectError("Range", 11, {Floats({}, {0}), Floats({}, {1e30f}), Floats({}, {1})});
+  ExpectError("Range", 11, {FloatTensor({}, {0}), FloatTensor({}, {1e30f}), FloatTensor({}, {1})});
   ExpectError("Range", 11, {i32(0), Int64Scalar(4), i32(1)});
 }
 
 TEST(GeneratorsTest, NonZeroAndOneHot) {
-  ExpectTensor(Run1("NonZero", 13, {Floats({2, 2}, {1, 0, -0.0f, 3})}), DataType::kInt64, {2, 2},
+  ExpectTensor(Run1("NonZero", 13, {FloatTensor({2, 2}, {1, 0, -0.0f, 3})}), DataType::kInt64, {2, 2},
                {0, 1, 0, 1});
-  ExpectTensor(Run1("NonZero", 13, {Floats({}, {3})}), DataType::kInt64, {1, 1}, {0});
+  ExpectTensor(Run1("NonZero", 13, {FloatTensor({}, {3})}), DataType::kInt64, {1, 1}, {0});
   ExpectTensor(Run1("NonZero", 13, {Iota({0, 3})}), DataType::kInt64, {2, 0}, {});
   Tensor half(DataType::kFloat16, {3});
   half.data<uint16_t>()[1] = 0x8000;  // -0
   half.data<uint16_t>()[2] = 0x0001;  // the smallest subnormal
   ExpectTensor(Run1("NonZero", 13, {half}), DataType::kInt64, {1, 1}, {2});
 
-  Tensor values = Floats({2}, {0, 1});
+  Tensor values = FloatTensor({2}, {0, 1});
   ExpectTensor(Run1("OneHot", 11, {Ints({3}, {0, -1, 5}), Int64Scalar(3), values}),
                DataType::kFloat, {3, 3}, {1, 0, 0, 0, 0, 1, 0, 0, 0});
-  ExpectTensor(Run1("OneHot", 11, {Floats({2}, {1.7f, 0}), Floats({}, {2}), Ints({-5, 5})},
+  ExpectTensor(Run1("OneHot", 11, {FloatTensor({2}, {1.7f, 0}), FloatTensor({}, {2}), Ints({-5, 5})},
                     {IntAttr("axis", 0)}),
                DataType::kInt64, {2, 2}, {-5, 5, 5, -5});
   ExpectError("OneHot", 11, {Ints({1}), Int64Scalar(-2), values});
   ExpectError("OneHot", 11, {Ints({1}), Int64Scalar(2), values}, {IntAttr("axis", 2)});
-  ExpectError("OneHot", 11, {Ints({1}), Int64Scalar(2), Floats({3}, {0, 1, 2})});
+  ExpectError("OneHot", 11, {Ints({1}), Int64Scalar(2), FloatTensor({3}, {0, 1, 2})});
 }
 
 TEST(GeneratorsTest, TriluAndEyeLike) {
@@ -714,7 +665,7 @@ TEST(GeneratorsTest, ReverseSequence) {
 }
 
 TEST(GeneratorsTest, Unique) {
-  Tensor x = Floats({6}, {2, 1, 1, 3, 4, 3});
+  Tensor x = FloatTensor({6}, {2, 1, 1, 3, 4, 3});
   auto out = RunOp("Unique", 11, {x}, {IntAttr("sorted", 0)}, 4);
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DataType::kFloat, {4}, {2, 1, 3, 4});
@@ -728,14 +679,14 @@ TEST(GeneratorsTest, Unique) {
   ExpectTensor((*out)[2], DataType::kInt64, {6}, {1, 0, 0, 2, 3, 2});
   ExpectTensor((*out)[3], DataType::kInt64, {4}, {2, 1, 2, 1});
   // Unique rows of [[1, 0, 0], [1, 0, 0], [2, 3, 4]].
-  out = RunOp("Unique", 11, {Floats({3, 3}, {1, 0, 0, 1, 0, 0, 2, 3, 4})}, {IntAttr("axis", 0)}, 4);
+  out = RunOp("Unique", 11, {FloatTensor({3, 3}, {1, 0, 0, 1, 0, 0, 2, 3, 4})}, {IntAttr("axis", 0)}, 4);
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DataType::kFloat, {2, 3}, {1, 0, 0, 2, 3, 4});
   ExpectTensor((*out)[1], DataType::kInt64, {2}, {0, 2});
   ExpectTensor((*out)[2], DataType::kInt64, {3}, {0, 0, 1});
   ExpectTensor((*out)[3], DataType::kInt64, {2}, {2, 1});
   // Unique columns, compared lexicographically down the column.
-  out = RunOp("Unique", 11, {Floats({2, 3}, {2, 1, 2, 0, 5, 0})}, {IntAttr("axis", -1)}, 1);
+  out = RunOp("Unique", 11, {FloatTensor({2, 3}, {2, 1, 2, 0, 5, 0})}, {IntAttr("axis", -1)}, 1);
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DataType::kFloat, {2, 2}, {1, 2, 5, 0});
   out = RunOp("Unique", 11, {Tensor({3}, {"b", "a", "b"})}, {}, 1);
