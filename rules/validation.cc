@@ -403,20 +403,14 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
 
 absl::Status ReferenceValidator::RunWholeGraph(const std::vector<Node*>& nodes,
                                                absl::flat_hash_map<const Value*, Tensor>& out) {
-  exec::SessionOptions options;
-  options.capture = true;
-  options.random_seed = kValidationSeed;
-  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model_, options);
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<Tensor>> outputs =
-      (*session)->Run(AdaptInputs(model_.graph(), inputs_));
-  if (!outputs.ok()) return outputs.status();
-  const exec::TensorMap& captured = (*session)->captured();
+  absl::StatusOr<exec::TensorMap> captured =
+      CaptureActivations(model_, inputs_, exec::Precision::kFp32);
+  if (!captured.ok()) return captured.status();
   for (Node* n : nodes) {
     for (const Value* o : n->outputs()) {
       if (o == nullptr) continue;
-      auto it = captured.find(o->name());
-      if (it == captured.end()) {
+      auto it = captured->find(o->name());
+      if (it == captured->end()) {
         return absl::InternalError(absl::StrCat("'", o->name(), "' was not computed"));
       }
       out[o] = it->second;
