@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "converter/command.h"
+#include "converter/save_progress.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
 #include "onnx/checker.h"
@@ -24,7 +25,7 @@ namespace {
 struct ConvertOptions {
   std::string input;
   std::string output;
-  bool external_data = false;
+  bool external_data = false;  // with external_option: --external-data or --no-external-data
   std::string external_location;
   bool in_place = false;
   std::string target = "generic";
@@ -41,6 +42,7 @@ struct ConvertOptions {
   CLI::Option* keep_io_option = nullptr;
   CLI::Option* broadcast_option = nullptr;
   CLI::Option* lower_option = nullptr;
+  CLI::Option* external_option = nullptr;
 };
 
 int Fail(const std::string& message) {
@@ -85,6 +87,9 @@ int RunConvert(const ConvertOptions& o) {
     return Fail(o.output + ": output is the input model; pass --in-place to overwrite it");
   }
   if (fs::is_directory(o.output)) return Fail(o.output + ": is a folder, not a file name");
+  if (o.external_option->count() > 0 && !o.external_data && !o.external_location.empty()) {
+    return Fail("--external-data-name names a data file that --no-external-data refuses");
+  }
 
   rules::PipelineOptions p;
   p.input_path = o.input;
@@ -148,8 +153,14 @@ int RunConvert(const ConvertOptions& o) {
     return kExitMismatch;
   }
   SaveOptions save;
-  if (o.external_data) save.external_data = ExternalDataMode::kAlways;
+  if (o.external_option->count() > 0) {
+    save.external_data = o.external_data ? ExternalDataMode::kAlways : ExternalDataMode::kNever;
+  } else if (!o.external_location.empty()) {
+    save.external_data = ExternalDataMode::kAlways;
+  }
   save.external_location = o.external_location;
+  SaveProgress progress(stderr, "writing " + o.output);
+  save.progress = [&progress](uint64_t done, uint64_t total) { progress.Update(done, total); };
   if (auto s = SaveModel(**model, o.output, save); !s.ok()) {
     return Fail(std::string(s.message()));
   }
@@ -191,10 +202,13 @@ Command AddConvertCommand(CLI::App& app) {
                   "Reference input for validation: NAME=FILE.pb (repeatable; default: random "
                   "inputs from a fixed seed)");
   sub->add_flag("--verbose", o->verbose, "Print what each pass did on stderr");
-  sub->add_flag("--external-data", o->external_data,
-                "Write weights to a data file beside the model (automatic over 2 GB)");
+  o->external_option = sub->add_flag(
+      "--external-data,!--no-external-data", o->external_data,
+      "Write weights to a data file beside the model, or (--no-external-data) all inline. "
+      "Default: as the input model has them, and a data file over 2 GB");
   sub->add_option("--external-data-name", o->external_location,
-                  "File name of the external data (default: OUTPUT_NAME.data)");
+                  "File name of the external data, in the output's folder (default: "
+                  "OUTPUT_NAME.data); implies --external-data");
   sub->add_flag("--in-place", o->in_place, "Allow the output to overwrite the input");
   return {sub, [o] { return RunConvert(*o); }};
 }

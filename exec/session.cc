@@ -50,6 +50,8 @@ struct Plan {
   // Float elements of the largest float16 constant: the size of the first scratch buffer its
   // kernels' float copies go to, so that one buffer serves every weight.
   int64_t largest_float16_constant = 0;
+  // Whether steps keep kernel state across runs (SessionOptions::kernel_state_budget).
+  bool keep_kernel_state = true;
   // Only while compiling.
   absl::flat_hash_map<const Value*, int> slot_of;
   int compiling_step = -1;
@@ -74,16 +76,30 @@ Tensor RoundedCopy(const Tensor& t, ThreadPool* pool) {
 
 std::string QuotedName(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
 
+// Bytes of the graph's weights, subgraphs included.
+size_t WeightBytes(const Graph& g) {
+  size_t total = 0;
+  for (const Value* v : g.initializers()) total += v->tensor().nbytes();
+  for (const Node* n : g.nodes()) {
+    for (const Subgraph& s : n->subgraphs()) total += WeightBytes(*s.graph);
+  }
+  return total;
+}
+
 // ---- compiling ----
 
 class Compiler {
  public:
   Compiler(const Model& model, const SessionOptions& options, ThreadPool* pool)
-      : model_(model), options_(options), pool_(pool) {}
+      : model_(model),
+        options_(options),
+        pool_(pool),
+        keep_kernel_state_(WeightBytes(model.graph()) <= options.kernel_state_budget) {}
 
   absl::Status Compile(const Graph& graph, Plan* parent, Plan& plan) {
     plan.graph = &graph;
     plan.parent = parent;
+    plan.keep_kernel_state = keep_kernel_state_;
     for (const Value* v : graph.inputs()) {
       if (plan.slot_of.contains(v)) return absl::InvalidArgumentError(
           absl::StrCat("graph input ", QuotedName(v), " is listed twice"));
@@ -325,6 +341,7 @@ class Compiler {
   const Model& model_;
   const SessionOptions& options_;
   ThreadPool* pool_;
+  const bool keep_kernel_state_;
 };
 
 // ---- running ----
@@ -428,7 +445,8 @@ class Runner {
   absl::Status RunTensorStep(const Plan& plan, const Step& step,
                              std::vector<RuntimeValue>& frame) {
     const Node& node = *step.node;
-    KernelContext ctx{node, step.opset, {}, {}, pool_, &step.state, {}, random_seed_};
+    KernelContext ctx{node, step.opset, {}, {}, pool_,
+                      plan.keep_kernel_state ? &step.state : nullptr, {}, random_seed_};
     ctx.inputs.resize(step.inputs.size(), nullptr);
     bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -536,7 +554,7 @@ class Runner {
       best = &scratch_.back();
     }
     Tensor out(DataType::kFloat, half.dims(), *best);
-    HalvesToFloats(half.data<uint16_t>(), out.data<float>(), half.numel());
+    Float16TensorToFloats(half, out.data<float>());  // a lazy weight stays unmade
     return out;
   }
 

@@ -24,11 +24,16 @@ class Model {
   // Folder of the model file (external data locations are relative to it).
   const std::string& base_dir() const { return base_dir_; }
   void set_base_dir(std::string d) { base_dir_ = std::move(d); }
+  // Whether the file it was loaded from kept weights in external data: saving keeps them
+  // external (ExternalDataMode::kAuto).
+  bool loaded_with_external_data() const { return loaded_with_external_data_; }
+  void set_loaded_with_external_data(bool b) { loaded_with_external_data_ = b; }
 
  private:
   onnx::ModelProto extras_;
   std::unique_ptr<Graph> graph_;
   std::string base_dir_;
+  bool loaded_with_external_data_ = false;
 };
 
 }  // namespace ovfix

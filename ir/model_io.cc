@@ -162,6 +162,9 @@ class ModelIO {
     size_t threshold = 1024;
     bool copy_weights = false;  // ModelToProto: never lend
     absl::Status status;
+    std::vector<std::byte> piece;  // WritePieces' buffer
+    std::function<void(uint64_t, uint64_t)> progress;
+    uint64_t bytes_written = 0, bytes_total = 0;
 
     ~Writer() { GiveBack(); }
     void GiveBack() {
@@ -171,7 +174,8 @@ class ModelIO {
 
     void WriteTensor(Value* v, onnx::TensorProto* tp) {
       const Tensor& t = v->tensor();
-      const bool unchanged = v->source_proto_ && t.raw() == v->source_bytes_ &&
+      const bool pending = t.buffer() != nullptr && t.buffer()->is_pending();
+      const bool unchanged = v->source_proto_ && !pending && t.raw() == v->source_bytes_ &&
                              static_cast<int32_t>(t.type()) == v->source_proto_->data_type() &&
                              std::equal(t.dims().begin(), t.dims().end(),
                                         v->source_proto_->dims().begin(),
@@ -203,9 +207,20 @@ class ModelIO {
         return;  // kept in its typed fields as read
       }
       std::string* owned = t.buffer() ? t.buffer()->owned_string() : nullptr;
-      if (owned != nullptr && !copy_weights && owned->size() == t.nbytes()) {
+      // A short string keeps its bytes inside the std::string object: a swap would move them
+      // away from where this tensor (and any tensor sharing its buffer) points.
+      const bool bytes_inside = owned != nullptr &&
+                                reinterpret_cast<const char*>(owned->data()) >=
+                                    reinterpret_cast<const char*>(owned) &&
+                                reinterpret_cast<const char*>(owned->data()) <
+                                    reinterpret_cast<const char*>(owned + 1);
+      if (owned != nullptr && !bytes_inside && !copy_weights && owned->size() == t.nbytes()) {
         tp->mutable_raw_data()->swap(*owned);
         lent.emplace_back(tp->mutable_raw_data(), owned);
+      } else if (pending) {
+        // Made straight into the message: the tensor stays unmade.
+        tp->mutable_raw_data()->resize(t.nbytes());
+        t.buffer()->Read(0, t.nbytes(), reinterpret_cast<std::byte*>(tp->mutable_raw_data()->data()));
       } else {
         tp->set_raw_data(static_cast<const char*>(t.raw()), t.nbytes());
       }
@@ -222,8 +237,13 @@ class ModelIO {
       const uint64_t offset = (data_offset + 63) / 64 * 64;
       static const char zeros[64] = {};
       if (offset > data_offset) WriteAll(zeros, offset - data_offset);
-      WriteAll(t.raw(), t.nbytes());
+      if (t.buffer() != nullptr && t.buffer()->is_pending()) {
+        WritePieces(*t.buffer());
+      } else {
+        WriteAll(t.raw(), t.nbytes());
+      }
       data_offset = offset + t.nbytes();
+      if (progress) progress(bytes_written += t.nbytes(), bytes_total);
       tp->set_data_location(onnx::TensorProto::EXTERNAL);
       auto add = [&](const char* key, std::string value) {
         auto* e = tp->add_external_data();
@@ -233,6 +253,17 @@ class ModelIO {
       add("location", data_location);
       add("offset", std::to_string(offset));
       add("length", std::to_string(t.nbytes()));
+    }
+
+    // A lazy tensor made and written a piece at a time: only one piece is ever in memory.
+    void WritePieces(const Buffer& b) {
+      constexpr size_t kPiece = 4 << 20;
+      if (piece.empty()) piece.resize(kPiece);
+      for (size_t done = 0; done < b.size() && status.ok(); done += kPiece) {
+        const size_t n = std::min(kPiece, b.size() - done);
+        b.Read(done, n, piece.data());
+        WriteAll(piece.data(), n);
+      }
     }
 
     void WriteAll(const void* data, size_t n) {
@@ -292,11 +323,14 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
 }
 
-int64_t TotalWeightBytes(const Graph& g) {
+// Bytes of the weights of at least `at_least` bytes each, subgraphs included.
+int64_t WeightBytes(const Graph& g, size_t at_least = 0) {
   int64_t total = 0;
-  for (const Value* v : g.initializers()) total += v->tensor().nbytes();
+  for (const Value* v : g.initializers()) {
+    if (v->tensor().nbytes() >= at_least) total += v->tensor().nbytes();
+  }
   for (Node* n : g.nodes()) {
-    for (const auto& s : n->subgraphs()) total += TotalWeightBytes(*s.graph);
+    for (const auto& s : n->subgraphs()) total += WeightBytes(*s.graph, at_least);
   }
   return total;
 }
@@ -318,6 +352,7 @@ absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
   if (auto s = ModelIO::BuildGraph(graph, model->graph(), files); !s.ok()) {
     return Prefixed(source, s);
   }
+  model->set_loaded_with_external_data(files.used());
   model->extras() = std::move(proto);
   return model;
 }
@@ -380,12 +415,20 @@ onnx::GraphProto GraphToProto(const Graph& graph) {
 absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options) {
   namespace fs = std::filesystem;
   constexpr int64_t kProtobufLimit = (int64_t{1} << 31) - (int64_t{64} << 20);
+  const int64_t weight_bytes = WeightBytes(model.graph());
   const bool external =
       options.external_data == ExternalDataMode::kAlways ||
       (options.external_data == ExternalDataMode::kAuto &&
-       TotalWeightBytes(model.graph()) > kProtobufLimit);
+       (model.loaded_with_external_data() || weight_bytes > kProtobufLimit));
+  if (!external && weight_bytes > kProtobufLimit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", weight_bytes >> 20, " MB of weights do not fit in one protobuf file "
+        "(2 GB at most); they need external data"));
+  }
   ModelIO::Writer writer;
   writer.threshold = options.external_threshold;
+  writer.progress = options.progress;
+  writer.bytes_total = static_cast<uint64_t>(WeightBytes(model.graph(), options.external_threshold));
   auto write_model = [&]() -> absl::Status {
     onnx::ModelProto proto = model.extras();
     writer.WriteGraph(model.graph(), proto.mutable_graph());

@@ -3,6 +3,7 @@
 // external data is memory-mapped, and saving hands the same bytes back to the writer.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -13,16 +14,23 @@
 namespace ovfix {
 
 enum class ExternalDataMode {
-  kAuto,    // external data only when the weights would push the file past protobuf's 2 GB
+  // External data when the model was loaded with external data, or when the weights would
+  // push the file past protobuf's 2 GB; inline otherwise.
+  kAuto,
   kAlways,  // tensors of at least `external_threshold` bytes go to the data file
-  kNever,
+  kNever,   // all inline (refused past 2 GB of weights)
 };
 
 struct SaveOptions {
   ExternalDataMode external_data = ExternalDataMode::kAuto;
   // File name (in the model's folder) for external data; default "<model file name>.data".
+  // One file holds every external tensor, each at a 64-byte aligned offset, in the order of
+  // the initializers.
   std::string external_location;
   size_t external_threshold = 1024;
+  // Called after each tensor written to the external data file: bytes written so far and
+  // the bytes of all tensors that go there.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // Loads a model file. Errors name the file and the problem in one line.
@@ -32,7 +40,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path);
 absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
                                                       const std::string& base_dir,
                                                       const std::string& source);
-// Writes the model atomically (temporary file + rename), external data likewise.
+// Writes the model atomically (temporary file + rename), external data likewise. Lazy
+// tensors (ConvertTensorLazily) are made and written piece by piece, and stay unmade.
 absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options = {});
 // A ModelProto copy of the model (weights copied; for checker, printer, shape inference).
 onnx::ModelProto ModelToProto(const Model& model);

@@ -1,5 +1,6 @@
 #include "ir/tensor.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -43,8 +44,43 @@ std::shared_ptr<Buffer> Buffer::View(std::shared_ptr<const MappedFile> file, siz
   return b;
 }
 
+std::shared_ptr<Buffer> Buffer::Lazy(size_t size, Producer produce) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->size_ = size;
+  b->lazy_ = std::make_unique<LazyState>();
+  b->lazy_->produce = std::move(produce);
+  return b;
+}
+
 Buffer::~Buffer() {
   if (aligned_alloc_) std::free(data_);
+}
+
+void Buffer::Materialize() const {
+  // Kernels may reach a constant from several threads at once.
+  std::call_once(lazy_->made, [this] {
+    if (size_ > 0) {
+      const size_t rounded = (size_ + 63) / 64 * 64;
+      data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+      if (data_ == nullptr) throw std::bad_alloc();
+      aligned_alloc_ = true;
+      lazy_->produce(0, size_, data_);
+    }
+    lazy_->ready.store(true, std::memory_order_release);
+  });
+}
+
+bool Buffer::is_pending() const {
+  return lazy_ != nullptr && !lazy_->ready.load(std::memory_order_acquire);
+}
+
+void Buffer::Read(size_t offset, size_t length, std::byte* out) const {
+  assert(offset + length <= size_);
+  if (is_pending()) {
+    lazy_->produce(offset, length, out);
+  } else if (length > 0) {
+    std::memcpy(out, data_ + offset, length);
+  }
 }
 
 int64_t Tensor::NumElements(const std::vector<int64_t>& dims) {
@@ -150,6 +186,53 @@ Tensor ConvertTensor(const Tensor& t, DataType to) {
     }
   }
   return out;
+}
+
+Tensor ConvertTensorLazily(const Tensor& t, DataType to, size_t min_lazy_bytes) {
+  const bool to_half = t.type() == DataType::kFloat && to == DataType::kFloat16;
+  const bool to_float = t.type() == DataType::kFloat16 && to == DataType::kFloat;
+  const size_t out_bytes = static_cast<size_t>(t.numel()) * ElementSize(to);
+  if ((!to_half && !to_float) || out_bytes < min_lazy_bytes) return ConvertTensor(t, to);
+  const size_t in_size = ElementSize(t.type()), out_size = ElementSize(to);
+  // Holds `t` (and so its mapping) until the lazy tensor goes.
+  Buffer::Producer produce = [t, to_half, in_size, out_size](size_t offset, size_t length,
+                                                             std::byte* out) {
+    const size_t first = offset / out_size;
+    const size_t n = length / out_size;
+    const std::byte* in = nullptr;
+    std::vector<std::byte> unmade;  // `t` itself lazy: only this piece of it is made
+    if (t.buffer()->is_pending()) {
+      unmade.resize(n * in_size);
+      t.buffer()->Read(first * in_size, n * in_size, unmade.data());
+      in = unmade.data();
+    } else {
+      in = static_cast<const std::byte*>(t.raw()) + first * in_size;
+    }
+    if (to_half) {
+      FloatsToHalves(reinterpret_cast<const float*>(in), reinterpret_cast<uint16_t*>(out),
+                     static_cast<int64_t>(n));
+    } else {
+      HalvesToFloats(reinterpret_cast<const uint16_t*>(in), reinterpret_cast<float*>(out),
+                     static_cast<int64_t>(n));
+    }
+  };
+  return Tensor(to, t.dims(), Buffer::Lazy(out_bytes, std::move(produce)));
+}
+
+void Float16TensorToFloats(const Tensor& half, float* out) {
+  const int64_t n = half.numel();
+  if (half.buffer() == nullptr || !half.buffer()->is_pending()) {
+    HalvesToFloats(half.data<uint16_t>(), out, n);
+    return;
+  }
+  constexpr int64_t kPiece = 16 << 10;  // elements: the halves stay in L1/L2
+  uint16_t piece[kPiece];
+  for (int64_t i = 0; i < n; i += kPiece) {
+    const int64_t count = std::min(kPiece, n - i);
+    half.buffer()->Read(static_cast<size_t>(i) * 2, static_cast<size_t>(count) * 2,
+                        reinterpret_cast<std::byte*>(piece));
+    HalvesToFloats(piece, out + i, count);
+  }
 }
 
 }  // namespace ovfix

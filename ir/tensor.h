@@ -1,12 +1,16 @@
 // Tensor: an element type, dims, and bytes. The bytes live in a shared Buffer that either
 // owns them (an aligned allocation, or a std::string moved out of a parsed protobuf so the
-// weights are never copied) or views a memory-mapped external-data file.
+// weights are never copied), views a memory-mapped external-data file, or makes them on
+// demand (a lazy buffer: converted weights that the saver streams to disk piece by piece).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,26 +31,52 @@ class Buffer {
   // A view of [offset, offset + size) of a mapped file; the file stays mapped while viewed.
   static std::shared_ptr<Buffer> View(std::shared_ptr<const MappedFile> file, size_t offset,
                                       size_t size);
+  // Writes bytes [offset, offset + length) of a lazy buffer to `out`; both fall on element
+  // boundaries of the tensor the buffer holds.
+  using Producer = std::function<void(size_t offset, size_t length, std::byte* out)>;
+  // Bytes made by `produce` when they are first needed. Read() hands out pieces without
+  // keeping them (a saver streams a tensor to disk through a small buffer); data() makes all
+  // of them once and keeps them, for readers that need the whole tensor in memory.
+  static std::shared_ptr<Buffer> Lazy(size_t size, Producer produce);
 
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  std::byte* data() { return data_; }
-  const std::byte* data() const { return data_; }
+  std::byte* data() {
+    if (lazy_ != nullptr) [[unlikely]] Materialize();
+    return data_;
+  }
+  const std::byte* data() const {
+    if (lazy_ != nullptr) [[unlikely]] Materialize();
+    return data_;
+  }
   size_t size() const { return size_; }
   bool is_file_view() const { return file_ != nullptr; }
+  // Whether the bytes are still to be made (data() has not been called on a lazy buffer).
+  bool is_pending() const;
+  // Copies bytes [offset, offset + length) to `out` (on element boundaries); a pending lazy
+  // buffer produces them without keeping them.
+  void Read(size_t offset, size_t length, std::byte* out) const;
   // The owned string when the buffer was made FromString (for handing the bytes back to a
   // protobuf message while saving), else nullptr.
   std::string* owned_string() { return string_.get(); }
 
  private:
+  struct LazyState {
+    Producer produce;
+    std::once_flag made;
+    std::atomic<bool> ready = false;  // set once `made` has made the bytes
+  };
   Buffer() = default;
-  std::byte* data_ = nullptr;
+  void Materialize() const;
+
+  mutable std::byte* data_ = nullptr;
   size_t size_ = 0;
-  bool aligned_alloc_ = false;
+  mutable bool aligned_alloc_ = false;
   std::unique_ptr<std::string> string_;
   std::shared_ptr<const MappedFile> file_;
+  std::unique_ptr<LazyState> lazy_;
 };
 
 class Tensor {
@@ -117,5 +147,13 @@ std::string DescribeTensor(const Tensor& t);
 // float <-> float16 take the fast bulk path of ir/float16.h; other numeric pairs convert
 // through double.
 Tensor ConvertTensor(const Tensor& t, DataType to);
+// ConvertTensor for weights on their way to the output file: a float <-> float16 conversion
+// of at least `min_lazy_bytes` comes back as a lazy tensor that reads `t` (a mapped weight
+// stays mapped) and converts piece by piece when saved, so converted weights are never all
+// in memory at once. Bytes are those of ConvertTensor.
+Tensor ConvertTensorLazily(const Tensor& t, DataType to, size_t min_lazy_bytes = 1 << 20);
+// A float copy of a float16 tensor in `out` (numel floats). A pending lazy tensor is read
+// piece by piece, so it stays unmade.
+void Float16TensorToFloats(const Tensor& half, float* out);
 
 }  // namespace ovfix

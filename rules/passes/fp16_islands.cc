@@ -88,7 +88,7 @@ class Converter {
     for (Value* v : float_values_) {
       if (v->is_initializer() && !v->is_graph_input()) {
         if (type_after_[v] == DataType::kFloat16) {
-          r_.SetInitializer(v, ConvertTensor(v->tensor(), DataType::kFloat16));
+          r_.SetInitializer(v, ConvertTensorLazily(v->tensor(), DataType::kFloat16));
           ++weights_;
         }
       } else if (type_after_[v] == DataType::kFloat16) {
@@ -216,7 +216,7 @@ class Converter {
       const std::string suffix = need == DataType::kFloat16 ? "_fp16" : "_fp32";
       if (v->is_initializer() && !v->is_graph_input()) {
         converted =
-            r_.CreateInitializer(g_, v->name() + suffix, ConvertTensor(v->tensor(), need));
+            r_.CreateInitializer(g_, v->name() + suffix, ConvertTensorLazily(v->tensor(), need));
         if (need == DataType::kFloat16) ++weights_;
       } else {
         Node* cast =

@@ -1,11 +1,13 @@
 // Load then save must give back an equal model: same nodes, attributes, weight bytes,
 // inputs/outputs, opset imports, metadata, doc strings, value_info, functions.
+#include <cstring>
 #include <filesystem>
 
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "tests/ir/test_util.h"
+#include "tests/support/transformer_model.h"
 
 namespace ovfix {
 namespace {
@@ -63,12 +65,93 @@ TEST(RoundTrip, ExternalDataWrittenAndReadBack) {
   auto reloaded = LoadModel(out);
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
   const std::string inline_out = (dir / "inline.onnx").string();
-  ASSERT_TRUE(SaveModel(**reloaded, inline_out).ok());
+  SaveOptions inline_options;
+  inline_options.external_data = ExternalDataMode::kNever;
+  ASSERT_TRUE(SaveModel(**reloaded, inline_out, inline_options).ok());
   onnx::ModelProto original, saved;
   ASSERT_TRUE(testing::ReadProto(path, original));
   ASSERT_TRUE(testing::ReadProto(inline_out, saved));
   std::string diff;
   EXPECT_TRUE(Equivalent(original, saved, &diff)) << diff.substr(0, 2000);
+  std::filesystem::remove_all(dir);
+}
+
+// By default a model keeps the form it came in: external data stays external (in one file
+// named after the output, or as asked), a small inline model stays inline.
+TEST(RoundTrip, ExternalDataStaysExternalAndInlineStaysInline) {
+  const auto dir = testing::TempDir("keeps_form");
+  const std::string external = (dir / "external.onnx").string();
+  ASSERT_TRUE(testing::WriteTransformerModel(external, {.blocks = 2, .width = 64}).ok());
+  auto model = LoadModel(external);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string out = (dir / "out.onnx").string();
+  ASSERT_TRUE(SaveModel(**model, out).ok());
+  EXPECT_TRUE(std::filesystem::exists(out + ".data"));
+  SaveOptions renamed;
+  renamed.external_location = "weights.bin";
+  const std::string out2 = (dir / "out2.onnx").string();
+  ASSERT_TRUE(SaveModel(**model, out2, renamed).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir / "weights.bin"));
+  EXPECT_FALSE(std::filesystem::exists(out2 + ".data"));
+  for (const std::string& path : {out, out2}) {
+    onnx::ModelProto saved;
+    ASSERT_TRUE(testing::ReadProto(path, saved));
+    int external_tensors = 0;
+    for (const auto& t : saved.graph().initializer()) {
+      external_tensors += t.data_location() == onnx::TensorProto::EXTERNAL ? 1 : 0;
+    }
+    // w1 and w2 of both blocks; gamma and beta (256 bytes) stay under the 1024-byte threshold.
+    EXPECT_EQ(external_tensors, 2 * 2);
+    auto reloaded = LoadModel(path);
+    ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+    for (const Value* v : (*model)->graph().initializers()) {
+      const Value* r = (*reloaded)->graph().FindValue(v->name());
+      ASSERT_NE(r, nullptr) << v->name();
+      ASSERT_EQ(r->tensor().nbytes(), v->tensor().nbytes());
+      EXPECT_EQ(std::memcmp(r->tensor().raw(), v->tensor().raw(), v->tensor().nbytes()), 0)
+          << v->name();
+    }
+  }
+
+  const std::string small = testing::SharedDir() + "/models/resnet18/model.onnx";
+  if (!std::filesystem::exists(small)) return;
+  auto inline_model = LoadModel(small);
+  ASSERT_TRUE(inline_model.ok()) << inline_model.status();
+  const std::string inline_out = (dir / "inline.onnx").string();
+  ASSERT_TRUE(SaveModel(**inline_model, inline_out).ok());
+  EXPECT_FALSE(std::filesystem::exists(inline_out + ".data"));
+  std::filesystem::remove_all(dir);
+}
+
+// Weights read from raw_data are lent back to the saved message; a few-byte string holds its
+// bytes inside itself, so lending it must not move them from under a second tensor that
+// shares the buffer (a rank-raised copy of a scalar epsilon did: its low byte came out 0).
+TEST(RoundTrip, TensorsSharingAShortRawDataBufferSaveTheirBytes) {
+  onnx::ModelProto proto;
+  proto.set_ir_version(8);
+  proto.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = proto.mutable_graph();
+  onnx::TensorProto* eps = g->add_initializer();
+  eps->set_name("eps");
+  eps->set_data_type(onnx::TensorProto::FLOAT);
+  const float value = 1e-5f;
+  eps->set_raw_data(&value, sizeof(value));
+  auto* y = g->add_output();
+  y->set_name("eps");
+  auto model = ModelFromProto(std::move(proto), "", "test");
+  ASSERT_TRUE(model.ok()) << model.status();
+  Graph& graph = (*model)->graph();
+  graph.AddInitializer("eps_rank3", graph.FindValue("eps")->tensor().Reshaped({1, 1, 1}));
+  const auto dir = testing::TempDir("short_raw_data");
+  const std::string out = (dir / "m.onnx").string();
+  ASSERT_TRUE(SaveModel(**model, out).ok());
+  auto reloaded = LoadModel(out);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  for (const char* name : {"eps", "eps_rank3"}) {
+    const Value* v = (*reloaded)->graph().FindValue(name);
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_EQ(v->tensor().data<float>()[0], value) << name;
+  }
   std::filesystem::remove_all(dir);
 }
 
