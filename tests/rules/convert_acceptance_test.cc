@@ -10,16 +10,17 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "converter/pipeline.h"
+#include "converter/validation.h"
+#include "exec/compare.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
-#include "rules/pipeline.h"
-#include "rules/validation.h"
 #include "tests/cli/cli_util.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -389,4 +390,4 @@ TEST(ConvertBinary, ExitCodes) {
 }
 
 }  // namespace
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter
