@@ -165,7 +165,7 @@ void ExpectFp16Fixes(const std::string& name, const std::string& output) {
     if (c.original->graph().outputs()[i]->name() != output) continue;
     EXPECT_FALSE(AllFinite(half[i])) << output << ": a plain fp16 run should overflow";
     ASSERT_TRUE(AllFinite(converted[i])) << output;
-    EXPECT_LE(RelativeError(converted[i], reference[i]), 1e-2) << output;
+    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), 1e-2) << output;
     return;
   }
   ADD_FAILURE() << "no output " << output;
@@ -189,7 +189,7 @@ void ExpectFp16Close(const std::string& name) {
   const std::vector<Tensor> converted = RunModel(*c.model, inputs);
   ASSERT_EQ(reference.size(), converted.size());
   for (size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_LE(RelativeError(converted[i], reference[i]), 1e-2) << name << " output " << i;
+    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), 1e-2) << name << " output " << i;
   }
   EXPECT_EQ(c.model->graph().inputs()[0]->elem_type(), DataType::kFloat16);
   ExpectWideningChangesNoBit(*c.model, inputs, converted);
@@ -211,7 +211,7 @@ void ExpectOutputsEqual(const Converted& c, const std::string& name, double tole
   const std::vector<Tensor> converted = RunModel(*c.model, inputs);
   ASSERT_EQ(reference.size(), converted.size());
   for (size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_LE(RelativeError(converted[i], reference[i]), tolerance) << name << " output " << i;
+    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), tolerance) << name << " output " << i;
   }
 }
 
