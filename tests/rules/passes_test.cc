@@ -33,6 +33,7 @@ using converter::CheckModel;
 using converter::CpuNodeEvaluator;
 using converter::LoadTarget;
 using converter::MakeReferenceInputs;
+using converter::OutputComparison;
 using converter::ParseTarget;
 using converter::ReferenceValidator;
 using converter::Target;
