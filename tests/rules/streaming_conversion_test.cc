@@ -9,11 +9,11 @@
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/model_io.h"
-#include "rules/pipeline.h"
+#include "converter/pipeline.h"
 #include "tests/support/child_memory.h"
 #include "tests/support/transformer_model.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -122,4 +122,4 @@ TEST_F(StreamingConversion, WeightsEqualAnInMemoryConversionBitForBit) {
 }
 
 }  // namespace
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter
