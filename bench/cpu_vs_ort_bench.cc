@@ -9,6 +9,7 @@
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]
 //       [--unet-size 512] [--models resnet18,unet,...]
+//   build/bench/ovfix_bench_cpu_vs_ort --write-models DIR   (the generated models, for profiling)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,6 +37,7 @@ namespace {
 struct Options {
   int threads = 2, repeat = 10, rounds = 3;
   int64_t unet_size = 512;
+  std::string write_models;  // only write the generated models (and inputs) there
   std::vector<std::string> models = {"resnet18", "mobilenet_v3_small", "deep_residual",
                                      "silero_vad", "unet", "vit_encoder", "convnext",
                                      "mobilenet_v3_det"};
@@ -107,6 +109,10 @@ double RelativeDifference(const std::vector<Tensor>& ours, const fs::path& peer_
 }
 
 int Run(const Options& o) {
+  if (!o.write_models.empty()) {
+    for (const std::string& name : o.models) MakeCase(name, o, o.write_models);
+    return 0;
+  }
   const std::string modules = OrtModules();
   if (modules.empty()) return 0;
   const fs::path scratch =
@@ -198,6 +204,7 @@ int main(int argc, char** argv) {
     else if (flag == "--repeat") o.repeat = std::max(1, std::atoi(value.c_str()));
     else if (flag == "--rounds") o.rounds = std::max(1, std::atoi(value.c_str()));
     else if (flag == "--unet-size") o.unet_size = std::atoll(value.c_str());
+    else if (flag == "--write-models") o.write_models = value;
     else if (flag == "--models") o.models = absl::StrSplit(value, ',');
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
