@@ -17,6 +17,7 @@ void Rewriter::Begin(std::string_view rule, const std::vector<Node*>& matched) {
   current_ = RewriteRecord{};
   current_.rule = std::string(rule);
   for (Node* n : matched) current_.matched.push_back(n->Describe());
+  if (observer_ != nullptr) observer_->OnBegin(*this);
 }
 
 Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector<Value*>& inputs,
@@ -197,6 +198,7 @@ bool NeedsSort(const Graph& g) {
 
 RewriteRecord& Rewriter::Commit() {
   assert(open_);
+  if (observer_ != nullptr) observer_->OnCommitting(*this);
   for (Node* n : created_) current_.created.push_back(n->Describe());
   Graph& g = graph();
   current_.removed += g.RemoveDeadCode();
@@ -214,6 +216,7 @@ RewriteRecord& Rewriter::Commit() {
   replaced_outputs_.clear();
   open_ = false;
   records_.push_back(std::move(current_));
+  if (observer_ != nullptr) observer_->OnCommitted(*this);
   return records_.back();
 }
 
@@ -233,6 +236,7 @@ void Rewriter::Rollback(std::string reason) {
   current_.removed = 0;
   current_.note = std::move(reason);
   records_.push_back(std::move(current_));
+  if (observer_ != nullptr) observer_->OnRolledBack(*this);
 }
 
 }  // namespace ovfix::rules

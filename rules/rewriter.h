@@ -33,6 +33,21 @@ struct RewriteRecord {
   std::string note;                       // why it was rolled back, or a pass's remark
 };
 
+class Rewriter;
+
+// Sees every transaction end; validation observes the rewriter this way (it keeps
+// activations in step with the graph).
+class RewriteObserver {
+ public:
+  virtual ~RewriteObserver() = default;
+  virtual void OnBegin(const Rewriter& rewriter) {}
+  // Before a commit makes the changes final: the transaction's created and modified nodes
+  // are still listed.
+  virtual void OnCommitting(const Rewriter& rewriter) {}
+  virtual void OnCommitted(const Rewriter& rewriter) {}
+  virtual void OnRolledBack(const Rewriter& rewriter) {}
+};
+
 class Rewriter {
  public:
   explicit Rewriter(Model& model) : model_(model) {}
@@ -42,6 +57,10 @@ class Rewriter {
 
   Model& model() { return model_; }
   Graph& graph() { return model_.graph(); }
+
+  // `observer` (not owned) sees the transactions from now on; null stops it.
+  void set_observer(RewriteObserver* observer) { observer_ = observer; }
+  RewriteObserver* observer() const { return observer_; }
 
   // Opens a transaction. Edits outside a transaction are not allowed.
   void Begin(std::string_view rule, const std::vector<Node*>& matched = {});
@@ -91,6 +110,7 @@ class Rewriter {
   void MarkUsersModified(const Value* v);
 
   Model& model_;
+  RewriteObserver* observer_ = nullptr;
   bool open_ = false;
   RewriteRecord current_;
   std::vector<std::function<void()>> undo_;

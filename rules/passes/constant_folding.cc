@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "rules/light_proto.h"
-#include "rules/passes/node_eval.h"
+#include "rules/passes/graph_edit.h"
 
 namespace ovfix::rules {
 namespace {
@@ -65,7 +65,8 @@ std::optional<Tensor> ShapeConstant(const Node& n, int opset) {
 }
 
 // The folded outputs of `n`, or nullopt when it does not fold.
-std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64_t limit) {
+std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64_t limit,
+                                        NodeEvaluator* evaluator) {
   if (NeverFolded(n)) return std::nullopt;
   for (const Value* o : n.outputs()) {
     if (o != nullptr && o->is_graph_output()) return std::nullopt;  // outputs stay computed
@@ -73,8 +74,9 @@ std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64
   if (std::optional<Tensor> t = ShapeConstant(n, static_cast<int>(model.OpsetVersion("")))) {
     return std::vector<Tensor>{*t};
   }
+  if (evaluator == nullptr) return std::nullopt;
   if (!std::all_of(n.inputs().begin(), n.inputs().end(), IsConstant)) return std::nullopt;
-  absl::StatusOr<std::vector<Tensor>> outputs = EvaluateNode(model, n);
+  absl::StatusOr<std::vector<Tensor>> outputs = evaluator->Evaluate(model, n);
   if (!outputs.ok()) return std::nullopt;
   for (size_t i = 0; i < outputs->size(); ++i) {
     if (n.output(i) == nullptr) continue;
@@ -101,7 +103,7 @@ absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
         if (n->order() <= resume_after) continue;
         resume_after = n->order();
         std::optional<std::vector<Tensor>> outputs =
-            Fold(ctx.model, *n, ctx.options.fold_size_limit);
+            Fold(ctx.model, *n, ctx.options.fold_size_limit, ctx.evaluator);
         if (!outputs) continue;
         ctx.rewriter.Begin(name(), {n});
         std::vector<std::pair<Value*, std::string>> constants;

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "rules/passes/node_eval.h"
+#include "rules/passes/graph_edit.h"
 
 namespace ovfix::rules {
 

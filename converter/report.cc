@@ -1,4 +1,4 @@
-#include "rules/report.h"
+#include "converter/report.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "converter/json_writer.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
+
+using rules::IslandNode;
+using rules::RewriteRecord;
 namespace {
 
 void WriteRewrite(cli::JsonWriter& w, const RewriteRecord& r) {
@@ -144,4 +147,4 @@ void ProgressBar::Finish() {
   drawn_ = false;
 }
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter
