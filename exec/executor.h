@@ -43,10 +43,10 @@ struct SessionOptions {
   // cpu: random ops without a seed attribute draw from this seed (mixed with the node's
   // output name) instead of fresh entropy, so that two sessions agree (validation); 0: off.
   uint64_t random_seed = 0;
-  // cpu: kernels keep what they derive from constant weights (packed Conv weights) across
+  // cpu: kernels keep what they derive from constant weights (packed MatMul/Conv weights) across
   // runs only while the model's weights total at most this many bytes; a larger model has
   // them derived on each run, so its weights are never held a second time in memory.
-  size_t kernel_state_budget = size_t{1} << 30;
+  size_t kernel_state_budget = size_t{256} << 20;
 };
 
 using TensorMap = std::map<std::string, Tensor>;

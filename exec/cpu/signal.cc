@@ -66,14 +66,18 @@ void StoreAsType(const std::vector<double>& values, Tensor& out) {
   }
 }
 
-absl::Status Window(KernelContext& ctx, const CosineSum& c) {
-  if (!ctx.has_input(0)) return ctx.Error("expects the input size");
-  const Tensor& size_tensor = ctx.input(0);
-  if ((size_tensor.type() != DataType::kInt32 && size_tensor.type() != DataType::kInt64) ||
-      size_tensor.numel() != 1) {
-    return ctx.Error("size must be an int32 or int64 scalar, got ", DescribeTensor(size_tensor));
+// An int32 or int64 scalar input.
+absl::StatusOr<int64_t> IntScalar(const KernelContext& ctx, size_t i, const char* name) {
+  if (!ctx.has_input(i)) return ctx.Error("expects the input ", name);
+  const Tensor& t = ctx.input(i);
+  if ((t.type() != DataType::kInt32 && t.type() != DataType::kInt64) || t.numel() != 1) {
+    return ctx.Error(name, " must be an int32 or int64 scalar, got ", DescribeTensor(t));
   }
-  const int64_t size = size_tensor.GetAsInt64(0);
+  return t.GetAsInt64(0);
+}
+
+// The output_datatype attribute (default float): a floating-point or integer type.
+absl::StatusOr<DataType> OutputDatatype(const KernelContext& ctx) {
   const int64_t type_code = ctx.node.GetInt("output_datatype", 1);
   if (!IsKnownDataType(static_cast<int32_t>(type_code))) {
     return ctx.Error("unknown output_datatype ", type_code);
@@ -82,6 +86,15 @@ absl::Status Window(KernelContext& ctx, const CosineSum& c) {
   if (!IsFloatingPoint(type) && !IsInteger(type)) {
     return ctx.Error("unsupported output_datatype ", std::string(DataTypeName(type)));
   }
+  return type;
+}
+
+absl::Status Window(KernelContext& ctx, const CosineSum& c) {
+  absl::StatusOr<int64_t> size_or = IntScalar(ctx, 0, "size");
+  if (!size_or.ok()) return size_or.status();
+  const int64_t size = *size_or;
+  absl::StatusOr<DataType> type = OutputDatatype(ctx);
+  if (!type.ok()) return type.status();
   // Doubles are computed first: the size must be allocatable as double.
   if (size < 0 || !data_movement::IsAllocatable({size}, DataType::kDouble)) {
     return ctx.Error("size ", size, " out of range");
@@ -95,18 +108,8 @@ absl::Status Window(KernelContext& ctx, const CosineSum& c) {
     const double angle = step * static_cast<double>(n);
     values[n] = c.a0 - c.a1 * std::cos(angle) + c.a2 * std::cos(2 * angle);
   }
-  StoreAsType(values, ctx.Output(0, type, {size}));
+  StoreAsType(values, ctx.Output(0, *type, {size}));
   return absl::OkStatus();
-}
-
-// An int32 or int64 scalar input.
-absl::StatusOr<int64_t> IntScalar(const KernelContext& ctx, size_t i, const char* name) {
-  if (!ctx.has_input(i)) return ctx.Error("expects the input ", name);
-  const Tensor& t = ctx.input(i);
-  if ((t.type() != DataType::kInt32 && t.type() != DataType::kInt64) || t.numel() != 1) {
-    return ctx.Error(name, " must be an int32 or int64 scalar, got ", DescribeTensor(t));
-  }
-  return t.GetAsInt64(0);
 }
 
 absl::Status MelWeightMatrix(KernelContext& ctx) {
@@ -125,14 +128,8 @@ absl::Status MelWeightMatrix(KernelContext& ctx) {
       !data_movement::IsAllocatable({bins, *bands}, DataType::kDouble)) {
     return ctx.Error("num_mel_bins, dft_length and sample_rate must be positive and not huge");
   }
-  const int64_t type_code = ctx.node.GetInt("output_datatype", 1);
-  if (!IsKnownDataType(static_cast<int32_t>(type_code))) {
-    return ctx.Error("unknown output_datatype ", type_code);
-  }
-  const DataType type = static_cast<DataType>(type_code);
-  if (!IsFloatingPoint(type) && !IsInteger(type)) {
-    return ctx.Error("unsupported output_datatype ", std::string(DataTypeName(type)));
-  }
+  absl::StatusOr<DataType> type = OutputDatatype(ctx);
+  if (!type.ok()) return type.status();
   auto mel = [](double hertz) { return 2595.0 * std::log10(1.0 + hertz / 700.0); };
   const double low = mel(ctx.input(3).GetAsDouble(0));
   const double high = mel(ctx.input(4).GetAsDouble(0));
@@ -160,7 +157,7 @@ absl::Status MelWeightMatrix(KernelContext& ctx) {
       values[j * *bands + band] = static_cast<double>(right - j) / (right - center);
     }
   }
-  StoreAsType(values, ctx.Output(0, type, {bins, *bands}));
+  StoreAsType(values, ctx.Output(0, *type, {bins, *bands}));
   return absl::OkStatus();
 }
 
