@@ -138,7 +138,7 @@ class ModelIO {
       }
       *v->mutable_type() = vi.type();
       v->doc_string_ = vi.doc_string();
-      g.value_info_.push_back(v);
+      g.AddValueInfo(v);
     }
     gp.clear_node();
     gp.clear_initializer();

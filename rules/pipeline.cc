@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -11,6 +12,7 @@
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
 #include "rules/rule_set.h"
+#include "rules/shape_facts.h"
 #include "rules/target.h"
 #include "rules/validation.h"
 
@@ -88,6 +90,58 @@ absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const Pipeline
   return steps;
 }
 
+// Whether every input's dims are known once the options apply: then the reference run's
+// dims are those of every run, and observed dims are facts (not only ranks).
+bool InputsFixed(const Model& model, const ConvertOptions& o) {
+  for (const Value* v : model.graph().inputs()) {
+    if (v->is_initializer() || o.input_shapes.contains(v->name())) continue;
+    std::optional<std::vector<Dim>> dims = v->shape();
+    if (!dims) return false;
+    for (size_t i = 0; i < dims->size(); ++i) {
+      if (!(*dims)[i].known() && !(i == 0 && o.batch > 0)) return false;
+    }
+  }
+  return true;
+}
+
+// Shape facts from the reference run where inference left gaps (main graph values: bodies
+// are run by their holders and their values are not captured). Returns how many.
+int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
+                  ShapeFacts& facts) {
+  int observed = 0;
+  for (Node* n : model.graph().nodes()) {
+    for (Value* v : n->outputs()) {
+      if (v == nullptr || !v->is_tensor()) continue;
+      std::optional<std::vector<int64_t>> known = v->static_shape();
+      if (known) continue;
+      absl::StatusOr<Tensor> t = validator.Activation(v);
+      if (!t.ok()) continue;
+      observed += facts.Observe(*v, t->dims(), dims_fixed) ? 1 : 0;
+    }
+  }
+  return observed;
+}
+
+// Values whose dims stay unknown because they depend on data: outputs of NonZero, Unique,
+// NonMaxSuppression, and of Loops (trip counts and scan outputs), and what is computed from
+// them. Named so a user knows what stayed dynamic and why, instead of a failure.
+std::vector<std::string> DataDependentValues(Model& model) {
+  static const absl::flat_hash_set<std::string> kDataShaped = {
+      "NonZero", "Unique", "NonMaxSuppression", "Loop", "Compress", "TopK"};
+  std::vector<std::string> out;
+  for (Graph* g : model.graph().GraphsRecursive()) {
+    for (Node* n : g->nodes()) {
+      if (!kDataShaped.contains(n->op_type())) continue;
+      for (Value* v : n->outputs()) {
+        if (v != nullptr && !v->static_shape()) {
+          out.push_back(absl::StrCat(v->name(), " (", n->op_type(), ")"));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status CheckModel(const Model& model) {
@@ -124,6 +178,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   size_t types_inferred_at = 0;  // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
+  ShapeFacts shape_facts;
   if (convert.validate) {
     absl::StatusOr<exec::TensorMap> inputs = MakeReferenceInputs(model, convert);
     if (!inputs.ok()) return absl::InvalidArgumentError(inputs.status().message());
@@ -137,11 +192,16 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     validator = *std::move(v);
     report.validated = true;
     phase("reference run");
-  } else {
+    report.observed_shape_facts = ObserveShapes(model, *validator, InputsFixed(model, convert),
+                                                shape_facts);
+    if (report.observed_shape_facts > 0) (void)InferShapesLight(model);
+  }
+  if (!convert.validate) {
     report.validation_note = "--no-validate";
   }
 
   Rewriter rewriter(model);
+  rewriter.set_shape_facts(&shape_facts);
   ProgressBar progress(options.progress ? stderr : nullptr);
   bool precision_changed = false;
   for (size_t i = 0; i < steps->size(); ++i) {
@@ -195,6 +255,8 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
         s.message()));
   }
   phase("shape inference and onnx checker");
+  ListKnownShapesInValueInfo(model.graph());
+  report.dynamic_values = DataDependentValues(model);
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

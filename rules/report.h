@@ -31,6 +31,10 @@ struct ConversionReport {
   std::optional<EndToEndResult> end_to_end;
   double end_to_end_tolerance = 0;
   bool outputs_match = true;
+  // Values whose shapes depend on data (NonZero, a Loop's trip count...): neither inference
+  // nor a run can fix them, so they stay dynamic in the written model.
+  std::vector<std::string> dynamic_values;
+  int observed_shape_facts = 0;  // values whose rank or dims came from the reference run
   double seconds = 0;
 };
 

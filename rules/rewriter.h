@@ -3,6 +3,12 @@
 // what users rely on: graph inputs and outputs keep their names, dead nodes and initializers
 // are removed at commit, and the graph stays topologically sorted.
 //
+// Edits may be made in any graph of the model: the main graph or an If/Loop/Scan body, at any
+// depth. A body's nodes may read values of enclosing graphs (their use lists record those
+// reads), new values get names unique across the whole model, and a commit removes what
+// became dead and re-sorts only where the transaction touched, so a commit costs what the
+// rewrite changed, not the size of the graph.
+//
 // Use: Begin("rule_name", matched_nodes); ...edits...; then Commit() or Rollback().
 #pragma once
 
@@ -16,6 +22,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "ir/model.h"
+#include "rules/shape_facts.h"
 
 namespace ovfix::rules {
 
@@ -31,6 +38,9 @@ struct RewriteRecord {
   double max_error = -1;                  // measured by validation; -1 when not validated
   bool rolled_back = false;
   std::string note;                       // why it was rolled back, or a pass's remark
+  // Values the matched nodes read or wrote whose shapes only the reference run showed
+  // (rules/shape_facts.h): the rewrite relied on observed shapes.
+  std::vector<std::string> observed_shapes;
 };
 
 class Rewriter {
@@ -41,6 +51,9 @@ class Rewriter {
   Rewriter& operator=(const Rewriter&) = delete;
 
   Model& model() { return model_; }
+  // Shape facts a run observed; each record then names the observed values its match used.
+  void set_shape_facts(const ShapeFacts* facts) { facts_ = facts; }
+  const ShapeFacts* shape_facts() const { return facts_; }
   Graph& graph() { return model_.graph(); }
 
   // Opens a transaction. Edits outside a transaction are not allowed.
@@ -63,6 +76,10 @@ class Rewriter {
   void ReplaceAllUsesWith(Value* from, Value* to);
   // Takes a node out (kept until commit for rollback and validation).
   void EraseNode(Node* node);
+  // Asks the commit to remove `v` (an initializer, or a node's output), and what only it
+  // reads, when nothing reads it by then. A commit looks only where the rewrite changed
+  // something; this points it at what was already unread.
+  void ConsiderDead(Value* v) { lost_use_.push_back(v); }
 
   // ---- transaction end ----
   // Keeps the changes: removes nodes and initializers that became dead, re-sorts the graph
@@ -70,6 +87,13 @@ class Rewriter {
   RewriteRecord& Commit();
   // Undoes every change since Begin, in reverse order, and records the rollback.
   void Rollback(std::string reason);
+
+  // The nodes the last commit removed (erased by the rewrite or left dead by it). They are
+  // destroyed: the pointers only identify them (e.g. to drop them from a worklist).
+  const std::vector<const Node*>& last_removed() const { return last_removed_; }
+  // The nodes the last commit created or changed that are still there: where a rule may
+  // now match that did not before.
+  const std::vector<Node*>& last_touched() const { return last_touched_; }
 
   // During a transaction: the nodes erased (detached) and created so far.
   const std::vector<Node*>& erased_nodes() const { return erased_view_; }
@@ -89,8 +113,13 @@ class Rewriter {
   void Record(std::function<void()> undo) { undo_.push_back(std::move(undo)); }
   void MarkModified(Node* node);
   void MarkUsersModified(const Value* v);
+  // Commit's cleanup: removes nodes and initializers left dead by the transaction, starting
+  // from the values that lost a use, and re-sorts the graphs where an edit broke the order.
+  void RemoveDead();
+  void SortWhereNeeded();
 
   Model& model_;
+  const ShapeFacts* facts_ = nullptr;
   bool open_ = false;
   RewriteRecord current_;
   std::vector<std::function<void()>> undo_;
@@ -100,6 +129,10 @@ class Rewriter {
   std::vector<Node*> modified_;
   absl::flat_hash_set<const Node*> modified_set_;  // created_ and modified_, for dedupe
   std::vector<std::pair<size_t, Value*>> replaced_outputs_;
+  std::vector<Value*> lost_use_;  // values that lost a use (may have become dead)
+  std::vector<Value*> created_values_;
+  std::vector<const Node*> last_removed_;
+  std::vector<Node*> last_touched_;
   std::vector<RewriteRecord> records_;
 };
 
