@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exec/cpu/misc_kernels.h"
+#include "exec/cpu/resize_bilinear.h"
 #include "exec/kernel.h"
 #include "ir/data_type.h"
 
@@ -532,6 +533,50 @@ absl::StatusOr<Geometry> ResizeGeometry(const KernelContext& ctx, Form form) {
   return g;
 }
 
+// Float linear resizes of the last two axes (the outer ones kept) take onnxruntime's float
+// arithmetic (resize_bilinear.h says why); false when the node is not of that kind.
+bool TryBilinearFloat(const ResizeAttributes& a, const Geometry& g, const Tensor& x, Tensor& y,
+                      ThreadPool* pool) {
+  const size_t rank = x.rank();
+  if (a.mode != Mode::kLinear || x.type() != DataType::kFloat || (rank != 2 && rank != 4)) {
+    return false;
+  }
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (g.out_dims[i] != x.dim(i) || g.scales[i] != 1.0) return false;
+  }
+  BilinearCoordinates coordinates;
+  switch (a.coordinate_mode) {
+    case CoordinateMode::kHalfPixel:
+      coordinates = BilinearCoordinates::kHalfPixel;
+      break;
+    case CoordinateMode::kPytorchHalfPixel:
+      coordinates = BilinearCoordinates::kPytorchHalfPixel;
+      break;
+    case CoordinateMode::kAsymmetric:
+      coordinates = BilinearCoordinates::kAsymmetric;
+      break;
+    case CoordinateMode::kAlignCorners:  // the same only when the output width is whole
+      if (g.out_widths[rank - 1] != static_cast<double>(g.out_dims[rank - 1]) ||
+          g.out_widths[rank - 2] != static_cast<double>(g.out_dims[rank - 2])) {
+        return false;
+      }
+      coordinates = BilinearCoordinates::kAlignCorners;
+      break;
+    default:
+      return false;
+  }
+  BilinearShape s;
+  s.planes = rank == 4 ? x.dim(0) * x.dim(1) : 1;
+  s.in_height = x.dim(rank - 2);
+  s.in_width = x.dim(rank - 1);
+  s.out_height = g.out_dims[rank - 2];
+  s.out_width = g.out_dims[rank - 1];
+  s.height_scale = static_cast<float>(g.scales[rank - 2]);
+  s.width_scale = static_cast<float>(g.scales[rank - 1]);
+  ResizeBilinearFloat(x.data<float>(), y.data<float>(), s, coordinates, pool);
+  return true;
+}
+
 absl::Status RunResize(KernelContext& ctx, Form form) {
   if (!ctx.has_input(0)) return ctx.Error("missing input X");
   const Tensor& x = ctx.input(0);
@@ -588,6 +633,7 @@ absl::Status RunResize(KernelContext& ctx, Form form) {
     }
     return absl::OkStatus();
   }
+  if (!any_outside && TryBilinearFloat(a, g, x, y, ctx.pool)) return absl::OkStatus();
   const bool supported = VisitArithmeticType(x.type(), [&](auto zero) {
     using T = decltype(zero);
     std::vector<double> values(x.numel());
