@@ -54,10 +54,6 @@ void CollectOuterReads(const Graph& g, const Graph& boundary,
 }  // namespace
 
 Graph::~Graph() {
-  // A body going away (its node erased) gives its names back to the model.
-  if (parent_ != nullptr) {
-    for (const auto& v : values_) Unregister(v->name_);
-  }
   // Our nodes may read values of enclosing graphs (which outlive us): drop those uses. Nodes
   // go before our values, since nested subgraphs hold uses of them.
   for (auto& n : nodes_) {
@@ -76,11 +72,6 @@ std::vector<Node*> Graph::NodeList() const {
   return out;
 }
 
-Node* Graph::NextNode(const Node* n) const {
-  auto it = std::next(n->position_);
-  return it == nodes_.end() ? nullptr : it->get();
-}
-
 Value* Graph::FindValue(std::string_view name) const {
   auto it = by_name_.find(absl::string_view(name.data(), name.size()));
   return it == by_name_.end() ? nullptr : it->second;
@@ -93,57 +84,18 @@ Value* Graph::LookupValue(std::string_view name) const {
   return nullptr;
 }
 
-std::vector<Graph*> Graph::GraphsRecursive() {
-  std::vector<Graph*> out{this};
-  for (size_t i = 0; i < out.size(); ++i) {
-    for (const auto& n : out[i]->nodes_) {
-      for (auto& s : n->subgraphs_) out.push_back(s.graph.get());
-    }
-  }
-  return out;
-}
-
-void Graph::Register(const std::string& name) { ++root()->model_names_[name]; }
-
-void Graph::Unregister(const std::string& name) {
-  auto& names = root()->model_names_;
-  auto it = names.find(name);
-  if (it != names.end() && --it->second <= 0) names.erase(it);
-}
-
-bool Graph::NameTaken(std::string_view name) {
-  return root()->model_names_.contains(absl::string_view(name.data(), name.size()));
-}
-
 Value* Graph::NewValue(std::string name) {
   values_.push_back(std::unique_ptr<Value>(new Value(this, name)));
   Value* v = values_.back().get();
-  v->slot_ = values_.size() - 1;
-  Register(name);
   by_name_.emplace(std::move(name), v);
   return v;
 }
 
-void Graph::Forget(Value* v) {
-  if (v->in_value_info_) std::erase(value_info_, v);
-  by_name_.erase(v->name());
-  Unregister(v->name());
-  // Swap with the last value: removal stays constant-time on graphs of any size.
-  const size_t slot = v->slot_;
-  if (slot + 1 != values_.size()) {
-    values_[slot] = std::move(values_.back());
-    values_[slot]->slot_ = slot;
-  }
-  values_.pop_back();
-}
-
 std::string Graph::UniqueName(std::string_view base) {
-  if (!base.empty() && !NameTaken(base)) return std::string(base);
-  Graph* r = root();
+  if (LookupValue(base) == nullptr && !base.empty()) return std::string(base);
   for (;;) {
-    std::string candidate =
-        absl::StrCat(base.empty() ? "v" : std::string(base), "_", ++r->name_counter_);
-    if (!NameTaken(candidate)) return candidate;
+    std::string candidate = absl::StrCat(base.empty() ? "v" : std::string(base), "_", ++name_counter_);
+    if (LookupValue(candidate) == nullptr) return candidate;
   }
 }
 
@@ -151,9 +103,7 @@ Value* Graph::CreateValue(std::string_view name) { return NewValue(UniqueName(na
 
 void Graph::RenameValue(Value* v, std::string_view name) {
   by_name_.erase(v->name_);
-  Unregister(v->name_);
   v->name_ = std::string(name);
-  Register(v->name_);
   by_name_.emplace(v->name_, v);
 }
 
@@ -192,9 +142,9 @@ Value* Graph::AddInitializer(std::string_view name, Tensor t) {
 }
 
 void Graph::AddValueInfo(Value* v) {
-  if (v->in_value_info_) return;
-  v->in_value_info_ = true;
-  value_info_.push_back(v);
+  if (std::find(value_info_.begin(), value_info_.end(), v) == value_info_.end()) {
+    value_info_.push_back(v);
+  }
 }
 
 Node* Graph::AddNodeWithOutputs(std::string_view op_type, const std::vector<Value*>& inputs,
@@ -217,11 +167,6 @@ Node* Graph::AddNodeWithOutputs(std::string_view op_type, const std::vector<Valu
   }
   auto pos = before != nullptr ? before->position_ : nodes_.end();
   n->position_ = nodes_.insert(pos, std::move(node));
-  PlaceOrder(n);
-  return n;
-}
-
-void Graph::PlaceOrder(Node* n) {
   // Order: midway between neighbours, renumbering when the gap is used up.
   const int64_t prev = n->position_ == nodes_.begin() ? 0 : (*std::prev(n->position_))->order_;
   const int64_t next =
@@ -231,6 +176,7 @@ void Graph::PlaceOrder(Node* n) {
   } else {
     Renumber();
   }
+  return n;
 }
 
 Node* Graph::AddNode(std::string_view op_type, const std::vector<Value*>& inputs,
@@ -256,7 +202,11 @@ void Graph::EraseNode(Node* node) {
   for (Value* v : node->outputs_) {
     if (v == nullptr) continue;
     v->producer_ = nullptr;
-    if (!v->has_uses() && !v->is_graph_output()) Forget(v);
+    if (!v->has_uses() && !v->is_graph_output()) {
+      std::erase(value_info_, v);
+      by_name_.erase(v->name());
+      std::erase_if(values_, [&](const std::unique_ptr<Value>& p) { return p.get() == v; });
+    }
   }
   nodes_.erase(node->position_);
 }
@@ -286,11 +236,15 @@ Node* Graph::ReattachNode(std::unique_ptr<Node> node, Node* before) {
       n->outputs_[i]->producer_output_ = static_cast<int>(i);
     }
   }
-  PlaceOrder(n);
+  Renumber();
   return n;
 }
 
-void Graph::DeleteValue(Value* v) { Forget(v); }
+void Graph::DeleteValue(Value* v) {
+  std::erase(value_info_, v);
+  by_name_.erase(v->name());
+  std::erase_if(values_, [&](const std::unique_ptr<Value>& p) { return p.get() == v; });
+}
 
 void Graph::RemoveInitializer(Value* v) {
   std::erase(initializers_, v);
@@ -299,14 +253,20 @@ void Graph::RemoveInitializer(Value* v) {
 }
 
 int Graph::DeleteDanglingValues() {
-  std::vector<Value*> dangling;
+  // One pass over the values (and one over value_info), however many go: callers batch
+  // their removals into this.
+  absl::flat_hash_set<const Value*> dangling;
   for (const auto& v : values_) {
     if (v->producer_ == nullptr && v->uses_.empty() && !v->graph_input_ &&
         v->graph_output_count_ == 0 && !v->initializer_) {
-      dangling.push_back(v.get());
+      dangling.insert(v.get());
+      by_name_.erase(v->name());
     }
   }
-  for (Value* v : dangling) DeleteValue(v);
+  if (dangling.empty()) return 0;
+  std::erase_if(value_info_, [&](Value* v) { return dangling.contains(v); });
+  std::erase_if(values_,
+                [&](const std::unique_ptr<Value>& v) { return dangling.contains(v.get()); });
   return static_cast<int>(dangling.size());
 }
 
@@ -335,7 +295,9 @@ int Graph::RemoveDeadCode() {
     if (v->has_uses() || v->is_graph_output() || v->is_graph_input()) {
       kept.push_back(v);
     } else {
-      Forget(v);
+      std::erase(value_info_, v);
+      by_name_.erase(v->name());
+      std::erase_if(values_, [&](const std::unique_ptr<Value>& p) { return p.get() == v; });
     }
   }
   initializers_ = std::move(kept);
@@ -446,21 +408,6 @@ size_t Graph::CountNodesRecursive() const {
     for (const auto& s : node->subgraphs_) n += s.graph->CountNodesRecursive();
   }
   return n;
-}
-
-absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>& fn) {
-  std::vector<Graph*> pending{&root};
-  while (!pending.empty()) {
-    Graph* g = pending.back();
-    pending.pop_back();
-    if (absl::Status s = fn(*g); !s.ok()) return s;
-    std::vector<Graph*> bodies;
-    for (Node* n : g->nodes()) {
-      for (Subgraph& s : n->subgraphs()) bodies.push_back(s.graph.get());
-    }
-    pending.insert(pending.end(), bodies.rbegin(), bodies.rend());
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace ovfix

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -32,11 +31,6 @@ class Graph {
   void set_name(std::string n) { name_ = std::move(n); }
   Graph* parent() const { return parent_; }
   Node* owner_node() const { return owner_node_; }
-  // The model's main graph (this graph when it has no parent).
-  Graph* root() { return parent_ == nullptr ? this : parent_->root(); }
-  // This graph and every If/Loop/Scan body inside it, recursively: each graph before the
-  // bodies of its nodes, bodies in node order.
-  std::vector<Graph*> GraphsRecursive();
   // GraphProto fields the IR does not model (doc_string, sparse initializers, quantization
   // annotations): kept as read and written back.
   onnx::GraphProto& extras() { return extras_; }
@@ -62,8 +56,6 @@ class Graph {
   NodeRange nodes() const { return {nodes_.begin(), nodes_.end()}; }
   std::vector<Node*> NodeList() const;
   size_t num_nodes() const { return nodes_.size(); }
-  // The node after `n` in this graph's order, or nullptr when `n` is last.
-  Node* NextNode(const Node* n) const;
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& outputs() const { return outputs_; }
@@ -74,11 +66,7 @@ class Graph {
   // Values of this scope by name; Lookup also searches the enclosing graphs.
   Value* FindValue(std::string_view name) const;
   Value* LookupValue(std::string_view name) const;
-  // Whether any graph of the model (main graph or any body) has a value of this name.
-  bool NameTaken(std::string_view name);
-  // A new value named `name`, or a fresh unique name built from it when taken. Names made
-  // here are unique across the whole model, bodies included, so a value added to one body
-  // never shadows or collides with a value of another graph.
+  // A new value named `name`, or a fresh unique name built from it when taken.
   Value* CreateValue(std::string_view name);
   std::string UniqueName(std::string_view base);
   void RenameValue(Value* v, std::string_view name);  // name must be free
@@ -126,12 +114,7 @@ class Graph {
  private:
   friend class ModelIO;
   void Renumber();
-  void PlaceOrder(Node* n);  // an order between its neighbours' for a node just inserted
   Value* NewValue(std::string name);
-  // Keeps the root's count of names in use across all graphs of the model.
-  void Register(const std::string& name);
-  void Unregister(const std::string& name);
-  void Forget(Value* v);  // drops a value of this graph: name, value_info, storage
 
   std::string name_;
   Graph* parent_;
@@ -142,14 +125,6 @@ class Graph {
   absl::flat_hash_map<std::string, Value*> by_name_;
   std::vector<Value*> inputs_, outputs_, initializers_, value_info_;
   int64_t name_counter_ = 0;
-  // Root only: how many values of each name the model's graphs hold (names repeat only
-  // across sibling bodies of files that reuse them).
-  absl::flat_hash_map<std::string, int> model_names_;
 };
-
-// Calls `fn` on `root` and then on every If/Loop/Scan body inside it, recursively: a graph's
-// bodies are taken once `fn` has run on it, so `fn` may remove nodes (and their bodies) of
-// the graph it is given. Stops at the first error.
-absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>& fn);
 
 }  // namespace ovfix

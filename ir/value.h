@@ -84,8 +84,6 @@ class Value {
   const void* source_bytes_ = nullptr;
   bool graph_input_ = false;
   int graph_output_count_ = 0;
-  size_t slot_ = 0;  // position in the owning graph's value storage (constant-time removal)
-  bool in_value_info_ = false;  // listed in the owning graph's value_info
 };
 
 // "float[N,3,224,224]"; "?" for unknown dims, "float[?]" ... "float" for unknown rank.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
@@ -104,34 +105,59 @@ bool InputsFixed(const Model& model, const ConvertOptions& o) {
   return true;
 }
 
+// Ops whose output dims depend on the data, not only on the input shapes: a run's dims for
+// them (and for what is computed from them) are one run's, never facts. An If's branch is
+// picked by data, so its outputs count too.
+bool DataShaped(const Node& n) {
+  static const absl::flat_hash_set<std::string> kOps = {
+      "NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop", "Scan", "If"};
+  return kOps.contains(n.op_type());
+}
+
+// Main-graph values whose dims depend on data: outputs of DataShaped ops whose dims
+// inference does not know, and everything computed from them.
+absl::flat_hash_set<const Value*> DataDependent(const Graph& g) {
+  absl::flat_hash_set<const Value*> out;
+  for (const Node* n : g.nodes()) {
+    bool dependent = false;
+    if (DataShaped(*n)) {
+      for (const Value* o : n->outputs()) dependent |= o != nullptr && !o->static_shape();
+    }
+    for (const Value* in : n->inputs()) dependent |= out.contains(in);
+    if (!dependent) continue;
+    for (const Value* o : n->outputs()) {
+      if (o != nullptr) out.insert(o);
+    }
+  }
+  return out;
+}
+
 // Shape facts from the reference run where inference left gaps (main graph values: bodies
 // are run by their holders and their values are not captured). Returns how many.
 int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
                   ShapeFacts& facts) {
-  int observed = 0;
+  const absl::flat_hash_set<const Value*> dependent = DataDependent(model.graph());
+  std::vector<Value*> observed;
   for (Node* n : model.graph().nodes()) {
     for (Value* v : n->outputs()) {
-      if (v == nullptr || !v->is_tensor()) continue;
-      std::optional<std::vector<int64_t>> known = v->static_shape();
-      if (known) continue;
+      if (v == nullptr || !v->is_tensor() || v->static_shape()) continue;
       absl::StatusOr<Tensor> t = validator.Activation(v);
       if (!t.ok()) continue;
-      observed += facts.Observe(*v, t->dims(), dims_fixed) ? 1 : 0;
+      const bool fixed = dims_fixed && !dependent.contains(v);
+      if (facts.Observe(*v, t->dims(), fixed) && !v->is_graph_output()) observed.push_back(v);
     }
   }
-  return observed;
+  ListInValueInfo(model.graph(), observed);
+  return static_cast<int>(observed.size());
 }
 
-// Values whose dims stay unknown because they depend on data: outputs of NonZero, Unique,
-// NonMaxSuppression, and of Loops (trip counts and scan outputs), and what is computed from
-// them. Named so a user knows what stayed dynamic and why, instead of a failure.
+// Values whose shapes stay unknown because they depend on data, in every graph: named in the
+// report so a user knows what stayed dynamic and why, instead of a failure.
 std::vector<std::string> DataDependentValues(Model& model) {
-  static const absl::flat_hash_set<std::string> kDataShaped = {
-      "NonZero", "Unique", "NonMaxSuppression", "Loop", "Compress", "TopK"};
   std::vector<std::string> out;
-  for (Graph* g : model.graph().GraphsRecursive()) {
+  for (Graph* g : GraphsRecursive(model.graph())) {
     for (Node* n : g->nodes()) {
-      if (!kDataShaped.contains(n->op_type())) continue;
+      if (!DataShaped(*n) || n->op_type() == "If") continue;
       for (Value* v : n->outputs()) {
         if (v != nullptr && !v->static_shape()) {
           out.push_back(absl::StrCat(v->name(), " (", n->op_type(), ")"));
@@ -229,6 +255,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     }
   }
   progress.Update(static_cast<int>(steps->size()), static_cast<int>(steps->size()), "checking");
+  rewriter.DeleteDanglingValues();
   report.rewrites = rewriter.records();
   phase("steps");
 

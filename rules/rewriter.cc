@@ -6,11 +6,62 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 
 namespace ovfix::rules {
 
 Rewriter::~Rewriter() {
   if (open_) Rollback("rewriter destroyed mid-rewrite");
+  DeleteDanglingValues();
+}
+
+void Rewriter::DeleteDanglingValues() {
+  for (auto& [g, count] : dangling_) {
+    if (count > 0) g->DeleteDanglingValues();
+  }
+  dangling_.clear();
+}
+
+const std::vector<Graph*>& Rewriter::Graphs() {
+  if (!graphs_known_) {
+    graphs_ = GraphsRecursive(model_.graph());
+    graphs_known_ = true;
+  }
+  return graphs_;
+}
+
+void Rewriter::ForgetBodiesOf(const Node& node) {
+  if (node.subgraphs().empty()) return;
+  graphs_known_ = false;
+  for (const Subgraph& s : node.subgraphs()) {
+    for (Graph* body : GraphsRecursive(*s.graph)) dangling_.erase(body);
+  }
+}
+
+bool Rewriter::NameTaken(std::string_view name) {
+  for (const Graph* g : Graphs()) {
+    if (g->FindValue(name) != nullptr) return true;
+  }
+  return false;
+}
+
+std::string Rewriter::UniqueName(std::string_view base) {
+  if (!base.empty() && !NameTaken(base)) return std::string(base);
+  for (;;) {
+    std::string candidate =
+        absl::StrCat(base.empty() ? "v" : std::string(base), "_", ++name_counter_);
+    if (!NameTaken(candidate)) return candidate;
+  }
+}
+
+void Rewriter::DeleteDangling(Graph& g, size_t count, bool now) {
+  size_t& waiting = dangling_[&g];
+  waiting += count;
+  if (waiting == 0) return;
+  if (now || g.num_nodes() < 4096 || waiting * 8 > g.num_nodes()) {
+    g.DeleteDanglingValues();
+    waiting = 0;
+  }
 }
 
 void Rewriter::Begin(std::string_view rule, const std::vector<Node*>& matched) {
@@ -38,7 +89,9 @@ Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector
                            std::string_view name, std::string_view domain) {
   assert(open_);
   current_.new_types = true;
-  Node* n = g.AddNode(op_type, inputs, output_names, name, domain, before);
+  std::vector<std::string> names;
+  for (const std::string& o : output_names) names.push_back(o.empty() ? o : UniqueName(o));
+  Node* n = g.AddNode(op_type, inputs, names, name, domain, before);
   created_.push_back(n);
   modified_set_.insert(n);  // a created node is never also listed as modified
   Record([this, &g, n] {
@@ -55,7 +108,7 @@ Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector
 Value* Rewriter::CreateInitializer(Graph& g, std::string_view name, Tensor t) {
   assert(open_);
   current_.new_types = true;
-  Value* v = g.AddInitializer(name, std::move(t));
+  Value* v = g.AddInitializer(UniqueName(name), std::move(t));
   created_values_.push_back(v);
   Record([&g, v] {
     g.RemoveInitializer(v);
@@ -149,7 +202,7 @@ void Rewriter::ReplaceAllUsesWith(Value* from, Value* to) {
   }
   const std::string output_name = from->name();
   const std::string carrier_name = carrier->name();
-  const std::string parked = g.UniqueName(output_name + "_replaced");
+  const std::string parked = UniqueName(output_name + "_replaced");
   g.RenameValue(from, parked);
   g.RenameValue(carrier, output_name);
   // The carrier takes over what the file declared for the output (type, doc string).
@@ -163,11 +216,12 @@ void Rewriter::ReplaceAllUsesWith(Value* from, Value* to) {
 void Rewriter::EraseNode(Node* node) {
   assert(open_);
   Graph& g = *node->owner();
-  Node* next = g.NextNode(node);
+  Node* next = NextNode(*node);
   for (Value* in : node->inputs()) {
     if (in != nullptr) lost_use_.push_back(in);
   }
   erased_view_.push_back(node);
+  if (!node->subgraphs().empty()) graphs_known_ = false;
   detached_.push_back(g.DetachNode(node));
   ++current_.removed;
   Record([this, &g, node, next] {
@@ -209,7 +263,7 @@ bool Inside(const Graph* g, const Graph* scope) {
 // Values outside `node`'s bodies that they read: erasing `node` takes those uses away.
 void OuterReads(const Node& node, std::vector<Value*>& out) {
   for (const Subgraph& s : node.subgraphs()) {
-    for (Graph* body : s.graph->GraphsRecursive()) {
+    for (Graph* body : GraphsRecursive(*s.graph)) {
       for (Node* n : body->nodes()) {
         for (Value* v : n->inputs()) {
           if (v != nullptr && !Inside(v->owner(), s.graph.get())) out.push_back(v);
@@ -246,6 +300,7 @@ void Rewriter::RemoveDead() {
   std::vector<Value*> work;
   for (const auto& node : detached_) {
     last_removed_.push_back(node.get());
+    ForgetBodiesOf(*node);
     for (Value* v : node->outputs()) {
       if (v != nullptr) work.push_back(v);
     }
@@ -258,34 +313,44 @@ void Rewriter::RemoveDead() {
       if (v != nullptr) work.push_back(v);
     }
   }
+  // Values left without producer and readers wait for a batched deletion (DeleteDangling):
+  // deleting them one by one costs a pass over the graph's values each.
+  absl::flat_hash_map<Graph*, size_t> dangling;
   absl::flat_hash_set<Value*> pending(work.begin(), work.end());
   while (!work.empty()) {
     Value* v = work.back();
     work.pop_back();
-    if (pending.erase(v) == 0) continue;  // done already, or deleted with its node
+    if (pending.erase(v) == 0) continue;  // done already, or gone with a removed body
     Graph& g = *v->owner();
     if (v->has_uses() || v->is_graph_output() || v->is_graph_input()) continue;
     Node* p = v->producer();
     if (p == nullptr) {
       if (v->is_initializer()) g.RemoveInitializer(v);
-      g.DeleteValue(v);
+      ++dangling[&g];
       continue;
     }
     if (!IsDeadNode(*p) || (!p->subgraphs().empty() && !edited.contains(&g))) continue;
     std::vector<Value*> freed(p->inputs().begin(), p->inputs().end());
     OuterReads(*p, freed);
-    for (Value* o : p->outputs()) pending.erase(o);
     if (!p->subgraphs().empty()) {
       absl::erase_if(pending, [&](Value* w) { return InBodyOf(w->owner(), p); });
       std::erase_if(work, [&](Value* w) { return !pending.contains(w); });
+      absl::erase_if(dangling, [&](const auto& entry) { return InBodyOf(entry.first, p); });
+      ForgetBodiesOf(*p);
+    }
+    for (Value* o : p->outputs()) {
+      if (o == nullptr) continue;
+      pending.erase(o);
+      ++dangling[&g];
     }
     last_removed_.push_back(p);
-    g.EraseNode(p);
+    g.DetachNode(p).reset();  // its outputs are left dangling, deleted with the batch
     ++current_.removed;
     for (Value* in : freed) {
       if (in != nullptr && pending.insert(in).second) work.push_back(in);
     }
   }
+  for (auto& [g, count] : dangling) DeleteDangling(*g, count);
 }
 
 void Rewriter::SortWhereNeeded() {

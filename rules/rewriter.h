@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "ir/model.h"
@@ -55,6 +56,12 @@ class Rewriter {
   void set_shape_facts(const ShapeFacts* facts) { facts_ = facts; }
   const ShapeFacts* shape_facts() const { return facts_; }
   Graph& graph() { return model_.graph(); }
+
+  // A name no graph of the model uses (`base` itself when free). Every value and constant
+  // the Rewriter creates is named through it, so a value made in one body never collides
+  // with or shadows a value of another graph.
+  std::string UniqueName(std::string_view base);
+  bool NameTaken(std::string_view name);
 
   // Opens a transaction. Edits outside a transaction are not allowed.
   void Begin(std::string_view rule, const std::vector<Node*>& matched = {});
@@ -106,6 +113,10 @@ class Rewriter {
     return replaced_outputs_;
   }
 
+  // Deletes every value left without producer or readers that is waiting for a batch (the
+  // destructor does too): call before reading the model as a whole (checks, saving).
+  void DeleteDanglingValues();
+
   const std::vector<RewriteRecord>& records() const { return records_; }
   std::vector<RewriteRecord>& records() { return records_; }
 
@@ -117,6 +128,12 @@ class Rewriter {
   // from the values that lost a use, and re-sorts the graphs where an edit broke the order.
   void RemoveDead();
   void SortWhereNeeded();
+  // Values left without producer or readers are deleted in batches, one pass over a graph's
+  // values per batch (a batch is an eighth of the graph, or everything in small graphs).
+  void DeleteDangling(Graph& g, size_t count, bool now = false);
+  // Forgets what is cached about graphs going away with `node` (its bodies).
+  void ForgetBodiesOf(const Node& node);
+  const std::vector<Graph*>& Graphs();
 
   Model& model_;
   const ShapeFacts* facts_ = nullptr;
@@ -133,6 +150,10 @@ class Rewriter {
   std::vector<Value*> created_values_;
   std::vector<const Node*> last_removed_;
   std::vector<Node*> last_touched_;
+  std::vector<Graph*> graphs_;     // every graph of the model, when graphs_known_
+  bool graphs_known_ = false;
+  int64_t name_counter_ = 0;
+  absl::flat_hash_map<Graph*, size_t> dangling_;  // values waiting for a batch, per graph
   std::vector<RewriteRecord> records_;
 };
 

@@ -1,5 +1,7 @@
 #include "rules/shape_facts.h"
 
+#include "ir/graph_walk.h"
+
 namespace ovfix::rules {
 
 bool ShapeFacts::Observe(Value& v, const std::vector<int64_t>& seen, bool dims_fixed) {
@@ -23,10 +25,6 @@ bool ShapeFacts::Observe(Value& v, const std::vector<int64_t>& seen, bool dims_f
   if (!added) return false;
   v.set_shape(merged);
   observed_.insert(v.name());
-  if (v.owner() != nullptr && !v.is_graph_input() && !v.is_graph_output() &&
-      !v.is_initializer()) {
-    v.owner()->AddValueInfo(&v);
-  }
   return true;
 }
 
@@ -48,13 +46,14 @@ DimsFact ShapeFacts::Dims(const Value& v) const {
 }
 
 void ListKnownShapesInValueInfo(Graph& root) {
-  for (Graph* g : root.GraphsRecursive()) {
+  for (Graph* g : GraphsRecursive(root)) {
+    std::vector<Value*> known;
     for (Node* n : g->nodes()) {
       for (Value* v : n->outputs()) {
-        if (v == nullptr || v->is_graph_output() || v->rank() < 0) continue;
-        g->AddValueInfo(v);
+        if (v != nullptr && !v->is_graph_output() && v->rank() >= 0) known.push_back(v);
       }
     }
+    ListInValueInfo(*g, known);
   }
 }
 

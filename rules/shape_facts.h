@@ -40,7 +40,8 @@ struct DimsFact {
 class ShapeFacts {
  public:
   // Takes what a run saw for `v` where inference knows less: the rank (as unknown dims) when
-  // the rank is unknown; the dims too when `dims_fixed`. Returns whether anything was added.
+  // the rank is unknown; the dims too when `dims_fixed`. Returns whether anything was added
+  // (the caller lists such values in value_info, so shape inference keeps them).
   bool Observe(Value& v, const std::vector<int64_t>& seen, bool dims_fixed);
 
   RankFact Rank(const Value& v) const;

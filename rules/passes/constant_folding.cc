@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "rules/light_proto.h"
 #include "rules/passes/node_eval.h"
 
@@ -109,7 +110,7 @@ int FoldGraph(PassContext& ctx, Graph& g, const std::string& pass) {
     removed.insert(ctx.rewriter.last_removed().begin(), ctx.rewriter.last_removed().end());
     // The constant takes the name of the value it replaced (free once that is gone).
     for (auto& [c, original] : constants) {
-      if (!g.NameTaken(original)) g.RenameValue(c, original);
+      if (!ctx.rewriter.NameTaken(original)) g.RenameValue(c, original);
     }
   }
   return folded;

@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 
 namespace ovfix::rules {
 namespace {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "absl/strings/str_join.h"
 #include "rules/passes/node_eval.h"
 

@@ -1,6 +1,7 @@
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "onnx/defs/attr_proto_util.h"
 
 namespace ovfix::rules {

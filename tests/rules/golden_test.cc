@@ -26,6 +26,7 @@
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
+#include "ir/graph_walk.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
 #include "rules/rule_apply.h"
@@ -157,7 +158,7 @@ std::string Explain(const std::vector<std::shared_ptr<const Rule>>& rules, Model
   std::string out;
   const HelperContext context{model, nullptr};
   std::vector<Node*> nodes;
-  for (Graph* g : model.graph().GraphsRecursive()) {
+  for (Graph* g : GraphsRecursive(model.graph())) {
     for (Node* n : g->nodes()) nodes.push_back(n);
   }
   for (Node* node : nodes) {

@@ -14,6 +14,7 @@
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
+#include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "ir/text_form.h"
 #include "rules/pipeline.h"
@@ -56,7 +57,7 @@ std::unique_ptr<Model> ConvertAndReload(Model& model, PipelineOptions options,
 // that rank is known from the file.
 void ExpectEqualRanks(Model& m) {
   int checked = 0;
-  for (Graph* g : m.graph().GraphsRecursive()) {
+  for (Graph* g : GraphsRecursive(m.graph())) {
     for (const Node* n : g->nodes()) {
       if (!Elementwise().contains(n->op_type())) continue;
       ++checked;
@@ -75,7 +76,7 @@ void ExpectEqualRanks(Model& m) {
 // shape without 0 or -1, every Squeeze/Unsqueeze explicit axes, in every graph.
 void ExpectNothingDynamic(Model& m) {
   static const std::set<std::string> kShapeOps = {"Shape", "Size"};
-  for (Graph* g : m.graph().GraphsRecursive()) {
+  for (Graph* g : GraphsRecursive(m.graph())) {
     for (const Node* n : g->nodes()) {
       EXPECT_FALSE(kShapeOps.contains(n->op_type())) << n->Describe() << " is left";
       if (n->op_type() == "Squeeze" || n->op_type() == "Unsqueeze") {
@@ -311,11 +312,20 @@ std::string SileroPath() {
   return std::string(OVFIX_SHARED_DIR) + "/models/silero_vad/model.onnx";
 }
 
+// Its test inputs (sr = 16000 picks the branch the model is used with).
+PipelineOptions SileroOptions(const std::string& target) {
+  PipelineOptions o = Options(target);
+  const std::string data = std::string(OVFIX_SHARED_DIR) + "/models/silero_vad/test_data_set_0/";
+  o.convert.input_files = {
+      {"input", data + "input_0.pb"}, {"state", data + "input_1.pb"}, {"sr", data + "input_2.pb"}};
+  return o;
+}
+
 TEST(SileroVad, TensorrtEqualRanksInEveryBody) {
   if (!fs::exists(SileroPath())) GTEST_SKIP() << "no silero_vad in ../shared";
   auto model = LoadModel(SileroPath());
   ASSERT_TRUE(model.ok());
-  auto written = ConvertAndReload(**model, Options("tensorrt"), "silero_trt");
+  auto written = ConvertAndReload(**model, SileroOptions("tensorrt"), "silero_trt");
   ASSERT_NE(written, nullptr);
   ExpectEqualRanks(*written);
 }
@@ -324,7 +334,7 @@ TEST(SileroVad, OpenvinoFixedShapesLeaveNothingDynamicInEveryBody) {
   if (!fs::exists(SileroPath())) GTEST_SKIP() << "no silero_vad in ../shared";
   auto model = LoadModel(SileroPath());
   ASSERT_TRUE(model.ok());
-  PipelineOptions o = Options("openvino-gpu");
+  PipelineOptions o = SileroOptions("openvino-gpu");
   o.convert.input_shapes = {{"input", {1, 512}}, {"state", {2, 1, 128}}};
   o.set_by_user.insert("input_shape");
   auto written = ConvertAndReload(**model, o, "silero_ov");
@@ -338,7 +348,8 @@ TEST(SileroVad, ConvertsWithEveryTarget) {
     SCOPED_TRACE(target);
     auto model = LoadModel(SileroPath());
     ASSERT_TRUE(model.ok());
-    auto written = ConvertAndReload(**model, Options(target), absl::StrCat("silero_", target));
+    auto written =
+        ConvertAndReload(**model, SileroOptions(target), absl::StrCat("silero_", target));
     EXPECT_NE(written, nullptr);
   }
 }
