@@ -1,12 +1,11 @@
 // ConvInteger (opset 10): Conv over 8-bit integers with zero points, accumulated in int32.
-// The inputs are widened with their zero points taken off (so the padding, zero after that,
-// stands for the zero point as the spec says) and then go through im2col and a plain product.
+// The product is conv_integer_core.h's (exact, threaded, on the int16 GEMM).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "exec/cpu/conv_geometry.h"
-#include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/conv_integer_core.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
 
@@ -15,28 +14,17 @@ namespace {
 
 bool IsByte(DataType type) { return type == DataType::kInt8 || type == DataType::kUint8; }
 
-// The tensor's elements minus zero_point[i / per_zero_point] (zero_point may be absent).
-absl::StatusOr<std::vector<int32_t>> Widen(const KernelContext& ctx, const Tensor& t,
-                                           const Tensor* zero_point, int64_t groups,
-                                           const char* name) {
-  std::vector<int32_t> values(t.numel());
-  std::vector<int32_t> zero(1, 0);
-  if (zero_point != nullptr) {
-    if (zero_point->type() != t.type() ||
-        (zero_point->numel() != 1 && zero_point->numel() != groups)) {
-      return ctx.Error(name, " zero point must be one value or ", groups, " of the same type, is ",
-                       DescribeTensor(*zero_point));
-    }
-    zero.resize(zero_point->numel());
-    for (size_t i = 0; i < zero.size(); ++i) zero[i] = zero_point->GetAsInt64(i);
+// Input `index`'s zero point for element `i` of a per-tensor (1 value) or per-`count` zero
+// point of the operand's type; 0 when the input is omitted.
+absl::StatusOr<int32_t> ZeroPoint(const KernelContext& ctx, const Tensor& operand, size_t index,
+                                  int64_t count, const char* name, int64_t i = 0) {
+  if (!ctx.has_input(index)) return 0;
+  const Tensor& zero = ctx.input(index);
+  if (zero.type() != operand.type() || (zero.numel() != 1 && zero.numel() != count)) {
+    return ctx.Error(name, " zero point must be one value or ", count, " of the same type, is ",
+                     DescribeTensor(zero));
   }
-  const int64_t per_group = groups == 0 ? 0 : t.numel() / groups;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const int32_t z = zero.size() == 1 ? zero[0] : zero[i / per_group];
-    const int32_t v = t.type() == DataType::kInt8 ? t.data<int8_t>()[i] : t.data<uint8_t>()[i];
-    values[i] = v - z;
-  }
-  return values;
+  return static_cast<int32_t>(zero.GetAsInt64(zero.numel() == 1 ? 0 : i));
 }
 
 absl::Status ConvInteger(KernelContext& ctx) {
@@ -65,45 +53,20 @@ absl::Status ConvInteger(KernelContext& ctx) {
       ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), *kernel);
   if (!geometry.ok()) return geometry.status();
   if (absl::Status s = ComputeConvOutput(ctx, *geometry); !s.ok()) return s;
-  auto xs = Widen(ctx, x, ctx.has_input(2) ? &ctx.input(2) : nullptr, 1, "x");
-  if (!xs.ok()) return xs.status();
-  auto ws = Widen(ctx, w, ctx.has_input(3) ? &ctx.input(3) : nullptr, maps, "w");
-  if (!ws.ok()) return ws.status();
+  absl::StatusOr<int32_t> x_zero = ZeroPoint(ctx, x, 2, 1, "x");
+  if (!x_zero.ok()) return x_zero.status();
+  std::vector<int32_t> w_zeros(maps);
+  for (int64_t m = 0; m < maps; ++m) {
+    absl::StatusOr<int32_t> z = ZeroPoint(ctx, w, 3, maps, "w", m);
+    if (!z.ok()) return z.status();
+    w_zeros[m] = *z;
+  }
   std::vector<int64_t> dims = {batch, maps};
   dims.insert(dims.end(), geometry->output.begin(), geometry->output.end());
   if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
   Tensor& y = ctx.Output(0, DataType::kInt32, dims);
   if (y.numel() == 0) return absl::OkStatus();
-
-  const Spatial3 s(*geometry);
-  const ColumnLayout layout(s);
-  const int64_t in_size = s.in_size(), out_size = s.out_size();
-  const int64_t group_channels = channels / group, group_maps = maps / group;
-  const int64_t depth = group_channels * s.kernel_size();
-  std::vector<int32_t> columns(depth * out_size), phases;
-  std::vector<int64_t> sums(out_size);
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t g = 0; g < group; ++g) {
-      const int32_t* image = xs->data() + (n * channels + g * group_channels) * in_size;
-      const int32_t* prepared = PrepareImage(image, group_channels, s, layout, phases);
-      Tap tap(s, 0);
-      for (int64_t k = 0; k < depth; ++k, tap.Next(s)) {
-        Im2colRow(prepared, s, layout, tap, Position(s, 0), out_size,
-                  columns.data() + k * out_size);
-      }
-      for (int64_t m = 0; m < group_maps; ++m) {
-        const int32_t* weights = ws->data() + (g * group_maps + m) * depth;
-        std::fill(sums.begin(), sums.end(), 0);
-        for (int64_t k = 0; k < depth; ++k) {
-          const int64_t wk = weights[k];
-          const int32_t* column = columns.data() + k * out_size;
-          for (int64_t i = 0; i < out_size; ++i) sums[i] += wk * column[i];
-        }
-        int32_t* out = y.data<int32_t>() + (n * maps + g * group_maps + m) * out_size;
-        for (int64_t i = 0; i < out_size; ++i) out[i] = static_cast<int32_t>(sums[i]);
-      }
-    }
-  }
+  IntegerConv(x, *x_zero, w, w_zeros, *geometry, group, y.data<int32_t>(), ctx.pool);
   return absl::OkStatus();
 }
 

@@ -1,59 +1,38 @@
 // QLinearConv (opset 10): convolution of 8-bit quantized tensors, any number of spatial
-// dims, groups, dilations, strides and padding (explicit or auto_pad). A direct loop with
-// exact 32-bit accumulation: the reference, not a fast path.
+// dims (1 to 3), groups, dilations, strides and padding (explicit or auto_pad). The int32
+// accumulators come from conv_integer_core.h (exact, threaded); the bias is added to them and
+// the sum requantized as onnxruntime does (quantize_math.h).
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "exec/cpu/conv_geometry.h"
+#include "exec/cpu/conv_integer_core.h"
 #include "exec/cpu/misc_kernels.h"
+#include "exec/cpu/quantize_math.h"
 #include "exec/kernel.h"
 
 namespace ovfix::exec {
 namespace {
 
-struct ConvGeometry {
-  std::vector<int64_t> kernel, strides, dilations, pads_begin, out_spatial;
-};
-
-absl::StatusOr<ConvGeometry> MakeGeometry(const KernelContext& ctx, const Tensor& x,
-                                          const Tensor& w) {
-  const size_t spatial = x.rank() - 2;
-  ConvGeometry g;
-  g.kernel.assign(w.dims().begin() + 2, w.dims().end());
-  if (ctx.node.HasAttribute("kernel_shape") && ctx.node.GetInts("kernel_shape") != g.kernel) {
-    return ctx.Error("kernel_shape does not match the weights");
-  }
-  g.strides = ctx.node.GetInts("strides", std::vector<int64_t>(spatial, 1));
-  g.dilations = ctx.node.GetInts("dilations", std::vector<int64_t>(spatial, 1));
-  std::vector<int64_t> pads = ctx.node.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
-  if (g.strides.size() != spatial || g.dilations.size() != spatial || pads.size() != 2 * spatial) {
-    return ctx.Error("strides, dilations or pads do not match the spatial rank ", spatial);
-  }
-  const std::string auto_pad = ctx.node.GetString("auto_pad", "NOTSET");
-  for (size_t i = 0; i < spatial; ++i) {
-    if (g.strides[i] < 1 || g.dilations[i] < 1 || pads[i] < 0 || pads[spatial + i] < 0) {
-      return ctx.Error("strides and dilations must be positive and pads not negative");
-    }
-    const int64_t in = x.dim(2 + i);
-    const int64_t extent = g.dilations[i] * (g.kernel[i] - 1) + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t out = (in + g.strides[i] - 1) / g.strides[i];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * g.strides[i] + extent - in);
-      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pads[spatial + i] = total - pads[i];
-    } else if (auto_pad == "VALID") {
-      pads[i] = pads[spatial + i] = 0;
-    } else if (auto_pad != "NOTSET") {
-      return ctx.Error("unsupported auto_pad '", auto_pad, "'");
-    }
-    const int64_t padded = in + pads[i] + pads[spatial + i];
-    if (padded < extent) return ctx.Error("kernel larger than the padded input");
-    g.out_spatial.push_back((padded - extent) / g.strides[i] + 1);
-  }
-  g.pads_begin.assign(pads.begin(), pads.begin() + spatial);
-  return g;
+template <typename T>
+void Requantize(const std::vector<int32_t>& acc, const Tensor* bias,
+                const std::vector<float>& multipliers, int32_t y_zero, int64_t filters,
+                int64_t out_size, T* y, ThreadPool* pool) {
+  ParallelFor(pool, static_cast<int64_t>(acc.size() / std::max<int64_t>(out_size, 1)), 1,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t plane = begin; plane < end; ++plane) {
+                  const int64_t f = plane % filters;
+                  const int32_t b = bias ? bias->data<int32_t>()[f] : 0;
+                  const float multiplier = multipliers[f];
+                  const int32_t* in = acc.data() + plane * out_size;
+                  T* out = y + plane * out_size;
+                  for (int64_t i = 0; i < out_size; ++i) {
+                    out[i] = Quantize<T>(static_cast<float>(in[i] + b) * multiplier, y_zero);
+                  }
+                }
+              });
 }
 
 // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, [B].
@@ -68,8 +47,8 @@ absl::Status QLinearConv(KernelContext& ctx) {
   if (!eight_bit(x.type()) || !eight_bit(w.type()) || !eight_bit(y_zero.type())) {
     return ctx.Error("x, w and y_zero_point must be int8 or uint8");
   }
-  if (x.rank() < 3 || w.rank() != x.rank()) {
-    return ctx.Error("x and w must have the same rank >= 3");
+  if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank()) {
+    return ctx.Error("x and w must have the same rank with 1 to 3 spatial dims");
   }
   const int64_t group = ctx.node.GetInt("group", 1);
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = w.dim(0);
@@ -88,71 +67,38 @@ absl::Status QLinearConv(KernelContext& ctx) {
   if (bias && (bias->type() != DataType::kInt32 || bias->numel() != filters)) {
     return ctx.Error("B must be int32 with one value per filter");
   }
-  absl::StatusOr<ConvGeometry> g = MakeGeometry(ctx, x, w);
-  if (!g.ok()) return g.status();
-
-  const size_t spatial = x.rank() - 2;
-  std::vector<int64_t> out_dims = {batch, filters};
-  out_dims.insert(out_dims.end(), g->out_spatial.begin(), g->out_spatial.end());
-  Tensor& y = ctx.Output(0, y_zero.type(), out_dims);
-  const int64_t out_size = Tensor::NumElements(g->out_spatial);
-  const int64_t in_size =
-      Tensor::NumElements(std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()));
-  const int64_t kernel_size = Tensor::NumElements(g->kernel);
-  const int64_t group_channels = channels / group, group_filters = filters / group;
-  const int64_t x_zero = ctx.input(2).GetAsInt64(0);
-  const double x_scale = ctx.input(1).GetAsDouble(0), y_scale = ctx.input(6).GetAsDouble(0);
-  const double y_offset = y_zero.GetAsDouble(0);
+  auto kernel = KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  if (!kernel.ok()) return kernel.status();
+  auto geometry = ReadSpatialAttributes(
+      ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), *kernel);
+  if (!geometry.ok()) return geometry.status();
+  if (absl::Status s = ComputeConvOutput(ctx, *geometry); !s.ok()) return s;
+  const float x_scale = static_cast<float>(ctx.input(1).GetAsDouble(0));
+  const float y_scale = static_cast<float>(ctx.input(6).GetAsDouble(0));
   if (!(y_scale != 0)) return ctx.Error("y_scale must not be zero");
 
-  ParallelFor(ctx.pool, batch * filters, 1, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> position(spatial), origin(spatial), tap(spatial);
-    for (int64_t job = begin; job < end; ++job) {
-      const int64_t n = job / filters, f = job % filters,
-                    first = f / group_filters * group_channels;
-      const int64_t f_zero = w_zero.GetAsInt64(w_zero.numel() == 1 ? 0 : f);
-      const double multiplier =
-          static_cast<float>(x_scale * w_scale.GetAsDouble(w_scale.numel() == 1 ? 0 : f) / y_scale);
-      for (int64_t o = 0; o < out_size; ++o) {
-        int64_t rest = o;
-        for (int d = static_cast<int>(spatial) - 1; d >= 0; --d) {
-          position[d] = rest % g->out_spatial[d];
-          rest /= g->out_spatial[d];
-          origin[d] = position[d] * g->strides[d] - g->pads_begin[d];
-        }
-        int64_t acc = bias ? bias->data<int32_t>()[f] : 0;
-        for (int64_t k = 0; k < kernel_size; ++k) {
-          int64_t rest_k = k, offset = 0;
-          bool inside = true;
-          for (int d = static_cast<int>(spatial) - 1; d >= 0; --d) {
-            tap[d] = rest_k % g->kernel[d];
-            rest_k /= g->kernel[d];
-          }
-          for (size_t d = 0; d < spatial; ++d) {
-            const int64_t i = origin[d] + tap[d] * g->dilations[d];
-            if (i < 0 || i >= x.dim(2 + d)) {
-              inside = false;
-              break;
-            }
-            offset = offset * x.dim(2 + d) + i;
-          }
-          if (!inside) continue;  // padding holds x_zero_point: contributes 0
-          for (int64_t c = 0; c < group_channels; ++c) {
-            const int64_t xi = (n * channels + first + c) * in_size + offset;
-            const int64_t wi = (f * group_channels + c) * kernel_size + k;
-            acc += (x.GetAsInt64(xi) - x_zero) * (w.GetAsInt64(wi) - f_zero);
-          }
-        }
-        const double value = std::nearbyint(static_cast<double>(acc) * multiplier) + y_offset;
-        const int64_t index = job * out_size + o;
-        if (y.type() == DataType::kUint8) {
-          y.data<uint8_t>()[index] = static_cast<uint8_t>(std::clamp(value, 0.0, 255.0));
-        } else {
-          y.data<int8_t>()[index] = static_cast<int8_t>(std::clamp(value, -128.0, 127.0));
-        }
-      }
-    }
-  });
+  std::vector<int64_t> out_dims = {batch, filters};
+  out_dims.insert(out_dims.end(), geometry->output.begin(), geometry->output.end());
+  if (absl::Status s = CheckOutputSize(ctx, out_dims); !s.ok()) return s;
+  Tensor& y = ctx.Output(0, y_zero.type(), out_dims);
+  if (y.numel() == 0) return absl::OkStatus();
+  std::vector<int32_t> w_zeros(filters);
+  std::vector<float> multipliers(filters);
+  for (int64_t f = 0; f < filters; ++f) {
+    w_zeros[f] = static_cast<int32_t>(w_zero.GetAsInt64(w_zero.numel() == 1 ? 0 : f));
+    multipliers[f] = RequantizeMultiplier(
+        x_scale, static_cast<float>(w_scale.GetAsDouble(w_scale.numel() == 1 ? 0 : f)), y_scale);
+  }
+  const int64_t out_size = geometry->output_size();
+  std::vector<int32_t> acc(y.numel());
+  IntegerConv(x, static_cast<int32_t>(ctx.input(2).GetAsInt64(0)), w, w_zeros, *geometry, group,
+              acc.data(), ctx.pool);
+  const int32_t zero = static_cast<int32_t>(y_zero.GetAsInt64(0));
+  if (y.type() == DataType::kUint8) {
+    Requantize(acc, bias, multipliers, zero, filters, out_size, y.data<uint8_t>(), ctx.pool);
+  } else {
+    Requantize(acc, bias, multipliers, zero, filters, out_size, y.data<int8_t>(), ctx.pool);
+  }
   return absl::OkStatus();
 }
 

@@ -2,14 +2,19 @@
 // 8-bit integers), and the integer products MatMulInteger and QLinearMatMul.
 //
 // Quantized values q stand for real values (q - zero_point) * scale. Rounding is to nearest,
-// ties to even (std::nearbyint in the default rounding mode), then saturation.
+// ties to even, then saturation (quantize_math.h); products on the int16 GEMM (gemm_int8.h);
+// every loop over the elements runs on the pool.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "exec/cpu/broadcast.h"
+#include "exec/cpu/gemm_int8.h"
+#include "exec/cpu/quantize_math.h"
 #include "exec/cpu/misc_kernels.h"
 #include "exec/kernel.h"
 
@@ -20,14 +25,8 @@ bool IsEightBit(DataType t) { return t == DataType::kUint8 || t == DataType::kIn
 
 std::string TypeName(DataType t) { return std::string(DataTypeName(t)); }
 
-// Rounds and saturates to the 8-bit type `type`, storing element i.
-void StoreQuantized(Tensor& y, int64_t i, double value) {
-  if (y.type() == DataType::kUint8) {
-    y.data<uint8_t>()[i] = static_cast<uint8_t>(std::clamp(value, 0.0, 255.0));
-  } else {
-    y.data<int8_t>()[i] = static_cast<int8_t>(std::clamp(value, -128.0, 127.0));
-  }
-}
+// Elements per task of the element-wise loops.
+constexpr int64_t kElementsPerTask = 1 << 15;
 
 // Scale and zero point for each element of x: per tensor, or per slice along `axis`.
 struct Quantization {
@@ -80,14 +79,27 @@ absl::Status QuantizeLinear(KernelContext& ctx) {
   absl::StatusOr<Quantization> q = ReadQuantization(ctx, x, ctx.input(1), zero_point);
   if (!q.ok()) return q.status();
   Tensor& y = ctx.Output(0, type, x.dims());
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const int64_t c = q->channel(i);
-    // Float inputs divide in float, as the reference does.
-    const double scaled =
-        x.type() == DataType::kFloat
-            ? static_cast<double>(x.data<float>()[i] / static_cast<float>(q->scales[c]))
-            : x.data<int32_t>()[i] / q->scales[c];
-    StoreQuantized(y, i, std::nearbyint(scaled) + static_cast<double>(q->zero_points[c]));
+  const auto quantize = [&](auto* out) {
+    using T = std::remove_pointer_t<decltype(out)>;
+    ParallelFor(ctx.pool, x.numel(), kElementsPerTask, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t c = q->channel(i);
+        const int32_t zero = static_cast<int32_t>(q->zero_points[c]);
+        // Float inputs divide in float, as onnxruntime and the reference do.
+        if (x.type() == DataType::kFloat) {
+          out[i] = Quantize<T>(x.data<float>()[i] / static_cast<float>(q->scales[c]), zero);
+        } else {  // int32 input: in double, which holds every quotient's rounding exactly
+          const double v = std::nearbyint(x.data<int32_t>()[i] / q->scales[c]) + zero;
+          out[i] = static_cast<T>(std::clamp<double>(v, std::numeric_limits<T>::min(),
+                                                     std::numeric_limits<T>::max()));
+        }
+      }
+    });
+  };
+  if (type == DataType::kUint8) {
+    quantize(y.data<uint8_t>());
+  } else {
+    quantize(y.data<int8_t>());
   }
   return absl::OkStatus();
 }
@@ -108,11 +120,13 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
   if (!q.ok()) return q.status();
   Tensor& y = ctx.Output(0, DataType::kFloat, x.dims());
   float* out = y.data<float>();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const int64_t c = q->channel(i);
-    out[i] =
-        static_cast<float>(x.GetAsInt64(i) - q->zero_points[c]) * static_cast<float>(q->scales[c]);
-  }
+  ParallelFor(ctx.pool, x.numel(), kElementsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t c = q->channel(i);
+      out[i] = static_cast<float>(x.GetAsInt64(i) - q->zero_points[c]) *
+               static_cast<float>(q->scales[c]);
+    }
+  });
   return absl::OkStatus();
 }
 
@@ -121,23 +135,35 @@ absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.type() != DataType::kFloat) return ctx.Error("unsupported type ", TypeName(x.type()));
   const float* in = x.data<float>();
-  // The range always includes 0 so that 0 is exactly representable.
-  float low = 0, high = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    low = std::min(low, in[i]);
-    high = std::max(high, in[i]);
-  }
-  const float scale = (high - low) / 255.0f;
-  const float zero_point =
-      scale == 0 ? 0.0f : std::clamp(std::nearbyint((0.0f - low) / scale), 0.0f, 255.0f);
-  Tensor& y = ctx.Output(0, DataType::kUint8, x.dims());
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double q = scale == 0 ? 0.0 : std::nearbyint(in[i] / scale) + zero_point;
-    StoreQuantized(y, i, std::isnan(q) ? 0.0 : q);
-  }
+  const int64_t count = x.numel();
+  // The range always includes 0 so that 0 is exactly representable. Each task finds its
+  // slice's range; NaNs are skipped (comparisons with them are false).
+  const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(64, count / kElementsPerTask));
+  std::vector<float> lows(tasks, 0.0f), highs(tasks, 0.0f);
+  ParallelFor(ctx.pool, tasks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float low = 0, high = 0;
+      for (int64_t i = count * t / tasks; i < count * (t + 1) / tasks; ++i) {
+        low = in[i] < low ? in[i] : low;
+        high = in[i] > high ? in[i] : high;
+      }
+      lows[t] = low;
+      highs[t] = high;
+    }
+  });
+  const float low = *std::min_element(lows.begin(), lows.end());
+  const float high = *std::max_element(highs.begin(), highs.end());
+  // An all-zero input has no range: onnxruntime then uses scale 1 (and every value is 0).
+  const float scale = high == low ? 1.0f : (high - low) / 255.0f;
+  const float zero_point = std::clamp(std::nearbyint((0.0f - low) / scale), 0.0f, 255.0f);
+  const int32_t zero = static_cast<int32_t>(zero_point);
+  uint8_t* out = ctx.Output(0, DataType::kUint8, x.dims()).data<uint8_t>();
+  ParallelFor(ctx.pool, count, kElementsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = Quantize<uint8_t>(in[i] / scale, zero);
+  });
   if (ctx.outputs.size() > 1) ctx.Output(1, DataType::kFloat, {}).data<float>()[0] = scale;
   if (ctx.outputs.size() > 2) {
-    ctx.Output(2, DataType::kUint8, {}).data<uint8_t>()[0] = static_cast<uint8_t>(zero_point);
+    ctx.Output(2, DataType::kUint8, {}).data<uint8_t>()[0] = static_cast<uint8_t>(zero);
   }
   return absl::OkStatus();
 }
@@ -199,6 +225,11 @@ absl::StatusOr<std::vector<double>> ExpandParameter(const KernelContext& ctx, co
   return values;
 }
 
+// Element i of an int8 or uint8 tensor.
+int32_t ByteAt(const Tensor& t, int64_t i) {
+  return t.type() == DataType::kInt8 ? int32_t{t.data<int8_t>()[i]} : int32_t{t.data<uint8_t>()[i]};
+}
+
 // acc[batch, m, n] = sum_k (a - a_zero) * (b - b_zero), exactly, in 32-bit integers.
 absl::StatusOr<std::vector<int32_t>> IntegerProduct(const KernelContext& ctx, const Tensor& a,
                                                     const Tensor& b, const Tensor* a_zero,
@@ -215,36 +246,34 @@ absl::StatusOr<std::vector<int32_t>> IntegerProduct(const KernelContext& ctx, co
   if (!a_zeros.ok()) return a_zeros.status();
   absl::StatusOr<std::vector<double>> b_zeros = ExpandParameter(ctx, b_zero, s.b_batches, s.n, 0.0);
   if (!b_zeros.ok()) return b_zeros.status();
-  // Operands with the zero points taken off, B transposed so both read along K.
-  std::vector<int32_t> a_values(a.numel()), b_values(b.numel());
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const int64_t row = i / std::max<int64_t>(s.k, 1);
-    a_values[i] = static_cast<int32_t>(a.GetAsInt64(i) - static_cast<int64_t>((*a_zeros)[row]));
+  // Both operands widened with the zero points taken off and packed for the int16 GEMM.
+  std::vector<PackedQuantA> a_packed(s.a_batches);
+  for (int64_t batch = 0; batch < s.a_batches; ++batch) {
+    const int64_t base = batch * s.m * s.k;
+    const double* zeros = a_zeros->data() + batch * s.m;
+    a_packed[batch].Pack(s.m, s.k, [&](int64_t row, int64_t p) {
+      return static_cast<int16_t>(ByteAt(a, base + row * s.k + p) - static_cast<int32_t>(zeros[row]));
+    });
   }
+  const int nr = CurrentQuantGemmKernel().nr;
+  const int64_t pairs = (s.k + 1) / 2, b_size = QuantPackedBSize(pairs, nr, s.n);
+  std::vector<int16_t> b_packed(s.b_batches * b_size, 0);
   for (int64_t batch = 0; batch < s.b_batches; ++batch) {
+    int16_t* packed = b_packed.data() + batch * b_size;
     for (int64_t p = 0; p < s.k; ++p) {
       for (int64_t col = 0; col < s.n; ++col) {
-        const int64_t source = (batch * s.k + p) * s.n + col;
-        b_values[(batch * s.n + col) * s.k + p] = static_cast<int32_t>(
-            b.GetAsInt64(source) - static_cast<int64_t>((*b_zeros)[batch * s.n + col]));
+        packed[QuantPackedBIndex(pairs, nr, p, col)] =
+            static_cast<int16_t>(ByteAt(b, (batch * s.k + p) * s.n + col) -
+                                 static_cast<int32_t>((*b_zeros)[batch * s.n + col]));
       }
     }
   }
   const int64_t batches = static_cast<int64_t>(s.a_batch_of.size());
   std::vector<int32_t> acc(batches * s.m * s.n, 0);
-  ParallelFor(pool, batches * s.m, 4, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t batch = r / std::max<int64_t>(s.m, 1), row = r % std::max<int64_t>(s.m, 1);
-      const int32_t* a_row = &a_values[(s.a_batch_of[batch] * s.m + row) * s.k];
-      const int32_t* b_base = &b_values[s.b_batch_of[batch] * s.n * s.k];
-      for (int64_t col = 0; col < s.n; ++col) {
-        const int32_t* b_col = b_base + col * s.k;
-        int32_t sum = 0;
-        for (int64_t p = 0; p < s.k; ++p) sum += a_row[p] * b_col[p];
-        acc[r * s.n + col] = sum;
-      }
-    }
-  });
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    QuantGemm(a_packed[s.a_batch_of[batch]], b_packed.data() + s.b_batch_of[batch] * b_size, s.n,
+              acc.data() + batch * s.m * s.n, s.n, pool);
+  }
   return acc;
 }
 
@@ -288,18 +317,26 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
   absl::StatusOr<std::vector<double>> b_scales =
       ExpandParameter(ctx, &ctx.input(4), s->b_batches, s->n, 1.0);
   if (!b_scales.ok()) return b_scales.status();
-  const double output_scale = y_scale.GetAsDouble(0);
-  const double output_zero = y_zero.GetAsDouble(0);
+  const float output_scale = static_cast<float>(y_scale.GetAsDouble(0));
+  const int32_t output_zero = static_cast<int32_t>(y_zero.GetAsInt64(0));
   if (!(output_scale != 0)) return ctx.Error("y_scale must not be zero");
   Tensor& y = ctx.Output(0, y_zero.type(), s->out_dims);
   const int64_t m = std::max<int64_t>(s->m, 1), n = std::max<int64_t>(s->n, 1);
-  for (int64_t i = 0; i < static_cast<int64_t>(acc->size()); ++i) {
-    const int64_t batch = i / (m * n), row = i / n % m, col = i % n;
-    const double multiplier =
-        static_cast<float>((*a_scales)[s->a_batch_of[batch] * s->m + row] *
-                           (*b_scales)[s->b_batch_of[batch] * s->n + col] / output_scale);
-    StoreQuantized(y, i, std::nearbyint((*acc)[i] * multiplier) + output_zero);
-  }
+  ParallelFor(ctx.pool, static_cast<int64_t>(acc->size()), 1 << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t batch = i / (m * n), row = i / n % m, col = i % n;
+      const float multiplier =
+          RequantizeMultiplier(static_cast<float>((*a_scales)[s->a_batch_of[batch] * s->m + row]),
+                               static_cast<float>((*b_scales)[s->b_batch_of[batch] * s->n + col]),
+                               output_scale);
+      const float value = static_cast<float>((*acc)[i]) * multiplier;
+      if (y.type() == DataType::kUint8) {
+        y.data<uint8_t>()[i] = Quantize<uint8_t>(value, output_zero);
+      } else {
+        y.data<int8_t>()[i] = Quantize<int8_t>(value, output_zero);
+      }
+    }
+  });
   return absl::OkStatus();
 }
 

@@ -1,0 +1,137 @@
+#include "exec/cpu/conv_integer_core.h"
+
+#include <algorithm>
+#include <array>
+
+#include "exec/cpu/gemm_int8.h"
+
+namespace ovfix::exec {
+namespace {
+
+// Spatial geometry padded to three axes with leading unit axes.
+struct Geometry3 {
+  std::array<int64_t, 3> in, out, kernel, strides, dilations, pads;
+  explicit Geometry3(const SpatialGeometry& g) {
+    const size_t lead = 3 - g.rank();
+    for (size_t d = 0; d < 3; ++d) {
+      const bool real = d >= lead;
+      const size_t i = real ? d - lead : 0;
+      in[d] = real ? g.input[i] : 1;
+      out[d] = real ? g.output[i] : 1;
+      kernel[d] = real ? g.kernel[i] : 1;
+      strides[d] = real ? g.strides[i] : 1;
+      dilations[d] = real ? g.dilations[i] : 1;
+      pads[d] = real ? g.pads_begin[i] : 0;
+    }
+  }
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+};
+
+// Writes the im2col columns of output positions [first, first + count) of one group's
+// image into packed B (zero point taken off; outside the image 0).
+// `slots[j]` is where column j of step 0 goes (QuantPackedBIndex(pairs, nr, 0, j)).
+template <typename T>
+void PackColumns(const T* image, int32_t x_zero, const Geometry3& s, int64_t depth,
+                 int64_t first, int64_t count, const std::vector<int64_t>& slots, int nr,
+                 int16_t* packed) {
+  const int64_t kernel_size = s.kernel_size();
+  for (int64_t k = 0; k < depth; ++k) {
+    int16_t* step = packed + (k / 2) * nr * 2 + (k & 1);
+    const int64_t channel = k / kernel_size, tap = k % kernel_size;
+    const int64_t t0 = tap / (s.kernel[1] * s.kernel[2]), t1 = tap / s.kernel[2] % s.kernel[1],
+                  t2 = tap % s.kernel[2];
+    const T* plane = image + channel * s.in_size();
+    int64_t o2 = first % s.out[2], o1 = first / s.out[2] % s.out[1],
+            o0 = first / (s.out[1] * s.out[2]);
+    int64_t j = 0;
+    while (j < count) {
+      // One run along the innermost output axis: the input row is fixed.
+      const int64_t i0 = o0 * s.strides[0] - s.pads[0] + t0 * s.dilations[0];
+      const int64_t i1 = o1 * s.strides[1] - s.pads[1] + t1 * s.dilations[1];
+      const int64_t run = std::min(count - j, s.out[2] - o2);
+      const bool row_inside = i0 >= 0 && i0 < s.in[0] && i1 >= 0 && i1 < s.in[1];
+      const T* row = row_inside ? plane + (i0 * s.in[1] + i1) * s.in[2] : plane;
+      for (int64_t r = 0; r < run; ++r) {
+        const int64_t i2 = (o2 + r) * s.strides[2] - s.pads[2] + t2 * s.dilations[2];
+        const bool inside = row_inside && i2 >= 0 && i2 < s.in[2];
+        step[slots[j + r]] =
+            inside ? static_cast<int16_t>(int32_t{row[i2]} - x_zero) : int16_t{0};
+      }
+      j += run;
+      o2 += run;
+      if (o2 == s.out[2]) {
+        o2 = 0;
+        if (++o1 == s.out[1]) {
+          o1 = 0;
+          ++o0;
+        }
+      }
+    }
+  }
+}
+
+template <typename X, typename W>
+void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
+         const SpatialGeometry& geometry, int64_t group, int32_t* y, ThreadPool* pool) {
+  const Geometry3 s(geometry);
+  const int64_t batch = x.dim(0), channels = x.dim(1), filters = w.dim(0);
+  const int64_t group_channels = channels / group, group_filters = filters / group;
+  const int64_t depth = group_channels * s.kernel_size();
+  const int64_t out_size = s.out_size();
+  const int nr = CurrentQuantGemmKernel().nr;
+  std::vector<PackedQuantA> weights(group);
+  for (int64_t g = 0; g < group; ++g) {
+    const W* base = w.data<W>() + g * group_filters * depth;
+    const int32_t* zeros = w_zero.data() + g * group_filters;
+    weights[g].Pack(group_filters, depth, [&](int64_t m, int64_t k) {
+      return static_cast<int16_t>(int32_t{base[m * depth + k]} - zeros[m]);
+    });
+  }
+  const int64_t pairs = (depth + 1) / 2;
+  // Blocks of columns whose packed B stays in the core's cache next to the weights.
+  const int64_t block = std::clamp<int64_t>((int64_t{96} << 10) / std::max<int64_t>(1, pairs * 4) /
+                                                nr * nr,
+                                            nr, 32 * nr);
+  const int64_t blocks = (out_size + block - 1) / block;
+  const int64_t items = batch * group * blocks;
+  ParallelFor(pool, items, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int16_t> packed(QuantPackedBSize(pairs, nr, block));
+    std::vector<int64_t> slots(block);
+    for (int64_t j = 0; j < block; ++j) slots[j] = QuantPackedBIndex(pairs, nr, 0, j);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / (group * blocks), g = item / blocks % group, b = item % blocks;
+      const int64_t first = b * block, count = std::min(block, out_size - first);
+      std::fill(packed.begin(), packed.end(), int16_t{0});
+      const X* image = x.data<X>() + (n * channels + g * group_channels) * s.in_size();
+      PackColumns(image, x_zero, s, depth, first, count, slots, nr, packed.data());
+      int32_t* out = y + (n * filters + g * group_filters) * out_size + first;
+      QuantGemmBlock(weights[g], packed.data(), count, out, out_size);
+    }
+  });
+}
+
+template <typename X>
+void RunX(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
+          const SpatialGeometry& g, int64_t group, int32_t* y, ThreadPool* pool) {
+  if (w.type() == DataType::kInt8) {
+    Run<X, int8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+  } else {
+    Run<X, uint8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+  }
+}
+
+}  // namespace
+
+void IntegerConv(const Tensor& x, int32_t x_zero, const Tensor& w,
+                 const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
+                 int32_t* y, ThreadPool* pool) {
+  if (x.type() == DataType::kInt8) {
+    RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+  } else {
+    RunX<uint8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+  }
+}
+
+}  // namespace ovfix::exec
