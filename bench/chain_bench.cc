@@ -18,7 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "ir/model_io.h"
-#include "rules/pipeline.h"
+#include "converter/pipeline.h"
 
 namespace fs = std::filesystem;
 
@@ -90,10 +90,10 @@ void LoadSave(const std::string& in, const std::string& out) {
 void Convert(const std::string& in, const std::string& out) {
   auto model = LoadModel(in);
   Check(model.ok(), "load");
-  rules::PipelineOptions options;
+  converter::PipelineOptions options;
   options.convert.target = "tensorrt";
   options.convert.validate = false;
-  auto report = rules::ConvertModel(**model, options);
+  auto report = converter::ConvertModel(**model, options);
   Check(report.ok(), absl::StrCat("convert ", in, " ",
                                   report.ok() ? "" : std::string(report.status().message())));
   Check(SaveModel(**model, out).ok(), "save");

@@ -17,10 +17,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "converter/pipeline.h"
 #include "exec/executor.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
-#include "rules/pipeline.h"
 
 namespace fs = std::filesystem;
 
@@ -58,12 +58,12 @@ void Convert(const std::string& in, const std::string& out, bool validate,
   last_log.clear();
   auto model = LoadModel(in);
   Check(model.ok(), "load");
-  rules::PipelineOptions options;
+  converter::PipelineOptions options;
   options.convert.target = "gpu-fp16";
   options.convert.validate = validate;
   options.convert.input_files = inputs;
   options.log = [](const std::string& line) { last_log.push_back(line); };
-  auto report = rules::ConvertModel(**model, options);
+  auto report = converter::ConvertModel(**model, options);
   Check(report.ok() && report->outputs_match,
         absl::StrCat("convert ", in, report.ok() ? "" : std::string(report.status().message())));
   Check(SaveModel(**model, out).ok(), "save");

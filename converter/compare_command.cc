@@ -26,6 +26,7 @@
 #include "converter/command.h"
 #include "converter/compare_report.h"
 #include "exec/layer_compare.h"
+#include "exec/random_inputs.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 
@@ -108,7 +109,9 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const CompareOptions& o, const Graph&
     feeds[name] = std::move(*t);
     sources.push_back(spec);
   }
-  absl::StatusOr<exec::TensorMap> random = exec::RandomInputs(graph, kSeed);
+  exec::RandomInputOptions random_options;
+  random_options.seed = kSeed;
+  absl::StatusOr<exec::TensorMap> random = exec::RandomInputs(graph, random_options);
   std::vector<std::string> randomized;
   for (const Value* v : graph_inputs) {
     if (feeds.contains(v->name())) continue;

@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "converter/command.h"
+#include "converter/pipeline.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
 #include "onnx/checker.h"
-#include "rules/pipeline.h"
 
 namespace ovfix::cli {
 namespace {
@@ -86,7 +86,7 @@ int RunConvert(const ConvertOptions& o) {
   }
   if (fs::is_directory(o.output)) return Fail(o.output + ": is a folder, not a file name");
 
-  rules::PipelineOptions p;
+  converter::PipelineOptions p;
   p.input_path = o.input;
   p.output_path = o.output;
   p.rule_files = o.rule_files;
@@ -118,7 +118,7 @@ int RunConvert(const ConvertOptions& o) {
 
   auto model = LoadModel(o.input);
   if (!model.ok()) return Fail(std::string(model.status().message()));
-  absl::StatusOr<rules::ConversionReport> report = rules::ConvertModel(**model, p);
+  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
   if (!report.ok()) {
     std::string message(report.status().message());
     if (report.status().code() == absl::StatusCode::kInternal) {
@@ -131,9 +131,9 @@ int RunConvert(const ConvertOptions& o) {
     }
     return Fail(message);
   }
-  std::printf("%s", rules::SummaryTable(*report).c_str());
+  std::printf("%s", converter::SummaryTable(*report).c_str());
   if (!o.report.empty()) {
-    const std::string json = rules::ReportToJson(*report);
+    const std::string json = converter::ReportToJson(*report);
     absl::Status s = WriteFileAtomically(o.report, [&](std::ostream& out) {
       out << json;
       return out ? absl::OkStatus() : absl::InternalError("write failed");

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace ovfix::exec {
 namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 bool IsExactType(DataType type) { return !IsFloatingPoint(type); }
 
@@ -102,6 +105,45 @@ std::string DescribeComparison(const Comparison& c) {
     absl::StrAppend(&s, ", ", c.non_finite_differences, " non-finite differences");
   }
   return s;
+}
+
+double RelativeError(const Tensor& actual, const Tensor& expected, double resolution) {
+  if (actual.dims() != expected.dims()) return kInfinity;
+  const bool floats = IsFloatingPoint(expected.type()) || IsFloatingPoint(actual.type());
+  if (!floats) {
+    const int64_t n = expected.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      if (actual.GetAsDouble(i) != expected.GetAsDouble(i)) return kInfinity;
+    }
+    return 0;
+  }
+  // Compare in float32 (the types validation sees are float, float16 or double).
+  const Tensor a =
+      actual.type() == DataType::kFloat ? actual : ConvertTensor(actual, DataType::kFloat);
+  const Tensor e = expected.type() == DataType::kFloat
+                       ? expected
+                       : ConvertTensor(expected, DataType::kFloat);
+  double lo = kInfinity, hi = -kInfinity, largest = 0, worst = 0;
+  const float* pa = a.data<float>();
+  const float* pe = e.data<float>();
+  const int64_t n = e.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = pe[i];
+    const double y = pa[i];
+    if (!std::isfinite(x) || !std::isfinite(y)) {
+      const bool same = (std::isnan(x) && std::isnan(y)) || x == y;
+      if (!same) return kInfinity;
+      continue;
+    }
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    largest = std::max(largest, std::abs(x));
+    worst = std::max(worst, std::abs(y - x));
+  }
+  const double range = hi > lo ? hi - lo : 0;
+  const double scale =
+      std::max(range > 0 ? range : (largest > 0 ? largest : 1), resolution * largest);
+  return worst / scale;
 }
 
 }  // namespace ovfix::exec

@@ -172,27 +172,6 @@ bool HeldAsFloat16(const Graph& test_graph, const std::string& name) {
   return false;
 }
 
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
-
- private:
-  uint64_t state_;
-};
-
-template <typename T>
-void FillIntegers(Tensor& t, SplitMix64& random, int64_t modulus) {
-  T* data = t.data<T>();
-  for (int64_t i = 0; i < t.numel(); ++i) data[i] = static_cast<T>(random.Next() % modulus);
-}
-
 absl::StatusOr<Session*> StartSession(const CompareSide& side, std::unique_ptr<Session>& holder) {
   SessionOptions options = side.options;
   options.capture = true;
@@ -396,68 +375,6 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
     }
   }
   return report;
-}
-
-absl::StatusOr<TensorMap> RandomInputs(const Graph& graph, uint64_t seed) {
-  SplitMix64 random(seed);
-  TensorMap inputs;
-  for (const Value* v : graph.inputs()) {
-    if (v->is_initializer()) continue;
-    std::optional<std::vector<Dim>> shape = v->shape();
-    if (!v->is_tensor() || !shape.has_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", v->name(), "' has no known tensor shape: give it with --input"));
-    }
-    std::vector<int64_t> dims;
-    for (const Dim& d : *shape) dims.push_back(d.known() ? d.value : 1);
-    const DataType type = v->elem_type();
-    Tensor t(type == DataType::kFloat16 ? DataType::kFloat : type, dims);
-    switch (t.type()) {
-      case DataType::kFloat: {
-        float* data = t.data<float>();
-        for (int64_t i = 0; i < t.numel(); ++i) data[i] = 2 * random.Uniform() - 1;
-        break;
-      }
-      case DataType::kDouble: {
-        double* data = t.data<double>();
-        for (int64_t i = 0; i < t.numel(); ++i) data[i] = 2 * random.Uniform() - 1;
-        break;
-      }
-      case DataType::kBool:
-        FillIntegers<uint8_t>(t, random, 2);
-        break;
-      case DataType::kUint8:
-        FillIntegers<uint8_t>(t, random, 4);
-        break;
-      case DataType::kInt8:
-        FillIntegers<int8_t>(t, random, 4);
-        break;
-      case DataType::kInt16:
-        FillIntegers<int16_t>(t, random, 4);
-        break;
-      case DataType::kUint16:
-        FillIntegers<uint16_t>(t, random, 4);
-        break;
-      case DataType::kInt32:
-        FillIntegers<int32_t>(t, random, 4);
-        break;
-      case DataType::kUint32:
-        FillIntegers<uint32_t>(t, random, 4);
-        break;
-      case DataType::kInt64:
-        FillIntegers<int64_t>(t, random, 4);
-        break;
-      case DataType::kUint64:
-        FillIntegers<uint64_t>(t, random, 4);
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat("input '", v->name(), "' is ", std::string(DataTypeName(type)),
-                         ": no random values for that type, give it with --input"));
-    }
-    inputs[v->name()] = ConvertFeed(t, type);
-  }
-  return inputs;
 }
 
 Tensor ConvertFeed(const Tensor& feed, DataType wanted) {

@@ -114,11 +114,6 @@ std::vector<WeightIssue> FindUnrepresentableWeights(const Model& model,
 absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareSide& test,
                                           const TensorMap& inputs, const Tolerance& tolerance);
 
-// Inputs for every graph input that is not an initializer, from a fixed seed: floats uniform
-// in [-1, 1), integers in [0, 4), bools random; symbolic or unknown dims are 1. Good enough
-// to exercise every layer; real inputs show real ranges better.
-absl::StatusOr<TensorMap> RandomInputs(const Graph& graph, uint64_t seed = 0x0f1c0ae5ull);
-
 // Makes a feed match the type a model's graph input declares (float <-> float16), so one
 // set of inputs drives an original and its fp16 conversion.
 Tensor ConvertFeed(const Tensor& feed, DataType wanted);

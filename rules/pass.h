@@ -5,10 +5,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/float16.h"
 #include "ir/model.h"
 #include "rules/rewriter.h"
 
@@ -37,24 +39,43 @@ struct ConvertOptions {
 
 // Checks a rewrite inside its open transaction: runs the matched subgraph as it was and as
 // it is now on the activations of a reference run, and returns the max error relative to the
-// range of the outputs it replaced.
-class Validator {
+// range of the outputs it replaced. It observes the rewriter (set_observer) to follow the
+// graph through commits and rollbacks. The conversion pipeline provides it (converter/).
+class Validator : public RewriteObserver {
  public:
-  virtual ~Validator() = default;
   virtual absl::StatusOr<double> Measure(Rewriter& rewriter) = 0;
+  // Whether the rewrite last measured turns float values into float16 (or back): such a
+  // rewrite is measured and reported, not held to the fp32 tolerance.
+  virtual bool last_changes_precision() const = 0;
+  // The activation of a value of the current graph on the reference inputs (calibration).
+  virtual absl::StatusOr<Tensor> Activation(const Value* v) = 0;
+  // The magnitudes of a float activation when the reference run measured them as it went
+  // (cheaper than scanning the activation again) and no rewrite has replaced it since.
+  virtual std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const = 0;
   // The tolerance for rewrites that do not change precision (rel. to range).
   double tolerance = 1e-5;
+};
+
+// Computes a node's outputs from constant inputs (constant folding). Passes know nothing of
+// execution: the pipeline provides one backed by an executor.
+class NodeEvaluator {
+ public:
+  virtual ~NodeEvaluator() = default;
+  // Every input `node` reads must be an initializer. The outputs come in the node's output
+  // order (empty tensors for omitted outputs).
+  virtual absl::StatusOr<std::vector<Tensor>> Evaluate(const Model& model, const Node& node) = 0;
 };
 
 struct PassContext {
   Model& model;
   Rewriter& rewriter;
   const ConvertOptions& options;
-  Validator* validator = nullptr;  // null with --no-validate
+  Validator* validator = nullptr;  // null with --no-validate; observes `rewriter`
   std::function<void(const std::string&)> log = [](const std::string&) {};
   // How many rewrites the rewriter had recorded when value types were last inferred (kept
   // by the pipeline across passes, so InferTypes can skip an inference nothing changed).
   size_t* types_inferred_at = nullptr;
+  NodeEvaluator* evaluator = nullptr;  // null: nothing is evaluated (no constant folding)
 };
 
 class Pass {

@@ -70,18 +70,20 @@ void Rewriter::Begin(std::string_view rule, const std::vector<Node*>& matched) {
   current_ = RewriteRecord{};
   current_.rule = std::string(rule);
   for (Node* n : matched) current_.matched.push_back(n->Describe());
-  if (facts_ == nullptr || facts_->size() == 0) return;
-  for (Node* n : matched) {
-    for (const std::vector<Value*>* values : {&n->inputs(), &n->outputs()}) {
-      for (const Value* v : *values) {
-        if (v == nullptr || !facts_->IsObserved(*v)) continue;
-        auto& names = current_.observed_shapes;
-        if (std::find(names.begin(), names.end(), v->name()) == names.end()) {
-          names.push_back(v->name());
+  if (facts_ != nullptr && facts_->size() > 0) {
+    for (Node* n : matched) {
+      for (const std::vector<Value*>* values : {&n->inputs(), &n->outputs()}) {
+        for (const Value* v : *values) {
+          if (v == nullptr || !facts_->IsObserved(*v)) continue;
+          auto& names = current_.observed_shapes;
+          if (std::find(names.begin(), names.end(), v->name()) == names.end()) {
+            names.push_back(v->name());
+          }
         }
       }
     }
   }
+  if (observer_ != nullptr) observer_->OnBegin(*this);
 }
 
 Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector<Value*>& inputs,
@@ -374,6 +376,7 @@ void Rewriter::SortWhereNeeded() {
 
 RewriteRecord& Rewriter::Commit() {
   assert(open_);
+  if (observer_ != nullptr) observer_->OnCommitting(*this);
   for (Node* n : created_) current_.created.push_back(n->Describe());
   last_removed_.clear();
   const absl::flat_hash_set<const Node*> erased(erased_view_.begin(), erased_view_.end());
@@ -397,6 +400,7 @@ RewriteRecord& Rewriter::Commit() {
   created_values_.clear();
   open_ = false;
   records_.push_back(std::move(current_));
+  if (observer_ != nullptr) observer_->OnCommitted(*this);
   return records_.back();
 }
 
@@ -418,6 +422,7 @@ void Rewriter::Rollback(std::string reason) {
   current_.removed = 0;
   current_.note = std::move(reason);
   records_.push_back(std::move(current_));
+  if (observer_ != nullptr) observer_->OnRolledBack(*this);
 }
 
 }  // namespace ovfix::rules

@@ -44,6 +44,21 @@ struct RewriteRecord {
   std::vector<std::string> observed_shapes;
 };
 
+class Rewriter;
+
+// Sees every transaction end; validation observes the rewriter this way (it keeps
+// activations in step with the graph).
+class RewriteObserver {
+ public:
+  virtual ~RewriteObserver() = default;
+  virtual void OnBegin(const Rewriter& rewriter) {}
+  // Before a commit makes the changes final: the transaction's created and modified nodes
+  // are still listed.
+  virtual void OnCommitting(const Rewriter& rewriter) {}
+  virtual void OnCommitted(const Rewriter& rewriter) {}
+  virtual void OnRolledBack(const Rewriter& rewriter) {}
+};
+
 class Rewriter {
  public:
   explicit Rewriter(Model& model) : model_(model) {}
@@ -62,6 +77,9 @@ class Rewriter {
   // with or shadows a value of another graph.
   std::string UniqueName(std::string_view base);
   bool NameTaken(std::string_view name);
+  // `observer` (not owned) sees the transactions from now on; null stops it.
+  void set_observer(RewriteObserver* observer) { observer_ = observer; }
+  RewriteObserver* observer() const { return observer_; }
 
   // Opens a transaction. Edits outside a transaction are not allowed.
   void Begin(std::string_view rule, const std::vector<Node*>& matched = {});
@@ -137,6 +155,7 @@ class Rewriter {
 
   Model& model_;
   const ShapeFacts* facts_ = nullptr;
+  RewriteObserver* observer_ = nullptr;
   bool open_ = false;
   RewriteRecord current_;
   std::vector<std::function<void()>> undo_;

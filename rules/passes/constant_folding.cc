@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph_walk.h"
 #include "rules/light_proto.h"
-#include "rules/passes/node_eval.h"
+#include "rules/passes/graph_edit.h"
 
 namespace ovfix::rules {
 namespace {
@@ -66,7 +66,8 @@ std::optional<Tensor> ShapeConstant(const Node& n, int opset) {
 }
 
 // The folded outputs of `n`, or nullopt when it does not fold.
-std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64_t limit) {
+std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64_t limit,
+                                        NodeEvaluator* evaluator) {
   if (NeverFolded(n)) return std::nullopt;
   for (const Value* o : n.outputs()) {
     if (o != nullptr && o->is_graph_output()) return std::nullopt;  // outputs stay computed
@@ -74,8 +75,9 @@ std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64
   if (std::optional<Tensor> t = ShapeConstant(n, static_cast<int>(model.OpsetVersion("")))) {
     return std::vector<Tensor>{*t};
   }
+  if (evaluator == nullptr) return std::nullopt;
   if (!std::all_of(n.inputs().begin(), n.inputs().end(), IsConstant)) return std::nullopt;
-  absl::StatusOr<std::vector<Tensor>> outputs = EvaluateNode(model, n);
+  absl::StatusOr<std::vector<Tensor>> outputs = evaluator->Evaluate(model, n);
   if (!outputs.ok()) return std::nullopt;
   for (size_t i = 0; i < outputs->size(); ++i) {
     if (n.output(i) == nullptr) continue;
@@ -93,7 +95,8 @@ int FoldGraph(PassContext& ctx, Graph& g, const std::string& pass) {
   absl::flat_hash_set<const Node*> removed;
   for (Node* n : g.NodeList()) {
     if (removed.contains(n)) continue;
-    std::optional<std::vector<Tensor>> outputs = Fold(ctx.model, *n, ctx.options.fold_size_limit);
+    std::optional<std::vector<Tensor>> outputs =
+        Fold(ctx.model, *n, ctx.options.fold_size_limit, ctx.evaluator);
     if (!outputs) continue;
     ctx.rewriter.Begin(pass, {n});
     std::vector<std::pair<Value*, std::string>> constants;

@@ -1,8 +1,8 @@
-// constant_folding: a node whose inputs are all constants is evaluated with the CPU executor
-// and replaced by initializers holding its outputs (up to `fold_size_limit` elements each);
-// Shape/Size of a value whose dims are all known become constants too, so shape arithmetic
-// (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) folds away once the shapes are static.
-// Nodes that become dead are removed with each rewrite.
+// constant_folding: a node whose inputs are all constants is evaluated with the evaluator the
+// pipeline provides and replaced by initializers holding its outputs (up to `fold_size_limit`
+// elements each); Shape/Size of a value whose dims are all known become constants too, so
+// shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) folds away once the
+// shapes are static. Nodes that become dead are removed with each rewrite.
 #pragma once
 
 #include "rules/pass.h"

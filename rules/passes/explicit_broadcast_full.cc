@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph_walk.h"
 #include "absl/strings/str_join.h"
-#include "rules/passes/node_eval.h"
+#include "rules/passes/graph_edit.h"
 
 namespace ovfix::rules {
 

@@ -9,8 +9,7 @@
 #include "onnx/defs/attr_proto_util.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_island_rules.h"
-#include "rules/passes/node_eval.h"
-#include "rules/validation.h"
+#include "rules/passes/graph_edit.h"
 
 namespace ovfix::rules {
 namespace {
@@ -254,7 +253,7 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;
   options.opset = ctx.model.OpsetVersion("");
   absl::flat_hash_map<const Value*, double> magnitudes;
-  auto* reference = dynamic_cast<ReferenceValidator*>(ctx.validator);
+  Validator* reference = ctx.validator;
   if (reference != nullptr) {
     options.magnitude = [&](const Value* v) -> std::optional<double> {
       if (auto it = magnitudes.find(v); it != magnitudes.end()) return it->second;

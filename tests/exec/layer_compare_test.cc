@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "exec/random_inputs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"

@@ -10,16 +10,17 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "converter/pipeline.h"
+#include "converter/validation.h"
+#include "exec/compare.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
-#include "rules/pipeline.h"
-#include "rules/validation.h"
 #include "tests/cli/cli_util.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -164,7 +165,7 @@ void ExpectFp16Fixes(const std::string& name, const std::string& output) {
     if (c.original->graph().outputs()[i]->name() != output) continue;
     EXPECT_FALSE(AllFinite(half[i])) << output << ": a plain fp16 run should overflow";
     ASSERT_TRUE(AllFinite(converted[i])) << output;
-    EXPECT_LE(RelativeError(converted[i], reference[i]), 1e-2) << output;
+    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), 1e-2) << output;
     return;
   }
   ADD_FAILURE() << "no output " << output;
@@ -188,7 +189,7 @@ void ExpectFp16Close(const std::string& name) {
   const std::vector<Tensor> converted = RunModel(*c.model, inputs);
   ASSERT_EQ(reference.size(), converted.size());
   for (size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_LE(RelativeError(converted[i], reference[i]), 1e-2) << name << " output " << i;
+    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), 1e-2) << name << " output " << i;
   }
   EXPECT_EQ(c.model->graph().inputs()[0]->elem_type(), DataType::kFloat16);
   ExpectWideningChangesNoBit(*c.model, inputs, converted);
@@ -210,7 +211,7 @@ void ExpectOutputsEqual(const Converted& c, const std::string& name, double tole
   const std::vector<Tensor> converted = RunModel(*c.model, inputs);
   ASSERT_EQ(reference.size(), converted.size());
   for (size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_LE(RelativeError(converted[i], reference[i]), tolerance) << name << " output " << i;
+    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), tolerance) << name << " output " << i;
   }
 }
 
@@ -389,4 +390,4 @@ TEST(ConvertBinary, ExitCodes) {
 }
 
 }  // namespace
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

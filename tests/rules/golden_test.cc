@@ -14,7 +14,6 @@
 //   ...
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -24,6 +23,7 @@
 #include "absl/strings/strip.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
+#include "exec/random_inputs.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/graph_walk.h"
@@ -89,46 +89,12 @@ GoldenFile ParseGolden(const std::string& text) {
 // Deterministic inputs: floats in [0.5, 2] (no zero divisors, real powers), ints in [1, 4],
 // symbolic dims set to 2.
 exec::TensorMap RandomInputs(const Graph& g) {
-  std::mt19937 rng(1234);
-  std::uniform_real_distribution<float> real(0.5f, 2.0f);
-  std::uniform_int_distribution<int> integer(1, 4);
-  exec::TensorMap inputs;
-  for (Value* v : g.inputs()) {
-    if (v->is_initializer()) continue;
-    std::vector<int64_t> dims;
-    for (const Dim& d : v->shape().value_or(std::vector<Dim>{}))
-      dims.push_back(d.known() ? d.value : 2);
-    Tensor t(v->elem_type(), dims);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      switch (t.type()) {
-        case DataType::kFloat:
-          t.data<float>()[i] = real(rng);
-          break;
-        case DataType::kDouble:
-          t.data<double>()[i] = real(rng);
-          break;
-        case DataType::kInt64:
-          t.data<int64_t>()[i] = integer(rng);
-          break;
-        case DataType::kInt32:
-          t.data<int32_t>()[i] = integer(rng);
-          break;
-        case DataType::kUint8:
-          t.data<uint8_t>()[i] = static_cast<uint8_t>(integer(rng));
-          break;
-        case DataType::kBool:
-          t.data<uint8_t>()[i] = integer(rng) % 2;
-          break;
-        case DataType::kFloat16:
-          t.data<uint16_t>()[i] = FloatToHalfBits(real(rng));
-          break;
-        default:
-          break;
-      }
-    }
-    inputs[v->name()] = std::move(t);
-  }
-  return inputs;
+  exec::RandomInputOptions options;
+  options.ranges = {0.5, 2, 1, 4};
+  options.symbolic_dim = 2;
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs(g, options);
+  EXPECT_TRUE(inputs.ok()) << inputs.status();
+  return inputs.ok() ? *std::move(inputs) : exec::TensorMap{};
 }
 
 void ExpectSameOutputs(const Model& before, const Model& after) {

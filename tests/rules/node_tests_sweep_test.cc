@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "converter/pipeline.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
-#include "rules/pipeline.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -59,8 +59,8 @@ TEST_P(NodeTestsSweep, ConvertsOrRefusesCleanly) {
                     << (report->end_to_end ? report->end_to_end->max_error : -1.0) << ")";
     }
   }
-  std::printf("%s: %d converted (%d beyond tolerance), %d refused, of %zu\n",
-              GetParam().c_str(), converted, changed, refused, dirs.size());
+  std::printf("%s: %d converted (%d beyond tolerance), %d refused, of %zu\n", GetParam().c_str(),
+              converted, changed, refused, dirs.size());
   // Most node tests run on the CPU executor: a sweep that converts few says something broke.
   EXPECT_GT(converted, static_cast<int>(dirs.size()) * 2 / 3);
 }
@@ -75,4 +75,4 @@ INSTANTIATE_TEST_SUITE_P(Targets, NodeTestsSweep,
                          });
 
 }  // namespace
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -8,14 +8,15 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "converter/pipeline.h"
+#include "converter/report.h"
+#include "exec/compare.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
-#include "rules/pipeline.h"
-#include "rules/validation.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -115,7 +116,7 @@ TEST_P(OrtPeer, ConvertedUnetKeepsOnnxruntimeOutputs) {
   ASSERT_EQ(expected.size(), 4u);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_LE(RelativeError(actual[i], expected[i]), 1e-5) << "output " << i;
+    EXPECT_LE(exec::RelativeError(actual[i], expected[i]), 1e-5) << "output " << i;
   }
   fs::remove_all(dir);
 }
@@ -131,4 +132,4 @@ INSTANTIATE_TEST_SUITE_P(Targets, OrtPeer,
                          });
 
 }  // namespace
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -6,6 +6,11 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "converter/node_evaluator.h"
+#include "converter/pipeline.h"
+#include "converter/target.h"
+#include "converter/validation.h"
+#include "exec/compare.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
@@ -18,12 +23,22 @@
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 #include "rules/passes/registry.h"
-#include "rules/pipeline.h"
-#include "rules/target.h"
-#include "rules/validation.h"
 
 namespace ovfix::rules {
 namespace {
+
+using converter::ApplyTargetOptions;
+using converter::BuiltinTargets;
+using converter::CheckModel;
+using converter::CpuNodeEvaluator;
+using converter::LoadTarget;
+using converter::MakeReferenceInputs;
+using converter::OutputComparison;
+using converter::ParseTarget;
+using converter::ReferenceValidator;
+using converter::Target;
+using exec::kFloat16Resolution;
+using exec::RelativeError;
 
 std::unique_ptr<Model> Parse(const char* text) {
   auto m = ParseModelText(text);
@@ -42,9 +57,11 @@ struct Harness {
     auto v = ReferenceValidator::Create(model, reference_inputs);
     EXPECT_TRUE(v.ok()) << v.status();
     validator = *std::move(v);
+    rewriter.set_observer(validator.get());
   }
   absl::StatusOr<int> Run(Pass& pass) {
     PassContext ctx{model, rewriter, options, validator.get()};
+    ctx.evaluator = &evaluator;
     return pass.Run(ctx);
   }
   // Largest end-to-end error against the original outputs.
@@ -58,6 +75,7 @@ struct Harness {
   exec::TensorMap reference_inputs;
   std::unique_ptr<ReferenceValidator> validator;
   Rewriter rewriter{model};
+  CpuNodeEvaluator evaluator;
 };
 
 int Count(const Model& m, std::string_view op) {
@@ -456,8 +474,8 @@ TEST(Fp16Islands, IntegersComputedFromFloatsStayExact) {
   std::map<std::string, std::string> reasons;
   for (const IslandNode& i : pass.islands()) reasons[i.op_type] = i.reason;
   for (const char* op : {"Cast", "Floor", "Mul"}) {
-    EXPECT_NE(reasons[op].find("integers from floats"), std::string::npos) << op << ": "
-                                                                            << reasons[op];
+    EXPECT_NE(reasons[op].find("integers from floats"), std::string::npos)
+        << op << ": " << reasons[op];
   }
   EXPECT_FALSE(reasons.contains("Relu"));
   EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);

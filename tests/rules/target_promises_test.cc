@@ -11,16 +11,16 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "converter/pipeline.h"
+#include "converter/report.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "ir/text_form.h"
-#include "rules/pipeline.h"
-#include "rules/validation.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -122,7 +122,7 @@ void ExpectSameOutputs(const Model& original, const Model& written, const exec::
   ASSERT_TRUE(actual.ok()) << actual.status();
   ASSERT_EQ(expected->size(), actual->size());
   for (size_t i = 0; i < actual->size(); ++i) {
-    EXPECT_LE(RelativeError((*actual)[i], (*expected)[i]), 1e-5) << "output " << i;
+    EXPECT_LE(exec::RelativeError((*actual)[i], (*expected)[i]), 1e-5) << "output " << i;
   }
 }
 
@@ -355,4 +355,4 @@ TEST(SileroVad, ConvertsWithEveryTarget) {
 }
 
 }  // namespace
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -1,5 +1,4 @@
-#include "rules/validation.h"
-
+#include "converter/validation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,75 +10,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "exec/compare.h"
+#include "exec/random_inputs.h"
 #include "ir/float16.h"
 #include "ir/tensor_proto.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
+
 namespace {
-
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-// Seeds the random inputs, and the random ops without a seed attribute in every run that
-// validation makes (so that a rewritten node draws what the reference run drew).
-constexpr uint64_t kValidationSeed = 0x0f1c5eedull;
-
-// splitmix64: a fixed, platform-independent sequence (std distributions are not).
-class Random {
- public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1).
-  double Signed() { return static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0; }
-
- private:
-  uint64_t state_;
-};
-
-absl::StatusOr<Tensor> RandomTensor(DataType type, const std::vector<int64_t>& dims, Random& random,
-                                    const std::string& name) {
-  Tensor t(type, dims);
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = random.Signed();
-    const int64_t small = static_cast<int64_t>(random.Next() % 2);
-    switch (type) {
-      case DataType::kFloat:
-        t.data<float>()[i] = static_cast<float>(x);
-        break;
-      case DataType::kDouble:
-        t.data<double>()[i] = x;
-        break;
-      case DataType::kFloat16:
-        t.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x));
-        break;
-      case DataType::kBfloat16:
-        t.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(x));
-        break;
-      case DataType::kInt64:
-        t.data<int64_t>()[i] = small;
-        break;
-      case DataType::kInt32:
-        t.data<int32_t>()[i] = static_cast<int32_t>(small);
-        break;
-      case DataType::kInt8:
-        t.data<int8_t>()[i] = static_cast<int8_t>(small);
-        break;
-      case DataType::kUint8:
-      case DataType::kBool:
-        t.data<uint8_t>()[i] = static_cast<uint8_t>(small);
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat("input '", name, "' is ", std::string(DataTypeName(type)),
-                         ": random inputs cannot be made for it; give it with --input"));
-    }
-  }
-  return t;
-}
 
 bool IsFloat(DataType t) { return IsFloatingPoint(t); }
 
@@ -127,7 +65,7 @@ std::vector<Node*> HoldersOfNestedChanges(const Rewriter& rewriter, const Graph&
 }  // namespace
 
 absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
-                                                    const ConvertOptions& options) {
+                                                    const rules::ConvertOptions& options) {
   const Graph& g = model.graph();
   for (const auto& [name, file] : options.input_files) {
     const Value* v = g.FindValue(name);
@@ -136,8 +74,12 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
           absl::StrCat("--input ", name, "=", file, ": the model has no input '", name, "'"));
     }
   }
+  exec::RandomInputOptions random_options;
+  random_options.ranges.int_high = 1;  // valid indices and counts for most models
+  random_options.shapes = options.input_shapes;
+  random_options.batch = options.batch;
+  exec::SeededRandom random(random_options.seed);
   exec::TensorMap inputs;
-  Random random(kValidationSeed);
   for (const Value* v : g.inputs()) {
     if (v->is_initializer()) continue;
     if (!v->is_tensor()) {
@@ -151,78 +93,14 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
       inputs.emplace(v->name(), *std::move(t));
       continue;
     }
-    std::vector<int64_t> dims;
-    if (auto it = options.input_shapes.find(v->name()); it != options.input_shapes.end()) {
-      dims = it->second;
-      std::optional<std::vector<Dim>> shape = v->shape();
-      for (size_t i = 0; shape && i < shape->size() && i < dims.size(); ++i) {
-        if ((*shape)[i].known() && (*shape)[i].value != dims[i]) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--input-shape ", v->name(), "=", absl::StrJoin(dims, "x"), ": dim ", i,
-                           " is ", (*shape)[i].value, " in the model (", DescribeType(*v), ")"));
-        }
-      }
-      if (shape && shape->size() != dims.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("--input-shape ", v->name(), "=",
-                                                       absl::StrJoin(dims, "x"),
-                                                       ": the input has rank ", shape->size()));
-      }
-    } else {
-      std::optional<std::vector<Dim>> shape = v->shape();
-      if (!shape) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input '", v->name(), "' has no declared shape: give it with --input ",
-                         v->name(), "=FILE.pb or --input-shape ", v->name(), "=DIMS"));
-      }
-      for (size_t i = 0; i < shape->size(); ++i) {
-        const Dim& d = (*shape)[i];
-        dims.push_back(d.known() ? d.value : (i == 0 && options.batch > 0 ? options.batch : 1));
-      }
-    }
-    absl::StatusOr<Tensor> t = RandomTensor(v->elem_type(), dims, random, v->name());
+    absl::StatusOr<std::vector<int64_t>> dims = exec::RandomInputDims(*v, random_options);
+    if (!dims.ok()) return dims.status();
+    absl::StatusOr<Tensor> t =
+        exec::RandomTensor(v->elem_type(), *dims, random, v->name(), random_options.ranges);
     if (!t.ok()) return t.status();
     inputs.emplace(v->name(), *std::move(t));
   }
   return inputs;
-}
-
-double RelativeError(const Tensor& actual, const Tensor& expected, double resolution) {
-  if (actual.dims() != expected.dims()) return kInfinity;
-  const bool floats = IsFloat(expected.type()) || IsFloat(actual.type());
-  if (!floats) {
-    const int64_t n = expected.numel();
-    for (int64_t i = 0; i < n; ++i) {
-      if (actual.GetAsDouble(i) != expected.GetAsDouble(i)) return kInfinity;
-    }
-    return 0;
-  }
-  // Compare in float32 (the types validation sees are float, float16 or double).
-  const Tensor a =
-      actual.type() == DataType::kFloat ? actual : ConvertTensor(actual, DataType::kFloat);
-  const Tensor e = expected.type() == DataType::kFloat
-                       ? expected
-                       : ConvertTensor(expected, DataType::kFloat);
-  double lo = kInfinity, hi = -kInfinity, largest = 0, worst = 0;
-  const float* pa = a.data<float>();
-  const float* pe = e.data<float>();
-  const int64_t n = e.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = pe[i];
-    const double y = pa[i];
-    if (!std::isfinite(x) || !std::isfinite(y)) {
-      const bool same = (std::isnan(x) && std::isnan(y)) || x == y;
-      if (!same) return kInfinity;
-      continue;
-    }
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-    largest = std::max(largest, std::abs(x));
-    worst = std::max(worst, std::abs(y - x));
-  }
-  const double range = hi > lo ? hi - lo : 0;
-  const double scale =
-      std::max(range > 0 ? range : (largest > 0 ? largest : 1), resolution * largest);
-  return worst / scale;
 }
 
 absl::StatusOr<exec::TensorMap> CaptureActivations(
@@ -232,7 +110,7 @@ absl::StatusOr<exec::TensorMap> CaptureActivations(
   options.precision = precision;
   options.capture = true;
   options.on_value = std::move(on_value);
-  options.random_seed = kValidationSeed;
+  options.random_seed = exec::kValidationSeed;
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model, options);
   if (!session.ok()) return session.status();
   absl::StatusOr<std::vector<Tensor>> outputs = (*session)->Run(AdaptInputs(model.graph(), inputs));
@@ -409,7 +287,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
   }
   exec::SessionOptions options;
   options.threads = elements > (1 << 16) ? 0 : 1;
-  options.random_seed = kValidationSeed;
+  options.random_seed = exec::kValidationSeed;
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(small, options);
   if (!session.ok()) return session.status();
   absl::StatusOr<std::vector<Tensor>> results = (*session)->Run(feed);
@@ -438,7 +316,8 @@ absl::Status ReferenceValidator::RunWholeGraph(const std::vector<Node*>& nodes,
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> ReferenceValidator::Measure(Rewriter& rewriter) {
+absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
+  measured_ = false;
   pending_.clear();
   last_changes_precision_ = false;
   const Graph& g = model_.graph();
@@ -476,7 +355,8 @@ absl::StatusOr<double> ReferenceValidator::Measure(Rewriter& rewriter) {
     if (after.type() != it->second.type()) last_changes_precision_ = true;
     const bool half = last_changes_precision_ || after.type() == DataType::kFloat16 ||
                       it->second.type() == DataType::kFloat16;
-    error = std::max(error, RelativeError(after, it->second, half ? kFloat16Resolution : 0));
+    error = std::max(error,
+                     exec::RelativeError(after, it->second, half ? exec::kFloat16Resolution : 0));
     return absl::OkStatus();
   };
   // The values that replaced each other are those that leave the changed region: outputs of
@@ -512,10 +392,17 @@ absl::StatusOr<double> ReferenceValidator::Measure(Rewriter& rewriter) {
     }
     if (absl::Status s = compare(after, before); !s.ok()) return s;
   }
+  measured_ = true;
+  last_error_ = error;
   return error;
 }
 
-void ReferenceValidator::BeforeCommit(const Rewriter& rewriter, CommitKind kind) {
+void ReferenceValidator::OnBegin(const rules::Rewriter& rewriter) { measured_ = false; }
+
+void ReferenceValidator::OnCommitting(const rules::Rewriter& rewriter) {
+  const CommitKind kind = !measured_                 ? CommitKind::kUnmeasured
+                          : last_error_ <= tolerance ? CommitKind::kHeld
+                                                     : CommitKind::kUnheld;
   // What Measure computed for the changed nodes is exact. Values downstream of them were
   // computed from the values before the rewrite: within tolerance they are only marked
   // (recomputed before the end-to-end comparison), otherwise forgotten and recomputed now.
@@ -569,7 +456,7 @@ std::optional<MagnitudeRange> ReferenceValidator::CapturedMagnitudes(const Value
   return it->second;
 }
 
-void ReferenceValidator::Committed() {
+void ReferenceValidator::OnCommitted(const rules::Rewriter& rewriter) {
   for (auto& [value, tensor] : pending_) {
     magnitudes_.erase(value);
     activations_[value] = std::move(tensor);
@@ -589,7 +476,7 @@ void ReferenceValidator::Committed() {
   if (!missing.empty()) (void)Ensure(missing);  // a failure shows up when next needed
 }
 
-void ReferenceValidator::RolledBack() {
+void ReferenceValidator::OnRolledBack(const rules::Rewriter& rewriter) {
   pending_.clear();
   ForgetDeadValues();
 }
@@ -617,7 +504,7 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::CompareFinalOutputs() {
 
 absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& final_model) const {
   exec::SessionOptions options;
-  options.random_seed = kValidationSeed;
+  options.random_seed = exec::kValidationSeed;
   absl::StatusOr<std::unique_ptr<exec::Session>> session =
       exec::CreateSession(final_model, options);
   if (!session.ok()) return session.status();
@@ -645,7 +532,7 @@ bool ReferenceValidator::ComputesFloat16(const Graph& g) {
 absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(
     const Graph& g, const std::vector<Tensor>& outputs) const {
   EndToEndResult result;
-  const double resolution = ComputesFloat16(g) ? kFloat16Resolution : 0;
+  const double resolution = ComputesFloat16(g) ? exec::kFloat16Resolution : 0;
   for (size_t i = 0; i < g.outputs().size() && i < outputs.size(); ++i) {
     OutputComparison c;
     c.name = g.outputs()[i]->name();
@@ -656,7 +543,7 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(
       return absl::InternalError(
           absl::StrCat("output '", c.name, "' is not an output of the original model"));
     }
-    c.error = RelativeError(actual, ref->second, resolution);
+    c.error = exec::RelativeError(actual, ref->second, resolution);
     if (IsFloat(actual.type())) {
       const int64_t n = actual.numel();
       for (int64_t k = 0; k < n && c.finite; ++k) {
@@ -669,40 +556,4 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(
   return result;
 }
 
-// ---- FinishRewrite ----
-
-bool FinishRewrite(PassContext& ctx, bool validate) {
-  Rewriter& rewriter = ctx.rewriter;
-  auto* reference = dynamic_cast<ReferenceValidator*>(ctx.validator);
-  if (ctx.validator == nullptr || !validate) {
-    if (reference != nullptr) reference->BeforeCommit(rewriter, CommitKind::kUnmeasured);
-    rewriter.Commit();
-    if (reference != nullptr) reference->Committed();
-    return true;
-  }
-  absl::StatusOr<double> error = ctx.validator->Measure(rewriter);
-  if (!error.ok()) {
-    rewriter.Rollback(absl::StrCat("could not validate: ", error.status().message()));
-    if (reference != nullptr) reference->RolledBack();
-    return false;
-  }
-  const bool precision = reference != nullptr && reference->last_changes_precision();
-  const bool held = *error <= ctx.validator->tolerance;
-  if (!precision && !held) {
-    rewriter.Rollback(absl::StrFormat("changed outputs: error %.3g > tolerance %.3g", *error,
-                                      ctx.validator->tolerance));
-    rewriter.records().back().max_error = *error;
-    if (reference != nullptr) reference->RolledBack();
-    return false;
-  }
-  if (reference != nullptr) {
-    reference->BeforeCommit(rewriter, held ? CommitKind::kHeld : CommitKind::kUnheld);
-  }
-  RewriteRecord& record = rewriter.Commit();
-  record.max_error = *error;
-  if (precision && record.note.empty()) record.note = "changes precision: error measured";
-  if (reference != nullptr) reference->Committed();
-  return true;
-}
-
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -1,4 +1,4 @@
-#include "rules/pipeline.h"
+#include "converter/pipeline.h"
 
 #include <chrono>
 #include <memory>
@@ -7,6 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/node_evaluator.h"
+#include "converter/target.h"
+#include "converter/validation.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "rules/light_proto.h"
@@ -14,10 +17,23 @@
 #include "rules/passes/registry.h"
 #include "rules/rule_set.h"
 #include "rules/shape_facts.h"
-#include "rules/target.h"
-#include "rules/validation.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
+
+using rules::CheckLightProto;
+using rules::ConvertOptions;
+using rules::Fp16IslandsPass;
+using rules::InferShapesAndCheck;
+using rules::InferShapesLight;
+using rules::LightModelProto;
+using rules::MakeNativePass;
+using rules::MakeRuleSetPass;
+using rules::Pass;
+using rules::PassContext;
+using rules::Rewriter;
+using rules::Rule;
+using rules::RuleLibrary;
+using rules::ShapeFacts;
 namespace {
 
 struct Step {
@@ -201,7 +217,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     last = now;
   };
   (void)InferShapesLight(model);  // types for the passes; what onnx cannot infer stays unknown
-  size_t types_inferred_at = 0;  // no rewrite recorded yet
+  size_t types_inferred_at = 0;   // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
   ShapeFacts shape_facts;
@@ -228,6 +244,8 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
 
   Rewriter rewriter(model);
   rewriter.set_shape_facts(&shape_facts);
+  rewriter.set_observer(validator.get());
+  CpuNodeEvaluator evaluator;
   ProgressBar progress(options.progress ? stderr : nullptr);
   bool precision_changed = false;
   for (size_t i = 0; i < steps->size(); ++i) {
@@ -235,7 +253,8 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     progress.Update(static_cast<int>(i), static_cast<int>(steps->size()), step.name);
     const size_t before = rewriter.records().size();
     const auto step_start = Clock::now();
-    PassContext ctx{model, rewriter, convert, validator.get(), options.log, &types_inferred_at};
+    PassContext ctx{model,       rewriter,           convert,   validator.get(),
+                    options.log, &types_inferred_at, &evaluator};
     absl::StatusOr<int> committed = step.pass->Run(ctx);
     if (!committed.ok()) {
       return absl::Status(committed.status().code(),
@@ -282,10 +301,10 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
         s.message()));
   }
   phase("shape inference and onnx checker");
-  ListKnownShapesInValueInfo(model.graph());
+  rules::ListKnownShapesInValueInfo(model.graph());
   report.dynamic_values = DataDependentValues(model);
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -1,4 +1,4 @@
-#include "rules/report.h"
+#include "converter/report.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "converter/json_writer.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
+
+using rules::IslandNode;
+using rules::RewriteRecord;
 namespace {
 
 void WriteRewrite(cli::JsonWriter& w, const RewriteRecord& r) {
@@ -169,4 +172,4 @@ void ProgressBar::Finish() {
   drawn_ = false;
 }
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

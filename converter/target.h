@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "rules/pass.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 
 struct TargetStep {
   enum class Kind { kPass, kRules };
@@ -51,6 +51,6 @@ std::vector<Target> BuiltinTargets();
 // Sets the target's options in `options`, except those named in `set_by_user` (the command
 // line wins). Option names are those of the file format.
 absl::Status ApplyTargetOptions(const Target& target, const std::set<std::string>& set_by_user,
-                                ConvertOptions& options);
+                                rules::ConvertOptions& options);
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -1,4 +1,4 @@
-#include "rules/target.h"
+#include "converter/target.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -13,7 +13,15 @@
 #include "rules/embedded_files.h"
 #include "rules/passes/registry.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
+
+using rules::ConvertOptions;
+using rules::EmbeddedFile;
+using rules::EmbeddedFiles;
+using rules::FindEmbeddedFile;
+using rules::NativePassInfo;
+using rules::NativePasses;
+using rules::MakeNativePass;
 namespace {
 
 // Debian's abseil has its own string_view: text is handled as absl::string_view here.
@@ -170,4 +178,4 @@ absl::Status ApplyTargetOptions(const Target& target, const std::set<std::string
   return absl::OkStatus();
 }
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

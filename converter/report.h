@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "converter/validation.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/rewriter.h"
-#include "rules/validation.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 
 struct StepReport {
   std::string name;  // pass or rule set
@@ -24,8 +24,8 @@ struct StepReport {
 struct ConversionReport {
   std::string input, output, target;
   std::vector<StepReport> steps;
-  std::vector<RewriteRecord> rewrites;
-  std::vector<IslandNode> islands;
+  std::vector<rules::RewriteRecord> rewrites;
+  std::vector<rules::IslandNode> islands;
   bool validated = false;
   std::string validation_note;  // why not validated, when not
   std::optional<EndToEndResult> end_to_end;
@@ -56,4 +56,4 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -1,8 +1,8 @@
-// Validation of rewrites with the CPU executor. One reference run of the original model
-// captures every activation; each rewrite then runs the nodes it created or changed on the
-// captured activations of their boundary values and compares the values they replaced.
-// The activations follow the graph as it changes: values keep their names (and their
-// Value objects), and the values a rewrite creates get the activations computed for them.
+// Validation of rewrites with the CPU executor, observing the rewriter. One reference run of the
+// original model captures every activation; each rewrite then runs the nodes it created or changed
+// on the captured activations of their boundary values and compares the values they replaced. The
+// activations follow the graph as it changes: values keep their names (and their Value objects),
+// and the values a rewrite creates get the activations computed for them.
 #pragma once
 
 #include <memory>
@@ -17,24 +17,13 @@
 #include "ir/model.h"
 #include "rules/pass.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 
 // Inputs for reference and calibration runs: the --input files, else deterministic random
 // tensors (fixed seed) shaped as declared, with --input-shape dims where given and other
 // symbolic dims set to --batch (first dim) or 1.
 absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
-                                                    const ConvertOptions& options);
-
-// The largest |actual - expected| relative to the range of `expected` (max - min over its
-// finite elements; its largest magnitude when the range is 0; 1 when all are 0), and never
-// to less than `resolution` times its largest magnitude: an output that hardly varies (a
-// saturated tanh, all 0.99999..1) is measured against what the precision at hand can tell
-// apart, not against a range below it. Integer and bool tensors compare exactly (0 or
-// infinity); a NaN/inf in one but not the other, or a shape mismatch, is infinity.
-double RelativeError(const Tensor& actual, const Tensor& expected, double resolution = 0);
-
-// The resolution of comparisons that involve float16: its machine epsilon (2^-10).
-constexpr double kFloat16Resolution = 0x1.0p-10;
+                                                    const rules::ConvertOptions& options);
 
 // Runs `model` once with capture on and returns every activation by name; `on_value` (when
 // set) sees each value as it is computed.
@@ -59,7 +48,7 @@ enum class CommitKind {
   kUnmeasured,  // committed without validation
 };
 
-class ReferenceValidator : public Validator {
+class ReferenceValidator : public rules::Validator {
  public:
   // Runs `model` (the original, before any pass) on `inputs` and keeps its activations.
   // The model must outlive the validator.
@@ -67,24 +56,21 @@ class ReferenceValidator : public Validator {
                                                                     exec::TensorMap inputs);
   ~ReferenceValidator() override;
 
-  absl::StatusOr<double> Measure(Rewriter& rewriter) override;
-  // Whether the rewrite last measured turns float values into float16 (or back): such a
-  // rewrite is measured and reported, not held to the fp32 tolerance.
-  bool last_changes_precision() const { return last_changes_precision_; }
+  absl::StatusOr<double> Measure(rules::Rewriter& rewriter) override;
+  bool last_changes_precision() const override { return last_changes_precision_; }
 
-  // Bookkeeping around the end of a transaction (FinishRewrite calls these): before a commit,
-  // mark or forget the activations downstream of the rewrite; after it, keep what Measure
-  // computed; after a rollback, drop it.
-  void BeforeCommit(const Rewriter& rewriter, CommitKind kind);
-  void Committed();
-  void RolledBack();
+  // Bookkeeping around the end of a transaction, as the rewriter's observer: before a
+  // commit, mark or forget the activations downstream of the rewrite; after it, keep what
+  // Measure computed; after a rollback, drop it.
+  void OnBegin(const rules::Rewriter& rewriter) override;
+  void OnCommitting(const rules::Rewriter& rewriter) override;
+  void OnCommitted(const rules::Rewriter& rewriter) override;
+  void OnRolledBack(const rules::Rewriter& rewriter) override;
 
   // The activation of a value of the current graph, computed on demand from its producers
   // when no rewrite has computed it yet.
-  absl::StatusOr<Tensor> Activation(const Value* v);
-  // The magnitudes of a float activation, when the reference run measured them as it went
-  // (cheaper than scanning the activation again) and no rewrite has replaced it since.
-  std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const;
+  absl::StatusOr<Tensor> Activation(const Value* v) override;
+  std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const override;
   const exec::TensorMap& inputs() const { return inputs_; }
   // Runs `final_model` on the reference inputs and compares each output with the original
   // model's output of the same name.
@@ -123,7 +109,10 @@ class ReferenceValidator : public Validator {
   // tolerance, so close, but not what the current graph computes exactly).
   absl::flat_hash_set<const Value*> stale_;
   bool last_changes_precision_ = false;
+  // Measured since the transaction began, and the error found (commit kind).
+  bool measured_ = false;
+  double last_error_ = 0;
   bool converted_boundary_ = false;  // RunNodes fed an activation in another float type
 };
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

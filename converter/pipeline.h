@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "converter/report.h"
 #include "ir/model.h"
 #include "rules/pass.h"
-#include "rules/report.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 
 struct PipelineOptions {
-  ConvertOptions convert;
+  rules::ConvertOptions convert;
   // Option names (as in target files) given on the command line: they win over the
   // target's options.
   std::set<std::string> set_by_user;
@@ -40,4 +40,4 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
 // inputs (rules/light_proto.h): the weights themselves are bytes ovfix wrote.
 absl::Status CheckModel(const Model& model);
 
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -1,14 +1,15 @@
-#include "rules/passes/node_eval.h"
+#include "converter/node_evaluator.h"
 
+#include <memory>
 #include <string>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 
-namespace ovfix::rules {
+namespace ovfix::converter {
 
-absl::StatusOr<std::vector<Tensor>> EvaluateNode(const Model& model, const Node& node) {
+absl::StatusOr<std::vector<Tensor>> CpuNodeEvaluator::Evaluate(const Model& model,
+                                                               const Node& node) {
   Model small;
   small.extras().set_ir_version(model.extras().ir_version());
   *small.extras().mutable_opset_import() = model.extras().opset_import();
@@ -49,19 +50,4 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const Model& model, const Node&
   return outputs;
 }
 
-void RedirectGraphOutput(Rewriter& rewriter, Value* from, Value* to) {
-  const std::vector<Use> readers = from->uses();
-  rewriter.ReplaceAllUsesWith(from, to);
-  for (const Use& u : readers) rewriter.SetInput(u.node, u.input_index, from);
-}
-
-bool IsBroadcastingElementwise(const Node& node) {
-  static const absl::flat_hash_set<std::string> kOps = {
-      "Add",   "Sub",   "Mul",     "Div",         "Pow",     "Mod",
-      "Where", "Equal", "Less",    "LessOrEqual", "Greater", "GreaterOrEqual",
-      "And",   "Or",    "Xor",     "Max",         "Min",     "Sum",
-      "Mean",  "PRelu", "BitShift"};
-  return node.domain().empty() && kOps.contains(node.op_type());
-}
-
-}  // namespace ovfix::rules
+}  // namespace ovfix::converter

@@ -1,0 +1,132 @@
+#include "exec/random_inputs.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/float16.h"
+
+namespace ovfix::exec {
+namespace {
+
+template <typename T>
+void FillIntegers(Tensor& t, SeededRandom& random, int64_t low, int64_t high) {
+  T* data = t.data<T>();
+  const uint64_t count = static_cast<uint64_t>(high - low + 1);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    data[i] = static_cast<T>(low + static_cast<int64_t>(random.Next() % count));
+  }
+}
+
+template <typename T, typename Convert>
+void FillFloats(Tensor& t, SeededRandom& random, const RandomRanges& r, Convert convert) {
+  T* data = t.data<T>();
+  const double width = r.float_high - r.float_low;
+  for (int64_t i = 0; i < t.numel(); ++i) data[i] = convert(r.float_low + width * random.Uniform());
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> RandomTensor(DataType type, const std::vector<int64_t>& dims,
+                                    SeededRandom& random, const std::string& name,
+                                    const RandomRanges& ranges) {
+  Tensor t(type, dims);
+  const int64_t lo = ranges.int_low, hi = ranges.int_high;
+  switch (type) {
+    case DataType::kFloat:
+      FillFloats<float>(t, random, ranges, [](double x) { return static_cast<float>(x); });
+      break;
+    case DataType::kDouble:
+      FillFloats<double>(t, random, ranges, [](double x) { return x; });
+      break;
+    case DataType::kFloat16:
+      FillFloats<uint16_t>(t, random, ranges,
+                           [](double x) { return FloatToHalfBits(static_cast<float>(x)); });
+      break;
+    case DataType::kBfloat16:
+      FillFloats<uint16_t>(t, random, ranges,
+                           [](double x) { return FloatToBfloat16Bits(static_cast<float>(x)); });
+      break;
+    case DataType::kBool:
+      FillIntegers<uint8_t>(t, random, 0, 1);
+      break;
+    case DataType::kUint8:
+      FillIntegers<uint8_t>(t, random, lo, hi);
+      break;
+    case DataType::kInt8:
+      FillIntegers<int8_t>(t, random, lo, hi);
+      break;
+    case DataType::kUint16:
+      FillIntegers<uint16_t>(t, random, lo, hi);
+      break;
+    case DataType::kInt16:
+      FillIntegers<int16_t>(t, random, lo, hi);
+      break;
+    case DataType::kUint32:
+      FillIntegers<uint32_t>(t, random, lo, hi);
+      break;
+    case DataType::kInt32:
+      FillIntegers<int32_t>(t, random, lo, hi);
+      break;
+    case DataType::kUint64:
+      FillIntegers<uint64_t>(t, random, lo, hi);
+      break;
+    case DataType::kInt64:
+      FillIntegers<int64_t>(t, random, lo, hi);
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' is ", std::string(DataTypeName(type)),
+                       ": random values cannot be made for it; give it with --input"));
+  }
+  return t;
+}
+
+absl::StatusOr<std::vector<int64_t>> RandomInputDims(const Value& v,
+                                                     const RandomInputOptions& options) {
+  const std::optional<std::vector<Dim>> shape = v.shape();
+  if (auto it = options.shapes.find(v.name()); it != options.shapes.end()) {
+    const std::vector<int64_t>& dims = it->second;
+    const std::string given =
+        absl::StrCat("--input-shape ", v.name(), "=", absl::StrJoin(dims, "x"));
+    for (size_t i = 0; shape && i < shape->size() && i < dims.size(); ++i) {
+      if ((*shape)[i].known() && (*shape)[i].value != dims[i]) {
+        return absl::InvalidArgumentError(absl::StrCat(given, ": dim ", i, " is ",
+                                                       (*shape)[i].value, " in the model (",
+                                                       DescribeType(v), ")"));
+      }
+    }
+    if (shape && shape->size() != dims.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(given, ": the input has rank ", shape->size()));
+    }
+    return dims;
+  }
+  if (!v.is_tensor() || !shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", v.name(), "' has no declared shape: give it with --input ",
+                     v.name(), "=FILE.pb or --input-shape ", v.name(), "=DIMS"));
+  }
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < shape->size(); ++i) {
+    const Dim& d = (*shape)[i];
+    dims.push_back(
+        d.known() ? d.value : (i == 0 && options.batch > 0 ? options.batch : options.symbolic_dim));
+  }
+  return dims;
+}
+
+absl::StatusOr<TensorMap> RandomInputs(const Graph& graph, const RandomInputOptions& options) {
+  SeededRandom random(options.seed);
+  TensorMap inputs;
+  for (const Value* v : graph.inputs()) {
+    if (v->is_initializer()) continue;
+    absl::StatusOr<std::vector<int64_t>> dims = RandomInputDims(*v, options);
+    if (!dims.ok()) return dims.status();
+    absl::StatusOr<Tensor> t =
+        RandomTensor(v->elem_type(), *dims, random, v->name(), options.ranges);
+    if (!t.ok()) return t.status();
+    inputs.emplace(v->name(), *std::move(t));
+  }
+  return inputs;
+}
+
+}  // namespace ovfix::exec

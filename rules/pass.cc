@@ -1,0 +1,37 @@
+#include "rules/pass.h"
+
+#include <cassert>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ovfix::rules {
+
+bool FinishRewrite(PassContext& ctx, bool validate) {
+  Rewriter& rewriter = ctx.rewriter;
+  // The validator follows the graph through the rewriter's commits and rollbacks.
+  assert(ctx.validator == nullptr || rewriter.observer() == ctx.validator);
+  if (ctx.validator == nullptr || !validate) {
+    rewriter.Commit();
+    return true;
+  }
+  absl::StatusOr<double> error = ctx.validator->Measure(rewriter);
+  if (!error.ok()) {
+    rewriter.Rollback(absl::StrCat("could not validate: ", error.status().message()));
+    return false;
+  }
+  const bool precision = ctx.validator->last_changes_precision();
+  const bool held = *error <= ctx.validator->tolerance;
+  if (!precision && !held) {
+    rewriter.Rollback(absl::StrFormat("changed outputs: error %.3g > tolerance %.3g", *error,
+                                      ctx.validator->tolerance));
+    rewriter.records().back().max_error = *error;
+    return false;
+  }
+  RewriteRecord& record = rewriter.Commit();
+  record.max_error = *error;
+  if (precision && record.note.empty()) record.note = "changes precision: error measured";
+  return true;
+}
+
+}  // namespace ovfix::rules
