@@ -46,7 +46,7 @@ bool CastsToFloat16(const Node* n) {
 // The nodes of the main graph `g` whose bodies hold nodes the rewrite created or changed.
 // A body runs once per iteration or branch, so a change inside is measured on what its
 // holder computes.
-std::vector<Node*> HoldersOfNestedChanges(const Rewriter& rewriter, const Graph& g) {
+std::vector<Node*> HoldersOfNestedChanges(const rules::Rewriter& rewriter, const Graph& g) {
   std::vector<Node*> holders;
   for (const std::vector<Node*>* list : {&rewriter.created_nodes(), &rewriter.modified_nodes(),
                                          &rewriter.erased_nodes()}) {
@@ -380,7 +380,8 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
     }
   }
   for (const auto& [position, before] : rewriter.replaced_outputs()) {
-    if (position >= g.outputs().size()) continue;
+    // A body output replaced inside a body is measured on what its holder computes.
+    if (position >= g.outputs().size() || before->owner() != &g) continue;
     const Value* now = g.outputs()[position];
     Tensor after;
     if (auto it = pending_.find(now); it != pending_.end()) {
