@@ -11,6 +11,12 @@
 #include "exec/kernel.h"
 
 namespace ovfix::exec {
+
+// Groups declared here rather than in kernel.h, which every kernel includes.
+void AddFourierKernels(std::vector<KernelDef>& table);   // DFT, STFT
+void AddStringKernels(std::vector<KernelDef>& table);    // StringNormalizer, TfIdfVectorizer
+void AddTrainingKernels(std::vector<KernelDef>& table);  // Adagrad, Adam, Momentum
+
 namespace {
 
 struct Table {
@@ -32,6 +38,9 @@ const Table& GetTable() {
     AddLossKernels(t->entries);
     AddDetectionKernels(t->entries);
     AddSignalKernels(t->entries);
+    AddFourierKernels(t->entries);
+    AddStringKernels(t->entries);
+    AddTrainingKernels(t->entries);
     for (size_t i = 0; i < t->entries.size(); ++i) {
       const KernelDef& k = t->entries[i];
       std::string domain(k.domain == "ai.onnx" ? std::string_view() : k.domain);

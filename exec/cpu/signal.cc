@@ -1,7 +1,14 @@
-// The window generators HannWindow, HammingWindow and BlackmanWindow (opsets 17 and 18). Each
+// The generators HannWindow, HammingWindow and BlackmanWindow (opsets 17 and 18). Each
 // is the cosine sum w[n] = a0 - a1 * cos(2 pi n / N) + a2 * cos(4 pi n / N) for n in
 // [0, size), with N = size for a periodic window (the default) and N = size - 1 for a
 // symmetric one, computed in double and cast to output_datatype.
+//
+// MelWeightMatrix (opset 17): triangular filters, one per mel band, over the
+// dft_length / 2 + 1 bins of a onesided spectrum. num_mel_bins + 2 points evenly spaced in
+// mel(f) = 2595 log10(1 + f / 700) between the lower and upper edge (the step is the span over
+// num_mel_bins + 2, as the operator's definition computes it) are mapped back to hertz and to
+// bins floor((dft_length + 1) f / sample_rate); band i rises from 0 at point i to 1 at point
+// i + 1 and falls back to 0 at point i + 2.
 #include <cmath>
 #include <cstdint>
 #include <numbers>
@@ -33,7 +40,7 @@ void StoreAs(const std::vector<double>& values, Tensor& out) {
 }
 
 // `out` is of a floating-point or integer type.
-void StoreWindow(const std::vector<double>& values, Tensor& out) {
+void StoreAsType(const std::vector<double>& values, Tensor& out) {
   switch (out.type()) {
     case DataType::kFloat: StoreAs<float>(values, out); break;
     case DataType::kDouble: StoreAs<double>(values, out); break;
@@ -59,14 +66,18 @@ void StoreWindow(const std::vector<double>& values, Tensor& out) {
   }
 }
 
-absl::Status Window(KernelContext& ctx, const CosineSum& c) {
-  if (!ctx.has_input(0)) return ctx.Error("expects the input size");
-  const Tensor& size_tensor = ctx.input(0);
-  if ((size_tensor.type() != DataType::kInt32 && size_tensor.type() != DataType::kInt64) ||
-      size_tensor.numel() != 1) {
-    return ctx.Error("size must be an int32 or int64 scalar, got ", DescribeTensor(size_tensor));
+// An int32 or int64 scalar input.
+absl::StatusOr<int64_t> IntScalar(const KernelContext& ctx, size_t i, const char* name) {
+  if (!ctx.has_input(i)) return ctx.Error("expects the input ", name);
+  const Tensor& t = ctx.input(i);
+  if ((t.type() != DataType::kInt32 && t.type() != DataType::kInt64) || t.numel() != 1) {
+    return ctx.Error(name, " must be an int32 or int64 scalar, got ", DescribeTensor(t));
   }
-  const int64_t size = size_tensor.GetAsInt64(0);
+  return t.GetAsInt64(0);
+}
+
+// The output_datatype attribute (default float): a floating-point or integer type.
+absl::StatusOr<DataType> OutputDatatype(const KernelContext& ctx) {
   const int64_t type_code = ctx.node.GetInt("output_datatype", 1);
   if (!IsKnownDataType(static_cast<int32_t>(type_code))) {
     return ctx.Error("unknown output_datatype ", type_code);
@@ -75,6 +86,15 @@ absl::Status Window(KernelContext& ctx, const CosineSum& c) {
   if (!IsFloatingPoint(type) && !IsInteger(type)) {
     return ctx.Error("unsupported output_datatype ", std::string(DataTypeName(type)));
   }
+  return type;
+}
+
+absl::Status Window(KernelContext& ctx, const CosineSum& c) {
+  absl::StatusOr<int64_t> size_or = IntScalar(ctx, 0, "size");
+  if (!size_or.ok()) return size_or.status();
+  const int64_t size = *size_or;
+  absl::StatusOr<DataType> type = OutputDatatype(ctx);
+  if (!type.ok()) return type.status();
   // Doubles are computed first: the size must be allocatable as double.
   if (size < 0 || !data_movement::IsAllocatable({size}, DataType::kDouble)) {
     return ctx.Error("size ", size, " out of range");
@@ -88,7 +108,56 @@ absl::Status Window(KernelContext& ctx, const CosineSum& c) {
     const double angle = step * static_cast<double>(n);
     values[n] = c.a0 - c.a1 * std::cos(angle) + c.a2 * std::cos(2 * angle);
   }
-  StoreWindow(values, ctx.Output(0, type, {size}));
+  StoreAsType(values, ctx.Output(0, *type, {size}));
+  return absl::OkStatus();
+}
+
+absl::Status MelWeightMatrix(KernelContext& ctx) {
+  absl::StatusOr<int64_t> bands = IntScalar(ctx, 0, "num_mel_bins");
+  if (!bands.ok()) return bands.status();
+  absl::StatusOr<int64_t> dft_length = IntScalar(ctx, 1, "dft_length");
+  if (!dft_length.ok()) return dft_length.status();
+  absl::StatusOr<int64_t> sample_rate = IntScalar(ctx, 2, "sample_rate");
+  if (!sample_rate.ok()) return sample_rate.status();
+  if (!ctx.has_input(3) || !ctx.has_input(4) || ctx.input(3).numel() != 1 ||
+      ctx.input(4).numel() != 1) {
+    return ctx.Error("expects scalar lower_edge_hertz and upper_edge_hertz");
+  }
+  const int64_t bins = *dft_length / 2 + 1;
+  if (*bands < 1 || *dft_length < 1 || *sample_rate < 1 ||
+      !data_movement::IsAllocatable({bins, *bands}, DataType::kDouble)) {
+    return ctx.Error("num_mel_bins, dft_length and sample_rate must be positive and not huge");
+  }
+  absl::StatusOr<DataType> type = OutputDatatype(ctx);
+  if (!type.ok()) return type.status();
+  auto mel = [](double hertz) { return 2595.0 * std::log10(1.0 + hertz / 700.0); };
+  const double low = mel(ctx.input(3).GetAsDouble(0));
+  const double high = mel(ctx.input(4).GetAsDouble(0));
+  const double step = (high - low) / static_cast<double>(*bands + 2);
+  std::vector<int64_t> points(static_cast<size_t>(*bands + 2));
+  for (int64_t p = 0; p < *bands + 2; ++p) {
+    const double hertz = 700.0 * (std::pow(10.0, (low + step * p) / 2595.0) - 1.0);
+    points[p] = static_cast<int64_t>(
+        std::floor(static_cast<double>(*dft_length + 1) * hertz / *sample_rate));
+    if (points[p] < 0 || points[p] >= bins) {
+      return ctx.Error("the band edges fall outside the spectrum's ", bins, " bins");
+    }
+  }
+  std::vector<double> values(static_cast<size_t>(bins * *bands), 0.0);
+  for (int64_t band = 0; band < *bands; ++band) {
+    const int64_t left = points[band], center = points[band + 1], right = points[band + 2];
+    if (center == left) {
+      values[center * *bands + band] = 1.0;
+    } else {
+      for (int64_t j = left; j <= center; ++j) {
+        values[j * *bands + band] = static_cast<double>(j - left) / (center - left);
+      }
+    }
+    for (int64_t j = center; j < right; ++j) {
+      values[j * *bands + band] = static_cast<double>(right - j) / (right - center);
+    }
+  }
+  StoreAsType(values, ctx.Output(0, *type, {bins, *bands}));
   return absl::OkStatus();
 }
 
@@ -102,6 +171,7 @@ void AddSignalKernels(std::vector<KernelDef>& table) {
   table.push_back({"", "HannWindow", 17, kLatestOpset, &HannWindow});
   table.push_back({"", "HammingWindow", 17, kLatestOpset, &HammingWindow});
   table.push_back({"", "BlackmanWindow", 17, kLatestOpset, &BlackmanWindow});
+  table.push_back({"", "MelWeightMatrix", 17, kLatestOpset, &MelWeightMatrix});
 }
 
 }  // namespace ovfix::exec

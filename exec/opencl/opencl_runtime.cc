@@ -125,6 +125,10 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(int device_index) {
   return rt;
 }
 
+Runtime::~Runtime() {
+  if (queue_()) queue_.finish();
+}
+
 absl::Status Runtime::Error(cl_int code, const std::string& what) const {
   return absl::InternalError(absl::StrCat("OpenCL device '", info_.name, "': ", what, ": ",
                                           ErrorName(code)));
@@ -183,6 +187,13 @@ absl::Status Runtime::Read(const cl::Buffer& buffer, void* data, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   cl_int err = queue_.enqueueReadBuffer(buffer, CL_TRUE, 0, bytes, data);
   return err == CL_SUCCESS ? absl::OkStatus() : Error(err, "reading a buffer");
+}
+
+absl::Status Runtime::Copy(const cl::Buffer& from, size_t from_offset, const cl::Buffer& to,
+                           size_t to_offset, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  cl_int err = queue_.enqueueCopyBuffer(from, to, from_offset, to_offset, bytes);
+  return err == CL_SUCCESS ? absl::OkStatus() : Error(err, "copying a buffer");
 }
 
 absl::Status Runtime::Enqueue(cl::Kernel& kernel, const cl::NDRange& global,

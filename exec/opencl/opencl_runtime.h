@@ -37,6 +37,11 @@ class Runtime {
  public:
   // device_index < 0: $OVFIX_OPENCL_DEVICE if set, else the first GPU, else device 0.
   static absl::StatusOr<std::unique_ptr<Runtime>> Create(int device_index);
+  // Waits for every queued command. Work still in flight when a process exits is compiled
+  // and run by PoCL's driver threads while exit() tears down LLVM's pass registry, which
+  // aborts the process ("Failed to create kernel compiler pass inline-kernels"); a kernel
+  // whose result is never read (one feeding an empty output) would be such work.
+  ~Runtime();
 
   const DeviceInfo& device() const { return info_; }
   cl::Context& context() { return context_; }
@@ -49,6 +54,9 @@ class Runtime {
   absl::StatusOr<cl::Buffer> Allocate(size_t bytes);
   absl::Status Write(const cl::Buffer& buffer, const void* data, size_t bytes);
   absl::Status Read(const cl::Buffer& buffer, void* data, size_t bytes);
+  // Copies bytes between buffers on the device (queued in order, no host transfer).
+  absl::Status Copy(const cl::Buffer& from, size_t from_offset, const cl::Buffer& to,
+                    size_t to_offset, size_t bytes);
   // Enqueues a 1-D/2-D/3-D range; `what` names the op/node for error messages.
   absl::Status Enqueue(cl::Kernel& kernel, const cl::NDRange& global, const std::string& what);
   absl::Status Finish();

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "exec/kernel.h"
+#include "exec/opencl/control_flow.h"
 #include "exec/opencl/op_context.h"
 #include "exec/opencl/opencl_runtime.h"
 #include "ir/float16.h"
@@ -12,22 +13,46 @@
 namespace ovfix::exec::opencl {
 namespace {
 
+struct Plan;
+
 struct Step {
   const Node* node;
   int opset;
   const OpDef* op;             // null: CPU only
   const KernelDef* cpu;        // null: OpenCL only
+  bool control_flow = false;   // If/Loop/Scan: run by exec/opencl/control_flow.cc
   std::vector<int> inputs, outputs;  // slots, -1 for omitted
+  std::vector<int> implicit_inputs;  // slots its subgraphs read from this graph
   std::vector<int> release;    // slots whose last reader is this step
   bool on_cpu = false;         // no OpenCL op, or the op declined this node
   bool noted = false;          // its CPU fallback is in notes()
   std::shared_ptr<void> state;
+  std::vector<std::unique_ptr<Plan>> subgraphs;  // in the order of node->subgraphs()
 };
+
+// One graph compiled to slots: the main graph, or a subgraph whose plan reads the values it
+// captures from the enclosing frame.
+struct Plan {
+  const Graph* graph = nullptr;
+  Plan* parent = nullptr;
+  int num_slots = 0;
+  std::vector<std::string> names;
+  std::vector<std::pair<int, ClValue>> constants;
+  std::vector<std::pair<const Value*, int>> input_slots;  // non-initializer graph inputs
+  std::vector<int> output_slots;
+  std::vector<Step> steps;
+  std::vector<std::pair<int, int>> captures;  // (slot in the parent, own slot)
+  absl::flat_hash_map<const Value*, int> slot_of;  // while compiling
+  int compiling_step = -1;
+};
+
+using Frame = std::vector<ClValue>;
 
 class OpenclSession : public Session {
  public:
   absl::Status Init(const Model& model, const SessionOptions& options) {
     options_ = options;
+    model_ = &model;
     auto rt = Runtime::Create(options.device);
     if (!rt.ok()) return rt.status();
     rt_ = *std::move(rt);
@@ -36,71 +61,14 @@ class OpenclSession : public Session {
           "OpenCL device '", rt_->device().name,
           "' has no cl_khr_fp16 (half arithmetic); use the fp16-storage precision instead"));
     }
-    graph_ = &model.graph();
-    absl::flat_hash_map<const Value*, int> slot;
-    auto slot_of = [&](const Value* v) {
-      auto [it, inserted] = slot.emplace(v, static_cast<int>(slot.size()));
-      if (inserted) names_.push_back(v->name());
-      return it->second;
-    };
-    for (const Value* v : graph_->initializers()) {
-      const int s = slot_of(v);
-      ClValue c;
-      c.type = v->tensor().type();
-      c.dims = v->tensor().dims();
-      c.half = StoresHalf(c.type);
-      c.host = Rounded(v->tensor());
-      constants_.emplace_back(s, std::move(c));
-    }
-    for (const Value* v : graph_->inputs()) {
-      if (!v->is_initializer()) input_slots_.emplace_back(v, slot_of(v));
-    }
-    for (Node* n : graph_->nodes()) {
-      if (!n->subgraphs().empty()) {
-        return absl::UnimplementedError(absl::StrCat(
-            n->Describe(), ": the opencl backend does not run control flow; use --backend cpu"));
-      }
-      Step step;
-      step.node = n;
-      const std::string& domain = n->domain();
-      step.opset = static_cast<int>(model.OpsetVersion(domain));
-      step.op = domain.empty() || domain == "ai.onnx" ? FindOp(n->op_type(), step.opset) : nullptr;
-      step.cpu = FindKernel(domain, n->op_type(), step.opset);
-      if (step.op == nullptr && step.cpu == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(n->Describe(), ": unsupported op ",
-                                                       n->op_type(), " (opset ", step.opset, ")"));
-      }
-      if (step.op == nullptr) step.on_cpu = true;
-      for (Value* v : n->inputs()) step.inputs.push_back(v ? slot_of(v) : -1);
-      for (Value* v : n->outputs()) step.outputs.push_back(v ? slot_of(v) : -1);
-      steps_.push_back(std::move(step));
-    }
-    for (const Value* v : graph_->outputs()) output_slots_.push_back(slot_of(v));
-    num_slots_ = static_cast<int>(slot.size());
-    // Free each intermediate after its last reader (never constants or outputs).
-    std::vector<int> last(num_slots_, -1);
-    for (size_t i = 0; i < steps_.size(); ++i) {
-      for (int s : steps_[i].inputs) {
-        if (s >= 0) last[s] = static_cast<int>(i);
-      }
-    }
-    std::vector<bool> keep(num_slots_, false);
-    for (const auto& [s, c] : constants_) keep[s] = true;
-    for (int s : output_slots_) keep[s] = true;
-    for (int s = 0; s < num_slots_; ++s) {
-      if (last[s] >= 0 && !keep[s]) steps_[last[s]].release.push_back(s);
-    }
-    return absl::OkStatus();
+    return Compile(model.graph(), nullptr, main_);
   }
 
   absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& inputs) override {
     captured_.clear();
-    std::vector<ClValue> values(num_slots_);
-    for (auto& [s, c] : constants_) {
-      if (auto st = EnsureDevice(*rt_, c); !st.ok()) return st;  // uploaded once, kept
-      values[s] = c;
-    }
-    for (const auto& [v, s] : input_slots_) {
+    Frame values(main_.num_slots);
+    if (auto s = InitConstants(main_, values); !s.ok()) return s;
+    for (const auto& [v, s] : main_.input_slots) {
       auto it = inputs.find(v->name());
       if (it == inputs.end()) {
         return absl::InvalidArgumentError(absl::StrCat("missing input '", v->name(), "'"));
@@ -110,39 +78,28 @@ class OpenclSession : public Session {
             "input '", v->name(), "' is ", std::string(DataTypeName(it->second.type())),
             ", the model wants ", std::string(DataTypeName(v->elem_type()))));
       }
-      ClValue& c = values[s];
-      c.type = it->second.type();
-      c.dims = it->second.dims();
-      c.half = StoresHalf(c.type);
-      c.host = Rounded(it->second);
+      values[s] = HostValue(it->second);
     }
     for (const auto& [name, t] : inputs) {
-      if (std::none_of(input_slots_.begin(), input_slots_.end(),
+      if (std::none_of(main_.input_slots.begin(), main_.input_slots.end(),
                        [&](const auto& p) { return p.first->name() == name; })) {
         return absl::InvalidArgumentError(absl::StrCat("the model has no input '", name, "'"));
       }
     }
     if (options_.capture) {
-      for (const auto& [s, c] : constants_) {
-        if (auto st = Capture(s, values[s]); !st.ok()) return st;
+      for (const auto& [s, c] : main_.constants) {
+        if (auto st = Capture(main_, s, values[s]); !st.ok()) return st;
       }
-      for (const auto& [v, s] : input_slots_) {
-        if (auto st = Capture(s, values[s]); !st.ok()) return st;
+      for (const auto& [v, s] : main_.input_slots) {
+        if (auto st = Capture(main_, s, values[s]); !st.ok()) return st;
       }
     }
-    for (Step& step : steps_) {
-      if (auto s = RunStep(step, values); !s.ok()) return s;
-      if (options_.capture) {
-        for (int o : step.outputs) {
-          if (o >= 0) {
-            if (auto s = Capture(o, values[o]); !s.ok()) return s;
-          }
-        }
-      }
-      for (int r : step.release) values[r] = ClValue{};
-    }
+    if (auto s = RunSteps(main_, values, options_.capture); !s.ok()) return s;
+    // Nothing stays queued after a run: kernels whose results no output reads (an empty
+    // output's producers) still finish here, and report their errors to this run.
+    if (auto s = rt_->Finish(); !s.ok()) return s;
     std::vector<Tensor> outputs;
-    for (int s : output_slots_) {
+    for (int s : main_.output_slots) {
       if (auto st = EnsureHost(*rt_, values[s]); !st.ok()) return st;
       outputs.push_back(*values[s].host);
     }
@@ -157,6 +114,119 @@ class OpenclSession : public Session {
   }
 
  private:
+  // ---- compiling ----
+
+  absl::Status Compile(const Graph& graph, Plan* parent, Plan& plan) {
+    plan.graph = &graph;
+    plan.parent = parent;
+    for (const Value* v : graph.initializers()) {
+      ClValue c;
+      c.type = v->tensor().type();
+      c.dims = v->tensor().dims();
+      c.half = StoresHalf(c.type);
+      c.host = Rounded(v->tensor());
+      plan.constants.emplace_back(NewSlot(plan, v), std::move(c));
+    }
+    for (const Value* v : graph.inputs()) {
+      if (!v->is_initializer()) plan.input_slots.emplace_back(v, NewSlot(plan, v));
+    }
+    for (const Node* n : graph.nodes()) {
+      if (auto s = CompileNode(*n, plan); !s.ok()) return s;
+    }
+    for (const Value* v : graph.outputs()) {
+      absl::StatusOr<int> slot = Resolve(plan, v);
+      if (!slot.ok()) return slot.status();
+      plan.output_slots.push_back(*slot);
+    }
+    PlanReleases(plan);
+    plan.slot_of.clear();
+    return absl::OkStatus();
+  }
+
+  int NewSlot(Plan& plan, const Value* v) {
+    plan.slot_of[v] = plan.num_slots;
+    plan.names.push_back(v->name());
+    return plan.num_slots++;
+  }
+
+  // The slot of `v`, captured from the enclosing plans when it is theirs.
+  absl::StatusOr<int> Resolve(Plan& plan, const Value* v) {
+    if (auto it = plan.slot_of.find(v); it != plan.slot_of.end()) return it->second;
+    if (plan.parent == nullptr || v->owner() == plan.graph) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", v->name(),
+                                                     "' is read before anything produces it"));
+    }
+    Plan& parent = *plan.parent;
+    absl::StatusOr<int> outer = Resolve(parent, v);
+    if (!outer.ok()) return outer.status();
+    if (parent.compiling_step >= 0) {
+      parent.steps[parent.compiling_step].implicit_inputs.push_back(*outer);
+    }
+    const int own = NewSlot(plan, v);
+    plan.captures.emplace_back(*outer, own);
+    return own;
+  }
+
+  absl::Status CompileNode(const Node& n, Plan& plan) {
+    Step step;
+    step.node = &n;
+    const std::string& domain = n.domain();
+    step.opset = static_cast<int>(model_->OpsetVersion(domain));
+    const bool onnx_domain = domain.empty() || domain == "ai.onnx";
+    step.op = onnx_domain ? FindOp(n.op_type(), step.opset) : nullptr;
+    step.cpu = FindKernel(domain, n.op_type(), step.opset);
+    step.control_flow = onnx_domain && IsControlFlowOp(n.op_type());
+    if (step.op == nullptr && step.cpu == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(n.Describe(), ": unsupported op ",
+                                                     n.op_type(), " (opset ", step.opset, ")"));
+    }
+    if (step.op == nullptr && !step.control_flow) step.on_cpu = true;
+    for (const Value* v : n.inputs()) {
+      if (v == nullptr) {
+        step.inputs.push_back(-1);
+        continue;
+      }
+      absl::StatusOr<int> slot = Resolve(plan, v);
+      if (!slot.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(n.Describe(), ": ",
+                                                       slot.status().message()));
+      }
+      step.inputs.push_back(*slot);
+    }
+    plan.steps.push_back(std::move(step));
+    plan.compiling_step = static_cast<int>(plan.steps.size()) - 1;
+    for (const Subgraph& sub : n.subgraphs()) {
+      auto sub_plan = std::make_unique<Plan>();
+      if (auto s = Compile(*sub.graph, &plan, *sub_plan); !s.ok()) return s;
+      plan.steps.back().subgraphs.push_back(std::move(sub_plan));
+    }
+    plan.compiling_step = -1;
+    for (const Value* v : n.outputs()) {
+      plan.steps.back().outputs.push_back(v ? NewSlot(plan, v) : -1);
+    }
+    return absl::OkStatus();
+  }
+
+  // Frees each intermediate after its last reader (never constants or outputs).
+  void PlanReleases(Plan& plan) {
+    std::vector<int> last(plan.num_slots, -1);
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      for (const std::vector<int>* slots : {&plan.steps[i].inputs, &plan.steps[i].implicit_inputs}) {
+        for (int s : *slots) {
+          if (s >= 0) last[s] = static_cast<int>(i);
+        }
+      }
+    }
+    std::vector<bool> keep(plan.num_slots, false);
+    for (const auto& [s, c] : plan.constants) keep[s] = true;
+    for (int s : plan.output_slots) keep[s] = true;
+    for (int s = 0; s < plan.num_slots; ++s) {
+      if (last[s] >= 0 && !keep[s]) plan.steps[last[s]].release.push_back(s);
+    }
+  }
+
+  // ---- running ----
+
   bool StoresHalf(DataType t) const {
     return t == DataType::kFloat16 ||
            (t == DataType::kFloat && options_.precision != Precision::kFp32);
@@ -170,13 +240,101 @@ class OpenclSession : public Session {
     return r;
   }
 
-  absl::Status Capture(int slot, ClValue& v) {
-    if (auto s = EnsureHost(*rt_, v); !s.ok()) return s;
-    captured_[names_[slot]] = *v.host;
+  ClValue HostValue(const Tensor& t) const {
+    ClValue c;
+    c.type = t.type();
+    c.dims = t.dims();
+    c.half = StoresHalf(c.type);
+    c.host = Rounded(t);
+    return c;
+  }
+
+  absl::Status InitConstants(Plan& plan, Frame& values) {
+    for (auto& [s, c] : plan.constants) {
+      if (c.type != DataType::kString) {
+        if (auto st = EnsureDevice(*rt_, c); !st.ok()) return st;  // uploaded once, kept
+      }
+      values[s] = c;
+    }
     return absl::OkStatus();
   }
 
-  absl::Status RunStep(Step& step, std::vector<ClValue>& values) {
+  absl::Status Capture(const Plan& plan, int slot, ClValue& v) {
+    if (auto s = EnsureHost(*rt_, v); !s.ok()) return s;
+    captured_[plan.names[slot]] = *v.host;
+    return absl::OkStatus();
+  }
+
+  absl::Status RunSteps(Plan& plan, Frame& values, bool capture) {
+    for (Step& step : plan.steps) {
+      if (auto s = RunStep(step, values); !s.ok()) return s;
+      if (capture) {
+        for (int o : step.outputs) {
+          if (o >= 0) {
+            if (auto s = Capture(plan, o, values[o]); !s.ok()) return s;
+          }
+        }
+      }
+      for (int r : step.release) values[r] = ClValue{};
+    }
+    return absl::OkStatus();
+  }
+
+  // Runs subgraph `index` of `step` on `args`, reading captured values from `outer`.
+  absl::StatusOr<std::vector<ClValue>> RunSubgraph(Step& step, size_t index, Frame& outer,
+                                                   std::vector<ClValue> args) {
+    Plan& plan = *step.subgraphs[index];
+    if (args.size() != plan.input_slots.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          step.node->Describe(), ": subgraph '", plan.graph->name(), "' takes ",
+          plan.input_slots.size(), " inputs, given ", args.size()));
+    }
+    Frame values(plan.num_slots);
+    if (auto s = InitConstants(plan, values); !s.ok()) return s;
+    for (const auto& [from, own] : plan.captures) values[own] = outer[from];
+    for (size_t i = 0; i < args.size(); ++i) values[plan.input_slots[i].second] = std::move(args[i]);
+    if (auto s = RunSteps(plan, values, /*capture=*/false); !s.ok()) return s;
+    std::vector<ClValue> out;
+    for (int s : plan.output_slots) out.push_back(values[s]);
+    return out;
+  }
+
+  absl::StatusOr<size_t> SubgraphIndex(const Step& step, std::string_view attribute) const {
+    const std::vector<Subgraph>& subs = step.node->subgraphs();
+    for (size_t i = 0; i < subs.size(); ++i) {
+      if (subs[i].attribute == attribute) return i;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": no subgraph ",
+                                                   std::string(attribute)));
+  }
+
+  absl::Status RunControlFlowStep(Step& step, Frame& values) {
+    ControlContext ctx{*step.node, step.opset, *rt_, {}, {}, {}, {}};
+    for (int s : step.inputs) ctx.inputs.push_back(s >= 0 ? &values[s] : nullptr);
+    ctx.outputs.resize(step.outputs.size());
+    ctx.run_body = [&](std::string_view attribute, std::vector<ClValue> args)
+        -> absl::StatusOr<std::vector<ClValue>> {
+      absl::StatusOr<size_t> index = SubgraphIndex(step, attribute);
+      if (!index.ok()) return index.status();
+      return RunSubgraph(step, *index, values, std::move(args));
+    };
+    ctx.host_value = [this](Tensor t) { return HostValue(t); };
+    if (auto s = RunControlFlow(ctx); !s.ok()) return s;
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] >= 0) values[step.outputs[i]] = std::move(ctx.outputs[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunStep(Step& step, Frame& values) {
+    if (step.control_flow && !step.on_cpu) {
+      absl::Status s = RunControlFlowStep(step, values);
+      if (!absl::IsUnimplemented(s) || step.cpu == nullptr) return s;
+      step.on_cpu = true;
+      step.noted = true;
+      notes_.push_back(absl::StrCat(step.node->Describe(), ": runs on the CPU (", s.message(), ")"));
+      return RunOnCpu(step, values);
+    }
     // Integer values that only live on the host are shape arithmetic (Shape -> Gather ->
     // Concat, Constant): the CPU kernel computes them where they are, no transfer.
     bool host_only = step.cpu != nullptr;
@@ -209,7 +367,7 @@ class OpenclSession : public Session {
     return RunOnCpu(step, values);
   }
 
-  absl::Status RunOnCpu(Step& step, std::vector<ClValue>& values) {
+  absl::Status RunOnCpu(Step& step, Frame& values) {
     KernelContext ctx{*step.node, step.opset, {}, {}, nullptr, &step.state, {}};
     std::vector<Tensor> converted;
     converted.reserve(step.inputs.size());
@@ -231,6 +389,27 @@ class OpenclSession : public Session {
         ctx.inputs.push_back(&*values[s].host);
       }
     }
+    if (!step.subgraphs.empty()) {
+      // A control-flow node on its CPU kernel still runs its bodies in this session.
+      ctx.run_subgraph = [&](const Graph& graph, std::vector<Tensor> args)
+          -> absl::StatusOr<std::vector<Tensor>> {
+        size_t index = 0;
+        while (index < step.subgraphs.size() && step.subgraphs[index]->graph != &graph) ++index;
+        if (index == step.subgraphs.size()) {
+          return absl::InternalError(absl::StrCat(step.node->Describe(), ": unknown subgraph"));
+        }
+        std::vector<ClValue> in;
+        for (const Tensor& t : args) in.push_back(HostValue(t));
+        absl::StatusOr<std::vector<ClValue>> out = RunSubgraph(step, index, values, std::move(in));
+        if (!out.ok()) return out.status();
+        std::vector<Tensor> tensors;
+        for (ClValue& v : *out) {
+          if (auto s = EnsureHost(*rt_, v); !s.ok()) return s;
+          tensors.push_back(*v.host);
+        }
+        return tensors;
+      };
+    }
     ctx.outputs.resize(step.outputs.size());
     if (auto s = step.cpu->fn(ctx); !s.ok()) return s;
     for (size_t i = 0; i < step.outputs.size(); ++i) {
@@ -243,24 +422,14 @@ class OpenclSession : public Session {
           step.node->output(i)->elem_type() != DataType::kFloat) {
         t = ConvertTensor(t, DataType::kFloat16);
       }
-      ClValue& out = values[step.outputs[i]];
-      out = ClValue{};
-      out.type = t.type();
-      out.dims = t.dims();
-      out.half = StoresHalf(out.type);
-      out.host = Rounded(t);
+      values[step.outputs[i]] = HostValue(t);
     }
     return absl::OkStatus();
   }
 
+  const Model* model_ = nullptr;
   std::unique_ptr<Runtime> rt_;
-  const Graph* graph_ = nullptr;
-  int num_slots_ = 0;
-  std::vector<std::string> names_;
-  std::vector<std::pair<int, ClValue>> constants_;
-  std::vector<std::pair<const Value*, int>> input_slots_;
-  std::vector<int> output_slots_;
-  std::vector<Step> steps_;
+  Plan main_;
   std::vector<std::string> notes_;
   TensorMap captured_;
 };

@@ -74,6 +74,7 @@ struct NodeRun {
   ThreadPool* pool = &MathPool();
   int num_outputs = 1;
   std::string name = "n";  // the node's name (errors name it)
+  std::string domain;      // "" for the default ONNX domain
 };
 
 // Runs one node of `op` through the kernel table; an undefined Tensor is an omitted input.
@@ -94,9 +95,9 @@ inline absl::StatusOr<std::vector<Tensor>> RunNode(
   }
   std::vector<std::string> outputs;
   for (int i = 0; i < run.num_outputs; ++i) outputs.push_back("out" + std::to_string(i));
-  Node* node = graph.AddNode(op, values, outputs, run.name);
+  Node* node = graph.AddNode(op, values, outputs, run.name, run.domain);
   for (const auto& a : attributes) node->SetAttribute(a);
-  const KernelDef* kernel = FindKernel("", op, opset);
+  const KernelDef* kernel = FindKernel(run.domain, op, opset);
   if (kernel == nullptr) return absl::NotFoundError(op + " has no kernel");
   KernelContext ctx{*node, opset, {}, {}, nullptr, nullptr, {}};
   for (const Tensor& t : inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);

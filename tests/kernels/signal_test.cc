@@ -1,4 +1,4 @@
-// Tests of the window generators (exec/cpu/signal.cc): windows of size 4, periodic and
+// Tests of the window and filter bank generators (exec/cpu/signal.cc): windows of size 4, periodic and
 // symmetric, worked by hand from w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), the
 // output types, and bad sizes.
 #include <cstdint>
@@ -97,6 +97,39 @@ TEST(WindowTest, EmptyAndBadSizes) {
   ASSERT_FALSE(string_type.ok());
   EXPECT_THAT(std::string(string_type.status().message()),
               HasSubstr("unsupported output_datatype string"));
+}
+
+Tensor Int32(int32_t v) { return Tensor::FromVector<int32_t>(DataType::kInt32, {}, {v}); }
+Tensor Float(float v) { return Tensor::FromVector<float>(DataType::kFloat, {}, {v}); }
+
+// Two bands between 0 and 8.4 Hz over the 9 bins of a 16-point DFT at 16 Hz: the four band
+// edges, evenly spaced in mel with step mel(8.4) / 4, sit at 0, 2.09, 4.19 and 6.29 Hz, that
+// is at bins floor(17 f / 16) = 0, 2, 4, 6. Band 0 rises over bins 0..2 and falls to bin 4,
+// band 1 rises over 2..4 and falls to 6.
+TEST(MelWeightMatrixTest, TwoBandsWorkedByHand) {
+  auto out = RunNode("MelWeightMatrix", 17, {Int32(2), Int32(16), Int32(16), Float(0), Float(8.4f)},
+                     {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].type(), DataType::kFloat);
+  ExpectNear((*out)[0], {9, 2},
+             {0, 0,  0.5, 0,  1, 0,  0.5, 0.5,  0, 1,  0, 0.5,  0, 0,  0, 0,  0, 0}, 1e-6,
+             "mel");
+}
+
+TEST(MelWeightMatrixTest, OutputTypeAndBadInputs) {
+  auto as_double = RunNode("MelWeightMatrix", 17,
+                           {Int32(2), Int32(16), Int32(16), Float(0), Float(8.4f)},
+                           {IntAttr("output_datatype", 11)});
+  ASSERT_TRUE(as_double.ok()) << as_double.status();
+  EXPECT_EQ((*as_double)[0].type(), DataType::kDouble);
+  auto no_bands = RunNode("MelWeightMatrix", 17,
+                          {Int32(0), Int32(16), Int32(16), Float(0), Float(8.4f)}, {});
+  ASSERT_FALSE(no_bands.ok());
+  // An upper edge above the Nyquist frequency puts band edges past the last bin.
+  auto too_high = RunNode("MelWeightMatrix", 17,
+                          {Int32(2), Int32(16), Int32(16), Float(0), Float(100)}, {});
+  ASSERT_FALSE(too_high.ok());
+  EXPECT_THAT(std::string(too_high.status().message()), HasSubstr("outside"));
 }
 
 }  // namespace

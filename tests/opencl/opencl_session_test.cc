@@ -83,6 +83,35 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"conv3d_991", 1e-4}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// silero_vad (an If on the sample rate around STFT-as-Conv and LSTM subgraphs): test_data_set_0
+// holds onnxruntime's outputs with --opt-level disabled (the graph as written). The CPU
+// executor must match them to 1e-5 of each output's range, the opencl backend, whose session
+// runs the If and its branches, to 1e-4.
+TEST(OpenclSession, SileroVadMatchesOnnxruntime) {
+  const std::string dir = ModelDir("silero_vad");
+  if (!std::filesystem::exists(dir)) GTEST_SKIP();
+  auto model = LoadModel(dir + "/model.onnx");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TensorMap inputs = ReadInputs(**model, dir);
+  std::vector<std::pair<std::string, double>> backends = {{"cpu", 1e-5}};
+  if (HaveOpencl()) backends.emplace_back("opencl", 1e-4);
+  for (const auto& [backend, tolerance] : backends) {
+    SessionOptions options;
+    options.backend = backend;
+    auto session = CreateSession(**model, options);
+    ASSERT_TRUE(session.ok()) << backend << ": " << session.status();
+    auto out = (*session)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << backend << ": " << out.status();
+    ASSERT_EQ(out->size(), 2u);
+    for (size_t i = 0; i < out->size(); ++i) {
+      auto expected = ReadTensorFile(dir + "/test_data_set_0/output_" + std::to_string(i) + ".pb");
+      ASSERT_TRUE(expected.ok()) << expected.status();
+      EXPECT_EQ((*out)[i].dims(), expected->dims()) << backend << " output " << i;
+      EXPECT_LE(RangeError((*out)[i], *expected), tolerance) << backend << " output " << i;
+    }
+  }
+}
+
 TEST(OpenclSession, Fp16StorageOverflowsLikeAGpu) {
   if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
   const std::string dir = ModelDir("gfpgan_modconv");
