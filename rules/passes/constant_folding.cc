@@ -1,6 +1,7 @@
 #include "rules/passes/constant_folding.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -99,21 +100,25 @@ int FoldGraph(PassContext& ctx, Graph& g, const std::string& pass) {
         Fold(ctx.model, *n, ctx.options.fold_size_limit, ctx.evaluator);
     if (!outputs) continue;
     ctx.rewriter.Begin(pass, {n});
-    std::vector<std::pair<Value*, std::string>> constants;
+    // (constant, its name, the name of the value it replaces)
+    std::vector<std::tuple<Value*, std::string, std::string>> constants;
     for (size_t i = 0; i < outputs->size(); ++i) {
       Value* o = n->output(i);
       if (o == nullptr) continue;
       Value* c = ctx.rewriter.CreateInitializer(g, o->name(), std::move((*outputs)[i]));
       ctx.rewriter.ReplaceAllUsesWith(o, c);
-      constants.emplace_back(c, o->name());
+      constants.emplace_back(c, c->name(), o->name());
     }
     ctx.rewriter.EraseNode(n);
     if (!FinishRewrite(ctx)) continue;
     ++folded;
     removed.insert(ctx.rewriter.last_removed().begin(), ctx.rewriter.last_removed().end());
-    // The constant takes the name of the value it replaced (free once that is gone).
-    for (auto& [c, original] : constants) {
-      if (!ctx.rewriter.NameTaken(original)) g.RenameValue(c, original);
+    // The constant takes the name of the value it replaced (free once that is gone). A
+    // constant nothing read is gone with the commit: looked up by name, not dereferenced.
+    for (auto& [c, name, original] : constants) {
+      if (g.FindValue(name) == c && !ctx.rewriter.NameTaken(original)) {
+        g.RenameValue(c, original);
+      }
     }
   }
   return folded;
