@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "converter/command.h"
+#include "converter/model_run.h"
 #include "converter/compare_report.h"
 #include "exec/layer_compare.h"
 #include "exec/random_inputs.h"
@@ -290,6 +291,14 @@ int RunCompare(CompareOptions& o) {
   CompareContext context{o.models[0], two_models ? o.models[1] : o.models[0], ""};
   absl::StatusOr<exec::TensorMap> feeds = ReadInputs(o, (*ref_model)->graph(), context.inputs);
   if (!feeds.ok()) return Fail(feeds.status().message());
+  {
+    // Each side gets the feeds in the float types it declares (float32 files for a float16
+    // model); say so, since those are not the bytes of the files.
+    std::vector<std::string> notes;
+    (void)converter::MatchInputTypes((*ref_model)->graph(), *feeds, &notes);
+    if (two_models) (void)converter::MatchInputTypes(test_model.graph(), *feeds, &notes);
+    for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  }
   absl::StatusOr<exec::LayerReport> report = exec::CompareLayers(ref, test, *feeds, tolerance);
   if (!report.ok()) return Fail(report.status().message());
   int compared_nodes = 0;

@@ -35,6 +35,9 @@ struct ConvertOptions {
   bool lower_conv3d = false;
   bool no_validate = false;
   std::string report;
+  std::vector<std::string> calibration_data;
+  double tolerance = -1;
+  bool no_repair = false;
   bool verbose = false;
   // Options whose presence on the command line overrides the target's.
   CLI::Option* batch_option = nullptr;
@@ -108,13 +111,21 @@ int RunConvert(const ConvertOptions& o) {
   if (absl::Status s = ParseInputShapes(o.input_shapes, c.input_shapes); !s.ok()) {
     return Fail(std::string(s.message()));
   }
+  // --input NAME=FILE, repeatable; naming an input again starts another set.
   for (const std::string& text : o.inputs) {
     std::string name, file;
     if (!SplitAssignment(text, name, file)) {
       return Fail(absl::StrCat("--input ", text, ": expected NAME=FILE.pb"));
     }
-    c.input_files[name] = file;
+    if (p.input_sets.empty() || p.input_sets.back().contains(name)) p.input_sets.emplace_back();
+    p.input_sets.back()[name] = file;
   }
+  p.calibration_data = o.calibration_data;
+  p.tolerance = o.tolerance;
+  p.repair = !o.no_repair;
+  p.write_output = true;
+  if (o.external_data) p.save.external_data = ExternalDataMode::kAlways;
+  p.save.external_location = o.external_location;
 
   auto model = LoadModel(o.input);
   if (!model.ok()) return Fail(std::string(model.status().message()));
@@ -146,12 +157,6 @@ int RunConvert(const ConvertOptions& o) {
                  "(see above); %s was not written\n",
                  o.output.c_str());
     return kExitMismatch;
-  }
-  SaveOptions save;
-  if (o.external_data) save.external_data = ExternalDataMode::kAlways;
-  save.external_location = o.external_location;
-  if (auto s = SaveModel(**model, o.output, save); !s.ok()) {
-    return Fail(std::string(s.message()));
   }
   std::printf("wrote %s (target %s)\n", o.output.c_str(), o.target.c_str());
   return kExitOk;
@@ -188,8 +193,18 @@ Command AddConvertCommand(CLI::App& app) {
                 "Do not run the model: no validation, no fp16 calibration");
   sub->add_option("--report", o->report, "Write a JSON report of every rewrite and fp32 island");
   sub->add_option("--input", o->inputs,
-                  "Reference input for validation: NAME=FILE.pb (repeatable; default: random "
-                  "inputs from a fixed seed)");
+                  "Reference input for validation: NAME=FILE.pb (repeatable; naming an input "
+                  "again starts another set; default: random inputs from a fixed seed)");
+  sub->add_option("--calibration-data", o->calibration_data,
+                  "ONNX test-data folder (test_data_set_*/input_K.pb or input_K.pb) to "
+                  "validate, calibrate and repair on (repeatable)");
+  sub->add_option("--tolerance", o->tolerance,
+                  "End-to-end tolerance relative to each output's range (default 1e-2 for "
+                  "fp16 conversions, 1e-4 otherwise)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--no-repair", o->no_repair,
+                "Report an fp16 conversion beyond the tolerance instead of keeping the nodes "
+                "responsible in fp32");
   sub->add_flag("--verbose", o->verbose, "Print what each pass did on stderr");
   sub->add_flag("--external-data", o->external_data,
                 "Write weights to a data file beside the model (automatic over 2 GB)");

@@ -1,12 +1,17 @@
 #include "converter/pipeline.h"
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/calibration_data.h"
+#include "converter/model_run.h"
+#include "converter/repair.h"
 #include "converter/node_evaluator.h"
 #include "converter/target.h"
 #include "converter/validation.h"
@@ -182,6 +187,38 @@ std::vector<std::string> DataDependentValues(Model& model) {
     }
   }
   return out;
+absl::Status NotRunnable(const absl::Status& s) {
+  return absl::InternalError(absl::StrCat(
+      "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
+}
+
+// Saves the model and measures the file written: the end-to-end result reported is that of
+// its bytes. A file that does not keep the outputs is removed again.
+absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
+                             ReferenceValidator* validator, ConversionReport& report) {
+  if (absl::Status s = SaveModel(model, options.output_path, options.save); !s.ok()) {
+    return absl::InvalidArgumentError(s.message());
+  }
+  report.written = true;
+  if (validator == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<Model>> written = LoadModel(options.output_path);
+  if (!written.ok()) return NotRunnable(written.status());
+  absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(**written);
+  if (!e2e.ok()) return NotRunnable(e2e.status());
+  report.end_to_end = *std::move(e2e);
+  report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+  if (!report.outputs_match) {
+    namespace fs = std::filesystem;
+    const fs::path path(options.output_path);
+    const std::string data = options.save.external_location.empty()
+                                 ? path.filename().string() + ".data"
+                                 : options.save.external_location;
+    std::error_code ignored;
+    fs::remove(path, ignored);
+    fs::remove(path.parent_path() / data, ignored);
+    report.written = false;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -221,15 +258,23 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
   ShapeFacts shape_facts;
+  bool random_inputs = false;
   if (convert.validate) {
-    absl::StatusOr<exec::TensorMap> inputs = MakeReferenceInputs(model, convert);
-    if (!inputs.ok()) return absl::InvalidArgumentError(inputs.status().message());
+    absl::StatusOr<CalibrationSets> sets =
+        LoadCalibrationSets(model, options.calibration_data, options.input_sets, convert);
+    if (!sets.ok()) return absl::InvalidArgumentError(sets.status().message());
+    report.calibration = sets->description;
+    random_inputs = absl::StartsWith(sets->description, "no calibration data");
     absl::StatusOr<std::unique_ptr<ReferenceValidator>> v =
-        ReferenceValidator::Create(model, *std::move(inputs));
+        ReferenceValidator::Create(model, std::move(sets->sets));
     if (!v.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("validation needs a run of the model on the CPU executor, which failed: ",
-                       v.status().message(), " (--no-validate converts without validation)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "validation needs a run of the model on the CPU executor, which failed: ",
+          v.status().message(),
+          random_inputs ? " (random inputs have symbolic dims set to 1: fix them with "
+                          "--input-shape NAME=DIMS, or give --calibration-data DIR)"
+                        : "",
+          " (--no-validate converts without validation)"));
     }
     validator = *std::move(v);
     report.validated = true;
@@ -248,8 +293,19 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   CpuNodeEvaluator evaluator;
   ProgressBar progress(options.progress ? stderr : nullptr);
   bool precision_changed = false;
+  // The graph right before the fp16 conversion, for the repair to convert again.
+  std::unique_ptr<Model> before_fp16;
+  size_t fp16_step = steps->size();
   for (size_t i = 0; i < steps->size(); ++i) {
     Step& step = (*steps)[i];
+    if (validator != nullptr && options.repair && before_fp16 == nullptr &&
+        dynamic_cast<Fp16IslandsPass*>(step.pass.get()) != nullptr) {
+      absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(model);
+      if (copy.ok()) {
+        before_fp16 = *std::move(copy);
+        fp16_step = i;
+      }
+    }
     progress.Update(static_cast<int>(i), static_cast<int>(steps->size()), step.name);
     const size_t before = rewriter.records().size();
     const auto step_start = Clock::now();
@@ -281,18 +337,14 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   report.end_to_end_tolerance =
       options.tolerance >= 0 ? options.tolerance : (precision_changed ? 1e-2 : 1e-4);
   if (validator != nullptr) {
-    absl::StatusOr<EndToEndResult> e2e = validator->CompareFinalOutputs();
-    if (!e2e.ok()) {
-      return absl::InternalError(
-          absl::StrCat("the converted model does not run on the CPU "
-                       "executor (a bug in ovfix): ",
-                       e2e.status().message()));
+    // What the rewrites computed as they went: an estimate, logged beside the measurement.
+    absl::StatusOr<EndToEndResult> estimate = validator->CompareFinalOutputs();
+    if (estimate.ok()) {
+      options.log(absl::StrFormat("end-to-end estimate from the rewrites' activations: %.3g",
+                                  estimate->max_error));
     }
-    report.end_to_end = *std::move(e2e);
-    report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
   }
   progress.Finish();
-  phase("end-to-end comparison");
   // Final types for the saved model, and onnx's checker, on one light proto.
   if (absl::Status s = InferShapesAndCheck(model); !s.ok()) {
     return absl::InternalError(absl::StrCat(
@@ -303,6 +355,61 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   phase("shape inference and onnx checker");
   rules::ListKnownShapesInValueInfo(model.graph());
   report.dynamic_values = DataDependentValues(model);
+  if (validator != nullptr) {
+    // The reported error is that of the serialized model, run as `ovfix run` runs a file.
+    absl::StatusOr<std::unique_ptr<Model>> written = SerializedCopy(model);
+    if (!written.ok()) return written.status();
+    absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(**written);
+    if (!e2e.ok()) return NotRunnable(e2e.status());
+    report.end_to_end = *std::move(e2e);
+    report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+    phase("end-to-end comparison");
+  }
+  if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
+    auto* fp16 = dynamic_cast<Fp16IslandsPass*>((*steps)[fp16_step].pass.get());
+    const std::map<std::string, double> calibrated = fp16->magnitudes();
+    // The steps from the fp16 conversion on, again, on a copy of the graph before it, with
+    // the repair's nodes kept in fp32; calibration from the first conversion.
+    auto reconvert = [&](const std::map<std::string, std::string>& keep)
+        -> absl::StatusOr<std::unique_ptr<Model>> {
+      absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(*before_fp16);
+      if (!copy.ok()) return copy.status();
+      (void)InferShapesLight(**copy);
+      Rewriter again(**copy);
+      ConvertOptions with_keep = convert;
+      with_keep.keep_fp32_outputs = keep;
+      size_t inferred_at = 0;
+      for (size_t k = fp16_step; k < steps->size(); ++k) {
+        PassContext ctx{**copy, again, with_keep, nullptr, [](const std::string&) {},
+                        &inferred_at, &evaluator};
+        ctx.magnitudes = &calibrated;
+        absl::StatusOr<int> done = (*steps)[k].pass->Run(ctx);
+        if (!done.ok()) return done.status();
+      }
+      if (absl::Status s = InferShapesAndCheck(**copy); !s.ok()) return s;
+      return copy;
+    };
+    absl::StatusOr<std::unique_ptr<Model>> failed = SerializedCopy(model);
+    if (!failed.ok()) return failed.status();
+    absl::StatusOr<RepairResult> repaired = RepairToTolerance(
+        *before_fp16, *std::move(failed), report.end_to_end->max_error, *validator,
+        report.end_to_end_tolerance, reconvert, options.log);
+    if (!repaired.ok()) return NotRunnable(repaired.status());
+    model = std::move(*repaired->model);
+    report.repair = Repair{repaired->kept, repaired->rounds, repaired->model_runs,
+                           report.end_to_end->max_error};
+    report.end_to_end = repaired->end_to_end;
+    report.outputs_match = repaired->within_tolerance;
+    report.islands = fp16->islands();
+    phase("repair");
+  }
+  if (options.write_output && report.outputs_match) {
+    if (absl::Status s = WriteAndMeasure(model, options, validator.get(), report); !s.ok()) {
+      return s;
+    }
+    phase("write and measure the file");
+  }
+  if (validator != nullptr) report.model_runs = validator->model_runs();
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "converter/calibration_data.h"
 #include "converter/report.h"
 #include "ir/model.h"
+#include "ir/model_io.h"
 #include "rules/pass.h"
 
 namespace ovfix::converter {
@@ -26,6 +28,17 @@ struct PipelineOptions {
   // End-to-end tolerance (relative to each output's range); < 0 picks 1e-4, or 1e-2 when
   // the conversion changed precision (fp16).
   double tolerance = -1;
+  // Calibration data: ONNX test-data folders (--calibration-data) and --input sets (input
+  // name -> file; convert.input_files is one more). None: random inputs.
+  std::vector<std::string> calibration_data;
+  std::vector<InputFiles> input_sets;
+  // Beyond the tolerance after an fp16 conversion: keep the nodes responsible in fp32 and
+  // convert again until within it.
+  bool repair = true;
+  // Save the converted model to output_path when it keeps the outputs, and report the
+  // end-to-end error measured on the file written.
+  bool write_output = false;
+  SaveOptions save;
   bool progress = false;  // a progress bar on stderr (when it is a terminal)
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };

@@ -84,6 +84,8 @@ std::string ReportToJson(const ConversionReport& report) {
     }
     w.EndArray();
   }
+  if (!report.calibration.empty()) w.Key("calibration").String(report.calibration);
+  if (report.validated) w.Key("model_runs").Int(report.model_runs);
   w.Key("outputs_match").Bool(report.outputs_match);
   w.EndObject();
   w.Key("shapes").BeginObject();
@@ -92,6 +94,24 @@ std::string ReportToJson(const ConversionReport& report) {
   for (const std::string& n : report.dynamic_values) w.String(n);
   w.EndArray();
   w.EndObject();
+  if (report.repair) {
+    w.Key("repair").BeginObject();
+    w.Key("rounds").Int(report.repair->rounds);
+    w.Key("model_runs").Int(report.repair->model_runs);
+    w.Key("error_before").Number(report.repair->error_before);
+    w.Key("kept_fp32").BeginArray();
+    for (const RepairedNode& k : report.repair->kept) {
+      w.BeginObject();
+      w.Key("node").String(k.node);
+      w.Key("op_type").String(k.op_type);
+      w.Key("round").Int(k.round);
+      w.Key("error_before").Number(k.error_before);
+      w.Key("error_after").Number(k.error_after);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
   w.EndObject();
   return w.str() + "\n";
 }
@@ -135,13 +155,28 @@ std::string SummaryTable(const ConversionReport& report) {
     for (const auto& [op, n] : per_op) absl::StrAppend(&ops, ops.empty() ? "" : ", ", op, " ", n);
     absl::StrAppend(&out, "fp32 islands: ", report.islands.size(), " node(s) (", ops, ")\n");
   }
+  if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
+  if (report.repair) {
+    const Repair& r = *report.repair;
+    absl::StrAppend(&out, absl::StrFormat("repair: end-to-end error %s beyond the tolerance; "
+                                          "%d node(s) kept in fp32 in %d round(s), %d model "
+                                          "run(s)\n",
+                                          Error(r.error_before), r.kept.size(), r.rounds,
+                                          r.model_runs));
+    for (const RepairedNode& k : r.kept) {
+      absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
+                                            Error(k.error_before), Error(k.error_after)));
+    }
+  }
   if (report.end_to_end) {
     absl::StrAppend(&out, "end-to-end: max error ", Error(report.end_to_end->max_error),
                     " of the output range (tolerance ", Error(report.end_to_end_tolerance), ")");
     for (const OutputComparison& c : report.end_to_end->outputs) {
       absl::StrAppend(&out, "; ", c.name, " ", Error(c.error), c.finite ? "" : " (non-finite)");
     }
-    absl::StrAppend(&out, report.outputs_match ? " - outputs preserved\n" : " - OUTPUTS CHANGED\n");
+    absl::StrAppend(&out, report.outputs_match ? " - outputs preserved" : " - OUTPUTS CHANGED",
+                    report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "",
+                    "\n");
   } else {
     absl::StrAppend(
         &out, "end-to-end: not validated",

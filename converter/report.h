@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/repair.h"
 #include "converter/validation.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/rewriter.h"
@@ -21,6 +22,14 @@ struct StepReport {
   double seconds = 0;
 };
 
+// What the repair did: the nodes it kept in fp32, in the order chosen.
+struct Repair {
+  std::vector<RepairedNode> kept;
+  int rounds = 0;
+  int model_runs = 0;
+  double error_before = 0;  // end to end, before the repair
+};
+
 struct ConversionReport {
   std::string input, output, target;
   std::vector<StepReport> steps;
@@ -28,13 +37,17 @@ struct ConversionReport {
   std::vector<rules::IslandNode> islands;
   bool validated = false;
   std::string validation_note;  // why not validated, when not
+  std::string calibration;  // where the inputs came from, one line
   std::optional<EndToEndResult> end_to_end;
+  std::optional<Repair> repair;
+  int model_runs = 0;  // full runs of the model (reference, end to end, repair)
   double end_to_end_tolerance = 0;
   bool outputs_match = true;
   // Values whose shapes depend on data (NonZero, a Loop's trip count...): neither inference
   // nor a run can fix them, so they stay dynamic in the written model.
   std::vector<std::string> dynamic_values;
   int observed_shape_facts = 0;  // values whose rank or dims came from the reference run
+  bool written = false;  // the output file was written (and kept)
   double seconds = 0;
 };
 

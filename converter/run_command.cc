@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "converter/command.h"
+#include "converter/model_run.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "ir/model_io.h"
@@ -117,8 +118,12 @@ int RunModel(const RunOptions& o) {
   absl::StatusOr<exec::Precision> precision = exec::ParsePrecision(o.precision);
   if (!precision.ok()) return BadInput(precision.status());
   if (o.repeat < 1) return BadInput(absl::InvalidArgumentError("--repeat must be at least 1"));
-  absl::StatusOr<exec::TensorMap> feeds = ReadInputs(o, graph);
-  if (!feeds.ok()) return BadInput(feeds.status());
+  absl::StatusOr<exec::TensorMap> read = ReadInputs(o, graph);
+  if (!read.ok()) return BadInput(read.status());
+  // float32 data for a converted model's float16 inputs (and the like) is converted.
+  std::vector<std::string> conversions;
+  const exec::TensorMap feeds = converter::MatchInputTypes(graph, *read, &conversions);
+  for (const std::string& note : conversions) std::printf("note: %s\n", note.c_str());
 
   exec::SessionOptions options;
   options.backend = o.backend;
@@ -132,7 +137,7 @@ int RunModel(const RunOptions& o) {
   std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    outputs = (*session)->Run(*feeds);
+    outputs = (*session)->Run(feeds);
     times.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/calibration_data.h"
+#include "converter/model_run.h"
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "ir/float16.h"
@@ -21,21 +23,15 @@ namespace {
 
 bool IsFloat(DataType t) { return IsFloatingPoint(t); }
 
-// Inputs converted to the float types the graph declares (a converted model may take
-// float16 where the reference took float).
-exec::TensorMap AdaptInputs(const Graph& g, const exec::TensorMap& inputs) {
-  exec::TensorMap out;
-  for (const Value* v : g.inputs()) {
-    auto it = inputs.find(v->name());
-    if (it == inputs.end()) continue;
-    const DataType want = v->elem_type();
-    if (IsFloat(want) && IsFloat(it->second.type()) && want != it->second.type()) {
-      out.emplace(v->name(), ConvertTensor(it->second, want));
-    } else {
-      out.emplace(v->name(), it->second);
-    }
-  }
-  return out;
+// The range covering both: the larger largest, the smaller nonzero smallest.
+MagnitudeRange Wider(const MagnitudeRange& a, const MagnitudeRange& b) {
+  MagnitudeRange r;
+  r.largest = std::max(a.largest, b.largest);
+  r.smallest_nonzero = a.smallest_nonzero == 0   ? b.smallest_nonzero
+                       : b.smallest_nonzero == 0 ? a.smallest_nonzero
+                                                 : std::min(a.smallest_nonzero, b.smallest_nonzero);
+  r.nan = a.nan || b.nan;
+  return r;
 }
 
 bool CastsToFloat16(const Node* n) {
@@ -88,7 +84,7 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
           ", not a tensor: validation runs take tensors (--no-validate converts without)"));
     }
     if (auto it = options.input_files.find(v->name()); it != options.input_files.end()) {
-      absl::StatusOr<Tensor> t = ReadTensorFile(it->second);
+      absl::StatusOr<Tensor> t = ReadInputFile(*v, it->second);
       if (!t.ok()) return t.status();
       inputs.emplace(v->name(), *std::move(t));
       continue;
@@ -113,7 +109,7 @@ absl::StatusOr<exec::TensorMap> CaptureActivations(
   options.random_seed = exec::kValidationSeed;
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model, options);
   if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<Tensor>> outputs = (*session)->Run(AdaptInputs(model.graph(), inputs));
+  absl::StatusOr<std::vector<Tensor>> outputs = (*session)->Run(MatchInputTypes(model.graph(), inputs));
   if (!outputs.ok()) return outputs.status();
   return (*session)->captured();
 }
@@ -126,34 +122,55 @@ ReferenceValidator::~ReferenceValidator() = default;
 
 absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
     Model& model, exec::TensorMap inputs) {
-  std::unique_ptr<ReferenceValidator> v(new ReferenceValidator(model, std::move(inputs)));
-  // Magnitudes of float activations while they are in cache (the fp16 calibration reads
-  // them); by name here, since the run sees the graph's values as const.
-  absl::flat_hash_map<std::string, MagnitudeRange> measured;
-  absl::StatusOr<exec::TensorMap> captured = CaptureActivations(
-      model, v->inputs_, exec::Precision::kFp32, [&](const Value& value, const Tensor& t) {
-        if (t.type() == DataType::kFloat) {
-          measured[value.name()] = FloatMagnitudes(t.data<float>(), t.numel());
-        }
-      });
-  if (!captured.ok()) {
-    return absl::Status(captured.status().code(),
-                        absl::StrCat("reference run: ", captured.status().message()));
-  }
+  std::vector<exec::TensorMap> sets;
+  sets.push_back(std::move(inputs));
+  return Create(model, std::move(sets));
+}
+
+absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
+    Model& model, std::vector<exec::TensorMap> sets) {
+  if (sets.empty()) return absl::InvalidArgumentError("no inputs to validate with");
+  std::unique_ptr<ReferenceValidator> v(new ReferenceValidator(model, sets.front()));
+  v->sets_ = std::move(sets);
   const Graph& g = model.graph();
-  for (auto& [name, tensor] : *captured) {
-    const Value* value = g.FindValue(name);
-    if (value == nullptr || (value->is_initializer() && !value->is_graph_input())) continue;
-    v->activations_[value] = tensor;
-    if (auto it = measured.find(name); it != measured.end()) v->magnitudes_[value] = it->second;
-  }
-  for (const Value* out : g.outputs()) {
-    auto it = captured->find(out->name());
-    if (it == captured->end()) {
-      return absl::InternalError(
-          absl::StrCat("reference run: output '", out->name(), "' was not captured"));
+  // Magnitudes of float activations while they are in cache (the fp16 calibration reads
+  // them), the largest over every set; by name here, since the run sees the graph's values
+  // as const. The first set's activations are kept for the rewrites' validation.
+  absl::flat_hash_map<std::string, MagnitudeRange> measured;
+  for (size_t k = 0; k < v->sets_.size(); ++k) {
+    absl::StatusOr<exec::TensorMap> captured = CaptureActivations(
+        model, v->sets_[k], exec::Precision::kFp32, [&](const Value& value, const Tensor& t) {
+          if (t.type() != DataType::kFloat) return;
+          const MagnitudeRange m = FloatMagnitudes(t.data<float>(), t.numel());
+          auto [it, fresh] = measured.try_emplace(value.name(), m);
+          if (!fresh) it->second = Wider(it->second, m);
+        });
+    ++v->model_runs_;
+    if (!captured.ok()) {
+      return absl::Status(captured.status().code(),
+                          absl::StrCat("reference run: ", captured.status().message()));
     }
-    v->reference_outputs_.emplace_back(out->name(), it->second);
+    std::vector<std::pair<std::string, Tensor>> outputs;
+    for (const Value* out : g.outputs()) {
+      auto it = captured->find(out->name());
+      if (it == captured->end()) {
+        return absl::InternalError(
+            absl::StrCat("reference run: output '", out->name(), "' was not captured"));
+      }
+      outputs.emplace_back(out->name(), it->second);
+    }
+    v->set_outputs_.push_back(std::move(outputs));
+    if (k > 0) continue;
+    for (auto& [name, tensor] : *captured) {
+      const Value* value = g.FindValue(name);
+      if (value == nullptr || (value->is_initializer() && !value->is_graph_input())) continue;
+      v->activations_[value] = tensor;
+    }
+  }
+  for (const auto& [value, tensor] : v->activations_) {
+    if (auto it = measured.find(value->name()); it != measured.end()) {
+      v->magnitudes_[value] = it->second;
+    }
   }
   return v;
 }
@@ -302,6 +319,7 @@ absl::Status ReferenceValidator::RunWholeGraph(const std::vector<Node*>& nodes,
                                                absl::flat_hash_map<const Value*, Tensor>& out) {
   absl::StatusOr<exec::TensorMap> captured =
       CaptureActivations(model_, inputs_, exec::Precision::kFp32);
+  ++model_runs_;
   if (!captured.ok()) return captured.status();
   for (Node* n : nodes) {
     for (const Value* o : n->outputs()) {
@@ -500,19 +518,29 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::CompareFinalOutputs() {
     if (!t.ok()) return t.status();
     tensors.push_back(*std::move(t));
   }
-  return Compare(g, tensors);
+  return Compare(g, tensors, 0);
 }
 
-absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& final_model) const {
-  exec::SessionOptions options;
-  options.random_seed = exec::kValidationSeed;
-  absl::StatusOr<std::unique_ptr<exec::Session>> session =
-      exec::CreateSession(final_model, options);
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<Tensor>> outputs =
-      (*session)->Run(AdaptInputs(final_model.graph(), inputs_));
-  if (!outputs.ok()) return outputs.status();
-  return Compare(final_model.graph(), *outputs);
+absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& final_model) {
+  EndToEndResult worst;
+  for (size_t k = 0; k < sets_.size(); ++k) {
+    absl::StatusOr<std::vector<Tensor>> outputs =
+        RunAsTyped(final_model, sets_[k], exec::kValidationSeed);
+    ++model_runs_;
+    if (!outputs.ok()) return outputs.status();
+    absl::StatusOr<EndToEndResult> result = Compare(final_model.graph(), *outputs, k);
+    if (!result.ok()) return result.status();
+    if (k == 0) {
+      worst = *std::move(result);
+      continue;
+    }
+    for (size_t i = 0; i < worst.outputs.size() && i < result->outputs.size(); ++i) {
+      worst.outputs[i].error = std::max(worst.outputs[i].error, result->outputs[i].error);
+      worst.outputs[i].finite = worst.outputs[i].finite && result->outputs[i].finite;
+    }
+    worst.max_error = std::max(worst.max_error, result->max_error);
+  }
+  return worst;
 }
 
 bool ReferenceValidator::ComputesFloat16(const Graph& g) {
@@ -530,17 +558,19 @@ bool ReferenceValidator::ComputesFloat16(const Graph& g) {
   return false;
 }
 
-absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(
-    const Graph& g, const std::vector<Tensor>& outputs) const {
+absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(const Graph& g,
+                                                           const std::vector<Tensor>& outputs,
+                                                           size_t set) const {
+  const std::vector<std::pair<std::string, Tensor>>& reference = set_outputs_.at(set);
   EndToEndResult result;
   const double resolution = ComputesFloat16(g) ? exec::kFloat16Resolution : 0;
   for (size_t i = 0; i < g.outputs().size() && i < outputs.size(); ++i) {
     OutputComparison c;
     c.name = g.outputs()[i]->name();
     const Tensor& actual = outputs[i];
-    auto ref = std::find_if(reference_outputs_.begin(), reference_outputs_.end(),
+    auto ref = std::find_if(reference.begin(), reference.end(),
                             [&](const auto& r) { return r.first == c.name; });
-    if (ref == reference_outputs_.end()) {
+    if (ref == reference.end()) {
       return absl::InternalError(
           absl::StrCat("output '", c.name, "' is not an output of the original model"));
     }

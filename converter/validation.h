@@ -54,6 +54,10 @@ class ReferenceValidator : public rules::Validator {
   // The model must outlive the validator.
   static absl::StatusOr<std::unique_ptr<ReferenceValidator>> Create(Model& model,
                                                                     exec::TensorMap inputs);
+  // With several input sets: the first validates each rewrite, calibration magnitudes are
+  // the largest over all, and the end-to-end comparison reports the worst.
+  static absl::StatusOr<std::unique_ptr<ReferenceValidator>> Create(
+      Model& model, std::vector<exec::TensorMap> sets);
   ~ReferenceValidator() override;
 
   absl::StatusOr<double> Measure(rules::Rewriter& rewriter) override;
@@ -72,9 +76,20 @@ class ReferenceValidator : public rules::Validator {
   absl::StatusOr<Tensor> Activation(const Value* v) override;
   std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const override;
   const exec::TensorMap& inputs() const { return inputs_; }
-  // Runs `final_model` on the reference inputs and compares each output with the original
-  // model's output of the same name.
-  absl::StatusOr<EndToEndResult> CompareEndToEnd(const Model& final_model) const;
+  const std::vector<exec::TensorMap>& sets() const { return sets_; }
+  // The original model's outputs on set `k`, by output name.
+  const std::vector<std::pair<std::string, Tensor>>& reference_outputs(size_t k) const {
+    return set_outputs_.at(k);
+  }
+  // Full runs of a model made so far (reference runs, whole-graph runs, end-to-end runs).
+  int model_runs() const { return model_runs_; }
+  void count_model_runs(int n) { model_runs_ += n; }
+  // Compares `outputs` (of a model whose graph is `g`) with the original's on set `set`.
+  absl::StatusOr<EndToEndResult> Compare(const Graph& g, const std::vector<Tensor>& outputs,
+                                         size_t set) const;
+  // Runs `final_model` as `ovfix run` does on every input set and compares each output with
+  // the original model's output of the same name: the worst error over the sets.
+  absl::StatusOr<EndToEndResult> CompareEndToEnd(const Model& final_model);
   // The same comparison for the model being converted, without running it again: every
   // rewrite computed the values it changed, and the values downstream of rewrites that were
   // only checked to the tolerance are recomputed now, so the outputs are those a full run of
@@ -94,14 +109,15 @@ class ReferenceValidator : public rules::Validator {
   absl::Status Ensure(const std::vector<const Value*>& values);
   void ForgetDeadValues();
   void Forget(const Value* v);  // drops the activation and what was measured of it
-  absl::StatusOr<EndToEndResult> Compare(const Graph& g, const std::vector<Tensor>& outputs) const;
   // Whether anything in `g` (its main level) is float16: outputs are then compared at
   // float16's resolution.
   static bool ComputesFloat16(const Graph& g);
 
   Model& model_;
-  exec::TensorMap inputs_;
-  std::vector<std::pair<std::string, Tensor>> reference_outputs_;
+  exec::TensorMap inputs_;  // sets_[0]
+  std::vector<exec::TensorMap> sets_;
+  std::vector<std::vector<std::pair<std::string, Tensor>>> set_outputs_;
+  int model_runs_ = 0;
   absl::flat_hash_map<const Value*, Tensor> activations_;
   absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes_;  // of activations_ entries
   absl::flat_hash_map<const Value*, Tensor> pending_;

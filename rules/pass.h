@@ -25,6 +25,8 @@ struct ConvertOptions {
   // fp16.
   bool fp16 = false;
   std::vector<std::string> keep_fp32;                   // --keep-fp32 REGEX (names or op types)
+  // Nodes to keep in fp32, by the name of their first output, with the reason (repair).
+  std::map<std::string, std::string> keep_fp32_outputs;
   bool keep_io_types = false;
   double fp16_magnitude_threshold = 8192;
   // Broadcast: "rank" (equal ranks) or "full" (identical shapes).
@@ -76,6 +78,9 @@ struct PassContext {
   // by the pipeline across passes, so InferTypes can skip an inference nothing changed).
   size_t* types_inferred_at = nullptr;
   NodeEvaluator* evaluator = nullptr;  // null: nothing is evaluated (no constant folding)
+  // Without a validator: calibrated |x| by value name from an earlier run of the same graph
+  // (the repair's reconversions), or null.
+  const std::map<std::string, double>* magnitudes = nullptr;
 };
 
 class Pass {

@@ -130,6 +130,11 @@ class Decider {
     const std::vector<Node*> nodes = g_.NodeList();
     for (const Node* n : nodes) {
       if (!IsFloatNode(*n)) continue;
+      if (!n->outputs().empty() && n->output(0) != nullptr) {
+        if (auto it = o_.keep_outputs.find(n->output(0)->name()); it != o_.keep_outputs.end()) {
+          Mark(n, it->second);
+        }
+      }
       for (size_t i = 0; i < patterns.size(); ++i) {
         if (RE2::FullMatch(n->name(), *patterns[i]) || RE2::FullMatch(n->op_type(), *patterns[i])) {
           Mark(n, absl::StrCat("--keep-fp32 '", o_.keep_fp32[i], "'"));

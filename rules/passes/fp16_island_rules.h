@@ -1,6 +1,7 @@
 // Which nodes of an fp16 conversion stay in fp32 ("islands"), and why. The rules, in the
 // order they are tried (the first that applies gives the reason):
 //   --keep-fp32 REGEX           the regex matches the node's whole name or op type
+//   repair                      the conversion's repair chose it (keep_outputs)
 //   op kind                     Reduce*, LayerNorm/InstanceNorm/GroupNorm/LpNorm/MVN,
 //                               Softmax/LogSoftmax, float Range, ops with no float16 in the
 //                               spec, ops outside the ONNX domain, control flow
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,8 @@ namespace ovfix::rules {
 
 struct IslandOptions {
   std::vector<std::string> keep_fp32;  // regexes (re2)
+  // Nodes by the name of their first output, with the reason (the repair's choices).
+  std::map<std::string, std::string> keep_outputs;
   double magnitude_threshold = 8192;
   int64_t opset = 18;  // of the default domain: which op schemas say what takes float16
   // Largest |x| observed for a value in a calibration run (inf when fp16 rounding of it

@@ -252,17 +252,27 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   options.keep_fp32 = ctx.options.keep_fp32;
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;
   options.opset = ctx.model.OpsetVersion("");
+  options.keep_outputs = ctx.options.keep_fp32_outputs;
   absl::flat_hash_map<const Value*, double> magnitudes;
+  magnitudes_by_name_.clear();
   Validator* reference = ctx.validator;
   if (reference != nullptr) {
     options.magnitude = [&](const Value* v) -> std::optional<double> {
       if (auto it = magnitudes.find(v); it != magnitudes.end()) return it->second;
+      std::optional<double> m;
       if (std::optional<MagnitudeRange> r = reference->CapturedMagnitudes(v)) {
-        return magnitudes[v] = Magnitude(*r);
+        m = Magnitude(*r);
+      } else if (absl::StatusOr<Tensor> t = reference->Activation(v); t.ok()) {
+        m = Magnitude(*t);
       }
-      absl::StatusOr<Tensor> t = reference->Activation(v);
-      if (!t.ok()) return std::nullopt;
-      return magnitudes[v] = Magnitude(*t);
+      if (m) magnitudes_by_name_[v->name()] = magnitudes[v] = *m;
+      return m;
+    };
+  } else if (ctx.magnitudes != nullptr) {
+    options.magnitude = [&](const Value* v) -> std::optional<double> {
+      auto it = ctx.magnitudes->find(v->name());
+      if (it == ctx.magnitudes->end()) return std::nullopt;
+      return it->second;
     };
   } else {
     ctx.log(absl::StrCat(name(),

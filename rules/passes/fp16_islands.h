@@ -10,6 +10,7 @@
 // reported (a precision change is not held to the fp32 tolerance).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,13 @@ class Fp16IslandsPass : public Pass {
   absl::StatusOr<int> Run(PassContext& ctx) override;
   // The nodes kept in fp32 by the last Run, in graph order, with the reason for each.
   const std::vector<IslandNode>& islands() const { return islands_; }
+  // The calibrated magnitudes the last Run looked up, by value name (for reruns without a
+  // validator: PassContext::magnitudes).
+  const std::map<std::string, double>& magnitudes() const { return magnitudes_by_name_; }
 
  private:
   std::vector<IslandNode> islands_;
+  std::map<std::string, double> magnitudes_by_name_;
 };
 
 }  // namespace ovfix::rules

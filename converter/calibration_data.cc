@@ -1,0 +1,129 @@
+#include "converter/calibration_data.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "converter/validation.h"
+#include "ir/tensor_proto.h"
+
+namespace ovfix::converter {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<const Value*> DataInputs(const Graph& g) {
+  std::vector<const Value*> inputs;
+  for (const Value* v : g.inputs()) {
+    if (!v->is_initializer()) inputs.push_back(v);
+  }
+  return inputs;
+}
+
+// input_K.pb files of `dir` for the graph's inputs; an input_K.pb beyond them is an error.
+absl::StatusOr<InputFiles> SetFiles(const std::vector<const Value*>& inputs, const fs::path& dir) {
+  InputFiles files;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const fs::path file = dir / absl::StrCat("input_", k, ".pb");
+    if (fs::exists(file)) files[inputs[k]->name()] = file.string();
+  }
+  const fs::path extra = dir / absl::StrCat("input_", inputs.size(), ".pb");
+  if (fs::exists(extra)) {
+    return absl::InvalidArgumentError(absl::StrCat(extra.string(), ": the model has ",
+                                                   inputs.size(), " input(s), not more"));
+  }
+  if (files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir.string(), ": no input_0.pb (expected input_K.pb, K the input's position)"));
+  }
+  return files;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<InputFiles>> FindCalibrationSets(const Graph& g,
+                                                            const std::string& dir) {
+  if (!fs::is_directory(dir)) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": not a folder"));
+  }
+  const std::vector<const Value*> inputs = DataInputs(g);
+  std::vector<fs::path> set_dirs;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) {
+      set_dirs.push_back(e.path());
+    }
+  }
+  std::sort(set_dirs.begin(), set_dirs.end());
+  if (set_dirs.empty()) set_dirs.push_back(dir);
+  std::vector<InputFiles> sets;
+  for (const fs::path& d : set_dirs) {
+    absl::StatusOr<InputFiles> files = SetFiles(inputs, d);
+    if (!files.ok()) return files.status();
+    sets.push_back(*std::move(files));
+  }
+  return sets;
+}
+
+absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file) {
+  std::string recorded;
+  absl::StatusOr<Tensor> t = ReadTensorFile(file, &recorded);
+  if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(file, ": ", t.status().message()));
+  auto mismatch = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": ", what, " (input '", v.name(), "' is ", DescribeType(v), ")"));
+  };
+  if (!recorded.empty() && recorded != v.name()) {
+    return mismatch(absl::StrCat("holds tensor '", recorded, "', not '", v.name(), "'"));
+  }
+  const DataType want = v.elem_type();
+  const bool both_float = IsFloatingPoint(want) && IsFloatingPoint(t->type());
+  if (v.is_tensor() && want != DataType::kUndefined && want != t->type() && !both_float) {
+    return mismatch(absl::StrCat("holds ", DescribeTensor(*t)));
+  }
+  if (std::optional<std::vector<Dim>> shape = v.shape()) {
+    bool fits = shape->size() == t->dims().size();
+    for (size_t i = 0; fits && i < shape->size(); ++i) {
+      fits = !(*shape)[i].known() || (*shape)[i].value == t->dims()[i];
+    }
+    if (!fits) return mismatch(absl::StrCat("holds ", DescribeTensor(*t)));
+  }
+  return t;
+}
+
+absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
+                                                    const std::vector<std::string>& folders,
+                                                    std::vector<InputFiles> input_sets,
+                                                    const rules::ConvertOptions& convert) {
+  const Graph& g = model.graph();
+  CalibrationSets result;
+  std::vector<InputFiles> sets;
+  for (const std::string& dir : folders) {
+    absl::StatusOr<std::vector<InputFiles>> found = FindCalibrationSets(g, dir);
+    if (!found.ok()) return found.status();
+    sets.insert(sets.end(), found->begin(), found->end());
+  }
+  if (!convert.input_files.empty()) input_sets.push_back(convert.input_files);
+  sets.insert(sets.end(), input_sets.begin(), input_sets.end());
+  if (sets.empty()) {
+    absl::StatusOr<exec::TensorMap> random = MakeReferenceInputs(model, convert);
+    if (!random.ok()) return random.status();
+    result.sets.push_back(*std::move(random));
+    result.description =
+        "no calibration data: validating on random inputs (give --calibration-data DIR or "
+        "--input NAME=FILE.pb for real ranges)";
+    return result;
+  }
+  for (const InputFiles& files : sets) {
+    rules::ConvertOptions with_files = convert;
+    with_files.input_files = files;
+    absl::StatusOr<exec::TensorMap> set = MakeReferenceInputs(model, with_files);
+    if (!set.ok()) return set.status();
+    result.sets.push_back(*std::move(set));
+  }
+  result.description = absl::StrCat("calibration: ", sets.size(), " input set(s)",
+                                    folders.empty() ? "" : " from ", absl::StrJoin(folders, ", "));
+  return result;
+}
+
+}  // namespace ovfix::converter

@@ -1,0 +1,48 @@
+#include "converter/model_run.h"
+
+#include "absl/strings/str_cat.h"
+#include "ir/model_io.h"
+
+namespace ovfix::converter {
+
+exec::TensorMap MatchInputTypes(const Graph& g, const exec::TensorMap& given,
+                                std::vector<std::string>* notes) {
+  exec::TensorMap out = given;
+  for (const Value* v : g.inputs()) {
+    auto it = out.find(v->name());
+    if (it == out.end() || !v->is_tensor()) continue;
+    const DataType want = v->elem_type();
+    const DataType have = it->second.type();
+    if (want == have || !IsFloatingPoint(want) || !IsFloatingPoint(have)) continue;
+    it->second = ConvertTensor(it->second, want);
+    if (notes != nullptr) {
+      notes->push_back(absl::StrCat("input '", v->name(), "': ", std::string(DataTypeName(have)),
+                                    " data converted to ", std::string(DataTypeName(want)),
+                                    ", the type the model declares"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::TensorMap& feeds,
+                                               uint64_t random_seed) {
+  exec::SessionOptions options;
+  options.random_seed = random_seed;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model, options);
+  if (!session.ok()) return session.status();
+  return (*session)->Run(MatchInputTypes(model.graph(), feeds));
+}
+
+absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {
+  std::string bytes;
+  if (!ModelToProto(model).SerializeToString(&bytes)) {
+    return absl::InternalError("the model does not serialize (over 2 GB: use --external-data)");
+  }
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(bytes)) {
+    return absl::InternalError("the serialized model does not parse back");
+  }
+  return ModelFromProto(std::move(proto), ".", "the serialized model");
+}
+
+}  // namespace ovfix::converter
