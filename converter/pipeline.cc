@@ -187,6 +187,8 @@ std::vector<std::string> DataDependentValues(Model& model) {
     }
   }
   return out;
+}
+
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
