@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/ort_peer.h"
 #include "benchmark/benchmark.h"
 #include "exec/executor.h"
 #include "ir/model_io.h"
@@ -40,30 +41,6 @@ void BM_Ovfix(benchmark::State& state, Loaded* m) {
     auto out = m->session->Run(m->inputs);
     if (!out.ok()) state.SkipWithError(std::string(out.status().message()).c_str());
   }
-}
-
-// Median latency of onnxruntime on the model, from run.js's JSON line; -1 when unavailable.
-double OrtMedianMs(const Loaded& m, int threads, int repeat, const std::string& ort_modules) {
-  const std::string script = std::string(OVFIX_SHARED_DIR) + "/tools/ort/run.js";
-  const fs::path out = fs::temp_directory_path() / ("ovfix_bench_ort_" + std::to_string(::getpid()));
-  fs::create_directories(out);
-  std::string command = "NODE_PATH='" + ort_modules + "' node '" + script + "' '" + m.dir +
-                        "/model.onnx' '" + out.string() + "'";
-  for (const auto& f : m.input_files) command += " '" + f + "'";
-  command += " --repeat " + std::to_string(repeat) + " --threads " + std::to_string(threads);
-  command += " 2>/dev/null";
-  FILE* p = ::popen(command.c_str(), "r");
-  double ms = -1;
-  if (p != nullptr) {
-    char line[4096];
-    while (std::fgets(line, sizeof(line), p) != nullptr) {
-      const char* key = std::strstr(line, "\"run_ms_median\":");
-      if (key != nullptr) ms = std::atof(key + 16);
-    }
-    ::pclose(p);
-  }
-  fs::remove_all(out);
-  return ms;
 }
 
 }  // namespace
@@ -122,20 +99,16 @@ int main(int argc, char** argv) {
   } reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
-  const char* env = std::getenv("OVFIX_ORT_MODULES");
-  const std::string ort_modules = env != nullptr ? env : std::string(OVFIX_BINARY_DIR) + "/ort/node_modules";
-  if (!fs::exists(ort_modules + "/onnxruntime-node")) {
-    std::printf("\nonnxruntime-node not found in %s: install it with\n  npm install --prefix %s/ort "
-                "--ignore-scripts onnxruntime-node@1.30.0\n", ort_modules.c_str(), OVFIX_BINARY_DIR);
-    return 0;
-  }
+  const std::string ort_modules = OrtModules();
+  if (ort_modules.empty()) return 0;
   std::vector<Row> rows;
   for (auto& m : models) {
     double ours = -1;
     for (const auto& [name, t] : reporter.times) {
       if (name.rfind("ovfix_cpu/" + m.name + "/", 0) == 0) ours = t;
     }
-    const double peer = OrtMedianMs(m, threads, repeat, ort_modules);
+    const double peer =
+        RunOrt(ort_modules, m.dir + "/model.onnx", m.input_files, threads, repeat).median_ms;
     const double target = m.name == "conv3d_991" ? 99 : 3.0;  // conv3d: reported, no target
     rows.push_back({m.name + " latency (ms, " + std::to_string(threads) + " threads)", ours, peer,
                     "", target});

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "exec/cpu/control_flow.h"
+#include "exec/buffer_recycler.h"
 #include "exec/executor.h"
 #include "exec/thread_pool.h"
 
@@ -34,6 +35,7 @@ class CpuSession : public Session {
 
   std::unique_ptr<Plan> plan_;
   std::unique_ptr<ThreadPool> pool_;
+  BufferRecycler recycler_;  // buffers of released values, for this and later runs
   TensorMap captured_;
 };
 

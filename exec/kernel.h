@@ -18,6 +18,7 @@
 #include "ir/node.h"
 #include "ir/tensor.h"
 #include "ir/value.h"
+#include "exec/buffer_recycler.h"
 #include "exec/thread_pool.h"
 
 namespace ovfix {
@@ -41,6 +42,9 @@ struct KernelContext {
       run_subgraph;
   // SessionOptions::random_seed: seeds random ops that have no seed attribute (0: none).
   uint64_t random_seed = 0;
+  // Where outputs get their buffers: the session's free buffers of released values (may be
+  // null: fresh allocations).
+  BufferRecycler* recycler = nullptr;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -52,10 +56,25 @@ struct KernelContext {
   }
   // Allocates output i (zero-filled) and returns it.
   Tensor& Output(size_t i, DataType type, std::vector<int64_t> dims) {
-    outputs[i] = Tensor(type, std::move(dims));
-    return outputs[i];
+    return NewOutput(i, type, std::move(dims), /*zero=*/true);
+  }
+  // Allocates output i with unspecified contents: for kernels that write every element.
+  Tensor& OutputToOverwrite(size_t i, DataType type, std::vector<int64_t> dims) {
+    return NewOutput(i, type, std::move(dims), /*zero=*/false);
   }
   // An InvalidArgument error that names the node: "Gather 'g1': indices out of range".
+  // The allocation behind Output and OutputToOverwrite.
+  Tensor& NewOutput(size_t i, DataType type, std::vector<int64_t> dims, bool zero) {
+    if (type == DataType::kString) {
+      outputs[i] = Tensor(type, std::move(dims));
+    } else {
+      const size_t bytes = static_cast<size_t>(Tensor::NumElements(dims)) * ElementSize(type);
+      outputs[i] = Tensor(type, std::move(dims),
+                          recycler != nullptr ? recycler->Take(bytes, zero)
+                                              : Buffer::Allocate(bytes, zero));
+    }
+    return outputs[i];
+  }
   template <typename... Args>
   absl::Status Error(const Args&... args) const {
     return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", args...));

@@ -331,8 +331,9 @@ class Compiler {
 
 class Runner {
  public:
-  Runner(ThreadPool* pool, const SessionOptions& options)
+  Runner(ThreadPool* pool, BufferRecycler* recycler, const SessionOptions& options)
       : pool_(pool),
+        recycler_(recycler),
         round_(RoundsFloats(options.precision)),
         on_value_(options.on_value ? &options.on_value : nullptr),
         random_seed_(options.random_seed) {}
@@ -357,7 +358,10 @@ class Runner {
       absl::Status s = step.value_kernel != nullptr ? RunValueStep(step, frame)
                                                     : RunTensorStep(plan, step, frame);
       if (!s.ok()) return s;
-      for (int slot : step.release) frame[slot] = RuntimeValue();
+      for (int slot : step.release) {
+        if (frame[slot].is_tensor()) recycler_->Give(frame[slot].tensor);
+        frame[slot] = RuntimeValue();
+      }
       for (int slot : step.narrow) frame[slot] = Narrowed(frame[slot]);
     }
     return absl::OkStatus();
@@ -428,7 +432,7 @@ class Runner {
   absl::Status RunTensorStep(const Plan& plan, const Step& step,
                              std::vector<RuntimeValue>& frame) {
     const Node& node = *step.node;
-    KernelContext ctx{node, step.opset, {}, {}, pool_, &step.state, {}, random_seed_};
+    KernelContext ctx{node, step.opset, {}, {}, pool_, &step.state, {}, random_seed_, recycler_};
     ctx.inputs.resize(step.inputs.size(), nullptr);
     bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -550,6 +554,7 @@ class Runner {
   }
 
   ThreadPool* pool_;
+  BufferRecycler* recycler_;
   bool round_;
   const std::function<void(const Value&, const Tensor&)>* on_value_;
   uint64_t random_seed_;
@@ -645,7 +650,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
                                                      absl::StrJoin(names, ", "), ")"));
     }
   }
-  Runner runner(pool_.get(), options_);
+  Runner runner(pool_.get(), &recycler_, options_);
   absl::Status status = runner.RunPlan(plan, frame);
   // Widened float16 values go back to float16 wherever they leave the session.
   auto narrowed = [&](int slot) -> RuntimeValue {

@@ -159,7 +159,7 @@ absl::Status ClipInputs(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T low = ctx.has_input(1) ? ctx.input(1).data<T>()[0] : std::numeric_limits<T>::lowest();
     const T high = ctx.has_input(2) ? ctx.input(2).data<T>()[0] : std::numeric_limits<T>::max();
-    Tensor& y = ctx.Output(0, x.type(), x.dims());
+    Tensor& y = ctx.OutputToOverwrite(0, x.type(), x.dims());
     const T* in = x.data<T>();
     T* out = y.data<T>();
     ParallelElements(ctx.pool, x.numel(), kCheap, [&](int64_t begin, int64_t end) {
@@ -188,7 +188,7 @@ absl::Status PRelu(KernelContext& ctx) {
   }
   return Dispatch(ctx, x.type(), kNumericTypes, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Tensor& y = ctx.Output(0, x.type(), x.dims());
+    Tensor& y = ctx.OutputToOverwrite(0, x.type(), x.dims());
     BroadcastBinary(*plan, x.data<T>(), slope.data<T>(), y.data<T>(), ctx.pool, kCheap,
                     [](T v, T s) {
                       if constexpr (std::is_unsigned_v<T>) {

@@ -87,7 +87,7 @@ absl::Status Normalize(KernelContext& ctx, bool training) {
     scale[f] = params[0][f] / std::sqrt(var[f] + epsilon);
     shift[f] = params[1][f] - mean[f] * scale[f];
   }
-  Tensor& y = ctx.Output(0, x.type(), x.dims());
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), x.dims());
   ScaleShift(x_data, y.data<T>(), batch, features, inner, scale, shift, ctx.pool);
   if (!training) return absl::OkStatus();
   // Opset 14+: running_mean, running_var. Earlier: mean, var, saved_mean, saved_var.

@@ -306,7 +306,7 @@ absl::Status Conv(KernelContext& ctx) {
   std::vector<int64_t> dims = {x.dim(0), maps};
   dims.insert(dims.end(), geometry->output.begin(), geometry->output.end());
   if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
-  Tensor& y = ctx.Output(0, x.type(), dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), dims);
   if (x.type() == DataType::kDouble) return ConvDouble(ctx, *geometry, group, y);
   return ConvFloat(ctx, *geometry, group, y);
 }

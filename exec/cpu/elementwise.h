@@ -243,7 +243,7 @@ absl::Status UnaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, O
   absl::Status status = Dispatch(ctx, x->type(), types, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<std::is_void_v<Out>, T, Out>;
-    Tensor& y = ctx.Output(0, DataTypeOf<O>(), x->dims());
+    Tensor& y = ctx.OutputToOverwrite(0, DataTypeOf<O>(), x->dims());
     const T* in = x->data<T>();
     O* out = y.data<O>();
     ParallelElements(ctx.pool, x->numel(), cost, [&](int64_t begin, int64_t end) {
@@ -279,7 +279,7 @@ absl::Status BinaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, 
   absl::Status status = Dispatch(ctx, a->type(), types, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<std::is_void_v<Out>, T, Out>;
-    Tensor& y = ctx.Output(0, DataTypeOf<O>(), plan->output_dims());
+    Tensor& y = ctx.OutputToOverwrite(0, DataTypeOf<O>(), plan->output_dims());
     BroadcastBinary(*plan, a->data<T>(), b->data<T>(), y.data<O>(), ctx.pool, cost,
                     [&op](T u, T v) { return static_cast<O>(op(u, v)); });
     return absl::OkStatus();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -61,6 +62,34 @@ void AnyGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double
   }
 }
 
+// A constant B (weights) packed once for the micro-kernel in use and kept in the node's state.
+struct PackedWeights {
+  std::string kernel;  // micro-kernel the packing was made for
+  PackedB b;
+};
+
+// Y = A * B with B an initializer: B packed once instead of block by block on every run. The
+// same panels and blocking as packing on the fly, so the same result bit for bit.
+bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, int64_t k,
+                     float* out) {
+  if (ctx.state == nullptr || !ctx.input_is_constant(1) || m <= 1 || n <= 1 || k <= 0) {
+    return false;
+  }
+  const std::string kernel = CurrentGemmGeometry().name;
+  auto* cache = static_cast<PackedWeights*>(ctx.state->get());
+  if (cache == nullptr || cache->kernel != kernel) {
+    auto fresh = std::make_shared<PackedWeights>();
+    fresh->kernel = kernel;
+    fresh->b = PackedB(ctx.input(1).data<float>(), n, false, k, n);
+    *ctx.state = fresh;
+    cache = fresh.get();
+  }
+  thread_local PackedA packed;  // stays with the thread for the next product
+  packed.Pack(a, k, false, m, k);
+  GemmPacked(packed, cache->b, n, out, n, GemmEpilogue{}, ctx.pool);
+  return true;
+}
+
 template <typename T>
 void BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
                    const std::vector<int64_t>& b_offsets, int64_t m, int64_t n, int64_t k,
@@ -71,6 +100,9 @@ void BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
   const int64_t batches = static_cast<int64_t>(a_offsets.size());
   if (b_shared) {
     // Every batch multiplies the same B and A's batches are contiguous: one taller product.
+    if constexpr (std::is_same_v<T, float>) {
+      if (MatMulConstantB(ctx, a, batches * m, n, k, out)) return;
+    }
     AnyGemm<T>(false, false, batches * m, n, k, 1.0, a, k, b, n, 0.0, out, n, ctx.pool);
     return;
   }

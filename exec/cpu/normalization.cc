@@ -106,7 +106,7 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
     const T* x = input.data<T>();
-    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
     Tensor* mean_out = ctx.outputs.size() > 1 ? &ctx.Output(1, stash, stats_dims) : nullptr;
     Tensor* inv_out = ctx.outputs.size() > 2 ? &ctx.Output(2, stash, stats_dims) : nullptr;
     auto store = [stash](Tensor* t, int64_t i, double v) {
@@ -180,7 +180,7 @@ absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
-    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
     NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, *scale, *bias,
                   [channels](int64_t g) { return g % channels; });
     return absl::OkStatus();
@@ -211,7 +211,7 @@ absl::Status GroupNormalizationKernel(KernelContext& ctx) {
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
-    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
     NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, *scale, *bias,
                   [groups](int64_t g) { return g % groups; });
     return absl::OkStatus();
@@ -235,7 +235,7 @@ absl::Status LrnKernel(KernelContext& ctx) {
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
     const T* x = input.data<T>();
-    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
     ParallelFor(ctx.pool, batch * channels,
                 std::max<int64_t>(1, 4096 / std::max<int64_t>(spatial * size, 1)),
                 [&](int64_t begin, int64_t end) {
@@ -301,7 +301,7 @@ absl::Status MeanVarianceNormalizationKernel(KernelContext& ctx) {
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
     const T* x = input.data<T>();
-    T* y = ctx.Output(0, input.type(), input.dims()).data<T>();
+    T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
     std::vector<double> mean(groups, 0.0), variance(groups, 0.0);
     for (int64_t i = 0; i < numel; ++i) mean[group_of[i]] += static_cast<double>(x[i]);
     for (double& m : mean) m /= static_cast<double>(per_group);

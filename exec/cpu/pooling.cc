@@ -255,7 +255,7 @@ absl::Status Pool(KernelContext& ctx, PoolKind kind) {
   std::vector<int64_t> dims = {x.dim(0), x.dim(1)};
   dims.insert(dims.end(), geometry->output.begin(), geometry->output.end());
   if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
-  Tensor& y = ctx.Output(0, type, dims);
+  Tensor& y = ctx.OutputToOverwrite(0, type, dims);
   int64_t* indices = nullptr;
   if (kind == PoolKind::kMax && ctx.outputs.size() > 1 && ctx.node.output(1) != nullptr) {
     indices = ctx.Output(1, DataType::kInt64, dims).data<int64_t>();
@@ -340,7 +340,7 @@ absl::Status GlobalPool(KernelContext& ctx, PoolKind kind) {
   std::vector<int64_t> dims(x.rank(), 1);
   dims[0] = x.dim(0);
   dims[1] = x.dim(1);
-  Tensor& y = ctx.Output(0, x.type(), dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), dims);
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t size = planes == 0 ? 0 : x.numel() / planes;
   if (planes == 0) return absl::OkStatus();

@@ -598,7 +598,7 @@ absl::Status RunResize(KernelContext& ctx, Form form) {
       return ctx.Error("cannot resize an empty axis ", i, " to size ", g.out_dims[i]);
     }
   }
-  Tensor& y = ctx.Output(0, x.type(), g.out_dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), g.out_dims);
   if (y.numel() == 0) return absl::OkStatus();
 
   std::vector<AxisPlan> plans;

@@ -156,7 +156,7 @@ absl::Status SoftmaxKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   absl::StatusOr<Lines> lines = SplitAtAxis(ctx, input);
   if (!lines.ok()) return lines.status();
-  Tensor& output = ctx.Output(0, input.type(), input.dims());
+  Tensor& output = ctx.OutputToOverwrite(0, input.type(), input.dims());
   if (input.numel() == 0) return absl::OkStatus();
   switch (input.type()) {
     case DataType::kFloat:

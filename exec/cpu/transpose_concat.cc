@@ -242,7 +242,7 @@ absl::Status Transpose(KernelContext& ctx) {
   for (size_t i = 0; i < groups.size(); ++i) {
     merged_perm[by_input[i]] = static_cast<int64_t>(i);
   }
-  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), out_dims);
   const size_t merged_rank = in_dims.size();
   bool batched_swap = merged_rank >= 2 && merged_perm[merged_rank - 2] == merged_rank - 1 &&
                       merged_perm[merged_rank - 1] == merged_rank - 2;
@@ -293,7 +293,7 @@ absl::Status Concat(KernelContext& ctx) {
     }
     out_dims[axis] += t.dim(axis);
   }
-  Tensor& y = ctx.Output(0, first.type(), out_dims);
+  Tensor& y = ctx.OutputToOverwrite(0, first.type(), out_dims);
   if (y.numel() == 0) return absl::OkStatus();
   const int64_t outer = Product(out_dims, 0, axis);
   const int64_t inner = Product(out_dims, axis + 1, out_dims.size());

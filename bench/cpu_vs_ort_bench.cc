@@ -1,0 +1,215 @@
+// The CPU executor against onnxruntime on a model set: resnet18, mobilenet_v3_small,
+// deep_residual and silero_vad from ../shared, and models generated here (a UNet with
+// bilinear Resize and Concat skips, a ViT-style encoder, a ConvNeXt-like and a
+// MobileNetV3-like net). Same thread count on both sides; measured in rounds that alternate
+// ovfix and onnxruntime so both see the same machine load. Prints per model the best and
+// median run of each, their ratios, how far the outputs are apart, and the geometric mean.
+// Targets: geometric mean of the ratios <= 1.0, no model above 1.5.
+//
+//   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
+//   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]
+//       [--unet-size 512] [--models resnet18,unet,...]
+//   build/bench/ovfix_bench_cpu_vs_ort --write-models DIR   (the generated models, for profiling)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "bench/generated_models.h"
+#include "bench/ort_peer.h"
+#include "exec/executor.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+
+namespace fs = std::filesystem;
+
+namespace ovfix::bench {
+namespace {
+
+struct Options {
+  int threads = 2, repeat = 10, rounds = 3;
+  int64_t unet_size = 512;
+  std::string write_models;  // only write the generated models (and inputs) there
+  std::vector<std::string> models = {"resnet18", "mobilenet_v3_small", "deep_residual",
+                                     "silero_vad", "unet", "vit_encoder", "convnext",
+                                     "mobilenet_v3_det"};
+};
+
+struct Case {
+  std::string name, model_file;
+  std::vector<std::string> input_files;
+};
+
+// Writes a generated model and a seeded random input for it into `dir`.
+Case Generate(const std::string& name, const onnx::ModelProto& proto, const fs::path& dir) {
+  fs::create_directories(dir);
+  Case c{name, (dir / "model.onnx").string(), {}};
+  std::ofstream(c.model_file, std::ios::binary) << proto.SerializeAsString();
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (int i = 0; i < proto.graph().input_size(); ++i) {
+    std::vector<int64_t> dims;
+    for (const auto& d : proto.graph().input(i).type().tensor_type().shape().dim()) {
+      dims.push_back(d.dim_value());
+    }
+    Tensor t = Tensor::Uninitialized(DataType::kFloat, dims);
+    for (float& v : std::span<float>(t.data<float>(), t.numel())) v = uniform(random);
+    const std::string file = (dir / ("input_" + std::to_string(i) + ".pb")).string();
+    if (!WriteTensorFile(file, t, proto.graph().input(i).name()).ok()) std::exit(1);
+    c.input_files.push_back(file);
+  }
+  return c;
+}
+
+Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch) {
+  if (name == "unet") return Generate(name, UnetModel(o.unet_size), scratch / name);
+  if (name == "vit_encoder") return Generate(name, VitEncoderModel(), scratch / name);
+  if (name == "convnext") return Generate(name, ConvNextModel(), scratch / name);
+  if (name == "mobilenet_v3_det") return Generate(name, MobileNetV3Model(), scratch / name);
+  const std::string dir = std::string(OVFIX_SHARED_DIR) + "/models/" + name;
+  Case c{name, dir + "/model.onnx", {}};
+  for (int k = 0; fs::exists(dir + "/test_data_set_0/input_" + std::to_string(k) + ".pb"); ++k) {
+    c.input_files.push_back(dir + "/test_data_set_0/input_" + std::to_string(k) + ".pb");
+  }
+  return c;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Largest |ours - theirs| over every output, relative to the range of theirs.
+double RelativeDifference(const std::vector<Tensor>& ours, const fs::path& peer_dir) {
+  double worst = 0;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    auto theirs = ReadTensorFile((peer_dir / ("output_" + std::to_string(i) + ".pb")).string());
+    if (!theirs.ok() || theirs->numel() != ours[i].numel() ||
+        ours[i].type() != DataType::kFloat || theirs->type() != DataType::kFloat) {
+      return -1;
+    }
+    float lo = 0, hi = 0, diff = 0;
+    for (int64_t k = 0; k < ours[i].numel(); ++k) {
+      const float t = theirs->data<float>()[k];
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+      diff = std::max(diff, std::abs(t - ours[i].data<float>()[k]));
+    }
+    worst = std::max<double>(worst, diff / std::max(hi - lo, 1e-6f));
+  }
+  return worst;
+}
+
+int Run(const Options& o) {
+  if (!o.write_models.empty()) {
+    for (const std::string& name : o.models) MakeCase(name, o, o.write_models);
+    return 0;
+  }
+  const std::string modules = OrtModules();
+  if (modules.empty()) return 0;
+  const fs::path scratch =
+      fs::temp_directory_path() / ("ovfix_bench_cpu_vs_ort_" + std::to_string(::getpid()));
+  std::printf("%-20s %10s %10s %10s %10s %7s %7s %9s\n", "model (ms)", "ovfix", "ovfix-med",
+              "ort", "ort-med", "ratio", "r-med", "rel-diff");
+  double log_sum = 0, log_sum_median = 0, worst = 0;
+  int count = 0;
+  for (const std::string& name : o.models) {
+    const Case c = MakeCase(name, o, scratch);
+    auto model = LoadModel(c.model_file);
+    if (!model.ok()) {
+      std::fprintf(stderr, "bench: %s\n", std::string(model.status().message()).c_str());
+      return 1;
+    }
+    exec::TensorMap inputs;
+    size_t k = 0;
+    for (const Value* v : (*model)->graph().inputs()) {
+      if (v->is_initializer()) continue;
+      auto t = ReadTensorFile(c.input_files.at(k++));
+      if (!t.ok()) return 1;
+      inputs[v->name()] = *std::move(t);
+    }
+    exec::SessionOptions session_options;
+    session_options.threads = o.threads;
+    auto session = exec::CreateSession(**model, session_options);
+    if (!session.ok()) {
+      std::fprintf(stderr, "bench: %s\n", std::string(session.status().message()).c_str());
+      return 1;
+    }
+    auto first = (*session)->Run(inputs);  // untimed, as onnxruntime's first run
+    if (!first.ok()) {
+      std::fprintf(stderr, "bench: %s: %s\n", name.c_str(),
+                   std::string(first.status().message()).c_str());
+      return 1;
+    }
+    std::vector<double> ours, peer_min, peer_median;
+    const fs::path peer_outputs = scratch / (name + "_ort");
+    for (int round = 0; round < o.rounds; ++round) {
+      for (int i = 0; i < o.repeat; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto out = (*session)->Run(inputs);
+        ours.push_back(std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - t0).count());
+        if (!out.ok()) return 1;
+      }
+      const OrtTiming peer = RunOrt(modules, c.model_file, c.input_files, o.threads, o.repeat,
+                                    round == 0 ? peer_outputs.string() : "");
+      if (peer.min_ms < 0) {
+        std::fprintf(stderr, "bench: onnxruntime failed on %s\n", c.model_file.c_str());
+        return 1;
+      }
+      peer_min.push_back(peer.min_ms);
+      peer_median.push_back(peer.median_ms);
+    }
+    const double best = *std::min_element(ours.begin(), ours.end()), median = Median(ours);
+    const double peer_best = *std::min_element(peer_min.begin(), peer_min.end());
+    const double peer_med = Median(peer_median);
+    const double ratio = best / peer_best, ratio_median = median / peer_med;
+    std::printf("%-20s %10.2f %10.2f %10.2f %10.2f %6.2fx %6.2fx %9.2g\n", name.c_str(), best,
+                median, peer_best, peer_med, ratio, ratio_median,
+                RelativeDifference(*first, peer_outputs));
+    std::fflush(stdout);
+    log_sum += std::log(ratio);
+    log_sum_median += std::log(ratio_median);
+    worst = std::max(worst, ratio);
+    ++count;
+  }
+  fs::remove_all(scratch);
+  const double geomean = std::exp(log_sum / count);
+  std::printf("\ngeometric mean of ratios: best %.2fx (target <= 1.0x: %s), median %.2fx\n",
+              geomean, geomean <= 1.0 ? "ok" : "MISSED", std::exp(log_sum_median / count));
+  std::printf("largest ratio (best): %.2fx (target <= 1.5x: %s)\n", worst,
+              worst <= 1.5 ? "ok" : "MISSED");
+  std::printf("(%d threads each; %d rounds of %d runs; unet at %lldx%lld)\n", o.threads,
+              o.rounds, o.repeat, static_cast<long long>(o.unet_size),
+              static_cast<long long>(o.unet_size));
+  return 0;
+}
+
+}  // namespace
+}  // namespace ovfix::bench
+
+int main(int argc, char** argv) {
+  ovfix::bench::Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--threads") o.threads = std::atoi(value.c_str());
+    else if (flag == "--repeat") o.repeat = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--rounds") o.rounds = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--unet-size") o.unet_size = std::atoll(value.c_str());
+    else if (flag == "--write-models") o.write_models = value;
+    else if (flag == "--models") o.models = absl::StrSplit(value, ',');
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  return ovfix::bench::Run(o);
+}

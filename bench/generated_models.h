@@ -1,0 +1,24 @@
+// The generated models of the executor benchmark: the classes of net that the executor was
+// slow on, built in C++ with seeded random weights (no downloads).
+#pragma once
+
+#include <cstdint>
+
+#include "onnx/onnx_pb.h"
+
+namespace ovfix::bench {
+
+// A UNet-style segmentation net on a size x size RGB image: four levels of two 3x3
+// Conv+Relu, MaxPool down, bilinear Resize up, Concat skips, a 1x1 head.
+onnx::ModelProto UnetModel(int64_t size);
+// A ViT-style encoder: 16x16 patch embedding (Conv), LayerNormalization, MatMul attention
+// with Softmax, GELU (as Erf) MLP, residual Adds; 197 tokens of width 384, 6 heads, 6 layers.
+onnx::ModelProto VitEncoderModel();
+// A ConvNeXt-like net: 7x7 depthwise Conv, LayerNormalization over channels (channels-last
+// through Transpose), pointwise MatMuls with GELU, layer scale, residual Adds.
+onnx::ModelProto ConvNextModel();
+// A MobileNetV3-like backbone (as in text detectors): inverted residuals with 3x3 and 5x5
+// depthwise Convs, hard-swish written as Add/Clip/Mul/Div, squeeze-excitation.
+onnx::ModelProto MobileNetV3Model();
+
+}  // namespace ovfix::bench

@@ -1,0 +1,85 @@
+// A small ModelProto builder for the benchmarks' generated models: nodes by op type with
+// int, float and ints attributes, weights filled with seeded random values scaled so that
+// activations stay in a sane range through deep stacks.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace ovfix::bench {
+
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int opset, uint32_t seed = 1);
+
+  // A float graph input of fixed shape.
+  std::string Input(const std::string& name, const std::vector<int64_t>& dims);
+  void Output(const std::string& value);
+
+  // A float weight with values uniform in [-scale, scale].
+  std::string Weight(const std::vector<int64_t>& dims, float scale);
+  // A float weight of one repeated value (LayerNorm scales, constants of formulas).
+  std::string Fill(const std::vector<int64_t>& dims, float value);
+  std::string Floats(const std::vector<float>& values);
+  std::string Int64s(const std::vector<int64_t>& values);
+
+  struct Attr {
+    std::string name;
+    enum Kind { kInt, kFloat, kInts, kString } kind = kInt;
+    int64_t i = 0;
+    float f = 0;
+    std::vector<int64_t> ints;
+    std::string s;
+  };
+  static Attr Int(const std::string& name, int64_t v) {
+    Attr a;
+    a.name = name;
+    a.kind = Attr::kInt;
+    a.i = v;
+    return a;
+  }
+  static Attr Float(const std::string& name, float v) {
+    Attr a;
+    a.name = name;
+    a.kind = Attr::kFloat;
+    a.f = v;
+    return a;
+  }
+  static Attr Ints(const std::string& name, std::vector<int64_t> v) {
+    Attr a;
+    a.name = name;
+    a.kind = Attr::kInts;
+    a.ints = std::move(v);
+    return a;
+  }
+  static Attr String(const std::string& name, std::string v) {
+    Attr a;
+    a.name = name;
+    a.kind = Attr::kString;
+    a.s = std::move(v);
+    return a;
+  }
+
+  // Adds a node with one output and returns the output's name ("" inputs are omitted ones).
+  std::string Op(const std::string& op_type, const std::vector<std::string>& inputs,
+                 const std::vector<Attr>& attrs = {});
+
+  // Conv with He-scaled random weights and a bias; pads keep the size for odd kernels.
+  std::string Conv(const std::string& x, int64_t in_channels, int64_t out_channels,
+                   int64_t kernel, int64_t stride = 1, int64_t group = 1);
+
+  const onnx::ModelProto& model() const { return model_; }
+
+ private:
+  std::string Fresh(const std::string& prefix);
+  onnx::ModelProto model_;
+  onnx::GraphProto* graph_;
+  std::mt19937 random_;
+  int next_ = 0;
+};
+
+}  // namespace ovfix::bench
