@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,11 +15,13 @@
 #include "converter/node_evaluator.h"
 #include "converter/target.h"
 #include "converter/validation.h"
+#include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
 #include "rules/rule_set.h"
+#include "rules/shape_facts.h"
 
 namespace ovfix::converter {
 
@@ -35,6 +38,7 @@ using rules::PassContext;
 using rules::Rewriter;
 using rules::Rule;
 using rules::RuleLibrary;
+using rules::ShapeFacts;
 namespace {
 
 struct Step {
@@ -108,6 +112,83 @@ absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const Pipeline
   return steps;
 }
 
+// Whether every input's dims are known once the options apply: then the reference run's
+// dims are those of every run, and observed dims are facts (not only ranks).
+bool InputsFixed(const Model& model, const ConvertOptions& o) {
+  for (const Value* v : model.graph().inputs()) {
+    if (v->is_initializer() || o.input_shapes.contains(v->name())) continue;
+    std::optional<std::vector<Dim>> dims = v->shape();
+    if (!dims) return false;
+    for (size_t i = 0; i < dims->size(); ++i) {
+      if (!(*dims)[i].known() && !(i == 0 && o.batch > 0)) return false;
+    }
+  }
+  return true;
+}
+
+// Ops whose output dims depend on the data, not only on the input shapes: a run's dims for
+// them (and for what is computed from them) are one run's, never facts. An If's branch is
+// picked by data, so its outputs count too.
+bool DataShaped(const Node& n) {
+  static const absl::flat_hash_set<std::string> kOps = {
+      "NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop", "Scan", "If"};
+  return kOps.contains(n.op_type());
+}
+
+// Main-graph values whose dims depend on data: outputs of DataShaped ops whose dims
+// inference does not know, and everything computed from them.
+absl::flat_hash_set<const Value*> DataDependent(const Graph& g) {
+  absl::flat_hash_set<const Value*> out;
+  for (const Node* n : g.nodes()) {
+    bool dependent = false;
+    if (DataShaped(*n)) {
+      for (const Value* o : n->outputs()) dependent |= o != nullptr && !o->static_shape();
+    }
+    for (const Value* in : n->inputs()) dependent |= out.contains(in);
+    if (!dependent) continue;
+    for (const Value* o : n->outputs()) {
+      if (o != nullptr) out.insert(o);
+    }
+  }
+  return out;
+}
+
+// Shape facts from the reference run where inference left gaps (main graph values: bodies
+// are run by their holders and their values are not captured). Returns how many.
+int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
+                  ShapeFacts& facts) {
+  const absl::flat_hash_set<const Value*> dependent = DataDependent(model.graph());
+  std::vector<Value*> observed;
+  for (Node* n : model.graph().nodes()) {
+    for (Value* v : n->outputs()) {
+      if (v == nullptr || !v->is_tensor() || v->static_shape()) continue;
+      absl::StatusOr<Tensor> t = validator.Activation(v);
+      if (!t.ok()) continue;
+      const bool fixed = dims_fixed && !dependent.contains(v);
+      if (facts.Observe(*v, t->dims(), fixed) && !v->is_graph_output()) observed.push_back(v);
+    }
+  }
+  ListInValueInfo(model.graph(), observed);
+  return static_cast<int>(observed.size());
+}
+
+// Values whose shapes stay unknown because they depend on data, in every graph: named in the
+// report so a user knows what stayed dynamic and why, instead of a failure.
+std::vector<std::string> DataDependentValues(Model& model) {
+  std::vector<std::string> out;
+  for (Graph* g : GraphsRecursive(model.graph())) {
+    for (Node* n : g->nodes()) {
+      if (!DataShaped(*n) || n->op_type() == "If") continue;
+      for (Value* v : n->outputs()) {
+        if (v != nullptr && !v->static_shape()) {
+          out.push_back(absl::StrCat(v->name(), " (", n->op_type(), ")"));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
@@ -178,6 +259,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   size_t types_inferred_at = 0;   // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
+  ShapeFacts shape_facts;
   bool random_inputs = false;
   if (convert.validate) {
     absl::StatusOr<CalibrationSets> sets =
@@ -199,11 +281,16 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     validator = *std::move(v);
     report.validated = true;
     phase("reference run");
-  } else {
+    report.observed_shape_facts = ObserveShapes(model, *validator, InputsFixed(model, convert),
+                                                shape_facts);
+    if (report.observed_shape_facts > 0) (void)InferShapesLight(model);
+  }
+  if (!convert.validate) {
     report.validation_note = "--no-validate";
   }
 
   Rewriter rewriter(model);
+  rewriter.set_shape_facts(&shape_facts);
   rewriter.set_observer(validator.get());
   CpuNodeEvaluator evaluator;
   ProgressBar progress(options.progress ? stderr : nullptr);
@@ -245,6 +332,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     }
   }
   progress.Update(static_cast<int>(steps->size()), static_cast<int>(steps->size()), "checking");
+  rewriter.DeleteDanglingValues();
   report.rewrites = rewriter.records();
   phase("steps");
 
@@ -267,6 +355,8 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
         s.message()));
   }
   phase("shape inference and onnx checker");
+  rules::ListKnownShapesInValueInfo(model.graph());
+  report.dynamic_values = DataDependentValues(model);
   if (validator != nullptr) {
     // The reported error is that of the serialized model, run as `ovfix run` runs a file.
     absl::StatusOr<std::unique_ptr<Model>> written = SerializedCopy(model);

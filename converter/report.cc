@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "converter/json_writer.h"
 
 namespace ovfix::converter {
@@ -27,6 +28,11 @@ void WriteRewrite(cli::JsonWriter& w, const RewriteRecord& r) {
   w.Key("validated").Bool(r.max_error >= 0);
   if (r.max_error >= 0) w.Key("error").Number(r.max_error);
   w.Key("rolled_back").Bool(r.rolled_back);
+  if (!r.observed_shapes.empty()) {
+    w.Key("observed_shapes").BeginArray();
+    for (const std::string& n : r.observed_shapes) w.String(n);
+    w.EndArray();
+  }
   if (!r.note.empty()) w.Key(r.rolled_back ? "reason" : "note").String(r.note);
   w.EndObject();
 }
@@ -82,6 +88,12 @@ std::string ReportToJson(const ConversionReport& report) {
   if (report.validated) w.Key("model_runs").Int(report.model_runs);
   w.Key("outputs_match").Bool(report.outputs_match);
   w.EndObject();
+  w.Key("shapes").BeginObject();
+  w.Key("observed_facts").Int(report.observed_shape_facts);
+  w.Key("dynamic_values").BeginArray();
+  for (const std::string& n : report.dynamic_values) w.String(n);
+  w.EndArray();
+  w.EndObject();
   if (report.repair) {
     w.Key("repair").BeginObject();
     w.Key("rounds").Int(report.repair->rounds);
@@ -123,6 +135,19 @@ std::string SummaryTable(const ConversionReport& report) {
                                     row.max_error < 0 ? "-" : Error(row.max_error)));
   }
   if (rows.empty()) absl::StrAppend(&out, "(no rewrites)\n");
+  int relied = 0;
+  for (const RewriteRecord& r : report.rewrites) {
+    relied += !r.rolled_back && !r.observed_shapes.empty() ? 1 : 0;
+  }
+  if (relied > 0) {
+    absl::StrAppend(&out, relied,
+                    " rewrite(s) relied on shapes observed in the reference run (see "
+                    "observed_shapes in the JSON report)\n");
+  }
+  if (!report.dynamic_values.empty()) {
+    absl::StrAppend(&out, "stayed dynamic (shapes depend on data): ",
+                    absl::StrJoin(report.dynamic_values, ", "), "\n");
+  }
   if (!report.islands.empty()) {
     std::map<std::string, int> per_op;
     for (const IslandNode& i : report.islands) per_op[i.op_type]++;

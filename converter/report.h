@@ -43,6 +43,10 @@ struct ConversionReport {
   int model_runs = 0;  // full runs of the model (reference, end to end, repair)
   double end_to_end_tolerance = 0;
   bool outputs_match = true;
+  // Values whose shapes depend on data (NonZero, a Loop's trip count...): neither inference
+  // nor a run can fix them, so they stay dynamic in the written model.
+  std::vector<std::string> dynamic_values;
+  int observed_shape_facts = 0;  // values whose rank or dims came from the reference run
   bool written = false;  // the output file was written (and kept)
   double seconds = 0;
 };

@@ -39,6 +39,25 @@ bool CastsToFloat16(const Node* n) {
          n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16);
 }
 
+// The nodes of the main graph `g` whose bodies hold nodes the rewrite created or changed.
+// A body runs once per iteration or branch, so a change inside is measured on what its
+// holder computes.
+std::vector<Node*> HoldersOfNestedChanges(const rules::Rewriter& rewriter, const Graph& g) {
+  std::vector<Node*> holders;
+  for (const std::vector<Node*>* list : {&rewriter.created_nodes(), &rewriter.modified_nodes(),
+                                         &rewriter.erased_nodes()}) {
+    for (Node* n : *list) {
+      if (n->owner() == &g) continue;
+      Node* holder = n;
+      while (holder != nullptr && holder->owner() != &g) holder = holder->owner()->owner_node();
+      if (holder != nullptr && std::find(holders.begin(), holders.end(), holder) == holders.end()) {
+        holders.push_back(holder);
+      }
+    }
+  }
+  return holders;
+}
+
 }  // namespace
 
 absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
@@ -332,10 +351,11 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
   for (Node* n : rewriter.modified_nodes()) {
     if (!erased.contains(n)) changed.push_back(n);
   }
-  for (Node* n : changed) {
-    if (n->owner() != &g) {
-      return absl::UnimplementedError(
-          absl::StrCat(n->Describe(), " is inside a subgraph: not validated"));
+  const std::vector<Node*> holders = HoldersOfNestedChanges(rewriter, g);
+  std::erase_if(changed, [&](const Node* n) { return n->owner() != &g; });
+  for (Node* h : holders) {
+    if (!erased.contains(h) && std::find(changed.begin(), changed.end(), h) == changed.end()) {
+      changed.push_back(h);
     }
   }
   converted_boundary_ = false;
@@ -361,7 +381,11 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
   // nodes that were there before, read by unchanged nodes or by the graph's outputs. Values
   // inside the region may legitimately differ (a pair of nodes rewritten together).
   const absl::flat_hash_set<const Node*> region(changed.begin(), changed.end());
+  std::vector<Node*> compared = holders;
   for (Node* n : rewriter.modified_nodes()) {
+    if (n->owner() == &g) compared.push_back(n);
+  }
+  for (Node* n : compared) {
     if (erased.contains(n)) continue;
     for (const Value* o : n->outputs()) {
       if (o == nullptr) continue;
@@ -374,7 +398,8 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
     }
   }
   for (const auto& [position, before] : rewriter.replaced_outputs()) {
-    if (position >= g.outputs().size()) continue;
+    // A body output replaced inside a body is measured on what its holder computes.
+    if (position >= g.outputs().size() || before->owner() != &g) continue;
     const Value* now = g.outputs()[position];
     Tensor after;
     if (auto it = pending_.find(now); it != pending_.end()) {
@@ -403,6 +428,7 @@ void ReferenceValidator::OnCommitting(const rules::Rewriter& rewriter) {
   absl::flat_hash_set<const Node*> changed(rewriter.created_nodes().begin(),
                                            rewriter.created_nodes().end());
   changed.insert(rewriter.modified_nodes().begin(), rewriter.modified_nodes().end());
+  for (Node* holder : HoldersOfNestedChanges(rewriter, model_.graph())) changed.insert(holder);
   std::vector<const Value*> stack;
   for (const Node* n : changed) {
     for (const Value* o : n->outputs()) stack.push_back(o);

@@ -253,14 +253,20 @@ void Graph::RemoveInitializer(Value* v) {
 }
 
 int Graph::DeleteDanglingValues() {
-  std::vector<Value*> dangling;
+  // One pass over the values (and one over value_info), however many go: callers batch
+  // their removals into this.
+  absl::flat_hash_set<const Value*> dangling;
   for (const auto& v : values_) {
     if (v->producer_ == nullptr && v->uses_.empty() && !v->graph_input_ &&
         v->graph_output_count_ == 0 && !v->initializer_) {
-      dangling.push_back(v.get());
+      dangling.insert(v.get());
+      by_name_.erase(v->name());
     }
   }
-  for (Value* v : dangling) DeleteValue(v);
+  if (dangling.empty()) return 0;
+  std::erase_if(value_info_, [&](Value* v) { return dangling.contains(v); });
+  std::erase_if(values_,
+                [&](const std::unique_ptr<Value>& v) { return dangling.contains(v.get()); });
   return static_cast<int>(dangling.size());
 }
 

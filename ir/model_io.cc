@@ -15,6 +15,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "ir/atomic_file.h"
 #include "ir/external_data.h"
+#include "ir/graph_walk.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix {
@@ -315,6 +316,18 @@ class ModelIO {
       for (const Value* v : g.value_info_) WriteValueInfo(v, out->add_value_info());
     }
   };
+
+  // ---- graph internals that ir/graph_walk.h exposes (ModelIO is the IR's friend) ----
+  static void ListInValueInfo(Graph& g, std::span<Value* const> values) {
+    absl::flat_hash_set<const Value*> listed(g.value_info_.begin(), g.value_info_.end());
+    for (Value* v : values) {
+      if (v != nullptr && listed.insert(v).second) g.value_info_.push_back(v);
+    }
+  }
+  static Node* NextNode(const Node& n) {
+    auto next = std::next(n.position_);
+    return next == n.owner_->nodes_.end() ? nullptr : next->get();
+  }
 };
 
 namespace {
@@ -467,5 +480,11 @@ absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions&
   writer.GiveBack();
   return status.ok() || absl::StartsWith(status.message(), path) ? status : Prefixed(path, status);
 }
+
+void ListInValueInfo(Graph& g, std::span<Value* const> values) {
+  ModelIO::ListInValueInfo(g, values);
+}
+
+Node* NextNode(const Node& n) { return ModelIO::NextNode(n); }
 
 }  // namespace ovfix

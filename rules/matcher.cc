@@ -250,12 +250,23 @@ Solver::Step Solver::MatchValue(const Task& task, State& state, int& index, Node
   if (IsPatternConstant(pn)) {
     if (!MatchConstant(pn, name, v) || !CheckDeclared(name, v, state)) return Step::kFail;
     state.match.values[name] = v;
-    state.match.nodes[pattern_index] = v->producer();
+    // A constant of an enclosing graph is read, never taken over by the rewrite.
+    Node* constant = v->producer();
+    if (constant != nullptr && constant->owner() == state.match.root->owner()) {
+      state.match.nodes[pattern_index] = constant;
+    }
     return Step::kBound;
   }
   Node* n = v->producer();
   if (n == nullptr) {
     Fail(absl::StrCat(Quote(v), " is not produced by a node (pattern wants ", pn.op_type, ")"));
+    return Step::kFail;
+  }
+  // A pattern lies within one graph: a value of an enclosing graph read by a body is only
+  // ever a capture, so a rule never rewrites across an If/Loop/Scan boundary.
+  if (n->owner() != state.match.root->owner()) {
+    Fail(absl::StrCat(Quote(v), " comes from an enclosing graph (pattern wants ", pn.op_type,
+                      " in the same graph)"));
     return Step::kFail;
   }
   if (v->producer_output() != output) {

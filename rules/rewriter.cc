@@ -1,14 +1,67 @@
 #include "rules/rewriter.h"
 
+#include <algorithm>
 #include <cassert>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 
 namespace ovfix::rules {
 
 Rewriter::~Rewriter() {
   if (open_) Rollback("rewriter destroyed mid-rewrite");
+  DeleteDanglingValues();
+}
+
+void Rewriter::DeleteDanglingValues() {
+  for (auto& [g, count] : dangling_) {
+    if (count > 0) g->DeleteDanglingValues();
+  }
+  dangling_.clear();
+}
+
+const std::vector<Graph*>& Rewriter::Graphs() {
+  if (!graphs_known_) {
+    graphs_ = GraphsRecursive(model_.graph());
+    graphs_known_ = true;
+  }
+  return graphs_;
+}
+
+void Rewriter::ForgetBodiesOf(const Node& node) {
+  if (node.subgraphs().empty()) return;
+  graphs_known_ = false;
+  for (const Subgraph& s : node.subgraphs()) {
+    for (Graph* body : GraphsRecursive(*s.graph)) dangling_.erase(body);
+  }
+}
+
+bool Rewriter::NameTaken(std::string_view name) {
+  for (const Graph* g : Graphs()) {
+    if (g->FindValue(name) != nullptr) return true;
+  }
+  return false;
+}
+
+std::string Rewriter::UniqueName(std::string_view base) {
+  if (!base.empty() && !NameTaken(base)) return std::string(base);
+  for (;;) {
+    std::string candidate =
+        absl::StrCat(base.empty() ? "v" : std::string(base), "_", ++name_counter_);
+    if (!NameTaken(candidate)) return candidate;
+  }
+}
+
+void Rewriter::DeleteDangling(Graph& g, size_t count, bool now) {
+  size_t& waiting = dangling_[&g];
+  waiting += count;
+  if (waiting == 0) return;
+  if (now || g.num_nodes() < 4096 || waiting * 8 > g.num_nodes()) {
+    g.DeleteDanglingValues();
+    waiting = 0;
+  }
 }
 
 void Rewriter::Begin(std::string_view rule, const std::vector<Node*>& matched) {
@@ -17,6 +70,19 @@ void Rewriter::Begin(std::string_view rule, const std::vector<Node*>& matched) {
   current_ = RewriteRecord{};
   current_.rule = std::string(rule);
   for (Node* n : matched) current_.matched.push_back(n->Describe());
+  if (facts_ != nullptr && facts_->size() > 0) {
+    for (Node* n : matched) {
+      for (const std::vector<Value*>* values : {&n->inputs(), &n->outputs()}) {
+        for (const Value* v : *values) {
+          if (v == nullptr || !facts_->IsObserved(*v)) continue;
+          auto& names = current_.observed_shapes;
+          if (std::find(names.begin(), names.end(), v->name()) == names.end()) {
+            names.push_back(v->name());
+          }
+        }
+      }
+    }
+  }
   if (observer_ != nullptr) observer_->OnBegin(*this);
 }
 
@@ -25,7 +91,9 @@ Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector
                            std::string_view name, std::string_view domain) {
   assert(open_);
   current_.new_types = true;
-  Node* n = g.AddNode(op_type, inputs, output_names, name, domain, before);
+  std::vector<std::string> names;
+  for (const std::string& o : output_names) names.push_back(o.empty() ? o : UniqueName(o));
+  Node* n = g.AddNode(op_type, inputs, names, name, domain, before);
   created_.push_back(n);
   modified_set_.insert(n);  // a created node is never also listed as modified
   Record([this, &g, n] {
@@ -42,7 +110,8 @@ Node* Rewriter::CreateNode(Graph& g, std::string_view op_type, const std::vector
 Value* Rewriter::CreateInitializer(Graph& g, std::string_view name, Tensor t) {
   assert(open_);
   current_.new_types = true;
-  Value* v = g.AddInitializer(name, std::move(t));
+  Value* v = g.AddInitializer(UniqueName(name), std::move(t));
+  created_values_.push_back(v);
   Record([&g, v] {
     g.RemoveInitializer(v);
     g.DeleteValue(v);
@@ -55,6 +124,7 @@ void Rewriter::SetInput(Node* node, size_t index, Value* v) {
   Value* old = node->input(index);
   if (old == v) return;
   node->ReplaceInput(index, v);
+  if (old != nullptr) lost_use_.push_back(old);
   MarkModified(node);
   Record([node, index, old] { node->ReplaceInput(index, old); });
 }
@@ -129,11 +199,12 @@ void Rewriter::ReplaceAllUsesWith(Value* from, Value* to) {
     if (g.outputs()[i] != from) continue;
     g.ReplaceOutput(i, carrier);
     replaced_outputs_.emplace_back(i, from);
+    lost_use_.push_back(from);
     Record([&g, i, from] { g.ReplaceOutput(i, from); });
   }
   const std::string output_name = from->name();
   const std::string carrier_name = carrier->name();
-  const std::string parked = g.UniqueName(output_name + "_replaced");
+  const std::string parked = UniqueName(output_name + "_replaced");
   g.RenameValue(from, parked);
   g.RenameValue(carrier, output_name);
   // The carrier takes over what the file declared for the output (type, doc string).
@@ -147,17 +218,12 @@ void Rewriter::ReplaceAllUsesWith(Value* from, Value* to) {
 void Rewriter::EraseNode(Node* node) {
   assert(open_);
   Graph& g = *node->owner();
-  Graph::NodeRange range = g.nodes();
-  Node* next = nullptr;
-  bool found = false;
-  for (Node* n : range) {
-    if (found) {
-      next = n;
-      break;
-    }
-    found = n == node;
+  Node* next = NextNode(*node);
+  for (Value* in : node->inputs()) {
+    if (in != nullptr) lost_use_.push_back(in);
   }
   erased_view_.push_back(node);
+  if (!node->subgraphs().empty()) graphs_known_ = false;
   detached_.push_back(g.DetachNode(node));
   ++current_.removed;
   Record([this, &g, node, next] {
@@ -182,38 +248,156 @@ void Rewriter::MarkUsersModified(const Value* v) {
 
 namespace {
 
-bool NeedsSort(const Graph& g) {
-  for (Node* n : g.nodes()) {
-    for (Value* v : n->inputs()) {
-      if (v != nullptr && v->producer() != nullptr && v->owner() == &g &&
-          v->producer()->order() >= n->order()) {
-        return true;
-      }
-    }
+bool IsDeadNode(const Node& n) {
+  for (const Value* v : n.outputs()) {
+    if (v != nullptr && (v->has_uses() || v->is_graph_output())) return false;
+  }
+  return true;
+}
+
+bool Inside(const Graph* g, const Graph* scope) {
+  for (; g != nullptr; g = g->parent()) {
+    if (g == scope) return true;
   }
   return false;
 }
 
+// Values outside `node`'s bodies that they read: erasing `node` takes those uses away.
+void OuterReads(const Node& node, std::vector<Value*>& out) {
+  for (const Subgraph& s : node.subgraphs()) {
+    for (Graph* body : GraphsRecursive(*s.graph)) {
+      for (Node* n : body->nodes()) {
+        for (Value* v : n->inputs()) {
+          if (v != nullptr && !Inside(v->owner(), s.graph.get())) out.push_back(v);
+        }
+      }
+    }
+  }
+}
+
+// Whether `g` is one of `node`'s bodies or nested in one.
+bool InBodyOf(const Graph* g, const Node* node) {
+  for (; g != nullptr; g = g->parent()) {
+    if (g->owner_node() == node) return true;
+  }
+  return false;
+}
+
+// The node of `scope` that holds `n` (itself, or the If/Loop/Scan whose body holds it).
+const Node* AncestorIn(const Node* n, const Graph* scope) {
+  while (n != nullptr && n->owner() != scope) n = n->owner()->owner_node();
+  return n;
+}
+
 }  // namespace
+
+void Rewriter::RemoveDead() {
+  // Dead nodes holding bodies are removed only in graphs the transaction edited: a pass
+  // walking the model's graphs never meets a body whose holder went behind its back.
+  absl::flat_hash_set<const Graph*> edited;
+  for (const std::vector<Node*>* list : {&created_, &modified_, &erased_view_}) {
+    for (const Node* n : *list) edited.insert(n->owner());
+  }
+  // The outputs of erased nodes stay in their graph until here (validation reads them).
+  std::vector<Value*> work;
+  for (const auto& node : detached_) {
+    last_removed_.push_back(node.get());
+    ForgetBodiesOf(*node);
+    for (Value* v : node->outputs()) {
+      if (v != nullptr) work.push_back(v);
+    }
+  }
+  detached_.clear();
+  work.insert(work.end(), lost_use_.begin(), lost_use_.end());
+  work.insert(work.end(), created_values_.begin(), created_values_.end());
+  for (Node* n : created_) {
+    for (Value* v : n->outputs()) {
+      if (v != nullptr) work.push_back(v);
+    }
+  }
+  // Values left without producer and readers wait for a batched deletion (DeleteDangling):
+  // deleting them one by one costs a pass over the graph's values each.
+  absl::flat_hash_map<Graph*, size_t> dangling;
+  absl::flat_hash_set<Value*> pending(work.begin(), work.end());
+  while (!work.empty()) {
+    Value* v = work.back();
+    work.pop_back();
+    if (pending.erase(v) == 0) continue;  // done already, or gone with a removed body
+    Graph& g = *v->owner();
+    if (v->has_uses() || v->is_graph_output() || v->is_graph_input()) continue;
+    Node* p = v->producer();
+    if (p == nullptr) {
+      if (v->is_initializer()) g.RemoveInitializer(v);
+      ++dangling[&g];
+      continue;
+    }
+    if (!IsDeadNode(*p) || (!p->subgraphs().empty() && !edited.contains(&g))) continue;
+    std::vector<Value*> freed(p->inputs().begin(), p->inputs().end());
+    OuterReads(*p, freed);
+    if (!p->subgraphs().empty()) {
+      absl::erase_if(pending, [&](Value* w) { return InBodyOf(w->owner(), p); });
+      std::erase_if(work, [&](Value* w) { return !pending.contains(w); });
+      absl::erase_if(dangling, [&](const auto& entry) { return InBodyOf(entry.first, p); });
+      ForgetBodiesOf(*p);
+    }
+    for (Value* o : p->outputs()) {
+      if (o == nullptr) continue;
+      pending.erase(o);
+      ++dangling[&g];
+    }
+    last_removed_.push_back(p);
+    g.DetachNode(p).reset();  // its outputs are left dangling, deleted with the batch
+    ++current_.removed;
+    for (Value* in : freed) {
+      if (in != nullptr && pending.insert(in).second) work.push_back(in);
+    }
+  }
+  for (auto& [g, count] : dangling) DeleteDangling(*g, count);
+}
+
+void Rewriter::SortWhereNeeded() {
+  // Rules insert replacements before the node they replace; a sort is only a safety net,
+  // needed when an edited node now reads a value produced after it (or after its holder).
+  absl::flat_hash_set<Graph*> unsorted;
+  for (const std::vector<Node*>* list : {&created_, &modified_}) {
+    for (const Node* n : *list) {
+      if (n->owner() == nullptr) continue;
+      for (const Value* v : n->inputs()) {
+        if (v == nullptr || v->producer() == nullptr) continue;
+        const Node* holder = AncestorIn(n, v->owner());
+        if (holder != nullptr && v->producer()->order() >= holder->order()) {
+          unsorted.insert(v->owner());
+        }
+      }
+    }
+  }
+  for (Graph* g : unsorted) (void)g->TopologicalSort();
+}
 
 RewriteRecord& Rewriter::Commit() {
   assert(open_);
   if (observer_ != nullptr) observer_->OnCommitting(*this);
   for (Node* n : created_) current_.created.push_back(n->Describe());
-  Graph& g = graph();
-  current_.removed += g.RemoveDeadCode();
-  detached_.clear();
-  g.DeleteDanglingValues();
-  if (NeedsSort(g)) {
-    // Rules insert replacements before the node they replace; a sort is only a safety net.
-    (void)g.TopologicalSort();
-  }
+  last_removed_.clear();
+  const absl::flat_hash_set<const Node*> erased(erased_view_.begin(), erased_view_.end());
+  std::erase_if(created_, [&](Node* n) { return erased.contains(n); });
+  std::erase_if(modified_, [&](Node* n) { return erased.contains(n); });
+  RemoveDead();
+  // Created or modified nodes that the cleanup removed are no longer candidates for sorting.
+  const absl::flat_hash_set<const Node*> removed(last_removed_.begin(), last_removed_.end());
+  std::erase_if(created_, [&](Node* n) { return removed.contains(n); });
+  std::erase_if(modified_, [&](Node* n) { return removed.contains(n); });
+  SortWhereNeeded();
+  last_touched_ = created_;
+  last_touched_.insert(last_touched_.end(), modified_.begin(), modified_.end());
   undo_.clear();
   created_.clear();
   erased_view_.clear();
   modified_.clear();
   modified_set_.clear();
   replaced_outputs_.clear();
+  lost_use_.clear();
+  created_values_.clear();
   open_ = false;
   records_.push_back(std::move(current_));
   if (observer_ != nullptr) observer_->OnCommitted(*this);
@@ -230,6 +414,8 @@ void Rewriter::Rollback(std::string reason) {
   modified_.clear();
   modified_set_.clear();
   replaced_outputs_.clear();
+  lost_use_.clear();
+  created_values_.clear();
   open_ = false;
   current_.rolled_back = true;
   current_.created.clear();

@@ -3,6 +3,12 @@
 // what users rely on: graph inputs and outputs keep their names, dead nodes and initializers
 // are removed at commit, and the graph stays topologically sorted.
 //
+// Edits may be made in any graph of the model: the main graph or an If/Loop/Scan body, at any
+// depth. A body's nodes may read values of enclosing graphs (their use lists record those
+// reads), new values get names unique across the whole model, and a commit removes what
+// became dead and re-sorts only where the transaction touched, so a commit costs what the
+// rewrite changed, not the size of the graph.
+//
 // Use: Begin("rule_name", matched_nodes); ...edits...; then Commit() or Rollback().
 #pragma once
 
@@ -13,9 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "ir/model.h"
+#include "rules/shape_facts.h"
 
 namespace ovfix::rules {
 
@@ -31,6 +39,9 @@ struct RewriteRecord {
   double max_error = -1;                  // measured by validation; -1 when not validated
   bool rolled_back = false;
   std::string note;                       // why it was rolled back, or a pass's remark
+  // Values the matched nodes read or wrote whose shapes only the reference run showed
+  // (rules/shape_facts.h): the rewrite relied on observed shapes.
+  std::vector<std::string> observed_shapes;
 };
 
 class Rewriter;
@@ -56,8 +67,16 @@ class Rewriter {
   Rewriter& operator=(const Rewriter&) = delete;
 
   Model& model() { return model_; }
+  // Shape facts a run observed; each record then names the observed values its match used.
+  void set_shape_facts(const ShapeFacts* facts) { facts_ = facts; }
+  const ShapeFacts* shape_facts() const { return facts_; }
   Graph& graph() { return model_.graph(); }
 
+  // A name no graph of the model uses (`base` itself when free). Every value and constant
+  // the Rewriter creates is named through it, so a value made in one body never collides
+  // with or shadows a value of another graph.
+  std::string UniqueName(std::string_view base);
+  bool NameTaken(std::string_view name);
   // `observer` (not owned) sees the transactions from now on; null stops it.
   void set_observer(RewriteObserver* observer) { observer_ = observer; }
   RewriteObserver* observer() const { return observer_; }
@@ -82,6 +101,10 @@ class Rewriter {
   void ReplaceAllUsesWith(Value* from, Value* to);
   // Takes a node out (kept until commit for rollback and validation).
   void EraseNode(Node* node);
+  // Asks the commit to remove `v` (an initializer, or a node's output), and what only it
+  // reads, when nothing reads it by then. A commit looks only where the rewrite changed
+  // something; this points it at what was already unread.
+  void ConsiderDead(Value* v) { lost_use_.push_back(v); }
 
   // ---- transaction end ----
   // Keeps the changes: removes nodes and initializers that became dead, re-sorts the graph
@@ -89,6 +112,13 @@ class Rewriter {
   RewriteRecord& Commit();
   // Undoes every change since Begin, in reverse order, and records the rollback.
   void Rollback(std::string reason);
+
+  // The nodes the last commit removed (erased by the rewrite or left dead by it). They are
+  // destroyed: the pointers only identify them (e.g. to drop them from a worklist).
+  const std::vector<const Node*>& last_removed() const { return last_removed_; }
+  // The nodes the last commit created or changed that are still there: where a rule may
+  // now match that did not before.
+  const std::vector<Node*>& last_touched() const { return last_touched_; }
 
   // During a transaction: the nodes erased (detached) and created so far.
   const std::vector<Node*>& erased_nodes() const { return erased_view_; }
@@ -101,6 +131,10 @@ class Rewriter {
     return replaced_outputs_;
   }
 
+  // Deletes every value left without producer or readers that is waiting for a batch (the
+  // destructor does too): call before reading the model as a whole (checks, saving).
+  void DeleteDanglingValues();
+
   const std::vector<RewriteRecord>& records() const { return records_; }
   std::vector<RewriteRecord>& records() { return records_; }
 
@@ -108,8 +142,19 @@ class Rewriter {
   void Record(std::function<void()> undo) { undo_.push_back(std::move(undo)); }
   void MarkModified(Node* node);
   void MarkUsersModified(const Value* v);
+  // Commit's cleanup: removes nodes and initializers left dead by the transaction, starting
+  // from the values that lost a use, and re-sorts the graphs where an edit broke the order.
+  void RemoveDead();
+  void SortWhereNeeded();
+  // Values left without producer or readers are deleted in batches, one pass over a graph's
+  // values per batch (a batch is an eighth of the graph, or everything in small graphs).
+  void DeleteDangling(Graph& g, size_t count, bool now = false);
+  // Forgets what is cached about graphs going away with `node` (its bodies).
+  void ForgetBodiesOf(const Node& node);
+  const std::vector<Graph*>& Graphs();
 
   Model& model_;
+  const ShapeFacts* facts_ = nullptr;
   RewriteObserver* observer_ = nullptr;
   bool open_ = false;
   RewriteRecord current_;
@@ -120,6 +165,14 @@ class Rewriter {
   std::vector<Node*> modified_;
   absl::flat_hash_set<const Node*> modified_set_;  // created_ and modified_, for dedupe
   std::vector<std::pair<size_t, Value*>> replaced_outputs_;
+  std::vector<Value*> lost_use_;  // values that lost a use (may have become dead)
+  std::vector<Value*> created_values_;
+  std::vector<const Node*> last_removed_;
+  std::vector<Node*> last_touched_;
+  std::vector<Graph*> graphs_;     // every graph of the model, when graphs_known_
+  bool graphs_known_ = false;
+  int64_t name_counter_ = 0;
+  absl::flat_hash_map<Graph*, size_t> dangling_;  // values waiting for a batch, per graph
   std::vector<RewriteRecord> records_;
 };
 

@@ -29,7 +29,7 @@ bool IsDead(const Node& n) {
 class Instantiation {
  public:
   Instantiation(const Rule& rule, const RuleMatch& m, Rewriter& rewriter)
-      : rule_(rule), m_(m), rw_(rewriter), g_(rewriter.graph()), root_(m.match.root) {
+      : rule_(rule), m_(m), rw_(rewriter), g_(*m.match.root->owner()), root_(m.match.root) {
     base_ = root_->output(0) != nullptr ? root_->output(0)->name() : rule.name;
   }
 

@@ -1,10 +1,13 @@
 #include "rules/rule_set.h"
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "rules/embedded_files.h"
@@ -35,9 +38,14 @@ class RuleSetPass : public Pass {
   absl::StatusOr<int> Run(PassContext& ctx) override;
 
  private:
-  // One sweep over the graph; returns the rewrites committed.
+  // One sweep over every graph of the model; returns the rewrites committed.
   int Sweep(PassContext& ctx, const std::map<std::string, std::vector<const Rule*>>& by_op,
             std::set<std::pair<std::string, std::string>>& rejected);
+  // One sweep over `g`; reports each node a rewrite removed.
+  int SweepGraph(PassContext& ctx, Graph& g,
+                 const std::map<std::string, std::vector<const Rule*>>& by_op,
+                 std::set<std::pair<std::string, std::string>>& rejected,
+                 const HelperContext& helpers, const std::function<void(const Node*)>& on_removed);
 
   std::string name_;
   std::vector<RulePtr> rules_;
@@ -47,41 +55,92 @@ class RuleSetPass : public Pass {
 int RuleSetPass::Sweep(PassContext& ctx,
                        const std::map<std::string, std::vector<const Rule*>>& by_op,
                        std::set<std::pair<std::string, std::string>>& rejected) {
-  Graph& g = ctx.model.graph();
   const HelperContext helpers{ctx.model, &ctx.options};
-  std::vector<Node*> nodes = g.NodeList();
-  // A rule set whose rewrites keep matching their own results must still end.
-  const size_t budget = 4 * nodes.size() + 64;
+  // The main graph first, then each body of the graphs swept, so a rewrite never meets a
+  // body whose holder it has already removed.
+  std::vector<Graph*> graphs{&ctx.model.graph()};
+  absl::flat_hash_set<const Node*> holders;  // nodes holding bodies still to sweep
   int committed = 0;
-  for (size_t i = 0; i < nodes.size() && static_cast<size_t>(committed) < budget;) {
-    Node* node = nodes[i];
-    auto candidates = by_op.find(OpKey(node->domain(), node->op_type()));
-    bool applied = false;
-    if (candidates != by_op.end()) {
-      // Matches are named by the node's first output: it is stable across rewrites.
-      const std::string anchor = node->output(0) != nullptr ? node->output(0)->name() : "";
-      for (const Rule* rule : candidates->second) {
-        if (rejected.count({rule->name, anchor})) continue;
-        std::string why;
-        auto match = MatchRule(*rule, node, helpers, why);
-        if (!match) continue;
-        auto done = ApplyRule(*rule, *match, ctx);
-        if (!done.ok()) ctx.log(absl::StrCat(rule->name, ": ", done.status().message()));
-        if (!done.ok() || !*done) {
-          rejected.insert({rule->name, anchor});
-          continue;
-        }
-        ++committed;
-        applied = true;
-        // The node is gone; the replacement sits where it was. Step back over what the
-        // rewrite removed so the new nodes are visited too.
-        const int removed = ctx.rewriter.records().back().removed;
-        nodes = g.NodeList();
-        i = i > static_cast<size_t>(removed) ? i - removed : 0;
-        break;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    if (graphs[i] == nullptr) continue;  // its holder was removed by a rewrite
+    Graph& g = *graphs[i];
+    committed += SweepGraph(ctx, g, by_op, rejected, helpers, [&](const Node* removed) {
+      if (!holders.contains(removed)) return;
+      for (size_t j = i + 1; j < graphs.size(); ++j) {
+        if (graphs[j] != nullptr && graphs[j]->owner_node() == removed) graphs[j] = nullptr;
+      }
+    });
+    for (Node* n : g.nodes()) {
+      for (Subgraph& s : n->subgraphs()) {
+        graphs.push_back(s.graph.get());
+        holders.insert(n);
       }
     }
-    if (!applied) ++i;
+  }
+  return committed;
+}
+
+int RuleSetPass::SweepGraph(PassContext& ctx, Graph& g,
+                            const std::map<std::string, std::vector<const Rule*>>& by_op,
+                            std::set<std::pair<std::string, std::string>>& rejected,
+                            const HelperContext& helpers,
+                            const std::function<void(const Node*)>& on_removed) {
+  // A worklist in graph order: after a rewrite, the nodes it made or changed and their
+  // readers are visited next (a pattern looks back from its root, so a rewrite can only
+  // enable matches rooted there). Each visit costs what the rules at that node cost, so a
+  // sweep is linear in the graph, not quadratic as a rebuilt node list would be.
+  std::deque<Node*> work;
+  absl::flat_hash_set<const Node*> queued;
+  for (Node* n : g.nodes()) {
+    work.push_back(n);
+    queued.insert(n);
+  }
+  // A rule set whose rewrites keep matching their own results must still end.
+  const size_t budget = 4 * work.size() + 64;
+  int committed = 0;
+  while (!work.empty() && static_cast<size_t>(committed) < budget) {
+    Node* node = work.front();
+    work.pop_front();
+    if (queued.erase(node) == 0) continue;  // removed, or visited since it was queued
+    auto candidates = by_op.find(OpKey(node->domain(), node->op_type()));
+    if (candidates == by_op.end()) continue;
+    // Matches are named by the node's first output: it is stable across rewrites.
+    const std::string anchor = node->output(0) != nullptr ? node->output(0)->name() : "";
+    for (const Rule* rule : candidates->second) {
+      if (rejected.count({rule->name, anchor})) continue;
+      std::string why;
+      auto match = MatchRule(*rule, node, helpers, why);
+      if (!match) continue;
+      auto done = ApplyRule(*rule, *match, ctx);
+      if (!done.ok()) ctx.log(absl::StrCat(rule->name, ": ", done.status().message()));
+      if (!done.ok() || !*done) {
+        rejected.insert({rule->name, anchor});
+        continue;
+      }
+      ++committed;
+      for (const Node* removed : ctx.rewriter.last_removed()) {
+        queued.erase(removed);
+        on_removed(removed);
+      }
+      std::vector<Node*> next;
+      for (Node* touched : ctx.rewriter.last_touched()) {
+        if (touched->owner() != &g) continue;
+        next.push_back(touched);
+        for (Value* out : touched->outputs()) {
+          if (out == nullptr) continue;
+          for (const Use& u : out->uses()) {
+            if (u.node->owner() == &g) next.push_back(u.node);
+          }
+        }
+      }
+      std::sort(next.begin(), next.end(),
+                [](const Node* a, const Node* b) { return a->order() > b->order(); });
+      for (Node* n : next) {
+        queued.insert(n);  // an older entry further on is skipped once this one is visited
+        work.push_front(n);
+      }
+      break;
+    }
   }
   if (static_cast<size_t>(committed) >= budget) {
     ctx.log(absl::StrCat(name_, ": stopped a sweep after ", committed, " rewrites"));

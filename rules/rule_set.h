@@ -6,8 +6,9 @@
 // node against the rules whose root op is its op. Every applied match is one Rewriter
 // transaction ended by FinishRewrite (validated; rolled back when it fails, and that match is
 // not tried again). Sweeps repeat, with shape inference in between so that values made by
-// rewrites get types, until a sweep changes nothing or the iteration cap is reached. Only the
-// main graph is rewritten (subgraphs of If/Loop/Scan are left as they are).
+// rewrites get types, until a sweep changes nothing or the iteration cap is reached. A sweep
+// covers every graph of the model: the main graph, then the If/Loop/Scan bodies, recursively;
+// a pattern matches within one graph (values of enclosing graphs are only captures).
 #pragma once
 
 #include <memory>

@@ -1,9 +1,11 @@
 #include "rules/passes/constant_folding.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "rules/light_proto.h"
 #include "rules/passes/graph_edit.h"
 
@@ -86,46 +88,53 @@ std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64
   return *std::move(outputs);
 }
 
+// One walk over `g` in order, folding what folds; a chain folds front to back in one walk.
+int FoldGraph(PassContext& ctx, Graph& g, const std::string& pass) {
+  int folded = 0;
+  // Folding erases the folded node and adds initializers, never nodes: the list taken once
+  // stays valid apart from the nodes the commits removed.
+  absl::flat_hash_set<const Node*> removed;
+  for (Node* n : g.NodeList()) {
+    if (removed.contains(n)) continue;
+    std::optional<std::vector<Tensor>> outputs =
+        Fold(ctx.model, *n, ctx.options.fold_size_limit, ctx.evaluator);
+    if (!outputs) continue;
+    ctx.rewriter.Begin(pass, {n});
+    // (constant, its name, the name of the value it replaces)
+    std::vector<std::tuple<Value*, std::string, std::string>> constants;
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      Value* o = n->output(i);
+      if (o == nullptr) continue;
+      Value* c = ctx.rewriter.CreateInitializer(g, o->name(), std::move((*outputs)[i]));
+      ctx.rewriter.ReplaceAllUsesWith(o, c);
+      constants.emplace_back(c, c->name(), o->name());
+    }
+    ctx.rewriter.EraseNode(n);
+    if (!FinishRewrite(ctx)) continue;
+    ++folded;
+    removed.insert(ctx.rewriter.last_removed().begin(), ctx.rewriter.last_removed().end());
+    // The constant takes the name of the value it replaced (free once that is gone). A
+    // constant nothing read is gone with the commit: looked up by name, not dereferenced.
+    for (auto& [c, name, original] : constants) {
+      if (g.FindValue(name) == c && !ctx.rewriter.NameTaken(original)) {
+        g.RenameValue(c, original);
+      }
+    }
+  }
+  return folded;
+}
+
 }  // namespace
 
 absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
-  Graph& g = ctx.model.graph();
   int folded = 0;
-  // Each sweep walks the graph in order, so a chain folds front to back in one sweep; a new
-  // sweep runs when folding made more shapes known.
+  // A new sweep runs when folding made more shapes known.
   for (int sweep = 0; sweep < 8; ++sweep) {
     int this_sweep = 0;
-    int64_t resume_after = -1;
-    bool again = true;
-    while (again) {
-      again = false;
-      for (Node* n : g.NodeList()) {
-        if (n->order() <= resume_after) continue;
-        resume_after = n->order();
-        std::optional<std::vector<Tensor>> outputs =
-            Fold(ctx.model, *n, ctx.options.fold_size_limit, ctx.evaluator);
-        if (!outputs) continue;
-        ctx.rewriter.Begin(name(), {n});
-        std::vector<std::pair<Value*, std::string>> constants;
-        for (size_t i = 0; i < outputs->size(); ++i) {
-          Value* o = n->output(i);
-          if (o == nullptr) continue;
-          Value* c = ctx.rewriter.CreateInitializer(g, o->name(), std::move((*outputs)[i]));
-          ctx.rewriter.ReplaceAllUsesWith(o, c);
-          constants.emplace_back(c, o->name());
-        }
-        ctx.rewriter.EraseNode(n);
-        if (FinishRewrite(ctx)) {
-          ++this_sweep;
-          // The constant takes the name of the value it replaced (free once that is gone).
-          for (auto& [c, original] : constants) {
-            if (g.FindValue(original) == nullptr) g.RenameValue(c, original);
-          }
-        }
-        again = true;  // the node list changed: take it again
-        break;
-      }
-    }
+    (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
+      this_sweep += FoldGraph(ctx, g, name());
+      return absl::OkStatus();
+    });
     folded += this_sweep;
     if (this_sweep == 0) break;
     if (absl::Status s = InferTypes(ctx); !s.ok()) return s;

@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 
 namespace ovfix::rules {
 namespace {
@@ -39,25 +40,37 @@ std::vector<Node*> DeadNodes(const Graph& g) {
 }  // namespace
 
 absl::StatusOr<int> DeadCodeEliminationPass::Run(PassContext& ctx) {
-  Graph& g = ctx.model.graph();
-  std::vector<Node*> dead = DeadNodes(g);
-  const size_t initializers = g.initializers().size();
-  if (dead.empty()) {
-    // Unread initializers still go (a commit removes them).
+  int rewrites = 0;
+  size_t nodes = 0, initializers = 0;
+  // Graph by graph, the main graph first: a dead If/Loop/Scan goes with its bodies before
+  // they are looked at.
+  (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
+    std::vector<Node*> dead = DeadNodes(g);
+    const size_t before = g.initializers().size();
     bool unread = false;
     for (const Value* v : g.initializers()) {
       unread = unread || (!v->has_uses() && !v->is_graph_output() && !v->is_graph_input());
     }
-    if (!unread) return 0;
-  }
-  ctx.rewriter.Begin(name(), dead);
-  // Consumers first, so no erased node is still read by a live one while erasing.
-  for (auto it = dead.rbegin(); it != dead.rend(); ++it) ctx.rewriter.EraseNode(*it);
-  FinishRewrite(ctx);
-  const int removed = static_cast<int>(dead.size() + initializers - g.initializers().size());
-  ctx.log(absl::StrCat(name(), ": removed ", dead.size(), " node(s) and ",
-                       initializers - g.initializers().size(), " initializer(s)"));
-  return removed > 0 ? 1 : 0;
+    if (dead.empty() && !unread) return absl::OkStatus();
+    ctx.rewriter.Begin(name(), dead);
+    // Consumers first, so no erased node is still read by a live one while erasing.
+    for (auto it = dead.rbegin(); it != dead.rend(); ++it) ctx.rewriter.EraseNode(*it);
+    // Unread initializers go too (a commit removes what lost its last reader).
+    for (Value* v : std::vector<Value*>(g.initializers())) {
+      if (!v->has_uses() && !v->is_graph_output() && !v->is_graph_input()) {
+        ctx.rewriter.ConsiderDead(v);
+      }
+    }
+    FinishRewrite(ctx);
+    nodes += dead.size();
+    initializers += before - g.initializers().size();
+    ++rewrites;
+    return absl::OkStatus();
+  });
+  if (rewrites == 0) return 0;
+  ctx.log(absl::StrCat(name(), ": removed ", nodes, " node(s) and ", initializers,
+                       " initializer(s)"));
+  return nodes + initializers > 0 ? 1 : 0;
 }
 
 }  // namespace ovfix::rules

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "absl/strings/str_join.h"
 #include "rules/passes/graph_edit.h"
 
@@ -38,15 +39,16 @@ Tensor BroadcastTensor(const Tensor& t, const std::vector<int64_t>& dims) {
   return out;
 }
 
-absl::StatusOr<int> ExplicitBroadcastFullPass::Run(PassContext& ctx) {
-  if (ctx.options.broadcast != "full") return 0;
-  Graph& g = ctx.model.graph();
+namespace {
+
+// Expands the inputs of `g`'s element-wise nodes to their output's shape.
+int ExpandGraph(PassContext& ctx, Graph& g, const std::string& pass) {
   int rewritten = 0;
   for (Node* n : g.NodeList()) {
     if (!IsBroadcastingElementwise(*n) || n->output(0) == nullptr) continue;
     std::optional<std::vector<int64_t>> out = n->output(0)->static_shape();
     if (!out) {
-      ctx.log(absl::StrCat(name(), ": ", n->Describe(), " skipped: output shape not static"));
+      ctx.log(absl::StrCat(pass, ": ", n->Describe(), " skipped: output shape not static"));
       continue;
     }
     std::vector<size_t> differing;
@@ -62,7 +64,7 @@ absl::StatusOr<int> ExplicitBroadcastFullPass::Run(PassContext& ctx) {
       if (*s != *out) differing.push_back(i);
     }
     if (!known || differing.empty()) continue;
-    ctx.rewriter.Begin(name(), {n});
+    ctx.rewriter.Begin(pass, {n});
     const Tensor target =
         Tensor::FromVector<int64_t>(DataType::kInt64, {static_cast<int64_t>(out->size())}, *out);
     Value* shape = nullptr;
@@ -87,6 +89,18 @@ absl::StatusOr<int> ExplicitBroadcastFullPass::Run(PassContext& ctx) {
     }
     if (FinishRewrite(ctx)) ++rewritten;
   }
+  return rewritten;
+}
+
+}  // namespace
+
+absl::StatusOr<int> ExplicitBroadcastFullPass::Run(PassContext& ctx) {
+  if (ctx.options.broadcast != "full") return 0;
+  int rewritten = 0;
+  (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
+    rewritten += ExpandGraph(ctx, g, name());
+    return absl::OkStatus();
+  });
   return rewritten;
 }
 

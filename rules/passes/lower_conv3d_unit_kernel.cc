@@ -1,6 +1,7 @@
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "onnx/defs/attr_proto_util.h"
 
 namespace ovfix::rules {
@@ -65,7 +66,7 @@ std::vector<int64_t> Drop(const std::vector<int64_t>& v, int unit) {
 
 void Lower(PassContext& ctx, Node* conv, const Plan& p) {
   Rewriter& r = ctx.rewriter;
-  Graph& g = ctx.model.graph();
+  Graph& g = *conv->owner();
   const std::string base = conv->name().empty() ? conv->output(0)->name() : conv->name();
   const int u = p.unit;
   const int64_t n = p.x[0], c = p.x[1], du = p.x[2 + u];
@@ -125,19 +126,22 @@ void Lower(PassContext& ctx, Node* conv, const Plan& p) {
 absl::StatusOr<int> LowerConv3dUnitKernelPass::Run(PassContext& ctx) {
   if (!ctx.options.lower_conv3d_unit_kernel) return 0;
   int lowered = 0;
-  for (Node* n : ctx.model.graph().NodeList()) {
-    if (n->op_type() != "Conv") continue;
-    Plan plan;
-    if (std::string why = Check(*n, plan); !why.empty()) {
-      if (n->input(0) != nullptr && n->input(0)->rank() == 5) {
-        ctx.log(absl::StrCat(name(), ": ", n->Describe(), " not lowered: ", why));
+  (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
+    for (Node* n : g.NodeList()) {
+      if (n->op_type() != "Conv") continue;
+      Plan plan;
+      if (std::string why = Check(*n, plan); !why.empty()) {
+        if (n->input(0) != nullptr && n->input(0)->rank() == 5) {
+          ctx.log(absl::StrCat(name(), ": ", n->Describe(), " not lowered: ", why));
+        }
+        continue;
       }
-      continue;
+      ctx.rewriter.Begin(name(), {n});
+      Lower(ctx, n, plan);
+      if (FinishRewrite(ctx)) ++lowered;
     }
-    ctx.rewriter.Begin(name(), {n});
-    Lower(ctx, n, plan);
-    if (FinishRewrite(ctx)) ++lowered;
-  }
+    return absl::OkStatus();
+  });
   return lowered;
 }
 

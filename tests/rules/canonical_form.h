@@ -5,12 +5,14 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/graph.h"
 #include "ir/model.h"
 #include "ir/tensor_proto.h"
 
@@ -54,8 +56,9 @@ inline std::string CanonicalAttribute(const onnx::AttributeProto& a) {
   return absl::StrCat(a.name(), " = ", value);
 }
 
+// If/Loop/Scan bodies are printed under their node, indented, with the same renaming (a body
+// reading an outer value prints the outer value's canonical name).
 inline std::string CanonicalForm(const Model& model) {
-  const Graph& g = model.graph();
   std::map<const Value*, std::string> names;
   std::vector<const Value*> constants;
   int computed = 0;
@@ -74,23 +77,34 @@ inline std::string CanonicalForm(const Model& model) {
     names[v] = name;
     return name;
   };
-  std::string out = "inputs:";
-  for (const Value* v : g.inputs()) absl::StrAppend(&out, " ", v->name(), ":", DescribeType(*v));
-  absl::StrAppend(&out, "\noutputs:");
-  for (const Value* v : g.outputs()) absl::StrAppend(&out, " ", v->name());
-  absl::StrAppend(&out, "\n");
-  for (const Node* n : g.nodes()) {
-    std::vector<std::string> inputs, outputs, attributes;
-    for (const Value* v : n->inputs()) inputs.push_back(name_of(v));
-    for (const Value* v : n->outputs()) outputs.push_back(name_of(v));
-    for (const auto& a : n->attributes()) attributes.push_back(CanonicalAttribute(a));
-    std::sort(attributes.begin(), attributes.end());
-    absl::StrAppend(
-        &out, absl::StrJoin(outputs, ", "), " = ",
-        n->domain().empty() ? "" : absl::StrCat(n->domain(), "."), n->op_type(),
-        attributes.empty() ? "" : absl::StrCat("<", absl::StrJoin(attributes, ", "), ">"), "(",
-        absl::StrJoin(inputs, ", "), ")\n");
-  }
+  std::string out;
+  std::function<void(const Graph&, const std::string&)> print = [&](const Graph& g,
+                                                                     const std::string& indent) {
+    absl::StrAppend(&out, indent, "inputs:");
+    for (const Value* v : g.inputs()) {
+      absl::StrAppend(&out, " ", v->name(), ":", DescribeType(*v));
+    }
+    absl::StrAppend(&out, "\n", indent, "outputs:");
+    for (const Value* v : g.outputs()) absl::StrAppend(&out, " ", name_of(v));
+    absl::StrAppend(&out, "\n");
+    for (const Node* n : g.nodes()) {
+      std::vector<std::string> inputs, outputs, attributes;
+      for (const Value* v : n->inputs()) inputs.push_back(name_of(v));
+      for (const Value* v : n->outputs()) outputs.push_back(name_of(v));
+      for (const auto& a : n->attributes()) attributes.push_back(CanonicalAttribute(a));
+      std::sort(attributes.begin(), attributes.end());
+      absl::StrAppend(
+          &out, indent, absl::StrJoin(outputs, ", "), " = ",
+          n->domain().empty() ? "" : absl::StrCat(n->domain(), "."), n->op_type(),
+          attributes.empty() ? "" : absl::StrCat("<", absl::StrJoin(attributes, ", "), ">"), "(",
+          absl::StrJoin(inputs, ", "), ")\n");
+      for (const Subgraph& s : n->subgraphs()) {
+        absl::StrAppend(&out, indent, "  ", s.attribute, ":\n");
+        print(*s.graph, indent + "    ");
+      }
+    }
+  };
+  print(model.graph(), "");
   for (const Value* v : constants) {
     absl::StrAppend(&out, names[v], " = ", CanonicalTensor(v->tensor()), "\n");
   }

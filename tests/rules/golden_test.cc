@@ -26,6 +26,7 @@
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
+#include "ir/graph_walk.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
 #include "rules/rule_apply.h"
@@ -122,7 +123,11 @@ void ExpectSameOutputs(const Model& before, const Model& after) {
 std::string Explain(const std::vector<std::shared_ptr<const Rule>>& rules, Model& model) {
   std::string out;
   const HelperContext context{model, nullptr};
-  for (Node* node : model.graph().NodeList()) {
+  std::vector<Node*> nodes;
+  for (Graph* g : GraphsRecursive(model.graph())) {
+    for (Node* n : g->nodes()) nodes.push_back(n);
+  }
+  for (Node* node : nodes) {
     for (const auto& rule : rules) {
       if (rule->pattern.root_node().op_type != node->op_type()) continue;
       std::string why;

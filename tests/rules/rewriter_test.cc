@@ -3,6 +3,7 @@
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/text_form.h"
+#include "ir/graph.h"
 #include "rules/rewriter.h"
 
 namespace ovfix::rules {
@@ -85,6 +86,66 @@ TEST(Rewriter, GraphOutputsKeepTheirNames) {
   EXPECT_EQ(g.outputs()[0]->producer()->op_type(), "Identity");
   EXPECT_EQ(g.inputs()[0]->name(), "x");
   EXPECT_EQ(g.num_nodes(), 1u);  // everything else became dead
+}
+
+// A Loop whose body reads the outer `w`: edits inside the body commit and roll back like
+// edits in the main graph.
+constexpr char kNested[] = R"(
+  <ir_version: 8, opset_import: ["" : 17]>
+  m (float[2] x, float[2] w) => (float[2] y) {
+    n = Constant<value = int64 {2}>()
+    go = Constant<value = bool {1}>()
+    y = Loop(n, go, x) <body = b (int64 i, bool c, float[2] acc) => (bool c2, float[2] next) {
+      c2 = Identity(c)
+      t = Neg(w)
+      next = Add(acc, t)
+    }>
+  }
+)";
+
+TEST(Rewriter, EditsInsideABodyRollBackExactly) {
+  auto model = ParseModelText(kNested);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string before = PrintModelText(**model);
+  Graph& body = *(*model)->graph().FindValue("y")->producer()->GetSubgraph("body");
+  Rewriter rw(**model);
+  Node* neg = body.FindValue("t")->producer();
+  rw.Begin("neg_to_relu", {neg});
+  Node* relu = rw.CreateNode(body, "Relu", {neg->input(0)}, {"t"}, neg);
+  rw.ReplaceAllUsesWith(neg->output(0), relu->output(0));
+  rw.EraseNode(neg);
+  rw.CreateInitializer(body, "k", Tensor(DataType::kFloat, {1}));
+  EXPECT_NE(PrintModelText(**model), before);
+  rw.Rollback("testing");
+  EXPECT_EQ(PrintModelText(**model), before);
+  EXPECT_TRUE((*model)->graph().Verify().ok());
+}
+
+TEST(Rewriter, CommitInsideABodyRemovesWhatDiedThereAndKeepsNamesUnique) {
+  auto model = ParseModelText(kNested);
+  ASSERT_TRUE(model.ok()) << model.status();
+  Graph& main = (*model)->graph();
+  Node* loop = main.FindValue("y")->producer();
+  Graph& body = *loop->GetSubgraph("body");
+  Rewriter rw(**model);
+  Node* neg = body.FindValue("t")->producer();
+  rw.Begin("neg_to_relu", {neg});
+  // "w" is a name of the main graph and "t" of the body: new values get other names.
+  Node* relu = rw.CreateNode(body, "Relu", {neg->input(0)}, {"w"}, neg);
+  Value* k = rw.CreateInitializer(body, "t", Tensor(DataType::kFloat, {1}));
+  rw.ReplaceAllUsesWith(neg->output(0), relu->output(0));
+  EXPECT_NE(relu->output(0)->name(), "w");
+  EXPECT_NE(k->name(), "t");
+  EXPECT_EQ(main.FindValue(relu->output(0)->name()), nullptr);
+  RewriteRecord& record = rw.Commit();  // Neg is dead, the unread constant too
+  EXPECT_EQ(record.removed, 1);
+  EXPECT_EQ(body.num_nodes(), 3u);
+  EXPECT_EQ(body.FindValue("t"), nullptr);
+  EXPECT_TRUE(body.initializers().empty());
+  EXPECT_EQ(main.FindValue("w")->uses().size(), 1u);  // the Relu in the body reads it
+  EXPECT_TRUE(main.Verify().ok());
+  // Names freed by the commit can be taken again, anywhere in the model.
+  EXPECT_EQ(main.UniqueName("t"), "t");
 }
 
 }  // namespace

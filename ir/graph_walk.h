@@ -1,0 +1,33 @@
+// Walking every graph of a model: the main graph and the If/Loop/Scan bodies inside it, at
+// any depth. Rewrites and passes reach bodies through these.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "ir/graph.h"
+
+namespace ovfix {
+
+// The outermost graph holding `g` (the model's main graph).
+Graph& RootGraph(Graph& g);
+
+// `root` and every body inside it, recursively: each graph before the bodies of its nodes,
+// bodies in node order.
+std::vector<Graph*> GraphsRecursive(Graph& root);
+
+// Calls `fn` on `root` and then on every body inside it, recursively: a graph's bodies are
+// taken once `fn` has run on it, so `fn` may remove nodes (and their bodies) of the graph it
+// is given. Stops at the first error.
+absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>& fn);
+
+// Lists `values` (of `g`) in g's value_info, after those already listed, each once: in time
+// linear in the graph, however many there are.
+void ListInValueInfo(Graph& g, std::span<Value* const> values);
+
+// The node after `n` in its graph's order, or nullptr when `n` is last: constant time.
+Node* NextNode(const Node& n);
+
+}  // namespace ovfix
