@@ -1,4 +1,6 @@
 // ovfix: rewrites ONNX models so they run correctly on GPU and fp16 backends.
+#include <malloc.h>
+
 #include <cstdio>
 #include <vector>
 
@@ -6,6 +8,10 @@
 #include "converter/command.h"
 
 int main(int argc, char** argv) {
+  // glibc raises its mmap threshold each time a large block is freed, after which blocks of
+  // weights and activations come from arenas that keep their pages: a conversion of a large
+  // model then held hundreds of MB it had freed. A fixed threshold returns them at free.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
   CLI::App app{"ovfix: rewrite ONNX models so they run correctly on GPU and fp16 backends"};
   app.name("ovfix");
   app.set_version_flag("--version", std::string("ovfix ") + OVFIX_VERSION);

@@ -76,12 +76,16 @@ Tensor RoundedCopy(const Tensor& t, ThreadPool* pool) {
 
 std::string QuotedName(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
 
-// Bytes of the graph's weights, subgraphs included.
-size_t WeightBytes(const Graph& g) {
+// What kernels would keep of the graph's weights (subgraphs included): packed float panels,
+// so a float16 weight counts twice its bytes.
+size_t KernelStateBytes(const Graph& g) {
   size_t total = 0;
-  for (const Value* v : g.initializers()) total += v->tensor().nbytes();
+  for (const Value* v : g.initializers()) {
+    const Tensor& t = v->tensor();
+    total += t.type() == DataType::kFloat16 ? 2 * t.nbytes() : t.nbytes();
+  }
   for (const Node* n : g.nodes()) {
-    for (const Subgraph& s : n->subgraphs()) total += WeightBytes(*s.graph);
+    for (const Subgraph& s : n->subgraphs()) total += KernelStateBytes(*s.graph);
   }
   return total;
 }
@@ -94,7 +98,7 @@ class Compiler {
       : model_(model),
         options_(options),
         pool_(pool),
-        keep_kernel_state_(WeightBytes(model.graph()) <= options.kernel_state_budget) {}
+        keep_kernel_state_(KernelStateBytes(model.graph()) <= options.kernel_state_budget) {}
 
   absl::Status Compile(const Graph& graph, Plan* parent, Plan& plan) {
     plan.graph = &graph;
