@@ -94,7 +94,7 @@ std::string_view OpKindReason(const Node& n, int64_t opset) {
       "RandomNormal",      "RandomUniform", "RandomNormalLike",
       "RandomUniformLike", "Multinomial",   "Bernoulli"};
   if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
-  if (!n.subgraphs().empty()) return "control flow (its subgraphs stay fp32)";
+  if (!n.subgraphs().empty()) return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
   if (IsReduction(n)) return "reduction";
   if (kNormalizations.contains(n.op_type())) return "normalization";
   if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
