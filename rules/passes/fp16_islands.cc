@@ -268,6 +268,7 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;
   options.opset = ctx.model.OpsetVersion("");
   options.keep_outputs = ctx.options.keep_fp32_outputs;
+  options.structural = ctx.options.fp16_islands == ConvertOptions::Fp16Islands::kStructural;
   absl::flat_hash_map<const Value*, double> magnitudes;
   magnitudes_by_name_.clear();
   Validator* reference = ctx.validator;
