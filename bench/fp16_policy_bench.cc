@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "converter/pipeline.h"
-#include "ir/graph_walk.h"
+#include "converter/report.h"
 #include "ir/model_io.h"
 
 namespace ovfix::bench {
@@ -23,28 +23,8 @@ namespace fs = std::filesystem;
 struct Result {
   bool ok = false;
   double error = 0;
-  int float16 = 0, float32 = 0;
-  double Fraction() const { return float32 / std::max(1.0, 1.0 * (float16 + float32)); }
+  converter::FloatNodeCounts nodes;
 };
-
-// Nodes computing floats (Casts, Constants and control flow aside), by output type.
-void CountFloatNodes(Graph& root, Result& r) {
-  for (Graph* g : GraphsRecursive(root)) {
-    for (const Node* n : g->nodes()) {
-      if (n->op_type() == "Cast" || n->op_type() == "Constant" || !n->subgraphs().empty()) {
-        continue;
-      }
-      bool half = false, single = false;
-      for (const Value* v : n->outputs()) {
-        if (v == nullptr || !v->is_tensor()) continue;
-        half = half || v->elem_type() == DataType::kFloat16;
-        single = single || v->elem_type() == DataType::kFloat;
-      }
-      r.float16 += half;
-      r.float32 += single && !half;
-    }
-  }
-}
 
 Result Convert(const std::string& dir, bool peer_policy) {
   Result r;
@@ -67,7 +47,7 @@ Result Convert(const std::string& dir, bool peer_policy) {
   }
   r.ok = true;
   r.error = report->end_to_end->max_error;
-  CountFloatNodes((*model)->graph(), r);
+  r.nodes = converter::CountFloatNodes(**model);
   return r;
 }
 
@@ -94,12 +74,13 @@ int main(int argc, char** argv) {
     const Result peer = Convert(dir, true);
     if (!ours.ok || !peer.ok) continue;
     const bool same_accuracy = peer.error <= kTolerance;
-    const bool ok = !same_accuracy || ours.Fraction() <= peer.Fraction();
+    const bool ok = !same_accuracy || ours.nodes.Float32Share() <= peer.nodes.Float32Share();
     comparable += same_accuracy;
     met += same_accuracy && ok;
     std::printf("%-20s %5d/%-5d %4.0f%% %9.3g %5d/%-5d %4.0f%% %9.3g  %s\n", name.c_str(),
-                ours.float32, ours.float16 + ours.float32, 100 * ours.Fraction(), ours.error,
-                peer.float32, peer.float16 + peer.float32, 100 * peer.Fraction(), peer.error,
+                ours.nodes.float32, ours.nodes.float16 + ours.nodes.float32,
+                100 * ours.nodes.Float32Share(), ours.error, peer.nodes.float32,
+                peer.nodes.float16 + peer.nodes.float32, 100 * peer.nodes.Float32Share(), peer.error,
                 !same_accuracy ? "peer policy beyond tolerance"
                 : ok           ? "ok (no larger fp32 share)"
                                : "MISSED (larger fp32 share)");

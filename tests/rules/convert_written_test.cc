@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "converter/pipeline.h"
+#include "converter/report.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "exec/random_inputs.h"
@@ -218,27 +219,6 @@ TEST(ConvertWritten, DetectorStyleGraphReportsTheWrittenFile) {
     })", "gpu-fp16");
 }
 
-// Nodes of `g` that compute floats (Casts, Constants and control flow aside), by whether one
-// of their outputs is float16.
-struct FloatNodes {
-  int float16 = 0, float32 = 0;
-};
-FloatNodes CountFloatNodes(const Graph& g) {
-  FloatNodes count;
-  for (const Node* n : g.nodes()) {
-    if (n->op_type() == "Cast" || n->op_type() == "Constant" || !n->subgraphs().empty()) continue;
-    bool half = false, single = false;
-    for (const Value* v : n->outputs()) {
-      if (v == nullptr || !v->is_tensor()) continue;
-      half = half || v->elem_type() == DataType::kFloat16;
-      single = single || v->elem_type() == DataType::kFloat;
-    }
-    count.float16 += half;
-    count.float32 += single && !half;
-  }
-  return count;
-}
-
 // fp16 inside control flow: both branches of an If and a Loop body compute in float16, while
 // what the nodes holding them see stays float (their outputs, carried values, outer reads).
 TEST(ConvertWritten, Fp16ReachesIfBranchesAndLoopBodies) {
@@ -262,9 +242,14 @@ TEST(ConvertWritten, Fp16ReachesIfBranchesAndLoopBodies) {
     for (Graph* g : GraphsRecursive(const_cast<Graph&>(written.graph()))) {
       if (g->owner_node() == nullptr) continue;
       ++bodies;
-      const FloatNodes count = CountFloatNodes(*g);
-      EXPECT_GT(count.float16, 0) << "a body of " << g->owner_node()->Describe();
-      EXPECT_EQ(count.float32, 0) << "a body of " << g->owner_node()->Describe();
+      for (const Node* n : g->nodes()) {
+        if (n->op_type() == "Identity" || n->outputs()[0]->elem_type() == DataType::kBool) continue;
+        EXPECT_EQ(n->output(0)->elem_type(), n->op_type() == "Cast" &&
+                                                     n->GetInt("to", 0) == 1
+                                                 ? DataType::kFloat
+                                                 : DataType::kFloat16)
+            << n->Describe() << " in the body of " << g->owner_node()->Describe();
+      }
     }
     EXPECT_EQ(bodies, 3);
     for (const Value* v : written.graph().outputs()) {
@@ -278,12 +263,7 @@ TEST(ConvertWritten, Fp16ReachesIfBranchesAndLoopBodies) {
 TEST(ConvertWritten, SileroVadIsMostlyFloat16WithinTolerance) {
   if (!fs::exists(ModelDir("silero_vad") + "/model.onnx")) GTEST_SKIP() << "no model";
   ExpectReportedIsMeasured("silero_vad", "gpu-fp16", [](const Model& written) {
-    FloatNodes all;
-    for (Graph* g : GraphsRecursive(const_cast<Graph&>(written.graph()))) {
-      const FloatNodes count = CountFloatNodes(*g);
-      all.float16 += count.float16;
-      all.float32 += count.float32;
-    }
+    const converter::FloatNodeCounts all = converter::CountFloatNodes(written);
     std::printf("silero_vad gpu-fp16: %d float16 nodes, %d float32 nodes\n", all.float16,
                 all.float32);
     EXPECT_GT(all.float16, 0);
