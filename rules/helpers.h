@@ -60,6 +60,9 @@ struct Helper {
   HelperFn fn;
 };
 
+// Checks a string literal given as argument `index` of helper `name` when a rule file is
+// read (a regex that does not compile): a bad rule is refused instead of never matching.
+absl::Status CheckLiteralArgument(std::string_view name, size_t index, const std::string& literal);
 // nullptr when there is no such helper.
 const Helper* FindHelper(std::string_view name);
 // Every helper, sorted by name.

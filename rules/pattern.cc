@@ -84,9 +84,47 @@ bool CheckVariadicUse(const std::vector<TemplateNode>& nodes, const std::set<std
   return true;
 }
 
+// onnx's parser recurses for every nested graph, attribute list and type, without a limit:
+// text nested deeper than any real graph is refused before it gets there.
+constexpr int kMaxGraphTextNesting = 200;
+
+bool CheckNesting(std::string_view text, TextError& error) {
+  int depth = 0, line = 1, column = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i, ++column) {
+    const char c = text[i];
+    if (c == '\n') {
+      line++;
+      column = 0;
+    } else if (in_string) {
+      if (c == '\\') {
+        ++i;
+        ++column;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > kMaxGraphTextNesting) {
+        error = {line, column,
+                 absl::StrCat("graph text nested deeper than ", kMaxGraphTextNesting, " levels")};
+        return false;
+      }
+    } else if ((c == ')' || c == ']' || c == '}' || (c == '>' && i > 0 && text[i - 1] != '=')) &&
+               depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ParseGraphText(std::string_view text, onnx::GraphProto& graph, TextError& error) {
+  if (!CheckNesting(text, error)) return false;
   const std::string source(text);
   try {
     onnx::OnnxParser parser(source.c_str());
