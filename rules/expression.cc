@@ -440,7 +440,12 @@ absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
         if (!v.ok()) return v.status();
         args.push_back(std::move(*v));
       }
-      return helper->fn(context, args);
+      if (context.memo == nullptr || args.size() != 1 || !std::holds_alternative<Value*>(args[0])) {
+        return helper->fn(context, args);
+      }
+      const std::pair<const Helper*, const Value*> key(helper, std::get<Value*>(args[0]));
+      if (auto it = context.memo->find(key); it != context.memo->end()) return it->second;
+      return context.memo->emplace(key, helper->fn(context, args)).first->second;
     }
     case Expr::Kind::kUnary: {
       auto v = Evaluate(e.args[0], lookup, context);
