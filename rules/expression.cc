@@ -177,7 +177,9 @@ class ExprParser {
         if (!ParseOr(item)) return false;
         out.args.push_back(std::move(item));
       } while (Accept(","));
-      if (!Accept(close)) return SetError(absl::StrCat("expected ',' or '", std::string(close), "'"));
+      if (!Accept(close)) {
+        return SetError(absl::StrCat("expected ',' or '", std::string(close), "'"));
+      }
     }
     --nesting_;
     return Measure(out);

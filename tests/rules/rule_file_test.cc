@@ -217,10 +217,27 @@ TEST(RuleFile, DeepGraphTextIsAnError) {
   for (int i = 0; i < 20000; ++i) {
     nested = "z = If <then_branch = g () => (z) { " + nested + " }> (x)";
   }
-  const std::string message = ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
-                                       "  replace (x) => (y) { y = Relu(x) " + nested + " }\n");
+  const std::string message = ErrorOf(
+      "# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+      "  replace (x) => (y) { y = Relu(x) " +
+      nested + " }\n");
   EXPECT_NE(message.find("f.rules:4:"), std::string::npos) << message.substr(0, 200);
   EXPECT_NE(message.find("graph text nested deeper than 200 levels"), std::string::npos);
+}
+
+TEST(RuleFile, PatternSizeIsBounded) {
+  std::string chain, captures = "t0";
+  for (int i = 0; i < 150; ++i) {
+    chain += "t" + std::to_string(i + 1) + " = Relu(t" + std::to_string(i) + ") ";
+    if (i < 120) captures += ", c" + std::to_string(i);
+  }
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (t0) => (t150) { " + chain +
+                    "}\n  replace (t0) => (t150) { t150 = Relu(t0) }\n"),
+            "f.rules:3:9: the pattern has 150 nodes; at most 100");
+  const std::string message = ErrorOf("# a\nrule r\n  match (" + captures + ") => (y) { y = Sum(" +
+                                      captures + ") }\n  replace (t0) => (y) { y = Relu(t0) }\n");
+  EXPECT_NE(message.find("Sum has 121 inputs in the pattern; at most 100"), std::string::npos)
+      << message;
 }
 
 TEST(RuleFile, DuplicateRule) {
