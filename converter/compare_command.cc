@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "converter/command.h"
+#include "converter/command_files.h"
 #include "converter/model_run.h"
 #include "converter/compare_report.h"
 #include "exec/layer_compare.h"
@@ -233,6 +234,24 @@ std::string Summary(const exec::LayerReport& report) {
       report.compared_values, report.tolerance.rtol, report.tolerance.atol);
 }
 
+// The report files must not replace what the comparison reads, nor each other.
+absl::Status CheckFiles(const CompareOptions& o, const Model& first, const Model& second) {
+  converter::CommandFiles files;
+  files.ReadModel(o.models[0], first, "the model");
+  if (o.models.size() == 2) files.ReadModel(o.models[1], second, "the second model");
+  for (const std::string& spec : o.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq != std::string::npos) files.Read(spec.substr(eq + 1), "--input");
+  }
+  if (!o.test_data.empty()) files.ReadTestData(o.test_data, "--test-data");
+  // test_data_set_0/ beside the model, read when no input is given.
+  const fs::path folder = fs::path(o.models[0]).parent_path();
+  files.ReadTestData(folder.empty() ? "." : folder.string(), "the model's test data");
+  if (!o.json.empty()) files.Write(o.json, "--json");
+  if (!o.html.empty()) files.Write(o.html, "--html");
+  return files.Check();
+}
+
 bool RoundsToHalf(const exec::SessionOptions& options) {
   return options.precision != exec::Precision::kFp32;
 }
@@ -254,6 +273,7 @@ int RunCompare(CompareOptions& o) {
     test_holder = std::move(*m);
   }
   const Model& test_model = two_models ? *test_holder : **ref_model;
+  if (absl::Status s = CheckFiles(o, **ref_model, test_model); !s.ok()) return Fail(s.message());
 
   exec::CompareSide ref, test;
   ref.model = ref_model->get();

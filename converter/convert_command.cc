@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "converter/command.h"
+#include "converter/command_files.h"
 #include "converter/pipeline.h"
 #include "converter/save_progress.h"
 #include "ir/atomic_file.h"
@@ -84,11 +85,48 @@ absl::Status ParseInputShapes(const std::vector<std::string>& given,
   return absl::OkStatus();
 }
 
+// Every file the conversion reads and writes: nothing is written when an output would
+// replace an input or another output (the input model and its data only with --in-place).
+absl::Status CheckFiles(const ConvertOptions& o, const Model& model, const SaveOptions& save) {
+  namespace fs = std::filesystem;
+  if (!o.in_place && SameFile(o.input, o.output)) {
+    return absl::InvalidArgumentError(
+        o.output + ": output is the input model; pass --in-place to overwrite it");
+  }
+  converter::CommandFiles files;
+  files.ReadModel(o.input, model, "the input model");
+  for (const std::string& f : o.rule_files) files.Read(f, "--rules");
+  if (fs::exists(o.target)) files.Read(o.target, "--target");
+  for (const std::string& text : o.inputs) {
+    std::string name, file;
+    if (SplitAssignment(text, name, file)) files.Read(file, "--input " + name);
+  }
+  for (const std::string& dir : o.calibration_data) files.ReadTestData(dir, "--calibration-data");
+  const std::string model_what = "the output model";
+  if (o.in_place) {
+    files.WriteInPlace(o.output, model_what, {o.input});
+  } else {
+    files.Write(o.output, model_what);
+  }
+  if (save.external_data != ExternalDataMode::kNever) {
+    absl::StatusOr<std::string> data = ExternalDataFile(o.output, save);
+    if (!data.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(o.output, ": ", data.status().message()));
+    }
+    const std::string what =
+        o.external_location.empty() ? "the external data file" : "--external-data-name";
+    if (o.in_place) {
+      files.WriteInPlace(*data, what, model.external_data_files());
+    } else {
+      files.Write(*data, what);
+    }
+  }
+  if (!o.report.empty()) files.Write(o.report, "--report");
+  return files.Check();
+}
+
 int RunConvert(const ConvertOptions& o) {
   namespace fs = std::filesystem;
-  if (!o.in_place && (o.input == o.output || SameFile(o.input, o.output))) {
-    return Fail(o.output + ": output is the input model; pass --in-place to overwrite it");
-  }
   if (fs::is_directory(o.output)) return Fail(o.output + ": is a folder, not a file name");
   if (o.external_option->count() > 0 && !o.external_data && !o.external_location.empty()) {
     return Fail("--external-data-name names a data file that --no-external-data refuses");
@@ -141,6 +179,9 @@ int RunConvert(const ConvertOptions& o) {
 
   auto model = LoadModel(o.input);
   if (!model.ok()) return Fail(std::string(model.status().message()));
+  if (absl::Status s = CheckFiles(o, **model, p.save); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
   if (!report.ok()) {
     std::string message(report.status().message());

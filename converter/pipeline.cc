@@ -15,6 +15,7 @@
 #include "converter/node_evaluator.h"
 #include "converter/target.h"
 #include "converter/validation.h"
+#include "ir/atomic_file.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "rules/light_proto.h"
@@ -195,31 +196,37 @@ absl::Status NotRunnable(const absl::Status& s) {
 }
 
 // Saves the model and measures the file written: the end-to-end result reported is that of
-// its bytes. A file that does not keep the outputs is removed again.
+// its bytes. A file that does not keep the outputs is removed again, and the files it
+// replaced come back (with --in-place, the input model and its data).
 absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
                              ReferenceValidator* validator, ConversionReport& report) {
+  std::vector<std::unique_ptr<KeptFile>> kept;
+  if (validator != nullptr) {
+    kept.push_back(std::make_unique<KeptFile>(options.output_path));
+    absl::StatusOr<std::string> data = ExternalDataFile(options.output_path, options.save);
+    if (data.ok() && WritesExternalData(model, options.save)) {
+      kept.push_back(std::make_unique<KeptFile>(*data));
+    }
+  }
   if (absl::Status s = SaveModel(model, options.output_path, options.save); !s.ok()) {
     return absl::InvalidArgumentError(s.message());
   }
   report.written = true;
   if (validator == nullptr) return absl::OkStatus();
+  auto take_back = [&] {
+    for (const auto& k : kept) k->Restore();
+    report.written = false;
+  };
   absl::StatusOr<std::unique_ptr<Model>> written = LoadModel(options.output_path);
-  if (!written.ok()) return NotRunnable(written.status());
-  absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(**written);
-  if (!e2e.ok()) return NotRunnable(e2e.status());
+  absl::StatusOr<EndToEndResult> e2e =
+      written.ok() ? validator->CompareEndToEnd(**written) : written.status();
+  if (!e2e.ok()) {
+    take_back();
+    return NotRunnable(e2e.status());
+  }
   report.end_to_end = *std::move(e2e);
   report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
-  if (!report.outputs_match) {
-    namespace fs = std::filesystem;
-    const fs::path path(options.output_path);
-    const std::string data = options.save.external_location.empty()
-                                 ? path.filename().string() + ".data"
-                                 : options.save.external_location;
-    std::error_code ignored;
-    fs::remove(path, ignored);
-    fs::remove(path.parent_path() / data, ignored);
-    report.written = false;
-  }
+  if (!report.outputs_match) take_back();
   return absl::OkStatus();
 }
 

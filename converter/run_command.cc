@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "converter/command.h"
+#include "converter/command_files.h"
 #include "converter/model_run.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
@@ -111,6 +112,27 @@ void PrintSummary(const std::string& name, const Tensor& t) {
               static_cast<long long>(non_finite));
 }
 
+std::string OutputFile(const RunOptions& o, size_t k) {
+  return (fs::path(o.output_dir) / absl::StrCat("output_", k, ".pb")).string();
+}
+
+// --output-dir's files must not replace what the run reads (--test-data's expected outputs
+// above all), before the run reads them.
+absl::Status CheckFiles(const RunOptions& o, const Model& model) {
+  if (o.output_dir.empty()) return absl::OkStatus();
+  converter::CommandFiles files;
+  files.ReadModel(o.model, model, "the model");
+  for (const std::string& spec : o.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq != std::string::npos) files.Read(spec.substr(eq + 1), "--input");
+  }
+  if (!o.test_data.empty()) files.ReadTestData(o.test_data, "--test-data");
+  for (size_t k = 0; k < model.graph().outputs().size(); ++k) {
+    files.Write(OutputFile(o, k), "--output-dir");
+  }
+  return files.Check();
+}
+
 int RunModel(const RunOptions& o) {
   absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(o.model);
   if (!model.ok()) return BadInput(model.status());
@@ -118,6 +140,7 @@ int RunModel(const RunOptions& o) {
   absl::StatusOr<exec::Precision> precision = exec::ParsePrecision(o.precision);
   if (!precision.ok()) return BadInput(precision.status());
   if (o.repeat < 1) return BadInput(absl::InvalidArgumentError("--repeat must be at least 1"));
+  if (absl::Status s = CheckFiles(o, **model); !s.ok()) return BadInput(s);
   absl::StatusOr<exec::TensorMap> read = ReadInputs(o, graph);
   if (!read.ok()) return BadInput(read.status());
   // float32 data for a converted model's float16 inputs (and the like) is converted.
@@ -162,9 +185,7 @@ int RunModel(const RunOptions& o) {
     std::error_code error;
     fs::create_directories(o.output_dir, error);
     for (size_t k = 0; k < outputs->size(); ++k) {
-      const std::string path =
-          (fs::path(o.output_dir) / absl::StrCat("output_", k, ".pb")).string();
-      absl::Status s = WriteTensorFile(path, (*outputs)[k], graph.outputs()[k]->name());
+      absl::Status s = WriteTensorFile(OutputFile(o, k), (*outputs)[k], graph.outputs()[k]->name());
       if (!s.ok()) return BadInput(s);
     }
   }

@@ -411,20 +411,28 @@ absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
   if (auto s = ModelIO::BuildGraph(graph, model->graph(), files); !s.ok()) {
     return Prefixed(source, s);
   }
-  model->set_loaded_with_external_data(files.used());
+  model->set_external_data_files(files.paths());
   model->extras() = std::move(proto);
   return model;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (IsTemporaryFileName(std::filesystem::path(path).filename().string())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": an unfinished temporary file of an interrupted write, not a model"));
+  }
+  // O_NONBLOCK: opening a FIFO would wait for a writer; it is refused below instead.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+  const bool stated = ::fstat(fd, &st) == 0;
+  if (!stated || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a file"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, stated && S_ISDIR(st.st_mode) ? ": is a folder, not a file"
+                                            : ": not a regular file"));
   }
   if (st.st_size == 0) {
     ::close(fd);
@@ -475,14 +483,35 @@ onnx::GraphProto GraphToProto(const Graph& graph) {
   return proto;
 }
 
+namespace {
+
+// Protobuf's 2 GB, less room for the graph itself.
+constexpr int64_t kProtobufLimit = (int64_t{1} << 31) - (int64_t{64} << 20);
+
+// The data file's name in the model's folder; beside the file a link leads to, since that is
+// where the model is written.
+std::string DataLocation(const std::string& path, const SaveOptions& options) {
+  if (!options.external_location.empty()) return options.external_location;
+  return std::filesystem::path(WriteTarget(path)).filename().string() + ".data";
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExternalDataFile(const std::string& path, const SaveOptions& options) {
+  const std::filesystem::path target(WriteTarget(path));
+  return ExternalDataPath(target.has_parent_path() ? target.parent_path().string() : ".",
+                          DataLocation(path, options));
+}
+
+bool WritesExternalData(const Model& model, const SaveOptions& options) {
+  return options.external_data == ExternalDataMode::kAlways ||
+         (options.external_data == ExternalDataMode::kAuto &&
+          (model.loaded_with_external_data() || WeightBytes(model.graph()) > kProtobufLimit));
+}
+
 absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options) {
-  namespace fs = std::filesystem;
-  constexpr int64_t kProtobufLimit = (int64_t{1} << 31) - (int64_t{64} << 20);
   const int64_t weight_bytes = WeightBytes(model.graph());
-  const bool external =
-      options.external_data == ExternalDataMode::kAlways ||
-      (options.external_data == ExternalDataMode::kAuto &&
-       (model.loaded_with_external_data() || weight_bytes > kProtobufLimit));
+  const bool external = WritesExternalData(model, options);
   if (!external && weight_bytes > kProtobufLimit) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": ", weight_bytes >> 20, " MB of weights do not fit in one protobuf file "
@@ -512,12 +541,13 @@ absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions&
   };
   absl::Status status;
   if (external) {
-    writer.data_location = options.external_location.empty()
-                               ? fs::path(path).filename().string() + ".data"
-                               : options.external_location;
-    const std::string dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path().string() : ".";
-    auto data_path = ExternalDataPath(dir, writer.data_location);
+    writer.data_location = DataLocation(path, options);
+    absl::StatusOr<std::string> data_path = ExternalDataFile(path, options);
     if (!data_path.ok()) return Prefixed(path, data_path.status());
+    if (SameFile(*data_path, path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": the external data file '", writer.data_location, "' is the model itself"));
+    }
     status = WriteFileAtomicallyFd(*data_path, [&](int fd) -> absl::Status {
       writer.data_fd = fd;
       absl::Status s = write_model();

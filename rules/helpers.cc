@@ -373,6 +373,13 @@ const std::vector<Helper>& AllHelpers() {
   return registry;
 }
 
+absl::Status CheckLiteralArgument(std::string_view name, size_t index, const std::string& literal) {
+  if ((name != "name_matches" && name != "op_matches") || index != 1) return absl::OkStatus();
+  RE2 re(literal, RE2::Quiet);
+  if (re.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("bad regex \"", literal, "\": ", re.error()));
+}
+
 const Helper* FindHelper(std::string_view name) {
   const auto& all = AllHelpers();
   auto it = std::lower_bound(all.begin(), all.end(), name,
