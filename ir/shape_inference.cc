@@ -1,6 +1,7 @@
 #include "ir/shape_inference.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
@@ -44,7 +45,8 @@ absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
   try {
     onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), onnx_options);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("shape inference failed: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape inference failed: ", Condensed(e.what())));
   }
   ApplyInferred(proto.graph(), model.graph());
   return absl::OkStatus();

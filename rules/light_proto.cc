@@ -1,6 +1,7 @@
 #include "rules/light_proto.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "onnx/checker.h"
@@ -87,7 +88,7 @@ absl::Status CheckLightProto(onnx::ModelProto& proto) {
     si.enable_data_propagation = true;
     onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), si);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(e.what());
+    return absl::InvalidArgumentError(Condensed(e.what()));
   }
   return absl::OkStatus();
 }
@@ -128,7 +129,8 @@ absl::Status InferShapesLight(Model& model) {
   try {
     onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("shape inference failed: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape inference failed: ", Condensed(e.what())));
   }
   ApplyInferred(proto.graph(), model.graph());
   return absl::OkStatus();
