@@ -11,12 +11,13 @@
 #include "absl/strings/str_join.h"
 #include "converter/calibration_data.h"
 #include "converter/model_run.h"
-#include "converter/repair.h"
 #include "converter/node_evaluator.h"
+#include "converter/repair.h"
 #include "converter/target.h"
 #include "converter/validation.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
+#include "ir/node_check.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
@@ -274,7 +275,10 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                                 1e3 * std::chrono::duration<double>(now - last).count()));
     last = now;
   };
+  // Shape inference and the passes trust the nodes' structure.
+  if (absl::Status s = CheckNodes(model); !s.ok()) return s;
   (void)InferShapesLight(model);  // types for the passes; what onnx cannot infer stays unknown
+  if (absl::Status s = CheckNodesAgainstRanks(model); !s.ok()) return s;
   size_t types_inferred_at = 0;   // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;

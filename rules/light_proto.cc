@@ -3,11 +3,12 @@
 #include "absl/strings/str_cat.h"
 #include "ir/message_text.h"
 #include "ir/model_io.h"
+#include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
-#include "rules/pass.h"
 #include "onnx/shape_inference/implementation.h"
+#include "rules/pass.h"
 
 namespace ovfix::rules {
 namespace {
@@ -86,7 +87,7 @@ absl::Status CheckLightProto(onnx::ModelProto& proto) {
     si.check_type = true;
     si.error_mode = 1;
     si.enable_data_propagation = true;
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), si);
+    onnx::shape_inference::InferShapes(proto, InferenceSchemas(), si);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(Condensed(e.what()));
   }
@@ -127,7 +128,7 @@ absl::Status InferShapesLight(Model& model) {
   options.error_mode = 0;
   options.enable_data_propagation = true;
   try {
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(proto, InferenceSchemas(), options);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape inference failed: ", Condensed(e.what())));
