@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "converter/command.h"
 
 int main(int argc, char** argv) {
@@ -33,7 +34,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "ovfix: %s (see 'ovfix help')\n", e.what());
+    std::fprintf(stderr, "%s\n",
+                 ovfix::converter::BadInputLine(
+                     "", absl::StrCat("ovfix: ", e.what(), " (see 'ovfix help')"), {})
+                     .c_str());
     return ovfix::cli::kExitBadInput;
   }
   if (help->parsed()) {

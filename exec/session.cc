@@ -16,6 +16,7 @@
 #include "ir/float16.h"
 #include "ir/graph.h"
 #include "ir/model.h"
+#include "ir/node_check.h"
 
 namespace ovfix::exec {
 
@@ -220,6 +221,8 @@ class Compiler {
     step.opset = static_cast<int>(opset);
     step.kernel = FindKernel(domain, node.op_type(), step.opset);
     if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
+    // Kernels read their inputs and attributes trusting what the schema promises.
+    if (absl::Status s = CheckNode(node, step.opset); !s.ok()) return s;
     step.value_kernel = FindValueKernel(domain, node.op_type());
     for (const Value* v : node.inputs()) {
       if (v == nullptr) {
