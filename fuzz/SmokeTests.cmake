@@ -20,7 +20,7 @@ foreach(entry ${OVFIX_FUZZ_SMOKE_RUNS})
   endif()
   add_test(NAME fuzz_smoke.${name}
     COMMAND ${CMAKE_COMMAND} -DFUZZER=${OVFIX_FUZZ_BUILD_DIR}/fuzz/ovfix_fuzz_${name}
-            -DSEEDS=${OVFIX_FUZZ_BUILD_DIR}/fuzz/seeds/${name}
+            -DSEEDS=${OVFIX_FUZZ_BUILD_DIR}/fuzz/seeds/smoke/${name}
             -DREGRESSIONS=${PROJECT_SOURCE_DIR}/fuzz/regressions/${name}
             -DWORK=${CMAKE_CURRENT_BINARY_DIR}/fuzz_smoke/${name} -DRUNS=${runs} -DDICT=${dict}
             -P ${PROJECT_SOURCE_DIR}/fuzz/SmokeRun.cmake)

@@ -1,9 +1,11 @@
 // Makes the seed corpus of each fuzz target: ovfix_fuzz_seeds OUT SOURCE_DIR SHARED_DIR
 // writes OUT/NAME/ for every target NAME (load_model, tensor_file, text_form, rule_file,
 // convert) from the repository's rule files and golden rule tests and, when SHARED_DIR exists,
-// the shared models and ONNX node tests. Models go in as files and, for the text-reading
-// targets, as the ONNX text ovfix prints for them. Large files are left out: libFuzzer spends
-// its time per byte, and small inputs cover the same code.
+// the shared models and ONNX node tests. OUT/smoke/NAME/ is the part the ctest smoke run
+// starts from: everything but the node tests and their data, of which it takes every 16th
+// (replaying all of them would take the smoke run's whole budget). Models go in as files and,
+// for the text-reading targets, as the ONNX text ovfix prints for them. Large files are left
+// out: libFuzzer spends its time per byte, and small inputs cover the same code.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -36,10 +38,13 @@ class Corpora {
   explicit Corpora(fs::path root) : root_(std::move(root)) {}
 
   void Add(const std::string& target, const std::string& name, const std::string& bytes) {
-    const fs::path dir = root_ / target;
-    fs::create_directories(dir);
-    std::ofstream(dir / name, std::ios::binary) << bytes;
+    Write(root_ / target, name, bytes);
     ++counts_[target];
+    const bool node_test = name.starts_with("onnx-node-tests_");
+    if (!node_test || node_tests_seen_[target]++ % 16 == 0) {
+      Write(root_ / "smoke" / target, name, bytes);
+      ++counts_["smoke/" + target];
+    }
   }
   void AddFile(const std::string& target, const fs::path& file, const std::string& name) {
     Add(target, name, ReadFile(file));
@@ -47,8 +52,14 @@ class Corpora {
   const std::map<std::string, int>& counts() const { return counts_; }
 
  private:
+  static void Write(const fs::path& dir, const std::string& name, const std::string& bytes) {
+    fs::create_directories(dir);
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+  }
+
   fs::path root_;
   std::map<std::string, int> counts_;
+  std::map<std::string, int> node_tests_seen_;
 };
 
 // "a/b/c.onnx" under `base` -> "a_b_c.onnx": unique names for files from many folders.
