@@ -1,17 +1,25 @@
-// Conversion time against graph size: `ovfix convert --target tensorrt --no-validate` of an
-// Add chain where every Add broadcasts a rank-1 constant (one explicit_broadcast rewrite per
-// node), at 20k and 200k nodes, and of one Sum with 10^6 inputs; each beside a
-// load+save of the same file in the same run. A driver linear in the graph keeps the ratio
-// to load+save flat as the graph grows (issue 14: 200k nodes "in seconds").
+// Conversion time against graph size: `ovfix convert --no-validate` for every built-in
+// target of an Add chain where every Add broadcasts a rank-1 constant (one
+// explicit_broadcast rewrite per node), at 20k and 200k nodes, and of one Sum with 10^6
+// inputs; each beside a load+save of the same file in the same run. A driver and passes
+// linear in the graph keep the ratio to load+save flat as the graph grows (200k nodes "in
+// seconds").
 //
 //   build/bench/ovfix_bench_chain     (OVFIX_BENCH_REPEATS=3 sets the repeats;
 //                                      OVFIX_BENCH_CHAIN=20000,200000 the chain lengths;
-//                                      OVFIX_BENCH_SUM=1000000 the Sum's inputs)
+//                                      OVFIX_BENCH_SUM=1000000 the Sum's inputs;
+//                                      OVFIX_BENCH_TARGETS=tensorrt,gpu-fp16 the targets)
+//   build/bench/ovfix_bench_chain --write-models DIR   only writes the models (for
+//                                      `ovfix convert` under perf)
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +42,7 @@ void Check(bool ok, const std::string& what) {
 
 std::unique_ptr<Model> NewModel() {
   auto m = std::make_unique<Model>();
+  m->graph().set_name("bench");
   m->extras().set_ir_version(8);
   m->SetOpsetVersion("", 17);
   return m;
@@ -87,11 +96,11 @@ void LoadSave(const std::string& in, const std::string& out) {
   Check(SaveModel(**model, out).ok(), "save");
 }
 
-void Convert(const std::string& in, const std::string& out) {
+void Convert(const std::string& in, const std::string& out, const std::string& target) {
   auto model = LoadModel(in);
   Check(model.ok(), "load");
   converter::PipelineOptions options;
-  options.convert.target = "tensorrt";
+  options.convert.target = target;
   options.convert.validate = false;
   auto report = converter::ConvertModel(**model, options);
   Check(report.ok(), absl::StrCat("convert ", in, " ",
@@ -99,11 +108,14 @@ void Convert(const std::string& in, const std::string& out) {
   Check(SaveModel(**model, out).ok(), "save");
 }
 
-std::vector<int64_t> Sizes(const char* env, std::vector<int64_t> fallback) {
+std::vector<std::string> List(const char* env, const std::string& fallback) {
   const char* text = std::getenv(env);
-  if (text == nullptr) return fallback;
+  return absl::StrSplit(text != nullptr ? text : fallback.c_str(), ',', absl::SkipEmpty());
+}
+
+std::vector<int64_t> Sizes(const char* env, const std::string& fallback) {
   std::vector<int64_t> out;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+  for (const std::string& part : List(env, fallback)) {
     int64_t n = 0;
     if (absl::SimpleAtoi(part, &n) && n > 0) out.push_back(n);
   }
@@ -113,35 +125,51 @@ std::vector<int64_t> Sizes(const char* env, std::vector<int64_t> fallback) {
 }  // namespace
 }  // namespace ovfix::bench
 
-int main() {
+int main(int argc, char** argv) {
   using namespace ovfix::bench;
   const char* repeats_env = std::getenv("OVFIX_BENCH_REPEATS");
   const int repeats = repeats_env != nullptr ? std::max(1, std::atoi(repeats_env)) : 3;
-  const fs::path tmp = fs::temp_directory_path() / ("ovfix_bench_chain_" + std::to_string(::getpid()));
+  const bool write_only = argc == 3 && std::string(argv[1]) == "--write-models";
+  const fs::path tmp =
+      write_only ? fs::path(argv[2])
+                 : fs::temp_directory_path() / ("ovfix_bench_chain_" + std::to_string(::getpid()));
   fs::create_directories(tmp);
+  std::vector<std::pair<std::string, std::string>> models;  // label, file
+  for (int64_t n : Sizes("OVFIX_BENCH_CHAIN", "20000,200000")) {
+    models.emplace_back(absl::StrCat("Add chain of ", n),
+                        (tmp / absl::StrCat("chain_", n, ".onnx")).string());
+    WriteChain(n, models.back().second);
+  }
+  for (int64_t n : Sizes("OVFIX_BENCH_SUM", "1000000")) {
+    models.emplace_back(absl::StrCat("Sum of ", n, " inputs"),
+                        (tmp / absl::StrCat("sum_", n, ".onnx")).string());
+    WriteSum(n, models.back().second);
+  }
+  if (write_only) {
+    for (const auto& [label, file] : models) std::printf("%s: %s\n", label.c_str(), file.c_str());
+    return 0;
+  }
+  const std::vector<std::string> targets =
+      List("OVFIX_BENCH_TARGETS", "generic,tensorrt,gpu-fp16,openvino-gpu,ncnn-vulkan");
+  const std::string out = (tmp / "out.onnx").string();
   std::vector<Row> rows;
-  auto measure = [&](const std::string& label, const std::string& in) {
-    const std::string out = (tmp / "out.onnx").string();
+  for (const auto& [label, in] : models) {
     std::printf("%s: measuring (%d rounds) ...\n", label.c_str(), repeats);
     std::fflush(stdout);
-    const std::vector<double> ms =
-        InterleavedMedianMs(repeats, {[&] { LoadSave(in, out); }, [&] { Convert(in, out); }});
-    std::printf("  load+save %.1f ms, convert --target tensorrt --no-validate %.1f ms\n", ms[0],
-                ms[1]);
-    // A linear driver costs a bounded multiple of reading and writing the graph.
-    rows.push_back({label + ": convert vs load+save (ms)", ms[1], ms[0], "", 30.0});
-  };
-  for (int64_t n : Sizes("OVFIX_BENCH_CHAIN", {20000, 200000})) {
-    const std::string in = (tmp / absl::StrCat("chain_", n, ".onnx")).string();
-    WriteChain(n, in);
-    measure(absl::StrCat("Add chain of ", n), in);
+    std::vector<std::function<void()>> measures = {[&] { LoadSave(in, out); }};
+    for (const std::string& target : targets) {
+      measures.push_back([&, target] { Convert(in, out, target); });
+    }
+    const std::vector<double> ms = InterleavedMedianMs(repeats, measures);
+    std::printf("  load+save %.1f ms\n", ms[0]);
+    for (size_t t = 0; t < targets.size(); ++t) {
+      std::printf("  convert --target %s --no-validate %.1f ms\n", targets[t].c_str(), ms[t + 1]);
+      // A linear driver costs a bounded multiple of reading and writing the graph.
+      rows.push_back({absl::StrCat(label, ", ", targets[t], ": convert vs load+save (ms)"),
+                      ms[t + 1], ms[0], "", 30.0});
+    }
   }
-  for (int64_t n : Sizes("OVFIX_BENCH_SUM", {1000000})) {
-    const std::string in = (tmp / absl::StrCat("sum_", n, ".onnx")).string();
-    WriteSum(n, in);
-    measure(absl::StrCat("Sum of ", n, " inputs"), in);
-  }
-  PrintRatios("convert --target tensorrt --no-validate, vs load+save of the same file", rows);
+  PrintRatios("convert --no-validate, vs load+save of the same file", rows);
   fs::remove_all(tmp);
   return 0;
 }

@@ -9,15 +9,16 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "converter/command.h"
+#include "converter/command_files.h"
 #include "converter/pipeline.h"
 #include "converter/save_progress.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
-#include "onnx/checker.h"
 
 namespace ovfix::cli {
 namespace {
@@ -48,9 +49,19 @@ struct ConvertOptions {
   CLI::Option* external_option = nullptr;
 };
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "ovfix convert: %s\n", message.c_str());
-  return kExitBadInput;
+int Fail(const std::string& message) { return BadInput("convert", message); }
+
+// The files a conversion reads or writes: its errors name one of them, the model when they
+// name none (converter/bad_input.h).
+std::vector<std::string> Files(const ConvertOptions& o) {
+  std::vector<std::string> files = {o.input, o.output, o.report};
+  if (absl::StrContains(o.target, '/') || absl::EndsWith(o.target, ".target")) {
+    files.push_back(o.target);
+  }
+  files.insert(files.end(), o.rule_files.begin(), o.rule_files.end());
+  files.insert(files.end(), o.calibration_data.begin(), o.calibration_data.end());
+  for (const std::string& text : o.inputs) files.push_back(text.substr(text.find('=') + 1));
+  return files;
 }
 
 // "NAME=VALUE" split at the first '=' (file paths may contain one, input names hardly).
@@ -84,11 +95,48 @@ absl::Status ParseInputShapes(const std::vector<std::string>& given,
   return absl::OkStatus();
 }
 
+// Every file the conversion reads and writes: nothing is written when an output would
+// replace an input or another output (the input model and its data only with --in-place).
+absl::Status CheckFiles(const ConvertOptions& o, const Model& model, const SaveOptions& save) {
+  namespace fs = std::filesystem;
+  if (!o.in_place && SameFile(o.input, o.output)) {
+    return absl::InvalidArgumentError(
+        o.output + ": output is the input model; pass --in-place to overwrite it");
+  }
+  converter::CommandFiles files;
+  files.ReadModel(o.input, model, "the input model");
+  for (const std::string& f : o.rule_files) files.Read(f, "--rules");
+  if (fs::exists(o.target)) files.Read(o.target, "--target");
+  for (const std::string& text : o.inputs) {
+    std::string name, file;
+    if (SplitAssignment(text, name, file)) files.Read(file, "--input " + name);
+  }
+  for (const std::string& dir : o.calibration_data) files.ReadTestData(dir, "--calibration-data");
+  const std::string model_what = "the output model";
+  if (o.in_place) {
+    files.WriteInPlace(o.output, model_what, {o.input});
+  } else {
+    files.Write(o.output, model_what);
+  }
+  if (save.external_data != ExternalDataMode::kNever) {
+    absl::StatusOr<std::string> data = ExternalDataFile(o.output, save);
+    if (!data.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(o.output, ": ", data.status().message()));
+    }
+    const std::string what =
+        o.external_location.empty() ? "the external data file" : "--external-data-name";
+    if (o.in_place) {
+      files.WriteInPlace(*data, what, model.external_data_files());
+    } else {
+      files.Write(*data, what);
+    }
+  }
+  if (!o.report.empty()) files.Write(o.report, "--report");
+  return files.Check();
+}
+
 int RunConvert(const ConvertOptions& o) {
   namespace fs = std::filesystem;
-  if (!o.in_place && (o.input == o.output || SameFile(o.input, o.output))) {
-    return Fail(o.output + ": output is the input model; pass --in-place to overwrite it");
-  }
   if (fs::is_directory(o.output)) return Fail(o.output + ": is a folder, not a file name");
   if (o.external_option->count() > 0 && !o.external_data && !o.external_location.empty()) {
     return Fail("--external-data-name names a data file that --no-external-data refuses");
@@ -140,20 +188,12 @@ int RunConvert(const ConvertOptions& o) {
   p.save.progress = [&progress](uint64_t done, uint64_t total) { progress.Update(done, total); };
 
   auto model = LoadModel(o.input);
-  if (!model.ok()) return Fail(std::string(model.status().message()));
-  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
-  if (!report.ok()) {
-    std::string message(report.status().message());
-    if (report.status().code() == absl::StatusCode::kInternal) {
-      // Tell a bug from a model that was invalid to begin with.
-      try {
-        onnx::checker::check_model(o.input);
-      } catch (const std::exception& e) {
-        message = absl::StrCat("the input model already fails onnx's checker: ", e.what());
-      }
-    }
-    return Fail(message);
+  if (!model.ok()) return BadInput("convert", model.status().message(), Files(o));
+  if (absl::Status s = CheckFiles(o, **model, p.save); !s.ok()) {
+    return BadInput("convert", s.message(), Files(o));
   }
+  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
+  if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
   std::printf("%s", converter::SummaryTable(*report).c_str());
   if (!o.report.empty()) {
     const std::string json = converter::ReportToJson(*report);
@@ -226,7 +266,7 @@ Command AddConvertCommand(CLI::App& app) {
                   "File name of the external data, in the output's folder (default: "
                   "OUTPUT_NAME.data); implies --external-data");
   sub->add_flag("--in-place", o->in_place, "Allow the output to overwrite the input");
-  return {sub, [o] { return RunConvert(*o); }};
+  return {sub, [o] { return RunConvert(*o); }, [o] { return Files(*o); }};
 }
 
 }  // namespace ovfix::cli

@@ -11,12 +11,14 @@
 #include "absl/strings/str_join.h"
 #include "converter/calibration_data.h"
 #include "converter/model_run.h"
-#include "converter/repair.h"
 #include "converter/node_evaluator.h"
+#include "converter/repair.h"
 #include "converter/target.h"
 #include "converter/validation.h"
+#include "ir/atomic_file.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
+#include "ir/node_check.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
@@ -189,37 +191,62 @@ std::vector<std::string> DataDependentValues(Model& model) {
   return out;
 }
 
+// The converted model fails onnx's full check. That is a bug in ovfix unless the model read
+// fails it too: a model can pass the plain checker and `run` and still contradict what strict
+// shape inference derives (a declared type, a value_info).
+absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& converted) {
+  if (!options.input_path.empty()) {
+    absl::StatusOr<std::unique_ptr<Model>> input = LoadModel(options.input_path);
+    if (input.ok()) {
+      if (absl::Status s = CheckModel(**input); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the model fails onnx's checker with full shape inference: ", s.message()));
+      }
+    }
+  }
+  return absl::InternalError(absl::StrCat(
+      "the converted model fails onnx's checker with full shape inference (a bug in ovfix, "
+      "please report it with the model): ",
+      converted.message()));
+}
+
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
 }
 
 // Saves the model and measures the file written: the end-to-end result reported is that of
-// its bytes. A file that does not keep the outputs is removed again.
+// its bytes. A file that does not keep the outputs is removed again, and the files it
+// replaced come back (with --in-place, the input model and its data).
 absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
                              ReferenceValidator* validator, ConversionReport& report) {
+  std::vector<std::unique_ptr<KeptFile>> kept;
+  if (validator != nullptr) {
+    kept.push_back(std::make_unique<KeptFile>(options.output_path));
+    absl::StatusOr<std::string> data = ExternalDataFile(options.output_path, options.save);
+    if (data.ok() && WritesExternalData(model, options.save)) {
+      kept.push_back(std::make_unique<KeptFile>(*data));
+    }
+  }
   if (absl::Status s = SaveModel(model, options.output_path, options.save); !s.ok()) {
     return absl::InvalidArgumentError(s.message());
   }
   report.written = true;
   if (validator == nullptr) return absl::OkStatus();
+  auto take_back = [&] {
+    for (const auto& k : kept) k->Restore();
+    report.written = false;
+  };
   absl::StatusOr<std::unique_ptr<Model>> written = LoadModel(options.output_path);
-  if (!written.ok()) return NotRunnable(written.status());
-  absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(**written);
-  if (!e2e.ok()) return NotRunnable(e2e.status());
+  absl::StatusOr<EndToEndResult> e2e =
+      written.ok() ? validator->CompareEndToEnd(**written) : written.status();
+  if (!e2e.ok()) {
+    take_back();
+    return NotRunnable(e2e.status());
+  }
   report.end_to_end = *std::move(e2e);
   report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
-  if (!report.outputs_match) {
-    namespace fs = std::filesystem;
-    const fs::path path(options.output_path);
-    const std::string data = options.save.external_location.empty()
-                                 ? path.filename().string() + ".data"
-                                 : options.save.external_location;
-    std::error_code ignored;
-    fs::remove(path, ignored);
-    fs::remove(path.parent_path() / data, ignored);
-    report.written = false;
-  }
+  if (!report.outputs_match) take_back();
   return absl::OkStatus();
 }
 
@@ -255,7 +282,10 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                                 1e3 * std::chrono::duration<double>(now - last).count()));
     last = now;
   };
+  // Shape inference and the passes trust the nodes' structure.
+  if (absl::Status s = CheckNodes(model); !s.ok()) return s;
   (void)InferShapesLight(model);  // types for the passes; what onnx cannot infer stays unknown
+  if (absl::Status s = CheckNodesAgainstRanks(model); !s.ok()) return s;
   size_t types_inferred_at = 0;   // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
@@ -348,12 +378,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   }
   progress.Finish();
   // Final types for the saved model, and onnx's checker, on one light proto.
-  if (absl::Status s = InferShapesAndCheck(model); !s.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "the converted model fails onnx's checker with full shape inference (a bug in ovfix, "
-        "please report it with the model): ",
-        s.message()));
-  }
+  if (absl::Status s = InferShapesAndCheck(model); !s.ok()) return CheckerFailure(options, s);
   phase("shape inference and onnx checker");
   rules::ListKnownShapesInValueInfo(model.graph());
   report.dynamic_values = DataDependentValues(model);

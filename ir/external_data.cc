@@ -1,5 +1,6 @@
 #include "ir/external_data.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
@@ -58,6 +59,13 @@ absl::StatusOr<std::string> ExternalDataPath(const std::string& base_dir,
   return (base / normal).string();
 }
 
+std::vector<std::string> ExternalDataFiles::paths() const {
+  std::vector<std::string> out;
+  for (const auto& [path, file] : files_) out.push_back(path);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 absl::StatusOr<std::shared_ptr<Buffer>> ExternalDataFiles::Resolve(
     const onnx::TensorProto& proto, size_t bytes) {
   auto ref = ParseExternalData(proto);
@@ -70,10 +78,14 @@ absl::StatusOr<std::shared_ptr<Buffer>> ExternalDataFiles::Resolve(
   auto it = files_.find(*path);
   if (it == files_.end()) {
     auto file = MappedFile::Open(*path);
-    if (!file.ok()) {
+    if (absl::IsNotFound(file.status())) {
       return absl::NotFoundError(absl::StrCat("tensor '", proto.name(),
                                               "': missing external data file '",
                                               ref->location, "'"));
+    }
+    if (!file.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", proto.name(), "': external data file ", file.status().message()));
     }
     it = files_.emplace(*path, *std::move(file)).first;
   }

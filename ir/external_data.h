@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -28,8 +29,8 @@ class ExternalDataFiles {
   explicit ExternalDataFiles(std::string base_dir) : base_dir_(std::move(base_dir)) {}
   // A view of `bytes` bytes of the tensor's external data.
   absl::StatusOr<std::shared_ptr<Buffer>> Resolve(const onnx::TensorProto& proto, size_t bytes);
-  // Whether any tensor was resolved.
-  bool used() const { return !files_.empty(); }
+  // The files resolved so far, sorted.
+  std::vector<std::string> paths() const;
 
  private:
   std::string base_dir_;

@@ -14,9 +14,13 @@
 namespace ovfix {
 
 absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would wait for a writer, forever; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+    const int err = errno;
+    return absl::Status(
+        err == ENOENT ? absl::StatusCode::kNotFound : absl::StatusCode::kInvalidArgument,
+        absl::StrCat(path, ": cannot open: ", std::strerror(err)));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

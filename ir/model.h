@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "onnx/onnx_pb.h"
@@ -26,14 +27,19 @@ class Model {
   void set_base_dir(std::string d) { base_dir_ = std::move(d); }
   // Whether the file it was loaded from kept weights in external data: saving keeps them
   // external (ExternalDataMode::kAuto).
-  bool loaded_with_external_data() const { return loaded_with_external_data_; }
-  void set_loaded_with_external_data(bool b) { loaded_with_external_data_ = b; }
+  bool loaded_with_external_data() const { return !external_data_files_.empty(); }
+  // The external data files it was loaded from (paths as opened): a command that writes
+  // files checks that none of them is overwritten.
+  const std::vector<std::string>& external_data_files() const { return external_data_files_; }
+  void set_external_data_files(std::vector<std::string> paths) {
+    external_data_files_ = std::move(paths);
+  }
 
  private:
   onnx::ModelProto extras_;
   std::unique_ptr<Graph> graph_;
   std::string base_dir_;
-  bool loaded_with_external_data_ = false;
+  std::vector<std::string> external_data_files_;
 };
 
 }  // namespace ovfix

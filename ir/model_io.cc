@@ -10,7 +10,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "ir/atomic_file.h"
@@ -162,6 +164,10 @@ class ModelIO {
     std::string data_location;
     size_t threshold = 1024;
     bool copy_weights = false;  // ModelToProto: never lend
+    // CopyModel: tensors of at least this many bytes are written as empty placeholders whose
+    // doc_string indexes `shared`, and get their tensors back after the copy is built.
+    size_t share_at_least = SIZE_MAX;
+    std::vector<Tensor> shared;
     absl::Status status;
     std::vector<std::byte> piece;  // WritePieces' buffer
     std::function<void(uint64_t, uint64_t)> progress;
@@ -175,6 +181,14 @@ class ModelIO {
 
     void WriteTensor(Value* v, onnx::TensorProto* tp) {
       const Tensor& t = v->tensor();
+      if (t.nbytes() >= share_at_least && t.type() != DataType::kString) {
+        tp->set_name(v->name());
+        tp->set_data_type(static_cast<int32_t>(t.type()));
+        tp->add_dims(0);
+        tp->set_doc_string(absl::StrCat(kSharedMark, shared.size()));
+        shared.push_back(t);
+        return;
+      }
       const bool pending = t.buffer() != nullptr && t.buffer()->is_pending();
       const bool unchanged = v->source_proto_ && !pending && t.raw() == v->source_bytes_ &&
                              static_cast<int32_t>(t.type()) == v->source_proto_->data_type() &&
@@ -317,6 +331,49 @@ class ModelIO {
     }
   };
 
+  // A NUL first keeps the mark apart from any doc string a file can hold as text.
+  static constexpr absl::string_view kSharedMark{"\0ovfix-shared:", 14};
+
+  // CopyModel's placeholders get the tensors they stand for.
+  static void RestoreShared(Graph& g, const std::vector<Tensor>& shared) {
+    for (Value* v : g.initializers_) {
+      const std::string* doc = v->source_proto_ ? &v->source_proto_->doc_string() : nullptr;
+      size_t index = 0;
+      if (doc == nullptr || !absl::StartsWith(*doc, kSharedMark) ||
+          !absl::SimpleAtoi(doc->substr(kSharedMark.size()), &index) || index >= shared.size()) {
+        continue;
+      }
+      v->set_tensor(shared[index]);
+      v->source_proto_ = nullptr;
+      v->source_bytes_ = nullptr;
+    }
+    for (auto& node : g.nodes_) {
+      for (auto& s : node->subgraphs_) RestoreShared(*s.graph, shared);
+    }
+  }
+
+  static absl::StatusOr<std::unique_ptr<Model>> Copy(const Model& model, size_t share_at_least) {
+    onnx::ModelProto proto = model.extras();
+    Writer writer;
+    writer.copy_weights = true;
+    writer.share_at_least = share_at_least;
+    writer.WriteGraph(model.graph(), proto.mutable_graph());
+    std::string bytes;
+    if (!proto.SerializeToString(&bytes)) {
+      return absl::InternalError("the model does not serialize (over 2 GB: use --external-data)");
+    }
+    proto.Clear();
+    if (!proto.ParseFromString(bytes)) {
+      return absl::InternalError("the serialized model does not parse back");
+    }
+    bytes.clear();
+    bytes.shrink_to_fit();
+    absl::StatusOr<std::unique_ptr<Model>> copy =
+        ModelFromProto(std::move(proto), model.base_dir(), "the serialized model");
+    if (copy.ok()) RestoreShared((*copy)->graph(), writer.shared);
+    return copy;
+  }
+
   // ---- graph internals that ir/graph_walk.h exposes (ModelIO is the IR's friend) ----
   static void ListInValueInfo(Graph& g, std::span<Value* const> values) {
     absl::flat_hash_set<const Value*> listed(g.value_info_.begin(), g.value_info_.end());
@@ -336,17 +393,6 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
 }
 
-// Bytes of the weights of at least `at_least` bytes each, subgraphs included.
-int64_t WeightBytes(const Graph& g, size_t at_least = 0) {
-  int64_t total = 0;
-  for (const Value* v : g.initializers()) {
-    if (v->tensor().nbytes() >= at_least) total += v->tensor().nbytes();
-  }
-  for (Node* n : g.nodes()) {
-    for (const auto& s : n->subgraphs()) total += WeightBytes(*s.graph, at_least);
-  }
-  return total;
-}
 
 }  // namespace
 
@@ -365,20 +411,28 @@ absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
   if (auto s = ModelIO::BuildGraph(graph, model->graph(), files); !s.ok()) {
     return Prefixed(source, s);
   }
-  model->set_loaded_with_external_data(files.used());
+  model->set_external_data_files(files.paths());
   model->extras() = std::move(proto);
   return model;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (IsTemporaryFileName(std::filesystem::path(path).filename().string())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": an unfinished temporary file of an interrupted write, not a model"));
+  }
+  // O_NONBLOCK: opening a FIFO would wait for a writer; it is refused below instead.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+  const bool stated = ::fstat(fd, &st) == 0;
+  if (!stated || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a file"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, stated && S_ISDIR(st.st_mode) ? ": is a folder, not a file"
+                                            : ": not a regular file"));
   }
   if (st.st_size == 0) {
     ::close(fd);
@@ -417,6 +471,10 @@ onnx::ModelProto ModelToProto(const Model& model) {
   return proto;
 }
 
+absl::StatusOr<std::unique_ptr<Model>> CopyModel(const Model& model, size_t share_at_least) {
+  return ModelIO::Copy(model, share_at_least);
+}
+
 onnx::GraphProto GraphToProto(const Graph& graph) {
   onnx::GraphProto proto;
   ModelIO::Writer writer;
@@ -425,14 +483,35 @@ onnx::GraphProto GraphToProto(const Graph& graph) {
   return proto;
 }
 
+namespace {
+
+// Protobuf's 2 GB, less room for the graph itself.
+constexpr int64_t kProtobufLimit = (int64_t{1} << 31) - (int64_t{64} << 20);
+
+// The data file's name in the model's folder; beside the file a link leads to, since that is
+// where the model is written.
+std::string DataLocation(const std::string& path, const SaveOptions& options) {
+  if (!options.external_location.empty()) return options.external_location;
+  return std::filesystem::path(WriteTarget(path)).filename().string() + ".data";
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExternalDataFile(const std::string& path, const SaveOptions& options) {
+  const std::filesystem::path target(WriteTarget(path));
+  return ExternalDataPath(target.has_parent_path() ? target.parent_path().string() : ".",
+                          DataLocation(path, options));
+}
+
+bool WritesExternalData(const Model& model, const SaveOptions& options) {
+  return options.external_data == ExternalDataMode::kAlways ||
+         (options.external_data == ExternalDataMode::kAuto &&
+          (model.loaded_with_external_data() || WeightBytes(model.graph()) > kProtobufLimit));
+}
+
 absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options) {
-  namespace fs = std::filesystem;
-  constexpr int64_t kProtobufLimit = (int64_t{1} << 31) - (int64_t{64} << 20);
   const int64_t weight_bytes = WeightBytes(model.graph());
-  const bool external =
-      options.external_data == ExternalDataMode::kAlways ||
-      (options.external_data == ExternalDataMode::kAuto &&
-       (model.loaded_with_external_data() || weight_bytes > kProtobufLimit));
+  const bool external = WritesExternalData(model, options);
   if (!external && weight_bytes > kProtobufLimit) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": ", weight_bytes >> 20, " MB of weights do not fit in one protobuf file "
@@ -462,12 +541,13 @@ absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions&
   };
   absl::Status status;
   if (external) {
-    writer.data_location = options.external_location.empty()
-                               ? fs::path(path).filename().string() + ".data"
-                               : options.external_location;
-    const std::string dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path().string() : ".";
-    auto data_path = ExternalDataPath(dir, writer.data_location);
+    writer.data_location = DataLocation(path, options);
+    absl::StatusOr<std::string> data_path = ExternalDataFile(path, options);
     if (!data_path.ok()) return Prefixed(path, data_path.status());
+    if (SameFile(*data_path, path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": the external data file '", writer.data_location, "' is the model itself"));
+    }
     status = WriteFileAtomicallyFd(*data_path, [&](int fd) -> absl::Status {
       writer.data_fd = fd;
       absl::Status s = write_model();
@@ -486,5 +566,16 @@ void ListInValueInfo(Graph& g, std::span<Value* const> values) {
 }
 
 Node* NextNode(const Node& n) { return ModelIO::NextNode(n); }
+
+int64_t WeightBytes(const Graph& g, size_t at_least) {
+  int64_t total = 0;
+  for (const Value* v : g.initializers()) {
+    if (v->tensor().nbytes() >= at_least) total += static_cast<int64_t>(v->tensor().nbytes());
+  }
+  for (const Node* n : g.nodes()) {
+    for (const Subgraph& s : n->subgraphs()) total += WeightBytes(*s.graph, at_least);
+  }
+  return total;
+}
 
 }  // namespace ovfix

@@ -43,8 +43,19 @@ absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
 // Writes the model atomically (temporary file + rename), external data likewise. Lazy
 // tensors (ConvertTensorLazily) are made and written piece by piece, and stay unmade.
 absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options = {});
+// Whether SaveModel writes external data for `model` (see ExternalDataMode).
+bool WritesExternalData(const Model& model, const SaveOptions& options = {});
+// The external data file SaveModel writes (when it writes one) for a model saved to `path`:
+// OPTIONS.external_location, or "<model file name>.data", in the model's folder.
+absl::StatusOr<std::string> ExternalDataFile(const std::string& path,
+                                             const SaveOptions& options = {});
 // A ModelProto copy of the model (weights copied; for checker, printer, shape inference).
 onnx::ModelProto ModelToProto(const Model& model);
+// The model as its serialized form read back: what a file written from it holds. Weights of
+// at least `share_at_least` bytes are not copied through the bytes: the copy's tensors share
+// their buffers (the bytes a save writes), so a large model is not held twice.
+absl::StatusOr<std::unique_ptr<Model>> CopyModel(const Model& model,
+                                                 size_t share_at_least = SIZE_MAX);
 onnx::GraphProto GraphToProto(const Graph& graph);
 
 }  // namespace ovfix

@@ -1,5 +1,6 @@
 #include "rules/expression.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -73,6 +74,25 @@ class ExprParser {
     e.column = column_;
     return e;
   }
+  // Opens one level of recursion in the parser (parentheses, lists, calls, unary operands):
+  // false, with the error set, past kMaxExprDepth.
+  bool Enter() {
+    if (++nesting_ <= kMaxExprDepth) return true;
+    return SetError(absl::StrCat("expression nested deeper than ", kMaxExprDepth, " levels"));
+  }
+  // Sets `e.height` from its operands; false, with the error set, past kMaxExprDepth (a
+  // chain of binary operators deepens the tree without nesting in the text).
+  bool Measure(Expr& e) {
+    e.height = 1;
+    for (const Expr& a : e.args) e.height = std::max(e.height, a.height + 1);
+    if (e.height <= kMaxExprDepth) return true;
+    if (error_.message.empty()) {
+      error_ = {e.line, e.column,
+                absl::StrCat("expression nested deeper than ", kMaxExprDepth,
+                             " levels (split a long chain of operators)")};
+    }
+    return false;
+  }
   bool Binary(Expr& left, std::string op, Expr right) {
     Expr e;
     e.kind = Expr::Kind::kBinary;
@@ -82,15 +102,14 @@ class ExprParser {
     e.args.push_back(std::move(left));
     e.args.push_back(std::move(right));
     left = std::move(e);
-    return true;
+    return Measure(left);
   }
 
   bool ParseOr(Expr& out) {
     if (!ParseAnd(out)) return false;
     while (Accept("||")) {
       Expr right;
-      if (!ParseAnd(right)) return false;
-      Binary(out, "||", std::move(right));
+      if (!ParseAnd(right) || !Binary(out, "||", std::move(right))) return false;
     }
     return true;
   }
@@ -98,8 +117,7 @@ class ExprParser {
     if (!ParseCompare(out)) return false;
     while (Accept("&&")) {
       Expr right;
-      if (!ParseCompare(right)) return false;
-      Binary(out, "&&", std::move(right));
+      if (!ParseCompare(right) || !Binary(out, "&&", std::move(right))) return false;
     }
     return true;
   }
@@ -120,8 +138,7 @@ class ExprParser {
       std::string op = Accept("+") ? "+" : Accept("-") ? "-" : "";
       if (op.empty()) return true;
       Expr right;
-      if (!ParseProduct(right)) return false;
-      Binary(out, op, std::move(right));
+      if (!ParseProduct(right) || !Binary(out, op, std::move(right))) return false;
     }
   }
   bool ParseProduct(Expr& out) {
@@ -130,8 +147,7 @@ class ExprParser {
       std::string op = Accept("*") ? "*" : Accept("/") ? "/" : Accept("%") ? "%" : "";
       if (op.empty()) return true;
       Expr right;
-      if (!ParseUnary(right)) return false;
-      Binary(out, op, std::move(right));
+      if (!ParseUnary(right) || !Binary(out, op, std::move(right))) return false;
     }
   }
   bool ParseUnary(Expr& out) {
@@ -147,20 +163,31 @@ class ExprParser {
       return ParsePrimary(out);
     }
     Expr operand;
-    if (!ParseUnary(operand)) return false;
+    if (!Enter() || !ParseUnary(operand)) return false;
+    --nesting_;
     out.args.push_back(std::move(operand));
-    return true;
+    return Measure(out);
+  }
+  // The items of a list or the arguments of a call, up to `close`.
+  bool ParseItems(Expr& out, std::string_view close) {
+    if (!Enter()) return false;
+    if (!Accept(close)) {
+      do {
+        Expr item;
+        if (!ParseOr(item)) return false;
+        out.args.push_back(std::move(item));
+      } while (Accept(","));
+      if (!Accept(close)) {
+        return SetError(absl::StrCat("expected ',' or '", std::string(close), "'"));
+      }
+    }
+    --nesting_;
+    return Measure(out);
   }
   bool ParseList(Expr& out) {
     out = Start(Expr::Kind::kList);
     Accept("[");
-    if (Accept("]")) return true;
-    do {
-      Expr item;
-      if (!ParseOr(item)) return false;
-      out.args.push_back(std::move(item));
-    } while (Accept(","));
-    return Accept("]") || SetError("expected ',' or ']'");
+    return ParseItems(out, "]");
   }
   bool ParseNumber(Expr& out) {
     out = Start(Expr::Kind::kInt);
@@ -213,7 +240,8 @@ class ExprParser {
     const char c = text_[pos_];
     if (c == '(') {
       Accept("(");
-      if (!ParseOr(out)) return false;
+      if (!Enter() || !ParseOr(out)) return false;
+      --nesting_;
       return Accept(")") || SetError("expected ')'");
     }
     if (c == '[') return ParseList(out);
@@ -230,18 +258,13 @@ class ExprParser {
     }
     if (!Accept("(")) return true;
     out.kind = Expr::Kind::kCall;
-    if (Accept(")")) return true;
-    do {
-      Expr arg;
-      if (!ParseOr(arg)) return false;
-      out.args.push_back(std::move(arg));
-    } while (Accept(","));
-    return Accept(")") || SetError("expected ',' or ')'");
+    return ParseItems(out, ")");
   }
 
   std::string_view text_;
   size_t pos_ = 0;
   int line_, column_;
+  int nesting_ = 0;
   TextError error_;
 };
 
@@ -419,7 +442,12 @@ absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
         if (!v.ok()) return v.status();
         args.push_back(std::move(*v));
       }
-      return helper->fn(context, args);
+      if (context.memo == nullptr || args.size() != 1 || !std::holds_alternative<Value*>(args[0])) {
+        return helper->fn(context, args);
+      }
+      const std::pair<const Helper*, const Value*> key(helper, std::get<Value*>(args[0]));
+      if (auto it = context.memo->find(key); it != context.memo->end()) return it->second;
+      return context.memo->emplace(key, helper->fn(context, args)).first->second;
     }
     case Expr::Kind::kUnary: {
       auto v = Evaluate(e.args[0], lookup, context);

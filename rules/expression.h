@@ -23,7 +23,14 @@ struct Expr {
   std::string text;  // name, helper, operator, or string literal
   std::vector<Expr> args;
   int line = 0, column = 0;  // where it starts in the rule file
+  // Levels from here down to the deepest leaf. The parser bounds it (kMaxExprDepth), so
+  // everything that walks an expression recursively has a bounded stack.
+  int height = 1;
 };
+
+// How deep an expression may nest (parentheses, lists, calls, unary operators, chains of
+// binary operators): far beyond any real rule, far below what overflows the stack.
+inline constexpr int kMaxExprDepth = 200;
 
 // Parses `text`, which starts at (line, column) of its file; errors carry file positions.
 bool ParseExpression(std::string_view text, int line, int column, Expr& expr, TextError& error);

@@ -206,6 +206,15 @@ void AddValueHelpers(std::vector<Helper>& out) {
                    if (!v.ok()) return v.status();
                    return (*v)->is_graph_input();
                  }});
+  out.push_back({"same_graph", 2, 2, "same_graph(x, y) -> bool",
+                 "whether x and y belong to one graph (a body reads outer values from outside)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto x = ValueArg("same_graph", args, 0);
+                   if (!x.ok()) return x.status();
+                   auto y = ValueArg("same_graph", args, 1);
+                   if (!y.ok()) return y.status();
+                   return (*x)->owner() == (*y)->owner();
+                 }});
   out.push_back({"is_graph_output", 1, 1, "is_graph_output(x) -> bool",
                  "whether x is an output of the graph",
                  [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
@@ -362,6 +371,13 @@ std::vector<Helper> MakeRegistry() {
 const std::vector<Helper>& AllHelpers() {
   static const std::vector<Helper> registry = MakeRegistry();
   return registry;
+}
+
+absl::Status CheckLiteralArgument(std::string_view name, size_t index, const std::string& literal) {
+  if ((name != "name_matches" && name != "op_matches") || index != 1) return absl::OkStatus();
+  RE2 re(literal, RE2::Quiet);
+  if (re.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("bad regex \"", literal, "\": ", re.error()));
 }
 
 const Helper* FindHelper(std::string_view name) {

@@ -9,9 +9,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ir/model.h"
 #include "ir/tensor.h"
@@ -40,9 +42,17 @@ HelperValue FromAttribute(const onnx::AttributeProto& attribute);
 // An attribute named `name` holding `v` (for `name = @ref` in a replacement).
 absl::StatusOr<onnx::AttributeProto> ToAttribute(const std::string& name, const HelperValue& v);
 
+struct Helper;
+// Results of helpers of one value while one rule is matched at one node: the graph does not
+// change meanwhile, and a condition such as broadcast_rank(y) over a node with 10^6 inputs
+// then costs one pass over them, not one per input order the matcher tries.
+using HelperMemo =
+    absl::flat_hash_map<std::pair<const Helper*, const Value*>, absl::StatusOr<HelperValue>>;
+
 struct HelperContext {
   const Model& model;
   const ConvertOptions* options = nullptr;  // null outside a conversion (tests, explain)
+  HelperMemo* memo = nullptr;               // null: nothing is remembered
 };
 
 // A helper returns FailedPrecondition when it does not apply to its arguments (an unknown
@@ -60,6 +70,9 @@ struct Helper {
   HelperFn fn;
 };
 
+// Checks a string literal given as argument `index` of helper `name` when a rule file is
+// read (a regex that does not compile): a bad rule is refused instead of never matching.
+absl::Status CheckLiteralArgument(std::string_view name, size_t index, const std::string& literal);
 // nullptr when there is no such helper.
 const Helper* FindHelper(std::string_view name);
 // Every helper, sorted by name.

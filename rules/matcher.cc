@@ -337,29 +337,45 @@ bool Solver::MatchNode(int index, Node* n, std::vector<Task> tasks, State state)
         absl::StrCat(n->Describe(), " has ", count, " inputs, pattern wants at least ", fixed));
   }
   state.match.nodes[index] = n;
+  // A variadic node may have 10^6 inputs and is looked at once per order tried (up to
+  // kMaxOrders): each order copies the inputs around the chosen ones as whole ranges, and
+  // checks per input only what needs it (a declared list type, omitted inputs).
+  const std::vector<Value*>& inputs = n->inputs();
+  const bool list_declared =
+      pn.variadic && pattern_.constraints.find(pn.inputs.back()) != pattern_.constraints.end();
+  const bool any_omitted = std::find(inputs.begin(), inputs.begin() + count, nullptr) !=
+                           inputs.begin() + static_cast<std::ptrdiff_t>(count);
   for (const auto& order : InputOrders(fixed, count, pn.commutative)) {
     State next = state;
+    std::vector<int> chosen = order;
+    std::sort(chosen.begin(), chosen.end());
+    chosen.push_back(static_cast<int>(count));
     std::vector<int> full = order;
+    full.reserve(count);
     std::vector<Value*> rest;
-    for (size_t i = 0; i < count; ++i) {
-      if (std::find(order.begin(), order.end(), static_cast<int>(i)) != order.end()) continue;
-      full.push_back(static_cast<int>(i));
-      rest.push_back(n->input(i));
+    rest.reserve(count - fixed);
+    for (size_t from = 0, c = 0; c < chosen.size(); from = chosen[c++] + 1) {
+      const size_t to = chosen[c];
+      if (to <= from) continue;
+      full.resize(full.size() + (to - from));
+      std::iota(full.end() - static_cast<std::ptrdiff_t>(to - from), full.end(),
+                static_cast<int>(from));
+      rest.insert(rest.end(), inputs.begin() + static_cast<std::ptrdiff_t>(from),
+                  inputs.begin() + static_cast<std::ptrdiff_t>(to));
     }
     bool ok = true;
     if (pn.variadic) {
       const std::string& list = pn.inputs.back();
-      for (Value* v : rest) {
-        if (v == nullptr) {
+      for (size_t i = 0; ok && (list_declared || any_omitted) && i < rest.size(); ++i) {
+        if (rest[i] == nullptr) {
           ok = Fail(absl::StrCat("variadic '", list, "' would bind an omitted input"));
-        } else {
-          ok = CheckDeclared(list, v, next);
+        } else if (list_declared) {
+          ok = CheckDeclared(list, rest[i], next);
         }
-        if (!ok) break;
       }
-      next.match.lists[list] = rest;
+      next.match.lists[list] = std::move(rest);
     }
-    next.match.input_order[index] = full;
+    next.match.input_order[index] = std::move(full);
     std::vector<Task> more = tasks;
     for (size_t i = fixed; i-- > 0;) {
       Value* v = n->input(order[i]);

@@ -84,9 +84,50 @@ bool CheckVariadicUse(const std::vector<TemplateNode>& nodes, const std::set<std
   return true;
 }
 
+// onnx's parser recurses for every nested graph, attribute list and type, without a limit:
+// text nested deeper than any real graph is refused before it gets there.
+constexpr int kMaxGraphTextNesting = 200;
+
+// Nodes in a pattern, and inputs of one pattern node: far more than a rule needs.
+constexpr int kMaxPatternSize = 100;
+
+bool CheckNesting(std::string_view text, TextError& error) {
+  int depth = 0, line = 1, column = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i, ++column) {
+    const char c = text[i];
+    if (c == '\n') {
+      line++;
+      column = 0;
+    } else if (in_string) {
+      if (c == '\\') {
+        ++i;
+        ++column;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > kMaxGraphTextNesting) {
+        error = {line, column,
+                 absl::StrCat("graph text nested deeper than ", kMaxGraphTextNesting, " levels")};
+        return false;
+      }
+    } else if ((c == ')' || c == ']' || c == '}' || (c == '>' && i > 0 && text[i - 1] != '=')) &&
+               depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ParseGraphText(std::string_view text, onnx::GraphProto& graph, TextError& error) {
+  if (!CheckNesting(text, error)) return false;
   const std::string source(text);
   try {
     onnx::OnnxParser parser(source.c_str());
@@ -141,7 +182,20 @@ bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& va
     }
   }
   if (graph.node_size() == 0) return Fail(error, "the pattern has no node");
-  for (const auto& proto : graph.node()) pattern.nodes.push_back(NodeOf(proto, variadic));
+  // Matching recurses once per pattern node and once per input of a commutative node.
+  if (graph.node_size() > kMaxPatternSize) {
+    return Fail(error, absl::StrCat("the pattern has ", graph.node_size(), " nodes; at most ",
+                                    kMaxPatternSize));
+  }
+  for (const auto& proto : graph.node()) {
+    if (proto.input_size() > kMaxPatternSize) {
+      return Fail(error,
+                  absl::StrCat(proto.op_type(), " has ", proto.input_size(),
+                               " inputs in the pattern; at most ", kMaxPatternSize),
+                  proto.output_size() > 0 ? proto.output(0) : "");
+    }
+    pattern.nodes.push_back(NodeOf(proto, variadic));
+  }
   for (int i = 0; i < static_cast<int>(pattern.nodes.size()); ++i) {
     const auto& n = pattern.nodes[i];
     for (int k = 0; k < static_cast<int>(n.outputs.size()); ++k) {

@@ -266,8 +266,10 @@ absl::Status Instantiation::Run() {
 
 }  // namespace
 
-std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperContext& context,
+std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperContext& helpers,
                                    std::string& why) {
+  HelperMemo memo;
+  const HelperContext context{helpers.model, helpers.options, &memo};
   std::map<std::string, HelperValue> lets;
   AcceptFn accept = [&](const Match& m, std::string& reason) {
     lets.clear();

@@ -501,6 +501,13 @@ bool RuleFileParser::BuildOne(const RawRule& raw, const std::string& op,
                                ? absl::StrCat(helper->min_args)
                                : absl::StrCat(helper->min_args, " to ", helper->max_args),
                            " arguments, not ", count, ": ", helper->signature));
+      } else {
+        for (size_t i = 0; i < x.args.size(); ++i) {
+          if (x.args[i].kind != Expr::Kind::kString) continue;
+          if (absl::Status s = CheckLiteralArgument(x.text, i, x.args[i].text); !s.ok()) {
+            Error(x.args[i].line, x.args[i].column, absl::StrCat(x.text, ": ", s.message()));
+          }
+        }
       }
     });
     if (rc.kind == Clause::Kind::kLet) {

@@ -24,13 +24,16 @@ inline std::string Slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-// `args` is appended to the binary's path as is (quote paths with spaces yourself).
-inline CommandResult RunOvfix(const std::string& args) {
+// `args` is appended to the binary's path as is (quote paths with spaces yourself). With a
+// timeout, a command still running after that many seconds is killed (exit code 124).
+inline CommandResult RunOvfix(const std::string& args, int timeout_seconds = 0) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto out = dir / ("ovfix_cli_out_" + std::to_string(::getpid()));
   const auto err = dir / ("ovfix_cli_err_" + std::to_string(::getpid()));
-  const std::string command = std::string(OVFIX_BINARY) + " " + args + " >" + out.string() +
-                              " 2>" + err.string() + " </dev/null";
+  const std::string timeout =
+      timeout_seconds > 0 ? "timeout -k 5 " + std::to_string(timeout_seconds) + " " : "";
+  const std::string command = timeout + std::string(OVFIX_BINARY) + " " + args + " >" +
+                              out.string() + " 2>" + err.string() + " </dev/null";
   const int status = std::system(command.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -172,6 +172,74 @@ TEST(RuleFile, ExpressionSyntax) {
             "f.rules:4:18: expected an expression");
 }
 
+TEST(RuleFile, RegexThatDoesNotCompile) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  where name_matches(y, \"[\")\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:25: name_matches: bad regex \"[\": missing ]: [");
+  EXPECT_NE(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  where op_matches(y, \"Re(lu\")\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n")
+                .find("f.rules:4:23: op_matches: bad regex"),
+            std::string::npos);
+}
+
+// Input controls how deep the parsers recurse: past a fixed depth it is an error, not a
+// stack overflow, and a rule at that depth still parses.
+std::string RuleWhere(const std::string& condition) {
+  return "# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n  where " + condition +
+         "\n  replace (x) => (y) { y = Relu(x) }\n";
+}
+
+TEST(RuleFile, DeepExpressionsAreAnError) {
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const int deep = 4000;
+  for (const std::string& condition :
+       {repeat("(", deep) + "true" + repeat(")", deep), repeat("!", 50000) + "true",
+        repeat("-", deep) + "1 < 0", repeat("[", deep) + "1" + repeat("]", deep) + " == [1]",
+        repeat("len(", deep) + "1" + repeat(")", deep) + " > 0", "true" + repeat(" && true", 50000),
+        "1" + repeat(" + 1", 50000) + " > 0"}) {
+    const std::string message = ErrorOf(RuleWhere(condition));
+    EXPECT_NE(message.find("nested deeper than 200 levels"), std::string::npos)
+        << message.substr(0, 200);
+  }
+  EXPECT_TRUE(ParseRuleFile("f.rules", RuleWhere(repeat("(", 150) + "true" + repeat(")", 150) +
+                                                 repeat(" && true", 150)))
+                  .ok());
+}
+
+TEST(RuleFile, DeepGraphTextIsAnError) {
+  std::string nested = "z = Identity(x)";
+  for (int i = 0; i < 20000; ++i) {
+    nested = "z = If <then_branch = g () => (z) { " + nested + " }> (x)";
+  }
+  const std::string message = ErrorOf(
+      "# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+      "  replace (x) => (y) { y = Relu(x) " +
+      nested + " }\n");
+  EXPECT_NE(message.find("f.rules:4:"), std::string::npos) << message.substr(0, 200);
+  EXPECT_NE(message.find("graph text nested deeper than 200 levels"), std::string::npos);
+}
+
+TEST(RuleFile, PatternSizeIsBounded) {
+  std::string chain, captures = "t0";
+  for (int i = 0; i < 150; ++i) {
+    chain += "t" + std::to_string(i + 1) + " = Relu(t" + std::to_string(i) + ") ";
+    if (i < 120) captures += ", c" + std::to_string(i);
+  }
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (t0) => (t150) { " + chain +
+                    "}\n  replace (t0) => (t150) { t150 = Relu(t0) }\n"),
+            "f.rules:3:9: the pattern has 150 nodes; at most 100");
+  const std::string message = ErrorOf("# a\nrule r\n  match (" + captures + ") => (y) { y = Sum(" +
+                                      captures + ") }\n  replace (t0) => (y) { y = Relu(t0) }\n");
+  EXPECT_NE(message.find("Sum has 121 inputs in the pattern; at most 100"), std::string::npos)
+      << message;
+}
+
 TEST(RuleFile, DuplicateRule) {
   const std::string rule =
       "# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
