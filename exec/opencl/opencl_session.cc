@@ -81,7 +81,10 @@ class OpenclSession : public Session {
       }
       values[s] = HostValue(it->second);
     }
-    for (const auto& [name, t] : inputs) {
+    for (const auto& input : inputs) {
+      // A named reference, not a structured binding: clang 14 (the fuzz build) cannot capture
+      // those in a lambda.
+      const std::string& name = input.first;
       if (std::none_of(main_.input_slots.begin(), main_.input_slots.end(),
                        [&](const auto& p) { return p.first->name() == name; })) {
         return absl::InvalidArgumentError(absl::StrCat("the model has no input '", name, "'"));
