@@ -3,9 +3,13 @@
 // 2 bad input or usage.
 #pragma once
 
+#include <cstdio>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "converter/bad_input.h"
 
 namespace ovfix::cli {
 
@@ -16,7 +20,18 @@ inline constexpr int kExitBadInput = 2;
 struct Command {
   CLI::App* app;
   std::function<int()> run;
+  // The files the command was given, the one its errors are about first (for main's last
+  // resort: an error no check foresaw).
+  std::function<std::vector<std::string>()> files = [] { return std::vector<std::string>{}; };
 };
+
+// Prints the command's one line for bad input or usage (converter/bad_input.h) on stderr and
+// returns kExitBadInput.
+inline int BadInput(absl::string_view command, absl::string_view message,
+                    const std::vector<std::string>& files = {}) {
+  std::fprintf(stderr, "%s\n", converter::BadInputLine(command, message, files).c_str());
+  return kExitBadInput;
+}
 
 Command AddInspectCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);

@@ -60,9 +60,13 @@ struct CompareOptions {
   CLI::Option* atol_option = nullptr;
 };
 
-int Fail(absl::string_view message) {
-  std::fprintf(stderr, "ovfix compare: %s\n", std::string(message).c_str());
-  return kExitBadInput;
+// The files a comparison reads or writes: its errors name one of them, the (first) model when
+// they name none (converter/bad_input.h).
+std::vector<std::string> Files(const CompareOptions& o) {
+  std::vector<std::string> files = o.models;
+  files.insert(files.end(), {o.test_data, o.json, o.html});
+  for (const std::string& spec : o.inputs) files.push_back(spec.substr(spec.find('=') + 1));
+  return files;
 }
 
 // Feeds from --test-data (input_K.pb in graph-input order, the model's own test_data_set_0/
@@ -257,19 +261,20 @@ bool RoundsToHalf(const exec::SessionOptions& options) {
 }
 
 int RunCompare(CompareOptions& o) {
+  auto fail = [&o](absl::string_view message) { return BadInput("compare", message, Files(o)); };
   const bool two_models = o.models.size() == 2;
   if (two_models && (o.ref_option->count() > 0 || o.test_option->count() > 0)) {
-    return Fail("--ref/--test compare one model on two backends; with two models give --backend");
+    return fail("--ref/--test compare one model on two backends; with two models give --backend");
   }
   if (!two_models && o.backend_option->count() > 0) {
-    return Fail("--backend is for two models; with one model give --ref and --test");
+    return fail("--backend is for two models; with one model give --ref and --test");
   }
   absl::StatusOr<std::unique_ptr<Model>> ref_model = LoadModel(o.models[0]);
-  if (!ref_model.ok()) return Fail(ref_model.status().message());
+  if (!ref_model.ok()) return fail(ref_model.status().message());
   std::unique_ptr<Model> test_holder;
   if (two_models) {
     absl::StatusOr<std::unique_ptr<Model>> m = LoadModel(o.models[1]);
-    if (!m.ok()) return Fail(m.status().message());
+    if (!m.ok()) return fail(m.status().message());
     test_holder = std::move(*m);
   }
   const Model& test_model = two_models ? *test_holder : **ref_model;
@@ -280,17 +285,17 @@ int RunCompare(CompareOptions& o) {
   test.model = &test_model;
   if (two_models) {
     if (auto s = exec::ParseSideSpec(o.backend, ref.options); !s.ok()) {
-      return Fail(absl::StrCat("--backend ", s.message()));
+      return fail(absl::StrCat("--backend ", s.message()));
     }
     test.options = ref.options;
     ref.label = o.models[0];
     test.label = o.models[1];
   } else {
     if (auto s = exec::ParseSideSpec(o.ref, ref.options); !s.ok()) {
-      return Fail(absl::StrCat("--ref ", s.message()));
+      return fail(absl::StrCat("--ref ", s.message()));
     }
     if (auto s = exec::ParseSideSpec(o.test, test.options); !s.ok()) {
-      return Fail(absl::StrCat("--test ", s.message()));
+      return fail(absl::StrCat("--test ", s.message()));
     }
     ref.label = o.ref;
     test.label = o.test;
@@ -306,11 +311,11 @@ int RunCompare(CompareOptions& o) {
   exec::Tolerance tolerance{half ? 1e-2 : 1e-4, half ? 1e-3 : 1e-5};
   if (o.rtol_option->count() > 0) tolerance.rtol = o.rtol;
   if (o.atol_option->count() > 0) tolerance.atol = o.atol;
-  if (tolerance.rtol < 0 || tolerance.atol < 0) return Fail("--rtol and --atol must be >= 0");
+  if (tolerance.rtol < 0 || tolerance.atol < 0) return fail("--rtol and --atol must be >= 0");
 
   CompareContext context{o.models[0], two_models ? o.models[1] : o.models[0], ""};
   absl::StatusOr<exec::TensorMap> feeds = ReadInputs(o, (*ref_model)->graph(), context.inputs);
-  if (!feeds.ok()) return Fail(feeds.status().message());
+  if (!feeds.ok()) return fail(feeds.status().message());
   {
     // Each side gets the feeds in the float types it declares (float32 files for a float16
     // model); say so, since those are not the bytes of the files.
@@ -320,13 +325,13 @@ int RunCompare(CompareOptions& o) {
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   }
   absl::StatusOr<exec::LayerReport> report = exec::CompareLayers(ref, test, *feeds, tolerance);
-  if (!report.ok()) return Fail(report.status().message());
+  if (!report.ok()) return fail(report.status().message());
   int compared_nodes = 0;
   for (const exec::NodeComparison& n : report->nodes) {
     compared_nodes += n.state != exec::NodeState::kNotCompared;
   }
   if (compared_nodes == 0 && !report->nodes.empty()) {
-    return Fail("no node output has the same name in both runs: nothing to compare");
+    return fail("no node output has the same name in both runs: nothing to compare");
   }
 
   std::printf(
@@ -344,10 +349,10 @@ int RunCompare(CompareOptions& o) {
   }
   for (const std::string& note : report->notes) std::printf("note: %s\n", note.c_str());
   if (!o.json.empty()) {
-    if (auto s = WriteCompareJson(o.json, *report, context); !s.ok()) return Fail(s.message());
+    if (auto s = WriteCompareJson(o.json, *report, context); !s.ok()) return fail(s.message());
   }
   if (!o.html.empty()) {
-    if (auto s = WriteCompareHtml(o.html, *report, context); !s.ok()) return Fail(s.message());
+    if (auto s = WriteCompareHtml(o.html, *report, context); !s.ok()) return fail(s.message());
   }
   std::printf("%s\n", Summary(*report).c_str());
   return report->all_within() ? kExitOk : kExitMismatch;
@@ -389,7 +394,7 @@ Command AddCompareCommand(CLI::App& app) {
   sub->add_flag("--random", o->random,
                 "Random inputs even where the model has test_data_set_0/ beside it");
   sub->add_flag("--all", o->all, "Print every node, not only the rows around the divergence");
-  return {sub, [o] { return RunCompare(*o); }};
+  return {sub, [o] { return RunCompare(*o); }, [o] { return Files(*o); }};
 }
 
 }  // namespace ovfix::cli

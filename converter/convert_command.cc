@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -18,7 +19,6 @@
 #include "converter/save_progress.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
-#include "onnx/checker.h"
 
 namespace ovfix::cli {
 namespace {
@@ -49,9 +49,19 @@ struct ConvertOptions {
   CLI::Option* external_option = nullptr;
 };
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "ovfix convert: %s\n", message.c_str());
-  return kExitBadInput;
+int Fail(const std::string& message) { return BadInput("convert", message); }
+
+// The files a conversion reads or writes: its errors name one of them, the model when they
+// name none (converter/bad_input.h).
+std::vector<std::string> Files(const ConvertOptions& o) {
+  std::vector<std::string> files = {o.input, o.output, o.report};
+  if (absl::StrContains(o.target, '/') || absl::EndsWith(o.target, ".target")) {
+    files.push_back(o.target);
+  }
+  files.insert(files.end(), o.rule_files.begin(), o.rule_files.end());
+  files.insert(files.end(), o.calibration_data.begin(), o.calibration_data.end());
+  for (const std::string& text : o.inputs) files.push_back(text.substr(text.find('=') + 1));
+  return files;
 }
 
 // "NAME=VALUE" split at the first '=' (file paths may contain one, input names hardly).
@@ -178,23 +188,12 @@ int RunConvert(const ConvertOptions& o) {
   p.save.progress = [&progress](uint64_t done, uint64_t total) { progress.Update(done, total); };
 
   auto model = LoadModel(o.input);
-  if (!model.ok()) return Fail(std::string(model.status().message()));
+  if (!model.ok()) return BadInput("convert", model.status().message(), Files(o));
   if (absl::Status s = CheckFiles(o, **model, p.save); !s.ok()) {
-    return Fail(std::string(s.message()));
+    return BadInput("convert", s.message(), Files(o));
   }
   absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
-  if (!report.ok()) {
-    std::string message(report.status().message());
-    if (report.status().code() == absl::StatusCode::kInternal) {
-      // Tell a bug from a model that was invalid to begin with.
-      try {
-        onnx::checker::check_model(o.input);
-      } catch (const std::exception& e) {
-        message = absl::StrCat("the input model already fails onnx's checker: ", e.what());
-      }
-    }
-    return Fail(message);
-  }
+  if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
   std::printf("%s", converter::SummaryTable(*report).c_str());
   if (!o.report.empty()) {
     const std::string json = converter::ReportToJson(*report);
@@ -267,7 +266,7 @@ Command AddConvertCommand(CLI::App& app) {
                   "File name of the external data, in the output's folder (default: "
                   "OUTPUT_NAME.data); implies --external-data");
   sub->add_flag("--in-place", o->in_place, "Allow the output to overwrite the input");
-  return {sub, [o] { return RunConvert(*o); }};
+  return {sub, [o] { return RunConvert(*o); }, [o] { return Files(*o); }};
 }
 
 }  // namespace ovfix::cli

@@ -23,9 +23,10 @@ struct ExplainOptions {
   std::vector<std::string> rule_files;
 };
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "ovfix explain: %s\n", message.c_str());
-  return kExitBadInput;
+int Fail(const ExplainOptions& o, absl::string_view message) {
+  std::vector<std::string> files = {o.model};
+  files.insert(files.end(), o.rule_files.begin(), o.rule_files.end());
+  return BadInput("explain", message, files);
 }
 
 // "a = 'x', axes = [0]": what the match bound, for the reader to check.
@@ -46,17 +47,14 @@ std::string Bindings(const rules::Rule& rule, const rules::RuleMatch& m) {
 
 int RunExplain(const ExplainOptions& o) {
   auto library = rules::RuleLibrary::Load(o.rule_files);
-  if (!library.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(library.status().message()).c_str());
-    return kExitBadInput;
-  }
+  if (!library.ok()) return BadInput("", library.status().message());
   const auto selected = library->Select(o.rule);
   if (selected.empty()) {
-    return Fail(absl::StrCat("no rule, rule family or rule set named '", o.rule,
-                             "' (see 'ovfix rules list')"));
+    return Fail(o, absl::StrCat("no rule, rule family or rule set named '", o.rule,
+                                "' (see 'ovfix rules list')"));
   }
   auto model = LoadModel(o.model);
-  if (!model.ok()) return Fail(std::string(model.status().message()));
+  if (!model.ok()) return Fail(o, model.status().message());
   if (auto s = InferShapes(**model); !s.ok()) {
     std::printf("note: %s; rules that need shapes may not match\n",
                 std::string(s.message()).c_str());
@@ -106,7 +104,8 @@ Command AddExplainCommand(CLI::App& app) {
   sub->add_option("rule", options->rule, "A rule, a rule family or a rule set")->required();
   sub->add_option("model", options->model, "The .onnx model")->required();
   sub->add_option("--rules", options->rule_files, "Also load this rule file (repeatable)");
-  return {sub, [options] { return RunExplain(*options); }};
+  return {sub, [options] { return RunExplain(*options); },
+          [options] { return std::vector<std::string>{options->model}; }};
 }
 
 }  // namespace ovfix::cli

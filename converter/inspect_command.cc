@@ -58,10 +58,7 @@ void CollectSymbols(const Value* v, Summary& s, std::vector<std::string>& dynami
 
 int RunInspect(const InspectOptions& o) {
   auto loaded = LoadModel(o.model);
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "ovfix inspect: %s\n", std::string(loaded.status().message()).c_str());
-    return kExitBadInput;
-  }
+  if (!loaded.ok()) return BadInput("inspect", loaded.status().message(), {o.model});
   const Model& model = **loaded;
   const Graph& g = model.graph();
   Summary s;
@@ -148,7 +145,8 @@ Command AddInspectCommand(CLI::App& app) {
   auto* sub = app.add_subcommand("inspect", "Show a model's opsets, inputs/outputs, ops, weights");
   sub->add_option("model", options->model, "The .onnx model")->required();
   sub->add_flag("--json", options->json, "Print JSON instead of a table");
-  return {sub, [options] { return RunInspect(*options); }};
+  return {sub, [options] { return RunInspect(*options); },
+          [options] { return std::vector<std::string>{options->model}; }};
 }
 
 }  // namespace ovfix::cli

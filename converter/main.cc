@@ -1,11 +1,18 @@
 // ovfix: rewrites ONNX models so they run correctly on GPU and fp16 backends.
+#include <malloc.h>
+
 #include <cstdio>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "converter/command.h"
 
 int main(int argc, char** argv) {
+  // glibc raises its mmap threshold each time a large block is freed, after which blocks of
+  // weights and activations come from arenas that keep their pages: a conversion of a large
+  // model then held hundreds of MB it had freed. A fixed threshold returns them at free.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
   CLI::App app{"ovfix: rewrite ONNX models so they run correctly on GPU and fp16 backends"};
   app.name("ovfix");
   app.set_version_flag("--version", std::string("ovfix ") + OVFIX_VERSION);
@@ -27,7 +34,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "ovfix: %s (see 'ovfix help')\n", e.what());
+    std::fprintf(stderr, "%s\n",
+                 ovfix::converter::BadInputLine(
+                     "", absl::StrCat("ovfix: ", e.what(), " (see 'ovfix help')"), {})
+                     .c_str());
     return ovfix::cli::kExitBadInput;
   }
   if (help->parsed()) {

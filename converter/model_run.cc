@@ -1,6 +1,7 @@
 #include "converter/model_run.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "ir/model_io.h"
 
 namespace ovfix::converter {
@@ -34,15 +35,12 @@ absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::T
 }
 
 absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {
-  std::string bytes;
-  if (!ModelToProto(model).SerializeToString(&bytes)) {
-    return absl::InternalError("the model does not serialize (over 2 GB: use --external-data)");
-  }
-  onnx::ModelProto proto;
-  if (!proto.ParseFromString(bytes)) {
-    return absl::InternalError("the serialized model does not parse back");
-  }
-  return ModelFromProto(std::move(proto), ".", "the serialized model");
+  // A model whose weights pass the budget keeps its large weights' buffers shared (their
+  // bytes are what a save writes), so a conversion's anonymous memory does not grow with it.
+  constexpr int64_t kCopyBudget = int64_t{64} << 20;
+  constexpr size_t kSharedTensorBytes = size_t{1} << 20;
+  return CopyModel(model,
+                   WeightBytes(model.graph()) > kCopyBudget ? kSharedTensorBytes : SIZE_MAX);
 }
 
 }  // namespace ovfix::converter

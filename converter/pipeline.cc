@@ -11,13 +11,14 @@
 #include "absl/strings/str_join.h"
 #include "converter/calibration_data.h"
 #include "converter/model_run.h"
-#include "converter/repair.h"
 #include "converter/node_evaluator.h"
+#include "converter/repair.h"
 #include "converter/target.h"
 #include "converter/validation.h"
 #include "ir/atomic_file.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
+#include "ir/node_check.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
@@ -190,6 +191,25 @@ std::vector<std::string> DataDependentValues(Model& model) {
   return out;
 }
 
+// The converted model fails onnx's full check. That is a bug in ovfix unless the model read
+// fails it too: a model can pass the plain checker and `run` and still contradict what strict
+// shape inference derives (a declared type, a value_info).
+absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& converted) {
+  if (!options.input_path.empty()) {
+    absl::StatusOr<std::unique_ptr<Model>> input = LoadModel(options.input_path);
+    if (input.ok()) {
+      if (absl::Status s = CheckModel(**input); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the model fails onnx's checker with full shape inference: ", s.message()));
+      }
+    }
+  }
+  return absl::InternalError(absl::StrCat(
+      "the converted model fails onnx's checker with full shape inference (a bug in ovfix, "
+      "please report it with the model): ",
+      converted.message()));
+}
+
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
@@ -262,7 +282,10 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                                 1e3 * std::chrono::duration<double>(now - last).count()));
     last = now;
   };
+  // Shape inference and the passes trust the nodes' structure.
+  if (absl::Status s = CheckNodes(model); !s.ok()) return s;
   (void)InferShapesLight(model);  // types for the passes; what onnx cannot infer stays unknown
+  if (absl::Status s = CheckNodesAgainstRanks(model); !s.ok()) return s;
   size_t types_inferred_at = 0;   // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
@@ -355,12 +378,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   }
   progress.Finish();
   // Final types for the saved model, and onnx's checker, on one light proto.
-  if (absl::Status s = InferShapesAndCheck(model); !s.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "the converted model fails onnx's checker with full shape inference (a bug in ovfix, "
-        "please report it with the model): ",
-        s.message()));
-  }
+  if (absl::Status s = InferShapesAndCheck(model); !s.ok()) return CheckerFailure(options, s);
   phase("shape inference and onnx checker");
   rules::ListKnownShapesInValueInfo(model.graph());
   report.dynamic_values = DataDependentValues(model);

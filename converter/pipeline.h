@@ -44,7 +44,8 @@ struct PipelineOptions {
 };
 
 // Converts `model` in place. Errors: InvalidArgument for bad input or options (exit 2);
-// Internal when the result fails onnx's checker, which is a bug in ovfix.
+// Internal when the result fails onnx's checker and the model read (options.input_path)
+// does not, which is a bug in ovfix.
 // `report.outputs_match` is false when the end-to-end comparison found changed outputs.
 absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options);
 

@@ -9,6 +9,7 @@
 #include "converter/model_run.h"
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
+#include "ir/graph_walk.h"
 
 namespace ovfix::converter {
 namespace {
@@ -104,6 +105,13 @@ absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidat
   return worst;
 }
 
+bool HasFloat16Output(const Node& n) {
+  for (const Value* v : n.outputs()) {
+    if (v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat16) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_ptr<Model> first,
@@ -132,11 +140,16 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
     const std::vector<AddedError> added = AddedErrors(result.model->graph(), errors);
     const bool everything = result.rounds > kMaxRounds || added.empty();
     if (everything) {
-      // Nothing left to single out: every node still in float16 goes to fp32.
-      for (const Node* n : result.model->graph().nodes()) {
-        if (n->outputs().empty() || n->output(0) == nullptr) continue;
-        if (!errors.float16.contains(n->output(0)->name())) continue;
-        keep.emplace(n->output(0)->name(), "repair: every float node kept");
+      // Nothing left to single out: every node still in float16 goes to fp32, in bodies too
+      // (whose values the captured runs do not see).
+      for (const Graph* graph : GraphsRecursive(result.model->graph())) {
+        for (const Node* n : graph->nodes()) {
+          if (n->outputs().empty() || n->output(0) == nullptr) continue;
+          const bool float16 = graph == &result.model->graph()
+                                   ? errors.float16.contains(n->output(0)->name())
+                                   : HasFloat16Output(*n);
+          if (float16) keep.emplace(n->output(0)->name(), "repair: every float node kept");
+        }
       }
     } else {
       double total = 0;

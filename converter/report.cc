@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "converter/json_writer.h"
+#include "ir/graph_walk.h"
 
 namespace ovfix::converter {
 
@@ -205,6 +206,26 @@ void ProgressBar::Finish() {
   std::fprintf(out_, "\r%*s\r", 90, "");
   std::fflush(out_);
   drawn_ = false;
+}
+
+FloatNodeCounts CountFloatNodes(const Model& model) {
+  FloatNodeCounts count;
+  for (Graph* g : GraphsRecursive(const_cast<Graph&>(model.graph()))) {
+    for (const Node* n : g->nodes()) {
+      if (n->op_type() == "Cast" || n->op_type() == "Constant" || !n->subgraphs().empty()) {
+        continue;
+      }
+      bool half = false, single = false;
+      for (const Value* v : n->outputs()) {
+        if (v == nullptr || !v->is_tensor()) continue;
+        half = half || v->elem_type() == DataType::kFloat16;
+        single = single || v->elem_type() == DataType::kFloat;
+      }
+      count.float16 += half;
+      count.float32 += single && !half;
+    }
+  }
+  return count;
 }
 
 }  // namespace ovfix::converter

@@ -3,6 +3,7 @@
 // stderr while passes run (only when stderr is a terminal).
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -54,6 +55,14 @@ struct ConversionReport {
 std::string ReportToJson(const ConversionReport& report);
 // Rewrites per rule, islands, end-to-end error: a few lines for the console.
 std::string SummaryTable(const ConversionReport& report);
+
+// The nodes of a converted model that compute floats (Casts, Constants and control flow
+// aside), in every graph, by whether they compute float16 or only float32.
+struct FloatNodeCounts {
+  int float16 = 0, float32 = 0;
+  double Float32Share() const { return float32 / std::max(1.0, 1.0 * (float16 + float32)); }
+};
+FloatNodeCounts CountFloatNodes(const Model& model);
 
 // A one-line progress bar redrawn in place on a terminal; silent otherwise.
 class ProgressBar {

@@ -42,10 +42,7 @@ std::string TargetSummary(std::string_view contents) {
 
 int RunList(const RulesOptions& o) {
   auto library = rules::RuleLibrary::Load(o.rule_files);
-  if (!library.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(library.status().message()).c_str());
-    return kExitBadInput;
-  }
+  if (!library.ok()) return BadInput("", library.status().message());
   std::printf("Rules (rule sets by file; `for` rules list their ops):\n");
   for (const auto& file : library->files()) {
     std::printf("\n%s  (%s)\n", file.set.c_str(), file.path.c_str());
@@ -84,8 +81,7 @@ int RunCheck(const RulesOptions& o) {
     // Loading beside the built-in files also catches names that clash with theirs.
     auto library = rules::RuleLibrary::Load({path});
     if (!library.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(library.status().message()).c_str());
-      status = kExitBadInput;
+      status = BadInput("", library.status().message());
       continue;
     }
     std::printf("%s: %zu rules OK\n", path.c_str(), library->UserRules().size());

@@ -39,10 +39,12 @@ struct RunOptions {
   double atol = 1e-5;
 };
 
-// Every failure of the run itself is one stderr line and exit code 2.
-int BadInput(const absl::Status& status) {
-  std::fprintf(stderr, "ovfix run: %s\n", std::string(status.message()).c_str());
-  return kExitBadInput;
+// The files a run reads or writes: its errors name one of them, the model when they name
+// none (converter/bad_input.h).
+std::vector<std::string> Files(const RunOptions& o) {
+  std::vector<std::string> files = {o.model, o.test_data, o.output_dir};
+  for (const std::string& spec : o.inputs) files.push_back(spec.substr(spec.find('=') + 1));
+  return files;
 }
 
 absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& graph) {
@@ -134,15 +136,19 @@ absl::Status CheckFiles(const RunOptions& o, const Model& model) {
 }
 
 int RunModel(const RunOptions& o) {
+  // Every failure of the run itself is one stderr line and exit code 2.
+  auto fail = [&o](const absl::Status& status) {
+    return BadInput("run", status.message(), Files(o));
+  };
   absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(o.model);
-  if (!model.ok()) return BadInput(model.status());
+  if (!model.ok()) return fail(model.status());
   const Graph& graph = (*model)->graph();
   absl::StatusOr<exec::Precision> precision = exec::ParsePrecision(o.precision);
-  if (!precision.ok()) return BadInput(precision.status());
-  if (o.repeat < 1) return BadInput(absl::InvalidArgumentError("--repeat must be at least 1"));
-  if (absl::Status s = CheckFiles(o, **model); !s.ok()) return BadInput(s);
+  if (!precision.ok()) return fail(precision.status());
+  if (o.repeat < 1) return fail(absl::InvalidArgumentError("--repeat must be at least 1"));
+  if (absl::Status s = CheckFiles(o, **model); !s.ok()) return fail(s);
   absl::StatusOr<exec::TensorMap> read = ReadInputs(o, graph);
-  if (!read.ok()) return BadInput(read.status());
+  if (!read.ok()) return fail(read.status());
   // float32 data for a converted model's float16 inputs (and the like) is converted.
   std::vector<std::string> conversions;
   const exec::TensorMap feeds = converter::MatchInputTypes(graph, *read, &conversions);
@@ -154,7 +160,7 @@ int RunModel(const RunOptions& o) {
   options.threads = o.threads;
   options.device = o.device;
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(**model, options);
-  if (!session.ok()) return BadInput(session.status());
+  if (!session.ok()) return fail(session.status());
 
   absl::StatusOr<std::vector<Tensor>> outputs;
   std::vector<double> times;
@@ -164,7 +170,7 @@ int RunModel(const RunOptions& o) {
     times.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
-    if (!outputs.ok()) return BadInput(outputs.status());
+    if (!outputs.ok()) return fail(outputs.status());
   }
   // Nodes an opencl session ran on the CPU, and the device it used.
   for (const std::string& note : (*session)->notes()) std::printf("note: %s\n", note.c_str());
@@ -186,7 +192,7 @@ int RunModel(const RunOptions& o) {
     fs::create_directories(o.output_dir, error);
     for (size_t k = 0; k < outputs->size(); ++k) {
       absl::Status s = WriteTensorFile(OutputFile(o, k), (*outputs)[k], graph.outputs()[k]->name());
-      if (!s.ok()) return BadInput(s);
+      if (!s.ok()) return fail(s);
     }
   }
 
@@ -198,7 +204,7 @@ int RunModel(const RunOptions& o) {
     const std::string& name = graph.outputs()[k]->name();
     if (!fs::exists(path)) continue;
     absl::StatusOr<Tensor> expected = ReadTensorFile(path);
-    if (!expected.ok()) return BadInput(expected.status());
+    if (!expected.ok()) return fail(expected.status());
     exec::Comparison c = exec::CompareTensors((*outputs)[k], *expected, {o.rtol, o.atol});
     ++compared;
     all_match = all_match && c.ok;
@@ -231,7 +237,7 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
   sub->add_option("--rtol", o->rtol, "Relative tolerance for --test-data (default 1e-3)");
   sub->add_option("--atol", o->atol, "Absolute tolerance for --test-data (default 1e-5)");
-  return {sub, [o] { return RunModel(*o); }};
+  return {sub, [o] { return RunModel(*o); }, [o] { return Files(*o); }};
 }
 
 }  // namespace ovfix::cli

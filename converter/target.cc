@@ -61,6 +61,15 @@ absl::Status SetOption(const std::string& key, const std::string& v, ConvertOpti
     (key == "batch" ? o.batch : o.fold_size_limit) = n;
     return absl::OkStatus();
   }
+  if (key == "fp16_islands") {
+    if (v != "structural" && v != "magnitude") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected structural or magnitude, got '", v, "'"));
+    }
+    o.fp16_islands = v == "structural" ? ConvertOptions::Fp16Islands::kStructural
+                                       : ConvertOptions::Fp16Islands::kMagnitude;
+    return absl::OkStatus();
+  }
   if (key == "broadcast") {
     if (v != "rank" && v != "full") {
       return absl::InvalidArgumentError(absl::StrCat("expected rank or full, got '", v, "'"));

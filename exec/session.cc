@@ -16,6 +16,7 @@
 #include "ir/float16.h"
 #include "ir/graph.h"
 #include "ir/model.h"
+#include "ir/node_check.h"
 
 namespace ovfix::exec {
 
@@ -76,12 +77,16 @@ Tensor RoundedCopy(const Tensor& t, ThreadPool* pool) {
 
 std::string QuotedName(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
 
-// Bytes of the graph's weights, subgraphs included.
-size_t WeightBytes(const Graph& g) {
+// What kernels would keep of the graph's weights (subgraphs included): packed float panels,
+// so a float16 weight counts twice its bytes.
+size_t KernelStateBytes(const Graph& g) {
   size_t total = 0;
-  for (const Value* v : g.initializers()) total += v->tensor().nbytes();
+  for (const Value* v : g.initializers()) {
+    const Tensor& t = v->tensor();
+    total += t.type() == DataType::kFloat16 ? 2 * t.nbytes() : t.nbytes();
+  }
   for (const Node* n : g.nodes()) {
-    for (const Subgraph& s : n->subgraphs()) total += WeightBytes(*s.graph);
+    for (const Subgraph& s : n->subgraphs()) total += KernelStateBytes(*s.graph);
   }
   return total;
 }
@@ -94,7 +99,7 @@ class Compiler {
       : model_(model),
         options_(options),
         pool_(pool),
-        keep_kernel_state_(WeightBytes(model.graph()) <= options.kernel_state_budget) {}
+        keep_kernel_state_(KernelStateBytes(model.graph()) <= options.kernel_state_budget) {}
 
   absl::Status Compile(const Graph& graph, Plan* parent, Plan& plan) {
     plan.graph = &graph;
@@ -216,6 +221,8 @@ class Compiler {
     step.opset = static_cast<int>(opset);
     step.kernel = FindKernel(domain, node.op_type(), step.opset);
     if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
+    // Kernels read their inputs and attributes trusting what the schema promises.
+    if (absl::Status s = CheckNode(node, step.opset); !s.ok()) return s;
     step.value_kernel = FindValueKernel(domain, node.op_type());
     for (const Value* v : node.inputs()) {
       if (v == nullptr) {

@@ -27,6 +27,9 @@ absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>
 // linear in the graph, however many there are.
 void ListInValueInfo(Graph& g, std::span<Value* const> values);
 
+// Bytes of the weights of at least `at_least` bytes each in `g` and every body inside it.
+int64_t WeightBytes(const Graph& g, size_t at_least = 0);
+
 // The node after `n` in its graph's order, or nullptr when `n` is last: constant time.
 Node* NextNode(const Node& n);
 

@@ -10,7 +10,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "ir/atomic_file.h"
@@ -162,6 +164,10 @@ class ModelIO {
     std::string data_location;
     size_t threshold = 1024;
     bool copy_weights = false;  // ModelToProto: never lend
+    // CopyModel: tensors of at least this many bytes are written as empty placeholders whose
+    // doc_string indexes `shared`, and get their tensors back after the copy is built.
+    size_t share_at_least = SIZE_MAX;
+    std::vector<Tensor> shared;
     absl::Status status;
     std::vector<std::byte> piece;  // WritePieces' buffer
     std::function<void(uint64_t, uint64_t)> progress;
@@ -175,6 +181,14 @@ class ModelIO {
 
     void WriteTensor(Value* v, onnx::TensorProto* tp) {
       const Tensor& t = v->tensor();
+      if (t.nbytes() >= share_at_least && t.type() != DataType::kString) {
+        tp->set_name(v->name());
+        tp->set_data_type(static_cast<int32_t>(t.type()));
+        tp->add_dims(0);
+        tp->set_doc_string(absl::StrCat(kSharedMark, shared.size()));
+        shared.push_back(t);
+        return;
+      }
       const bool pending = t.buffer() != nullptr && t.buffer()->is_pending();
       const bool unchanged = v->source_proto_ && !pending && t.raw() == v->source_bytes_ &&
                              static_cast<int32_t>(t.type()) == v->source_proto_->data_type() &&
@@ -317,6 +331,49 @@ class ModelIO {
     }
   };
 
+  // A NUL first keeps the mark apart from any doc string a file can hold as text.
+  static constexpr absl::string_view kSharedMark{"\0ovfix-shared:", 14};
+
+  // CopyModel's placeholders get the tensors they stand for.
+  static void RestoreShared(Graph& g, const std::vector<Tensor>& shared) {
+    for (Value* v : g.initializers_) {
+      const std::string* doc = v->source_proto_ ? &v->source_proto_->doc_string() : nullptr;
+      size_t index = 0;
+      if (doc == nullptr || !absl::StartsWith(*doc, kSharedMark) ||
+          !absl::SimpleAtoi(doc->substr(kSharedMark.size()), &index) || index >= shared.size()) {
+        continue;
+      }
+      v->set_tensor(shared[index]);
+      v->source_proto_ = nullptr;
+      v->source_bytes_ = nullptr;
+    }
+    for (auto& node : g.nodes_) {
+      for (auto& s : node->subgraphs_) RestoreShared(*s.graph, shared);
+    }
+  }
+
+  static absl::StatusOr<std::unique_ptr<Model>> Copy(const Model& model, size_t share_at_least) {
+    onnx::ModelProto proto = model.extras();
+    Writer writer;
+    writer.copy_weights = true;
+    writer.share_at_least = share_at_least;
+    writer.WriteGraph(model.graph(), proto.mutable_graph());
+    std::string bytes;
+    if (!proto.SerializeToString(&bytes)) {
+      return absl::InternalError("the model does not serialize (over 2 GB: use --external-data)");
+    }
+    proto.Clear();
+    if (!proto.ParseFromString(bytes)) {
+      return absl::InternalError("the serialized model does not parse back");
+    }
+    bytes.clear();
+    bytes.shrink_to_fit();
+    absl::StatusOr<std::unique_ptr<Model>> copy =
+        ModelFromProto(std::move(proto), model.base_dir(), "the serialized model");
+    if (copy.ok()) RestoreShared((*copy)->graph(), writer.shared);
+    return copy;
+  }
+
   // ---- graph internals that ir/graph_walk.h exposes (ModelIO is the IR's friend) ----
   static void ListInValueInfo(Graph& g, std::span<Value* const> values) {
     absl::flat_hash_set<const Value*> listed(g.value_info_.begin(), g.value_info_.end());
@@ -336,17 +393,6 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
 }
 
-// Bytes of the weights of at least `at_least` bytes each, subgraphs included.
-int64_t WeightBytes(const Graph& g, size_t at_least = 0) {
-  int64_t total = 0;
-  for (const Value* v : g.initializers()) {
-    if (v->tensor().nbytes() >= at_least) total += v->tensor().nbytes();
-  }
-  for (Node* n : g.nodes()) {
-    for (const auto& s : n->subgraphs()) total += WeightBytes(*s.graph, at_least);
-  }
-  return total;
-}
 
 }  // namespace
 
@@ -423,6 +469,10 @@ onnx::ModelProto ModelToProto(const Model& model) {
   writer.copy_weights = true;
   writer.WriteGraph(model.graph(), proto.mutable_graph());
   return proto;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CopyModel(const Model& model, size_t share_at_least) {
+  return ModelIO::Copy(model, share_at_least);
 }
 
 onnx::GraphProto GraphToProto(const Graph& graph) {
@@ -516,5 +566,16 @@ void ListInValueInfo(Graph& g, std::span<Value* const> values) {
 }
 
 Node* NextNode(const Node& n) { return ModelIO::NextNode(n); }
+
+int64_t WeightBytes(const Graph& g, size_t at_least) {
+  int64_t total = 0;
+  for (const Value* v : g.initializers()) {
+    if (v->tensor().nbytes() >= at_least) total += static_cast<int64_t>(v->tensor().nbytes());
+  }
+  for (const Node* n : g.nodes()) {
+    for (const Subgraph& s : n->subgraphs()) total += WeightBytes(*s.graph, at_least);
+  }
+  return total;
+}
 
 }  // namespace ovfix

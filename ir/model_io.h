@@ -51,6 +51,11 @@ absl::StatusOr<std::string> ExternalDataFile(const std::string& path,
                                              const SaveOptions& options = {});
 // A ModelProto copy of the model (weights copied; for checker, printer, shape inference).
 onnx::ModelProto ModelToProto(const Model& model);
+// The model as its serialized form read back: what a file written from it holds. Weights of
+// at least `share_at_least` bytes are not copied through the bytes: the copy's tensors share
+// their buffers (the bytes a save writes), so a large model is not held twice.
+absl::StatusOr<std::unique_ptr<Model>> CopyModel(const Model& model,
+                                                 size_t share_at_least = SIZE_MAX);
 onnx::GraphProto GraphToProto(const Graph& graph);
 
 }  // namespace ovfix

@@ -1,8 +1,14 @@
 #include "ir/shape_inference.h"
 
+#include <memory>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "onnx/defs/schema.h"
+#include "onnx/defs/shape_inference.h"
 #include "onnx/shape_inference/implementation.h"
 
 namespace ovfix {
@@ -33,7 +39,50 @@ void ApplyInferred(const onnx::GraphProto& gp, Graph& g) {
   }
 }
 
+// LayerNormalization's inference writes the dims of Mean and InvStdDev from `axis` on
+// without checking it against the rank.
+void CheckAxisOfFirstInput(onnx::InferenceContext& ctx, int64_t default_axis) {
+  if (!onnx::hasInputShape(ctx, 0)) return;
+  const int64_t rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
+  const onnx::AttributeProto* attribute = ctx.getAttribute("axis");
+  const int64_t axis = attribute != nullptr ? attribute->i() : default_axis;
+  if (axis < -rank || axis >= rank) {
+    fail_shape_inference("axis ", axis, " is out of range for rank ", rank);
+  }
+}
+
+class GuardedSchemas : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
+    const bool onnx_domain = domain.empty() || domain == "ai.onnx";
+    if (schema == nullptr || !onnx_domain || key != "LayerNormalization") return schema;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<onnx::OpSchema>& guarded = guarded_[schema];
+    if (guarded == nullptr) {
+      guarded = std::make_unique<onnx::OpSchema>(*schema);
+      guarded->TypeAndShapeInferenceFunction(
+          [infer = schema->GetTypeAndShapeInferenceFunction()](onnx::InferenceContext& ctx) {
+            CheckAxisOfFirstInput(ctx, -1);
+            infer(ctx);
+          });
+    }
+    return guarded.get();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable absl::flat_hash_map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> guarded_;
+};
+
 }  // namespace
+
+const onnx::ISchemaRegistry* InferenceSchemas() {
+  static const GuardedSchemas* const schemas = new GuardedSchemas();
+  return schemas;
+}
 
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
   onnx::ModelProto proto = ModelToProto(model);
@@ -42,9 +91,10 @@ absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
   onnx_options.error_mode = options.strict ? 1 : 0;
   onnx_options.enable_data_propagation = options.data_propagation;
   try {
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), onnx_options);
+    onnx::shape_inference::InferShapes(proto, InferenceSchemas(), onnx_options);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("shape inference failed: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape inference failed: ", Condensed(e.what())));
   }
   ApplyInferred(proto.graph(), model.graph());
   return absl::OkStatus();

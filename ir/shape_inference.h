@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "ir/model.h"
+#include "onnx/defs/schema.h"
 
 namespace ovfix {
 
@@ -14,5 +15,10 @@ struct ShapeInferenceOptions {
 
 // Updates the type of every value of the model's graphs that onnx can infer.
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options = {});
+
+// The schemas every call of onnx's shape inference is given: onnx's own, with a check in
+// front of each inference function of onnx 1.12 that trusts an attribute it indexes with
+// (and crashes on a bad one), so that such a node fails inference instead.
+const onnx::ISchemaRegistry* InferenceSchemas();
 
 }  // namespace ovfix

@@ -17,63 +17,128 @@ absl::Status BadTensor(const onnx::TensorProto& proto, std::string_view what) {
       absl::StrCat("tensor '", proto.name(), "': ", std::string(what)));
 }
 
-// Decodes the typed repeated fields (float_data, int32_data, ...). The count is checked
-// against the dims before anything is allocated: a file that is not a TensorProto can parse
-// as one with absurd dims.
-absl::StatusOr<Tensor> DecodeTypedFields(const onnx::TensorProto& proto, DataType type,
-                                         std::vector<int64_t> dims, int64_t n) {
-  auto decode = [&](const auto& field, auto tag, int64_t per_element = 1) -> absl::StatusOr<Tensor> {
-    using Out = decltype(tag);
-    if (field.size() != n * per_element) {
-      return BadTensor(proto, absl::StrCat("has ", field.size(), " values, its dims need ",
-                                           n * per_element));
-    }
-    Tensor t = Tensor::Uninitialized(type, std::move(dims));
-    Out* out = static_cast<Out*>(t.raw());
-    for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Out>(field.Get(i));
-    return t;
-  };
+// Calls fn(field, tag, per_element) with the typed repeated field (float_data, int32_data,
+// ...) that holds elements of `type`, a value of the C++ type an element is stored as, and
+// how many of the field's values make one element. False for types no such field holds.
+template <typename Fn>
+bool VisitTypedField(const onnx::TensorProto& proto, DataType type, Fn&& fn) {
   switch (type) {
-    case DataType::kFloat: return decode(proto.float_data(), float{});
-    case DataType::kComplex64: return decode(proto.float_data(), float{}, 2);
-    case DataType::kDouble: return decode(proto.double_data(), double{});
-    case DataType::kComplex128: return decode(proto.double_data(), double{}, 2);
-    case DataType::kInt64: return decode(proto.int64_data(), int64_t{});
-    case DataType::kUint32: return decode(proto.uint64_data(), uint32_t{});
-    case DataType::kUint64: return decode(proto.uint64_data(), uint64_t{});
-    case DataType::kInt32: return decode(proto.int32_data(), int32_t{});
-    case DataType::kInt16: return decode(proto.int32_data(), int16_t{});
-    case DataType::kInt8: return decode(proto.int32_data(), int8_t{});
+    case DataType::kFloat:
+      fn(proto.float_data(), float{}, 1);
+      return true;
+    case DataType::kComplex64:
+      fn(proto.float_data(), float{}, 2);
+      return true;
+    case DataType::kDouble:
+      fn(proto.double_data(), double{}, 1);
+      return true;
+    case DataType::kComplex128:
+      fn(proto.double_data(), double{}, 2);
+      return true;
+    case DataType::kInt64:
+      fn(proto.int64_data(), int64_t{}, 1);
+      return true;
+    case DataType::kUint32:
+      fn(proto.uint64_data(), uint32_t{}, 1);
+      return true;
+    case DataType::kUint64:
+      fn(proto.uint64_data(), uint64_t{}, 1);
+      return true;
+    case DataType::kInt32:
+      fn(proto.int32_data(), int32_t{}, 1);
+      return true;
+    case DataType::kInt16:
+      fn(proto.int32_data(), int16_t{}, 1);
+      return true;
+    case DataType::kInt8:
+      fn(proto.int32_data(), int8_t{}, 1);
+      return true;
     case DataType::kUint16: case DataType::kFloat16: case DataType::kBfloat16:
-      return decode(proto.int32_data(), uint16_t{});
-    case DataType::kUint8: case DataType::kBool: return decode(proto.int32_data(), uint8_t{});
-    default: return BadTensor(proto, "unsupported element type");
+      fn(proto.int32_data(), uint16_t{}, 1);
+      return true;
+    case DataType::kUint8:
+    case DataType::kBool:
+      fn(proto.int32_data(), uint8_t{}, 1);
+      return true;
+    default:
+      return false;
   }
 }
 
-absl::StatusOr<Tensor> Decode(const onnx::TensorProto& proto, std::string* movable_raw,
-                              const std::string& base_dir) {
+// What a TensorProto's fields say about its tensor, checked against each other before
+// anything is allocated: a file that is not a TensorProto can parse as one with absurd dims,
+// and a model can carry a tensor whose bytes do not fill its dims.
+struct Layout {
+  DataType type;
+  std::vector<int64_t> dims;
+  int64_t elements = 1;
+  size_t bytes = 0;  // of the decoded tensor (0 for strings)
+};
+
+absl::StatusOr<Layout> CheckedLayout(const onnx::TensorProto& proto) {
   if (!IsKnownDataType(proto.data_type())) {
     return BadTensor(proto, absl::StrCat("unknown element type ", proto.data_type()));
   }
-  const auto type = static_cast<DataType>(proto.data_type());
-  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
-  int64_t n = 1;
-  for (int64_t d : dims) {
+  Layout layout{static_cast<DataType>(proto.data_type()),
+                {proto.dims().begin(), proto.dims().end()}};
+  for (int64_t d : layout.dims) {
     if (d < 0) return BadTensor(proto, absl::StrCat("negative dim ", d));
-    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 16 / d) {
+    if (d > 0 && layout.elements > std::numeric_limits<int64_t>::max() / 16 / d) {
       return BadTensor(proto, "too many elements");
     }
-    n *= d;
+    layout.elements *= d;
   }
-  if (type == DataType::kString) {
+  const int64_t n = layout.elements;
+  if (layout.type == DataType::kString) {
     if (proto.string_data_size() != n) {
       return BadTensor(proto, absl::StrCat("has ", proto.string_data_size(),
                                            " strings, its dims need ", n));
     }
+    return layout;
+  }
+  layout.bytes = static_cast<size_t>(n) * ElementSize(layout.type);
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) return layout;  // sized on reading
+  if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != layout.bytes) {
+      return BadTensor(proto, absl::StrCat("raw_data has ", proto.raw_data().size(),
+                                           " bytes, its dims need ", layout.bytes));
+    }
+    return layout;
+  }
+  int64_t values = 0, per_element = 1;
+  const bool typed = VisitTypedField(proto, layout.type, [&](const auto& field, auto, int64_t per) {
+    values = field.size();
+    per_element = per;
+  });
+  if (!typed) return BadTensor(proto, "unsupported element type");
+  if (values != n * per_element) {
+    return BadTensor(proto,
+                     absl::StrCat("has ", values, " values, its dims need ", n * per_element));
+  }
+  return layout;
+}
+
+// Decodes the typed repeated fields (float_data, int32_data, ...) of a checked layout.
+Tensor DecodeTypedFields(const onnx::TensorProto& proto, Layout layout) {
+  Tensor t = Tensor::Uninitialized(layout.type, std::move(layout.dims));
+  VisitTypedField(proto, t.type(), [&](const auto& field, auto tag, int64_t) {
+    using Out = decltype(tag);
+    Out* out = static_cast<Out*>(t.raw());
+    for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Out>(field.Get(i));
+  });
+  return t;
+}
+
+absl::StatusOr<Tensor> Decode(const onnx::TensorProto& proto, std::string* movable_raw,
+                              const std::string& base_dir) {
+  absl::StatusOr<Layout> layout = CheckedLayout(proto);
+  if (!layout.ok()) return layout.status();
+  std::vector<int64_t> dims = layout->dims;
+  if (layout->type == DataType::kString) {
     return Tensor(std::move(dims), {proto.string_data().begin(), proto.string_data().end()});
   }
-  const size_t bytes = static_cast<size_t>(n) * ElementSize(type);
+  const DataType type = layout->type;
+  const size_t bytes = layout->bytes;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (base_dir.empty()) return BadTensor(proto, "external data with no model folder");
     ExternalDataFiles files(base_dir);
@@ -82,10 +147,6 @@ absl::StatusOr<Tensor> Decode(const onnx::TensorProto& proto, std::string* movab
     return Tensor(type, std::move(dims), *std::move(buffer));
   }
   if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != bytes) {
-      return BadTensor(proto, absl::StrCat("raw_data has ", proto.raw_data().size(),
-                                           " bytes, its dims need ", bytes));
-    }
     if (movable_raw != nullptr) {
       return Tensor(type, std::move(dims), Buffer::FromString(std::move(*movable_raw)));
     }
@@ -93,7 +154,7 @@ absl::StatusOr<Tensor> Decode(const onnx::TensorProto& proto, std::string* movab
     if (bytes > 0) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
     return t;
   }
-  return DecodeTypedFields(proto, type, std::move(dims), n);
+  return DecodeTypedFields(proto, *std::move(layout));
 }
 
 }  // namespace
@@ -106,6 +167,10 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto,
 absl::StatusOr<Tensor> TensorFromProtoMove(onnx::TensorProto& proto,
                                            const std::string& base_dir) {
   return Decode(proto, proto.has_raw_data() ? proto.mutable_raw_data() : nullptr, base_dir);
+}
+
+absl::Status CheckTensorProto(const onnx::TensorProto& proto) {
+  return CheckedLayout(proto).status();
 }
 
 onnx::TensorProto TensorToProto(const Tensor& t, const std::string& name) {

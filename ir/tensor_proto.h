@@ -16,6 +16,10 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto,
 // Same, but moves raw_data out of the proto instead of copying it.
 absl::StatusOr<Tensor> TensorFromProtoMove(onnx::TensorProto& proto,
                                            const std::string& base_dir = "");
+// The checks decoding makes before it allocates (element type, dims, and a size of raw_data or
+// of the typed fields that fits the dims), without decoding: for tensors that stay encoded,
+// such as a Constant's value.
+absl::Status CheckTensorProto(const onnx::TensorProto& proto);
 // Encodes with raw_data (strings in string_data).
 onnx::TensorProto TensorToProto(const Tensor& t, const std::string& name = "");
 // Reads a serialized TensorProto file (test_data_set_*/input_K.pb).

@@ -17,11 +17,18 @@ absl::StatusOr<std::unique_ptr<Model>> ParseModelText(std::string_view text) {
     source = absl::StrCat("<ir_version: 8, opset_import: [\"\" : 17]>\n", source);
   }
   onnx::ModelProto proto;
-  onnx::OnnxParser parser(source.c_str());
-  auto status = parser.Parse(proto);
-  if (!status.IsOK()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot parse model text: ",
-                                                   status.ErrorMessage()));
+  // onnx's parser reports most errors in its status but throws from std::stol/std::stof on a
+  // malformed number ("{-1}8" in an int list): both are bad text, not a crash.
+  try {
+    onnx::OnnxParser parser(source.c_str());
+    auto status = parser.Parse(proto);
+    if (!status.IsOK()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot parse model text: ", status.ErrorMessage()));
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot parse model text: a malformed literal (", e.what(), ")"));
   }
   return ModelFromProto(std::move(proto), "", "model text");
 }

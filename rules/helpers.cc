@@ -206,6 +206,15 @@ void AddValueHelpers(std::vector<Helper>& out) {
                    if (!v.ok()) return v.status();
                    return (*v)->is_graph_input();
                  }});
+  out.push_back({"same_graph", 2, 2, "same_graph(x, y) -> bool",
+                 "whether x and y belong to one graph (a body reads outer values from outside)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto x = ValueArg("same_graph", args, 0);
+                   if (!x.ok()) return x.status();
+                   auto y = ValueArg("same_graph", args, 1);
+                   if (!y.ok()) return y.status();
+                   return (*x)->owner() == (*y)->owner();
+                 }});
   out.push_back({"is_graph_output", 1, 1, "is_graph_output(x) -> bool",
                  "whether x is an output of the graph",
                  [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {

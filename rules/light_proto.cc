@@ -1,12 +1,14 @@
 #include "rules/light_proto.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/message_text.h"
 #include "ir/model_io.h"
+#include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
-#include "rules/pass.h"
 #include "onnx/shape_inference/implementation.h"
+#include "rules/pass.h"
 
 namespace ovfix::rules {
 namespace {
@@ -85,9 +87,9 @@ absl::Status CheckLightProto(onnx::ModelProto& proto) {
     si.check_type = true;
     si.error_mode = 1;
     si.enable_data_propagation = true;
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), si);
+    onnx::shape_inference::InferShapes(proto, InferenceSchemas(), si);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(e.what());
+    return absl::InvalidArgumentError(Condensed(e.what()));
   }
   return absl::OkStatus();
 }
@@ -126,9 +128,10 @@ absl::Status InferShapesLight(Model& model) {
   options.error_mode = 0;
   options.enable_data_propagation = true;
   try {
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(proto, InferenceSchemas(), options);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("shape inference failed: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape inference failed: ", Condensed(e.what())));
   }
   ApplyInferred(proto.graph(), model.graph());
   return absl::OkStatus();

@@ -29,6 +29,12 @@ struct ConvertOptions {
   std::map<std::string, std::string> keep_fp32_outputs;
   bool keep_io_types = false;
   double fp16_magnitude_threshold = 8192;
+  // Which islands: kStructural (the graph's precision-sensitive patterns, spec limits and
+  // calibration) or kMagnitude (only what the spec needs, constants above fp16's max, and
+  // nodes whose outputs calibration saw above the threshold: ModelOpt AutoCast's policy,
+  // kept to compare with).
+  enum class Fp16Islands { kStructural, kMagnitude };
+  Fp16Islands fp16_islands = Fp16Islands::kStructural;
   // Broadcast: "rank" (equal ranks) or "full" (identical shapes).
   std::string broadcast = "rank";
   bool lower_conv3d_unit_kernel = false;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "ir/node_check.h"
+
 namespace ovfix::exec {
 
 int64_t SpatialGeometry::output_size() const {
@@ -43,29 +45,19 @@ absl::StatusOr<SpatialGeometry> ReadSpatialAttributes(const KernelContext& ctx,
   if (g.kernel.size() != rank) {
     return ctx.Error("kernel has ", g.kernel.size(), " dims for ", rank, " spatial dims");
   }
+  if (absl::Status s = CheckSpatialAttributes(ctx.node, static_cast<int64_t>(rank)); !s.ok()) {
+    return s;
+  }
   g.strides = ctx.node.GetInts("strides", std::vector<int64_t>(rank, 1));
   g.dilations = ctx.node.GetInts("dilations", std::vector<int64_t>(rank, 1));
   std::vector<int64_t> pads = ctx.node.GetInts("pads", std::vector<int64_t>(2 * rank, 0));
   g.auto_pad = ctx.node.GetString("auto_pad", "NOTSET");
   if (g.auto_pad.empty()) g.auto_pad = "NOTSET";
-  if (g.strides.size() != rank) return ctx.Error("strides must have ", rank, " values");
-  if (g.dilations.size() != rank) return ctx.Error("dilations must have ", rank, " values");
-  if (pads.size() != 2 * rank) return ctx.Error("pads must have ", 2 * rank, " values");
-  if (g.auto_pad != "NOTSET" && g.auto_pad != "VALID" && g.auto_pad != "SAME_UPPER" &&
-      g.auto_pad != "SAME_LOWER") {
-    return ctx.Error("unknown auto_pad '", g.auto_pad, "'");
-  }
-  // Far beyond any real model; keeps every size computed from them well inside int64.
+  // The kernel dims come from the weight when kernel_shape is not given.
   constexpr int64_t kLimit = int64_t{1} << 24;
   for (size_t i = 0; i < rank; ++i) {
-    if (g.kernel[i] > kLimit || g.strides[i] > kLimit || g.dilations[i] > kLimit ||
-        pads[i] > kLimit || pads[i + rank] > kLimit) {
-      return ctx.Error("kernel, strides, dilations or pads too large");
-    }
+    if (g.kernel[i] > kLimit) return ctx.Error("kernel, strides, dilations or pads too large");
     if (g.kernel[i] <= 0) return ctx.Error("kernel dims must be positive");
-    if (g.strides[i] <= 0) return ctx.Error("strides must be positive");
-    if (g.dilations[i] <= 0) return ctx.Error("dilations must be positive");
-    if (pads[i] < 0 || pads[i + rank] < 0) return ctx.Error("pads must not be negative");
     if (g.input[i] < 0) return ctx.Error("negative input dim");
   }
   g.pads_begin.assign(pads.begin(), pads.begin() + rank);

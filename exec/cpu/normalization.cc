@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exec/kernel.h"
+#include "ir/node_check.h"
 
 namespace ovfix::exec {
 namespace {
@@ -81,11 +82,9 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("expects inputs X and Scale");
   const Tensor& input = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(input.rank());
-  int64_t axis = ctx.node.GetInt("axis", -1);
-  if (axis < -rank || axis >= rank) {
-    return ctx.Error("axis ", axis, " is out of range for rank ", rank);
-  }
-  if (axis < 0) axis += rank;
+  absl::StatusOr<int64_t> found = NormalizedAxis(ctx.node, ctx.node.GetInt("axis", -1), rank);
+  if (!found.ok()) return found.status();
+  const int64_t axis = *found;
   const std::vector<int64_t> normalized(input.dims().begin() + axis, input.dims().end());
   absl::StatusOr<std::vector<double>> scale = BroadcastTo(ctx, ctx.input(1), normalized, "Scale");
   if (!scale.ok()) return scale.status();

@@ -9,6 +9,7 @@
 #include "exec/opencl/op_context.h"
 #include "exec/opencl/opencl_runtime.h"
 #include "ir/float16.h"
+#include "ir/node_check.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -181,6 +182,8 @@ class OpenclSession : public Session {
                                                      n.op_type(), " (opset ", step.opset, ")"));
     }
     if (step.op == nullptr && !step.control_flow) step.on_cpu = true;
+    // Kernels read their inputs and attributes trusting what the schema promises.
+    if (absl::Status s = CheckNode(n, step.opset); !s.ok()) return s;
     for (const Value* v : n.inputs()) {
       if (v == nullptr) {
         step.inputs.push_back(-1);

@@ -94,7 +94,7 @@ std::string_view OpKindReason(const Node& n, int64_t opset) {
       "RandomNormal",      "RandomUniform", "RandomNormalLike",
       "RandomUniformLike", "Multinomial",   "Bernoulli"};
   if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
-  if (!n.subgraphs().empty()) return "control flow (its subgraphs stay fp32)";
+  if (!n.subgraphs().empty()) return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
   if (IsReduction(n)) return "reduction";
   if (kNormalizations.contains(n.op_type())) return "normalization";
   if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
@@ -143,8 +143,17 @@ class Decider {
       }
       if (const std::string why(OpKindReason(*n, o_.opset)); !why.empty()) {
         const bool name_op = IsReduction(*n) || why == "normalization" || why == "softmax";
-        Mark(n, name_op ? absl::StrCat(why, " (", n->op_type(), ")") : why);
+        if (o_.structural || !(name_op || why == "float Range")) {
+          Mark(n, name_op ? absl::StrCat(why, " (", n->op_type(), ")") : why);
+        }
       }
+    }
+    if (!o_.structural) {
+      for (const Node* n : nodes) {
+        if (IsFloatNode(*n)) ConstantRules(*n);
+        if (IsFloatNode(*n) && o_.magnitude) Calibration(*n);
+      }
+      return std::move(islands_);
     }
     for (const Node* n : nodes) {
       if (IsReduction(*n) && IsFloat32(n->input(0))) GrowthFeeding(*n);
@@ -159,6 +168,7 @@ class Decider {
     for (const Node* n : nodes) {
       if (IsFloatNode(*n)) IntegerFeeding(*n);
     }
+    for (const Node* n : nodes) AngleFeeding(*n);
     for (const Node* n : nodes) {
       if (IsFloatNode(*n)) ConstantRules(*n);
     }
@@ -166,6 +176,7 @@ class Decider {
       for (const Node* n : nodes) {
         if (IsFloatNode(*n)) Calibration(*n);
       }
+      for (const Node* n : nodes) ResidualMatMul(*n);
     }
     Closure(nodes);
     Pull(nodes);
@@ -212,10 +223,30 @@ class Decider {
                         IsFloat32(n.input(0));
     if (!to_integer && !rounds && !Is(n, "QuantizeLinear")) return;
     const std::string why = absl::StrCat("computes integers from floats (", n.Describe(), ")");
-    Mark(&n, why);
     static const absl::flat_hash_set<std::string> kArithmetic = {
         "Mul", "Div", "Add", "Sub", "Neg", "Abs", "Clip", "Max", "Min", "Round", "Floor",
         "Ceil", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+    MarkWithFeeding(n, why, kArithmetic);
+  }
+
+  // Sin/Cos of an angle (rotary position embeddings): fp16 spaces values near 1000 half a
+  // radian apart, so the angle and the arithmetic that computes it (positions times
+  // frequencies, their concatenation) stay fp32.
+  void AngleFeeding(const Node& n) {
+    if (!(Is(n, "Sin") || Is(n, "Cos")) || !IsFloat32(n.input(0))) return;
+    static const absl::flat_hash_set<std::string> kAngleArithmetic = {
+        "Mul",       "Div",     "Add",    "Sub",    "Neg",       "MatMul",  "Einsum",
+        "Concat",    "Reshape", "Expand", "Tile",   "Transpose", "Squeeze", "Unsqueeze",
+        "Flatten",   "Gather",  "Slice",  "Identity"};
+    MarkWithFeeding(n, absl::StrCat("angle of ", n.Describe(), " (fp16 cannot resolve it)"),
+                    kAngleArithmetic);
+  }
+
+  // Marks `n`, then the nodes of `through` that compute its variable float inputs, back up to
+  // a few steps.
+  void MarkWithFeeding(const Node& n, const std::string& why,
+                       const absl::flat_hash_set<std::string>& through) {
+    Mark(&n, why);
     constexpr int kMaxDepth = 8;
     std::vector<std::pair<const Node*, int>> stack = {{&n, 0}};
     absl::flat_hash_set<const Node*> seen = {&n};
@@ -227,12 +258,37 @@ class Decider {
         if (!IsFloat32(v) || IsConstant(v)) continue;
         const Node* p = v->producer();
         if (p == nullptr || p->owner() != &g_ || !p->domain().empty() ||
-            !kArithmetic.contains(p->op_type()) || !seen.insert(p).second) {
+            !through.contains(p->op_type()) || !seen.insert(p).second) {
           continue;
         }
         Mark(p, why);
         stack.emplace_back(p, depth + 1);
       }
+    }
+  }
+
+  // A MatMul or Gemm adding into a residual stream (an Add whose other input is not a
+  // constant) where calibration saw either near fp16's limit: residual sums grow block after
+  // block, so both stay fp32 from half the calibration threshold on.
+  void ResidualMatMul(const Node& n) {
+    if (!Is(n, "Add") || !o_.magnitude || n.inputs().size() != 2) return;
+    for (size_t i = 0; i < 2; ++i) {
+      const Value* product = n.input(i);
+      const Value* stream = n.input(1 - i);
+      if (product == nullptr || stream == nullptr || IsConstant(stream)) continue;
+      const Node* p = product->producer();
+      if (p == nullptr || p->owner() != &g_ || !(Is(*p, "MatMul") || Is(*p, "Gemm"))) continue;
+      double largest = 0;
+      for (const Value* v : {product, stream, static_cast<const Value*>(n.output(0))}) {
+        if (std::optional<double> m = o_.magnitude(v)) largest = std::max(largest, *m);
+      }
+      if (!(largest > o_.magnitude_threshold / 2)) continue;
+      const std::string why = absl::StrFormat(
+          "%s into a residual Add with observed |x| up to %.3g, near fp16's limit",
+          p->op_type(), largest);
+      Mark(p, why);
+      Mark(&n, why);
+      return;
     }
   }
 
@@ -270,7 +326,7 @@ class Decider {
                                  in->name(), r->largest));
         return;
       }
-      const bool epsilon = r->largest > 0 && r->largest < kFloat16MinNormal;
+      const bool epsilon = r->largest > 0 && r->largest < kFloat16MinNormal && o_.structural;
       if (epsilon && (Is(n, "Add") || Is(n, "Sub") || Is(n, "Div"))) {
         const std::string why =
             absl::StrFormat("%s a small constant %.3g that fp16 cannot hold (below 2^-14)",
@@ -299,6 +355,7 @@ class Decider {
     for (const Value* v : n.outputs()) {
       if (check(v, true)) return;
     }
+    if (!o_.structural) return;  // the magnitude-only policy looks at outputs
     for (const Value* v : n.inputs()) {
       if (check(v, false)) return;
     }

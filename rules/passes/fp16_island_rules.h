@@ -12,9 +12,12 @@
 //                               element-wise arithmetic feeding them (sizes computed in
 //                               float: fp16 holds integers exactly only up to 2048, and
 //                               its rounding moves values across .5 boundaries)
+//   angles                      Sin/Cos and the arithmetic computing their angle (RoPE)
 //   constants fp16 cannot hold  an epsilon below 2^-14 (Add/Div), a constant above 65504
 //   calibration                 observed |value| > threshold, or fp16 rounding of a value
 //                               gives inf, in the node's outputs or inputs
+//   residual MatMul             MatMul/Gemm into a residual Add (non-constant other input)
+//                               with observed |x| above half the threshold
 //   closure                     every non-constant float input comes from an island
 //   pull                        float made from non-float inputs that only islands read
 #pragma once
@@ -35,6 +38,9 @@ struct IslandOptions {
   // Nodes by the name of their first output, with the reason (the repair's choices).
   std::map<std::string, std::string> keep_outputs;
   double magnitude_threshold = 8192;
+  // false: only the spec's limits, constants above 65504, --keep-fp32, repair, and outputs
+  // observed above the threshold (a magnitude-only policy, to compare with).
+  bool structural = true;
   int64_t opset = 18;  // of the default domain: which op schemas say what takes float16
   // Largest |x| observed for a value in a calibration run (inf when fp16 rounding of it
   // gives inf or it is non-finite), or nullopt when not observed.

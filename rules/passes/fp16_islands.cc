@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/float16.h"
+#include "ir/graph_walk.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/attr_proto_util.h"
 #include "rules/light_proto.h"
@@ -71,19 +72,25 @@ double Magnitude(const Tensor& t) {
   return largest;
 }
 
+// Converts one graph. The main graph's inputs and outputs follow keep_io_types; a body of
+// If/Loop/Scan keeps its interface in float (its inputs, its outputs, and the outer values it
+// reads, which reach it as float), so the types of the node holding it, of both If branches
+// and of Loop-carried values stay as they were, and Casts inside the body lead to and from
+// its float16 nodes.
 class Converter {
  public:
-  Converter(PassContext& ctx, const Islands& islands)
+  Converter(PassContext& ctx, Graph& g, const Islands& islands)
       : ctx_(ctx),
         r_(ctx.rewriter),
-        g_(ctx.model.graph()),
+        g_(g),
+        body_(g.owner_node() != nullptr),
         islands_(islands),
         opset_(ctx.model.OpsetVersion("")) {}
 
   void Run() {
     Plan();
     const std::vector<Node*> nodes = g_.NodeList();
-    if (ctx_.options.keep_io_types) CastOutputsBack();
+    if (body_ || ctx_.options.keep_io_types) CastOutputsBack();
     for (Value* v : float_values_) {
       if (v->is_initializer() && !v->is_graph_input()) {
         if (type_after_[v] == DataType::kFloat16) {
@@ -133,8 +140,15 @@ class Converter {
       if (!v->is_initializer() || v->is_graph_input()) {
         // An input only fp32 islands read stays float: rounding it would buy nothing.
         const bool only_float_readers = wanted(v, DataType::kFloat).second;
-        add(v, ctx_.options.keep_io_types || only_float_readers ? DataType::kFloat
-                                                                : DataType::kFloat16);
+        add(v, body_ || ctx_.options.keep_io_types || only_float_readers ? DataType::kFloat
+                                                                         : DataType::kFloat16);
+      }
+    }
+    if (body_) {
+      for (Node* n : g_.nodes()) {
+        for (Value* v : n->inputs()) {
+          if (v != nullptr && v->owner() != &g_) add(v, DataType::kFloat);
+        }
       }
     }
     for (Value* v : g_.initializers()) {
@@ -233,6 +247,7 @@ class Converter {
   PassContext& ctx_;
   Rewriter& r_;
   Graph& g_;
+  const bool body_;
   const Islands& islands_;
   int64_t opset_;
   std::vector<Value*> float_values_;
@@ -253,11 +268,15 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;
   options.opset = ctx.model.OpsetVersion("");
   options.keep_outputs = ctx.options.keep_fp32_outputs;
+  options.structural = ctx.options.fp16_islands == ConvertOptions::Fp16Islands::kStructural;
   absl::flat_hash_map<const Value*, double> magnitudes;
   magnitudes_by_name_.clear();
   Validator* reference = ctx.validator;
   if (reference != nullptr) {
     options.magnitude = [&](const Value* v) -> std::optional<double> {
+      // A body's values take a value per iteration or branch taken: the reference run keeps
+      // those of the main graph only.
+      if (v->owner() != &g) return std::nullopt;
       if (auto it = magnitudes.find(v); it != magnitudes.end()) return it->second;
       std::optional<double> m;
       if (std::optional<MagnitudeRange> r = reference->CapturedMagnitudes(v)) {
@@ -279,21 +298,31 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
                          ": no calibration run (--no-validate): islands from the "
                          "graph and --keep-fp32 only"));
   }
-  absl::StatusOr<Islands> islands = DecideIslands(g, options);
-  if (!islands.ok()) return islands.status();
-  for (const Node* n : g.nodes()) {
-    if (auto it = islands->find(n); it != islands->end()) {
-      islands_.push_back({n->Describe(), n->op_type(), it->second});
-    }
-  }
+  // Every graph, each before the bodies inside it: a body reads the outer values as the
+  // conversion of the graph around it left them (float).
   ctx.rewriter.Begin(name());
-  Converter converter(ctx, *islands);
-  converter.Run();
+  int casts = 0, weights = 0;
+  for (Graph* graph : GraphsRecursive(g)) {
+    absl::StatusOr<Islands> islands = DecideIslands(*graph, options);
+    if (!islands.ok()) {
+      ctx.rewriter.Rollback(std::string(islands.status().message()));
+      return islands.status();
+    }
+    for (const Node* n : graph->nodes()) {
+      if (auto it = islands->find(n); it != islands->end()) {
+        islands_.push_back({n->Describe(), n->op_type(), it->second});
+      }
+    }
+    Converter converter(ctx, *graph, *islands);
+    converter.Run();
+    casts += converter.casts();
+    weights += converter.weights();
+  }
   const bool committed = FinishRewrite(ctx);
   RewriteRecord& record = ctx.rewriter.records().back();
   const std::string summary =
-      absl::StrCat(islands_.size(), " node(s) kept in fp32, ", converter.casts(),
-                   " Cast(s) inserted, ", converter.weights(), " weight(s) in float16");
+      absl::StrCat(islands_.size(), " node(s) kept in fp32, ", casts, " Cast(s) inserted, ",
+                   weights, " weight(s) in float16");
   record.note = record.note.empty() ? summary : absl::StrCat(summary, "; ", record.note);
   if (!committed) return 0;
   ctx.log(absl::StrCat(name(), ": ", summary));

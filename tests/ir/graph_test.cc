@@ -133,5 +133,18 @@ TEST(TextForm, BadTextIsAnError) {
   EXPECT_FALSE(m.ok());
 }
 
+// onnx's parser throws (std::stol, std::stof) on a number it cannot convert: the text form
+// turns that into an error instead of terminating the process.
+TEST(TextForm, MalformedNumberIsAnError) {
+  for (const char* text :
+       {"g (int32[2] x) => (y) { y = TfIdfVectorizer<pool_int64s = [2, {-1}8]>(x) }",
+        "g (float x) => (y) { y = LeakyRelu<alpha = 1e99999>(x) }",
+        "g (float x) => (y) { y = Foo<n = 99999999999999999999999>(x) }"}) {
+    auto m = ParseModelText(text);
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
 }  // namespace
 }  // namespace ovfix

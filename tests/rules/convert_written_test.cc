@@ -4,6 +4,7 @@
 // --no-repair; calibration data comes from test-data folders and bad data exits 2 naming the
 // file; `ovfix run` takes float32 input files for a float16 model.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,10 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "converter/pipeline.h"
+#include "converter/report.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
+#include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
@@ -69,9 +72,13 @@ bool HasFloat16(const std::vector<Tensor>& ts) {
   return false;
 }
 
+// Checks made on a converted model as written.
+using InspectWritten = std::function<void(const Model&)>;
+
 // Converts `name` with its test data and checks the reported error against `ovfix run` of
 // the file written and of the original (the metric: exec::RelativeError).
-void ExpectReportedIsMeasured(const std::string& name, const std::string& target) {
+void ExpectReportedIsMeasured(const std::string& name, const std::string& target,
+                              const InspectWritten& inspect = nullptr) {
   SCOPED_TRACE(name + " " + target);
   const fs::path dir = TempDir("written");
   const std::string out = (dir / "out.onnx").string();
@@ -95,6 +102,11 @@ void ExpectReportedIsMeasured(const std::string& name, const std::string& target
   // The report prints the error with 9 significant digits: equal up to that.
   EXPECT_NEAR(reported, measured, 1e-12 + 1e-8 * measured) << report;
   EXPECT_LE(measured, JsonNumber(report, "tolerance"));
+  if (inspect) {
+    auto written = LoadModel(out);
+    ASSERT_TRUE(written.ok()) << written.status();
+    inspect(**written);
+  }
   fs::remove_all(dir);
 }
 
@@ -114,7 +126,8 @@ TEST(ConvertWritten, ReportedErrorIsWhatRunOfTheFileMeasures) {
 // written is within tolerance by `ovfix run`.
 // The end-to-end error reported to be that of the model written, checked against a run of
 // the saved file on the CPU executor (what `ovfix run` does) and the original's outputs.
-void ExpectReportedIsWritten(const char* text, const std::string& target) {
+void ExpectReportedIsWritten(const char* text, const std::string& target,
+                             const InspectWritten& inspect = nullptr) {
   const fs::path dir = TempDir("gap");
   auto model = ParseModelText(text);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -161,6 +174,7 @@ void ExpectReportedIsWritten(const char* text, const std::string& target) {
                         exec::RelativeError(actual[i], expected[i], exec::kFloat16Resolution));
   }
   EXPECT_EQ(report->end_to_end->max_error, measured) << converter::SummaryTable(*report);
+  if (inspect) inspect(**written);
   fs::remove_all(dir);
 }
 
@@ -203,6 +217,58 @@ TEST(ConvertWritten, DetectorStyleGraphReportsTheWrittenFile) {
       c2 = Conv <kernel_shape = [1, 1]> (h1, w2)
       maps = Sigmoid(c2)
     })", "gpu-fp16");
+}
+
+// fp16 inside control flow: both branches of an If and a Loop body compute in float16, while
+// what the nodes holding them see stays float (their outputs, carried values, outer reads).
+TEST(ConvertWritten, Fp16ReachesIfBranchesAndLoopBodies) {
+  ExpectReportedIsWritten(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    m (float[2, 4] x, bool c) => (float[2, 4] y, float[2, 4] z) {
+      w = Constant <value = float[4, 4] {0.5, -0.25, 0.125, 1, -1, 0.75, 0.3, 0.2, -0.6, 0.1,
+                                         0.9, -0.4, 0.6, -0.2, 0.35, -0.8}> ()
+      y = If(c) <then_branch = then_g () => (float[2, 4] a) { p = MatMul(x, w)  a = Relu(p) },
+                 else_branch = else_g () => (float[2, 4] b) { s = Sigmoid(x)  b = Mul(s, x) }>
+      n = Constant <value = int64 {3}> ()
+      go = Constant <value = bool {1}> ()
+      z = Loop(n, go, y) <body = body_g (int64 i, bool c_in, float[2, 4] acc)
+                                      => (bool c_out, float[2, 4] next) {
+        c_out = Identity(c_in)
+        h = Tanh(acc)
+        next = Add(h, x)
+      }>
+    })", "gpu-fp16", [](const Model& written) {
+    int bodies = 0;
+    for (Graph* g : GraphsRecursive(const_cast<Graph&>(written.graph()))) {
+      if (g->owner_node() == nullptr) continue;
+      ++bodies;
+      for (const Node* n : g->nodes()) {
+        if (n->op_type() == "Identity" || n->outputs()[0]->elem_type() == DataType::kBool) continue;
+        EXPECT_EQ(n->output(0)->elem_type(), n->op_type() == "Cast" &&
+                                                     n->GetInt("to", 0) == 1
+                                                 ? DataType::kFloat
+                                                 : DataType::kFloat16)
+            << n->Describe() << " in the body of " << g->owner_node()->Describe();
+      }
+    }
+    EXPECT_EQ(bodies, 3);
+    for (const Value* v : written.graph().outputs()) {
+      EXPECT_EQ(v->elem_type(), DataType::kFloat) << v->name();
+    }
+  });
+}
+
+// silero_vad: the whole network sits in the branches of an If. Converted with its test data,
+// it is within tolerance by `ovfix run` of the file, and mostly float16.
+TEST(ConvertWritten, SileroVadIsMostlyFloat16WithinTolerance) {
+  if (!fs::exists(ModelDir("silero_vad") + "/model.onnx")) GTEST_SKIP() << "no model";
+  ExpectReportedIsMeasured("silero_vad", "gpu-fp16", [](const Model& written) {
+    const converter::FloatNodeCounts all = converter::CountFloatNodes(written);
+    std::printf("silero_vad gpu-fp16: %d float16 nodes, %d float32 nodes\n", all.float16,
+                all.float32);
+    EXPECT_GT(all.float16, 0);
+    EXPECT_LT(all.float32, all.float16) << "fp32 fraction must stay below 50% of float nodes";
+  });
 }
 
 TEST(ConvertWritten, DeepResidualIsRepairedToTolerance) {

@@ -455,6 +455,116 @@ TEST(Fp16Islands, CalibratedMagnitudesAndSmallEpsilons) {
   EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
 }
 
+// Rotary embeddings: Cos of positions (up to 2047) times frequencies. In fp16 the angle near
+// 2000 is spaced 1 apart and its cosine is noise; the angle and what computes it stay fp32.
+TEST(Fp16Islands, AnglesOfSinAndCosStayFp32) {
+  auto m = Parse(R"(
+    m (float[2048, 8] x) => (float[2048, 8] y) {
+      start = Constant <value = float {0}> ()
+      limit = Constant <value = float {2048}> ()
+      delta = Constant <value = float {1}> ()
+      pos = Range(start, limit, delta)
+      axes = Constant <value = int64[1] {1}> ()
+      col = Unsqueeze(pos, axes)
+      inv = Constant <value = float[1, 4] {1, 0.1, 0.01, 0.001}> ()
+      freqs = Mul(col, inv)
+      emb = Concat <axis = 1> (freqs, freqs)
+      c = Cos(emb)
+      y = Mul(x, c)
+    })");
+  Harness h(*m);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1) << h.rewriter.records().back().note;
+  std::map<std::string, std::string> reasons;
+  for (const IslandNode& i : pass.islands()) reasons[i.node] = i.reason;
+  for (const std::string& node : {"Cos", "Concat", "Mul"}) {
+    bool angle = false;
+    for (const auto& [name, why] : reasons) {
+      angle = angle || (name.find(node) != std::string::npos && why.find("angle of") == 0);
+    }
+    EXPECT_TRUE(angle) << node << " not kept for the angle";
+  }
+  EXPECT_EQ(m->graph().FindValue("y")->elem_type(), DataType::kFloat16);
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  EXPECT_LT(h.EndToEnd(), 1e-2);
+}
+
+// A MatMul adding into a residual stream with values near fp16's limit stays fp32 with its
+// Add; one adding a constant bias is left to the general calibration rule.
+TEST(Fp16Islands, ResidualMatMulNearTheLimitStaysFp32) {
+  auto m = Parse(R"(
+    m (float[1, 16] x) => (float[1, 16] y, float[1, 16] z) {
+      w = Constant <value = float[16, 16] {
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+        300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300}> ()
+      ones = Constant <value = float[1, 16] {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}> ()
+      big = Add(x, ones)
+      h = MatMul(big, w)
+      y = Add(h, x)
+      small = MatMul(x, w)
+      z = Add(small, ones)
+    })");
+  Harness h(*m);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1) << h.rewriter.records().back().note;
+  std::map<std::string, std::string> reasons;
+  for (const IslandNode& i : pass.islands()) reasons[i.node] = i.reason;
+  int residual = 0;
+  for (const auto& [name, why] : reasons) {
+    if (why.find("residual Add") != std::string::npos) {
+      ++residual;
+      EXPECT_TRUE(name.find("'h'") != std::string::npos || name.find("'y'") != std::string::npos)
+          << name;
+    }
+  }
+  EXPECT_EQ(residual, 2);
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+}
+
+// The magnitude-only policy (ModelOpt AutoCast's, kept to compare with): fp32 only where
+// calibration saw an output above the threshold; reductions and their squares go to fp16.
+TEST(Fp16Islands, MagnitudePolicyKeepsOnlyLargeOutputs) {
+  const char* text = R"(
+    m (float[1, 16] x) => (float[1, 1] s, float[1, 16] y) {
+      two = Constant <value = float[1] {2}> ()
+      sq = Pow(x, two)
+      s = ReduceSum <keepdims = 1> (sq)
+      k = Constant <value = float[1] {1000}> ()
+      y = Mul(x, k)
+    })";
+  for (const bool structural : {true, false}) {
+    SCOPED_TRACE(structural ? "structural" : "magnitude");
+    auto m = Parse(text);
+    ConvertOptions o;
+    o.fp16_magnitude_threshold = 512;
+    o.fp16_islands = structural ? ConvertOptions::Fp16Islands::kStructural
+                                : ConvertOptions::Fp16Islands::kMagnitude;
+    Harness h(*m, o);
+    Fp16IslandsPass pass;
+    ASSERT_EQ(*h.Run(pass), 1);
+    std::set<std::string> kept;
+    for (const IslandNode& i : pass.islands()) kept.insert(i.op_type);
+    EXPECT_TRUE(kept.contains("Mul"));
+    EXPECT_EQ(kept.contains("ReduceSum"), structural);
+    EXPECT_EQ(kept.contains("Pow"), structural);
+    EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  }
+}
+
 TEST(Fp16Islands, IntegersComputedFromFloatsStayExact) {
   // A size computed in float (as exported resize/pad arithmetic does): in fp16, values near
   // 3000 are spaced 2 apart and Floor would give other integers.

@@ -1,0 +1,161 @@
+// The structural node checks: what they refuse, with one line that names the node, and that
+// well-formed nodes (subgraph holders included) pass.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+#include "ir/node_check.h"
+#include "ir/tensor_proto.h"
+#include "onnx/defs/parser.h"
+
+namespace ovfix {
+namespace {
+
+using ::testing::HasSubstr;
+
+onnx::ModelProto ParseProto(const char* text) {
+  onnx::ModelProto proto;
+  onnx::OnnxParser parser(text);
+  const auto status = parser.Parse(proto);
+  EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
+  return proto;
+}
+
+std::unique_ptr<Model> Load(onnx::ModelProto proto) {
+  auto model = ModelFromProto(std::move(proto), "", "test");
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *std::move(model) : nullptr;
+}
+
+std::unique_ptr<Model> Load(const char* text) { return Load(ParseProto(text)); }
+
+// The error CheckNodes gives, which must be one line.
+std::string NodesError(const Model& model) {
+  const absl::Status s = CheckNodes(model);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(std::string(s.message()).find('\n'), std::string::npos) << s;
+  return std::string(s.message());
+}
+
+std::unique_ptr<Model> Conv(const char* attributes) {
+  return Load((std::string(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,1,8,8] x, float[1,1,3,3] w) => (y) {
+      y = Conv <)") + attributes + R"(> (x, w)
+    })").c_str());
+}
+
+TEST(NodeCheck, WellFormedNodesPass) {
+  auto model = Load(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,1,8,8] x, float[1,1,3,3] w, bool c, float[2,3] t, float[3] s) => (y, m, n) {
+      y = Conv <strides = [2, 1], pads = [1, 1, 1, 1], dilations = [1, 2]> (x, w)
+      m = If (c) <
+        then_branch = g1 () => (float[2,3] a) { a = Relu(t) },
+        else_branch = g2 () => (float[2,3] b) { b = Neg(t) }
+      >
+      n = LayerNormalization <axis = -2> (t, s)
+    })");
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(CheckNodes(*model).ok()) << CheckNodes(*model);
+  EXPECT_TRUE(CheckNodesAgainstRanks(*model).ok()) << CheckNodesAgainstRanks(*model);
+}
+
+TEST(NodeCheck, SchemaRefusesMissingRequiredInputsAndWrongAttributeTypes) {
+  onnx::ModelProto proto = ParseProto(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (int64[2] i) => (y) <float[3] d = {1.0, 2.0, 3.0}> {
+      y = Gather(d, i)
+    })");
+  proto.mutable_graph()->mutable_node(0)->set_input(0, "");
+  auto model = Load(std::move(proto));
+  EXPECT_THAT(NodesError(*model), HasSubstr("Gather (output 'y'): "));
+  EXPECT_THAT(NodesError(*model), HasSubstr("input 0 is marked single but has an empty string"));
+
+  auto floats = Conv("strides = [1.0, 1.0]");
+  EXPECT_THAT(NodesError(*floats), HasSubstr("Mismatched attribute type"));
+  auto unknown = Conv("stride = [1, 1]");
+  EXPECT_THAT(NodesError(*unknown), HasSubstr("Unrecognized attribute: stride"));
+}
+
+TEST(NodeCheck, SpatialAttributesAreCheckedWithoutRanks) {
+  EXPECT_THAT(NodesError(*Conv("strides = [0, 1]")), HasSubstr("strides must be positive"));
+  EXPECT_THAT(NodesError(*Conv("dilations = [1, -1]")), HasSubstr("dilations must be positive"));
+  EXPECT_THAT(NodesError(*Conv("kernel_shape = [3, 0]")),
+              HasSubstr("kernel dims must be positive"));
+  EXPECT_THAT(NodesError(*Conv("pads = [0, 0, -1, 0]")), HasSubstr("pads must not be negative"));
+  EXPECT_THAT(NodesError(*Conv("pads = [1, 1, 1]")),
+              HasSubstr("pads must have two values per spatial axis"));
+  EXPECT_THAT(NodesError(*Conv("kernel_shape = [3, 3], strides = [1, 1, 1]")),
+              HasSubstr("strides must have 2 values"));
+  EXPECT_THAT(NodesError(*Conv("strides = [1, 4294967296]")), HasSubstr("too large"));
+  EXPECT_THAT(NodesError(*Conv("auto_pad = \"SAME\"")), HasSubstr("unknown auto_pad 'SAME'"));
+}
+
+TEST(NodeCheck, RanksTheModelKnowsBoundAxesAndSpatialLists) {
+  auto layer_norm = Load(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3] x, float[3] s) => (y) {
+      y = LayerNormalization <axis = -3> (x, s)
+    })");
+  // Without ranks the axis could be right.
+  EXPECT_TRUE(CheckNodes(*layer_norm).ok());
+  const absl::Status s = CheckNodesAgainstRanks(*layer_norm);
+  EXPECT_THAT(s.message(), HasSubstr("axis -3 is out of range for rank 2")) << s;
+
+  auto conv = Conv("strides = [1, 1, 1]");
+  EXPECT_TRUE(CheckNodes(*conv).ok());  // three spatial axes would do
+  EXPECT_THAT(CheckNodesAgainstRanks(*conv).message(), HasSubstr("strides must have 2 values"));
+}
+
+TEST(NodeCheck, TensorAttributesMustFillTheirDims) {
+  onnx::ModelProto proto = ParseProto(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[3] x) => (y) {
+      axes = Constant <value = int64[1] {0}> ()
+      y = Unsqueeze(x, axes)
+    })");
+  onnx::TensorProto* value =
+      proto.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_t();
+  value->clear_int64_data();
+  value->set_raw_data(std::string(1, '\0'));
+  auto model = Load(std::move(proto));
+  EXPECT_THAT(NodesError(*model),
+              HasSubstr("attribute 'value': tensor '': raw_data has 1 bytes, its dims need 8"));
+}
+
+TEST(NodeCheck, BodiesAreChecked) {
+  onnx::ModelProto proto = ParseProto(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (bool c, float[1,1,8,8] x, float[1,1,3,3] w) => (y) {
+      y = If (c) <
+        then_branch = g1 () => (a) { a = Conv <strides = [1, 0]> (x, w) },
+        else_branch = g2 () => (b) { b = Identity(x) }
+      >
+    })");
+  auto model = Load(std::move(proto));
+  EXPECT_THAT(NodesError(*model), HasSubstr("Conv (output 'a'): strides must be positive"));
+}
+
+TEST(TensorProtoCheck, SizesMustFitTheDimsWithoutDecoding) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(2);
+  t.add_float_data(1.0f);
+  EXPECT_THAT(CheckTensorProto(t).message(), HasSubstr("has 1 values, its dims need 2"));
+  t.add_float_data(2.0f);
+  EXPECT_TRUE(CheckTensorProto(t).ok());
+  t.clear_float_data();
+  t.set_raw_data(std::string(7, '\0'));
+  EXPECT_THAT(CheckTensorProto(t).message(), HasSubstr("raw_data has 7 bytes, its dims need 8"));
+  t.add_dims(-1);
+  EXPECT_THAT(CheckTensorProto(t).message(), HasSubstr("negative dim -1"));
+  // External data is sized when it is read (against its file).
+  onnx::TensorProto external;
+  external.set_data_type(onnx::TensorProto::FLOAT);
+  external.add_dims(1 << 20);
+  external.set_data_location(onnx::TensorProto::EXTERNAL);
+  EXPECT_TRUE(CheckTensorProto(external).ok());
+}
+
+}  // namespace
+}  // namespace ovfix
