@@ -57,8 +57,10 @@ int CreateTemporary(const fs::path& target, std::string& name) {
     name = (dir / absl::StrCat(prefix, std::string(kRandomChars, 'X'))).string();
     const int fd = ::mkstemp(name.data());
     if (fd < 0) return -1;
+    // Without locks (some network file systems) nobody's cleanup can take the file either.
+    if (::flock(fd, LOCK_EX) != 0) return fd;
     struct stat st;
-    if (::flock(fd, LOCK_EX) == 0 && ::fstat(fd, &st) == 0 && st.st_nlink > 0) return fd;
+    if (::fstat(fd, &st) == 0 && st.st_nlink > 0) return fd;
     ::close(fd);
   }
   errno = EAGAIN;
