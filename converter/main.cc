@@ -2,6 +2,8 @@
 #include <malloc.h>
 
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -46,7 +48,19 @@ int main(int argc, char** argv) {
     return ovfix::cli::kExitOk;
   }
   for (auto& c : commands) {
-    if (c.app->parsed()) return c.run();
+    if (!c.app->parsed()) continue;
+    // Sizes are checked before allocation and errors are statuses; this is the last resort
+    // that keeps an error no check foresaw to the promised one line and exit code.
+    try {
+      return c.run();
+    } catch (const std::bad_alloc&) {
+      return ovfix::cli::BadInput(c.app->get_name(), "out of memory", c.files());
+    } catch (const std::exception& e) {
+      return ovfix::cli::BadInput(
+          c.app->get_name(),
+          absl::StrCat("unexpected error (a bug in ovfix, please report it): ", e.what()),
+          c.files());
+    }
   }
   return ovfix::cli::kExitBadInput;
 }

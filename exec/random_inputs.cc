@@ -1,5 +1,7 @@
 #include "exec/random_inputs.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/float16.h"
@@ -28,6 +30,22 @@ void FillFloats(Tensor& t, SeededRandom& random, const RandomRanges& r, Convert 
 absl::StatusOr<Tensor> RandomTensor(DataType type, const std::vector<int64_t>& dims,
                                     SeededRandom& random, const std::string& name,
                                     const RandomRanges& ranges) {
+  // Dims come from the model or the command line: checked before anything is allocated.
+  const uint64_t element = std::max<uint64_t>(ElementSize(type), 1);
+  uint64_t bytes = element;
+  for (int64_t d : dims) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "': negative dim ", d, " for random values"));
+    }
+    if (d > 0 && bytes > kMaxRandomInputBytes / static_cast<uint64_t>(d)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "' of dims [", absl::StrJoin(dims, ","), "] is too large for random ",
+          "values (more than ", kMaxRandomInputBytes >> 30, " GiB): fix its dims with ",
+          "--input-shape ", name, "=DIMS or give it with --input ", name, "=FILE.pb"));
+    }
+    bytes *= static_cast<uint64_t>(d);
+  }
   Tensor t(type, dims);
   const int64_t lo = ranges.int_low, hi = ranges.int_high;
   switch (type) {

@@ -40,8 +40,13 @@ struct RandomRanges {
   int64_t int_low = 0, int_high = 3;
 };
 
+// The most bytes one random tensor may take: far beyond any input a model is validated on,
+// and what a machine that converts models has to spare.
+constexpr uint64_t kMaxRandomInputBytes = uint64_t{2} << 30;
+
 // A tensor of `type` (float, double, float16, bfloat16, bool, any integer type) filled from
-// `random`; other types are an error naming `name`.
+// `random`; other types, and dims whose tensor would take more than kMaxRandomInputBytes,
+// are an error naming `name`.
 absl::StatusOr<Tensor> RandomTensor(DataType type, const std::vector<int64_t>& dims,
                                     SeededRandom& random, const std::string& name,
                                     const RandomRanges& ranges = {});

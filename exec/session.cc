@@ -4,6 +4,7 @@
 // walk over its steps with no name lookups. Subgraphs read outer-scope values by copying
 // them from the enclosing frame when their own frame starts (tensors share buffers).
 #include <algorithm>
+#include <new>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -379,8 +380,7 @@ class Runner {
 
   absl::Status RunPlan(const Plan& plan, std::vector<RuntimeValue>& frame) {
     for (const Step& step : plan.steps) {
-      absl::Status s = step.value_kernel != nullptr ? RunValueStep(step, frame)
-                                                    : RunTensorStep(plan, step, frame);
+      absl::Status s = RunStep(plan, step, frame);
       if (!s.ok()) return s;
       for (int slot : step.release) {
         if (frame[slot].is_tensor()) recycler_->Give(frame[slot].tensor);
@@ -392,6 +392,19 @@ class Runner {
   }
 
  private:
+  // Kernels check the sizes they compute from attributes and input dims; an allocation that
+  // still fails (a model asking for more memory than the machine has) is the node's error,
+  // not the end of the process.
+  absl::Status RunStep(const Plan& plan, const Step& step, std::vector<RuntimeValue>& frame) {
+    try {
+      return step.value_kernel != nullptr ? RunValueStep(step, frame)
+                                          : RunTensorStep(plan, step, frame);
+    } catch (const std::bad_alloc&) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          step.node->Describe(), ": out of memory (its outputs need more than is free)"));
+    }
+  }
+
   absl::StatusOr<std::vector<RuntimeValue>> RunSubgraph(const Step& step, const Graph& graph,
                                                         const std::vector<RuntimeValue>& outer,
                                                         std::vector<RuntimeValue> args) {

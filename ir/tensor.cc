@@ -1,9 +1,13 @@
 #include "ir/tensor.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,7 +16,23 @@
 
 namespace ovfix {
 
+namespace {
+
+// Bytes of memory the machine has. An allocation beyond it cannot be used even when the
+// kernel's overcommit grants it: filling it would end in the OOM killer, not in bad_alloc.
+size_t PhysicalMemory() {
+  static const size_t bytes = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page)
+                                 : std::numeric_limits<size_t>::max();
+  }();
+  return bytes;
+}
+
+}  // namespace
+
 std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero) {
+  if (bytes > PhysicalMemory()) throw std::bad_alloc();
   std::shared_ptr<Buffer> b(new Buffer());
   b->size_ = bytes;
   if (bytes > 0) {

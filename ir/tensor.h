@@ -24,7 +24,8 @@ class MappedFile;
 class Buffer {
  public:
   // 64-byte aligned; zero-initialized unless `zero` is false (for bytes about to be
-  // overwritten whole).
+  // overwritten whole). Throws std::bad_alloc when the memory cannot be had, also for more
+  // bytes than the machine has (which overcommit would grant, to be killed when touched).
   static std::shared_ptr<Buffer> Allocate(size_t bytes, bool zero = true);
   // Takes the string's bytes without copying them.
   static std::shared_ptr<Buffer> FromString(std::string&& bytes);

@@ -144,6 +144,21 @@ TEST_F(MalformedModel, AxisOutOfRangeIsRefusedBeforeShapeInference) {
   ConvertRefused(inferred, "axis -3 is out of range for rank 2");
 }
 
+// Validation makes random inputs of the declared dims: a size no machine has is refused
+// before anything is allocated.
+TEST_F(MalformedModel, HugeDeclaredDimIsRefusedBeforeAllocation) {
+  for (const char* dim : {"1099511627776", "4294967296"}) {
+    SCOPED_TRACE(dim);
+    const std::string model = Write("huge.onnx", Parse((std::string(R"(
+      <ir_version: 8, opset_import: ["" : 17]>
+      g (float[)") + dim + "] x) => (float[" + dim + R"(] y) {
+        y = Relu(x)
+      })")
+                                                           .c_str()));
+    Refused("convert " + model + " " + Output(), model, "too large for random values");
+  }
+}
+
 // Names come from the model: a line break or an escape sequence in one is shown escaped.
 TEST_F(MalformedModel, ControlCharactersInNamesAreEscaped) {
   onnx::ModelProto proto = Parse(R"(
