@@ -2,7 +2,7 @@
 #   cmake -DFUZZER=... -DSEEDS=dir -DREGRESSIONS=dir -DWORK=dir -DRUNS=N [-DDICT=file] -P SmokeRun.cmake
 # Runs the seed corpus and the saved regressions once each, then mutates them from libFuzzer's
 # seed 1 until RUNS executions in all. New inputs go to a fresh WORK folder, so every run
-# starts from the same corpus and does the same executions (the seed corpus is never written).
+# starts from the same corpus (the seed corpus is never written).
 if(NOT EXISTS "${FUZZER}")
   message("no fuzz build: ${FUZZER} does not exist; build it as docs/fuzzing.md says")
   return()
