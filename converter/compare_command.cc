@@ -278,7 +278,7 @@ int RunCompare(CompareOptions& o) {
     test_holder = std::move(*m);
   }
   const Model& test_model = two_models ? *test_holder : **ref_model;
-  if (absl::Status s = CheckFiles(o, **ref_model, test_model); !s.ok()) return Fail(s.message());
+  if (absl::Status s = CheckFiles(o, **ref_model, test_model); !s.ok()) return fail(s.message());
 
   exec::CompareSide ref, test;
   ref.model = ref_model->get();
