@@ -84,6 +84,7 @@ TEST_F(MalformedModel, ZeroStrideIsRefusedBeforeShapeInference) {
       y = Conv <strides = [0, 1]> (x, w)
     })"));
   ConvertRefused(model, "strides must be positive");
+  Refused("explain explicit_broadcast " + model, model, "strides must be positive");
   Refused("run " + model + " --input x=" + Zeros("x", onnx::TensorProto::FLOAT, {1, 1, 4, 4}) +
               " --input w=" + Zeros("w", onnx::TensorProto::FLOAT, {1, 1, 2, 2}),
           model, "strides must be positive");
@@ -94,6 +95,7 @@ TEST_F(MalformedModel, ZeroStrideIsRefusedBeforeShapeInference) {
 TEST_F(MalformedModel, ConstantWithTooFewBytesIsRefused) {
   const std::string model = Write("short_constant.onnx", testing::ShortConstantModel());
   ConvertRefused(model, "raw_data has 1 bytes, its dims need 8");
+  Refused("explain explicit_broadcast " + model, model, "raw_data has 1 bytes");
 }
 
 // An empty name is an omitted input; Gather's data is not optional.

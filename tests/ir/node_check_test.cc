@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
+#include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
 #include "tests/ir/malformed_nodes.h"
 
@@ -78,6 +79,13 @@ TEST(NodeCheck, SpatialAttributesAreCheckedWithoutRanks) {
               HasSubstr("strides must have 2 values"));
   EXPECT_THAT(NodesError(*Conv("strides = [1, 4294967296]")), HasSubstr("too large"));
   EXPECT_THAT(NodesError(*Conv("auto_pad = \"SAME\"")), HasSubstr("unknown auto_pad 'SAME'"));
+}
+
+// onnx's inference divides by the stride: InferShapes refuses the model first.
+TEST(NodeCheck, ShapeInferenceRefusesWhatTheChecksRefuse) {
+  auto model = Conv("strides = [0, 1]");
+  const absl::Status s = InferShapes(*model);
+  EXPECT_THAT(s.message(), HasSubstr("strides must be positive")) << s;
 }
 
 TEST(NodeCheck, RanksTheModelKnowsBoundAxesAndSpatialLists) {
