@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "converter/command.h"
 #include "ir/model_io.h"
+#include "ir/node_check.h"
 #include "ir/shape_inference.h"
 #include "rules/rule_apply.h"
 #include "rules/rule_set.h"
@@ -55,10 +56,13 @@ int RunExplain(const ExplainOptions& o) {
   }
   auto model = LoadModel(o.model);
   if (!model.ok()) return Fail(o, model.status().message());
+  // As `convert` does before its passes: the matcher's helpers trust the nodes' structure.
+  if (absl::Status s = CheckNodes(**model); !s.ok()) return Fail(o, s.message());
   if (auto s = InferShapes(**model); !s.ok()) {
     std::printf("note: %s; rules that need shapes may not match\n",
                 std::string(s.message()).c_str());
   }
+  if (absl::Status s = CheckNodesAgainstRanks(**model); !s.ok()) return Fail(o, s.message());
   const rules::HelperContext context{**model, nullptr};
   int candidates = 0, matched = 0, without_candidates = 0;
   for (const auto& rule : selected) {

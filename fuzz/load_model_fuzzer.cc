@@ -9,6 +9,7 @@
 #include "fuzz/fuzz_check.h"
 #include "fuzz/scratch_folder.h"
 #include "ir/model_io.h"
+#include "ir/node_check.h"
 #include "ir/shape_inference.h"
 #include "rules/light_proto.h"
 
@@ -22,6 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Model& m = **model;
   fuzz::ExpectOk(m.graph().Verify(), "a loaded model is a consistent graph");
 
+  if (!CheckNodes(m).ok()) return 0;  // refused before shape inference, as `convert` does
   (void)rules::InferShapesLight(m);
   onnx::ModelProto light = rules::LightModelProto(m);
   (void)rules::CheckLightProto(light);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/message_text.h"
 #include "ir/model_io.h"
+#include "ir/node_check.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
 #include "onnx/shape_inference/implementation.h"
@@ -85,6 +86,7 @@ const onnx::ISchemaRegistry* InferenceSchemas() {
 }
 
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
+  if (absl::Status s = CheckNodes(model); !s.ok()) return s;
   onnx::ModelProto proto = ModelToProto(model);
   onnx::ShapeInferenceOptions onnx_options;
   onnx_options.check_type = false;

@@ -13,7 +13,8 @@ struct ShapeInferenceOptions {
   bool data_propagation = true;
 };
 
-// Updates the type of every value of the model's graphs that onnx can infer.
+// Updates the type of every value of the model's graphs that onnx can infer. A model whose
+// nodes fail ir/node_check.h's CheckNodes is refused first: onnx's inference trusts them.
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options = {});
 
 // The schemas every call of onnx's shape inference is given: onnx's own, with a check in

@@ -15,7 +15,8 @@ namespace ovfix::rules {
 // graph inputs. Subgraphs are copied whole.
 onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes = 4096);
 
-// ir/shape_inference.h's InferShapes on the light proto: same types on the same values.
+// ir/shape_inference.h's InferShapes on the light proto: same types on the same values. For
+// the conversion's many inferences: the caller has checked the nodes (CheckNodes) once.
 absl::Status InferShapesLight(Model& model);
 
 // onnx's checker::check_model plus strict shape inference with type checks (what

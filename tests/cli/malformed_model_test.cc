@@ -6,11 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "onnx/defs/parser.h"
 #include "tests/cli/cli_util.h"
 #include "tests/ir/bad_input_fixtures.h"
+#include "tests/ir/malformed_nodes.h"
 #include "tests/ir/test_util.h"
 
 namespace ovfix {
@@ -19,15 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::ParseModelProto;
 using testing::RunOvfix;
-
-onnx::ModelProto Parse(const char* text) {
-  onnx::ModelProto model;
-  onnx::OnnxParser parser(text);
-  const auto status = parser.Parse(model);
-  EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
-  return model;
-}
 
 class MalformedModel : public ::testing::Test {
  protected:
@@ -84,12 +78,13 @@ class MalformedModel : public ::testing::Test {
 
 // onnx's shape inference divides by the stride: the node check refuses it first.
 TEST_F(MalformedModel, ZeroStrideIsRefusedBeforeShapeInference) {
-  const std::string model = Write("stride0.onnx", Parse(R"(
+  const std::string model = Write("stride0.onnx", ParseModelProto(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[1,1,4,4] x, float[1,1,2,2] w) => (float[1,1,3,3] y) {
       y = Conv <strides = [0, 1]> (x, w)
     })"));
   ConvertRefused(model, "strides must be positive");
+  Refused("explain explicit_broadcast " + model, model, "strides must be positive");
   Refused("run " + model + " --input x=" + Zeros("x", onnx::TensorProto::FLOAT, {1, 1, 4, 4}) +
               " --input w=" + Zeros("w", onnx::TensorProto::FLOAT, {1, 1, 2, 2}),
           model, "strides must be positive");
@@ -98,29 +93,14 @@ TEST_F(MalformedModel, ZeroStrideIsRefusedBeforeShapeInference) {
 // A Constant whose raw_data does not fill its dims: decoding it anywhere (onnx's data
 // propagation reads it for Unsqueeze's axes) would read past its bytes.
 TEST_F(MalformedModel, ConstantWithTooFewBytesIsRefused) {
-  onnx::ModelProto proto = Parse(R"(
-    <ir_version: 8, opset_import: ["" : 17]>
-    g (float[3] x) => (float[1,3] y) {
-      axes = Constant <value = int64[1] {0}> ()
-      y = Unsqueeze(x, axes)
-    })");
-  onnx::TensorProto* value =
-      proto.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_t();
-  value->clear_int64_data();
-  value->set_raw_data(std::string(1, '\0'));
-  const std::string model = Write("short_constant.onnx", proto);
+  const std::string model = Write("short_constant.onnx", testing::ShortConstantModel());
   ConvertRefused(model, "raw_data has 1 bytes, its dims need 8");
+  Refused("explain explicit_broadcast " + model, model, "raw_data has 1 bytes");
 }
 
 // An empty name is an omitted input; Gather's data is not optional.
 TEST_F(MalformedModel, MissingRequiredInputIsRefused) {
-  onnx::ModelProto proto = Parse(R"(
-    <ir_version: 8, opset_import: ["" : 17]>
-    g (int64[2] i) => (float[2] y) <float[3] d = {1.0, 2.0, 3.0}> {
-      y = Gather(d, i)
-    })");
-  proto.mutable_graph()->mutable_node(0)->set_input(0, "");
-  const std::string model = Write("gather_no_data.onnx", proto);
+  const std::string model = Write("gather_no_data.onnx", testing::GatherWithoutDataModel());
   ConvertRefused(model, "input 0 is marked single but has an empty string");
   Refused("run " + model + " --input i=" + Zeros("i", onnx::TensorProto::INT64, {2}), model,
           "marked single");
@@ -129,13 +109,13 @@ TEST_F(MalformedModel, MissingRequiredInputIsRefused) {
 // onnx's LayerNormalization inference writes the statistics' dims from the axis on, whether
 // the input's rank is declared or inferred.
 TEST_F(MalformedModel, AxisOutOfRangeIsRefusedBeforeShapeInference) {
-  const std::string declared = Write("layer_norm_axis.onnx", Parse(R"(
+  const std::string declared = Write("layer_norm_axis.onnx", ParseModelProto(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[2,3] x, float[3] s, float[3] b) => (float[2,3] y, float[2,1] m, float[2,1] v) {
       y, m, v = LayerNormalization <axis = -2147483648> (x, s, b)
     })"));
   ConvertRefused(declared, "axis -2147483648 is out of range for rank 2");
-  const std::string inferred = Write("layer_norm_axis_inferred.onnx", Parse(R"(
+  const std::string inferred = Write("layer_norm_axis_inferred.onnx", ParseModelProto(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[2,3] x, float[3] s, float[3] b) => (y, m, v) {
       r = Relu(x)
@@ -149,19 +129,20 @@ TEST_F(MalformedModel, AxisOutOfRangeIsRefusedBeforeShapeInference) {
 TEST_F(MalformedModel, HugeDeclaredDimIsRefusedBeforeAllocation) {
   for (const char* dim : {"1099511627776", "4294967296"}) {
     SCOPED_TRACE(dim);
-    const std::string model = Write("huge.onnx", Parse((std::string(R"(
+    const std::string text = absl::StrCat(R"(
       <ir_version: 8, opset_import: ["" : 17]>
-      g (float[)") + dim + "] x) => (float[" + dim + R"(] y) {
+      g (float[)",
+                                          dim, "] x) => (float[", dim, R"(] y) {
         y = Relu(x)
-      })")
-                                                           .c_str()));
+      })");
+    const std::string model = Write("huge.onnx", ParseModelProto(text.c_str()));
     Refused("convert " + model + " " + Output(), model, "too large for random values");
   }
 }
 
 // Names come from the model: a line break or an escape sequence in one is shown escaped.
 TEST_F(MalformedModel, ControlCharactersInNamesAreEscaped) {
-  onnx::ModelProto proto = Parse(R"(
+  onnx::ModelProto proto = ParseModelProto(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[1,1,4,4] x, float[1,1,2,2] w) => (float[1,1,3,3] y) {
       y = Conv <strides = [0, 1]> (x, w)
@@ -177,7 +158,7 @@ TEST_F(MalformedModel, ControlCharactersInNamesAreEscaped) {
 // (its output is declared float, Shape makes int64): the model is at fault, not ovfix, and
 // the checker's several lines of text become one.
 TEST_F(MalformedModel, InputThatFailsTheFullCheckIsNotCalledABug) {
-  const std::string model = Write("declared_type.onnx", Parse(R"(
+  const std::string model = Write("declared_type.onnx", ParseModelProto(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[2,3] x) => (float[2] y) {
       y = Shape(x)
@@ -190,7 +171,7 @@ TEST_F(MalformedModel, InputThatFailsTheFullCheckIsNotCalledABug) {
 
 // A model the CPU executor cannot run on random inputs: the message says which model.
 TEST_F(MalformedModel, ValidationFailureNamesTheModel) {
-  const std::string model = Write("reshape.onnx", Parse(R"(
+  const std::string model = Write("reshape.onnx", ParseModelProto(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[4] x) => (float[5] y) <int64[1] shape = {5}> {
       y = Reshape(x, shape)

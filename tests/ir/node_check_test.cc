@@ -1,24 +1,20 @@
 // The structural node checks: what they refuse, with one line that names the node, and that
 // well-formed nodes (subgraph holders included) pass.
+#include "ir/node_check.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
-#include "ir/node_check.h"
+#include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
-#include "onnx/defs/parser.h"
+#include "tests/ir/malformed_nodes.h"
 
 namespace ovfix {
 namespace {
 
 using ::testing::HasSubstr;
 
-onnx::ModelProto ParseProto(const char* text) {
-  onnx::ModelProto proto;
-  onnx::OnnxParser parser(text);
-  const auto status = parser.Parse(proto);
-  EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
-  return proto;
-}
+using testing::ParseModelProto;
 
 std::unique_ptr<Model> Load(onnx::ModelProto proto) {
   auto model = ModelFromProto(std::move(proto), "", "test");
@@ -26,7 +22,7 @@ std::unique_ptr<Model> Load(onnx::ModelProto proto) {
   return model.ok() ? *std::move(model) : nullptr;
 }
 
-std::unique_ptr<Model> Load(const char* text) { return Load(ParseProto(text)); }
+std::unique_ptr<Model> Load(const char* text) { return Load(ParseModelProto(text)); }
 
 // The error CheckNodes gives, which must be one line.
 std::string NodesError(const Model& model) {
@@ -61,13 +57,7 @@ TEST(NodeCheck, WellFormedNodesPass) {
 }
 
 TEST(NodeCheck, SchemaRefusesMissingRequiredInputsAndWrongAttributeTypes) {
-  onnx::ModelProto proto = ParseProto(R"(
-    <ir_version: 8, opset_import: ["" : 17]>
-    g (int64[2] i) => (y) <float[3] d = {1.0, 2.0, 3.0}> {
-      y = Gather(d, i)
-    })");
-  proto.mutable_graph()->mutable_node(0)->set_input(0, "");
-  auto model = Load(std::move(proto));
+  auto model = Load(testing::GatherWithoutDataModel());
   EXPECT_THAT(NodesError(*model), HasSubstr("Gather (output 'y'): "));
   EXPECT_THAT(NodesError(*model), HasSubstr("input 0 is marked single but has an empty string"));
 
@@ -91,6 +81,13 @@ TEST(NodeCheck, SpatialAttributesAreCheckedWithoutRanks) {
   EXPECT_THAT(NodesError(*Conv("auto_pad = \"SAME\"")), HasSubstr("unknown auto_pad 'SAME'"));
 }
 
+// onnx's inference divides by the stride: InferShapes refuses the model first.
+TEST(NodeCheck, ShapeInferenceRefusesWhatTheChecksRefuse) {
+  auto model = Conv("strides = [0, 1]");
+  const absl::Status s = InferShapes(*model);
+  EXPECT_THAT(s.message(), HasSubstr("strides must be positive")) << s;
+}
+
 TEST(NodeCheck, RanksTheModelKnowsBoundAxesAndSpatialLists) {
   auto layer_norm = Load(R"(
     <ir_version: 8, opset_import: ["" : 17]>
@@ -108,23 +105,13 @@ TEST(NodeCheck, RanksTheModelKnowsBoundAxesAndSpatialLists) {
 }
 
 TEST(NodeCheck, TensorAttributesMustFillTheirDims) {
-  onnx::ModelProto proto = ParseProto(R"(
-    <ir_version: 8, opset_import: ["" : 17]>
-    g (float[3] x) => (y) {
-      axes = Constant <value = int64[1] {0}> ()
-      y = Unsqueeze(x, axes)
-    })");
-  onnx::TensorProto* value =
-      proto.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_t();
-  value->clear_int64_data();
-  value->set_raw_data(std::string(1, '\0'));
-  auto model = Load(std::move(proto));
+  auto model = Load(testing::ShortConstantModel());
   EXPECT_THAT(NodesError(*model),
               HasSubstr("attribute 'value': tensor '': raw_data has 1 bytes, its dims need 8"));
 }
 
 TEST(NodeCheck, BodiesAreChecked) {
-  onnx::ModelProto proto = ParseProto(R"(
+  onnx::ModelProto proto = ParseModelProto(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (bool c, float[1,1,8,8] x, float[1,1,3,3] w) => (y) {
       y = If (c) <
