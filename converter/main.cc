@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
   // weights and activations come from arenas that keep their pages: a conversion of a large
   // model then held hundreds of MB it had freed. A fixed threshold returns them at free.
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  // A fixed mmap threshold also freezes the trim threshold at its 128 KB default, so every
+  // free at the top of the heap gave pages back that the next allocation faulted in again:
+  // on a 200k-node graph that churn took more than half of a conversion.
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  mallopt(M_TOP_PAD, 16 << 20);
   CLI::App app{"ovfix: rewrite ONNX models so they run correctly on GPU and fp16 backends"};
   app.name("ovfix");
   app.set_version_flag("--version", std::string("ovfix ") + OVFIX_VERSION);
