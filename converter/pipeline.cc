@@ -284,7 +284,11 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   };
   // Shape inference and the passes trust the nodes' structure.
   if (absl::Status s = CheckNodes(model); !s.ok()) return s;
-  (void)InferShapesLight(model);  // types for the passes; what onnx cannot infer stays unknown
+  // Types for the passes; what onnx cannot infer stays unknown (said with --verbose).
+  auto infer = [&](Model& m) {
+    if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
+  };
+  infer(model);
   if (absl::Status s = CheckNodesAgainstRanks(model); !s.ok()) return s;
   size_t types_inferred_at = 0;   // no rewrite recorded yet
   phase("setup and shape inference");
@@ -313,7 +317,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     phase("reference run");
     report.observed_shape_facts = ObserveShapes(model, *validator, InputsFixed(model, convert),
                                                 shape_facts);
-    if (report.observed_shape_facts > 0) (void)InferShapesLight(model);
+    if (report.observed_shape_facts > 0) infer(model);
   }
   if (!convert.validate) {
     report.validation_note = "--no-validate";
@@ -401,7 +405,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
         -> absl::StatusOr<std::unique_ptr<Model>> {
       absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(*before_fp16);
       if (!copy.ok()) return copy.status();
-      (void)InferShapesLight(**copy);
+      infer(**copy);
       Rewriter again(**copy);
       ConvertOptions with_keep = convert;
       with_keep.keep_fp32_outputs = keep;

@@ -107,8 +107,6 @@ constexpr int kLatestOpset = 18;
 
 // Looks a kernel up; nullptr when none covers (domain, op, opset).
 const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, int opset);
-// All entries (for `ovfix ops` and tests).
-const std::vector<KernelDef>& AllKernels();
 
 // Kernel groups, one per file in exec/cpu/; kernel_table.cc lists them.
 void AddElementwiseKernels(std::vector<KernelDef>& table);

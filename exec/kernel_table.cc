@@ -65,6 +65,5 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, i
   return nullptr;
 }
 
-const std::vector<KernelDef>& AllKernels() { return GetTable().entries; }
 
 }  // namespace ovfix::exec

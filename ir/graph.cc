@@ -141,12 +141,6 @@ Value* Graph::AddInitializer(std::string_view name, Tensor t) {
   return v;
 }
 
-void Graph::AddValueInfo(Value* v) {
-  if (std::find(value_info_.begin(), value_info_.end(), v) == value_info_.end()) {
-    value_info_.push_back(v);
-  }
-}
-
 Node* Graph::AddNodeWithOutputs(std::string_view op_type, const std::vector<Value*>& inputs,
                                 const std::vector<Value*>& outputs, std::string_view name,
                                 std::string_view domain, Node* before) {

@@ -78,7 +78,6 @@ class Graph {
   void SetInputs(std::vector<Value*> inputs);
   void AddInitializer(Value* v, Tensor t);
   Value* AddInitializer(std::string_view name, Tensor t);
-  void AddValueInfo(Value* v);
   // A new node before `before` (at the end when null). Outputs are created by name.
   Node* AddNode(std::string_view op_type, const std::vector<Value*>& inputs,
                 const std::vector<std::string>& output_names, std::string_view name = "",

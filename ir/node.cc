@@ -38,11 +38,6 @@ void Node::AddInput(Value* v) {
   if (v != nullptr) v->uses_.push_back(Use{this, static_cast<int>(inputs_.size() - 1)});
 }
 
-void Node::RemoveLastInput() {
-  ReplaceInput(inputs_.size() - 1, nullptr);
-  inputs_.pop_back();
-}
-
 const onnx::AttributeProto* Node::FindAttribute(std::string_view name) const {
   for (const auto& a : attributes_) {
     if (a.name() == name) return &a;

@@ -46,7 +46,6 @@ class Node {
   size_t num_outputs() const { return outputs_.size(); }
   void ReplaceInput(size_t i, Value* v);  // keeps use lists right
   void AddInput(Value* v);
-  void RemoveLastInput();
 
   // Attributes (graph attributes have their graph moved into subgraphs()).
   const std::vector<onnx::AttributeProto>& attributes() const { return attributes_; }

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
@@ -85,13 +86,40 @@ const onnx::ISchemaRegistry* InferenceSchemas() {
   return schemas;
 }
 
+bool NeedsDataPropagation(const Model& model) {
+  // Graphs are only read here; GraphsRecursive takes a mutable root.
+  for (const Graph* g : GraphsRecursive(const_cast<Graph&>(model.graph()))) {
+    for (const Node* n : g->nodes()) {
+      if (n->domain().empty() && (n->op_type() == "Shape" || n->op_type() == "Size")) {
+        return true;
+      }
+      bool reads_shape_constant = false;
+      for (const Value* v : n->inputs()) {
+        if (v == nullptr) continue;
+        if (v->is_initializer()) {
+          const Tensor& t = v->tensor();
+          reads_shape_constant |= (t.type() == DataType::kInt64 || t.type() == DataType::kInt32) &&
+                                  t.dims().size() <= 1;
+        } else if (v->producer() != nullptr && v->producer()->op_type() == "Constant") {
+          reads_shape_constant = true;
+        }
+      }
+      if (!reads_shape_constant) continue;
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+          n->op_type(), static_cast<int>(model.OpsetVersion(n->domain())), n->domain());
+      if (schema == nullptr || schema->has_data_propagation_function()) return true;
+    }
+  }
+  return false;
+}
+
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
   if (absl::Status s = CheckNodes(model); !s.ok()) return s;
   onnx::ModelProto proto = ModelToProto(model);
   onnx::ShapeInferenceOptions onnx_options;
   onnx_options.check_type = false;
   onnx_options.error_mode = options.strict ? 1 : 0;
-  onnx_options.enable_data_propagation = options.data_propagation;
+  onnx_options.enable_data_propagation = options.data_propagation && NeedsDataPropagation(model);
   try {
     onnx::shape_inference::InferShapes(proto, InferenceSchemas(), onnx_options);
   } catch (const std::exception& e) {

@@ -17,6 +17,12 @@ struct ShapeInferenceOptions {
 // nodes fail ir/node_check.h's CheckNodes is refused first: onnx's inference trusts them.
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options = {});
 
+// Whether onnx's data propagation can add anything to inference on `model`: it computes
+// the values of shape tensors, which start at Shape and Size nodes or at int32/int64
+// constants of rank 0 or 1 read by an op that propagates data (Concat, Gather, Add, ...).
+// Without either it costs as much as the inference itself and changes nothing.
+bool NeedsDataPropagation(const Model& model);
+
 // The schemas every call of onnx's shape inference is given: onnx's own, with a check in
 // front of each inference function of onnx 1.12 that trusts an attribute it indexes with
 // (and crashes on a bad one), so that such a node fails inference instead.

@@ -45,10 +45,4 @@ std::string PrintModelText(const Model& model) {
   return out.str();
 }
 
-std::string PrintGraphText(const Graph& graph) {
-  std::ostringstream out;
-  out << GraphToProto(graph);
-  return out.str();
-}
-
 }  // namespace ovfix

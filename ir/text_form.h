@@ -14,6 +14,5 @@ namespace ovfix {
 // A text without the <...> header gets ir_version 8 and opset 17.
 absl::StatusOr<std::unique_ptr<Model>> ParseModelText(std::string_view text);
 std::string PrintModelText(const Model& model);
-std::string PrintGraphText(const Graph& graph);
 
 }  // namespace ovfix

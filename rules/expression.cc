@@ -276,8 +276,19 @@ double AsDouble(const HelperValue& v) {
                                             : std::get<double>(v);
 }
 
+const std::string& Source(const Expr& e, std::string& scratch) {
+  if (!e.source.empty()) return e.source;
+  scratch = ExprToString(e);
+  return scratch;
+}
+
+bool IsComparison(std::string_view op) {
+  return op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
+}
+
 absl::Status TypeError(const Expr& e, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(ExprToString(e), ": ", what));
+  std::string scratch;
+  return absl::InvalidArgumentError(absl::StrCat(Source(e, scratch), ": ", what));
 }
 
 absl::StatusOr<bool> Compare(const Expr& e, const HelperValue& a, const HelperValue& b) {
@@ -357,8 +368,20 @@ absl::StatusOr<bool> AsBool(const Expr& e, const HelperValue& v) {
 
 }  // namespace
 
+namespace {
+
+void Annotate(Expr& e) {
+  for (Expr& a : e.args) Annotate(a);
+  e.source = ExprToString(e);
+  if (e.kind == Expr::Kind::kCall) e.helper = FindHelper(e.text);
+}
+
+}  // namespace
+
 bool ParseExpression(std::string_view text, int line, int column, Expr& expr, TextError& error) {
-  return ExprParser(text, line, column).ParseAll(expr, error);
+  if (!ExprParser(text, line, column).ParseAll(expr, error)) return false;
+  Annotate(expr);
+  return true;
 }
 
 std::string ExprToString(const Expr& e) {
@@ -434,7 +457,7 @@ absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
       return out;
     }
     case Expr::Kind::kCall: {
-      const Helper* helper = FindHelper(e.text);
+      const Helper* helper = e.helper != nullptr ? e.helper : FindHelper(e.text);
       if (helper == nullptr) return TypeError(e, "unknown helper");
       std::vector<HelperValue> args;
       for (const auto& a : e.args) {
@@ -498,8 +521,8 @@ bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperCont
     return EvaluateCondition(e.args[0], lookup, context, why) &&
            EvaluateCondition(e.args[1], lookup, context, why);
   }
-  static const std::set<std::string> kComparisons = {"==", "!=", "<", "<=", ">", ">="};
-  if (e.kind == Expr::Kind::kBinary && kComparisons.count(e.text)) {
+  std::string scratch;
+  if (e.kind == Expr::Kind::kBinary && IsComparison(e.text)) {
     auto left = Evaluate(e.args[0], lookup, context);
     if (!left.ok()) return fail(left.status());
     auto right = Evaluate(e.args[1], lookup, context);
@@ -507,7 +530,7 @@ bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperCont
     auto result = Compare(e, *left, *right);
     if (!result.ok()) return fail(result.status());
     if (!*result) {
-      why = absl::StrCat(ExprToString(e), " is false: ", DescribeHelperValue(*left), " ", e.text,
+      why = absl::StrCat(Source(e, scratch), " is false: ", DescribeHelperValue(*left), " ", e.text,
                          " ", DescribeHelperValue(*right));
     }
     return *result;
@@ -516,7 +539,7 @@ bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperCont
   if (!value.ok()) return fail(value.status());
   auto result = AsBool(e, *value);
   if (!result.ok()) return fail(result.status());
-  if (!*result) why = absl::StrCat(ExprToString(e), " is false");
+  if (!*result) why = absl::StrCat(Source(e, scratch), " is false");
   return *result;
 }
 

@@ -26,6 +26,10 @@ struct Expr {
   // Levels from here down to the deepest leaf. The parser bounds it (kMaxExprDepth), so
   // everything that walks an expression recursively has a bounded stack.
   int height = 1;
+  // Filled by ParseExpression, so evaluation does no lookups or printing per match: the
+  // source form (ExprToString) and, for a call, its helper (FindHelper; null if unknown).
+  std::string source;
+  const Helper* helper = nullptr;
 };
 
 // How deep an expression may nest (parentheses, lists, calls, unary operators, chains of

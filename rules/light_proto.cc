@@ -80,13 +80,13 @@ onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes) {
   return proto;
 }
 
-absl::Status CheckLightProto(onnx::ModelProto& proto) {
+absl::Status CheckLightProto(onnx::ModelProto& proto, bool data_propagation) {
   try {
     onnx::checker::check_model(proto);
     onnx::ShapeInferenceOptions si;
     si.check_type = true;
     si.error_mode = 1;
-    si.enable_data_propagation = true;
+    si.enable_data_propagation = data_propagation;
     onnx::shape_inference::InferShapes(proto, InferenceSchemas(), si);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(Condensed(e.what()));
@@ -96,7 +96,7 @@ absl::Status CheckLightProto(onnx::ModelProto& proto) {
 
 absl::Status InferShapesAndCheck(Model& model) {
   onnx::ModelProto proto = LightModelProto(model);
-  absl::Status status = CheckLightProto(proto);
+  absl::Status status = CheckLightProto(proto, NeedsDataPropagation(model));
   ApplyInferred(proto.graph(), model.graph());
   return status;
 }
@@ -126,7 +126,7 @@ absl::Status InferShapesLight(Model& model) {
   onnx::ShapeInferenceOptions options;
   options.check_type = false;
   options.error_mode = 0;
-  options.enable_data_propagation = true;
+  options.enable_data_propagation = NeedsDataPropagation(model);
   try {
     onnx::shape_inference::InferShapes(proto, InferenceSchemas(), options);
   } catch (const std::exception& e) {

@@ -20,8 +20,9 @@ onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes = 4
 absl::Status InferShapesLight(Model& model);
 
 // onnx's checker::check_model plus strict shape inference with type checks (what
-// onnx.checker.check_model(full_check=True) does) on a light proto, in place.
-absl::Status CheckLightProto(onnx::ModelProto& proto);
+// onnx.checker.check_model(full_check=True) does) on a light proto, in place; data
+// propagation where the model needs it (ir/shape_inference.h's NeedsDataPropagation).
+absl::Status CheckLightProto(onnx::ModelProto& proto, bool data_propagation = true);
 // InferShapesLight and CheckLightProto on one light proto: the types inferred are applied to
 // the model (also when the check fails).
 absl::Status InferShapesAndCheck(Model& model);

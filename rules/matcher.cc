@@ -132,8 +132,8 @@ std::vector<std::vector<int>> InputOrders(size_t fixed, size_t count, bool commu
 
 class Solver {
  public:
-  Solver(const Pattern& pattern, const AcceptFn& accept, int64_t opset)
-      : pattern_(pattern), accept_(accept), opset_(opset) {}
+  Solver(const Pattern& pattern, const AcceptFn& accept, int64_t opset, bool explain)
+      : pattern_(pattern), accept_(accept), opset_(opset), explain_(explain) {}
 
   bool MatchNode(int index, Node* n, std::vector<Task> tasks, State state);
   std::string Why() const;
@@ -146,9 +146,14 @@ class Solver {
   Step MatchValue(const Task& task, State& state, int& index, Node*& node);
   bool CheckDeclared(const std::string& name, const Value* v, State& state);
   bool MatchConstant(const TemplateNode& pn, const std::string& name, Value* v);
-  bool Fail(std::string why) {
-    if (std::find(failures_.begin(), failures_.end(), why) == failures_.end()) {
-      failures_.push_back(std::move(why));
+  // Records why an alternative failed, for `explain`; a conversion does not ask, and the
+  // message is then never built (`why` makes it).
+  template <typename Why>
+  bool Fail(Why&& why) {
+    if (!explain_) return false;
+    std::string text = why();
+    if (std::find(failures_.begin(), failures_.end(), text) == failures_.end()) {
+      failures_.push_back(std::move(text));
     }
     return false;
   }
@@ -156,6 +161,7 @@ class Solver {
   const Pattern& pattern_;
   const AcceptFn& accept_;
   int64_t opset_;
+  bool explain_;
   std::vector<std::string> failures_;
 };
 
@@ -171,33 +177,42 @@ bool Solver::CheckDeclared(const std::string& name, const Value* v, State& state
   if (it == pattern_.constraints.end()) return true;
   const ValueConstraint& c = it->second;
   if (c.type != DataType::kUndefined && v->elem_type() != c.type) {
-    return Fail(absl::StrCat(Quote(v), " (pattern '", name, "') is ",
-                             v->elem_type() == DataType::kUndefined
-                                 ? std::string("of unknown type")
-                                 : std::string(DataTypeName(v->elem_type())),
-                             ", pattern wants ", std::string(DataTypeName(c.type))));
+    return Fail([&] {
+      return absl::StrCat(Quote(v), " (pattern '", name, "') is ",
+                          v->elem_type() == DataType::kUndefined
+                              ? std::string("of unknown type")
+                              : std::string(DataTypeName(v->elem_type())),
+                          ", pattern wants ", std::string(DataTypeName(c.type)));
+    });
   }
   if (!c.dims) return true;
   const auto shape = v->shape();
-  if (!shape) return Fail(absl::StrCat("rank of ", Quote(v), " is unknown"));
+  if (!shape) return Fail([&] { return absl::StrCat("rank of ", Quote(v), " is unknown"); });
   if (shape->size() != c.dims->size()) {
-    return Fail(absl::StrCat(Quote(v), " has rank ", shape->size(), ", pattern '", name, "' wants ",
-                             c.dims->size()));
+    return Fail([&] {
+      return absl::StrCat(Quote(v), " has rank ", shape->size(), ", pattern '", name, "' wants ",
+                          c.dims->size());
+    });
   }
   for (size_t i = 0; i < shape->size(); ++i) {
     const DimConstraint& want = (*c.dims)[i];
     const Dim& have = (*shape)[i];
     if (want.value < 0 && want.symbol.empty()) continue;
-    if (!have.known()) return Fail(absl::StrCat("dim ", i, " of ", Quote(v), " is unknown"));
+    if (!have.known())
+      return Fail([&] { return absl::StrCat("dim ", i, " of ", Quote(v), " is unknown"); });
     if (want.value >= 0 && have.value != want.value) {
-      return Fail(absl::StrCat("dim ", i, " of ", Quote(v), " is ", have.value, ", pattern wants ",
-                               want.value));
+      return Fail([&] {
+        return absl::StrCat("dim ", i, " of ", Quote(v), " is ", have.value, ", pattern wants ",
+                            want.value);
+      });
     }
     if (!want.symbol.empty()) {
       auto [sym, fresh] = state.symbols.emplace(want.symbol, have.value);
       if (!fresh && sym->second != have.value) {
-        return Fail(absl::StrCat("dim ", i, " of ", Quote(v), " is ", have.value, " but '",
-                                 want.symbol, "' is ", sym->second));
+        return Fail([&] {
+          return absl::StrCat("dim ", i, " of ", Quote(v), " is ", have.value, " but '",
+                              want.symbol, "' is ", sym->second);
+        });
       }
     }
   }
@@ -205,22 +220,28 @@ bool Solver::CheckDeclared(const std::string& name, const Value* v, State& state
 }
 
 bool Solver::MatchConstant(const TemplateNode& pn, const std::string& name, Value* v) {
-  if (!IsConstantValue(v)) return Fail(absl::StrCat(Quote(v), " is not a constant"));
+  if (!IsConstantValue(v))
+    return Fail([&] { return absl::StrCat(Quote(v), " is not a constant"); });
   auto want = PatternConstant(pn);
   auto have = ReadConstant(v);
-  if (!want.ok() || !have.ok()) return Fail(absl::StrCat("cannot read constant ", Quote(v)));
+  if (!want.ok() || !have.ok())
+    return Fail([&] { return absl::StrCat("cannot read constant ", Quote(v)); });
   const int64_t n = have->numel();
   if (want->numel() != 1 && want->numel() != n) {
-    return Fail(absl::StrCat(Quote(v), " has ", n, " elements, pattern constant '", name, "' has ",
-                             want->numel()));
+    return Fail([&] {
+      return absl::StrCat(Quote(v), " has ", n, " elements, pattern constant '", name, "' has ",
+                          want->numel());
+    });
   }
   if (have->type() == DataType::kString || want->type() == DataType::kString) {
-    return Fail("string constants are not matched");
+    return Fail([&] { return std::string("string constants are not matched"); });
   }
   for (int64_t i = 0; i < n; ++i) {
     const double w = want->GetAsDouble(want->numel() == 1 ? 0 : i);
     if (have->GetAsDouble(i) != w) {
-      return Fail(absl::StrCat("constant ", Quote(v), " differs from pattern '", name, "'"));
+      return Fail([&] {
+        return absl::StrCat("constant ", Quote(v), " differs from pattern '", name, "'");
+      });
     }
   }
   return true;
@@ -230,14 +251,17 @@ Solver::Step Solver::MatchValue(const Task& task, State& state, int& index, Node
   const std::string& name = task.name;
   Value* v = task.value;
   if (v == nullptr) {
-    Fail(absl::StrCat("an omitted input stands where the pattern has '", name, "'"));
+    Fail(
+        [&] { return absl::StrCat("an omitted input stands where the pattern has '", name, "'"); });
     return Step::kFail;
   }
   auto bound = state.match.values.find(name);
   if (bound != state.match.values.end()) {
     if (bound->second == v) return Step::kBound;
-    Fail(absl::StrCat("'", name, "' is bound to ", Quote(bound->second), " but this input is ",
-                      Quote(v)));
+    Fail([&] {
+      return absl::StrCat("'", name, "' is bound to ", Quote(bound->second), " but this input is ",
+                          Quote(v));
+    });
     return Step::kFail;
   }
   if (pattern_.IsCapture(name)) {
@@ -259,25 +283,33 @@ Solver::Step Solver::MatchValue(const Task& task, State& state, int& index, Node
   }
   Node* n = v->producer();
   if (n == nullptr) {
-    Fail(absl::StrCat(Quote(v), " is not produced by a node (pattern wants ", pn.op_type, ")"));
+    Fail([&] {
+      return absl::StrCat(Quote(v), " is not produced by a node (pattern wants ", pn.op_type, ")");
+    });
     return Step::kFail;
   }
   // A pattern lies within one graph: a value of an enclosing graph read by a body is only
   // ever a capture, so a rule never rewrites across an If/Loop/Scan boundary.
   if (n->owner() != state.match.root->owner()) {
-    Fail(absl::StrCat(Quote(v), " comes from an enclosing graph (pattern wants ", pn.op_type,
-                      " in the same graph)"));
+    Fail([&] {
+      return absl::StrCat(Quote(v), " comes from an enclosing graph (pattern wants ", pn.op_type,
+                          " in the same graph)");
+    });
     return Step::kFail;
   }
   if (v->producer_output() != output) {
-    Fail(absl::StrCat(Quote(v), " is output ", v->producer_output(), " of ", n->Describe(),
-                      ", pattern wants output ", output));
+    Fail([&] {
+      return absl::StrCat(Quote(v), " is output ", v->producer_output(), " of ", n->Describe(),
+                          ", pattern wants output ", output);
+    });
     return Step::kFail;
   }
   if (state.match.nodes[pattern_index] != nullptr) {
     if (state.match.nodes[pattern_index] == n) return Step::kBound;
-    Fail(absl::StrCat("pattern node ", pn.op_type, " matched both ",
-                      state.match.nodes[pattern_index]->Describe(), " and ", n->Describe()));
+    Fail([&] {
+      return absl::StrCat("pattern node ", pn.op_type, " matched both ",
+                          state.match.nodes[pattern_index]->Describe(), " and ", n->Describe());
+    });
     return Step::kFail;
   }
   index = pattern_index;
@@ -290,17 +322,21 @@ bool Solver::MatchNode(int index, Node* n, std::vector<Task> tasks, State state)
   if (n->op_type() != pn.op_type || IsDefaultDomain(n->domain()) != IsDefaultDomain(pn.domain) ||
       (!IsDefaultDomain(pn.domain) && n->domain() != pn.domain)) {
     if (n->op_type() == pn.op_type) {
-      return Fail(absl::StrCat(n->Describe(), " is in domain '", n->domain(), "', pattern wants '",
-                               pn.domain, "'"));
+      return Fail([&] {
+        return absl::StrCat(n->Describe(), " is in domain '", n->domain(), "', pattern wants '",
+                            pn.domain, "'");
+      });
     }
-    return Fail(absl::StrCat(n->Describe(), " is not ", pn.op_type));
+    return Fail([&] { return absl::StrCat(n->Describe(), " is not ", pn.op_type); });
   }
   for (Node* other : state.match.nodes) {
-    if (other == n) return Fail(absl::StrCat(n->Describe(), " is matched twice"));
+    if (other == n) return Fail([&] { return absl::StrCat(n->Describe(), " is matched twice"); });
   }
   if (n->num_outputs() < pn.outputs.size()) {
-    return Fail(absl::StrCat(n->Describe(), " has ", n->num_outputs(), " outputs, pattern wants ",
-                             pn.outputs.size()));
+    return Fail([&] {
+      return absl::StrCat(n->Describe(), " has ", n->num_outputs(), " outputs, pattern wants ",
+                          pn.outputs.size());
+    });
   }
   for (const auto& a : pn.attributes) {
     if (!a.ref_attr_name().empty()) {
@@ -311,18 +347,23 @@ bool Solver::MatchNode(int index, Node* n, std::vector<Task> tasks, State state)
     }
     const onnx::AttributeProto* have = AttributeOrDefault(*n, a.name(), opset_);
     if (have == nullptr) {
-      return Fail(absl::StrCat(n->Describe(), " has no attribute '", a.name(), "', pattern wants ",
-                               AttributeText(a)));
+      return Fail([&] {
+        return absl::StrCat(n->Describe(), " has no attribute '", a.name(), "', pattern wants ",
+                            AttributeText(a));
+      });
     }
     if (!SameAttributeValue(*have, a)) {
-      return Fail(absl::StrCat(n->Describe(), " has ", a.name(), " = ", AttributeText(*have),
-                               ", pattern wants ", AttributeText(a)));
+      return Fail([&] {
+        return absl::StrCat(n->Describe(), " has ", a.name(), " = ", AttributeText(*have),
+                            ", pattern wants ", AttributeText(a));
+      });
     }
   }
   for (size_t k = 0; k < pn.outputs.size(); ++k) {
     if (pn.outputs[k].empty()) continue;
     Value* out = n->output(k);
-    if (out == nullptr) return Fail(absl::StrCat(n->Describe(), " has no output ", k));
+    if (out == nullptr)
+      return Fail([&] { return absl::StrCat(n->Describe(), " has no output ", k); });
     if (!CheckDeclared(pn.outputs[k], out, state)) return false;
     state.match.values[pn.outputs[k]] = out;
   }
@@ -330,11 +371,14 @@ bool Solver::MatchNode(int index, Node* n, std::vector<Task> tasks, State state)
   while (count > 0 && n->input(count - 1) == nullptr) --count;
   const size_t fixed = pn.inputs.size() - (pn.variadic ? 1 : 0);
   if (!pn.variadic && count != fixed) {
-    return Fail(absl::StrCat(n->Describe(), " has ", count, " inputs, pattern wants ", fixed));
+    return Fail([&] {
+      return absl::StrCat(n->Describe(), " has ", count, " inputs, pattern wants ", fixed);
+    });
   }
   if (pn.variadic && count < fixed) {
-    return Fail(
-        absl::StrCat(n->Describe(), " has ", count, " inputs, pattern wants at least ", fixed));
+    return Fail([&] {
+      return absl::StrCat(n->Describe(), " has ", count, " inputs, pattern wants at least ", fixed);
+    });
   }
   state.match.nodes[index] = n;
   // A variadic node may have 10^6 inputs and is looked at once per order tried (up to
@@ -368,7 +412,8 @@ bool Solver::MatchNode(int index, Node* n, std::vector<Task> tasks, State state)
       const std::string& list = pn.inputs.back();
       for (size_t i = 0; ok && (list_declared || any_omitted) && i < rest.size(); ++i) {
         if (rest[i] == nullptr) {
-          ok = Fail(absl::StrCat("variadic '", list, "' would bind an omitted input"));
+          ok = Fail(
+              [&] { return absl::StrCat("variadic '", list, "' would bind an omitted input"); });
         } else if (list_declared) {
           ok = CheckDeclared(list, rest[i], next);
         }
@@ -381,8 +426,10 @@ bool Solver::MatchNode(int index, Node* n, std::vector<Task> tasks, State state)
       Value* v = n->input(order[i]);
       if (pn.inputs[i].empty()) {
         if (v != nullptr)
-          ok = Fail(
-              absl::StrCat(n->Describe(), " has input ", order[i], ", pattern wants it omitted"));
+          ok = Fail([&] {
+            return absl::StrCat(n->Describe(), " has input ", order[i],
+                                ", pattern wants it omitted");
+          });
         continue;
       }
       more.push_back({pn.inputs[i], v});
@@ -414,20 +461,20 @@ bool Solver::Solve(std::vector<Task> tasks, State state) {
     result = state.match;
     return true;
   }
-  return Fail(why);
+  return Fail([&] { return std::move(why); });
 }
 
 }  // namespace
 
 std::optional<Match> MatchPattern(const Pattern& pattern, Node* node, const AcceptFn& accept,
-                                  std::string& why, int64_t opset) {
-  Solver solver(pattern, accept, opset);
+                                  std::string& why, int64_t opset, bool explain) {
+  Solver solver(pattern, accept, opset, explain);
   State state;
   state.match.nodes.assign(pattern.nodes.size(), nullptr);
   state.match.input_order.assign(pattern.nodes.size(), {});
   state.match.root = node;
   if (solver.MatchNode(pattern.root, node, {}, std::move(state))) return solver.result;
-  why = solver.Why();
+  if (explain) why = solver.Why();
   return std::nullopt;
 }
 

@@ -33,9 +33,10 @@ struct Match {
 using AcceptFn = std::function<bool(const Match&, std::string& why)>;
 
 // Matches `pattern` with its root at `node`. Every alternative (commutative orders) is tried
-// until `accept` takes one; returns it, or nullopt with the reason in `why`.
+// until `accept` takes one; returns it, or nullopt with the reason in `why`. Without
+// `explain`, `why` stays empty and no reason is put into words (a conversion's matching).
 std::optional<Match> MatchPattern(const Pattern& pattern, Node* node, const AcceptFn& accept,
-                                  std::string& why, int64_t opset = -1);
+                                  std::string& why, int64_t opset = -1, bool explain = true);
 
 // Whether `v` is a constant: an initializer that is not also a graph input (which a caller
 // may override), or the output of a Constant node.

@@ -83,7 +83,6 @@ class Rewriter {
 
   // Opens a transaction. Edits outside a transaction are not allowed.
   void Begin(std::string_view rule, const std::vector<Node*>& matched = {});
-  bool in_transaction() const { return open_; }
 
   // ---- edits (each recorded) ----
   Node* CreateNode(Graph& g, std::string_view op_type, const std::vector<Value*>& inputs,
@@ -105,6 +104,10 @@ class Rewriter {
   // reads, when nothing reads it by then. A commit looks only where the rewrite changed
   // something; this points it at what was already unread.
   void ConsiderDead(Value* v) { lost_use_.push_back(v); }
+  // Declares that the open rewrite computes the same tensors as before (the contract of a
+  // declarative rule): its record then asks for shape inference only where a node it created
+  // or changed has an output whose type is not fully known and static, or holds a body.
+  void TypesPreserved();
 
   // ---- transaction end ----
   // Keeps the changes: removes nodes and initializers that became dead, re-sorts the graph

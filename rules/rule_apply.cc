@@ -267,7 +267,7 @@ absl::Status Instantiation::Run() {
 }  // namespace
 
 std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperContext& helpers,
-                                   std::string& why) {
+                                   std::string& why, bool explain) {
   HelperMemo memo;
   const HelperContext context{helpers.model, helpers.options, &memo};
   std::map<std::string, HelperValue> lets;
@@ -297,7 +297,8 @@ std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperCon
     }
     return true;
   };
-  auto match = MatchPattern(rule.pattern, node, accept, why, context.model.OpsetVersion(""));
+  auto match =
+      MatchPattern(rule.pattern, node, accept, why, context.model.OpsetVersion(""), explain);
   if (!match) return std::nullopt;
   return RuleMatch{std::move(*match), std::move(lets)};
 }
@@ -323,6 +324,7 @@ absl::StatusOr<bool> ApplyRule(const Rule& rule, const RuleMatch& match, PassCon
     ctx.rewriter.Rollback(std::string(s.message()));
     return s;
   }
+  ctx.rewriter.TypesPreserved();
   return FinishRewrite(ctx);
 }
 

@@ -19,9 +19,10 @@ struct RuleMatch {
   std::map<std::string, HelperValue> lets;
 };
 
-// The match of `rule` rooted at `node` whose conditions hold, or nullopt with the reason.
+// The match of `rule` rooted at `node` whose conditions hold, or nullopt with the reason
+// (put into words only with `explain`).
 std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperContext& context,
-                                   std::string& why);
+                                   std::string& why, bool explain = true);
 
 // Applies a match: begins a transaction on `ctx.rewriter`, builds the replacement, and ends
 // it with FinishRewrite (validated, rolled back when it fails). Returns whether it was

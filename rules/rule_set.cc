@@ -109,7 +109,7 @@ int RuleSetPass::SweepGraph(PassContext& ctx, Graph& g,
     for (const Rule* rule : candidates->second) {
       if (rejected.count({rule->name, anchor})) continue;
       std::string why;
-      auto match = MatchRule(*rule, node, helpers, why);
+      auto match = MatchRule(*rule, node, helpers, why, /*explain=*/false);
       if (!match) continue;
       auto done = ApplyRule(*rule, *match, ctx);
       if (!done.ok()) ctx.log(absl::StrCat(rule->name, ": ", done.status().message()));
@@ -162,7 +162,9 @@ absl::StatusOr<int> RuleSetPass::Run(PassContext& ctx) {
     const int committed = Sweep(ctx, by_op, rejected);
     total += committed;
     if (committed == 0) return total;
-    if (options_.infer_shapes) (void)InferTypes(ctx);  // new values get types for the next sweep
+    // New values get types for the next sweep; what onnx cannot infer stays unknown.
+    if (!options_.infer_shapes) continue;
+    if (absl::Status s = InferTypes(ctx); !s.ok()) ctx.log(absl::StrCat(name_, ": ", s.message()));
   }
   ctx.log(absl::StrCat(name_, ": no fixed point after ", options_.max_iterations, " sweeps"));
   return total;
@@ -242,12 +244,6 @@ std::vector<RulePtr> RuleLibrary::UserRules() const {
 std::vector<RulePtr> RuleLibrary::AllRules() const {
   std::vector<RulePtr> out;
   for (const auto& file : files_) out.insert(out.end(), file.rules.begin(), file.rules.end());
-  return out;
-}
-
-std::vector<std::string> RuleLibrary::SetNames() const {
-  std::vector<std::string> out;
-  for (const auto& file : files_) out.push_back(file.set);
   return out;
 }
 

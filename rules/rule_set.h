@@ -39,7 +39,6 @@ class RuleLibrary {
   std::vector<std::shared_ptr<const Rule>> UserRules() const;
   std::vector<std::shared_ptr<const Rule>> AllRules() const;
   // The stems of the rule files.
-  std::vector<std::string> SetNames() const;
 
  private:
   std::vector<RuleFile> files_;

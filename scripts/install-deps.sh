@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config
-  libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev libcli11-dev libfmt-dev libre2-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev libcli11-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   clang libclang-rt-14-dev  # the fuzz build (docs/fuzzing.md): clang 14 and its libFuzzer
