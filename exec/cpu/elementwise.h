@@ -228,9 +228,12 @@ void BroadcastInPlace(const BroadcastPlan& plan, T* out, const B* b, ThreadPool*
 
 // The common shape of a one-input kernel: y = op(x) element by element, y of type Out (or
 // x's type when Out is void). float16/bfloat16 inputs are computed in float when the list
-// takes float.
+// takes float. `float_runs`, when set, computes op for float over whole runs at once (a
+// vectorized form of op).
+using FloatRunsFn = void (*)(const float* x, float* y, int64_t n);
 template <typename Out = void, typename... Ts, typename Op>
-absl::Status UnaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, Op op) {
+absl::Status UnaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, Op op,
+                         FloatRunsFn float_runs = nullptr) {
   if (absl::Status s = RequireInputs(ctx, 1); !s.ok()) return s;
   const Tensor* x = &ctx.input(0);
   Tensor converted;
@@ -246,6 +249,14 @@ absl::Status UnaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, O
     Tensor& y = ctx.OutputToOverwrite(0, DataTypeOf<O>(), x->dims());
     const T* in = x->data<T>();
     O* out = y.data<O>();
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<O, float>) {
+      if (float_runs != nullptr) {
+        ParallelElements(ctx.pool, x->numel(), cost, [&](int64_t begin, int64_t end) {
+          float_runs(in + begin, out + begin, end - begin);
+        });
+        return absl::OkStatus();
+      }
+    }
     ParallelElements(ctx.pool, x->numel(), cost, [&](int64_t begin, int64_t end) {
       MapUnary(in + begin, out + begin, end - begin, [&op](T v) { return static_cast<O>(op(v)); });
     });

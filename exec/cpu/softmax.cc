@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "exec/cpu/vector_math.h"
 #include "exec/kernel.h"
 
 namespace ovfix::exec {
@@ -94,22 +96,34 @@ void NormalizeBlock(const T* x, T* y, int64_t n, int64_t inner, int64_t width, s
 template <Mode kMode, typename T>
 void NormalizeLine(const T* x, T* y, int64_t n) {
   T max = x[0];
-  int64_t argmax = 0;
-  for (int64_t k = 1; k < n; ++k) {
-    if (x[k] > max || (x[k] != x[k] && max == max)) {
-      max = x[k];
-      argmax = k;
+  double sum = 0;
+  bool summed = false;
+  if constexpr (std::is_same_v<T, float> && kMode != Mode::kHardmax) {
+    // Vectorized max and exp (vector_math.h); a line with a NaN takes the loops below.
+    max = MaxFloats(x, n);
+    if (max == max) {
+      sum = ExpShiftedSum(x, max, y, n);
+      summed = true;
     }
   }
-  if constexpr (kMode == Mode::kHardmax) {
-    for (int64_t k = 0; k < n; ++k) y[k] = k == argmax ? T{1} : T{0};
-    return;
-  }
-  double sum = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    const T e = std::exp(x[k] - max);
-    if constexpr (kMode == Mode::kSoftmax) y[k] = e;
-    sum += static_cast<double>(e);
+  if (!summed) {
+    max = x[0];
+    int64_t argmax = 0;
+    for (int64_t k = 1; k < n; ++k) {
+      if (x[k] > max || (x[k] != x[k] && max == max)) {
+        max = x[k];
+        argmax = k;
+      }
+    }
+    if constexpr (kMode == Mode::kHardmax) {
+      for (int64_t k = 0; k < n; ++k) y[k] = k == argmax ? T{1} : T{0};
+      return;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const T e = std::exp(x[k] - max);
+      if constexpr (kMode == Mode::kSoftmax) y[k] = e;
+      sum += static_cast<double>(e);
+    }
   }
   if constexpr (kMode == Mode::kSoftmax) {
     const double inverse = 1.0 / sum;

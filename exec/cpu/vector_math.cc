@@ -1,0 +1,241 @@
+#include "exec/cpu/vector_math.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string_view>
+
+#include "exec/cpu/gemm.h"
+
+namespace ovfix::exec {
+namespace {
+
+// W floats in one register: 16 for AVX-512, 8 for AVX2, 4 for the baseline. The templates
+// below are inlined into functions compiled for each instruction set.
+template <int W>
+using Floats __attribute__((vector_size(W * sizeof(float)))) = float;
+template <int W>
+using Ints __attribute__((vector_size(W * sizeof(float)))) = int32_t;
+template <int W>
+using Doubles __attribute__((vector_size(W * sizeof(double)))) = double;
+
+#define OVFIX_INLINE __attribute__((always_inline)) inline
+
+// The bits of `v` as another type of the same size.
+template <typename To, typename From>
+OVFIX_INLINE To Bits(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To r;
+  std::memcpy(&r, &v, sizeof(r));
+  return r;
+}
+
+template <int W>
+OVFIX_INLINE Floats<W> Splat(float v) {
+  return Floats<W>{} + v;
+}
+
+template <int W>
+OVFIX_INLINE Floats<W> Load(const float* p) {
+  Floats<W> v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <int W>
+OVFIX_INLINE void Store(float* p, Floats<W> v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+
+// Coefficients, highest power first, of minimax-like (Chebyshev) fits made with mpmath:
+// erf(a) / a as a polynomial in a * a on [0, 0.875] (error 2e-10), erfc(a) around 1.5625 on
+// [0.875, 2.25] (4e-9) and around 3.085 on [2.25, 3.92] (1.3e-9), exp(r) on
+// [-ln2 / 2, ln2 / 2] (relative error 2e-9).
+constexpr float kErfSmall[] = {8.690368907e-5f, -0.0008214570887f, 0.005207048911f,
+                               -0.02686170583f, 0.1128373521f,     -0.3761263621f,
+                               1.128379167f};
+constexpr float kErfcNear[] = {0.0001462526149f, -0.001359684846f, 0.001472468738f,
+                               0.005574892393f,  -0.01703657432f,  0.008060337041f,
+                               0.04815580159f,   -0.1271152470f,   0.1534566706f,
+                               -0.09821223461f,  0.02712538618f};
+constexpr float kErfcFar[] = {-1.191422894e-5f, -8.120862065e-6f, 0.0001233749681f,
+                              -0.0003141519271f, 0.0005310639012f, -0.0006916286905f,
+                              0.0006845603107f,  -0.0004994712248f, 0.0002561089679f,
+                              -8.300474650e-5f,  1.283796500e-5f};
+constexpr float kExp[] = {0.001394110843f, 0.008375126398f, 0.04166635290f, 0.1666641551f,
+                          0.5000000047f,   1.000000038f,    1.000000000f};
+
+template <int W>
+OVFIX_INLINE Floats<W> Erf(const Floats<W>& x) {
+  using F = Floats<W>;
+  using I = Ints<W>;
+  const I sign = Bits<I>(x) & std::numeric_limits<int32_t>::min();
+  const F a = Bits<F>(Bits<I>(x) & std::numeric_limits<int32_t>::max());
+  // |x| < 0.875: a * P(a^2).
+  const F t = a * a;
+  F small = Splat<W>(kErfSmall[0]);
+  for (int i = 1; i < 7; ++i) small = small * t + kErfSmall[i];
+  small = small * a;
+  // Beyond: 1 - erfc(a), erfc from one of two pieces; from 3.92 on erf(a) rounds to 1.
+  const I far = a >= 2.25f;
+  const F clamped = a < 3.92f ? a : Splat<W>(3.92f);
+  const F u = clamped - (far ? Splat<W>(3.085f) : Splat<W>(1.5625f));
+  F erfc = far ? Splat<W>(kErfcFar[0]) : Splat<W>(kErfcNear[0]);
+  for (int i = 1; i < 11; ++i) {
+    erfc = erfc * u + (far ? Splat<W>(kErfcFar[i]) : Splat<W>(kErfcNear[i]));
+  }
+  const F magnitude = a < 0.875f ? small : 1.0f - erfc;
+  const F y = Bits<F>(Bits<I>(magnitude) | sign);
+  return x == x ? y : x;  // NaN stays NaN
+}
+
+template <int W>
+OVFIX_INLINE Floats<W> Exp(const Floats<W>& input) {
+  using F = Floats<W>;
+  using I = Ints<W>;
+  // Below -104 exp rounds to 0, above 89 to infinity; NaN passes the clamps.
+  F x = input < -104.0f ? Splat<W>(-104.0f) : input;
+  x = x > 89.0f ? Splat<W>(89.0f) : x;
+  // x = n ln2 + r, |r| <= ln2 / 2; n rounded by the 1.5 * 2^23 trick, ln2 in two parts so
+  // that n * ln2_hi is exact.
+  constexpr float kMagic = 12582912.0f;
+  const F shifted = x * 1.44269504089f + kMagic;
+  const F n = shifted - kMagic;
+  F r = x - n * 0.693115234375f;
+  r = r - n * 3.19461849453e-5f;
+  F p = Splat<W>(kExp[0]);
+  for (int i = 1; i < 7; ++i) p = p * r + kExp[i];
+  // 2^n in two factors, each a normal float, so that results near the ends of the range
+  // (infinity, subnormals) are rounded once.
+  const I k = Bits<I>(shifted) - 0x4B400000;
+  const I k1 = k >> 1;
+  const I scale1 = (k1 + 127) << 23;
+  const I scale2 = (k - k1 + 127) << 23;
+  return p * Bits<F>(scale1) * Bits<F>(scale2);
+}
+
+// Applies fn to whole vectors, and to the tail through a padded copy.
+template <int W, Floats<W> (*fn)(const Floats<W>&)>
+OVFIX_INLINE void MapFloats(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) Store<W>(y + i, fn(Load<W>(x + i)));
+  if (i < n) {
+    float tail[W] = {};
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    Store<W>(tail, fn(Load<W>(tail)));
+    std::memcpy(y + i, tail, (n - i) * sizeof(float));
+  }
+}
+
+template <int W>
+OVFIX_INLINE void ErfImpl(const float* x, float* y, int64_t n) {
+  MapFloats<W, &Erf<W>>(x, y, n);
+}
+
+template <int W>
+OVFIX_INLINE void ExpImpl(const float* x, float* y, int64_t n) {
+  MapFloats<W, &Exp<W>>(x, y, n);
+}
+
+template <int W>
+OVFIX_INLINE float MaxImpl(const float* x, int64_t n) {
+  using F = Floats<W>;
+  using I = Ints<W>;
+  F best = Splat<W>(x[0]);
+  I nan = I{};
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const F v = Load<W>(x + i);
+    best = v > best ? v : best;
+    nan |= v != v;
+  }
+  float result = x[0];
+  bool any_nan = false;
+  for (int l = 0; l < W; ++l) {
+    result = best[l] > result ? best[l] : result;
+    any_nan |= nan[l] != 0;
+  }
+  for (; i < n; ++i) {
+    result = x[i] > result ? x[i] : result;
+    any_nan |= x[i] != x[i];
+  }
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : result;
+}
+
+template <int W>
+OVFIX_INLINE double ExpShiftedSumImpl(const float* x, float shift, float* y, int64_t n) {
+  constexpr int H = W / 2;
+  Doubles<H> low = {}, high = {};
+  Floats<H> half[2];
+  auto accumulate = [&] {
+    low += __builtin_convertvector(half[0], Doubles<H>);
+    high += __builtin_convertvector(half[1], Doubles<H>);
+  };
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const Floats<W> e = Exp<W>(Load<W>(x + i) - shift);
+    Store<W>(y + i, e);
+    std::memcpy(half, &e, sizeof(e));
+    accumulate();
+  }
+  if (i < n) {
+    float tail[W];
+    for (int l = 0; l < W; ++l) tail[l] = i + l < n ? x[i + l] : -std::numeric_limits<float>::infinity();
+    const Floats<W> e = Exp<W>(Load<W>(tail) - shift);
+    Store<W>(tail, e);
+    std::memcpy(y + i, tail, (n - i) * sizeof(float));
+    std::memcpy(half, &e, sizeof(e));
+    accumulate();
+  }
+  double sum = 0;
+  const Doubles<H> both = low + high;
+  for (int l = 0; l < H; ++l) sum += both[l];
+  return sum;
+}
+
+#undef OVFIX_INLINE
+
+struct VectorFunctions {
+  void (*erf)(const float*, float*, int64_t);
+  void (*exp)(const float*, float*, int64_t);
+  float (*max)(const float*, int64_t);
+  double (*exp_shifted_sum)(const float*, float, float*, int64_t);
+};
+
+#define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                  \
+  __VA_ARGS__ void Erf##Suffix(const float* x, float* y, int64_t n) { ErfImpl<W>(x, y, n); }    \
+  __VA_ARGS__ void Exp##Suffix(const float* x, float* y, int64_t n) { ExpImpl<W>(x, y, n); }    \
+  __VA_ARGS__ float Max##Suffix(const float* x, int64_t n) { return MaxImpl<W>(x, n); }         \
+  __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) {  \
+    return ExpShiftedSumImpl<W>(x, shift, y, n);                                                \
+  }                                                                                             \
+  constexpr VectorFunctions k##Suffix = {&Erf##Suffix, &Exp##Suffix, &Max##Suffix,              \
+                                         &ExpShiftedSum##Suffix};
+
+OVFIX_VECTOR_FUNCTIONS(Avx512, 16, __attribute__((target("avx512f,fma"))))
+OVFIX_VECTOR_FUNCTIONS(Avx2, 8, __attribute__((target("avx2,fma"))))
+OVFIX_VECTOR_FUNCTIONS(Baseline, 4, )
+
+#undef OVFIX_VECTOR_FUNCTIONS
+
+// The instruction set follows the GEMM micro-kernel in use (see gemm.h).
+const VectorFunctions& Functions() {
+  const std::string_view isa = CurrentGemmGeometry().name;
+  if (isa == "avx512") return kAvx512;
+  if (isa == "avx2") return kAvx2;
+  return kBaseline;
+}
+
+}  // namespace
+
+void ErfFloats(const float* x, float* y, int64_t n) { Functions().erf(x, y, n); }
+
+void ExpFloats(const float* x, float* y, int64_t n) { Functions().exp(x, y, n); }
+
+float MaxFloats(const float* x, int64_t n) { return Functions().max(x, n); }
+
+double ExpShiftedSum(const float* x, float shift, float* y, int64_t n) {
+  return Functions().exp_shifted_sum(x, shift, y, n);
+}
+
+}  // namespace ovfix::exec
