@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "ir/op_groups.h"
 #include "onnx/defs/parser.h"
 
 namespace ovfix::rules {
@@ -150,10 +151,7 @@ bool ParseGraphText(std::string_view text, onnx::GraphProto& graph, TextError& e
 }
 
 bool IsCommutative(std::string_view domain, std::string_view op_type) {
-  if (!domain.empty() && domain != "ai.onnx") return false;
-  static const std::set<std::string_view> kOps = {"Add",  "Mul",   "Max", "Min", "Sum",
-                                                  "Mean", "Equal", "And", "Or",  "Xor"};
-  return kOps.count(op_type) > 0;
+  return InOpGroup("commutative", domain, op_type);
 }
 
 bool Pattern::IsCapture(const std::string& name) const {
