@@ -85,6 +85,24 @@ bool CheckVariadicUse(const std::vector<TemplateNode>& nodes, const std::set<std
   return true;
 }
 
+// Marks the inputs that are `any_input` captures; each must be used once.
+bool MarkAnyPositions(Pattern& pattern, TemplateError& error) {
+  std::map<std::string, int> uses;
+  for (auto& n : pattern.nodes) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (pattern.any_input.count(n.inputs[i]) == 0) continue;
+      if (++uses[n.inputs[i]] > 1) {
+        return Fail(error,
+                    absl::StrCat("any_input '", n.inputs[i],
+                                 "' is used twice: it stands for one input position"),
+                    n.inputs[i]);
+      }
+      n.any_position.push_back(static_cast<int>(i));
+    }
+  }
+  return true;
+}
+
 // onnx's parser recurses for every nested graph, attribute list and type, without a limit:
 // text nested deeper than any real graph is refused before it gets there.
 constexpr int kMaxGraphTextNesting = 200;
@@ -163,9 +181,10 @@ bool Pattern::Binds(const std::string& name) const {
 }
 
 bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& variadic,
-                  Pattern& pattern, TemplateError& error) {
+                  const std::set<std::string>& any_input, Pattern& pattern, TemplateError& error) {
   pattern = Pattern{};
   pattern.variadic = variadic;
+  pattern.any_input = any_input;
   for (const auto& in : graph.input()) {
     if (pattern.IsCapture(in.name())) {
       return Fail(error, absl::StrCat("capture '", in.name(), "' is declared twice"), in.name());
@@ -177,6 +196,15 @@ bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& va
     if (!pattern.IsCapture(name)) {
       return Fail(error, absl::StrCat("variadic '", name, "' is not an input of the pattern"),
                   name);
+    }
+  }
+  for (const auto& name : any_input) {
+    if (!pattern.IsCapture(name)) {
+      return Fail(error, absl::StrCat("any_input '", name, "' is not an input of the pattern"),
+                  name);
+    }
+    if (variadic.count(name)) {
+      return Fail(error, absl::StrCat("'", name, "' cannot be both variadic and any_input"), name);
     }
   }
   if (graph.node_size() == 0) return Fail(error, "the pattern has no node");
@@ -230,6 +258,7 @@ bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& va
     }
   }
   if (!CheckVariadicUse(pattern.nodes, variadic, error)) return false;
+  if (!MarkAnyPositions(pattern, error)) return false;
   if (graph.output_size() == 0) return Fail(error, "the pattern has no output");
   for (const auto& out : graph.output()) {
     auto it = pattern.producers.find(out.name());
