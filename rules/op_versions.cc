@@ -53,7 +53,8 @@ std::string CheckOpVersionRange(const OpVersionRange& range) {
   if (!range.domain.empty()) return "";  // onnx does not know custom domains' versions
   const std::vector<int> versions = KnownOpVersions(range.op_type);
   if (versions.empty()) return absl::StrCat("unknown op '", range.op_type, "'");
-  if (range.since > 1 && std::find(versions.begin(), versions.end(), range.since) == versions.end()) {
+  if (range.since > 1 &&
+      std::find(versions.begin(), versions.end(), range.since) == versions.end()) {
     return absl::StrCat(range.op_type, " has no version ", range.since, " (its versions are ",
                         absl::StrJoin(versions, ", "), ")");
   }

@@ -85,8 +85,20 @@ bool CheckVariadicUse(const std::vector<TemplateNode>& nodes, const std::set<std
   return true;
 }
 
-// Marks the inputs that are `any_input` captures; each must be used once.
+// Marks the inputs that are `any_input` names (captures or pattern values); each must be used
+// once, as a node input.
 bool MarkAnyPositions(Pattern& pattern, TemplateError& error) {
+  for (const auto& name : pattern.any_input) {
+    if (!pattern.IsCapture(name) && pattern.producers.count(name) == 0) {
+      return Fail(error,
+                  absl::StrCat("any_input '", name, "' is neither a capture nor a pattern value"),
+                  name);
+    }
+    if (pattern.variadic.count(name)) {
+      return Fail(error, absl::StrCat("'", name, "' cannot be both variadic and any_input"),
+                  name);
+    }
+  }
   std::map<std::string, int> uses;
   for (auto& n : pattern.nodes) {
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -98,6 +110,12 @@ bool MarkAnyPositions(Pattern& pattern, TemplateError& error) {
                     n.inputs[i]);
       }
       n.any_position.push_back(static_cast<int>(i));
+    }
+  }
+  for (const auto& name : pattern.any_input) {
+    if (uses[name] == 0) {
+      return Fail(error, absl::StrCat("any_input '", name, "' is not an input of a pattern node"),
+                  name);
     }
   }
   return true;
@@ -196,15 +214,6 @@ bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& va
     if (!pattern.IsCapture(name)) {
       return Fail(error, absl::StrCat("variadic '", name, "' is not an input of the pattern"),
                   name);
-    }
-  }
-  for (const auto& name : any_input) {
-    if (!pattern.IsCapture(name)) {
-      return Fail(error, absl::StrCat("any_input '", name, "' is not an input of the pattern"),
-                  name);
-    }
-    if (variadic.count(name)) {
-      return Fail(error, absl::StrCat("'", name, "' cannot be both variadic and any_input"), name);
     }
   }
   if (graph.node_size() == 0) return Fail(error, "the pattern has no node");

@@ -61,7 +61,7 @@ struct TemplateNode {
   std::vector<onnx::AttributeProto> attributes;
   bool commutative = false;  // pattern only: inputs may match in any order
   bool variadic = false;     // the last input is a variadic capture
-  // Pattern only: indices of inputs that are `any_input` captures. Each may stand at any input
+  // Pattern only: indices of inputs named in `any_input`. Each may stand at any input
   // position of the node; the other inputs keep their order in the positions left.
   std::vector<int> any_position;
 };
@@ -75,7 +75,7 @@ struct Pattern {
   std::vector<std::string> outputs;                    // values the replacement replaces, in order
   std::map<std::string, ValueConstraint> constraints;  // declared inputs and outputs
   std::set<std::string> variadic;
-  std::set<std::string> any_input;  // captures that may stand at any input position
+  std::set<std::string> any_input;  // values that may stand at any input position of their node
   // Value name -> (node index, output index) for values produced by pattern nodes.
   std::map<std::string, std::pair<int, int>> producers;
   // Attribute captures (`@ref` in pattern attributes).

@@ -185,12 +185,15 @@ absl::StatusOr<std::vector<Value*>> Instantiation::Resolve(const std::string& na
       absl::StrCat("rule ", rule_.name, ": '", name, "' is not bound"));
 }
 
-absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(const Builder& builder,
-                                                                     const std::string& name) const {
+absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(
+    const Builder& builder, const std::string& name) const {
   const std::string argument(builder.argument);
   if (auto let = m_.lets.find(name); let != m_.lets.end()) {
     if (std::holds_alternative<std::vector<int64_t>>(let->second)) {
       return ToAttribute(argument, let->second);
+    }
+    if (auto* one = std::get_if<int64_t>(&let->second)) {
+      return ToAttribute(argument, std::vector<int64_t>{*one});
     }
   }
   Value* v = nullptr;
@@ -209,8 +212,9 @@ absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(const Build
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "rule ", rule_.name, ": ", std::string(builder.name), " writes ", std::string(builder.op_type),
-      "<", argument, " = ...> before version ", builder.input_since, ", and '", name,
+      "rule ", rule_.name, ": ", std::string(builder.name), " writes ",
+      std::string(builder.op_type), "<", argument, " = ...> before version ", builder.input_since,
+      ", and '", name,
       "' is not a list of ints known when the rule applies (a let or a constant)"));
 }
 
@@ -222,7 +226,9 @@ absl::Status Instantiation::AddNode(const TemplateNode& rn) {
   std::optional<onnx::AttributeProto> builder_attribute;
   if (const Builder* builder = rn.domain.empty() ? FindBuilder(rn.op_type) : nullptr) {
     op_type = std::string(builder->op_type);
-    if (OpVersion(rw_.model(), "", op_type) < builder->input_since) {
+    // input_since is a version of the op, so the op's version reaches it exactly when the
+    // opset does (also past the newest opset onnx knows).
+    if (rw_.model().OpsetVersion("") < builder->input_since) {
       auto attribute = BuilderAttribute(*builder, input_names[1]);
       if (!attribute.ok()) return attribute.status();
       builder_attribute = std::move(*attribute);

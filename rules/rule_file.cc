@@ -368,7 +368,8 @@ bool RuleFileParser::ParseOpList(const Span& span, size_t from, std::vector<RawO
     }
     if (words.empty() || words.size() > 2) {
       auto [line, column] = PositionIn(span, words.size() > 2 ? words[2].second : begin);
-      Error(line, column, "expected 'OP [VERSIONS]' or an op group, e.g. 'Add 7..' or 'Squeeze ..12'");
+      Error(line, column,
+            "expected 'OP [VERSIONS]' or an op group, e.g. 'Add 7..' or 'Squeeze ..12'");
       return false;
     }
     RawOp op;
@@ -431,7 +432,8 @@ bool RuleFileParser::ParseRule(RawRule& rule) {
     if (!kClauses.count(keyword)) {
       Error(line, column,
             absl::StrCat("unknown clause '", keyword.empty() ? std::string(1, Peek()) : keyword,
-                         "' (expected match, where, let, replace, benefit, for, ops, variadic or any_input)"));
+                         "' (expected match, where, let, replace, benefit, for, ops, variadic or "
+                         "any_input)"));
       return false;
     }
     if (!ParseClause(rule, keyword, line, column)) return false;
@@ -521,7 +523,8 @@ std::pair<int, int> FilePosition(const Span& span, const TextError& e) {
 }
 
 bool IsGroupName(std::string_view name) {
-  return !name.empty() && std::islower(static_cast<unsigned char>(name[0]));
+  return !name.empty() && std::islower(static_cast<unsigned char>(name[0])) &&
+         name.find('.') == std::string_view::npos;
 }
 
 std::string GroupNames() {
