@@ -1,4 +1,5 @@
 // `ovfix rules check`: op group and op version errors as FILE:LINE:COL, exit 2; a good file OK.
+// `ovfix rules list` shows the op groups and builders.
 #include <filesystem>
 #include <fstream>
 
@@ -55,6 +56,17 @@ TEST(RulesCheck, TheExampleRuleFilesAreGood) {
     EXPECT_EQ(r.exit_code, 0) << example << ": " << r.err;
     EXPECT_NE(r.out.find("rules OK"), std::string::npos) << r.out;
   }
+}
+
+TEST(RulesList, ShowsOpGroupsAndBuilders) {
+  const CommandResult r = RunOvfix("rules list");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  variadic       element-wise ops of any number of inputs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Max (8), Min (8), Sum (8), Mean (8)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unsqueeze(data, axes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Unsqueeze, axes an input from version 13"), std::string::npos) << r.out;
 }
 
 }  // namespace

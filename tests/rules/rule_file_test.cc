@@ -381,7 +381,8 @@ TEST(RuleFile, BadVersionRanges) {
   EXPECT_EQ(with_ops("Add 13..7"), "f.rules:3:13: version range 13..7 is empty");
   EXPECT_EQ(with_ops("Add 7-13"),
             "f.rules:3:13: expected a version range N..M, N.. or ..M, not '7-13'");
-  EXPECT_EQ(with_ops("Add .."), "f.rules:3:13: expected a version range N..M, N.. or ..M, not '..'");
+  EXPECT_EQ(with_ops("Add .."),
+            "f.rules:3:13: expected a version range N..M, N.. or ..M, not '..'");
   EXPECT_EQ(with_ops("Add 0.."), "f.rules:3:13: op versions start at 1");
   EXPECT_EQ(with_ops("Relu 6.., Sqeeze 13.."), "f.rules:3:19: unknown op 'Sqeeze'");
   EXPECT_EQ(with_ops("Add 7.. 13"),
@@ -396,9 +397,9 @@ TEST(RuleFile, BadVersionRanges) {
 TEST(RuleFile, BuildersAndAnyInputErrors) {
   EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
                     "  replace (x) => (y) { y = unsqeeze(x) }\n"),
-            "f.rules:4:28: 'unsqeeze' is neither a builder nor the op group of the match (builders: "
-            "unsqueeze, squeeze, split, reduce_sum, reduce_mean, reduce_max, reduce_min, "
-            "reduce_prod, reduce_sum_square, reduce_l1, reduce_l2, reduce_log_sum, "
+            "f.rules:4:28: 'unsqeeze' is neither a builder nor the op group of the match "
+            "(builders: unsqueeze, squeeze, split, reduce_sum, reduce_mean, reduce_max, "
+            "reduce_min, reduce_prod, reduce_sum_square, reduce_l1, reduce_l2, reduce_log_sum, "
             "reduce_log_sum_exp, pad)");
   EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
                     "  replace (x) => (y) { y = squeeze(x) }\n"),
