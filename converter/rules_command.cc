@@ -1,6 +1,6 @@
-// `ovfix rules list [--rules FILE]...`: every rule (name, file, algebra comment), every target
-// and every helper a rule file can call. `ovfix rules check FILE...`: parses rule files and
-// reports their errors as FILE:LINE:COL: message (exit 2).
+// `ovfix rules list [--rules FILE]...`: every rule (name, file, algebra comment), every target,
+// every helper, op group and builder a rule file can use. `ovfix rules check FILE...`: parses
+// rule files and reports their errors as FILE:LINE:COL: message (exit 2).
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -14,7 +14,9 @@
 #include "absl/strings/strip.h"
 #include "converter/command.h"
 #include "rules/embedded_files.h"
+#include "ir/op_groups.h"
 #include "rules/helpers.h"
+#include "rules/op_versions.h"
 #include "rules/rule_set.h"
 
 namespace ovfix::cli {
@@ -71,6 +73,21 @@ int RunList(const RulesOptions& o) {
   std::printf("\nHelpers (for `where` and `let`; docs/rules.md):\n");
   for (const auto& helper : rules::AllHelpers()) {
     std::printf("  %-40s %s\n", helper.signature.c_str(), helper.description.c_str());
+  }
+  std::printf("\nOp groups (a pattern's op or a `for` entry; first versions in parentheses):\n");
+  for (const OpGroup& group : AllOpGroups()) {
+    std::vector<std::string> ops;
+    for (const OpGroupMember& m : group.members) {
+      ops.push_back(absl::StrCat(std::string(m.op_type), " (", m.since_version, ")"));
+    }
+    std::printf("  %-14s %s\n                 %s\n", std::string(group.name).c_str(),
+                std::string(group.description).c_str(), absl::StrJoin(ops, ", ").c_str());
+  }
+  std::printf("\nBuilders (replacement ops that write the form the opset wants):\n");
+  for (const rules::Builder& b : rules::AllBuilders()) {
+    std::printf("  %-40s %s, %s an input from version %d\n",
+                absl::StrCat(std::string(b.name), "(data, ", std::string(b.argument), ")").c_str(),
+                std::string(b.op_type).c_str(), std::string(b.argument).c_str(), b.input_since);
   }
   return kExitOk;
 }

@@ -279,6 +279,19 @@ void AddShapeHelpers(std::vector<Helper>& out) {
                  [](const HelperContext&, Args args) {
                    return ShapeDifference("removed_axes", args, false);
                  }});
+  out.push_back({"changed_axes", 2, 2, "changed_axes(x, y) -> ints",
+                 "removed_axes(x, y) when y has the lower rank, else inserted_axes(x, y)",
+                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
+                   auto x = ValueArg("changed_axes", args, 0);
+                   if (!x.ok()) return x.status();
+                   auto y = ValueArg("changed_axes", args, 1);
+                   if (!y.ok()) return y.status();
+                   auto in = KnownShape(*x);
+                   if (!in.ok()) return in.status();
+                   auto out = KnownShape(*y);
+                   if (!out.ok()) return out.status();
+                   return ShapeDifference("changed_axes", args, out->size() > in->size());
+                 }});
   out.push_back({"normalize_axes", 2, 2, "normalize_axes(axes, r) -> ints",
                  "axes with negative entries counted from the end of rank r", NormalizeAxes});
   out.push_back({"range", 1, 1, "range(n) -> ints", "[0, 1, ..., n - 1]",

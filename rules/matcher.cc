@@ -103,11 +103,53 @@ bool IsPatternConstant(const TemplateNode& n) {
   return IsDefaultDomain(n.domain) && n.op_type == "Constant" && n.inputs.empty();
 }
 
-// Injective choices of `fixed` model inputs out of `count`, identity first.
-std::vector<std::vector<int>> InputOrders(size_t fixed, size_t count, bool commutative) {
+// The orders of InputOrders for a node with `any_input` captures at pattern positions `any`.
+std::vector<std::vector<int>> AnyPositionOrders(const std::vector<int>& any, size_t fixed,
+                                                size_t count) {
+  std::vector<std::vector<int>> orders;
+  std::vector<int> at(any.size(), 0);  // the model position of each any_input capture
+  std::function<void(size_t)> place = [&](size_t k) {
+    if (orders.size() >= kMaxOrders) return;
+    if (k < any.size()) {
+      for (size_t p = 0; p < count; ++p) {
+        if (std::find(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(k),
+                      static_cast<int>(p)) !=
+            at.begin() + static_cast<std::ptrdiff_t>(k)) {
+          continue;
+        }
+        at[k] = static_cast<int>(p);
+        place(k + 1);
+      }
+      return;
+    }
+    std::vector<int> order(fixed, -1);
+    std::vector<bool> taken(count, false);
+    for (size_t j = 0; j < any.size(); ++j) {
+      order[any[j]] = at[j];
+      taken[at[j]] = true;
+    }
+    size_t next = 0;
+    for (size_t i = 0; i < fixed; ++i) {
+      if (order[i] >= 0) continue;
+      while (taken[next]) ++next;
+      order[i] = static_cast<int>(next++);
+    }
+    orders.push_back(std::move(order));
+  };
+  place(0);
+  return orders;
+}
+
+// Injective choices of model input positions for the `fixed` pattern inputs of `pn` out of
+// `count`, the model's own order first. A commutative node tries every choice; `any_input`
+// captures try every position, the other pattern inputs filling the positions left in order.
+std::vector<std::vector<int>> InputOrders(const TemplateNode& pn, size_t fixed, size_t count) {
   std::vector<int> all(count);
   std::iota(all.begin(), all.end(), 0);
-  if (!commutative) return {std::vector<int>(all.begin(), all.begin() + fixed)};
+  if (!pn.commutative && pn.any_position.empty()) {
+    return {std::vector<int>(all.begin(), all.begin() + fixed)};
+  }
+  if (!pn.commutative) return AnyPositionOrders(pn.any_position, fixed, count);
   std::vector<std::vector<int>> orders;
   std::vector<int> current;
   std::vector<bool> used(count, false);
@@ -389,7 +431,7 @@ bool Solver::MatchNode(int index, Node* n, std::vector<Task> tasks, State state)
       pn.variadic && pattern_.constraints.find(pn.inputs.back()) != pattern_.constraints.end();
   const bool any_omitted = std::find(inputs.begin(), inputs.begin() + count, nullptr) !=
                            inputs.begin() + static_cast<std::ptrdiff_t>(count);
-  for (const auto& order : InputOrders(fixed, count, pn.commutative)) {
+  for (const auto& order : InputOrders(pn, fixed, count)) {
     State next = state;
     std::vector<int> chosen = order;
     std::sort(chosen.begin(), chosen.end());

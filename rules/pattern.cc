@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "ir/op_groups.h"
 #include "onnx/defs/parser.h"
 
 namespace ovfix::rules {
@@ -84,6 +85,42 @@ bool CheckVariadicUse(const std::vector<TemplateNode>& nodes, const std::set<std
   return true;
 }
 
+// Marks the inputs that are `any_input` names (captures or pattern values); each must be used
+// once, as a node input.
+bool MarkAnyPositions(Pattern& pattern, TemplateError& error) {
+  for (const auto& name : pattern.any_input) {
+    if (!pattern.IsCapture(name) && pattern.producers.count(name) == 0) {
+      return Fail(error,
+                  absl::StrCat("any_input '", name, "' is neither a capture nor a pattern value"),
+                  name);
+    }
+    if (pattern.variadic.count(name)) {
+      return Fail(error, absl::StrCat("'", name, "' cannot be both variadic and any_input"),
+                  name);
+    }
+  }
+  std::map<std::string, int> uses;
+  for (auto& n : pattern.nodes) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (pattern.any_input.count(n.inputs[i]) == 0) continue;
+      if (++uses[n.inputs[i]] > 1) {
+        return Fail(error,
+                    absl::StrCat("any_input '", n.inputs[i],
+                                 "' is used twice: it stands for one input position"),
+                    n.inputs[i]);
+      }
+      n.any_position.push_back(static_cast<int>(i));
+    }
+  }
+  for (const auto& name : pattern.any_input) {
+    if (uses[name] == 0) {
+      return Fail(error, absl::StrCat("any_input '", name, "' is not an input of a pattern node"),
+                  name);
+    }
+  }
+  return true;
+}
+
 // onnx's parser recurses for every nested graph, attribute list and type, without a limit:
 // text nested deeper than any real graph is refused before it gets there.
 constexpr int kMaxGraphTextNesting = 200;
@@ -150,10 +187,7 @@ bool ParseGraphText(std::string_view text, onnx::GraphProto& graph, TextError& e
 }
 
 bool IsCommutative(std::string_view domain, std::string_view op_type) {
-  if (!domain.empty() && domain != "ai.onnx") return false;
-  static const std::set<std::string_view> kOps = {"Add",  "Mul",   "Max", "Min", "Sum",
-                                                  "Mean", "Equal", "And", "Or",  "Xor"};
-  return kOps.count(op_type) > 0;
+  return InOpGroup("commutative", domain, op_type);
 }
 
 bool Pattern::IsCapture(const std::string& name) const {
@@ -165,9 +199,10 @@ bool Pattern::Binds(const std::string& name) const {
 }
 
 bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& variadic,
-                  Pattern& pattern, TemplateError& error) {
+                  const std::set<std::string>& any_input, Pattern& pattern, TemplateError& error) {
   pattern = Pattern{};
   pattern.variadic = variadic;
+  pattern.any_input = any_input;
   for (const auto& in : graph.input()) {
     if (pattern.IsCapture(in.name())) {
       return Fail(error, absl::StrCat("capture '", in.name(), "' is declared twice"), in.name());
@@ -232,6 +267,7 @@ bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& va
     }
   }
   if (!CheckVariadicUse(pattern.nodes, variadic, error)) return false;
+  if (!MarkAnyPositions(pattern, error)) return false;
   if (graph.output_size() == 0) return Fail(error, "the pattern has no output");
   for (const auto& out : graph.output()) {
     auto it = pattern.producers.find(out.name());

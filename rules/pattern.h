@@ -61,6 +61,9 @@ struct TemplateNode {
   std::vector<onnx::AttributeProto> attributes;
   bool commutative = false;  // pattern only: inputs may match in any order
   bool variadic = false;     // the last input is a variadic capture
+  // Pattern only: indices of inputs named in `any_input`. Each may stand at any input
+  // position of the node; the other inputs keep their order in the positions left.
+  std::vector<int> any_position;
 };
 
 // Ops whose inputs may be matched in any order.
@@ -72,6 +75,7 @@ struct Pattern {
   std::vector<std::string> outputs;                    // values the replacement replaces, in order
   std::map<std::string, ValueConstraint> constraints;  // declared inputs and outputs
   std::set<std::string> variadic;
+  std::set<std::string> any_input;  // values that may stand at any input position of their node
   // Value name -> (node index, output index) for values produced by pattern nodes.
   std::map<std::string, std::pair<int, int>> producers;
   // Attribute captures (`@ref` in pattern attributes).
@@ -91,9 +95,10 @@ struct TemplateError {
   std::string token;
 };
 
-// Builds and checks a pattern from its parsed graph.
+// Builds and checks a pattern from its parsed graph. An `any_input` capture must be used once,
+// as an input of a node (of a commutative node it changes nothing: those try every order).
 bool BuildPattern(const onnx::GraphProto& graph, const std::set<std::string>& variadic,
-                  Pattern& pattern, TemplateError& error);
+                  const std::set<std::string>& any_input, Pattern& pattern, TemplateError& error);
 
 struct Replacement {
   std::vector<TemplateNode> nodes;

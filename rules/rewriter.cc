@@ -180,6 +180,25 @@ void Rewriter::SetType(Value* v, const onnx::TypeProto& type) {
   Record([v, old] { *v->mutable_type() = old; });
 }
 
+std::string Rewriter::GraphInterfaceConflict(const Value* from, const Value* to) {
+  if (from == to || to == nullptr || !from->is_graph_output()) return "";
+  std::string what;
+  if (to->is_graph_input()) {
+    what = "a graph input";
+  } else if (to->is_graph_output()) {
+    what = "another graph output";
+  } else if (to->owner() != from->owner()) {
+    what = "a value of an enclosing graph";
+  } else if (to->is_initializer()) {
+    what = "an initializer";
+  } else {
+    return "";
+  }
+  return absl::StrCat("graph output '", from->name(), "' would be replaced by '", to->name(), "', ",
+                      what, ", which cannot take its name (the rewriter keeps graph inputs and "
+                      "outputs)");
+}
+
 void Rewriter::ReplaceAllUsesWith(Value* from, Value* to) {
   assert(open_);
   if (from == to) return;

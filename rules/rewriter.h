@@ -95,6 +95,12 @@ class Rewriter {
   // Replaces a constant's data (e.g. reshaping it in place); the value keeps its name.
   void SetInitializer(Value* v, Tensor t);
   void SetType(Value* v, const onnx::TypeProto& type);
+  // Why replacing `from` by `to` would rename a graph input or output: `from` is an output of
+  // its graph (the main graph or a body) and `to` cannot take its name, being a graph input or
+  // output itself, an initializer, or a value of another graph. "" when it would not. Rules
+  // refuse such a rewrite (explain shows this reason); ReplaceAllUsesWith, for native
+  // passes, carries the name with an Identity instead.
+  static std::string GraphInterfaceConflict(const Value* from, const Value* to);
   // Every use of `from` reads `to`. If `from` is a graph output, `to` takes its place and
   // its name (the old value is renamed), so the model's outputs keep their names.
   void ReplaceAllUsesWith(Value* from, Value* to);

@@ -1,9 +1,12 @@
 #include "rules/rule_apply.h"
 
 #include <algorithm>
+#include <optional>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "ir/tensor_proto.h"
+#include "rules/op_versions.h"
 
 namespace ovfix::rules {
 namespace {
@@ -25,6 +28,28 @@ bool IsDead(const Node& n) {
   return n.subgraphs().empty();
 }
 
+// Why the rewrite would rename a graph input or output (Rewriter::GraphInterfaceConflict): a
+// replacement output that is a bound value, not a new one, must be able to take the name of
+// the pattern output it replaces. "" when it can.
+std::string GraphInterfaceConflict(const Rule& rule, const Match& m,
+                                   const std::map<std::string, HelperValue>& lets) {
+  for (size_t j = 0; j < rule.replacement.outputs.size(); ++j) {
+    const std::string& name = rule.replacement.outputs[j];
+    const Value* to = nullptr;
+    if (auto let = lets.find(name); let != lets.end()) {
+      if (auto* v = std::get_if<Value*>(&let->second)) to = *v;
+    } else if (auto bound = m.values.find(name); bound != m.values.end()) {
+      to = bound->second;
+    }
+    auto from = m.values.find(rule.pattern.outputs[j]);
+    if (to == nullptr || from == m.values.end()) continue;
+    if (std::string why = Rewriter::GraphInterfaceConflict(from->second, to); !why.empty()) {
+      return why;
+    }
+  }
+  return "";
+}
+
 // Builds one match's replacement inside the open transaction.
 class Instantiation {
  public:
@@ -42,7 +67,10 @@ class Instantiation {
   absl::Status AddNode(const TemplateNode& rn);
   // The matched node that replacement node `rn` rewrites: same op type, producing the same
   // pattern output at the same position. -1 when it is a new node.
-  int RewrittenPatternNode(const TemplateNode& rn) const;
+  int RewrittenPatternNode(const TemplateNode& rn, const std::string& op_type) const;
+  // A builder's argument as the attribute of the op's versions before it became an input.
+  absl::StatusOr<onnx::AttributeProto> BuilderAttribute(const Builder& builder,
+                                                        const std::string& name) const;
 
   const Rule& rule_;
   const RuleMatch& m_;
@@ -54,7 +82,8 @@ class Instantiation {
   std::map<std::string, std::vector<Value*>> materialized_;  // let values turned into inputs
 };
 
-int Instantiation::RewrittenPatternNode(const TemplateNode& rn) const {
+int Instantiation::RewrittenPatternNode(const TemplateNode& rn,
+                                        const std::string& op_type) const {
   const auto& outputs = rule_.replacement.outputs;
   for (size_t k = 0; k < rn.outputs.size(); ++k) {
     auto it = std::find(outputs.begin(), outputs.end(), rn.outputs[k]);
@@ -62,7 +91,7 @@ int Instantiation::RewrittenPatternNode(const TemplateNode& rn) const {
     const std::string& replaced = rule_.pattern.outputs[it - outputs.begin()];
     const auto [index, output] = rule_.pattern.producers.at(replaced);
     const TemplateNode& pn = rule_.pattern.nodes[index];
-    if (output == static_cast<int>(k) && pn.op_type == rn.op_type && pn.domain == rn.domain &&
+    if (output == static_cast<int>(k) && pn.op_type == op_type && pn.domain == rn.domain &&
         m_.match.nodes[index] != nullptr) {
       return index;
     }
@@ -156,16 +185,65 @@ absl::StatusOr<std::vector<Value*>> Instantiation::Resolve(const std::string& na
       absl::StrCat("rule ", rule_.name, ": '", name, "' is not bound"));
 }
 
+absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(
+    const Builder& builder, const std::string& name) const {
+  const std::string argument(builder.argument);
+  if (auto let = m_.lets.find(name); let != m_.lets.end()) {
+    if (std::holds_alternative<std::vector<int64_t>>(let->second)) {
+      return ToAttribute(argument, let->second);
+    }
+    if (auto* one = std::get_if<int64_t>(&let->second)) {
+      return ToAttribute(argument, std::vector<int64_t>{*one});
+    }
+  }
+  Value* v = nullptr;
+  if (auto let = m_.lets.find(name); let != m_.lets.end()) {
+    if (auto* value = std::get_if<Value*>(&let->second)) v = *value;
+  } else if (auto bound = m_.match.values.find(name); bound != m_.match.values.end()) {
+    v = bound->second;
+  }
+  if (v != nullptr && IsConstantValue(v)) {
+    if (auto t = ReadConstant(v); t.ok() && IsInteger(t->type())) {
+      onnx::AttributeProto a;
+      a.set_name(argument);
+      a.set_type(onnx::AttributeProto::INTS);
+      for (int64_t i = 0; i < t->numel(); ++i) a.add_ints(t->GetAsInt64(i));
+      return a;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "rule ", rule_.name, ": ", std::string(builder.name), " writes ",
+      std::string(builder.op_type), "<", argument, " = ...> before version ", builder.input_since,
+      ", and '", name,
+      "' is not a list of ints known when the rule applies (a let or a constant)"));
+}
+
 absl::Status Instantiation::AddNode(const TemplateNode& rn) {
+  // A builder becomes its op, with its argument as input 1 or, in the op's versions before
+  // that, as an attribute.
+  std::string op_type = rn.op_type;
+  std::vector<std::string> input_names = rn.inputs;
+  std::optional<onnx::AttributeProto> builder_attribute;
+  if (const Builder* builder = rn.domain.empty() ? FindBuilder(rn.op_type) : nullptr) {
+    op_type = std::string(builder->op_type);
+    // input_since is a version of the op, so the op's version reaches it exactly when the
+    // opset does (also past the newest opset onnx knows).
+    if (rw_.model().OpsetVersion("") < builder->input_since) {
+      auto attribute = BuilderAttribute(*builder, input_names[1]);
+      if (!attribute.ok()) return attribute.status();
+      builder_attribute = std::move(*attribute);
+      input_names.resize(1);
+    }
+  }
   std::vector<Value*> inputs;
-  for (const auto& name : rn.inputs) {
+  for (const auto& name : input_names) {
     auto values = Resolve(name);
     if (!values.ok()) return values.status();
     inputs.insert(inputs.end(), values->begin(), values->end());
   }
   std::string node_name;
   std::vector<onnx::AttributeProto> attributes;
-  if (const int index = RewrittenPatternNode(rn); index >= 0) {
+  if (const int index = RewrittenPatternNode(rn, op_type); index >= 0) {
     // The same node with new inputs: it keeps its name, its attributes, and its input order
     // (a commutative match may have bound the inputs swapped).
     const Node* old = m_.match.nodes[index];
@@ -199,6 +277,11 @@ absl::Status Instantiation::AddNode(const TemplateNode& rn) {
     }
     // An attribute captured as absent stays absent.
   }
+  if (builder_attribute) {
+    std::erase_if(attributes,
+                  [&](const auto& old) { return old.name() == builder_attribute->name(); });
+    attributes.push_back(std::move(*builder_attribute));
+  }
   std::vector<std::string> output_names;
   const auto& outputs = rule_.replacement.outputs;
   for (const auto& out : rn.outputs) {
@@ -210,7 +293,7 @@ absl::Status Instantiation::AddNode(const TemplateNode& rn) {
       output_names.push_back(out.empty() ? "" : absl::StrCat(base_, "_", out));
     }
   }
-  Node* n = rw_.CreateNode(g_, rn.op_type, inputs, output_names, root_, node_name, rn.domain);
+  Node* n = rw_.CreateNode(g_, op_type, inputs, output_names, root_, node_name, rn.domain);
   for (auto& a : attributes) rw_.SetAttribute(n, std::move(a));
   for (size_t k = 0; k < rn.outputs.size(); ++k) {
     if (!rn.outputs[k].empty()) local_[rn.outputs[k]] = n->output(k);
@@ -268,6 +351,16 @@ absl::Status Instantiation::Run() {
 
 std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperContext& helpers,
                                    std::string& why, bool explain) {
+  for (const OpVersionRange& range : rule.versions) {
+    const int version = OpVersion(helpers.model, range.domain, range.op_type);
+    if (range.Contains(version)) continue;
+    const int64_t opset = helpers.model.OpsetVersion(range.domain);
+    if (!explain) return std::nullopt;
+    why = version < 0 ? absl::StrCat(range.op_type, " does not exist at opset ", opset)
+                      : absl::StrCat(range.op_type, " is version ", version, " at opset ", opset);
+    absl::StrAppend(&why, "; the rule is for ", range.ToString());
+    return std::nullopt;
+  }
   HelperMemo memo;
   const HelperContext context{helpers.model, helpers.options, &memo};
   std::map<std::string, HelperValue> lets;
@@ -295,7 +388,8 @@ std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperCon
       }
       lets[clause.name] = std::move(*value);
     }
-    return true;
+    reason = GraphInterfaceConflict(rule, m, lets);
+    return reason.empty();
   };
   auto match =
       MatchPattern(rule.pattern, node, accept, why, context.model.OpsetVersion(""), explain);

@@ -1,5 +1,6 @@
 #include "rules/rule_file.h"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -18,13 +20,22 @@
 namespace ovfix::rules {
 namespace {
 
-const std::set<std::string_view> kClauses = {"for",   "variadic", "benefit", "match",
-                                             "where", "let",      "replace"};
+const std::set<std::string_view> kClauses = {"for",   "variadic", "any_input", "ops",    "benefit",
+                                             "match", "where",    "let",       "replace"};
 
 // A block of text from the file and where it starts.
 struct Span {
   std::string text;
   int line = 0, column = 0;
+};
+
+// An op or op group in a `for` or `ops` list, with its version range when one is written.
+struct RawOp {
+  std::string name;
+  int line = 0, column = 0;
+  bool ranged = false;
+  int since = 1, until = kOpenVersion;
+  int range_line = 0, range_column = 0;
 };
 
 // One rule as written, before checking.
@@ -33,8 +44,9 @@ struct RawRule {
   int line = 0, column = 0;
   std::optional<Span> match, replace;
   std::string placeholder;  // `for Op in ...`
-  std::vector<std::string> ops;
-  std::set<std::string> variadic;
+  std::vector<RawOp> ops;       // `for`
+  std::vector<RawOp> versions;  // `ops`
+  std::set<std::string> variadic, any_input;
   int benefit = 1;
   struct RawClause {
     Clause::Kind kind;
@@ -93,6 +105,15 @@ class RuleFileParser {
     SkipLine();
     return std::string(absl::StripAsciiWhitespace(rest));
   }
+  // The rest of a clause's line without a trailing comment; a list continues on the next line
+  // after a trailing comma. Newlines stay in the text, so positions can be found again.
+  Span ReadList();
+  // Where offset `at` of `span.text` is in the file.
+  static std::pair<int, int> PositionIn(const Span& span, size_t at);
+  // Parses "NAME [RANGE], NAME [RANGE], ..." from offset `from` of `span`.
+  bool ParseOpList(const Span& span, size_t from, std::vector<RawOp>& out);
+  // The ranges of a `for` list (op groups expanded) or `ops` list; false after an error.
+  bool CheckOps(const std::vector<RawOp>& raw, bool groups, std::vector<OpVersionRange>& out);
   void Error(int line, int column, std::string message) {
     errors_.push_back(absl::StrCat(path_, ":", line, ":", column, ": ", message));
   }
@@ -105,7 +126,8 @@ class RuleFileParser {
   bool ReadGraph(Span& span, int keyword_line, int keyword_column);
   bool ReadExpression(Span& span);
   void Build(const RawRule& raw, RuleFile& out);
-  bool BuildOne(const RawRule& raw, const std::string& op, const onnx::GraphProto& match,
+  bool BuildOne(const RawRule& raw, const OpVersionRange* op, const std::string& placeholder,
+                const std::vector<OpVersionRange>& versions, const onnx::GraphProto& match,
                 const onnx::GraphProto& replace, RuleFile& out);
   // Where `token` first appears in `span` as a whole identifier; the span start otherwise.
   std::pair<int, int> Locate(const Span& span, const std::string& token) const;
@@ -254,41 +276,127 @@ bool RuleFileParser::ParseClause(RawRule& rule, const std::string& keyword, int 
     rule.clauses.push_back(std::move(clause));
     return true;
   }
-  const int rest_line = line_, rest_column = column_;
-  std::string rest = RestOfLine();
-  // Lists (`for`, `variadic`) continue on the next line after a trailing comma.
-  while (!rest.empty() && rest.back() == ',' && !AtEnd()) {
-    SkipBlanks();
-    rest += " " + RestOfLine();
-  }
+  const Span list = ReadList();
+  const std::string rest(absl::StripAsciiWhitespace(list.text));
   if (keyword == "benefit") {
     int value = 0;
     if (!absl::SimpleAtoi(rest, &value) || value < 0) {
-      Error(rest_line, rest_column, "benefit must be a non-negative integer");
+      Error(list.line, list.column, "benefit must be a non-negative integer");
       return false;
     }
     rule.benefit = value;
     return true;
   }
-  if (keyword == "variadic") {
+  if (keyword == "variadic" || keyword == "any_input") {
     for (absl::string_view name : absl::StrSplit(rest, ',')) {
       std::string n(absl::StripAsciiWhitespace(name));
       if (n.empty()) {
-        Error(rest_line, rest_column, "expected 'variadic NAME[, NAME...]'");
+        Error(list.line, list.column, absl::StrCat("expected '", keyword, " NAME[, NAME...]'"));
         return false;
       }
-      rule.variadic.insert(n);
+      (keyword == "variadic" ? rule.variadic : rule.any_input).insert(n);
     }
     return true;
   }
-  // for Op in Add, Sub, ...
-  std::vector<std::string> words = absl::StrSplit(rest, absl::ByAnyChar(" \t,"), absl::SkipEmpty());
-  if (words.size() < 3 || words[1] != "in") {
-    Error(rest_line, rest_column, "expected 'for PLACEHOLDER in OP, OP, ...'");
+  if (keyword == "ops") return ParseOpList(list, 0, rule.versions);
+  // for Op in Add, Sub 7.., group, ...
+  size_t at = 0;
+  auto word = [&] {
+    while (at < list.text.size() && std::isspace(static_cast<unsigned char>(list.text[at]))) ++at;
+    const size_t start = at;
+    while (at < list.text.size() && IsIdentifierChar(list.text[at])) ++at;
+    return list.text.substr(start, at - start);
+  };
+  rule.placeholder = word();
+  if (rule.placeholder.empty() || word() != "in") {
+    Error(list.line, list.column, "expected 'for PLACEHOLDER in OP, OP, ...'");
     return false;
   }
-  rule.placeholder = words[0];
-  rule.ops.assign(words.begin() + 2, words.end());
+  return ParseOpList(list, at, rule.ops);
+}
+
+Span RuleFileParser::ReadList() {
+  SkipBlanks();
+  Span span{"", line_, column_};
+  while (true) {
+    bool in_string = false;
+    while (!AtEnd() && Peek() != '\n') {
+      if (Peek() == '"') in_string = !in_string;
+      if (Peek() == '#' && !in_string) {
+        while (!AtEnd() && Peek() != '\n') Advance();
+        break;
+      }
+      span.text += Peek();
+      Advance();
+    }
+    const bool more = absl::EndsWith(absl::StripTrailingAsciiWhitespace(span.text), ",");
+    if (AtEnd()) break;
+    Advance();
+    if (!more) break;
+    span.text += '\n';
+  }
+  return span;
+}
+
+std::pair<int, int> RuleFileParser::PositionIn(const Span& span, size_t at) {
+  int line = span.line, column = span.column;
+  for (size_t i = 0; i < at && i < span.text.size(); ++i) {
+    if (span.text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+bool RuleFileParser::ParseOpList(const Span& span, size_t from, std::vector<RawOp>& out) {
+  const std::string& text = span.text;
+  for (size_t begin = from; begin <= text.size();) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    // The entry's words and where each starts.
+    std::vector<std::pair<std::string, size_t>> words;
+    for (size_t i = begin; i < end;) {
+      if (std::isspace(static_cast<unsigned char>(text[i]))) {
+        ++i;
+        continue;
+      }
+      const size_t start = i;
+      while (i < end && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+      words.emplace_back(text.substr(start, i - start), start);
+    }
+    if (words.empty() || words.size() > 2) {
+      auto [line, column] = PositionIn(span, words.size() > 2 ? words[2].second : begin);
+      Error(line, column,
+            "expected 'OP [VERSIONS]' or an op group, e.g. 'Add 7..' or 'Squeeze ..12'");
+      return false;
+    }
+    RawOp op;
+    op.name = words[0].first;
+    std::tie(op.line, op.column) = PositionIn(span, words[0].second);
+    if (words.size() == 2) {
+      const std::string& range = words[1].first;
+      std::tie(op.range_line, op.range_column) = PositionIn(span, words[1].second);
+      const size_t dots = range.find("..");
+      const std::string low = dots == std::string::npos ? "" : range.substr(0, dots);
+      const std::string high = dots == std::string::npos ? "" : range.substr(dots + 2);
+      op.ranged = true;
+      if (dots == std::string::npos || (low.empty() && high.empty()) ||
+          (!low.empty() && !absl::SimpleAtoi(low, &op.since)) ||
+          (!high.empty() && !absl::SimpleAtoi(high, &op.until))) {
+        Error(op.range_line, op.range_column,
+              absl::StrCat("expected a version range N..M, N.. or ..M, not '", range, "'"));
+        return false;
+      }
+      if (op.since < 1 || op.until < 1) {
+        Error(op.range_line, op.range_column, "op versions start at 1");
+        return false;
+      }
+    }
+    out.push_back(std::move(op));
+    begin = end + 1;
+  }
   return true;
 }
 
@@ -324,7 +432,8 @@ bool RuleFileParser::ParseRule(RawRule& rule) {
     if (!kClauses.count(keyword)) {
       Error(line, column,
             absl::StrCat("unknown clause '", keyword.empty() ? std::string(1, Peek()) : keyword,
-                         "' (expected match, where, let, replace, benefit, for or variadic)"));
+                         "' (expected match, where, let, replace, benefit, for, ops, variadic or "
+                         "any_input)"));
       return false;
     }
     if (!ParseClause(rule, keyword, line, column)) return false;
@@ -413,6 +522,60 @@ std::pair<int, int> FilePosition(const Span& span, const TextError& e) {
   return {span.line + e.line - 1, e.column};
 }
 
+bool IsGroupName(std::string_view name) {
+  return !name.empty() && std::islower(static_cast<unsigned char>(name[0])) &&
+         name.find('.') == std::string_view::npos;
+}
+
+std::string GroupNames() {
+  std::vector<std::string> names;
+  for (const OpGroup& g : AllOpGroups()) names.emplace_back(g.name);
+  return absl::StrJoin(names, ", ");
+}
+
+bool RuleFileParser::CheckOps(const std::vector<RawOp>& raw, bool groups,
+                              std::vector<OpVersionRange>& out) {
+  for (const RawOp& o : raw) {
+    if (IsGroupName(o.name)) {
+      const OpGroup* group = FindOpGroup(o.name);
+      if (group == nullptr) {
+        Error(o.line, o.column,
+              absl::StrCat("unknown op group '", o.name, "' (groups: ", GroupNames(), ")"));
+        return false;
+      }
+      if (!groups) {
+        Error(o.line, o.column,
+              absl::StrCat("'ops' gives versions of ops, and '", o.name,
+                           "' is an op group: name its ops"));
+        return false;
+      }
+      if (o.ranged) {
+        Error(o.range_line, o.range_column,
+              absl::StrCat("op group '", o.name,
+                           "' carries the versions of its ops: name the ops to give others"));
+        return false;
+      }
+      for (const OpGroupMember& m : group->members) {
+        out.push_back({"", std::string(m.op_type), m.since_version, m.until_version});
+      }
+      continue;
+    }
+    OpVersionRange range{"", o.name, o.since, o.until};
+    // `ops com.microsoft.Foo 1..` names an op of another domain.
+    if (const size_t dot = o.name.rfind('.'); dot != std::string::npos && !groups) {
+      range.domain = o.name.substr(0, dot);
+      range.op_type = o.name.substr(dot + 1);
+    }
+    if (std::string problem = CheckOpVersionRange(range); !problem.empty()) {
+      const bool at_range = o.ranged && KnownOpVersions(range.op_type).size() > 0;
+      Error(at_range ? o.range_line : o.line, at_range ? o.range_column : o.column, problem);
+      return false;
+    }
+    out.push_back(std::move(range));
+  }
+  return true;
+}
+
 void RuleFileParser::Build(const RawRule& raw, RuleFile& out) {
   if (!raw.match || !raw.replace) {
     Error(raw.line, raw.column,
@@ -431,43 +594,103 @@ void RuleFileParser::Build(const RawRule& raw, RuleFile& out) {
     Error(line, column, e.message);
     return;
   }
-  if (!raw.placeholder.empty()) {
+  std::vector<OpVersionRange> ops, versions;
+  if (!CheckOps(raw.ops, true, ops) || !CheckOps(raw.versions, false, versions)) return;
+  std::string placeholder = raw.placeholder;
+  if (!placeholder.empty()) {
     bool found = false;
-    for (const auto& n : match.node()) found |= n.op_type() == raw.placeholder;
+    for (const auto& n : match.node()) found |= n.op_type() == placeholder;
     if (!found) {
       auto [line, column] = Locate(*raw.match, "");
-      Error(
-          line, column,
-          absl::StrCat("'for' placeholder '", raw.placeholder, "' is not an op type of the match"));
+      Error(line, column,
+            absl::StrCat("'for' placeholder '", placeholder, "' is not an op type of the match"));
       return;
     }
   }
-  const std::vector<std::string> ops = raw.ops.empty() ? std::vector<std::string>{""} : raw.ops;
+  // An op group written as a pattern's op is a `for` over its ops.
+  for (const auto& n : match.node()) {
+    if ((!n.domain().empty() && n.domain() != "ai.onnx") || !IsGroupName(n.op_type()) ||
+        n.op_type() == placeholder) {
+      continue;
+    }
+    auto [line, column] = Locate(*raw.match, n.op_type());
+    const OpGroup* group = FindOpGroup(n.op_type());
+    if (group == nullptr) {
+      Error(line, column,
+            absl::StrCat("unknown op group '", n.op_type(), "' (groups: ", GroupNames(), ")"));
+      return;
+    }
+    if (!placeholder.empty()) {
+      Error(line, column,
+            absl::StrCat("a rule uses one op group or 'for' placeholder as an op: '", placeholder,
+                         "' and '", n.op_type(), "'"));
+      return;
+    }
+    placeholder = n.op_type();
+    for (const OpGroupMember& m : group->members) {
+      ops.push_back({"", std::string(m.op_type), m.since_version, m.until_version});
+    }
+  }
+  // Lower-case ops of the replacement are builders (or the group of the pattern).
+  for (const auto& n : replace.node()) {
+    if ((!n.domain().empty() && n.domain() != "ai.onnx") || !IsGroupName(n.op_type()) ||
+        n.op_type() == placeholder) {
+      continue;
+    }
+    auto [line, column] = Locate(*raw.replace, n.op_type());
+    const Builder* builder = FindBuilder(n.op_type());
+    if (builder == nullptr) {
+      std::vector<std::string> names;
+      for (const Builder& b : AllBuilders()) names.emplace_back(b.name);
+      Error(line, column,
+            absl::StrCat("'", n.op_type(),
+                         "' is neither a builder nor the op group of the match (builders: ",
+                         absl::StrJoin(names, ", "), ")"));
+      return;
+    }
+    if (n.input_size() != 2 || n.input(1).empty()) {
+      Error(line, column,
+            absl::StrCat("builder '", std::string(builder->name), "' takes 2 inputs: ",
+                         std::string(builder->name), "(data, ", std::string(builder->argument),
+                         ")"));
+      return;
+    }
+  }
+  if (ops.empty()) {
+    BuildOne(raw, nullptr, placeholder, versions, match, replace, out);
+    return;
+  }
   for (const auto& op : ops) {
-    if (!BuildOne(raw, op, match, replace, out)) return;
+    if (!BuildOne(raw, &op, placeholder, versions, match, replace, out)) return;
   }
 }
 
-bool RuleFileParser::BuildOne(const RawRule& raw, const std::string& op,
+bool RuleFileParser::BuildOne(const RawRule& raw, const OpVersionRange* op,
+                              const std::string& placeholder,
+                              const std::vector<OpVersionRange>& versions,
                               const onnx::GraphProto& match, const onnx::GraphProto& replace,
                               RuleFile& out) {
   auto rule = std::make_shared<Rule>();
-  rule->name = op.empty() ? raw.name : absl::StrCat(raw.name, ".", op);
+  rule->name = op == nullptr ? raw.name : absl::StrCat(raw.name, ".", op->op_type);
   rule->family = raw.name;
   rule->set = out.set;
   rule->file = path_;
   rule->line = raw.line;
   rule->algebra = raw.algebra;
   rule->benefit = raw.benefit;
+  rule->versions = versions;
+  if (op != nullptr && (op->since > 1 || op->until != kOpenVersion)) {
+    rule->versions.push_back(*op);
+  }
   if (!names_.insert(rule->name).second) {
     Error(raw.line, raw.column, absl::StrCat("rule '", rule->name, "' is defined twice"));
     return false;
   }
   TemplateError te;
   const auto substituted = [&](const onnx::GraphProto& g) {
-    return op.empty() ? g : SubstituteOpType(g, raw.placeholder, op);
+    return op == nullptr ? g : SubstituteOpType(g, placeholder, op->op_type);
   };
-  if (!BuildPattern(substituted(match), raw.variadic, rule->pattern, te)) {
+  if (!BuildPattern(substituted(match), raw.variadic, raw.any_input, rule->pattern, te)) {
     auto [line, column] = Locate(*raw.match, te.token);
     Error(line, column, te.message);
     return false;

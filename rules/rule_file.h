@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "rules/expression.h"
+#include "rules/op_versions.h"
 #include "rules/pattern.h"
 
 namespace ovfix::rules {
@@ -41,6 +42,9 @@ struct Rule {
   int line = 0;
   std::string algebra;  // the comment above the rule
   int benefit = 1;      // higher first; ties keep file order
+  // The op versions the rule is for (`ops`, a `for` op's range, an op group's members): it
+  // applies where the model's opset selects a version of each op inside its range.
+  std::vector<OpVersionRange> versions;
   Pattern pattern;
   std::vector<Clause> clauses;  // `where` and `let`, in the order written
   Replacement replacement;

@@ -4,6 +4,7 @@
 
 #include "exec/cpu/conv_geometry.h"
 #include "exec/opencl/op_context.h"
+#include "ir/op_groups.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -270,13 +271,14 @@ absl::Status BatchNorm(OpContext& ctx) {
 }  // namespace
 
 void AddConvOps(std::vector<OpDef>& table) {
-  table.push_back({"Conv", 1, 99, Conv});
-  table.push_back({"Gemm", 1, 99, Gemm});
-  table.push_back({"MaxPool", 1, 99, Pool});
-  table.push_back({"AveragePool", 1, 99, Pool});
-  table.push_back({"GlobalAveragePool", 1, 99, GlobalPool});
-  table.push_back({"GlobalMaxPool", 1, 99, GlobalPool});
-  table.push_back({"BatchNormalization", 1, 99, BatchNorm});
+  table.push_back({"Conv", 1, kOpenVersion, Conv});
+  table.push_back({"Gemm", 1, kOpenVersion, Gemm});
+  table.push_back({"MaxPool", 1, kOpenVersion, Pool});
+  table.push_back({"AveragePool", 1, kOpenVersion, Pool});
+  table.push_back({"GlobalAveragePool", 1, kOpenVersion, GlobalPool});
+  table.push_back({"GlobalMaxPool", 1, kOpenVersion, GlobalPool});
+  // Before version 9, `spatial = 0` gave per-element statistics, which the kernel does not do.
+  table.push_back({"BatchNormalization", 9, kOpenVersion, BatchNorm});
 }
 
 }  // namespace ovfix::exec::opencl

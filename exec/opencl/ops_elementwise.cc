@@ -2,8 +2,10 @@
 // comparisons with numpy broadcasting, Where, Concat, Cast between float storages.
 #include <algorithm>
 #include <limits>
+#include <span>
 
 #include "exec/opencl/op_context.h"
+#include "ir/op_groups.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -71,16 +73,30 @@ std::string DirectOptions(std::initializer_list<std::pair<const char*, const ClV
   return options;
 }
 
-struct UnaryOp {
+// The OP code of each op in elementwise.cl. Which ops are registered, and for which versions,
+// comes from the op groups (ir/op_groups.h); these tables only say what the kernels compute.
+struct OpCode {
   std::string_view op;
   int code;
 };
-constexpr UnaryOp kUnary[] = {
+constexpr OpCode kUnary[] = {
     {"Relu", 0}, {"LeakyRelu", 1}, {"HardSigmoid", 2}, {"HardSwish", 3}, {"Sigmoid", 4},
     {"Tanh", 5}, {"Sqrt", 6}, {"Exp", 7}, {"Erf", 8}, {"Abs", 9}, {"Neg", 10}, {"Clip", 11},
     {"Log", 12}, {"Reciprocal", 13}, {"Elu", 15}, {"Softplus", 16}, {"Floor", 17},
     {"Ceil", 18}, {"Cast", 14},
 };
+
+constexpr OpCode kBinary[] = {{"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3},
+                                {"Pow", 4}, {"Max", 5}, {"Min", 6}, {"PRelu", 7}};
+constexpr OpCode kCompare[] = {
+    {"Greater", 0}, {"Less", 1}, {"Equal", 2}, {"GreaterOrEqual", 3}, {"LessOrEqual", 4}};
+
+int CodeOf(std::span<const OpCode> codes, std::string_view op) {
+  for (const OpCode& c : codes) {
+    if (c.op == op) return c.code;
+  }
+  return -1;
+}
 
 absl::Status Unary(OpContext& ctx) {
   const ClValue* a = ctx.inputs[0];
@@ -94,10 +110,7 @@ absl::Status Unary(OpContext& ctx) {
   } else if (!IsFloat(a)) {
     return ctx.Unsupported("non-float input");
   }
-  int code = -1;
-  for (const auto& u : kUnary) {
-    if (u.op == op) code = u.code;
-  }
+  const int code = CodeOf(kUnary, op);
   float alpha = 0, beta = 0;
   if (op == "LeakyRelu") alpha = ctx.node.GetFloat("alpha", 0.01f);
   if (op == "Elu") alpha = ctx.node.GetFloat("alpha", 1.0f);
@@ -133,11 +146,6 @@ absl::Status Unary(OpContext& ctx) {
 }
 
 absl::Status Binary(OpContext& ctx) {
-  static const std::pair<std::string_view, int> kOps[] = {
-      {"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}, {"Pow", 4}, {"Max", 5}, {"Min", 6},
-      {"PRelu", 7}};
-  static const std::pair<std::string_view, int> kCompare[] = {
-      {"Greater", 0}, {"Less", 1}, {"Equal", 2}, {"GreaterOrEqual", 3}, {"LessOrEqual", 4}};
   if (ctx.inputs.size() != 2 || !IsFloat(ctx.inputs[0]) || !IsFloat(ctx.inputs[1])) {
     return ctx.Unsupported("non-float or variadic inputs");
   }
@@ -145,17 +153,9 @@ absl::Status Binary(OpContext& ctx) {
   const ClValue* b = ctx.inputs[1];
   auto dims = BroadcastDims(ctx, {a, b});
   if (!dims.ok()) return dims.status();
-  int code = -1;
-  bool compare = false;
-  for (const auto& [name, c] : kOps) {
-    if (name == ctx.node.op_type()) code = c;
-  }
-  for (const auto& [name, c] : kCompare) {
-    if (name == ctx.node.op_type()) {
-      code = c;
-      compare = true;
-    }
-  }
+  const int compare_code = CodeOf(kCompare, ctx.node.op_type());
+  const bool compare = compare_code >= 0;
+  const int code = compare ? compare_code : CodeOf(kBinary, ctx.node.op_type());
   // Mixed float/float16 operands do not occur in valid models; the output follows `a`.
   auto y = ctx.NewOutput(0, compare ? DataType::kBool : a->type, *dims);
   if (!y.ok()) return y.status();
@@ -255,13 +255,27 @@ absl::Status Concat(OpContext& ctx) {
 }  // namespace
 
 void AddElementwiseOps(std::vector<OpDef>& table) {
-  for (const auto& u : kUnary) table.push_back({u.op, 1, 99, Unary});
-  for (std::string_view op : {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu",
-                              "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual"}) {
-    table.push_back({op, 1, 99, Binary});
-  }
-  table.push_back({"Where", 9, 99, Where});
-  table.push_back({"Concat", 4, 99, Concat});
+  // Every member of these groups that a kernel has a code for, with the group's versions.
+  auto add = [&](std::string_view group, std::span<const OpCode> codes, OpFn fn) {
+    for (const OpGroupMember& m : FindOpGroup(group)->members) {
+      if (CodeOf(codes, m.op_type) >= 0) {
+        table.push_back({m.op_type, m.since_version, m.until_version, fn});
+      }
+    }
+  };
+  add("unary_math", kUnary, Unary);
+  add("activation", kUnary, Unary);
+  // Version 6 made `to` a type code (it was a string).
+  table.push_back({"Cast", 6, kOpenVersion, Unary});
+  add("arithmetic", kBinary, Binary);
+  add("variadic", kBinary, Binary);
+  add("comparison", kCompare, Binary);
+  const OpGroupMember* prelu = FindOpGroupMember("broadcasting", "PRelu");
+  table.push_back({prelu->op_type, prelu->since_version, prelu->until_version, Binary});
+  const OpGroupMember* where = FindOpGroupMember("broadcasting", "Where");
+  table.push_back({where->op_type, where->since_version, where->until_version, Where});
+  // Version 4 made `axis` required.
+  table.push_back({"Concat", 4, kOpenVersion, Concat});
 }
 
 }  // namespace ovfix::exec::opencl

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "exec/opencl/op_context.h"
+#include "ir/op_groups.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -151,14 +152,15 @@ absl::Status Gather(OpContext& ctx) {
 }  // namespace
 
 void AddReduceOps(std::vector<OpDef>& table) {
-  for (std::string_view op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                              "ReduceSumSquare", "ReduceL2", "ReduceL1", "ReduceProd",
-                              "ReduceLogSum", "ReduceLogSumExp"}) {
-    table.push_back({op, 1, 99, Reduce});
+  // Every reduction the kernel has a mode for, with the group's versions.
+  for (const OpGroupMember& m : FindOpGroup("reduction")->members) {
+    if (ReduceMode(m.op_type) >= 0) {
+      table.push_back({m.op_type, m.since_version, m.until_version, Reduce});
+    }
   }
-  table.push_back({"Softmax", 1, 99, Softmax});
-  table.push_back({"LogSoftmax", 1, 99, Softmax});
-  table.push_back({"Gather", 1, 99, Gather});
+  table.push_back({"Softmax", 1, kOpenVersion, Softmax});
+  table.push_back({"LogSoftmax", 1, kOpenVersion, Softmax});
+  table.push_back({"Gather", 1, kOpenVersion, Gather});
 }
 
 }  // namespace ovfix::exec::opencl

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "exec/opencl/op_context.h"
+#include "ir/op_groups.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -140,13 +141,13 @@ absl::Status Shape(OpContext& ctx) {
 }  // namespace
 
 void AddShapeOps(std::vector<OpDef>& table) {
-  table.push_back({"Reshape", 5, 99, Reshape});
-  table.push_back({"Flatten", 1, 99, Flatten});
-  table.push_back({"Squeeze", 1, 99, Squeeze});
-  table.push_back({"Unsqueeze", 1, 99, Unsqueeze});
-  table.push_back({"Identity", 1, 99, Identity});
-  table.push_back({"Dropout", 1, 99, Identity});
-  table.push_back({"Shape", 1, 99, Shape});
+  table.push_back({"Reshape", 5, kOpenVersion, Reshape});
+  table.push_back({"Flatten", 1, kOpenVersion, Flatten});
+  table.push_back({"Squeeze", 1, kOpenVersion, Squeeze});
+  table.push_back({"Unsqueeze", 1, kOpenVersion, Unsqueeze});
+  table.push_back({"Identity", 1, kOpenVersion, Identity});
+  table.push_back({"Dropout", 1, kOpenVersion, Identity});
+  table.push_back({"Shape", 1, kOpenVersion, Shape});
 }
 
 }  // namespace ovfix::exec::opencl

@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "ir/graph_walk.h"
 #include "absl/strings/str_join.h"
-#include "rules/passes/graph_edit.h"
+#include "ir/graph_walk.h"
+#include "ir/op_groups.h"
 
 namespace ovfix::rules {
 
@@ -45,7 +45,9 @@ namespace {
 int ExpandGraph(PassContext& ctx, Graph& g, const std::string& pass) {
   int rewritten = 0;
   for (Node* n : g.NodeList()) {
-    if (!IsBroadcastingElementwise(*n) || n->output(0) == nullptr) continue;
+    if (!InOpGroup("broadcasting", n->domain(), n->op_type()) || n->output(0) == nullptr) {
+      continue;
+    }
     std::optional<std::vector<int64_t>> out = n->output(0)->static_shape();
     if (!out) {
       ctx.log(absl::StrCat(pass, ": ", n->Describe(), " skipped: output shape not static"));

@@ -12,7 +12,4 @@ namespace ovfix::rules {
 // `from` keep reading it (Rewriter::ReplaceAllUsesWith moves every reader).
 void RedirectGraphOutput(Rewriter& rewriter, Value* from, Value* to);
 
-// ONNX's element-wise ops with multidirectional (numpy) broadcasting of their inputs.
-bool IsBroadcastingElementwise(const Node& node);
-
 }  // namespace ovfix::rules

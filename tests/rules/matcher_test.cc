@@ -16,7 +16,7 @@ Pattern MakePattern(const std::string& text, const std::set<std::string>& variad
   EXPECT_TRUE(ParseGraphText(text, graph, error)) << error.message;
   Pattern pattern;
   TemplateError template_error;
-  EXPECT_TRUE(BuildPattern(graph, variadic, pattern, template_error)) << template_error.message;
+  EXPECT_TRUE(BuildPattern(graph, variadic, {}, pattern, template_error)) << template_error.message;
   return pattern;
 }
 

@@ -65,7 +65,7 @@ rule same
 TEST(RuleFile, UnknownClause) {
   EXPECT_EQ(ErrorOf("# a\nrule r\n  matc (x) => (y) { y = Relu(x) }\n"),
             "f.rules:3:3: unknown clause 'matc' (expected match, where, let, replace, benefit, "
-            "for or variadic)");
+            "for, ops, variadic or any_input)");
 }
 
 TEST(RuleFile, OnnxSyntaxErrorInsideTheMatchGraph) {
@@ -254,7 +254,7 @@ TEST(RuleFile, ReportsErrorsOfEveryRule) {
       "  replace (x) => (y) { y = Relu(x) }\n");
   EXPECT_EQ(message,
             "f.rules:3:3: unknown clause 'matc' (expected match, where, let, replace, benefit, "
-            "for or variadic)\nf.rules:8:9: unknown helper 'nope'");
+            "for, ops, variadic or any_input)\nf.rules:8:9: unknown helper 'nope'");
 }
 
 TEST(RuleFile, BuiltinRuleFilesParse) {
@@ -287,17 +287,129 @@ TEST(RuleFile, TruncatedFilesFailCleanly) {
 TEST(RuleFile, LibrarySelectsBySetFamilyOrName) {
   auto library = RuleLibrary::Load();
   ASSERT_TRUE(library.ok()) << library.status();
-  EXPECT_GT(library->Select("explicit_broadcast").size(), 40u);
-  EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze_third").size(), 1u);
-  EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze_first.Add").size(), 1u);
+  // Two rules over the 21 ops of the `broadcasting` group.
+  EXPECT_EQ(library->Select("explicit_broadcast").size(), 42u);
+  EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze").size(), 21u);
+  EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze.Add").size(), 1u);
   EXPECT_TRUE(library->Select("no_such_rule").empty());
   Rule rule;
-  rule.name = "explicit_broadcast_unsqueeze_first.Add";
-  rule.family = "explicit_broadcast_unsqueeze_first";
+  rule.name = "explicit_broadcast_unsqueeze.Add";
+  rule.family = "explicit_broadcast_unsqueeze";
   rule.set = "explicit_broadcast";
   EXPECT_TRUE(IsDisabled(rule, {"explicit_broadcast"}));
-  EXPECT_TRUE(IsDisabled(rule, {"explicit_broadcast_unsqueeze_first"}));
+  EXPECT_TRUE(IsDisabled(rule, {"explicit_broadcast_unsqueeze"}));
   EXPECT_FALSE(IsDisabled(rule, {"cast_cleanup"}));
+}
+
+TEST(RuleFile, OpGroupAsPatternOpIsOneRulePerMemberWithItsVersions) {
+  auto parsed = ParseRuleFile("f.rules", R"(# Op(Identity(x), rest...) -> Op(x, rest...)
+rule skip
+  variadic  rest
+  any_input t
+  match     (x, rest) => (y) { t = Identity(x)  y = variadic(t, rest) }
+  replace   (x, rest) => (y) { y = variadic(x, rest) }
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->rules.size(), 4u);  // Max, Min, Sum, Mean
+  const Rule& max = *parsed->rules[0];
+  EXPECT_EQ(max.name, "skip.Max");
+  EXPECT_EQ(max.pattern.root_node().op_type, "Max");
+  EXPECT_EQ(max.replacement.nodes[0].op_type, "Max");
+  ASSERT_EQ(max.versions.size(), 1u);
+  EXPECT_EQ(max.versions[0].ToString(), "Max 8..");
+  EXPECT_EQ(max.pattern.root_node().any_position, std::vector<int>{0});
+}
+
+TEST(RuleFile, ForListsAndOpsClauseCarryVersionRanges) {
+  auto parsed = ParseRuleFile("f.rules", R"(# Op(x, a) -> Op(x, a)
+rule r
+  for   Op in Squeeze 13.., Unsqueeze 11..12,
+              ReduceSum
+  ops   Reshape 5.., com.example.Thing ..3
+  match (x, a) => (y) { y = Op(x, a) }
+  replace (x, a) => (y) { y = Op(x, a) }
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->rules.size(), 3u);
+  auto ranges = [](const Rule& r) {
+    std::vector<std::string> out;
+    for (const auto& v : r.versions) out.push_back(v.ToString());
+    return out;
+  };
+  EXPECT_EQ(ranges(*parsed->rules[0]),
+            (std::vector<std::string>{"Reshape 5..", "com.example.Thing ..3", "Squeeze 13.."}));
+  EXPECT_EQ(ranges(*parsed->rules[1]),
+            (std::vector<std::string>{"Reshape 5..", "com.example.Thing ..3", "Unsqueeze 11..12"}));
+  EXPECT_EQ(ranges(*parsed->rules[2]),
+            (std::vector<std::string>{"Reshape 5..", "com.example.Thing ..3"}));
+}
+
+constexpr char kGroups[] =
+    "arithmetic, comparison, logical, variadic, broadcasting, commutative, unary_math, "
+    "activation, reduction";
+
+TEST(RuleFile, UnknownOpGroupInFor) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  for Op in Add, broadcastng\n"
+                    "  match (x) => (y) { y = Op(x) }\n  replace (x) => (y) { y = Op(x) }\n"),
+            absl::StrCat("f.rules:3:18: unknown op group 'broadcastng' (groups: ", kGroups, ")"));
+}
+
+TEST(RuleFile, UnknownOpGroupAsPatternOp) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) {\n    y = unary_maths(x)\n  }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            absl::StrCat("f.rules:4:9: unknown op group 'unary_maths' (groups: ", kGroups, ")"));
+}
+
+TEST(RuleFile, OpGroupsCarryTheirOwnVersions) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  for Op in comparison 13..\n"
+                    "  match (x) => (y) { y = Op(x) }\n  replace (x) => (y) { y = Op(x) }\n"),
+            "f.rules:3:24: op group 'comparison' carries the versions of its ops: name the ops to "
+            "give others");
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  ops reduction\n"
+                    "  match (x) => (y) { y = Relu(x) }\n  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:3:7: 'ops' gives versions of ops, and 'reduction' is an op group: name its "
+            "ops");
+}
+
+TEST(RuleFile, BadVersionRanges) {
+  auto with_ops = [](const std::string& ops) {
+    return ErrorOf("# a\nrule r\n  ops   " + ops +
+                   "\n  match (x) => (y) { y = Relu(x) }\n  replace (x) => (y) { y = Relu(x) }\n");
+  };
+  EXPECT_EQ(with_ops("Squeeze 12.."),
+            "f.rules:3:17: Squeeze has no version 12 (its versions are 1, 11, 13)");
+  EXPECT_EQ(with_ops("Add 13..7"), "f.rules:3:13: version range 13..7 is empty");
+  EXPECT_EQ(with_ops("Add 7-13"),
+            "f.rules:3:13: expected a version range N..M, N.. or ..M, not '7-13'");
+  EXPECT_EQ(with_ops("Add .."),
+            "f.rules:3:13: expected a version range N..M, N.. or ..M, not '..'");
+  EXPECT_EQ(with_ops("Add 0.."), "f.rules:3:13: op versions start at 1");
+  EXPECT_EQ(with_ops("Relu 6.., Sqeeze 13.."), "f.rules:3:19: unknown op 'Sqeeze'");
+  EXPECT_EQ(with_ops("Add 7.. 13"),
+            "f.rules:3:17: expected 'OP [VERSIONS]' or an op group, e.g. 'Add 7..' or "
+            "'Squeeze ..12'");
+  // In a `for` list, on a continuation line.
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  for Op in Add 7..,\n            Max 9..\n"
+                    "  match (x) => (y) { y = Op(x) }\n  replace (x) => (y) { y = Op(x) }\n"),
+            "f.rules:4:17: Max has no version 9 (its versions are 1, 6, 8, 12, 13)");
+}
+
+TEST(RuleFile, BuildersAndAnyInputErrors) {
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) { y = unsqeeze(x) }\n"),
+            "f.rules:4:28: 'unsqeeze' is neither a builder nor the op group of the match "
+            "(builders: unsqueeze, squeeze, split, reduce_sum, reduce_mean, reduce_max, "
+            "reduce_min, reduce_prod, reduce_sum_square, reduce_l1, reduce_l2, reduce_log_sum, "
+            "reduce_log_sum_exp, pad)");
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) { y = squeeze(x) }\n"),
+            "f.rules:4:28: builder 'squeeze' takes 2 inputs: squeeze(data, axes)");
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  any_input q\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:9: any_input 'q' is neither a capture nor a pattern value");
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  any_input x\n  match (x) => (y) { y = Add(x, x) }\n"
+                    "  replace (x) => (y) { y = Relu(x) }\n"),
+            "f.rules:4:10: any_input 'x' is used twice: it stands for one input position");
 }
 
 }  // namespace

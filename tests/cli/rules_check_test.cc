@@ -1,0 +1,73 @@
+// `ovfix rules check`: op group and op version errors as FILE:LINE:COL, exit 2; a good file OK.
+// `ovfix rules list` shows the op groups and builders.
+#include <filesystem>
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "tests/cli/cli_util.h"
+
+namespace ovfix::testing {
+namespace {
+
+std::string WriteRules(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    (std::to_string(::getpid()) + "_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(RulesCheck, ReportsGroupAndVersionErrorsWithPositions) {
+  const std::string path = WriteRules("bad.rules", R"(# Op(x, a) -> Op(x, a)
+rule unknown_group
+  for     Op in arithmetics
+  match   (x, a) => (y) { y = Op(x, a) }
+  replace (x, a) => (y) { y = Op(x, a) }
+
+# Squeeze(x, a) -> Squeeze(x, a)
+rule not_a_version
+  ops     Squeeze 12..
+  match   (x, a) => (y) { y = Squeeze(x, a) }
+  replace (x, a) => (y) { y = Squeeze(x, a) }
+
+# Add(x, a) -> Add(x, a)
+rule empty_range
+  for     Op in Add 14..7
+  match   (x, a) => (y) { y = Op(x, a) }
+  replace (x, a) => (y) { y = Op(x, a) }
+)");
+  const CommandResult r = RunOvfix("rules check " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(path + ":3:17: unknown op group 'arithmetics' (groups: arithmetic,"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(path + ":9:19: Squeeze has no version 12 (its versions are 1, 11, 13)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(path + ":15:21: version range 14..7 is empty"), std::string::npos)
+      << r.err;
+  std::filesystem::remove(path);
+}
+
+TEST(RulesCheck, TheExampleRuleFilesAreGood) {
+  for (const char* example : {"examples/rules/hardswish.rules",
+                              "examples/rules/scalar_operands.rules"}) {
+    const CommandResult r =
+        RunOvfix(std::string("rules check ") + OVFIX_SOURCE_DIR + "/" + example);
+    EXPECT_EQ(r.exit_code, 0) << example << ": " << r.err;
+    EXPECT_NE(r.out.find("rules OK"), std::string::npos) << r.out;
+  }
+}
+
+TEST(RulesList, ShowsOpGroupsAndBuilders) {
+  const CommandResult r = RunOvfix("rules list");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  variadic       element-wise ops of any number of inputs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Max (8), Min (8), Sum (8), Mean (8)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unsqueeze(data, axes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Unsqueeze, axes an input from version 13"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ovfix::testing
