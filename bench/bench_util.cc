@@ -12,6 +12,13 @@
 
 namespace ovfix::bench {
 
+void Check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "bench: %s failed\n", what.c_str());
+    std::exit(1);
+  }
+}
+
 double MedianMs(int repeats, const std::function<void()>& fn) {
   return InterleavedMedianMs(repeats, {fn})[0];
 }

@@ -9,6 +9,9 @@
 
 namespace ovfix::bench {
 
+// Ends the benchmark with "bench: WHAT failed" (exit 1) unless `ok`.
+void Check(bool ok, const std::string& what);
+
 // Runs `fn` `repeats` times and returns the median wall time in milliseconds.
 double MedianMs(int repeats, const std::function<void()>& fn);
 // Runs each of `fns` once per round, `repeats` rounds, and returns each one's median wall

@@ -33,13 +33,6 @@ namespace fs = std::filesystem;
 namespace ovfix::bench {
 namespace {
 
-void Check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "bench: %s failed\n", what.c_str());
-    std::exit(1);
-  }
-}
-
 std::unique_ptr<Model> NewModel() {
   auto m = std::make_unique<Model>();
   m->graph().set_name("bench");

@@ -30,13 +30,6 @@ namespace fs = std::filesystem;
 namespace ovfix::bench {
 namespace {
 
-void Check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "bench: %s failed\n", what.c_str());
-    std::exit(1);
-  }
-}
-
 std::map<std::string, std::string> InputFiles(const std::string& dir, const Model& model) {
   std::map<std::string, std::string> files;
   int k = 0;

@@ -430,25 +430,14 @@ RewriteRecord& Rewriter::Commit() {
   SortWhereNeeded();
   last_touched_ = created_;
   last_touched_.insert(last_touched_.end(), modified_.begin(), modified_.end());
-  undo_.clear();
-  created_.clear();
-  erased_view_.clear();
-  modified_.clear();
-  modified_set_.clear();
-  replaced_outputs_.clear();
-  lost_use_.clear();
-  created_values_.clear();
-  open_ = false;
+  EndTransaction();
   records_.push_back(std::move(current_));
   if (observer_ != nullptr) observer_->OnCommitted(*this);
   return records_.back();
 }
 
-void Rewriter::Rollback(std::string reason) {
-  assert(open_);
-  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
+void Rewriter::EndTransaction() {
   undo_.clear();
-  detached_.clear();
   created_.clear();
   erased_view_.clear();
   modified_.clear();
@@ -457,6 +446,13 @@ void Rewriter::Rollback(std::string reason) {
   lost_use_.clear();
   created_values_.clear();
   open_ = false;
+}
+
+void Rewriter::Rollback(std::string reason) {
+  assert(open_);
+  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
+  detached_.clear();
+  EndTransaction();
   current_.rolled_back = true;
   current_.created.clear();
   current_.removed = 0;

@@ -149,6 +149,8 @@ class Rewriter {
 
  private:
   void Record(std::function<void()> undo) { undo_.push_back(std::move(undo)); }
+  // Forgets the open transaction's bookkeeping (its undo steps, created and modified nodes).
+  void EndTransaction();
   void MarkModified(Node* node);
   void MarkUsersModified(const Value* v);
   // Commit's cleanup: removes nodes and initializers left dead by the transaction, starting

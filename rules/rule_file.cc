@@ -449,16 +449,7 @@ std::pair<int, int> RuleFileParser::Locate(const Span& span, const std::string& 
       const size_t end = at + token.size();
       const bool right = end >= span.text.size() || !IsIdentifierChar(span.text[end]);
       if (!left || !right) continue;
-      int line = span.line, column = span.column;
-      for (size_t i = 0; i < at; ++i) {
-        if (span.text[i] == '\n') {
-          ++line;
-          column = 1;
-        } else {
-          ++column;
-        }
-      }
-      return {line, column};
+      return PositionIn(span, at);
     }
   }
   return {span.line, span.column};
