@@ -251,9 +251,9 @@ bool Solver::CheckDeclared(const std::string& name, const Value* v, State& state
     if (!want.symbol.empty()) {
       auto [sym, fresh] = state.symbols.emplace(want.symbol, have.value);
       if (!fresh && sym->second != have.value) {
-        return Fail([&] {
+        return Fail([&, bound = sym->second] {
           return absl::StrCat("dim ", i, " of ", Quote(v), " is ", have.value, " but '",
-                              want.symbol, "' is ", sym->second);
+                              want.symbol, "' is ", bound);
         });
       }
     }
@@ -340,17 +340,17 @@ Solver::Step Solver::MatchValue(const Task& task, State& state, int& index, Node
     return Step::kFail;
   }
   if (v->producer_output() != output) {
-    Fail([&] {
+    Fail([&, wanted = output] {
       return absl::StrCat(Quote(v), " is output ", v->producer_output(), " of ", n->Describe(),
-                          ", pattern wants output ", output);
+                          ", pattern wants output ", wanted);
     });
     return Step::kFail;
   }
   if (state.match.nodes[pattern_index] != nullptr) {
     if (state.match.nodes[pattern_index] == n) return Step::kBound;
-    Fail([&] {
-      return absl::StrCat("pattern node ", pn.op_type, " matched both ",
-                          state.match.nodes[pattern_index]->Describe(), " and ", n->Describe());
+    Fail([&, other = state.match.nodes[pattern_index]] {
+      return absl::StrCat("pattern node ", pn.op_type, " matched both ", other->Describe(),
+                          " and ", n->Describe());
     });
     return Step::kFail;
   }
