@@ -204,6 +204,13 @@ absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& 
       }
     }
   }
+  if (!options.rule_files.empty() && !options.convert.validate) {
+    // Unvalidated rules of the user's can change what the model computes, types included.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the converted model fails onnx's checker with full shape inference after the rules of ",
+        absl::StrJoin(options.rule_files, ", "),
+        " ran without validation (check them with `ovfix explain`): ", converted.message()));
+  }
   return absl::InternalError(absl::StrCat(
       "the converted model fails onnx's checker with full shape inference (a bug in ovfix, "
       "please report it with the model): ",

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ir/graph_walk.h"
 #include "rules/embedded_files.h"
 #include "rules/rule_apply.h"
 
@@ -39,13 +40,15 @@ class RuleSetPass : public Pass {
 
  private:
   // One sweep over every graph of the model; returns the rewrites committed.
+  // `budget` is what is left of the rewrites the whole pass may make; each commit takes one.
   int Sweep(PassContext& ctx, const std::map<std::string, std::vector<const Rule*>>& by_op,
-            std::set<std::pair<std::string, std::string>>& rejected);
+            std::set<std::pair<std::string, std::string>>& rejected, size_t& budget);
   // One sweep over `g`; reports each node a rewrite removed.
   int SweepGraph(PassContext& ctx, Graph& g,
                  const std::map<std::string, std::vector<const Rule*>>& by_op,
                  std::set<std::pair<std::string, std::string>>& rejected,
-                 const HelperContext& helpers, const std::function<void(const Node*)>& on_removed);
+                 const HelperContext& helpers, size_t& budget,
+                 const std::function<void(const Node*)>& on_removed);
 
   std::string name_;
   std::vector<RulePtr> rules_;
@@ -54,7 +57,8 @@ class RuleSetPass : public Pass {
 
 int RuleSetPass::Sweep(PassContext& ctx,
                        const std::map<std::string, std::vector<const Rule*>>& by_op,
-                       std::set<std::pair<std::string, std::string>>& rejected) {
+                       std::set<std::pair<std::string, std::string>>& rejected,
+                       size_t& budget) {
   const HelperContext helpers{ctx.model, &ctx.options};
   // The main graph first, then each body of the graphs swept, so a rewrite never meets a
   // body whose holder it has already removed.
@@ -64,7 +68,7 @@ int RuleSetPass::Sweep(PassContext& ctx,
   for (size_t i = 0; i < graphs.size(); ++i) {
     if (graphs[i] == nullptr) continue;  // its holder was removed by a rewrite
     Graph& g = *graphs[i];
-    committed += SweepGraph(ctx, g, by_op, rejected, helpers, [&](const Node* removed) {
+    committed += SweepGraph(ctx, g, by_op, rejected, helpers, budget, [&](const Node* removed) {
       if (!holders.contains(removed)) return;
       for (size_t j = i + 1; j < graphs.size(); ++j) {
         if (graphs[j] != nullptr && graphs[j]->owner_node() == removed) graphs[j] = nullptr;
@@ -83,7 +87,7 @@ int RuleSetPass::Sweep(PassContext& ctx,
 int RuleSetPass::SweepGraph(PassContext& ctx, Graph& g,
                             const std::map<std::string, std::vector<const Rule*>>& by_op,
                             std::set<std::pair<std::string, std::string>>& rejected,
-                            const HelperContext& helpers,
+                            const HelperContext& helpers, size_t& budget,
                             const std::function<void(const Node*)>& on_removed) {
   // A worklist in graph order: after a rewrite, the nodes it made or changed and their
   // readers are visited next (a pattern looks back from its root, so a rewrite can only
@@ -95,10 +99,8 @@ int RuleSetPass::SweepGraph(PassContext& ctx, Graph& g,
     work.push_back(n);
     queued.insert(n);
   }
-  // A rule set whose rewrites keep matching their own results must still end.
-  const size_t budget = 4 * work.size() + 64;
   int committed = 0;
-  while (!work.empty() && static_cast<size_t>(committed) < budget) {
+  while (!work.empty() && budget > 0) {
     Node* node = work.front();
     work.pop_front();
     if (queued.erase(node) == 0) continue;  // removed, or visited since it was queued
@@ -118,6 +120,7 @@ int RuleSetPass::SweepGraph(PassContext& ctx, Graph& g,
         continue;
       }
       ++committed;
+      --budget;
       for (const Node* removed : ctx.rewriter.last_removed()) {
         queued.erase(removed);
         on_removed(removed);
@@ -142,9 +145,6 @@ int RuleSetPass::SweepGraph(PassContext& ctx, Graph& g,
       break;
     }
   }
-  if (static_cast<size_t>(committed) >= budget) {
-    ctx.log(absl::StrCat(name_, ": stopped a sweep after ", committed, " rewrites"));
-  }
   return committed;
 }
 
@@ -157,10 +157,22 @@ absl::StatusOr<int> RuleSetPass::Run(PassContext& ctx) {
   }
   if (by_op.empty()) return 0;
   std::set<std::pair<std::string, std::string>> rejected;
+  // A rule set whose rewrites keep matching their own results must still end, and with a
+  // graph of about the size it started with: the bound is on the whole pass and counts the
+  // nodes there were before it (a bound per sweep on the grown graph let a rule that adds
+  // nodes grow it fivefold a sweep).
+  size_t nodes = 0;
+  for (const Graph* g : GraphsRecursive(ctx.model.graph())) nodes += g->num_nodes();
+  const size_t allowed = 4 * nodes + 64;
+  size_t budget = allowed;
   int total = 0;
   for (int iteration = 0; iteration < options_.max_iterations; ++iteration) {
-    const int committed = Sweep(ctx, by_op, rejected);
+    const int committed = Sweep(ctx, by_op, rejected, budget);
     total += committed;
+    if (budget == 0) {
+      ctx.log(absl::StrCat(name_, ": stopped after ", allowed, " rewrites (4 per node and 64)"));
+      return total;
+    }
     if (committed == 0) return total;
     // New values get types for the next sweep; what onnx cannot infer stays unknown.
     if (!options_.infer_shapes) continue;

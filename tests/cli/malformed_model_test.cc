@@ -181,5 +181,32 @@ TEST_F(MalformedModel, ValidationFailureNamesTheModel) {
   EXPECT_EQ(r.err.rfind("ovfix convert: " + model + ": ", 0), 0u) << r.err;
 }
 
+// A user rule whose replacement matches again and adds a node each time (found by the
+// rule-file fuzzer: its rewrites grew the graph fivefold a sweep, to gigabytes). The bound on
+// rewrites is the pass's, from the node count it started with; the rule here keeps the model
+// equivalent (Relu(Relu(x)) = Relu(x)), so the conversion ends with a valid model.
+TEST_F(MalformedModel, UserRuleThatFeedsItselfStopsAtABoundFromTheOriginalGraph) {
+  const std::string model = Write("relu.onnx", ParseModelProto(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3] x) => (float[2,3] y) {
+      y = Relu(x)
+    })"));
+  const fs::path rules = dir_ / "grow.rules";
+  testing::WriteBytes(rules, R"(# Relu(x) -> Relu(Relu(x))
+rule grow
+  match   (x) => (y) { y = Relu(x) }
+  replace (x) => (y) { r = Relu(x)  y = Relu(r) }
+)");
+  const testing::CommandResult r =
+      RunOvfix("convert " + model + " " + Output() + " --no-validate --verbose --rules " +
+               rules.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("user_rules: stopped after 68 rewrites (4 per node and 64)"));
+  onnx::ModelProto out;
+  ASSERT_TRUE(out.ParseFromString(testing::Slurp(Output())));
+  // One node to begin with, one more per rewrite.
+  EXPECT_EQ(out.graph().node_size(), 69);
+}
+
 }  // namespace
 }  // namespace ovfix
