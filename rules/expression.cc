@@ -276,19 +276,12 @@ double AsDouble(const HelperValue& v) {
                                             : std::get<double>(v);
 }
 
-const std::string& Source(const Expr& e, std::string& scratch) {
-  if (!e.source.empty()) return e.source;
-  scratch = ExprToString(e);
-  return scratch;
-}
-
 bool IsComparison(std::string_view op) {
   return op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
 }
 
 absl::Status TypeError(const Expr& e, const std::string& what) {
-  std::string scratch;
-  return absl::InvalidArgumentError(absl::StrCat(Source(e, scratch), ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(e.source, ": ", what));
 }
 
 absl::StatusOr<bool> Compare(const Expr& e, const HelperValue& a, const HelperValue& b) {
@@ -457,7 +450,7 @@ absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
       return out;
     }
     case Expr::Kind::kCall: {
-      const Helper* helper = e.helper != nullptr ? e.helper : FindHelper(e.text);
+      const Helper* helper = e.helper;
       if (helper == nullptr) return TypeError(e, "unknown helper");
       std::vector<HelperValue> args;
       for (const auto& a : e.args) {
@@ -521,7 +514,6 @@ bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperCont
     return EvaluateCondition(e.args[0], lookup, context, why) &&
            EvaluateCondition(e.args[1], lookup, context, why);
   }
-  std::string scratch;
   if (e.kind == Expr::Kind::kBinary && IsComparison(e.text)) {
     auto left = Evaluate(e.args[0], lookup, context);
     if (!left.ok()) return fail(left.status());
@@ -530,7 +522,7 @@ bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperCont
     auto result = Compare(e, *left, *right);
     if (!result.ok()) return fail(result.status());
     if (!*result) {
-      why = absl::StrCat(Source(e, scratch), " is false: ", DescribeHelperValue(*left), " ", e.text,
+      why = absl::StrCat(e.source, " is false: ", DescribeHelperValue(*left), " ", e.text,
                          " ", DescribeHelperValue(*right));
     }
     return *result;
@@ -539,7 +531,7 @@ bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperCont
   if (!value.ok()) return fail(value.status());
   auto result = AsBool(e, *value);
   if (!result.ok()) return fail(result.status());
-  if (!*result) why = absl::StrCat(Source(e, scratch), " is false");
+  if (!*result) why = absl::StrCat(e.source, " is false");
   return *result;
 }
 

@@ -238,18 +238,9 @@ void Rewriter::TypesPreserved() {
   assert(open_);
   auto complete = [](const Node* n) {
     if (!n->subgraphs().empty()) return false;
-    for (const Value* v : n->outputs()) {
-      if (v == nullptr) continue;
-      const onnx::TypeProto& type = v->type();
-      if (!type.has_tensor_type() || type.tensor_type().elem_type() == 0 ||
-          !type.tensor_type().has_shape()) {
-        return false;
-      }
-      for (const auto& d : type.tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) return false;
-      }
-    }
-    return true;
+    return std::all_of(n->outputs().begin(), n->outputs().end(), [](const Value* v) {
+      return v == nullptr || (v->elem_type() != DataType::kUndefined && v->static_shape());
+    });
   };
   current_.new_types = !std::all_of(created_.begin(), created_.end(), complete) ||
                        !std::all_of(modified_.begin(), modified_.end(), complete);

@@ -188,6 +188,7 @@ absl::StatusOr<std::vector<Value*>> Instantiation::Resolve(const std::string& na
 absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(
     const Builder& builder, const std::string& name) const {
   const std::string argument(builder.argument);
+  Value* v = nullptr;
   if (auto let = m_.lets.find(name); let != m_.lets.end()) {
     if (std::holds_alternative<std::vector<int64_t>>(let->second)) {
       return ToAttribute(argument, let->second);
@@ -195,9 +196,6 @@ absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(
     if (auto* one = std::get_if<int64_t>(&let->second)) {
       return ToAttribute(argument, std::vector<int64_t>{*one});
     }
-  }
-  Value* v = nullptr;
-  if (auto let = m_.lets.find(name); let != m_.lets.end()) {
     if (auto* value = std::get_if<Value*>(&let->second)) v = *value;
   } else if (auto bound = m_.match.values.find(name); bound != m_.match.values.end()) {
     v = bound->second;
@@ -354,8 +352,8 @@ std::optional<RuleMatch> MatchRule(const Rule& rule, Node* node, const HelperCon
   for (const OpVersionRange& range : rule.versions) {
     const int version = OpVersion(helpers.model, range.domain, range.op_type);
     if (range.Contains(version)) continue;
-    const int64_t opset = helpers.model.OpsetVersion(range.domain);
     if (!explain) return std::nullopt;
+    const int64_t opset = helpers.model.OpsetVersion(range.domain);
     why = version < 0 ? absl::StrCat(range.op_type, " does not exist at opset ", opset)
                       : absl::StrCat(range.op_type, " is version ", version, " at opset ", opset);
     absl::StrAppend(&why, "; the rule is for ", range.ToString());

@@ -598,12 +598,14 @@ void RuleFileParser::Build(const RawRule& raw, RuleFile& out) {
       return;
     }
   }
+  // A lower-case op of the default domain other than the placeholder: a group or a builder.
+  auto lower_case_op = [&](const onnx::NodeProto& n) {
+    return (n.domain().empty() || n.domain() == "ai.onnx") && IsGroupName(n.op_type()) &&
+           n.op_type() != placeholder;
+  };
   // An op group written as a pattern's op is a `for` over its ops.
   for (const auto& n : match.node()) {
-    if ((!n.domain().empty() && n.domain() != "ai.onnx") || !IsGroupName(n.op_type()) ||
-        n.op_type() == placeholder) {
-      continue;
-    }
+    if (!lower_case_op(n)) continue;
     auto [line, column] = Locate(*raw.match, n.op_type());
     const OpGroup* group = FindOpGroup(n.op_type());
     if (group == nullptr) {
@@ -624,10 +626,7 @@ void RuleFileParser::Build(const RawRule& raw, RuleFile& out) {
   }
   // Lower-case ops of the replacement are builders (or the group of the pattern).
   for (const auto& n : replace.node()) {
-    if ((!n.domain().empty() && n.domain() != "ai.onnx") || !IsGroupName(n.op_type()) ||
-        n.op_type() == placeholder) {
-      continue;
-    }
+    if (!lower_case_op(n)) continue;
     auto [line, column] = Locate(*raw.replace, n.op_type());
     const Builder* builder = FindBuilder(n.op_type());
     if (builder == nullptr) {
