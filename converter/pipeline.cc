@@ -308,6 +308,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     if (!sets.ok()) return absl::InvalidArgumentError(sets.status().message());
     report.calibration = sets->description;
     random_inputs = absl::StartsWith(sets->description, "no calibration data");
+    convert.fp16_calibrated_on_data = !random_inputs;
     absl::StatusOr<std::unique_ptr<ReferenceValidator>> v =
         ReferenceValidator::Create(model, std::move(sets->sets));
     if (!v.ok()) {
@@ -405,7 +406,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   }
   if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
     auto* fp16 = dynamic_cast<Fp16IslandsPass*>((*steps)[fp16_step].pass.get());
-    const std::map<std::string, double> calibrated = fp16->magnitudes();
+    const std::map<std::string, MagnitudeRange> calibrated = fp16->magnitudes();
     // The steps from the fp16 conversion on, again, on a copy of the graph before it, with
     // the repair's nodes kept in fp32; calibration from the first conversion.
     auto reconvert = [&](const std::map<std::string, std::string>& keep)

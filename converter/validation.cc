@@ -30,6 +30,7 @@ MagnitudeRange Wider(const MagnitudeRange& a, const MagnitudeRange& b) {
   r.smallest_nonzero = a.smallest_nonzero == 0   ? b.smallest_nonzero
                        : b.smallest_nonzero == 0 ? a.smallest_nonzero
                                                  : std::min(a.smallest_nonzero, b.smallest_nonzero);
+  r.zero = a.zero || b.zero;
   r.nan = a.nan || b.nan;
   return r;
 }
@@ -170,8 +171,11 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
   for (const auto& [value, tensor] : v->activations_) {
     if (auto it = measured.find(value->name()); it != measured.end()) {
       v->magnitudes_[value] = it->second;
+      measured.erase(it);
     }
   }
+  // The rest were computed in bodies: the largest over every iteration and branch taken.
+  v->body_magnitudes_ = std::move(measured);
   return v;
 }
 
@@ -470,6 +474,11 @@ void ReferenceValidator::Forget(const Value* v) {
 }
 
 std::optional<MagnitudeRange> ReferenceValidator::CapturedMagnitudes(const Value* v) const {
+  if (v->owner() != &model_.graph()) {
+    auto it = body_magnitudes_.find(v->name());
+    if (it == body_magnitudes_.end()) return std::nullopt;
+    return it->second;
+  }
   auto it = magnitudes_.find(v);
   if (it == magnitudes_.end()) return std::nullopt;
   return it->second;

@@ -120,6 +120,9 @@ class ReferenceValidator : public rules::Validator {
   int model_runs_ = 0;
   absl::flat_hash_map<const Value*, Tensor> activations_;
   absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes_;  // of activations_ entries
+  // Of the values bodies computed, by name (a body's values have no one activation), as the
+  // reference run saw them: rewrites in bodies keep a value's name only with its content.
+  absl::flat_hash_map<std::string, MagnitudeRange> body_magnitudes_;
   absl::flat_hash_map<const Value*, Tensor> pending_;
   // Values whose activation was computed before a rewrite upstream of them (held to the
   // tolerance, so close, but not what the current graph computes exactly).

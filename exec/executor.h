@@ -36,8 +36,9 @@ struct SessionOptions {
   // and outputs). Inputs, outputs and captured values keep their float16 type; the numbers
   // are the same either way.
   bool widen_float16 = true;
-  // cpu: called with each value a node of the main graph computes, right after the node ran
-  // (while the tensor is still in cache); widened float16 values come in their float form.
+  // cpu: called with each value a node computes, right after the node ran (while the tensor
+  // is still in cache); in a body, once per iteration or branch taken. Widened float16
+  // values come in their float form.
   std::function<void(const Value& value, const Tensor& tensor)> on_value;
   int device = -1;       // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
   // cpu: random ops without a seed attribute draw from this seed (mixed with the node's

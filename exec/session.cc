@@ -461,6 +461,9 @@ class Runner {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       if (!ctx.outputs[i].is_set()) return MissingOutput(step, i);
+      if (on_value_ != nullptr && ctx.outputs[i].is_tensor()) {
+        (*on_value_)(*step.node->output(i), ctx.outputs[i].tensor);
+      }
       frame[step.outputs[i]] = std::move(ctx.outputs[i]);
     }
     return absl::OkStatus();
@@ -543,7 +546,7 @@ class Runner {
           RoundInPlace(t, pool_);
         }
       }
-      if (on_value_ != nullptr && plan.parent == nullptr) (*on_value_)(*node.output(i), t);
+      if (on_value_ != nullptr) (*on_value_)(*node.output(i), t);
       frame[step.outputs[i]] = RuntimeValue(std::move(t));
     }
     return absl::OkStatus();

@@ -58,6 +58,7 @@ void AccumulateMagnitudes(const float* data, int64_t n, MagnitudeRange& r, float
     }
     r.largest = std::max(r.largest, a);
     if (a > 0) least = std::min(least, a);
+    if (a == 0) r.zero = true;
   }
 }
 
@@ -67,14 +68,16 @@ __attribute__((target("avx"))) void AccumulateMagnitudesAvx(const float* data, i
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 inf = _mm256_set1_ps(INFINITY);
   const __m256 zero = _mm256_setzero_ps();
-  __m256 largest = zero, smallest = inf, nan = zero;
+  __m256 largest = zero, smallest = inf, nan = zero, zeros = zero;
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(data + i));
     nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
     // max/min return their second operand when one is NaN: the accumulator.
     largest = _mm256_max_ps(a, largest);
-    const __m256 zeros_as_inf = _mm256_and_ps(_mm256_cmp_ps(a, zero, _CMP_EQ_OQ), inf);
+    const __m256 is_zero = _mm256_cmp_ps(a, zero, _CMP_EQ_OQ);
+    zeros = _mm256_or_ps(zeros, is_zero);
+    const __m256 zeros_as_inf = _mm256_and_ps(is_zero, inf);
     smallest = _mm256_min_ps(_mm256_or_ps(a, zeros_as_inf), smallest);
   }
   alignas(32) float big[8], small[8];
@@ -85,6 +88,7 @@ __attribute__((target("avx"))) void AccumulateMagnitudesAvx(const float* data, i
     least = std::min(least, small[k]);
   }
   r.nan = r.nan || _mm256_movemask_ps(nan) != 0;
+  r.zero = r.zero || _mm256_movemask_ps(zeros) != 0;
   AccumulateMagnitudes(data + i, n - i, r, least);
 }
 

@@ -90,6 +90,7 @@ void RoundFloatsToHalf(float* data, int64_t n);
 struct MagnitudeRange {
   float largest = 0;
   float smallest_nonzero = 0;
+  bool zero = false;  // some element is +0 or -0
   bool nan = false;
 };
 MagnitudeRange FloatMagnitudes(const float* data, int64_t n);

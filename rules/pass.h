@@ -35,6 +35,11 @@ struct ConvertOptions {
   // kept to compare with).
   enum class Fp16Islands { kStructural, kMagnitude };
   Fp16Islands fp16_islands = Fp16Islands::kStructural;
+  // Set by the pipeline when calibration runs on the user's data (not random inputs): the
+  // structural islands that guard against a risk such data can rule out (overflow in a
+  // reduction, a norm, a softmax, or the growth feeding them) go to fp16 where every value
+  // calibration saw there stays 128x below fp16's limit. Repair still holds the tolerance.
+  bool fp16_calibrated_on_data = false;
   // Broadcast: "rank" (equal ranks) or "full" (identical shapes).
   std::string broadcast = "rank";
   bool lower_conv3d_unit_kernel = false;
@@ -86,7 +91,7 @@ struct PassContext {
   NodeEvaluator* evaluator = nullptr;  // null: nothing is evaluated (no constant folding)
   // Without a validator: calibrated |x| by value name from an earlier run of the same graph
   // (the repair's reconversions), or null.
-  const std::map<std::string, double>* magnitudes = nullptr;
+  const std::map<std::string, MagnitudeRange>* magnitudes = nullptr;
 };
 
 class Pass {

@@ -1,5 +1,6 @@
 #include "rules/passes/fp16_island_rules.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -17,6 +18,10 @@ namespace {
 
 constexpr double kFloat16Max = 65504;
 constexpr double kFloat16MinNormal = 6.103515625e-05;  // 2^-14
+constexpr float kRoundsToInf = 65520.0f;  // the smallest float that fp16 rounding makes inf
+// The largest magnitude at which calibration shows a guard against overflow unneeded: 128x
+// below fp16's max (ModelOpt AutoCast keeps fp32 from 512 on by default).
+constexpr double kCalmLimit = kFloat16Max / 128;
 
 using Islands = absl::flat_hash_map<const Node*, std::string>;
 
@@ -83,22 +88,21 @@ bool OutputTypeFromAttribute(const Node& n, int64_t opset) {
   return false;
 }
 
-std::string_view OpKindReason(const Node& n, int64_t opset) {
+bool IsNormalization(const Node& n) {
   static const absl::flat_hash_set<std::string> kNormalizations = {
       "LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
       "MeanVarianceNormalization"};
+  return n.domain().empty() && kNormalizations.contains(n.op_type());
+}
+
+// What the spec fixes: float inputs or outputs with no float16, or typed by an attribute.
+std::string_view SpecReason(const Node& n, int64_t opset) {
   // Ops whose float inputs or outputs have no float16 in the ONNX spec (opset <= 18).
   static const absl::flat_hash_set<std::string> kNoFloat16 = {
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "NonMaxSuppression"};
   static const absl::flat_hash_set<std::string> kTypeFromAttribute = {
       "RandomNormal",      "RandomUniform", "RandomNormalLike",
       "RandomUniformLike", "Multinomial",   "Bernoulli"};
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
-  if (!n.subgraphs().empty()) return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
-  if (IsReduction(n)) return "reduction";
-  if (kNormalizations.contains(n.op_type())) return "normalization";
-  if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
-  if (n.op_type() == "Range") return "float Range";
   if (kNoFloat16.contains(n.op_type())) return "no float16 in the ONNX spec for this op";
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     if (IsFloat32(n.output(i)) && !SpecAllowsFloat16(n, opset, true, i)) {
@@ -111,6 +115,16 @@ std::string_view OpKindReason(const Node& n, int64_t opset) {
     return "output type set by an attribute";
   }
   return "";
+}
+
+std::string_view OpKindReason(const Node& n, int64_t opset) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
+  if (!n.subgraphs().empty()) return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
+  if (IsReduction(n)) return "reduction";
+  if (IsNormalization(n)) return "normalization";
+  if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
+  if (n.op_type() == "Range") return "float Range";
+  return SpecReason(n, opset);
 }
 
 class Decider {
@@ -143,6 +157,9 @@ class Decider {
       }
       if (const std::string why(OpKindReason(*n, o_.opset)); !why.empty()) {
         const bool name_op = IsReduction(*n) || why == "normalization" || why == "softmax";
+        if (name_op && o_.structural && Calm(*n) && SpecReason(*n, o_.opset).empty()) {
+          continue;  // an overflow guard calibration shows unneeded
+        }
         if (o_.structural || !(name_op || why == "float Range")) {
           Mark(n, name_op ? absl::StrCat(why, " (", n->op_type(), ")") : why);
         }
@@ -151,7 +168,7 @@ class Decider {
     if (!o_.structural) {
       for (const Node* n : nodes) {
         if (IsFloatNode(*n)) ConstantRules(*n);
-        if (IsFloatNode(*n) && o_.magnitude) Calibration(*n);
+        if (IsFloatNode(*n) && o_.observed) Calibration(*n);
       }
       return std::move(islands_);
     }
@@ -162,7 +179,8 @@ class Decider {
       if (IsReduction(*n) && IsFloat32(n->output(0))) {
         NormalizationTail(
             n->output(0), 0, {},
-            absl::StrCat("normalization tail after ", n->Describe(), " (Add eps -> Sqrt -> Div)"));
+            absl::StrCat("normalization tail after ", n->Describe(), " (Add eps -> Sqrt -> Div)"),
+            /*rooted=*/false, /*guarded=*/n);
       }
     }
     for (const Node* n : nodes) {
@@ -172,7 +190,7 @@ class Decider {
     for (const Node* n : nodes) {
       if (IsFloatNode(*n)) ConstantRules(*n);
     }
-    if (o_.magnitude) {
+    if (o_.observed) {
       for (const Node* n : nodes) {
         if (IsFloatNode(*n)) Calibration(*n);
       }
@@ -188,6 +206,64 @@ class Decider {
     if (n->owner() == &g_) islands_.try_emplace(n, std::move(reason));
   }
 
+  // Whether calibration on real data saw every float value `n` reads and computes, and what
+  // it holds inside (a norm's variance, the squares of ReduceL2), at most kCalmLimit: then a
+  // guard against overflow at `n` is not needed.
+  bool Calm(const Node& n) const {
+    if (!o_.release_calm || !o_.observed || !n.domain().empty()) return false;
+    const std::string& op = n.op_type();
+    // Sums calibration cannot bound (exponentials, p-norms over a whole axis), and norms whose
+    // function body in onnx reads float constants beside its input (no float16 there).
+    static const absl::flat_hash_set<std::string> kNeverReleased = {
+        "ReduceLogSumExp", "ReduceLogSum", "LpNormalization", "MeanVarianceNormalization",
+        "GroupNormalization"};
+    if (kNeverReleased.contains(op)) return false;
+    // The largest magnitude observed of `values`' variable floats; nullopt if one is unknown.
+    auto largest = [&](const auto& values) -> std::optional<double> {
+      double l = 0;
+      for (const Value* v : values) {
+        if (!IsFloat32(v) || IsConstant(v)) continue;
+        const std::optional<double> m = Largest(v);
+        if (!m || !std::isfinite(*m)) return std::nullopt;
+        l = std::max(l, *m);
+      }
+      return l;
+    };
+    const std::optional<double> in = largest(n.inputs()), out = largest(n.outputs());
+    if (!in || !out) return false;
+    double inside = std::max(*in, *out);
+    if (op == "ReduceL2") inside = std::max(inside, *out * *out);
+    if (IsNormalization(n)) inside = std::max(inside, 4 * *in * *in);  // (x - mean)^2
+    return inside <= kCalmLimit;
+  }
+  // The largest |x| calibration saw of `v`: inf when one was not finite or rounds to inf in
+  // fp16; nullopt when it was not observed.
+  std::optional<double> Largest(const Value* v) const {
+    const std::optional<MagnitudeRange> r = o_.observed(v);
+    if (!r) return std::nullopt;
+    return r->nan || !(r->largest < kRoundsToInf) ? INFINITY : r->largest;
+  }
+  // The smallest |x| calibration saw of `v`, zeros included.
+  std::optional<double> Smallest(const Value* v) const {
+    const std::optional<MagnitudeRange> r = o_.observed(v);
+    if (!r || r->nan) return std::nullopt;
+    return r->zero ? 0.0 : r->smallest_nonzero;
+  }
+  // An epsilon added to a value calibration on real data saw at least 2^10 times larger
+  // (and calm): the sum is the value to fp16's precision. Converted, the epsilon becomes
+  // fp16's smallest normal, so it still keeps the sum off zero (Fp16IslandsPass).
+  bool EpsilonNegligible(const Node& n) const {
+    if (!o_.release_calm || !o_.observed) return false;
+    const Value* x = SoleVariableInput(n);
+    if (x == nullptr || !IsFloat32(x)) return false;
+    const std::optional<double> smallest = Smallest(x), largest = Largest(x);
+    return smallest && largest && *smallest >= kFloat16MinNormal * 1024 &&
+           *largest <= kCalmLimit;
+  }
+  bool AllCalm(const std::vector<const Node*>& nodes) const {
+    return std::all_of(nodes.begin(), nodes.end(), [&](const Node* q) { return Calm(*q); });
+  }
+
   // Pow / Mul(x, x) / Exp reaching the reduction through shape and scaling ops.
   void GrowthFeeding(const Node& reduction) {
     std::vector<const Node*> path;
@@ -198,6 +274,7 @@ class Decider {
       const bool square = Is(*p, "Mul") && p->input(0) == p->input(1);
       if (Is(*p, "Pow") || Is(*p, "Exp") || square) {
         path.push_back(p);
+        if (Calm(reduction) && AllCalm(path)) return;  // calibration saw no growth to fear
         const std::string why = absl::StrCat("feeds ", reduction.Describe(), " with growth (",
                                              square ? "Mul x*x" : p->op_type(), ")");
         for (const Node* q : path) Mark(q, why);
@@ -271,7 +348,7 @@ class Decider {
   // constant) where calibration saw either near fp16's limit: residual sums grow block after
   // block, so both stay fp32 from half the calibration threshold on.
   void ResidualMatMul(const Node& n) {
-    if (!Is(n, "Add") || !o_.magnitude || n.inputs().size() != 2) return;
+    if (!Is(n, "Add") || !o_.observed || n.inputs().size() != 2) return;
     for (size_t i = 0; i < 2; ++i) {
       const Value* product = n.input(i);
       const Value* stream = n.input(1 - i);
@@ -280,7 +357,7 @@ class Decider {
       if (p == nullptr || p->owner() != &g_ || !(Is(*p, "MatMul") || Is(*p, "Gemm"))) continue;
       double largest = 0;
       for (const Value* v : {product, stream, static_cast<const Value*>(n.output(0))}) {
-        if (std::optional<double> m = o_.magnitude(v)) largest = std::max(largest, *m);
+        if (std::optional<double> m = Largest(v)) largest = std::max(largest, *m);
       }
       if (!(largest > o_.magnitude_threshold / 2)) continue;
       const std::string why = absl::StrFormat(
@@ -293,8 +370,11 @@ class Decider {
   }
 
   // Reduce -> (Add/Sub eps) -> Sqrt (or Pow 0.5) -> Div/Reciprocal/Mul: a decomposed norm.
+  // `guarded`: the reduction it starts from, when the tail guards against its overflow (not
+  // for an epsilon fp16 cannot hold): calm, with a calm tail, nothing is marked.
   void NormalizationTail(const Value* v, int depth, std::vector<const Node*> path,
-                         const std::string& why, bool rooted = false) {
+                         const std::string& why, bool rooted = false,
+                         const Node* guarded = nullptr) {
     if (v == nullptr || depth > 4) return;
     for (const Use& u : v->uses()) {
       const Node* c = u.node;
@@ -308,11 +388,12 @@ class Decider {
         root = e && e->numel() == 1 && std::abs(std::abs(e->GetAsDouble(0)) - 0.5) < 1e-6;
       }
       if ((op == "Div" || op == "Reciprocal" || op == "Mul") && rooted) {
+        if (guarded != nullptr && Calm(*guarded) && AllCalm(next)) continue;
         for (const Node* q : next) Mark(q, why);
       } else if (root) {
-        NormalizationTail(c->output(0), depth + 1, next, why, true);
+        NormalizationTail(c->output(0), depth + 1, next, why, true, guarded);
       } else if ((op == "Add" || op == "Sub") && SoleVariableInput(*c) == v && !rooted) {
-        NormalizationTail(c->output(0), depth + 1, next, why, false);
+        NormalizationTail(c->output(0), depth + 1, next, why, false, guarded);
       }
     }
   }
@@ -327,6 +408,7 @@ class Decider {
         return;
       }
       const bool epsilon = r->largest > 0 && r->largest < kFloat16MinNormal && o_.structural;
+      if (epsilon && (Is(n, "Add") || Is(n, "Sub")) && EpsilonNegligible(n)) return;
       if (epsilon && (Is(n, "Add") || Is(n, "Sub") || Is(n, "Div"))) {
         const std::string why =
             absl::StrFormat("%s a small constant %.3g that fp16 cannot hold (below 2^-14)",
@@ -341,7 +423,7 @@ class Decider {
   void Calibration(const Node& n) {
     auto check = [&](const Value* v, bool output) {
       if (!IsFloat32(v) || IsConstant(v)) return false;
-      std::optional<double> m = o_.magnitude(v);
+      std::optional<double> m = Largest(v);
       if (!m || !(*m > o_.magnitude_threshold)) return false;
       const std::string what = output ? "computes" : "reads";
       if (std::isinf(*m)) {

@@ -8,6 +8,9 @@
 //   growth feeding a reduction  Pow / Mul(x, x) / Exp, through shape and scaling ops, to a
 //                               Reduce* (sums of squares and of exponentials overflow)
 //   normalization tail          Reduce* -> Add eps -> Sqrt -> Div (decomposed norms)
+//     (these three guard against overflow: with `release_calm`, a reduction, norm or softmax
+//     and its growth and tail stay fp16 where calibration saw every value they read, compute
+//     or hold inside far below fp16's limit: kCalmLimit)
 //   integers from floats        Cast to an integer type, Round/Floor/Ceil, and the
 //                               element-wise arithmetic feeding them (sizes computed in
 //                               float: fp16 holds integers exactly only up to 2048, and
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "ir/float16.h"
 #include "ir/graph.h"
 
 namespace ovfix::rules {
@@ -41,10 +45,12 @@ struct IslandOptions {
   // false: only the spec's limits, constants above 65504, --keep-fp32, repair, and outputs
   // observed above the threshold (a magnitude-only policy, to compare with).
   bool structural = true;
+  // Calibration ran on real data: release the overflow guards it shows calm (see above).
+  bool release_calm = false;
   int64_t opset = 18;  // of the default domain: which op schemas say what takes float16
-  // Largest |x| observed for a value in a calibration run (inf when fp16 rounding of it
-  // gives inf or it is non-finite), or nullopt when not observed.
-  std::function<std::optional<double>(const Value*)> magnitude;
+  // What a calibration run saw of a value's magnitudes (over every set, and every iteration
+  // or branch taken in a body), or nullopt when it was not observed.
+  std::function<std::optional<MagnitudeRange>(const Value*)> observed;
 };
 
 // Node -> reason, for the float nodes of `g` (its main level) that stay in fp32.

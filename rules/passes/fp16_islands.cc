@@ -52,24 +52,43 @@ onnx::AttributeProto TensorAttribute(const std::string& name, const Tensor& t) {
 }
 
 // Floats from here up round to inf in fp16 (65504 plus half its spacing).
-constexpr float kRoundsToInf = 65520.0f;
-
-// Largest |x| of a calibration activation; inf when an element is not finite or rounds to
-// inf in fp16.
-double Magnitude(const MagnitudeRange& r) {
-  return r.nan || !(r.largest < kRoundsToInf) ? INFINITY : r.largest;
+// The magnitudes of a calibration activation (float, or any numeric type).
+MagnitudeRange RangeOf(const Tensor& t) {
+  if (t.type() == DataType::kFloat) return FloatMagnitudes(t.data<float>(), t.numel());
+  MagnitudeRange r;
+  double least = INFINITY;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double a = std::abs(t.GetAsDouble(i));
+    if (std::isnan(a)) {
+      r.nan = true;
+      continue;
+    }
+    r.largest = std::max(r.largest, static_cast<float>(a));
+    if (a == 0) r.zero = true;
+    if (a > 0) least = std::min(least, a);
+  }
+  r.smallest_nonzero = r.largest > 0 ? static_cast<float>(least) : 0;
+  return r;
 }
 
-double Magnitude(const Tensor& t) {
-  double largest = 0;
-  if (t.type() == DataType::kFloat) return Magnitude(FloatMagnitudes(t.data<float>(), t.numel()));
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = t.GetAsDouble(i);
-    if (!std::isfinite(x)) return INFINITY;
-    largest = std::max(largest, std::abs(x));
+// An epsilon fp16 cannot hold (one non-zero value below its smallest normal) that every
+// reader adds or subtracts, as float16: fp16's smallest normal with its sign, not the zero
+// rounding would make, so that the sum still stays off zero. The islands leave such an Add
+// in fp16 only where calibration saw the other operand 2^10 times larger than that
+// (fp16_island_rules.cc); nullopt for any other constant.
+std::optional<Tensor> HalfEpsilon(const Value* v, const Tensor& t) {
+  constexpr float kMinNormal = 6.103515625e-05f;  // 2^-14
+  if (t.type() != DataType::kFloat || t.numel() != 1 || !v->has_uses()) return std::nullopt;
+  const float x = t.data<float>()[0];
+  if (!(std::abs(x) > 0 && std::abs(x) < kMinNormal)) return std::nullopt;
+  for (const Use& u : v->uses()) {
+    if (!u.node->domain().empty() || (u.node->op_type() != "Add" && u.node->op_type() != "Sub")) {
+      return std::nullopt;
+    }
   }
-  return largest;
+  Tensor half = ConvertTensor(t, DataType::kFloat16);
+  half.data<uint16_t>()[0] = FloatToHalfBits(std::copysign(kMinNormal, x));
+  return half;
 }
 
 // Converts one graph. The main graph's inputs and outputs follow keep_io_types; a body of
@@ -94,7 +113,9 @@ class Converter {
     for (Value* v : float_values_) {
       if (v->is_initializer() && !v->is_graph_input()) {
         if (type_after_[v] == DataType::kFloat16) {
-          r_.SetInitializer(v, ConvertTensorLazily(v->tensor(), DataType::kFloat16));
+          std::optional<Tensor> epsilon = HalfEpsilon(v, v->tensor());
+          r_.SetInitializer(v, epsilon ? *std::move(epsilon)
+                                       : ConvertTensorLazily(v->tensor(), DataType::kFloat16));
           ++weights_;
         }
       } else if (type_after_[v] == DataType::kFloat16) {
@@ -197,8 +218,11 @@ class Converter {
       if (const onnx::AttributeProto* a = n->FindAttribute("value");
           a != nullptr && a->has_t() && a->t().data_type() == kFloatCode) {
         absl::StatusOr<Tensor> t = n->GetTensor("value");
-        if (t.ok())
-          r_.SetAttribute(n, TensorAttribute("value", ConvertTensor(*t, DataType::kFloat16)));
+        if (t.ok()) {
+          std::optional<Tensor> epsilon = HalfEpsilon(n->output(0), *t);
+          r_.SetAttribute(n, TensorAttribute("value", epsilon ? *std::move(epsilon)
+                                                              : ConvertTensor(*t, DataType::kFloat16)));
+        }
         return;
       }
       if (Is(*n, "Constant") &&
@@ -228,8 +252,13 @@ class Converter {
     if (converted == nullptr) {
       const std::string suffix = need == DataType::kFloat16 ? "_fp16" : "_fp32";
       if (v->is_initializer() && !v->is_graph_input()) {
-        converted =
-            r_.CreateInitializer(g_, v->name() + suffix, ConvertTensorLazily(v->tensor(), need));
+        std::optional<Tensor> epsilon;
+        if (need == DataType::kFloat16 && (Is(*n, "Add") || Is(*n, "Sub"))) {
+          epsilon = HalfEpsilon(v, v->tensor());  // read by fp32 nodes too, by fp16 Adds here
+        }
+        converted = r_.CreateInitializer(
+            g_, v->name() + suffix,
+            epsilon ? *std::move(epsilon) : ConvertTensorLazily(v->tensor(), need));
         if (need == DataType::kFloat16) ++weights_;
       } else {
         Node* cast =
@@ -269,26 +298,22 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   options.opset = ctx.model.OpsetVersion("");
   options.keep_outputs = ctx.options.keep_fp32_outputs;
   options.structural = ctx.options.fp16_islands == ConvertOptions::Fp16Islands::kStructural;
-  absl::flat_hash_map<const Value*, double> magnitudes;
+  options.release_calm = ctx.options.fp16_calibrated_on_data;
+  absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes;
   magnitudes_by_name_.clear();
   Validator* reference = ctx.validator;
   if (reference != nullptr) {
-    options.magnitude = [&](const Value* v) -> std::optional<double> {
-      // A body's values take a value per iteration or branch taken: the reference run keeps
-      // those of the main graph only.
-      if (v->owner() != &g) return std::nullopt;
+    options.observed = [&](const Value* v) -> std::optional<MagnitudeRange> {
       if (auto it = magnitudes.find(v); it != magnitudes.end()) return it->second;
-      std::optional<double> m;
-      if (std::optional<MagnitudeRange> r = reference->CapturedMagnitudes(v)) {
-        m = Magnitude(*r);
-      } else if (absl::StatusOr<Tensor> t = reference->Activation(v); t.ok()) {
-        m = Magnitude(*t);
+      std::optional<MagnitudeRange> m = reference->CapturedMagnitudes(v);
+      if (!m) {
+        if (absl::StatusOr<Tensor> t = reference->Activation(v); t.ok()) m = RangeOf(*t);
       }
       if (m) magnitudes_by_name_[v->name()] = magnitudes[v] = *m;
       return m;
     };
   } else if (ctx.magnitudes != nullptr) {
-    options.magnitude = [&](const Value* v) -> std::optional<double> {
+    options.observed = [&](const Value* v) -> std::optional<MagnitudeRange> {
       auto it = ctx.magnitudes->find(v->name());
       if (it == ctx.magnitudes->end()) return std::nullopt;
       return it->second;

@@ -36,11 +36,11 @@ class Fp16IslandsPass : public Pass {
   const std::vector<IslandNode>& islands() const { return islands_; }
   // The calibrated magnitudes the last Run looked up, by value name (for reruns without a
   // validator: PassContext::magnitudes).
-  const std::map<std::string, double>& magnitudes() const { return magnitudes_by_name_; }
+  const std::map<std::string, MagnitudeRange>& magnitudes() const { return magnitudes_by_name_; }
 
  private:
   std::vector<IslandNode> islands_;
-  std::map<std::string, double> magnitudes_by_name_;
+  std::map<std::string, MagnitudeRange> magnitudes_by_name_;
 };
 
 }  // namespace ovfix::rules

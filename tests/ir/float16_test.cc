@@ -82,6 +82,7 @@ MagnitudeRange PlainMagnitudes(const std::vector<float>& v, size_t begin, size_t
     }
     r.largest = std::max(r.largest, std::fabs(v[i]));
     if (v[i] != 0) least = std::min(least, std::fabs(v[i]));
+    if (v[i] == 0) r.zero = true;
   }
   r.smallest_nonzero = r.largest > 0 ? least : 0;
   return r;
@@ -98,6 +99,7 @@ TEST(Float16Bulk, FloatMagnitudesMatchesAPlainLoop) {
       ASSERT_EQ(got.nan, want.nan) << begin << "+" << len;
       ASSERT_EQ(got.largest, want.largest) << begin << "+" << len;
       ASSERT_EQ(got.smallest_nonzero, want.smallest_nonzero) << begin << "+" << len;
+      ASSERT_EQ(got.zero, want.zero) << begin << "+" << len;
     }
   }
 }
@@ -107,6 +109,7 @@ TEST(Float16Bulk, FloatMagnitudesOfZerosAndOfNaNs) {
   MagnitudeRange r = FloatMagnitudes(zeros.data(), 19);
   EXPECT_EQ(r.largest, 0.0f);
   EXPECT_EQ(r.smallest_nonzero, 0.0f);
+  EXPECT_TRUE(r.zero);
   EXPECT_FALSE(r.nan);
   const std::vector<float> nans(17, std::numeric_limits<float>::quiet_NaN());
   r = FloatMagnitudes(nans.data(), 17);

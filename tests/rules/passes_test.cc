@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "converter/node_evaluator.h"
 #include "converter/pipeline.h"
 #include "converter/target.h"
@@ -20,6 +21,7 @@
 #include "rules/passes/dead_code_elimination.h"
 #include "rules/passes/explicit_broadcast_full.h"
 #include "rules/passes/fix_input_shapes.h"
+#include "rules/passes/fp16_island_rules.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 #include "rules/passes/registry.h"
@@ -533,6 +535,122 @@ TEST(Fp16Islands, ResidualMatMulNearTheLimitStaysFp32) {
   }
   EXPECT_EQ(residual, 2);
   EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+}
+
+// Islands by op type after the pass.
+std::set<std::string> IslandOps(const Fp16IslandsPass& pass) {
+  std::set<std::string> ops;
+  for (const IslandNode& i : pass.islands()) ops.insert(i.op_type);
+  return ops;
+}
+
+// A reduction, a softmax and a norm guard against overflow. Calibrated on the user's data
+// that saw them calm (inputs in [-1, 1): sums of 16 squares up to 16), they go to fp16; on
+// random inputs (no data) they stay fp32; on data that saw values near the limit they stay.
+TEST(Fp16Islands, CalibrationOnRealDataReleasesCalmOverflowGuards) {
+  constexpr char kCalm[] = R"(
+    m (float[1, 16] x) => (float[1, 1] energy, float[1, 16] p, float[1, 16] n) {
+      sq = Mul(x, x)
+      energy = ReduceSum <keepdims = 1> (sq)
+      p = Softmax <axis = 1> (x)
+      g = Constant <value = float[16] {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}> ()
+      b = Constant <value = float[16] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}> ()
+      n = LayerNormalization <axis = 1> (x, g, b)
+    })";
+  for (bool on_data : {false, true}) {
+    auto m = Parse(kCalm);
+    ConvertOptions o;
+    o.fp16_calibrated_on_data = on_data;
+    Harness h(*m, o);
+    Fp16IslandsPass pass;
+    ASSERT_EQ(*h.Run(pass), 1);
+    const std::set<std::string> ops = IslandOps(pass);
+    for (const char* op : {"Mul", "ReduceSum", "Softmax", "LayerNormalization"}) {
+      EXPECT_EQ(ops.contains(op), !on_data) << op << (on_data ? " on data" : " on random inputs");
+    }
+    EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+    EXPECT_LT(h.EndToEnd(), 1e-2);
+  }
+  // Squares of values up to 300: what calibration saw is the overflow the guard is for.
+  auto m = Parse(kEnergyModel);
+  ConvertOptions o;
+  o.fp16_calibrated_on_data = true;
+  Harness h(*m, o);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  EXPECT_TRUE(IslandOps(pass).contains("ReduceSum"));
+  EXPECT_LT(h.EndToEnd(), 1e-2);
+}
+
+// x / sqrt(sum(x^2) + 1e-8): fp16 cannot hold the epsilon. Where calibration saw the sum far
+// above it, the tail goes to fp16 and the epsilon becomes fp16's smallest normal (2^-14), not
+// the 0 rounding would make: on an all-zero input the fp16 model still gives 0, not 0/0.
+TEST(Fp16Islands, ANegligibleEpsilonGoesToFp16AsItsSmallestNormal) {
+  auto m = Parse(R"(
+    m (float[1, 16] x) => (float[1, 16] y) {
+      sq = Mul(x, x)
+      s = ReduceSum <keepdims = 1> (sq)
+      eps = Constant <value = float[1] {1e-8}> ()
+      shifted = Add(s, eps)
+      r = Sqrt(shifted)
+      y = Div(x, r)
+    })");
+  ConvertOptions o;
+  o.fp16_calibrated_on_data = true;
+  o.keep_io_types = true;
+  Harness h(*m, o);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  EXPECT_TRUE(pass.islands().empty()) << pass.islands().front().node << ": "
+                                      << pass.islands().front().reason;
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  EXPECT_LT(h.EndToEnd(), 1e-2);
+  const Value* shifted = m->graph().FindValue("shifted");
+  ASSERT_NE(shifted, nullptr);
+  const Node* add = shifted->producer();
+  ASSERT_NE(add, nullptr);
+  std::optional<Tensor> eps = ConstantData(add->input(1));
+  ASSERT_TRUE(eps.has_value());
+  ASSERT_EQ(eps->type(), DataType::kFloat16);
+  EXPECT_EQ(eps->GetAsDouble(0), std::ldexp(1.0, -14));
+
+  auto session = exec::CreateSession(*m, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  exec::TensorMap zeros;
+  zeros.emplace("x", Tensor(DataType::kFloat, {1, 16}));
+  auto out = (*session)->Run(zeros);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int64_t i = 0; i < (*out)[0].numel(); ++i) EXPECT_EQ((*out)[0].GetAsDouble(i), 0.0) << i;
+}
+
+// Calibration reaches into bodies: the branch the data takes is measured (each value the
+// largest over the runs), so its calm reduction goes to fp16; the branch it never takes was
+// not measured, and keeps its guard.
+TEST(Fp16Islands, CalibrationMeasuresTheBranchTakenAndOnlyThatOne) {
+  auto m = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    m (float[1, 16] x) => (float[1, 1] y) {
+      c = Constant <value = bool {1}> ()
+      y = If(c) <then_branch = then_g () => (float[1, 1] a) {
+                    sq = Mul(x, x)
+                    a = ReduceSum <keepdims = 1> (sq) },
+                 else_branch = else_g () => (float[1, 1] b) {
+                    sq2 = Mul(x, x)
+                    b = ReduceSum <keepdims = 1> (sq2) }>
+    })");
+  ConvertOptions o;
+  o.fp16_calibrated_on_data = true;
+  Harness h(*m, o);
+  Fp16IslandsPass pass;
+  ASSERT_EQ(*h.Run(pass), 1);
+  std::set<std::string> kept;
+  for (const IslandNode& i : pass.islands()) kept.insert(i.node);
+  EXPECT_FALSE(kept.contains("ReduceSum (output 'a')")) << absl::StrJoin(kept, ", ");
+  EXPECT_FALSE(kept.contains("Mul (output 'sq')"));
+  EXPECT_TRUE(kept.contains("ReduceSum (output 'b')")) << absl::StrJoin(kept, ", ");
+  EXPECT_TRUE(kept.contains("Mul (output 'sq2')"));
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  EXPECT_LT(h.EndToEnd(), 1e-2);
 }
 
 // The magnitude-only policy (ModelOpt AutoCast's, kept to compare with): fp32 only where
