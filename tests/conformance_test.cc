@@ -5,7 +5,8 @@
 //   Listed/Conformance.Passes/<test>   one per name in tests/conformance_pass.txt: these must
 //                                      pass (the list only ever grows)
 //   Summary.AllTests                   runs all 922, prints pass/fail counts by category and
-//                                      every failure with its reason; never fails
+//                                      every failure with its reason; fails only when asked
+//                                      to write a list that would drop a listed test
 //
 // Running a subset quickly:
 //   ovfix_conformance --gtest_filter='Listed/*gather*'            listed tests only
@@ -28,6 +29,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "exec/compare.h"
 #include "exec/cpu_session.h"
 #include "gtest/gtest.h"
@@ -289,6 +291,16 @@ TEST(Summary, AllTests) {
   std::printf(" (%zu listed)\n", listed.size());
   if (const char* path = std::getenv("OVFIX_WRITE_PASS_LIST"); path != nullptr && *path) {
     ASSERT_EQ(filter, nullptr) << "refusing to write a pass list from a filtered run";
+    // The list only grows: a listed test that fails now is a regression to fix, not a line
+    // to drop.
+    std::set<std::string> now(passing.begin(), passing.end());
+    std::vector<std::string> dropped;
+    for (const std::string& name : listed) {
+      if (!now.contains(name)) dropped.push_back(name);
+    }
+    ASSERT_TRUE(dropped.empty()) << "refusing to write " << path << ": " << dropped.size()
+                                 << " listed test(s) no longer pass: "
+                                 << absl::StrJoin(dropped, ", ");
     std::ofstream out(path);
     for (const std::string& name : passing) out << name << "\n";
     ASSERT_TRUE(out.good()) << "cannot write " << path;
