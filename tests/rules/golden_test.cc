@@ -4,9 +4,17 @@
 // REASON must appear in why the rule did not match. Every case that changes the graph also
 // runs before and after on random inputs and compares the outputs (rel. 1e-5 of range).
 //
+// A native pass is tested the same way: `pass: NAME` instead of `rule:` (its `unchanged:`
+// reason must appear in what the pass logged), with `option: NAME VALUE` lines as in a
+// target file. A graph with no `<...>` header takes the file's `header:` line, or
+// <ir_version: 8, opset_import: ["" : 17]>.
+//
 //   # comment
 //   rule: explicit_broadcast_unsqueeze_first        (names, space separated)
 //   file: examples/rules/hardswish.rules           (optional: a user rule file to load)
+//   pass: lower_conv3d_unit_kernel                 (instead of rule:)
+//   option: lower_conv3d_unit_kernel true          (any number)
+//   header: <ir_version: 8, opset_import: ["" : 13]>
 //   case: what it shows
 //   before:
 //   <ir_version: 8, opset_import: ["" : 17]> g (float[2,3] x, float[3] b) => (y) { ... }
@@ -29,6 +37,9 @@
 #include "ir/graph_walk.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
+#include "converter/node_evaluator.h"
+#include "converter/target.h"
+#include "rules/passes/registry.h"
 #include "rules/rule_apply.h"
 #include "rules/rule_set.h"
 #include "tests/rules/canonical_form.h"
@@ -40,12 +51,16 @@ struct GoldenCase {
   std::string title;
   std::string before;
   std::string after;      // empty when unchanged
-  std::string unchanged;  // the reason, when unchanged
+  bool unchanged = false;
+  std::string reason;     // why, when unchanged
 };
 
 struct GoldenFile {
   std::vector<std::string> rules;
   std::vector<std::string> rule_files;
+  std::string pass;                                          // a native pass instead
+  std::vector<std::pair<std::string, std::string>> options;  // as in a target file
+  std::string header = R"(<ir_version: 8, opset_import: ["" : 17]>)";
   std::vector<GoldenCase> cases;
 };
 
@@ -69,18 +84,32 @@ GoldenFile ParseGolden(const std::string& text) {
       }
     } else if (absl::StartsWith(line, "file:")) {
       file.rule_files.push_back(absl::StrCat(OVFIX_SOURCE_DIR, "/", value("file:")));
+    } else if (absl::StartsWith(line, "pass:")) {
+      file.pass = value("pass:");
+    } else if (absl::StartsWith(line, "option:")) {
+      std::vector<std::string> words = absl::StrSplit(value("option:"), ' ', absl::SkipEmpty());
+      file.options.emplace_back(words.empty() ? "" : words[0], words.size() > 1 ? words[1] : "");
+    } else if (absl::StartsWith(line, "header:")) {
+      file.header = value("header:");
     } else if (absl::StartsWith(line, "case:")) {
-      file.cases.push_back({value("case:"), "", "", ""});
+      file.cases.push_back({value("case:")});
       target = nullptr;
     } else if (absl::StartsWith(line, "before:") && !file.cases.empty()) {
       target = &file.cases.back().before;
     } else if (absl::StartsWith(line, "after:") && !file.cases.empty()) {
       target = &file.cases.back().after;
     } else if (absl::StartsWith(line, "unchanged:") && !file.cases.empty()) {
-      file.cases.back().unchanged = value("unchanged:");
+      file.cases.back().unchanged = true;
+      file.cases.back().reason = value("unchanged:");
       target = nullptr;
     } else if (target != nullptr) {
       absl::StrAppend(target, line, "\n");
+    }
+  }
+  for (GoldenCase& c : file.cases) {
+    for (std::string* graph : {&c.before, &c.after}) {
+      const absl::string_view text = absl::StripLeadingAsciiWhitespace(*graph);
+      if (!text.empty() && !absl::StartsWith(text, "<")) *graph = file.header + "\n" + *graph;
     }
   }
   return file;
@@ -138,47 +167,69 @@ std::string Explain(const std::vector<std::shared_ptr<const Rule>>& rules, Model
   return out;
 }
 
-void RunCase(const std::vector<std::shared_ptr<const Rule>>& rules, const GoldenCase& c) {
+// What a golden file tests: its rules, or its native pass, with its options.
+struct Subject {
+  std::vector<std::shared_ptr<const Rule>> rules;
+  std::string pass;
+  ConvertOptions options;
+  std::unique_ptr<Pass> Make() const {
+    return pass.empty() ? MakeRuleSetPass("golden", rules) : MakeNativePass(pass);
+  }
+};
+
+// Runs the subject once on `model`; returns what it logged.
+std::vector<std::string> RunSubject(const Subject& subject, Model& model, absl::StatusOr<int>& count) {
+  Rewriter rewriter(model);
+  converter::CpuNodeEvaluator evaluator;
+  PassContext ctx{model, rewriter, subject.options};
+  ctx.evaluator = &evaluator;
+  std::vector<std::string> log;
+  ctx.log = [&](const std::string& line) { log.push_back(line); };
+  count = subject.Make()->Run(ctx);
+  return log;
+}
+
+void RunCase(const Subject& subject, const GoldenCase& c) {
   auto model = ParseModelText(c.before);
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_TRUE(InferShapes(**model).ok());
   auto original = ParseModelText(c.before);
   ASSERT_TRUE(original.ok());
-  const std::string why = Explain(rules, **model);
+  // Why the rules did not match, before the rewrite; for a pass, what it logs.
+  std::string why = subject.pass.empty() ? Explain(subject.rules, **model) : "";
 
-  Rewriter rewriter(**model);
-  ConvertOptions options;
-  PassContext ctx{**model, rewriter, options};
-  std::vector<std::string> log;
-  ctx.log = [&](const std::string& line) { log.push_back(line); };
-  auto pass = MakeRuleSetPass("golden", rules);
-  auto count = pass->Run(ctx);
+  absl::StatusOr<int> count = 0;
+  const std::vector<std::string> log = RunSubject(subject, **model, count);
   ASSERT_TRUE(count.ok()) << count.status();
-  EXPECT_TRUE(log.empty()) << absl::StrJoin(log, "\n");
+  if (subject.pass.empty()) {
+    EXPECT_TRUE(log.empty()) << absl::StrJoin(log, "\n");
+  } else {
+    why = absl::StrJoin(log, "\n");
+  }
   ASSERT_TRUE((*model)->graph().Verify().ok()) << (*model)->graph().Verify();
   const std::string actual = CanonicalForm(**model);
 
-  if (!c.unchanged.empty()) {
+  if (c.unchanged) {
     EXPECT_EQ(*count, 0);
     EXPECT_EQ(actual, CanonicalForm(**original));
-    EXPECT_TRUE(absl::StrContains(why, c.unchanged))
-        << "expected a reason containing '" << c.unchanged << "', got:\n"
+    EXPECT_TRUE(absl::StrContains(why, c.reason))
+        << "expected a reason containing '" << c.reason << "', got:\n"
         << why;
     return;
   }
   auto expected = ParseModelText(c.after);
   ASSERT_TRUE(expected.ok()) << expected.status();
   EXPECT_GT(*count, 0) << why;
-  EXPECT_EQ(actual, CanonicalForm(**expected)) << "explain before the rewrite:\n" << why;
+  EXPECT_EQ(actual, CanonicalForm(**expected)) << (subject.pass.empty() ? "explain before the rewrite:\n" : "logged:\n") << why;
   ExpectSameOutputs(**original, **model);
 
   // The same input gives the same output.
   auto again = ParseModelText(c.before);
   ASSERT_TRUE(again.ok());
   ASSERT_TRUE(InferShapes(**again).ok());
-  Rewriter rewriter2(**again);
-  PassContext ctx2{**again, rewriter2, options};
-  ASSERT_TRUE(MakeRuleSetPass("golden", rules)->Run(ctx2).ok());
+  absl::StatusOr<int> count_again = 0;
+  RunSubject(subject, **again, count_again);
+  ASSERT_TRUE(count_again.ok()) << count_again.status();
   EXPECT_EQ(PrintModelText(**again), PrintModelText(**model));
 }
 
@@ -186,19 +237,28 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, Cases) {
   const GoldenFile file = ParseGolden(ReadText(GetParam()));
-  ASSERT_FALSE(file.rules.empty()) << "no 'rule:' line";
+  ASSERT_NE(file.rules.empty(), file.pass.empty()) << "one 'rule:' or 'pass:' line";
   ASSERT_FALSE(file.cases.empty()) << "no 'case:'";
+  Subject subject;
+  subject.pass = file.pass;
+  if (!file.pass.empty()) ASSERT_NE(MakeNativePass(file.pass), nullptr) << "no pass " << file.pass;
+  std::string target_text;
+  for (const auto& [name, value] : file.options) {
+    absl::StrAppend(&target_text, "option ", name, " ", value, "\n");
+  }
+  auto target = converter::ParseTarget("golden options", target_text);
+  ASSERT_TRUE(target.ok()) << target.status();
+  ASSERT_TRUE(converter::ApplyTargetOptions(*target, {}, subject.options).ok());
   auto library = RuleLibrary::Load(file.rule_files);
   ASSERT_TRUE(library.ok()) << library.status();
-  std::vector<std::shared_ptr<const Rule>> rules;
   for (const auto& name : file.rules) {
     auto selected = library->Select(name);
     ASSERT_FALSE(selected.empty()) << "no rule named " << name;
-    rules.insert(rules.end(), selected.begin(), selected.end());
+    subject.rules.insert(subject.rules.end(), selected.begin(), selected.end());
   }
   for (const GoldenCase& c : file.cases) {
     SCOPED_TRACE(c.title);
-    RunCase(rules, c);
+    RunCase(subject, c);
   }
 }
 
