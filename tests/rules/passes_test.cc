@@ -537,10 +537,19 @@ TEST(Fp16Islands, ResidualMatMulNearTheLimitStaysFp32) {
   EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
 }
 
-// Islands by op type after the pass.
-std::set<std::string> IslandOps(const Fp16IslandsPass& pass) {
+// The op types the fp16 pass keeps in fp32 on `text`, calibrated on data (or on random
+// inputs); the converted model must pass the checker and stay within 1e-2.
+std::set<std::string> IslandOps(const char* text, bool on_data) {
+  auto m = Parse(text);
+  ConvertOptions o;
+  o.fp16_calibrated_on_data = on_data;
+  Harness h(*m, o);
+  Fp16IslandsPass pass;
+  EXPECT_EQ(*h.Run(pass), 1);
   std::set<std::string> ops;
   for (const IslandNode& i : pass.islands()) ops.insert(i.op_type);
+  EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
+  EXPECT_LT(h.EndToEnd(), 1e-2);
   return ops;
 }
 
@@ -558,28 +567,13 @@ TEST(Fp16Islands, CalibrationOnRealDataReleasesCalmOverflowGuards) {
       n = LayerNormalization <axis = 1> (x, g, b)
     })";
   for (bool on_data : {false, true}) {
-    auto m = Parse(kCalm);
-    ConvertOptions o;
-    o.fp16_calibrated_on_data = on_data;
-    Harness h(*m, o);
-    Fp16IslandsPass pass;
-    ASSERT_EQ(*h.Run(pass), 1);
-    const std::set<std::string> ops = IslandOps(pass);
+    const std::set<std::string> ops = IslandOps(kCalm, on_data);
     for (const char* op : {"Mul", "ReduceSum", "Softmax", "LayerNormalization"}) {
       EXPECT_EQ(ops.contains(op), !on_data) << op << (on_data ? " on data" : " on random inputs");
     }
-    EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
-    EXPECT_LT(h.EndToEnd(), 1e-2);
   }
   // Squares of values up to 300: what calibration saw is the overflow the guard is for.
-  auto m = Parse(kEnergyModel);
-  ConvertOptions o;
-  o.fp16_calibrated_on_data = true;
-  Harness h(*m, o);
-  Fp16IslandsPass pass;
-  ASSERT_EQ(*h.Run(pass), 1);
-  EXPECT_TRUE(IslandOps(pass).contains("ReduceSum"));
-  EXPECT_LT(h.EndToEnd(), 1e-2);
+  EXPECT_TRUE(IslandOps(kEnergyModel, true).contains("ReduceSum"));
 }
 
 // x / sqrt(sum(x^2) + 1e-8): fp16 cannot hold the epsilon. Where calibration saw the sum far
