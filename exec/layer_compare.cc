@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -350,21 +351,19 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
     return absl::InvalidArgumentError("both sides need a model");
   }
   std::unique_ptr<Session> ref_holder, test_holder;
-  absl::StatusOr<Session*> ref_session = StartSession(ref, ref_holder);
-  if (!ref_session.ok()) return ref_session.status();
-  absl::StatusOr<Session*> test_session = StartSession(test, test_holder);
-  if (!test_session.ok()) return test_session.status();
-  if (absl::Status s = RunSide(ref, **ref_session, inputs); !s.ok()) return s;
-  if (absl::Status s = RunSide(test, **test_session, inputs); !s.ok()) return s;
+  OVFIX_ASSIGN_OR_RETURN(Session * ref_session, StartSession(ref, ref_holder));
+  OVFIX_ASSIGN_OR_RETURN(Session * test_session, StartSession(test, test_holder));
+  OVFIX_RETURN_IF_ERROR(RunSide(ref, *ref_session, inputs));
+  OVFIX_RETURN_IF_ERROR(RunSide(test, *test_session, inputs));
 
-  LayerReport report = CompareCaptures(ref.model->graph(), (*ref_session)->captured(),
-                                       (*test_session)->captured(), tolerance);
+  LayerReport report = CompareCaptures(ref.model->graph(), ref_session->captured(),
+                                       test_session->captured(), tolerance);
   report.ref_label = ref.label;
   report.test_label = test.label;
-  for (const std::string& note : (*ref_session)->notes()) {
+  for (const std::string& note : ref_session->notes()) {
     report.notes.push_back(absl::StrCat(ref.label, ": ", note));
   }
-  for (const std::string& note : (*test_session)->notes()) {
+  for (const std::string& note : test_session->notes()) {
     report.notes.push_back(absl::StrCat(test.label, ": ", note));
   }
   if (test.options.precision != Precision::kFp32) {

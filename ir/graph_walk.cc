@@ -1,5 +1,7 @@
 #include "ir/graph_walk.h"
 
+#include "ir/status_macros.h"
+
 namespace ovfix {
 
 Graph& RootGraph(Graph& g) {
@@ -23,7 +25,7 @@ absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>
   while (!pending.empty()) {
     Graph* g = pending.back();
     pending.pop_back();
-    if (absl::Status s = fn(*g); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(fn(*g));
     std::vector<Graph*> bodies;
     for (Node* n : g->nodes()) {
       for (Subgraph& s : n->subgraphs()) bodies.push_back(s.graph.get());

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 #include "rules/helpers.h"
 
 namespace ovfix::rules {
@@ -21,17 +22,15 @@ bool IsConv(const Node& n) {
 }
 
 absl::StatusOr<Node*> ConvNode(std::string_view helper, Args args) {
-  auto v = ValueArg(helper, args, 0);
-  if (!v.ok()) return v.status();
-  auto node = ProducerOf(*v);
-  if (!node.ok()) return node.status();
+  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg(helper, args, 0));
+  OVFIX_ASSIGN_OR_RETURN(auto node, ProducerOf(v));
   static const std::set<std::string> kOps = {"Conv",    "ConvInteger", "ConvTranspose",
                                              "MaxPool", "AveragePool", "LpPool"};
-  if (!kOps.count((*node)->op_type())) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": ", (*node)->Describe(),
+  if (!kOps.count(node->op_type())) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": ", node->Describe(),
                                                    " is not a convolution or pooling"));
   }
-  return *node;
+  return node;
 }
 
 absl::StatusOr<std::vector<int64_t>> KernelShape(const Node& n) {
@@ -55,20 +54,18 @@ absl::StatusOr<std::vector<int64_t>> KernelShape(const Node& n) {
 
 // strides or dilations: the attribute, or ones.
 absl::StatusOr<std::vector<int64_t>> PerAxis(const Node& n, std::string_view name) {
-  auto kernel = KernelShape(n);
-  if (!kernel.ok()) return kernel.status();
-  std::vector<int64_t> out = n.GetInts(name, std::vector<int64_t>(kernel->size(), 1));
-  if (out.size() != kernel->size()) {
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(n));
+  std::vector<int64_t> out = n.GetInts(name, std::vector<int64_t>(kernel.size(), 1));
+  if (out.size() != kernel.size()) {
     return NotApplicable(absl::StrCat(n.Describe(), " has ", out.size(), " ", std::string(name),
-                                      " for ", kernel->size(), " spatial axes"));
+                                      " for ", kernel.size(), " spatial axes"));
   }
   return out;
 }
 
 absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
-  auto kernel = KernelShape(n);
-  if (!kernel.ok()) return kernel.status();
-  const size_t spatial = kernel->size();
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(n));
+  const size_t spatial = kernel.size();
   const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     std::vector<int64_t> pads = n.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
@@ -84,11 +81,9 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
   if (n.op_type() == "ConvTranspose") {
     return NotApplicable("ConvTranspose's auto_pad depends on output_shape; not computed");
   }
-  auto strides = PerAxis(n, "strides");
-  if (!strides.ok()) return strides.status();
+  OVFIX_ASSIGN_OR_RETURN(auto strides, PerAxis(n, "strides"));
   // Pools have dilations only from MaxPool-10; the attribute is absent (ones) elsewhere.
-  auto dilations = PerAxis(n, "dilations");
-  if (!dilations.ok()) return dilations.status();
+  OVFIX_ASSIGN_OR_RETURN(auto dilations, PerAxis(n, "dilations"));
   auto x = n.input(0) != nullptr ? n.input(0)->shape() : std::nullopt;
   if (!x || x->size() != spatial + 2) {
     return NotApplicable(absl::StrCat("the input rank of ", n.Describe(), " is unknown"));
@@ -100,12 +95,12 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
       return NotApplicable(
           absl::StrCat("spatial dim ", i, " of the input of ", n.Describe(), " is unknown"));
     }
-    const int64_t in = d.value, stride = (*strides)[i];
-    if (stride <= 0 || (*kernel)[i] <= 0 || (*dilations)[i] <= 0) {
+    const int64_t in = d.value, stride = strides[i];
+    if (stride <= 0 || kernel[i] <= 0 || dilations[i] <= 0) {
       return NotApplicable(absl::StrCat(n.Describe(), " has a kernel, stride or dilation <= 0"));
     }
     const int64_t out = (in + stride - 1) / stride;
-    const int64_t extent = ((*kernel)[i] - 1) * (*dilations)[i] + 1;
+    const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
     const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
     // SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the beginning.
     const int64_t small = total / 2, large = total - total / 2;
@@ -118,11 +113,9 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
 HelperFn Wrap(std::string name,
               std::function<absl::StatusOr<std::vector<int64_t>>(const Node&)> compute) {
   return [name, compute](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-    auto node = ConvNode(name, args);
-    if (!node.ok()) return node.status();
-    auto out = compute(**node);
-    if (!out.ok()) return out.status();
-    return *out;
+    OVFIX_ASSIGN_OR_RETURN(auto node, ConvNode(name, args));
+    OVFIX_ASSIGN_OR_RETURN(auto out, compute(*node));
+    return out;
   };
 }
 

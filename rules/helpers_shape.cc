@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 #include "rules/helpers.h"
 #include "rules/matcher.h"
 
@@ -23,16 +24,15 @@ constexpr int64_t kDefaultConstantLimit = 1 << 20;
 constexpr int64_t kMaxRank = 64;
 
 absl::StatusOr<Tensor> ConstantArg(std::string_view helper, Args args, size_t i, Value** source) {
-  auto v = ValueArg(helper, args, i);
-  if (!v.ok()) return v.status();
-  if (!IsConstantValue(*v))
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' is not a constant"));
-  auto t = ReadConstant(*v);
+  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg(helper, args, i));
+  if (!IsConstantValue(v))
+    return NotApplicable(absl::StrCat("'", v->name(), "' is not a constant"));
+  auto t = ReadConstant(v);
   if (!t.ok()) return NotApplicable(std::string(t.status().message()));
   if (t->type() == DataType::kString) {
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' holds strings"));
+    return NotApplicable(absl::StrCat("'", v->name(), "' holds strings"));
   }
-  *source = *v;
+  *source = v;
   return t;
 }
 
@@ -67,108 +67,92 @@ absl::StatusOr<Tensor> BroadcastTo(const Tensor& t, const std::vector<int64_t>& 
 }
 
 absl::StatusOr<HelperValue> Shape(const HelperContext&, Args args) {
-  auto v = ValueArg("shape", args, 0);
-  if (!v.ok()) return v.status();
-  auto shape = KnownShape(*v);
-  if (!shape.ok()) return shape.status();
-  return *shape;
+  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg("shape", args, 0));
+  OVFIX_ASSIGN_OR_RETURN(auto shape, KnownShape(v));
+  return shape;
 }
 
 absl::StatusOr<HelperValue> Dim(const HelperContext&, Args args) {
-  auto v = ValueArg("dim", args, 0);
-  if (!v.ok()) return v.status();
-  auto i = IntArg("dim", args, 1);
-  if (!i.ok()) return i.status();
-  auto shape = (*v)->shape();
-  if (!shape) return NotApplicable(absl::StrCat("rank of '", (*v)->name(), "' is unknown"));
+  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg("dim", args, 0));
+  OVFIX_ASSIGN_OR_RETURN(auto i, IntArg("dim", args, 1));
+  auto shape = v->shape();
+  if (!shape) return NotApplicable(absl::StrCat("rank of '", v->name(), "' is unknown"));
   const int64_t rank = static_cast<int64_t>(shape->size());
-  const int64_t axis = *i < 0 ? *i + rank : *i;
+  const int64_t axis = i < 0 ? i + rank : i;
   if (axis < 0 || axis >= rank) {
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' has no dim ", *i));
+    return NotApplicable(absl::StrCat("'", v->name(), "' has no dim ", i));
   }
   if (!(*shape)[axis].known()) {
-    return NotApplicable(absl::StrCat("dim ", *i, " of '", (*v)->name(), "' is unknown"));
+    return NotApplicable(absl::StrCat("dim ", i, " of '", v->name(), "' is unknown"));
   }
   return (*shape)[axis].value;
 }
 
 absl::StatusOr<HelperValue> BroadcastRank(const HelperContext&, Args args) {
-  auto v = ValueArg("broadcast_rank", args, 0);
-  if (!v.ok()) return v.status();
-  auto node = ProducerOf(*v);
-  if (!node.ok()) return node.status();
+  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg("broadcast_rank", args, 0));
+  OVFIX_ASSIGN_OR_RETURN(auto node, ProducerOf(v));
   int64_t rank = 0;
-  for (Value* in : (*node)->inputs()) {
+  for (Value* in : node->inputs()) {
     if (in == nullptr) continue;
-    auto r = KnownRank(in);
-    if (!r.ok()) return r.status();
-    rank = std::max(rank, *r);
+    OVFIX_ASSIGN_OR_RETURN(auto r, KnownRank(in));
+    rank = std::max(rank, r);
   }
   return rank;
 }
 
 absl::StatusOr<HelperValue> LeadingAxes(const HelperContext&, Args args) {
-  auto v = ValueArg("leading_axes", args, 0);
-  if (!v.ok()) return v.status();
-  auto target = IntArg("leading_axes", args, 1);
-  if (!target.ok()) return target.status();
-  auto rank = KnownRank(*v);
-  if (!rank.ok()) return rank.status();
-  if (*target < *rank) {
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' already has rank ", *rank));
+  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg("leading_axes", args, 0));
+  OVFIX_ASSIGN_OR_RETURN(auto target, IntArg("leading_axes", args, 1));
+  OVFIX_ASSIGN_OR_RETURN(auto rank, KnownRank(v));
+  if (target < rank) {
+    return NotApplicable(absl::StrCat("'", v->name(), "' already has rank ", rank));
   }
-  if (*target > kMaxRank) return NotApplicable(absl::StrCat("rank ", *target, " is too large"));
+  if (target > kMaxRank) return NotApplicable(absl::StrCat("rank ", target, " is too large"));
   std::vector<int64_t> axes;
-  for (int64_t i = 0; i < *target - *rank; ++i) axes.push_back(i);
+  for (int64_t i = 0; i < target - rank; ++i) axes.push_back(i);
   return axes;
 }
 
 absl::StatusOr<HelperValue> ConstantWithRank(const HelperContext&, Args args) {
   Value* source = nullptr;
-  auto t = ConstantArg("constant_with_rank", args, 0, &source);
-  if (!t.ok()) return t.status();
-  auto target = IntArg("constant_with_rank", args, 1);
-  if (!target.ok()) return target.status();
-  if (*target < static_cast<int64_t>(t->rank()) || *target > kMaxRank) {
-    return NotApplicable(absl::StrCat("cannot give '", source->name(), "' rank ", *target));
+  OVFIX_ASSIGN_OR_RETURN(auto t, ConstantArg("constant_with_rank", args, 0, &source));
+  OVFIX_ASSIGN_OR_RETURN(auto target, IntArg("constant_with_rank", args, 1));
+  if (target < static_cast<int64_t>(t.rank()) || target > kMaxRank) {
+    return NotApplicable(absl::StrCat("cannot give '", source->name(), "' rank ", target));
   }
-  std::vector<int64_t> dims(*target - t->rank(), 1);
-  dims.insert(dims.end(), t->dims().begin(), t->dims().end());
-  return ConstantInPlace{source, t->Reshaped(std::move(dims))};
+  std::vector<int64_t> dims(target - t.rank(), 1);
+  dims.insert(dims.end(), t.dims().begin(), t.dims().end());
+  return ConstantInPlace{source, t.Reshaped(std::move(dims))};
 }
 
 absl::StatusOr<HelperValue> ConstantExpanded(const HelperContext& c, Args args) {
   Value* source = nullptr;
-  auto t = ConstantArg("constant_expanded", args, 0, &source);
-  if (!t.ok()) return t.status();
-  auto dims = IntsArg("constant_expanded", args, 1);
-  if (!dims.ok()) return dims.status();
-  for (int64_t d : *dims) {
+  OVFIX_ASSIGN_OR_RETURN(auto t, ConstantArg("constant_expanded", args, 0, &source));
+  OVFIX_ASSIGN_OR_RETURN(auto dims, IntsArg("constant_expanded", args, 1));
+  for (int64_t d : dims) {
     if (d < 0) return NotApplicable("constant_expanded: negative dim");
   }
-  if (static_cast<int64_t>(dims->size()) > kMaxRank) {
+  if (static_cast<int64_t>(dims.size()) > kMaxRank) {
     return NotApplicable("constant_expanded: rank too large");
   }
   const int64_t limit = c.options != nullptr ? c.options->fold_size_limit : kDefaultConstantLimit;
-  if (Tensor::NumElements(*dims) > limit) {
+  if (Tensor::NumElements(dims) > limit) {
     return NotApplicable(
         absl::StrCat("expanding '", source->name(), "' would exceed ", limit, " elements"));
   }
-  auto out = BroadcastTo(*t, *dims);
-  if (!out.ok()) return out.status();
-  return ConstantInPlace{source, std::move(*out)};
+  OVFIX_ASSIGN_OR_RETURN(auto out, BroadcastTo(t, dims));
+  return ConstantInPlace{source, std::move(out)};
 }
 
 absl::StatusOr<HelperValue> SqueezeAxes(const HelperContext&, Args args) {
-  auto v = ValueArg("squeeze_axes", args, 0);
-  if (!v.ok()) return v.status();
-  auto shape = (*v)->shape();
-  if (!shape) return NotApplicable(absl::StrCat("rank of '", (*v)->name(), "' is unknown"));
+  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg("squeeze_axes", args, 0));
+  auto shape = v->shape();
+  if (!shape) return NotApplicable(absl::StrCat("rank of '", v->name(), "' is unknown"));
   std::vector<int64_t> axes;
   for (size_t i = 0; i < shape->size(); ++i) {
     // A dim not known might be 1 when the model runs: which axes go is then unknown.
     if (!(*shape)[i].known()) {
-      return NotApplicable(absl::StrCat("dim ", i, " of '", (*v)->name(), "' is unknown"));
+      return NotApplicable(absl::StrCat("dim ", i, " of '", v->name(), "' is unknown"));
     }
     if ((*shape)[i].value == 1) axes.push_back(static_cast<int64_t>(i));
   }
@@ -195,29 +179,22 @@ absl::StatusOr<std::vector<int64_t>> InsertedAxes(const std::vector<int64_t>& in
 }
 
 absl::StatusOr<HelperValue> ShapeDifference(std::string_view name, Args args, bool inserted) {
-  auto x = ValueArg(name, args, 0);
-  if (!x.ok()) return x.status();
-  auto y = ValueArg(name, args, 1);
-  if (!y.ok()) return y.status();
-  auto in = KnownShape(*x);
-  if (!in.ok()) return in.status();
-  auto out = KnownShape(*y);
-  if (!out.ok()) return out.status();
-  auto axes = inserted ? InsertedAxes(*in, *out) : InsertedAxes(*out, *in);
-  if (!axes.ok()) return axes.status();
-  return *axes;
+  OVFIX_ASSIGN_OR_RETURN(auto x, ValueArg(name, args, 0));
+  OVFIX_ASSIGN_OR_RETURN(auto y, ValueArg(name, args, 1));
+  OVFIX_ASSIGN_OR_RETURN(auto in, KnownShape(x));
+  OVFIX_ASSIGN_OR_RETURN(auto out, KnownShape(y));
+  OVFIX_ASSIGN_OR_RETURN(auto axes, inserted ? InsertedAxes(in, out) : InsertedAxes(out, in));
+  return axes;
 }
 
 absl::StatusOr<HelperValue> NormalizeAxes(const HelperContext&, Args args) {
-  auto axes = IntsArg("normalize_axes", args, 0);
-  if (!axes.ok()) return axes.status();
-  auto rank = IntArg("normalize_axes", args, 1);
-  if (!rank.ok()) return rank.status();
+  OVFIX_ASSIGN_OR_RETURN(auto axes, IntsArg("normalize_axes", args, 0));
+  OVFIX_ASSIGN_OR_RETURN(auto rank, IntArg("normalize_axes", args, 1));
   std::vector<int64_t> out;
-  for (int64_t a : *axes) {
-    const int64_t axis = a < 0 ? a + *rank : a;
-    if (axis < 0 || axis >= *rank) {
-      return NotApplicable(absl::StrCat("axis ", a, " is out of range for rank ", *rank));
+  for (int64_t a : axes) {
+    const int64_t axis = a < 0 ? a + rank : a;
+    if (axis < 0 || axis >= rank) {
+      return NotApplicable(absl::StrCat("axis ", a, " is out of range for rank ", rank));
     }
     out.push_back(axis);
   }
@@ -225,11 +202,10 @@ absl::StatusOr<HelperValue> NormalizeAxes(const HelperContext&, Args args) {
 }
 
 absl::StatusOr<HelperValue> Filled(std::string_view name, Args args, int64_t fill) {
-  auto n = IntArg(name, args, 0);
-  if (!n.ok()) return n.status();
-  if (*n < 0 || *n > 64)
+  OVFIX_ASSIGN_OR_RETURN(auto n, IntArg(name, args, 0));
+  if (n < 0 || n > 64)
     return absl::InvalidArgumentError(absl::StrCat(std::string(name), ": bad length"));
-  return std::vector<int64_t>(*n, fill);
+  return std::vector<int64_t>(n, fill);
 }
 
 }  // namespace
@@ -240,19 +216,16 @@ void AddShapeHelpers(std::vector<Helper>& out) {
   out.push_back({"has_static_shape", 1, 1, "has_static_shape(x) -> bool",
                  "whether every dim of x is a known number",
                  [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("has_static_shape", args, 0);
-                   if (!v.ok()) return v.status();
-                   return (*v)->static_shape().has_value();
+                   OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg("has_static_shape", args, 0));
+                   return v->static_shape().has_value();
                  }});
   out.push_back(
       {"dim", 2, 2, "dim(x, i) -> int", "dim i of x (negative i counts from the end)", Dim});
   out.push_back({"numel", 1, 1, "numel(x) -> int", "the number of elements of x (static shape)",
                  [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("numel", args, 0);
-                   if (!v.ok()) return v.status();
-                   auto shape = KnownShape(*v);
-                   if (!shape.ok()) return shape.status();
-                   return Tensor::NumElements(*shape);
+                   OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg("numel", args, 0));
+                   OVFIX_ASSIGN_OR_RETURN(auto shape, KnownShape(v));
+                   return Tensor::NumElements(shape);
                  }});
   out.push_back({"broadcast_rank", 1, 1, "broadcast_rank(y) -> int",
                  "the largest rank among the inputs of the node producing y", BroadcastRank});
@@ -282,25 +255,20 @@ void AddShapeHelpers(std::vector<Helper>& out) {
   out.push_back({"changed_axes", 2, 2, "changed_axes(x, y) -> ints",
                  "removed_axes(x, y) when y has the lower rank, else inserted_axes(x, y)",
                  [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto x = ValueArg("changed_axes", args, 0);
-                   if (!x.ok()) return x.status();
-                   auto y = ValueArg("changed_axes", args, 1);
-                   if (!y.ok()) return y.status();
-                   auto in = KnownShape(*x);
-                   if (!in.ok()) return in.status();
-                   auto out = KnownShape(*y);
-                   if (!out.ok()) return out.status();
-                   return ShapeDifference("changed_axes", args, out->size() > in->size());
+                   OVFIX_ASSIGN_OR_RETURN(auto x, ValueArg("changed_axes", args, 0));
+                   OVFIX_ASSIGN_OR_RETURN(auto y, ValueArg("changed_axes", args, 1));
+                   OVFIX_ASSIGN_OR_RETURN(auto in, KnownShape(x));
+                   OVFIX_ASSIGN_OR_RETURN(auto out, KnownShape(y));
+                   return ShapeDifference("changed_axes", args, out.size() > in.size());
                  }});
   out.push_back({"normalize_axes", 2, 2, "normalize_axes(axes, r) -> ints",
                  "axes with negative entries counted from the end of rank r", NormalizeAxes});
   out.push_back({"range", 1, 1, "range(n) -> ints", "[0, 1, ..., n - 1]",
                  [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto n = IntArg("range", args, 0);
-                   if (!n.ok()) return n.status();
-                   if (*n < 0 || *n > 64) return absl::InvalidArgumentError("range: bad length");
+                   OVFIX_ASSIGN_OR_RETURN(auto n, IntArg("range", args, 0));
+                   if (n < 0 || n > 64) return absl::InvalidArgumentError("range: bad length");
                    std::vector<int64_t> out;
-                   for (int64_t i = 0; i < *n; ++i) out.push_back(i);
+                   for (int64_t i = 0; i < n; ++i) out.push_back(i);
                    return out;
                  }});
   out.push_back({"ones", 1, 1, "ones(n) -> ints", "n ones",

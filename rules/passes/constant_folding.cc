@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ir/graph_walk.h"
+#include "ir/status_macros.h"
 #include "rules/light_proto.h"
 #include "rules/passes/graph_edit.h"
 
@@ -137,7 +138,7 @@ absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
     });
     folded += this_sweep;
     if (this_sweep == 0) break;
-    if (absl::Status s = InferTypes(ctx); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
   }
   if (folded > 0) ctx.log(absl::StrCat(name(), ": folded ", folded, " node(s)"));
   return folded;
