@@ -6,12 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/status_macros.h"
+#include "rules/helper_registration.h"
 #include "rules/helpers.h"
 
 namespace ovfix::rules {
 namespace {
-
-using Args = std::span<const HelperValue>;
 
 absl::Status NotApplicable(std::string message) {
   return absl::FailedPreconditionError(std::move(message));
@@ -21,9 +20,8 @@ bool IsConv(const Node& n) {
   return n.op_type() == "Conv" || n.op_type() == "ConvInteger" || n.op_type() == "ConvTranspose";
 }
 
-absl::StatusOr<Node*> ConvNode(std::string_view helper, Args args) {
-  OVFIX_ASSIGN_OR_RETURN(auto v, ValueArg(helper, args, 0));
-  OVFIX_ASSIGN_OR_RETURN(auto node, ProducerOf(v));
+absl::StatusOr<Node*> ConvNode(std::string_view helper, const Value* v) {
+  OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
   static const std::set<std::string> kOps = {"Conv",    "ConvInteger", "ConvTranspose",
                                              "MaxPool", "AveragePool", "LpPool"};
   if (!kOps.count(node->op_type())) {
@@ -110,31 +108,33 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
   return pads;
 }
 
-HelperFn Wrap(std::string name,
-              std::function<absl::StatusOr<std::vector<int64_t>>(const Node&)> compute) {
-  return [name, compute](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-    OVFIX_ASSIGN_OR_RETURN(auto node, ConvNode(name, args));
-    OVFIX_ASSIGN_OR_RETURN(auto out, compute(*node));
-    return out;
-  };
+// A helper reading the conv/pool that produces its argument.
+Helper ConvHelper(std::string name, std::string signature, std::string description,
+                  std::function<absl::StatusOr<std::vector<int64_t>>(const Node&)> compute) {
+  return MakeHelper(name, std::move(signature), std::move(description),
+                    [name, compute](Value* y) -> absl::StatusOr<std::vector<int64_t>> {
+                      OVFIX_ASSIGN_OR_RETURN(Node * node, ConvNode(name, y));
+                      return compute(*node);
+                    });
 }
 
 }  // namespace
 
 void AddConvHelpers(std::vector<Helper>& out) {
-  out.push_back({"conv_kernel_shape", 1, 1, "conv_kernel_shape(y) -> ints",
-                 "the kernel_shape of the conv/pool producing y (from the weight when absent)",
-                 Wrap("conv_kernel_shape", KernelShape)});
-  out.push_back({"conv_strides", 1, 1, "conv_strides(y) -> ints",
-                 "the strides of the conv/pool producing y (ones when absent)",
-                 Wrap("conv_strides", [](const Node& n) { return PerAxis(n, "strides"); })});
-  out.push_back({"conv_dilations", 1, 1, "conv_dilations(y) -> ints",
-                 "the dilations of the conv/pool producing y (ones when absent)",
-                 Wrap("conv_dilations", [](const Node& n) { return PerAxis(n, "dilations"); })});
-  out.push_back({"conv_pads", 1, 1, "conv_pads(y) -> ints",
-                 "explicit pads [begin..., end...] of the conv/pool producing y, computed from "
-                 "auto_pad (SAME_UPPER, SAME_LOWER, VALID) and the input shape",
-                 Wrap("conv_pads", ExplicitPads)});
+  out.push_back(ConvHelper(
+      "conv_kernel_shape", "conv_kernel_shape(y) -> ints",
+      "the kernel_shape of the conv/pool producing y (from the weight when absent)", KernelShape));
+  out.push_back(ConvHelper("conv_strides", "conv_strides(y) -> ints",
+                           "the strides of the conv/pool producing y (ones when absent)",
+                           [](const Node& n) { return PerAxis(n, "strides"); }));
+  out.push_back(ConvHelper("conv_dilations", "conv_dilations(y) -> ints",
+                           "the dilations of the conv/pool producing y (ones when absent)",
+                           [](const Node& n) { return PerAxis(n, "dilations"); }));
+  out.push_back(ConvHelper("conv_pads", "conv_pads(y) -> ints",
+                           "explicit pads [begin..., end...] of the conv/pool producing y, "
+                           "computed from auto_pad (SAME_UPPER, SAME_LOWER, VALID) and the input "
+                           "shape",
+                           ExplicitPads));
 }
 
 }  // namespace ovfix::rules
