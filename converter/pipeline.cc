@@ -79,7 +79,8 @@ std::vector<TargetStep> PlanSteps(const Target& target, const ConvertOptions& o,
     insert(Find(steps, "fix_input_shapes") + 1,
            {TargetStep::Kind::kPass, "lower_conv3d_unit_kernel", 0});
   }
-  if (o.broadcast == "full" && !HasPass(steps, "explicit_broadcast_full")) {
+  if (o.broadcast == ConvertOptions::Broadcast::kFull &&
+      !HasPass(steps, "explicit_broadcast_full")) {
     insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kPass, "explicit_broadcast_full", 0});
   }
   if (user_rules) insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kRules, "--rules", 0});

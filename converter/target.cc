@@ -62,19 +62,11 @@ absl::Status SetOption(const std::string& key, const std::string& v, ConvertOpti
     return absl::OkStatus();
   }
   if (key == "fp16_islands") {
-    if (v != "structural" && v != "magnitude") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("expected structural or magnitude, got '", v, "'"));
-    }
-    o.fp16_islands = v == "structural" ? ConvertOptions::Fp16Islands::kStructural
-                                       : ConvertOptions::Fp16Islands::kMagnitude;
+    OVFIX_ASSIGN_OR_RETURN(o.fp16_islands, rules::ParseFp16Islands(v));
     return absl::OkStatus();
   }
   if (key == "broadcast") {
-    if (v != "rank" && v != "full") {
-      return absl::InvalidArgumentError(absl::StrCat("expected rank or full, got '", v, "'"));
-    }
-    o.broadcast = v;
+    OVFIX_ASSIGN_OR_RETURN(o.broadcast, rules::ParseBroadcast(v));
     return absl::OkStatus();
   }
   return absl::NotFoundError(absl::StrCat("unknown option '", key, "'"));

@@ -258,7 +258,7 @@ void AddNodeHelpers(std::vector<Helper>& out) {
         const ConvertOptions defaults;
         const ConvertOptions& o = c.options != nullptr ? *c.options : defaults;
         if (name == "target") return o.target;
-        if (name == "broadcast") return o.broadcast;
+        if (name == "broadcast") return std::string(BroadcastName(o.broadcast));
         if (name == "fp16") return std::string(o.fp16 ? "true" : "false");
         return absl::InvalidArgumentError(absl::StrCat("option: unknown option '", name, "'"));
       }));

@@ -346,7 +346,7 @@ TEST(ExplicitBroadcastFull, ExpandsToIdenticalShapes) {
       y = Add(a, mask)
     })");
   ConvertOptions o;
-  o.broadcast = "full";
+  o.broadcast = ConvertOptions::Broadcast::kFull;
   Harness h(*m, o);
   ConstantFoldingPass fold;  // the Constant becomes an initializer, expanded in place
   ASSERT_TRUE(h.Run(fold).ok());
@@ -693,10 +693,10 @@ TEST(Targets, ErrorsNameFileLineAndColumn) {
   ASSERT_TRUE(ok.ok());
   ConvertOptions o;
   ASSERT_TRUE(ApplyTargetOptions(*ok, {}, o).ok());
-  EXPECT_EQ(o.broadcast, "full");
+  EXPECT_EQ(o.broadcast, ConvertOptions::Broadcast::kFull);
   ConvertOptions user;
   ASSERT_TRUE(ApplyTargetOptions(*ok, {"broadcast"}, user).ok());
-  EXPECT_EQ(user.broadcast, "rank");  // the command line wins
+  EXPECT_EQ(user.broadcast, ConvertOptions::Broadcast::kRank);  // the command line wins
 }
 
 }  // namespace
