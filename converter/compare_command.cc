@@ -319,8 +319,9 @@ int RunCompare(CompareOptions& o) {
     // Each side gets the feeds in the float types it declares (float32 files for a float16
     // model); say so, since those are not the bytes of the files.
     std::vector<std::string> notes;
-    (void)converter::MatchInputTypes((*ref_model)->graph(), *feeds, &notes);
-    if (two_models) (void)converter::MatchInputTypes(test_model.graph(), *feeds, &notes);
+    // Only the notes are wanted here (each session converts the feeds itself).
+    converter::MatchInputTypes((*ref_model)->graph(), *feeds, &notes);
+    if (two_models) converter::MatchInputTypes(test_model.graph(), *feeds, &notes);
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   }
   absl::StatusOr<exec::LayerReport> report = exec::CompareLayers(ref, test, *feeds, tolerance);

@@ -487,7 +487,9 @@ void ReferenceValidator::OnCommitted(const rules::Rewriter& rewriter) {
       }
     }
   }
-  if (!missing.empty()) (void)Ensure(missing);  // a failure shows up when next needed
+  // A failure leaves the values without an activation: the next Activation() or Measure()
+  // that needs them runs Ensure again and returns the error there, where it can be reported.
+  if (!missing.empty() && !Ensure(missing).ok()) return;
 }
 
 void ReferenceValidator::OnRolledBack(const rules::Rewriter& rewriter) {

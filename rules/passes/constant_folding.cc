@@ -132,10 +132,7 @@ absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
   // A new sweep runs when folding made more shapes known.
   for (int sweep = 0; sweep < 8; ++sweep) {
     int this_sweep = 0;
-    (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
-      this_sweep += FoldGraph(ctx, g, name());
-      return absl::OkStatus();
-    });
+    VisitGraphs(ctx.model.graph(), [&](Graph& g) { this_sweep += FoldGraph(ctx, g, name()); });
     folded += this_sweep;
     if (this_sweep == 0) break;
     OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
