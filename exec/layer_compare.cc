@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/constant.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
 
@@ -88,19 +89,6 @@ void CompareExact(const Tensor& ref, const Tensor& test, ValueComparison& c) {
     c.problem = absl::StrFormat("%d of %d elements differ (first: %d vs %d)", mismatches,
                                 c.elements, test.GetAsInt64(first_bad), ref.GetAsInt64(first_bad));
   }
-}
-
-// The Constant node's value as a tensor, for the float forms of its attribute.
-absl::StatusOr<Tensor> ConstantValue(const Node& node) {
-  if (node.HasAttribute("value")) return node.GetTensor("value");
-  if (node.HasAttribute("value_float")) {
-    return Tensor::FromVector<float>(DataType::kFloat, {}, {node.GetFloat("value_float", 0)});
-  }
-  if (node.HasAttribute("value_floats")) {
-    std::vector<float> v = node.GetFloats("value_floats");
-    return Tensor::FromVector<float>(DataType::kFloat, {static_cast<int64_t>(v.size())}, v);
-  }
-  return absl::NotFoundError("not a float constant");
 }
 
 std::optional<WeightIssue> CheckWeight(const std::string& name, const std::string& source,
@@ -335,7 +323,7 @@ std::vector<WeightIssue> FindUnrepresentableWeights(const Model& model, double m
   for (const Node* node : graph.nodes()) {
     if (node->op_type() != "Constant" || !node->domain().empty()) continue;
     if (node->output(0) == nullptr) continue;
-    absl::StatusOr<Tensor> value = ConstantValue(*node);
+    absl::StatusOr<Tensor> value = ConstantNodeValue(*node);
     if (!value.ok()) continue;
     if (auto issue =
             CheckWeight(node->output(0)->name(), node->Describe(), *value, max_relative_loss)) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/constant.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/schema.h"
@@ -90,8 +91,8 @@ bool IsExactCast(DataType from, DataType to) {
 }
 
 absl::StatusOr<HelperValue> ConstantElements(Value* v) {
-  if (!IsConstantValue(v)) return NotApplicable(absl::StrCat(Quote(v), " is not a constant"));
-  auto t = ReadConstant(v);
+  if (!IsConstant(v)) return NotApplicable(absl::StrCat(Quote(v), " is not a constant"));
+  auto t = ConstantValue(v);
   if (!t.ok()) return NotApplicable(std::string(t.status().message()));
   if (t->type() == DataType::kString) {
     return NotApplicable(absl::StrCat(Quote(v), " holds strings"));
@@ -137,7 +138,7 @@ void AddValueHelpers(std::vector<Helper>& out) {
   out.push_back(
       MakeHelper("is_constant", "is_constant(x) -> bool",
                  "whether x is an initializer (not also a graph input) or a Constant's output",
-                 [](Value* v) { return IsConstantValue(v); }));
+                 [](Value* v) { return IsConstant(v); }));
   out.push_back(MakeHelper("value", "value(c) -> ints or floats",
                            "the elements of constant c (ints for integer types, floats otherwise)",
                            ConstantElements));

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ir/constant.h"
 #include "ir/status_macros.h"
 #include "rules/helper_registration.h"
 #include "rules/helpers.h"
@@ -24,10 +25,10 @@ constexpr int64_t kMaxRank = 64;
 
 // The data of constant `v`; does not apply to other values or to strings.
 absl::StatusOr<Tensor> ConstantOf(const Value* v) {
-  if (!IsConstantValue(v)) {
+  if (!IsConstant(v)) {
     return NotApplicable(absl::StrCat("'", v->name(), "' is not a constant"));
   }
-  auto t = ReadConstant(v);
+  auto t = ConstantValue(v);
   if (!t.ok()) return NotApplicable(std::string(t.status().message()));
   if (t->type() == DataType::kString) {
     return NotApplicable(absl::StrCat("'", v->name(), "' holds strings"));

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "ir/constant.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "rules/op_versions.h"
@@ -200,8 +201,8 @@ absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(
   } else if (auto bound = m_.match.values.find(name); bound != m_.match.values.end()) {
     v = bound->second;
   }
-  if (v != nullptr && IsConstantValue(v)) {
-    if (auto t = ReadConstant(v); t.ok() && IsInteger(t->type())) {
+  if (v != nullptr && IsConstant(v)) {
+    if (auto t = ConstantValue(v); t.ok() && IsInteger(t->type())) {
       onnx::AttributeProto a;
       a.set_name(argument);
       a.set_type(onnx::AttributeProto::INTS);

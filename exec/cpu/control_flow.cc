@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_join.h"
 #include "exec/kernel.h"
+#include "ir/constant.h"
 #include "ir/graph.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -59,33 +60,10 @@ absl::StatusOr<Tensor> DenseFromSparse(const onnx::SparseTensorProto& sparse) {
 }
 
 absl::StatusOr<Tensor> DecodeConstant(const Node& node) {
-  if (node.HasAttribute("value")) return node.GetTensor("value");
   if (const onnx::AttributeProto* a = node.FindAttribute("sparse_value")) {
     return DenseFromSparse(a->sparse_tensor());
   }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_float")) {
-    return Tensor::FromVector<float>(DataType::kFloat, {}, {a->f()});
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_floats")) {
-    std::vector<float> v(a->floats().begin(), a->floats().end());
-    return Tensor::FromVector(DataType::kFloat, {(int64_t)v.size()}, v);
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_int")) {
-    return Tensor::FromVector<int64_t>(DataType::kInt64, {}, {a->i()});
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_ints")) {
-    std::vector<int64_t> v(a->ints().begin(), a->ints().end());
-    return Tensor::FromVector(DataType::kInt64, {(int64_t)v.size()}, v);
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_string")) {
-    return Tensor({}, {a->s()});
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_strings")) {
-    std::vector<std::string> v(a->strings().begin(), a->strings().end());
-    const int64_t n = static_cast<int64_t>(v.size());
-    return Tensor({n}, std::move(v));
-  }
-  return absl::InvalidArgumentError("no value attribute");
+  return ConstantNodeValue(node);
 }
 
 // The decoded attribute is kept in the node's state: Loop bodies run Constants many times.
