@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "converter/validation.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix::converter {
@@ -58,9 +59,8 @@ absl::StatusOr<std::vector<InputFiles>> FindCalibrationSets(const Graph& g,
   if (set_dirs.empty()) set_dirs.push_back(dir);
   std::vector<InputFiles> sets;
   for (const fs::path& d : set_dirs) {
-    absl::StatusOr<InputFiles> files = SetFiles(inputs, d);
-    if (!files.ok()) return files.status();
-    sets.push_back(*std::move(files));
+    OVFIX_ASSIGN_OR_RETURN(InputFiles files, SetFiles(inputs, d));
+    sets.push_back(std::move(files));
   }
   return sets;
 }
@@ -99,16 +99,14 @@ absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
   CalibrationSets result;
   std::vector<InputFiles> sets;
   for (const std::string& dir : folders) {
-    absl::StatusOr<std::vector<InputFiles>> found = FindCalibrationSets(g, dir);
-    if (!found.ok()) return found.status();
-    sets.insert(sets.end(), found->begin(), found->end());
+    OVFIX_ASSIGN_OR_RETURN(std::vector<InputFiles> found, FindCalibrationSets(g, dir));
+    sets.insert(sets.end(), found.begin(), found.end());
   }
   if (!convert.input_files.empty()) input_sets.push_back(convert.input_files);
   sets.insert(sets.end(), input_sets.begin(), input_sets.end());
   if (sets.empty()) {
-    absl::StatusOr<exec::TensorMap> random = MakeReferenceInputs(model, convert);
-    if (!random.ok()) return random.status();
-    result.sets.push_back(*std::move(random));
+    OVFIX_ASSIGN_OR_RETURN(exec::TensorMap random, MakeReferenceInputs(model, convert));
+    result.sets.push_back(std::move(random));
     result.description =
         "no calibration data: validating on random inputs (give --calibration-data DIR or "
         "--input NAME=FILE.pb for real ranges)";
@@ -117,9 +115,8 @@ absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
   for (const InputFiles& files : sets) {
     rules::ConvertOptions with_files = convert;
     with_files.input_files = files;
-    absl::StatusOr<exec::TensorMap> set = MakeReferenceInputs(model, with_files);
-    if (!set.ok()) return set.status();
-    result.sets.push_back(*std::move(set));
+    OVFIX_ASSIGN_OR_RETURN(exec::TensorMap set, MakeReferenceInputs(model, with_files));
+    result.sets.push_back(std::move(set));
   }
   result.description = absl::StrCat("calibration: ", sets.size(), " input set(s)",
                                     folders.empty() ? "" : " from ", absl::StrJoin(folders, ", "));

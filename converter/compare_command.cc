@@ -25,11 +25,12 @@
 #include "absl/strings/str_join.h"
 #include "converter/command.h"
 #include "converter/command_files.h"
-#include "converter/model_run.h"
 #include "converter/compare_report.h"
+#include "converter/model_run.h"
 #include "exec/layer_compare.h"
 #include "exec/random_inputs.h"
 #include "ir/model_io.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix::cli {
@@ -93,9 +94,8 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const CompareOptions& o, const Graph&
     for (size_t k = 0; k < graph_inputs.size(); ++k) {
       const fs::path path = fs::path(test_data) / absl::StrCat("input_", k, ".pb");
       if (!fs::exists(path)) continue;
-      absl::StatusOr<Tensor> t = ReadTensorFile(path.string());
-      if (!t.ok()) return t.status();
-      feeds[graph_inputs[k]->name()] = std::move(*t);
+      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path.string()));
+      feeds[graph_inputs[k]->name()] = std::move(t);
       sources.push_back(absl::StrCat(graph_inputs[k]->name(), "=", path.string()));
     }
   }
@@ -110,9 +110,8 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const CompareOptions& o, const Graph&
       return absl::InvalidArgumentError(
           absl::StrCat("--input ", name, ": the model has no input '", name, "'"));
     }
-    absl::StatusOr<Tensor> t = ReadTensorFile(spec.substr(eq + 1));
-    if (!t.ok()) return t.status();
-    feeds[name] = std::move(*t);
+    OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(spec.substr(eq + 1)));
+    feeds[name] = std::move(t);
     sources.push_back(spec);
   }
   exec::RandomInputOptions random_options;
@@ -320,8 +319,9 @@ int RunCompare(CompareOptions& o) {
     // Each side gets the feeds in the float types it declares (float32 files for a float16
     // model); say so, since those are not the bytes of the files.
     std::vector<std::string> notes;
-    (void)converter::MatchInputTypes((*ref_model)->graph(), *feeds, &notes);
-    if (two_models) (void)converter::MatchInputTypes(test_model.graph(), *feeds, &notes);
+    // Only the notes are wanted here (each session converts the feeds itself).
+    converter::MatchInputTypes((*ref_model)->graph(), *feeds, &notes);
+    if (two_models) converter::MatchInputTypes(test_model.graph(), *feeds, &notes);
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   }
   absl::StatusOr<exec::LayerReport> report = exec::CompareLayers(ref, test, *feeds, tolerance);

@@ -153,7 +153,10 @@ int RunConvert(const ConvertOptions& o) {
   c.batch = o.batch;
   c.keep_fp32 = o.keep_fp32;
   c.keep_io_types = o.keep_io_types;
-  c.broadcast = o.broadcast;
+  // --broadcast is checked against the choices as it is read; this cannot fail.
+  absl::StatusOr<rules::ConvertOptions::Broadcast> broadcast = rules::ParseBroadcast(o.broadcast);
+  if (!broadcast.ok()) return Fail("--broadcast: " + std::string(broadcast.status().message()));
+  c.broadcast = *broadcast;
   c.lower_conv3d_unit_kernel = o.lower_conv3d;
   c.disabled = o.disabled;
   c.validate = !o.no_validate;

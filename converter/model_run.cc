@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::converter {
 
@@ -29,9 +30,9 @@ absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::T
                                                uint64_t random_seed) {
   exec::SessionOptions options;
   options.random_seed = random_seed;
-  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model, options);
-  if (!session.ok()) return session.status();
-  return (*session)->Run(MatchInputTypes(model.graph(), feeds));
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
+                         exec::CreateSession(model, options));
+  return session->Run(MatchInputTypes(model.graph(), feeds));
 }
 
 absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {

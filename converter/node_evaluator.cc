@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::converter {
 
@@ -39,13 +40,12 @@ absl::StatusOr<std::vector<Tensor>> CpuNodeEvaluator::Evaluate(const Model& mode
   }
   exec::SessionOptions options;
   options.threads = 1;
-  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(small, options);
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<Tensor>> results = (*session)->Run({});
-  if (!results.ok()) return results.status();
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
+                         exec::CreateSession(small, options));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> results, session->Run({}));
   std::vector<Tensor> outputs(node.outputs().size());
-  for (size_t k = 0; k < positions.size() && k < results->size(); ++k) {
-    outputs[positions[k]] = std::move((*results)[k]);
+  for (size_t k = 0; k < positions.size() && k < results.size(); ++k) {
+    outputs[positions[k]] = std::move(results[k]);
   }
   return outputs;
 }

@@ -19,6 +19,7 @@
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
+#include "ir/status_macros.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
@@ -78,7 +79,8 @@ std::vector<TargetStep> PlanSteps(const Target& target, const ConvertOptions& o,
     insert(Find(steps, "fix_input_shapes") + 1,
            {TargetStep::Kind::kPass, "lower_conv3d_unit_kernel", 0});
   }
-  if (o.broadcast == "full" && !HasPass(steps, "explicit_broadcast_full")) {
+  if (o.broadcast == ConvertOptions::Broadcast::kFull &&
+      !HasPass(steps, "explicit_broadcast_full")) {
     insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kPass, "explicit_broadcast_full", 0});
   }
   if (user_rules) insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kRules, "--rules", 0});
@@ -272,16 +274,12 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   report.output = options.output_path;
   report.target = options.convert.target;
 
-  absl::StatusOr<Target> target = LoadTarget(options.convert.target);
-  if (!target.ok()) return target.status();
+  OVFIX_ASSIGN_OR_RETURN(Target target, LoadTarget(options.convert.target));
   ConvertOptions convert = options.convert;
-  if (absl::Status s = ApplyTargetOptions(*target, options.set_by_user, convert); !s.ok()) {
-    return s;
-  }
+  OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options.set_by_user, convert));
   absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options.rule_files);
   if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
-  absl::StatusOr<std::vector<Step>> steps = MakeSteps(*target, options, *library);
-  if (!steps.ok()) return steps.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<Step> steps, MakeSteps(target, options, *library));
 
   auto phase = [&, last = Clock::now()](const char* what) mutable {
     const auto now = Clock::now();
@@ -290,13 +288,13 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     last = now;
   };
   // Shape inference and the passes trust the nodes' structure.
-  if (absl::Status s = CheckNodes(model); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckNodes(model));
   // Types for the passes; what onnx cannot infer stays unknown (said with --verbose).
   auto infer = [&](Model& m) {
     if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
   };
   infer(model);
-  if (absl::Status s = CheckNodesAgainstRanks(model); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(model));
   size_t types_inferred_at = 0;   // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
@@ -339,9 +337,9 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   bool precision_changed = false;
   // The graph right before the fp16 conversion, for the repair to convert again.
   std::unique_ptr<Model> before_fp16;
-  size_t fp16_step = steps->size();
-  for (size_t i = 0; i < steps->size(); ++i) {
-    Step& step = (*steps)[i];
+  size_t fp16_step = steps.size();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step& step = steps[i];
     if (validator != nullptr && options.repair && before_fp16 == nullptr &&
         dynamic_cast<Fp16IslandsPass*>(step.pass.get()) != nullptr) {
       absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(model);
@@ -350,7 +348,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
         fp16_step = i;
       }
     }
-    progress.Update(static_cast<int>(i), static_cast<int>(steps->size()), step.name);
+    progress.Update(static_cast<int>(i), static_cast<int>(steps.size()), step.name);
     const size_t before = rewriter.records().size();
     const auto step_start = Clock::now();
     PassContext ctx{model,       rewriter,           convert,   validator.get(),
@@ -373,7 +371,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
       precision_changed = precision_changed || *committed > 0;
     }
   }
-  progress.Update(static_cast<int>(steps->size()), static_cast<int>(steps->size()), "checking");
+  progress.Update(static_cast<int>(steps.size()), static_cast<int>(steps.size()), "checking");
   rewriter.DeleteDanglingValues();
   report.rewrites = rewriter.records();
   phase("steps");
@@ -396,43 +394,39 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   report.dynamic_values = DataDependentValues(model);
   if (validator != nullptr) {
     // The reported error is that of the serialized model, run as `ovfix run` runs a file.
-    absl::StatusOr<std::unique_ptr<Model>> written = SerializedCopy(model);
-    if (!written.ok()) return written.status();
-    absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(**written);
+    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> written, SerializedCopy(model));
+    absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(*written);
     if (!e2e.ok()) return NotRunnable(e2e.status());
     report.end_to_end = *std::move(e2e);
     report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
     phase("end-to-end comparison");
   }
   if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
-    auto* fp16 = dynamic_cast<Fp16IslandsPass*>((*steps)[fp16_step].pass.get());
+    auto* fp16 = dynamic_cast<Fp16IslandsPass*>(steps[fp16_step].pass.get());
     const std::map<std::string, MagnitudeRange> calibrated = fp16->magnitudes();
     // The steps from the fp16 conversion on, again, on a copy of the graph before it, with
     // the repair's nodes kept in fp32; calibration from the first conversion.
     auto reconvert = [&](const std::map<std::string, std::string>& keep)
         -> absl::StatusOr<std::unique_ptr<Model>> {
-      absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(*before_fp16);
-      if (!copy.ok()) return copy.status();
-      infer(**copy);
-      Rewriter again(**copy);
+      OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(*before_fp16));
+      infer(*copy);
+      Rewriter again(*copy);
       ConvertOptions with_keep = convert;
       with_keep.keep_fp32_outputs = keep;
       size_t inferred_at = 0;
-      for (size_t k = fp16_step; k < steps->size(); ++k) {
-        PassContext ctx{**copy, again, with_keep, nullptr, [](const std::string&) {},
+      for (size_t k = fp16_step; k < steps.size(); ++k) {
+        PassContext ctx{*copy,        again,     with_keep, nullptr, [](const std::string&) {},
                         &inferred_at, &evaluator};
         ctx.magnitudes = &calibrated;
-        absl::StatusOr<int> done = (*steps)[k].pass->Run(ctx);
-        if (!done.ok()) return done.status();
+        OVFIX_RETURN_IF_ERROR(steps[k].pass->Run(ctx).status());
       }
-      if (absl::Status s = InferShapesAndCheck(**copy); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
       return copy;
     };
-    absl::StatusOr<std::unique_ptr<Model>> failed = SerializedCopy(model);
-    if (!failed.ok()) return failed.status();
-    absl::StatusOr<RepairResult> repaired = RepairToTolerance(
-        *before_fp16, *std::move(failed), report.end_to_end->max_error, *validator,
-        report.end_to_end_tolerance, reconvert, options.log);
+    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed, SerializedCopy(model));
+    absl::StatusOr<RepairResult> repaired =
+        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->max_error, *validator,
+                          report.end_to_end_tolerance, reconvert, options.log);
     if (!repaired.ok()) return NotRunnable(repaired.status());
     model = std::move(*repaired->model);
     report.repair = Repair{repaired->kept, repaired->rounds, repaired->model_runs,
@@ -443,9 +437,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     phase("repair");
   }
   if (options.write_output && report.outputs_match) {
-    if (absl::Status s = WriteAndMeasure(model, options, validator.get(), report); !s.ok()) {
-      return s;
-    }
+    OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model, options, validator.get(), report));
     phase("write and measure the file");
   }
   if (validator != nullptr) report.model_runs = validator->model_runs();

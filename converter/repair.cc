@@ -10,6 +10,7 @@
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "ir/graph_walk.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::converter {
 namespace {
@@ -74,33 +75,30 @@ std::vector<AddedError> AddedErrors(const Graph& g, const ValueErrors& errors) {
 absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidator& reference,
                                             const exec::TensorMap& fp32_activations,
                                             ValueErrors& errors) {
-  absl::StatusOr<std::unique_ptr<Model>> bytes = SerializedCopy(model);
-  if (!bytes.ok()) return bytes.status();
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> bytes, SerializedCopy(model));
   absl::StatusOr<exec::TensorMap> captured =
-      CaptureActivations(**bytes, reference.sets()[0], exec::Precision::kFp32);
+      CaptureActivations(*bytes, reference.sets()[0], exec::Precision::kFp32);
   reference.count_model_runs(1);
   if (!captured.ok()) return captured.status();
   errors = Compare(*captured, fp32_activations);
   std::vector<Tensor> outputs;
-  for (const Value* v : (*bytes)->graph().outputs()) {
+  for (const Value* v : bytes->graph().outputs()) {
     auto it = captured->find(v->name());
     if (it == captured->end()) return absl::InternalError(absl::StrCat("no output ", v->name()));
     outputs.push_back(it->second);
   }
-  absl::StatusOr<EndToEndResult> worst = reference.Compare((*bytes)->graph(), outputs, 0);
-  if (!worst.ok()) return worst.status();
+  OVFIX_ASSIGN_OR_RETURN(EndToEndResult worst, reference.Compare(bytes->graph(), outputs, 0));
   for (size_t k = 1; k < reference.sets().size(); ++k) {
     absl::StatusOr<std::vector<Tensor>> out =
-        RunAsTyped(**bytes, reference.sets()[k], exec::kValidationSeed);
+        RunAsTyped(*bytes, reference.sets()[k], exec::kValidationSeed);
     reference.count_model_runs(1);
     if (!out.ok()) return out.status();
-    absl::StatusOr<EndToEndResult> r = reference.Compare((*bytes)->graph(), *out, k);
-    if (!r.ok()) return r.status();
-    for (size_t i = 0; i < worst->outputs.size() && i < r->outputs.size(); ++i) {
-      worst->outputs[i].error = std::max(worst->outputs[i].error, r->outputs[i].error);
-      worst->outputs[i].finite = worst->outputs[i].finite && r->outputs[i].finite;
+    OVFIX_ASSIGN_OR_RETURN(EndToEndResult r, reference.Compare(bytes->graph(), *out, k));
+    for (size_t i = 0; i < worst.outputs.size() && i < r.outputs.size(); ++i) {
+      worst.outputs[i].error = std::max(worst.outputs[i].error, r.outputs[i].error);
+      worst.outputs[i].finite = worst.outputs[i].finite && r.outputs[i].finite;
     }
-    worst->max_error = std::max(worst->max_error, r->max_error);
+    worst.max_error = std::max(worst.max_error, r.max_error);
   }
   return worst;
 }
@@ -131,10 +129,9 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
   double error = first_error;
   // The first round measures the model that failed (its error is known, its activations
   // are not).
-  absl::StatusOr<EndToEndResult> measured =
-      MeasureRound(*result.model, reference, *fp32_activations, errors);
-  if (!measured.ok()) return measured.status();
-  error = std::max(error, measured->max_error);
+  OVFIX_ASSIGN_OR_RETURN(EndToEndResult measured,
+                         MeasureRound(*result.model, reference, *fp32_activations, errors));
+  error = std::max(error, measured.max_error);
   while (true) {
     ++result.rounds;
     const std::vector<AddedError> added = AddedErrors(result.model->graph(), errors);
@@ -177,13 +174,12 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
             {a.node->Describe(), a.node->op_type(), out, a.error, 0, result.rounds});
       }
     }
-    absl::StatusOr<std::unique_ptr<Model>> candidate = reconvert(keep);
-    if (!candidate.ok()) return candidate.status();
-    measured = MeasureRound(**candidate, reference, *fp32_activations, errors);
-    if (!measured.ok()) return measured.status();
-    result.model = *std::move(candidate);
-    error = measured->max_error;
-    result.end_to_end = *measured;
+    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> candidate, reconvert(keep));
+    OVFIX_ASSIGN_OR_RETURN(measured,
+                           MeasureRound(*candidate, reference, *fp32_activations, errors));
+    result.model = std::move(candidate);
+    error = measured.max_error;
+    result.end_to_end = measured;
     log(absl::StrFormat("repair round %d: %d node(s) kept in fp32, end-to-end error %.3g",
                         result.rounds, static_cast<int>(keep.size()), error));
     if (error <= tolerance) {

@@ -18,6 +18,7 @@
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "ir/model_io.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix::cli {
@@ -60,9 +61,8 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& gra
     for (size_t k = 0; k < graph_inputs.size(); ++k) {
       const std::string path = (fs::path(o.test_data) / absl::StrCat("input_", k, ".pb")).string();
       if (!fs::exists(path)) continue;
-      absl::StatusOr<Tensor> t = ReadTensorFile(path);
-      if (!t.ok()) return t.status();
-      feeds[graph_inputs[k]->name()] = std::move(*t);
+      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
+      feeds[graph_inputs[k]->name()] = std::move(t);
     }
   }
   for (const std::string& spec : o.inputs) {

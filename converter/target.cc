@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "ir/status_macros.h"
 #include "rules/embedded_files.h"
 #include "rules/passes/registry.h"
 
@@ -38,11 +39,10 @@ absl::StatusOr<bool> ParseBool(const std::string& v) {
 // Sets one option; the error says what is wrong with the value.
 absl::Status SetOption(const std::string& key, const std::string& v, ConvertOptions& o) {
   if (key == "fp16" || key == "keep_io_types" || key == "lower_conv3d_unit_kernel") {
-    absl::StatusOr<bool> b = ParseBool(v);
-    if (!b.ok()) return b.status();
+    OVFIX_ASSIGN_OR_RETURN(bool b, ParseBool(v));
     (key == "fp16"            ? o.fp16
      : key == "keep_io_types" ? o.keep_io_types
-                              : o.lower_conv3d_unit_kernel) = *b;
+                              : o.lower_conv3d_unit_kernel) = b;
     return absl::OkStatus();
   }
   if (key == "fp16_magnitude_threshold") {
@@ -62,19 +62,11 @@ absl::Status SetOption(const std::string& key, const std::string& v, ConvertOpti
     return absl::OkStatus();
   }
   if (key == "fp16_islands") {
-    if (v != "structural" && v != "magnitude") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("expected structural or magnitude, got '", v, "'"));
-    }
-    o.fp16_islands = v == "structural" ? ConvertOptions::Fp16Islands::kStructural
-                                       : ConvertOptions::Fp16Islands::kMagnitude;
+    OVFIX_ASSIGN_OR_RETURN(o.fp16_islands, rules::ParseFp16Islands(v));
     return absl::OkStatus();
   }
   if (key == "broadcast") {
-    if (v != "rank" && v != "full") {
-      return absl::InvalidArgumentError(absl::StrCat("expected rank or full, got '", v, "'"));
-    }
-    o.broadcast = v;
+    OVFIX_ASSIGN_OR_RETURN(o.broadcast, rules::ParseBroadcast(v));
     return absl::OkStatus();
   }
   return absl::NotFoundError(absl::StrCat("unknown option '", key, "'"));

@@ -15,6 +15,7 @@
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix::converter {
@@ -85,17 +86,14 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
           ", not a tensor: validation runs take tensors (--no-validate converts without)"));
     }
     if (auto it = options.input_files.find(v->name()); it != options.input_files.end()) {
-      absl::StatusOr<Tensor> t = ReadInputFile(*v, it->second);
-      if (!t.ok()) return t.status();
-      inputs.emplace(v->name(), *std::move(t));
+      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadInputFile(*v, it->second));
+      inputs.emplace(v->name(), std::move(t));
       continue;
     }
-    absl::StatusOr<std::vector<int64_t>> dims = exec::RandomInputDims(*v, random_options);
-    if (!dims.ok()) return dims.status();
-    absl::StatusOr<Tensor> t =
-        exec::RandomTensor(v->elem_type(), *dims, random, v->name(), random_options.ranges);
-    if (!t.ok()) return t.status();
-    inputs.emplace(v->name(), *std::move(t));
+    OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, exec::RandomInputDims(*v, random_options));
+    OVFIX_ASSIGN_OR_RETURN(Tensor t, exec::RandomTensor(v->elem_type(), dims, random, v->name(),
+                                                        random_options.ranges));
+    inputs.emplace(v->name(), std::move(t));
   }
   return inputs;
 }
@@ -108,11 +106,10 @@ absl::StatusOr<exec::TensorMap> CaptureActivations(
   options.capture = true;
   options.on_value = std::move(on_value);
   options.random_seed = exec::kValidationSeed;
-  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(model, options);
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<Tensor>> outputs = (*session)->Run(MatchInputTypes(model.graph(), inputs));
-  if (!outputs.ok()) return outputs.status();
-  return (*session)->captured();
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
+                         exec::CreateSession(model, options));
+  OVFIX_RETURN_IF_ERROR(session->Run(MatchInputTypes(model.graph(), inputs)).status());
+  return session->captured();
 }
 
 // ---- ReferenceValidator ----
@@ -207,7 +204,7 @@ absl::Status ReferenceValidator::Ensure(const std::vector<const Value*>& values)
   if (needed.empty()) return absl::OkStatus();
   std::vector<Node*> nodes(needed.begin(), needed.end());
   absl::flat_hash_map<const Value*, Tensor> computed;
-  if (absl::Status s = RunNodes(nodes, computed); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RunNodes(nodes, computed));
   for (auto& [value, tensor] : computed) {
     magnitudes_.erase(value);
     activations_[value] = std::move(tensor);
@@ -244,7 +241,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
     }
     pending_inputs[n] = count;
   }
-  if (absl::Status s = Ensure(boundary); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(Ensure(boundary));
 
   auto later = [](const Node* a, const Node* b) { return a->order() > b->order(); };
   std::priority_queue<Node*, std::vector<Node*>, decltype(later)> ready(later);
@@ -309,12 +306,11 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
   exec::SessionOptions options;
   options.threads = elements > (1 << 16) ? 0 : 1;
   options.random_seed = exec::kValidationSeed;
-  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(small, options);
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<Tensor>> results = (*session)->Run(feed);
-  if (!results.ok()) return results.status();
-  for (size_t i = 0; i < outputs.size() && i < results->size(); ++i) {
-    out[outputs[i]] = std::move((*results)[i]);
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
+                         exec::CreateSession(small, options));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> results, session->Run(feed));
+  for (size_t i = 0; i < outputs.size() && i < results.size(); ++i) {
+    out[outputs[i]] = std::move(results[i]);
   }
   return absl::OkStatus();
 }
@@ -364,7 +360,7 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
   }
   converted_boundary_ = false;
   if (!changed.empty()) {
-    if (absl::Status s = RunNodes(changed, pending_); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(RunNodes(changed, pending_));
   }
   last_changes_precision_ = casts_to_half > 0 || converted_boundary_;
   double error = 0;
@@ -398,7 +394,7 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
       if (!leaves) continue;
       auto it = pending_.find(o);
       if (it == pending_.end()) continue;
-      if (absl::Status s = compare(it->second, o); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(compare(it->second, o));
     }
   }
   for (const auto& [position, before] : rewriter.replaced_outputs()) {
@@ -409,11 +405,10 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
     if (auto it = pending_.find(now); it != pending_.end()) {
       after = it->second;
     } else {
-      absl::StatusOr<Tensor> a = Activation(now);
-      if (!a.ok()) return a.status();
-      after = *a;
+      OVFIX_ASSIGN_OR_RETURN(Tensor a, Activation(now));
+      after = a;
     }
-    if (absl::Status s = compare(after, before); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(compare(after, before));
   }
   measured_ = true;
   last_error_ = error;
@@ -501,7 +496,9 @@ void ReferenceValidator::OnCommitted(const rules::Rewriter& rewriter) {
       }
     }
   }
-  if (!missing.empty()) (void)Ensure(missing);  // a failure shows up when next needed
+  // A failure leaves the values without an activation: the next Activation() or Measure()
+  // that needs them runs Ensure again and returns the error there, where it can be reported.
+  if (!missing.empty() && !Ensure(missing).ok()) return;
 }
 
 void ReferenceValidator::OnRolledBack(const rules::Rewriter& rewriter) {
@@ -510,7 +507,7 @@ void ReferenceValidator::OnRolledBack(const rules::Rewriter& rewriter) {
 }
 
 absl::StatusOr<Tensor> ReferenceValidator::Activation(const Value* v) {
-  if (absl::Status s = Ensure({v}); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(Ensure({v}));
   if (v->is_initializer() && !v->is_graph_input()) return v->tensor();
   return activations_.at(v);
 }
@@ -520,12 +517,11 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::CompareFinalOutputs() {
   stale_.clear();
   const Graph& g = model_.graph();
   std::vector<const Value*> outputs(g.outputs().begin(), g.outputs().end());
-  if (absl::Status s = Ensure(outputs); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(Ensure(outputs));
   std::vector<Tensor> tensors;
   for (const Value* v : outputs) {
-    absl::StatusOr<Tensor> t = Activation(v);
-    if (!t.ok()) return t.status();
-    tensors.push_back(*std::move(t));
+    OVFIX_ASSIGN_OR_RETURN(Tensor t, Activation(v));
+    tensors.push_back(std::move(t));
   }
   return Compare(g, tensors, 0);
 }
@@ -537,17 +533,16 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& 
         RunAsTyped(final_model, sets_[k], exec::kValidationSeed);
     ++model_runs_;
     if (!outputs.ok()) return outputs.status();
-    absl::StatusOr<EndToEndResult> result = Compare(final_model.graph(), *outputs, k);
-    if (!result.ok()) return result.status();
+    OVFIX_ASSIGN_OR_RETURN(EndToEndResult result, Compare(final_model.graph(), *outputs, k));
     if (k == 0) {
-      worst = *std::move(result);
+      worst = std::move(result);
       continue;
     }
-    for (size_t i = 0; i < worst.outputs.size() && i < result->outputs.size(); ++i) {
-      worst.outputs[i].error = std::max(worst.outputs[i].error, result->outputs[i].error);
-      worst.outputs[i].finite = worst.outputs[i].finite && result->outputs[i].finite;
+    for (size_t i = 0; i < worst.outputs.size() && i < result.outputs.size(); ++i) {
+      worst.outputs[i].error = std::max(worst.outputs[i].error, result.outputs[i].error);
+      worst.outputs[i].finite = worst.outputs[i].finite && result.outputs[i].finite;
     }
-    worst.max_error = std::max(worst.max_error, result->max_error);
+    worst.max_error = std::max(worst.max_error, result.max_error);
   }
   return worst;
 }

@@ -7,7 +7,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/constant.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -87,19 +89,6 @@ void CompareExact(const Tensor& ref, const Tensor& test, ValueComparison& c) {
     c.problem = absl::StrFormat("%d of %d elements differ (first: %d vs %d)", mismatches,
                                 c.elements, test.GetAsInt64(first_bad), ref.GetAsInt64(first_bad));
   }
-}
-
-// The Constant node's value as a tensor, for the float forms of its attribute.
-absl::StatusOr<Tensor> ConstantValue(const Node& node) {
-  if (node.HasAttribute("value")) return node.GetTensor("value");
-  if (node.HasAttribute("value_float")) {
-    return Tensor::FromVector<float>(DataType::kFloat, {}, {node.GetFloat("value_float", 0)});
-  }
-  if (node.HasAttribute("value_floats")) {
-    std::vector<float> v = node.GetFloats("value_floats");
-    return Tensor::FromVector<float>(DataType::kFloat, {static_cast<int64_t>(v.size())}, v);
-  }
-  return absl::NotFoundError("not a float constant");
 }
 
 std::optional<WeightIssue> CheckWeight(const std::string& name, const std::string& source,
@@ -334,7 +323,7 @@ std::vector<WeightIssue> FindUnrepresentableWeights(const Model& model, double m
   for (const Node* node : graph.nodes()) {
     if (node->op_type() != "Constant" || !node->domain().empty()) continue;
     if (node->output(0) == nullptr) continue;
-    absl::StatusOr<Tensor> value = ConstantValue(*node);
+    absl::StatusOr<Tensor> value = ConstantNodeValue(*node);
     if (!value.ok()) continue;
     if (auto issue =
             CheckWeight(node->output(0)->name(), node->Describe(), *value, max_relative_loss)) {
@@ -350,21 +339,19 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
     return absl::InvalidArgumentError("both sides need a model");
   }
   std::unique_ptr<Session> ref_holder, test_holder;
-  absl::StatusOr<Session*> ref_session = StartSession(ref, ref_holder);
-  if (!ref_session.ok()) return ref_session.status();
-  absl::StatusOr<Session*> test_session = StartSession(test, test_holder);
-  if (!test_session.ok()) return test_session.status();
-  if (absl::Status s = RunSide(ref, **ref_session, inputs); !s.ok()) return s;
-  if (absl::Status s = RunSide(test, **test_session, inputs); !s.ok()) return s;
+  OVFIX_ASSIGN_OR_RETURN(Session * ref_session, StartSession(ref, ref_holder));
+  OVFIX_ASSIGN_OR_RETURN(Session * test_session, StartSession(test, test_holder));
+  OVFIX_RETURN_IF_ERROR(RunSide(ref, *ref_session, inputs));
+  OVFIX_RETURN_IF_ERROR(RunSide(test, *test_session, inputs));
 
-  LayerReport report = CompareCaptures(ref.model->graph(), (*ref_session)->captured(),
-                                       (*test_session)->captured(), tolerance);
+  LayerReport report = CompareCaptures(ref.model->graph(), ref_session->captured(),
+                                       test_session->captured(), tolerance);
   report.ref_label = ref.label;
   report.test_label = test.label;
-  for (const std::string& note : (*ref_session)->notes()) {
+  for (const std::string& note : ref_session->notes()) {
     report.notes.push_back(absl::StrCat(ref.label, ": ", note));
   }
-  for (const std::string& note : (*test_session)->notes()) {
+  for (const std::string& note : test_session->notes()) {
     report.notes.push_back(absl::StrCat(test.label, ": ", note));
   }
   if (test.options.precision != Precision::kFp32) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -137,12 +138,10 @@ absl::StatusOr<TensorMap> RandomInputs(const Graph& graph, const RandomInputOpti
   TensorMap inputs;
   for (const Value* v : graph.inputs()) {
     if (v->is_initializer()) continue;
-    absl::StatusOr<std::vector<int64_t>> dims = RandomInputDims(*v, options);
-    if (!dims.ok()) return dims.status();
-    absl::StatusOr<Tensor> t =
-        RandomTensor(v->elem_type(), *dims, random, v->name(), options.ranges);
-    if (!t.ok()) return t.status();
-    inputs.emplace(v->name(), *std::move(t));
+    OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, RandomInputDims(*v, options));
+    OVFIX_ASSIGN_OR_RETURN(Tensor t,
+                           RandomTensor(v->elem_type(), dims, random, v->name(), options.ranges));
+    inputs.emplace(v->name(), std::move(t));
   }
   return inputs;
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 
 namespace ovfix {
 
@@ -68,9 +69,8 @@ std::vector<std::string> ExternalDataFiles::paths() const {
 
 absl::StatusOr<std::shared_ptr<Buffer>> ExternalDataFiles::Resolve(
     const onnx::TensorProto& proto, size_t bytes) {
-  auto ref = ParseExternalData(proto);
-  if (!ref.ok()) return ref.status();
-  auto path = ExternalDataPath(base_dir_, ref->location);
+  OVFIX_ASSIGN_OR_RETURN(auto ref, ParseExternalData(proto));
+  auto path = ExternalDataPath(base_dir_, ref.location);
   if (!path.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor '", proto.name(), "': ", path.status().message()));
@@ -79,9 +79,8 @@ absl::StatusOr<std::shared_ptr<Buffer>> ExternalDataFiles::Resolve(
   if (it == files_.end()) {
     auto file = MappedFile::Open(*path);
     if (absl::IsNotFound(file.status())) {
-      return absl::NotFoundError(absl::StrCat("tensor '", proto.name(),
-                                              "': missing external data file '",
-                                              ref->location, "'"));
+      return absl::NotFoundError(absl::StrCat(
+          "tensor '", proto.name(), "': missing external data file '", ref.location, "'"));
     }
     if (!file.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -90,21 +89,20 @@ absl::StatusOr<std::shared_ptr<Buffer>> ExternalDataFiles::Resolve(
     it = files_.emplace(*path, *std::move(file)).first;
   }
   const auto& file = it->second;
-  const int64_t length = ref->length >= 0 ? ref->length
-                                          : static_cast<int64_t>(file->size()) - ref->offset;
-  if (ref->offset > static_cast<int64_t>(file->size()) ||
-      length > static_cast<int64_t>(file->size()) - ref->offset) {
+  const int64_t length =
+      ref.length >= 0 ? ref.length : static_cast<int64_t>(file->size()) - ref.offset;
+  if (ref.offset > static_cast<int64_t>(file->size()) ||
+      length > static_cast<int64_t>(file->size()) - ref.offset) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "tensor '", proto.name(), "': external data range [", ref->offset, ", ",
-        ref->offset + length, ") is past the end of '", ref->location, "' (", file->size(),
-        " bytes)"));
+        "tensor '", proto.name(), "': external data range [", ref.offset, ", ", ref.offset + length,
+        ") is past the end of '", ref.location, "' (", file->size(), " bytes)"));
   }
   if (static_cast<size_t>(length) != bytes) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", proto.name(),
                                                    "': external data has ", length,
                                                    " bytes, its dims need ", bytes));
   }
-  return Buffer::View(file, static_cast<size_t>(ref->offset), bytes);
+  return Buffer::View(file, static_cast<size_t>(ref.offset), bytes);
 }
 
 }  // namespace ovfix

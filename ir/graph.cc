@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 
 namespace ovfix {
 namespace {
@@ -385,7 +386,7 @@ absl::Status Graph::Verify() const {
       available.insert(v);
     }
     for (const auto& s : n->subgraphs_) {
-      if (auto status = s.graph->Verify(); !status.ok()) return status;
+      OVFIX_RETURN_IF_ERROR(s.graph->Verify());
     }
   }
   for (const Value* v : outputs_) {

@@ -1,5 +1,7 @@
 #include "ir/graph_walk.h"
 
+#include "ir/status_macros.h"
+
 namespace ovfix {
 
 Graph& RootGraph(Graph& g) {
@@ -18,19 +20,38 @@ std::vector<Graph*> GraphsRecursive(Graph& root) {
   return out;
 }
 
+namespace {
+
+// Pushes the bodies of `g`'s nodes so that they pop in node order.
+void PushBodies(const Graph& g, std::vector<Graph*>& pending) {
+  std::vector<Graph*> bodies;
+  for (const Node* n : g.nodes()) {
+    for (const Subgraph& s : n->subgraphs()) bodies.push_back(s.graph.get());
+  }
+  pending.insert(pending.end(), bodies.rbegin(), bodies.rend());
+}
+
+}  // namespace
+
 absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>& fn) {
   std::vector<Graph*> pending{&root};
   while (!pending.empty()) {
     Graph* g = pending.back();
     pending.pop_back();
-    if (absl::Status s = fn(*g); !s.ok()) return s;
-    std::vector<Graph*> bodies;
-    for (Node* n : g->nodes()) {
-      for (Subgraph& s : n->subgraphs()) bodies.push_back(s.graph.get());
-    }
-    pending.insert(pending.end(), bodies.rbegin(), bodies.rend());
+    OVFIX_RETURN_IF_ERROR(fn(*g));
+    PushBodies(*g, pending);
   }
   return absl::OkStatus();
+}
+
+void VisitGraphs(Graph& root, const std::function<void(Graph&)>& fn) {
+  std::vector<Graph*> pending{&root};
+  while (!pending.empty()) {
+    Graph* g = pending.back();
+    pending.pop_back();
+    fn(*g);
+    PushBodies(*g, pending);
+  }
 }
 
 }  // namespace ovfix

@@ -22,6 +22,8 @@ std::vector<Graph*> GraphsRecursive(Graph& root);
 // taken once `fn` has run on it, so `fn` may remove nodes (and their bodies) of the graph it
 // is given. Stops at the first error.
 absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>& fn);
+// The same walk for an `fn` that cannot fail.
+void VisitGraphs(Graph& root, const std::function<void(Graph&)>& fn);
 
 // Lists `values` (of `g`) in g's value_info, after those already listed, each once: in time
 // linear in the graph, however many there are.

@@ -18,6 +18,7 @@
 #include "ir/atomic_file.h"
 #include "ir/external_data.h"
 #include "ir/graph_walk.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix {
@@ -46,9 +47,9 @@ class ModelIO {
           n *= d;
         }
         const auto type = static_cast<DataType>(tp.data_type());
-        auto buffer = files.Resolve(tp, static_cast<size_t>(n) * ElementSize(type));
-        if (!buffer.ok()) return buffer.status();
-        tensor = Tensor(type, {tp.dims().begin(), tp.dims().end()}, *std::move(buffer));
+        OVFIX_ASSIGN_OR_RETURN(auto buffer,
+                               files.Resolve(tp, static_cast<size_t>(n) * ElementSize(type)));
+        tensor = Tensor(type, {tp.dims().begin(), tp.dims().end()}, std::move(buffer));
       } else {
         tensor = TensorFromProtoMove(tp);
       }
@@ -105,15 +106,13 @@ class ModelIO {
       for (auto& attr : *np.mutable_attribute()) {
         if (attr.has_g()) {
           Subgraph s{attr.name(), -1, std::make_unique<Graph>(&g, n)};
-          if (auto st = BuildGraph(*attr.mutable_g(), *s.graph, files); !st.ok()) return st;
+          OVFIX_RETURN_IF_ERROR(BuildGraph(*attr.mutable_g(), *s.graph, files));
           attr.clear_g();
           n->subgraphs_.push_back(std::move(s));
         }
         for (int k = 0; k < attr.graphs_size(); ++k) {
           Subgraph s{attr.name(), k, std::make_unique<Graph>(&g, n)};
-          if (auto st = BuildGraph(*attr.mutable_graphs(k), *s.graph, files); !st.ok()) {
-            return st;
-          }
+          OVFIX_RETURN_IF_ERROR(BuildGraph(*attr.mutable_graphs(k), *s.graph, files));
           n->subgraphs_.push_back(std::move(s));
         }
         attr.clear_graphs();

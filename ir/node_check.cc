@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph.h"
 #include "ir/message_text.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "ir/value.h"
 #include "onnx/defs/schema.h"
@@ -126,7 +127,7 @@ absl::Status CheckAgainstKnownRanks(const Node& node, int64_t /*opset*/) {
   const int rank = first != nullptr ? first->rank() : -1;
   if (rank < 0) return absl::OkStatus();
   if (HasSpatialAttributes(node) && rank >= 2) {
-    if (absl::Status s = CheckSpatialAttributes(node, rank - 2); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckSpatialAttributes(node, rank - 2));
   }
   if (AxisIndexesFirstInput(node) && node.HasAttribute("axis")) {
     return NormalizedAxis(node, node.GetInt("axis", 0), rank).status();
@@ -138,9 +139,9 @@ absl::Status CheckAgainstKnownRanks(const Node& node, int64_t /*opset*/) {
 absl::Status CheckGraphNodes(const Graph& graph, const Model& model,
                              absl::Status (*check)(const Node&, int64_t opset)) {
   for (const Node* node : graph.nodes()) {
-    if (absl::Status s = check(*node, model.OpsetVersion(node->domain())); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(check(*node, model.OpsetVersion(node->domain())));
     for (const Subgraph& body : node->subgraphs()) {
-      if (absl::Status s = CheckGraphNodes(*body.graph, model, check); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(CheckGraphNodes(*body.graph, model, check));
     }
   }
   return absl::OkStatus();
@@ -150,9 +151,9 @@ absl::Status CheckGraphNodes(const Graph& graph, const Model& model,
 
 absl::Status CheckNode(const Node& node, int64_t opset) {
   if (opset >= 0) {
-    if (absl::Status s = CheckSchema(node, opset); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckSchema(node, opset));
   }
-  if (absl::Status s = CheckTensorAttributes(node); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckTensorAttributes(node));
   if (HasSpatialAttributes(node)) return CheckSpatialAttributes(node, -1);
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
+#include "ir/status_macros.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
 #include "onnx/shape_inference/implementation.h"
@@ -114,7 +115,7 @@ bool NeedsDataPropagation(const Model& model) {
 }
 
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
-  if (absl::Status s = CheckNodes(model); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckNodes(model));
   onnx::ModelProto proto = ModelToProto(model);
   onnx::ShapeInferenceOptions onnx_options;
   onnx_options.check_type = false;

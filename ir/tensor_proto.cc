@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/atomic_file.h"
 #include "ir/external_data.h"
+#include "ir/status_macros.h"
 
 namespace ovfix {
 namespace {
@@ -131,20 +132,18 @@ Tensor DecodeTypedFields(const onnx::TensorProto& proto, Layout layout) {
 
 absl::StatusOr<Tensor> Decode(const onnx::TensorProto& proto, std::string* movable_raw,
                               const std::string& base_dir) {
-  absl::StatusOr<Layout> layout = CheckedLayout(proto);
-  if (!layout.ok()) return layout.status();
-  std::vector<int64_t> dims = layout->dims;
-  if (layout->type == DataType::kString) {
+  OVFIX_ASSIGN_OR_RETURN(Layout layout, CheckedLayout(proto));
+  std::vector<int64_t> dims = layout.dims;
+  if (layout.type == DataType::kString) {
     return Tensor(std::move(dims), {proto.string_data().begin(), proto.string_data().end()});
   }
-  const DataType type = layout->type;
-  const size_t bytes = layout->bytes;
+  const DataType type = layout.type;
+  const size_t bytes = layout.bytes;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (base_dir.empty()) return BadTensor(proto, "external data with no model folder");
     ExternalDataFiles files(base_dir);
-    auto buffer = files.Resolve(proto, bytes);
-    if (!buffer.ok()) return buffer.status();
-    return Tensor(type, std::move(dims), *std::move(buffer));
+    OVFIX_ASSIGN_OR_RETURN(auto buffer, files.Resolve(proto, bytes));
+    return Tensor(type, std::move(dims), std::move(buffer));
   }
   if (proto.has_raw_data()) {
     if (movable_raw != nullptr) {
@@ -154,7 +153,7 @@ absl::StatusOr<Tensor> Decode(const onnx::TensorProto& proto, std::string* movab
     if (bytes > 0) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
     return t;
   }
-  return DecodeTypedFields(proto, *std::move(layout));
+  return DecodeTypedFields(proto, std::move(layout));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::rules {
 namespace {
@@ -434,11 +435,10 @@ absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
       std::vector<HelperValue> items;
       bool any_float = false;
       for (const auto& a : e.args) {
-        auto v = Evaluate(a, lookup, context);
-        if (!v.ok()) return v.status();
-        if (!IsNumber(*v)) return TypeError(e, "a list holds numbers only");
-        any_float |= std::holds_alternative<double>(*v);
-        items.push_back(std::move(*v));
+        OVFIX_ASSIGN_OR_RETURN(auto v, Evaluate(a, lookup, context));
+        if (!IsNumber(v)) return TypeError(e, "a list holds numbers only");
+        any_float |= std::holds_alternative<double>(v);
+        items.push_back(std::move(v));
       }
       if (any_float) {
         std::vector<double> out;
@@ -454,9 +454,8 @@ absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
       if (helper == nullptr) return TypeError(e, "unknown helper");
       std::vector<HelperValue> args;
       for (const auto& a : e.args) {
-        auto v = Evaluate(a, lookup, context);
-        if (!v.ok()) return v.status();
-        args.push_back(std::move(*v));
+        OVFIX_ASSIGN_OR_RETURN(auto v, Evaluate(a, lookup, context));
+        args.push_back(std::move(v));
       }
       if (context.memo == nullptr || args.size() != 1 || !std::holds_alternative<Value*>(args[0])) {
         return helper->fn(context, args);
@@ -466,38 +465,30 @@ absl::StatusOr<HelperValue> Evaluate(const Expr& e, const NameLookup& lookup,
       return context.memo->emplace(key, helper->fn(context, args)).first->second;
     }
     case Expr::Kind::kUnary: {
-      auto v = Evaluate(e.args[0], lookup, context);
-      if (!v.ok()) return v.status();
+      OVFIX_ASSIGN_OR_RETURN(auto v, Evaluate(e.args[0], lookup, context));
       if (e.text == "!") {
-        auto b = AsBool(e.args[0], *v);
-        if (!b.ok()) return b.status();
-        return !*b;
+        OVFIX_ASSIGN_OR_RETURN(auto b, AsBool(e.args[0], v));
+        return !b;
       }
-      if (auto* i = std::get_if<int64_t>(&*v)) return -*i;
-      if (auto* d = std::get_if<double>(&*v)) return -*d;
+      if (auto* i = std::get_if<int64_t>(&v)) return -*i;
+      if (auto* d = std::get_if<double>(&v)) return -*d;
       return TypeError(e, "'-' needs a number");
     }
     case Expr::Kind::kBinary: {
-      auto left = Evaluate(e.args[0], lookup, context);
-      if (!left.ok()) return left.status();
+      OVFIX_ASSIGN_OR_RETURN(auto left, Evaluate(e.args[0], lookup, context));
       if (e.text == "&&" || e.text == "||") {
-        auto l = AsBool(e.args[0], *left);
-        if (!l.ok()) return l.status();
-        if (*l == (e.text == "||")) return *l;
-        auto right = Evaluate(e.args[1], lookup, context);
-        if (!right.ok()) return right.status();
-        auto r = AsBool(e.args[1], *right);
-        if (!r.ok()) return r.status();
-        return *r;
+        OVFIX_ASSIGN_OR_RETURN(auto l, AsBool(e.args[0], left));
+        if (l == (e.text == "||")) return l;
+        OVFIX_ASSIGN_OR_RETURN(auto right, Evaluate(e.args[1], lookup, context));
+        OVFIX_ASSIGN_OR_RETURN(auto r, AsBool(e.args[1], right));
+        return r;
       }
-      auto right = Evaluate(e.args[1], lookup, context);
-      if (!right.ok()) return right.status();
+      OVFIX_ASSIGN_OR_RETURN(auto right, Evaluate(e.args[1], lookup, context));
       if (e.text.size() == 1 && std::string_view("+-*/%").find(e.text[0]) != std::string::npos) {
-        return Arithmetic(e, *left, *right);
+        return Arithmetic(e, left, right);
       }
-      auto result = Compare(e, *left, *right);
-      if (!result.ok()) return result.status();
-      return *result;
+      OVFIX_ASSIGN_OR_RETURN(auto result, Compare(e, left, right));
+      return result;
     }
   }
   return TypeError(e, "cannot evaluate");

@@ -7,9 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/constant.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/schema.h"
 #include "re2/re2.h"
+#include "rules/helper_registration.h"
 #include "rules/matcher.h"
 
 namespace ovfix::rules {
@@ -24,23 +27,6 @@ absl::Status NotApplicable(std::string message) {
 }
 
 std::string Quote(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
-
-absl::StatusOr<DataType> DataTypeArg(std::string_view helper, Args args, size_t i) {
-  if (auto* code = std::get_if<int64_t>(&args[i])) {
-    if (!IsKnownDataType(static_cast<int32_t>(*code))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(helper), ": unknown type code ", *code));
-    }
-    return static_cast<DataType>(*code);
-  }
-  auto name = StringArg(helper, args, i);
-  if (!name.ok()) return name.status();
-  for (int32_t code = 1; code <= 16; ++code) {
-    if (DataTypeName(static_cast<DataType>(code)) == *name) return static_cast<DataType>(code);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(std::string(helper), ": unknown type '", *name, "'"));
-}
 
 // Whether every value of `from` converts to `to` and back unchanged.
 bool IsExactCast(DataType from, DataType to) {
@@ -104,234 +90,160 @@ bool IsExactCast(DataType from, DataType to) {
   return false;
 }
 
+absl::StatusOr<HelperValue> ConstantElements(Value* v) {
+  if (!IsConstant(v)) return NotApplicable(absl::StrCat(Quote(v), " is not a constant"));
+  auto t = ConstantValue(v);
+  if (!t.ok()) return NotApplicable(std::string(t.status().message()));
+  if (t->type() == DataType::kString) {
+    return NotApplicable(absl::StrCat(Quote(v), " holds strings"));
+  }
+  // Rules read small constants (shapes, axes); big weights are not theirs.
+  if (t->numel() > kMaxValueElements) {
+    return NotApplicable(absl::StrCat(Quote(v), " is too large to read"));
+  }
+  if (IsFloatingPoint(t->type())) {
+    std::vector<double> out;
+    for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsDouble(i));
+    return out;
+  }
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsInt64(i));
+  return out;
+}
+
 void AddValueHelpers(std::vector<Helper>& out) {
-  out.push_back({"rank", 1, 1, "rank(x) -> int", "the rank of x (does not apply when unknown)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("rank", args, 0);
-                   if (!v.ok()) return v.status();
-                   auto r = KnownRank(*v);
-                   if (!r.ok()) return r.status();
-                   return *r;
-                 }});
-  out.push_back({"has_rank", 1, 1, "has_rank(x) -> bool", "whether the rank of x is known",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("has_rank", args, 0);
-                   if (!v.ok()) return v.status();
-                   return (*v)->rank() >= 0;
-                 }});
-  out.push_back({"dtype", 1, 1, "dtype(x) -> string",
-                 "the element type of x as onnx spells it (\"float\", \"float16\", ...)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("dtype", args, 0);
-                   if (!v.ok()) return v.status();
-                   if ((*v)->elem_type() == DataType::kUndefined) {
-                     return NotApplicable(absl::StrCat("type of ", Quote(*v), " is unknown"));
-                   }
-                   return std::string(DataTypeName((*v)->elem_type()));
-                 }});
-  out.push_back({"type_name", 1, 1, "type_name(code) -> string",
-                 "the onnx name of a type code (e.g. a Cast's `to` attribute)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto t = DataTypeArg("type_name", args, 0);
-                   if (!t.ok()) return t.status();
-                   return std::string(DataTypeName(*t));
-                 }});
-  out.push_back({"is_float", 1, 1, "is_float(x) -> bool",
-                 "whether x is float, float16, double or bfloat16",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("is_float", args, 0);
-                   if (!v.ok()) return v.status();
-                   return IsFloatingPoint((*v)->elem_type());
-                 }});
-  out.push_back({"is_exact_cast", 2, 2, "is_exact_cast(from, to) -> bool",
-                 "whether every value of type `from` survives a cast to `to` and back "
-                 "(types as names or codes)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto from = DataTypeArg("is_exact_cast", args, 0);
-                   if (!from.ok()) return from.status();
-                   auto to = DataTypeArg("is_exact_cast", args, 1);
-                   if (!to.ok()) return to.status();
-                   return IsExactCast(*from, *to);
-                 }});
-  out.push_back({"is_constant", 1, 1, "is_constant(x) -> bool",
+  out.push_back(MakeHelper("rank", "rank(x) -> int", "the rank of x (does not apply when unknown)",
+                           [](Value* v) { return KnownRank(v); }));
+  out.push_back(MakeHelper("has_rank", "has_rank(x) -> bool", "whether the rank of x is known",
+                           [](Value* v) { return v->rank() >= 0; }));
+  out.push_back(MakeHelper("dtype", "dtype(x) -> string",
+                           "the element type of x as onnx spells it (\"float\", \"float16\", ...)",
+                           [](Value* v) -> absl::StatusOr<std::string> {
+                             if (v->elem_type() == DataType::kUndefined) {
+                               return NotApplicable(
+                                   absl::StrCat("type of ", Quote(v), " is unknown"));
+                             }
+                             return std::string(DataTypeName(v->elem_type()));
+                           }));
+  out.push_back(MakeHelper("type_name", "type_name(code) -> string",
+                           "the onnx name of a type code (e.g. a Cast's `to` attribute)",
+                           [](DataType t) { return std::string(DataTypeName(t)); }));
+  out.push_back(MakeHelper("is_float", "is_float(x) -> bool",
+                           "whether x is float, float16, double or bfloat16",
+                           [](Value* v) { return IsFloatingPoint(v->elem_type()); }));
+  out.push_back(MakeHelper("is_exact_cast", "is_exact_cast(from, to) -> bool",
+                           "whether every value of type `from` survives a cast to `to` and back "
+                           "(types as names or codes)",
+                           IsExactCast));
+  out.push_back(
+      MakeHelper("is_constant", "is_constant(x) -> bool",
                  "whether x is an initializer (not also a graph input) or a Constant's output",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("is_constant", args, 0);
-                   if (!v.ok()) return v.status();
-                   return IsConstantValue(*v);
-                 }});
-  out.push_back({"value", 1, 1, "value(c) -> ints or floats",
-                 "the elements of constant c (ints for integer types, floats otherwise)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("value", args, 0);
-                   if (!v.ok()) return v.status();
-                   if (!IsConstantValue(*v)) {
-                     return NotApplicable(absl::StrCat(Quote(*v), " is not a constant"));
-                   }
-                   auto t = ReadConstant(*v);
-                   if (!t.ok()) return NotApplicable(std::string(t.status().message()));
-                   if (t->type() == DataType::kString) {
-                     return NotApplicable(absl::StrCat(Quote(*v), " holds strings"));
-                   }
-                   // Rules read small constants (shapes, axes); big weights are not theirs.
-                   if (t->numel() > kMaxValueElements) {
-                     return NotApplicable(absl::StrCat(Quote(*v), " is too large to read"));
-                   }
-                   if (IsFloatingPoint(t->type())) {
-                     std::vector<double> out;
-                     for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsDouble(i));
-                     return out;
-                   }
-                   std::vector<int64_t> out;
-                   for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsInt64(i));
-                   return out;
-                 }});
-  out.push_back({"single_use", 1, 1, "single_use(x) -> bool",
+                 [](Value* v) { return IsConstant(v); }));
+  out.push_back(MakeHelper("value", "value(c) -> ints or floats",
+                           "the elements of constant c (ints for integer types, floats otherwise)",
+                           ConstantElements));
+  out.push_back(
+      MakeHelper("single_use", "single_use(x) -> bool",
                  "whether exactly one node input reads x and x is not a graph output",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("single_use", args, 0);
-                   if (!v.ok()) return v.status();
-                   return (*v)->uses().size() == 1 && !(*v)->is_graph_output();
-                 }});
-  out.push_back({"num_uses", 1, 1, "num_uses(x) -> int", "how many node inputs read x",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("num_uses", args, 0);
-                   if (!v.ok()) return v.status();
-                   return static_cast<int64_t>((*v)->uses().size());
-                 }});
-  out.push_back({"is_graph_input", 1, 1, "is_graph_input(x) -> bool",
-                 "whether x is an input of the graph",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("is_graph_input", args, 0);
-                   if (!v.ok()) return v.status();
-                   return (*v)->is_graph_input();
-                 }});
-  out.push_back({"same_graph", 2, 2, "same_graph(x, y) -> bool",
+                 [](Value* v) { return v->uses().size() == 1 && !v->is_graph_output(); }));
+  out.push_back(MakeHelper("num_uses", "num_uses(x) -> int", "how many node inputs read x",
+                           [](Value* v) { return static_cast<int64_t>(v->uses().size()); }));
+  out.push_back(MakeHelper("is_graph_input", "is_graph_input(x) -> bool",
+                           "whether x is an input of the graph",
+                           [](Value* v) { return v->is_graph_input(); }));
+  out.push_back(
+      MakeHelper("same_graph", "same_graph(x, y) -> bool",
                  "whether x and y belong to one graph (a body reads outer values from outside)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto x = ValueArg("same_graph", args, 0);
-                   if (!x.ok()) return x.status();
-                   auto y = ValueArg("same_graph", args, 1);
-                   if (!y.ok()) return y.status();
-                   return (*x)->owner() == (*y)->owner();
-                 }});
-  out.push_back({"is_graph_output", 1, 1, "is_graph_output(x) -> bool",
-                 "whether x is an output of the graph",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("is_graph_output", args, 0);
-                   if (!v.ok()) return v.status();
-                   return (*v)->is_graph_output();
-                 }});
+                 [](Value* x, Value* y) { return x->owner() == y->owner(); }));
+  out.push_back(MakeHelper("is_graph_output", "is_graph_output(x) -> bool",
+                           "whether x is an output of the graph",
+                           [](Value* v) { return v->is_graph_output(); }));
 }
 
 void AddNodeHelpers(std::vector<Helper>& out) {
-  out.push_back({"opset", 0, 1, "opset([domain]) -> int",
+  out.push_back(
+      MakeHelper("opset", "opset([domain]) -> int",
                  "the model's opset version for a domain (default \"\"), -1 when not imported",
-                 [](const HelperContext& c, Args args) -> absl::StatusOr<HelperValue> {
-                   std::string domain;
-                   if (!args.empty()) {
-                     auto d = StringArg("opset", args, 0);
-                     if (!d.ok()) return d.status();
-                     domain = *d;
-                   }
-                   return c.model.OpsetVersion(domain);
-                 }});
+                 [](const HelperContext& c, std::optional<std::string> domain) {
+                   return c.model.OpsetVersion(domain.value_or(""));
+                 }));
   auto regex_helper = [](std::string name, bool on_name) {
-    return [name, on_name](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-      auto v = ValueArg(name, args, 0);
-      if (!v.ok()) return v.status();
-      auto pattern = StringArg(name, args, 1);
-      if (!pattern.ok()) return pattern.status();
-      auto node = ProducerOf(*v);
-      if (!node.ok()) return node.status();
-      RE2 re(*pattern, RE2::Quiet);
+    return [name, on_name](Value* v, std::string pattern) -> absl::StatusOr<bool> {
+      OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
+      RE2 re(pattern, RE2::Quiet);
       if (!re.ok()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(name, ": bad regex '", *pattern, "': ", re.error()));
+            absl::StrCat(name, ": bad regex '", pattern, "': ", re.error()));
       }
-      return RE2::PartialMatch(on_name ? (*node)->name() : (*node)->op_type(), re);
+      return RE2::PartialMatch(on_name ? node->name() : node->op_type(), re);
     };
   };
-  out.push_back({"name_matches", 2, 2, "name_matches(x, \"regex\") -> bool",
+  out.push_back(
+      MakeHelper("name_matches", "name_matches(x, \"regex\") -> bool",
                  "whether the name of the node producing x contains a match of the re2 regex",
-                 regex_helper("name_matches", true)});
-  out.push_back({"op_matches", 2, 2, "op_matches(x, \"regex\") -> bool",
+                 regex_helper("name_matches", true)));
+  out.push_back(
+      MakeHelper("op_matches", "op_matches(x, \"regex\") -> bool",
                  "whether the op type of the node producing x contains a match of the regex",
-                 regex_helper("op_matches", false)});
-  out.push_back({"num_outputs", 1, 1, "num_outputs(y) -> int",
-                 "how many outputs the node producing y has (omitted ones not counted)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("num_outputs", args, 0);
-                   if (!v.ok()) return v.status();
-                   auto node = ProducerOf(*v);
-                   if (!node.ok()) return node.status();
-                   int64_t count = 0;
-                   for (Value* out : (*node)->outputs()) count += out != nullptr ? 1 : 0;
-                   return count;
-                 }});
-  out.push_back({"has_attr", 2, 2, "has_attr(x, \"name\") -> bool",
-                 "whether the node producing x sets the attribute",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("has_attr", args, 0);
-                   if (!v.ok()) return v.status();
-                   auto name = StringArg("has_attr", args, 1);
-                   if (!name.ok()) return name.status();
-                   auto node = ProducerOf(*v);
-                   if (!node.ok()) return node.status();
-                   return (*node)->HasAttribute(*name);
-                 }});
-  out.push_back({"attr", 2, 2, "attr(x, \"name\") -> value",
-                 "an attribute of the node producing x, or onnx's default for its op",
-                 [](const HelperContext& c, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("attr", args, 0);
-                   if (!v.ok()) return v.status();
-                   auto name = StringArg("attr", args, 1);
-                   if (!name.ok()) return name.status();
-                   auto node = ProducerOf(*v);
-                   if (!node.ok()) return node.status();
-                   if (const auto* a = (*node)->FindAttribute(*name)) return FromAttribute(*a);
-                   const int64_t opset = c.model.OpsetVersion((*node)->domain());
-                   const auto* schema = onnx::OpSchemaRegistry::Schema(
-                       (*node)->op_type(), static_cast<int>(opset), (*node)->domain());
-                   if (schema != nullptr) {
-                     auto it = schema->attributes().find(*name);
-                     if (it != schema->attributes().end() && it->second.default_value.has_type()) {
-                       return FromAttribute(it->second.default_value);
-                     }
-                   }
-                   return NotApplicable(
-                       absl::StrCat((*node)->Describe(), " has no attribute '", *name, "'"));
-                 }});
-  out.push_back({"len", 1, 1, "len(list) -> int", "the length of a list or variadic capture",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   if (auto* l = std::get_if<ValueList>(&args[0])) {
+                 regex_helper("op_matches", false)));
+  out.push_back(MakeHelper("num_outputs", "num_outputs(y) -> int",
+                           "how many outputs the node producing y has (omitted ones not counted)",
+                           [](Value* v) -> absl::StatusOr<int64_t> {
+                             OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
+                             int64_t count = 0;
+                             for (Value* out : node->outputs()) count += out != nullptr ? 1 : 0;
+                             return count;
+                           }));
+  out.push_back(MakeHelper("has_attr", "has_attr(x, \"name\") -> bool",
+                           "whether the node producing x sets the attribute",
+                           [](Value* v, std::string name) -> absl::StatusOr<bool> {
+                             OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
+                             return node->HasAttribute(name);
+                           }));
+  out.push_back(MakeHelper(
+      "attr", "attr(x, \"name\") -> value",
+      "an attribute of the node producing x, or onnx's default for its op",
+      [](const HelperContext& c, Value* v, std::string name) -> absl::StatusOr<HelperValue> {
+        OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
+        if (const auto* a = node->FindAttribute(name)) return FromAttribute(*a);
+        const int64_t opset = c.model.OpsetVersion(node->domain());
+        const auto* schema = onnx::OpSchemaRegistry::Schema(
+            node->op_type(), static_cast<int>(opset), node->domain());
+        if (schema != nullptr) {
+          auto it = schema->attributes().find(name);
+          if (it != schema->attributes().end() && it->second.default_value.has_type()) {
+            return FromAttribute(it->second.default_value);
+          }
+        }
+        return NotApplicable(absl::StrCat(node->Describe(), " has no attribute '", name, "'"));
+      }));
+  out.push_back(
+      MakeHelper("len", "len(list) -> int", "the length of a list or variadic capture",
+                 [](const HelperValue& list) -> absl::StatusOr<int64_t> {
+                   if (auto* l = std::get_if<ValueList>(&list))
                      return static_cast<int64_t>(l->size());
-                   }
-                   if (auto* d = std::get_if<std::vector<double>>(&args[0])) {
+                   if (auto* d = std::get_if<std::vector<double>>(&list)) {
                      return static_cast<int64_t>(d->size());
                    }
-                   auto ints = IntsArg("len", args, 0);
-                   if (!ints.ok()) return ints.status();
-                   return static_cast<int64_t>(ints->size());
-                 }});
-  out.push_back({"contains", 2, 2, "contains(list, n) -> bool", "whether the list holds n",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto n = IntArg("contains", args, 1);
-                   if (!n.ok()) return n.status();
-                   if (auto* d = std::get_if<std::vector<double>>(&args[0])) {
-                     return std::find(d->begin(), d->end(), static_cast<double>(*n)) != d->end();
-                   }
-                   auto list = IntsArg("contains", args, 0);
-                   if (!list.ok()) return list.status();
-                   return std::find(list->begin(), list->end(), *n) != list->end();
-                 }});
+                   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> ints, IntsArg("len", {&list, 1}, 0));
+                   return static_cast<int64_t>(ints.size());
+                 }));
+  out.push_back(MakeHelper(
+      "contains", "contains(list, n) -> bool", "whether the list holds n",
+      [](const HelperValue& list, int64_t n) -> absl::StatusOr<bool> {
+        if (auto* d = std::get_if<std::vector<double>>(&list)) {
+          return std::find(d->begin(), d->end(), static_cast<double>(n)) != d->end();
+        }
+        OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> ints, IntsArg("contains", {&list, 1}, 0));
+        return std::find(ints.begin(), ints.end(), n) != ints.end();
+      }));
+  // max and min take any number of arguments: registered by hand.
   auto extremum = [](std::string name, bool max) {
     return [name, max](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
       int64_t best = 0;
       for (size_t i = 0; i < args.size(); ++i) {
-        auto n = IntArg(name, args, i);
-        if (!n.ok()) return n.status();
-        if (i == 0 || (max ? *n > best : *n < best)) best = *n;
+        OVFIX_ASSIGN_OR_RETURN(int64_t n, IntArg(name, args, i));
+        if (i == 0 || (max ? n > best : n < best)) best = n;
       }
       return best;
     };
@@ -340,19 +252,17 @@ void AddNodeHelpers(std::vector<Helper>& out) {
                  extremum("max", true)});
   out.push_back({"min", 1, 8, "min(a, b, ...) -> int", "the smallest of its integer arguments",
                  extremum("min", false)});
-  out.push_back({"option", 1, 1, "option(\"name\") -> string",
-                 "a conversion option: \"target\", \"broadcast\" (rank or full), \"fp16\"",
-                 [](const HelperContext& c, Args args) -> absl::StatusOr<HelperValue> {
-                   auto name = StringArg("option", args, 0);
-                   if (!name.ok()) return name.status();
-                   const ConvertOptions defaults;
-                   const ConvertOptions& o = c.options != nullptr ? *c.options : defaults;
-                   if (*name == "target") return o.target;
-                   if (*name == "broadcast") return o.broadcast;
-                   if (*name == "fp16") return std::string(o.fp16 ? "true" : "false");
-                   return absl::InvalidArgumentError(
-                       absl::StrCat("option: unknown option '", *name, "'"));
-                 }});
+  out.push_back(MakeHelper(
+      "option", "option(\"name\") -> string",
+      "a conversion option: \"target\", \"broadcast\" (rank or full), \"fp16\"",
+      [](const HelperContext& c, std::string name) -> absl::StatusOr<std::string> {
+        const ConvertOptions defaults;
+        const ConvertOptions& o = c.options != nullptr ? *c.options : defaults;
+        if (name == "target") return o.target;
+        if (name == "broadcast") return std::string(BroadcastName(o.broadcast));
+        if (name == "fp16") return std::string(o.fp16 ? "true" : "false");
+        return absl::InvalidArgumentError(absl::StrCat("option: unknown option '", name, "'"));
+      }));
 }
 
 std::vector<Helper> MakeRegistry() {
@@ -498,6 +408,22 @@ absl::StatusOr<std::vector<int64_t>> IntsArg(std::string_view helper, Args args,
   return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
                                                  " must be a list of integers, not ",
                                                  DescribeHelperValue(args[i])));
+}
+
+absl::StatusOr<DataType> DataTypeArg(std::string_view helper, Args args, size_t i) {
+  if (auto* code = std::get_if<int64_t>(&args[i])) {
+    if (!IsKnownDataType(static_cast<int32_t>(*code))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(helper), ": unknown type code ", *code));
+    }
+    return static_cast<DataType>(*code);
+  }
+  OVFIX_ASSIGN_OR_RETURN(auto name, StringArg(helper, args, i));
+  for (int32_t code = 1; code <= 16; ++code) {
+    if (DataTypeName(static_cast<DataType>(code)) == name) return static_cast<DataType>(code);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(helper), ": unknown type '", name, "'"));
 }
 
 absl::StatusOr<int64_t> KnownRank(const Value* v) {

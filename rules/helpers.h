@@ -88,6 +88,9 @@ absl::StatusOr<std::string> StringArg(std::string_view helper, std::span<const H
                                       size_t i);
 absl::StatusOr<std::vector<int64_t>> IntsArg(std::string_view helper,
                                              std::span<const HelperValue> args, size_t i);
+// A type given by its onnx name ("float16") or code (10).
+absl::StatusOr<DataType> DataTypeArg(std::string_view helper, std::span<const HelperValue> args,
+                                     size_t i);
 // The value's rank / static shape, or FailedPrecondition when not known.
 absl::StatusOr<int64_t> KnownRank(const Value* v);
 absl::StatusOr<std::vector<int64_t>> KnownShape(const Value* v);

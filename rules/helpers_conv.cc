@@ -5,12 +5,12 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
+#include "rules/helper_registration.h"
 #include "rules/helpers.h"
 
 namespace ovfix::rules {
 namespace {
-
-using Args = std::span<const HelperValue>;
 
 absl::Status NotApplicable(std::string message) {
   return absl::FailedPreconditionError(std::move(message));
@@ -20,18 +20,15 @@ bool IsConv(const Node& n) {
   return n.op_type() == "Conv" || n.op_type() == "ConvInteger" || n.op_type() == "ConvTranspose";
 }
 
-absl::StatusOr<Node*> ConvNode(std::string_view helper, Args args) {
-  auto v = ValueArg(helper, args, 0);
-  if (!v.ok()) return v.status();
-  auto node = ProducerOf(*v);
-  if (!node.ok()) return node.status();
+absl::StatusOr<Node*> ConvNode(std::string_view helper, const Value* v) {
+  OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
   static const std::set<std::string> kOps = {"Conv",    "ConvInteger", "ConvTranspose",
                                              "MaxPool", "AveragePool", "LpPool"};
-  if (!kOps.count((*node)->op_type())) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": ", (*node)->Describe(),
+  if (!kOps.count(node->op_type())) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": ", node->Describe(),
                                                    " is not a convolution or pooling"));
   }
-  return *node;
+  return node;
 }
 
 absl::StatusOr<std::vector<int64_t>> KernelShape(const Node& n) {
@@ -55,20 +52,18 @@ absl::StatusOr<std::vector<int64_t>> KernelShape(const Node& n) {
 
 // strides or dilations: the attribute, or ones.
 absl::StatusOr<std::vector<int64_t>> PerAxis(const Node& n, std::string_view name) {
-  auto kernel = KernelShape(n);
-  if (!kernel.ok()) return kernel.status();
-  std::vector<int64_t> out = n.GetInts(name, std::vector<int64_t>(kernel->size(), 1));
-  if (out.size() != kernel->size()) {
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(n));
+  std::vector<int64_t> out = n.GetInts(name, std::vector<int64_t>(kernel.size(), 1));
+  if (out.size() != kernel.size()) {
     return NotApplicable(absl::StrCat(n.Describe(), " has ", out.size(), " ", std::string(name),
-                                      " for ", kernel->size(), " spatial axes"));
+                                      " for ", kernel.size(), " spatial axes"));
   }
   return out;
 }
 
 absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
-  auto kernel = KernelShape(n);
-  if (!kernel.ok()) return kernel.status();
-  const size_t spatial = kernel->size();
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(n));
+  const size_t spatial = kernel.size();
   const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     std::vector<int64_t> pads = n.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
@@ -84,11 +79,9 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
   if (n.op_type() == "ConvTranspose") {
     return NotApplicable("ConvTranspose's auto_pad depends on output_shape; not computed");
   }
-  auto strides = PerAxis(n, "strides");
-  if (!strides.ok()) return strides.status();
+  OVFIX_ASSIGN_OR_RETURN(auto strides, PerAxis(n, "strides"));
   // Pools have dilations only from MaxPool-10; the attribute is absent (ones) elsewhere.
-  auto dilations = PerAxis(n, "dilations");
-  if (!dilations.ok()) return dilations.status();
+  OVFIX_ASSIGN_OR_RETURN(auto dilations, PerAxis(n, "dilations"));
   auto x = n.input(0) != nullptr ? n.input(0)->shape() : std::nullopt;
   if (!x || x->size() != spatial + 2) {
     return NotApplicable(absl::StrCat("the input rank of ", n.Describe(), " is unknown"));
@@ -100,12 +93,12 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
       return NotApplicable(
           absl::StrCat("spatial dim ", i, " of the input of ", n.Describe(), " is unknown"));
     }
-    const int64_t in = d.value, stride = (*strides)[i];
-    if (stride <= 0 || (*kernel)[i] <= 0 || (*dilations)[i] <= 0) {
+    const int64_t in = d.value, stride = strides[i];
+    if (stride <= 0 || kernel[i] <= 0 || dilations[i] <= 0) {
       return NotApplicable(absl::StrCat(n.Describe(), " has a kernel, stride or dilation <= 0"));
     }
     const int64_t out = (in + stride - 1) / stride;
-    const int64_t extent = ((*kernel)[i] - 1) * (*dilations)[i] + 1;
+    const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
     const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
     // SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the beginning.
     const int64_t small = total / 2, large = total - total / 2;
@@ -115,33 +108,33 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
   return pads;
 }
 
-HelperFn Wrap(std::string name,
-              std::function<absl::StatusOr<std::vector<int64_t>>(const Node&)> compute) {
-  return [name, compute](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-    auto node = ConvNode(name, args);
-    if (!node.ok()) return node.status();
-    auto out = compute(**node);
-    if (!out.ok()) return out.status();
-    return *out;
-  };
+// A helper reading the conv/pool that produces its argument.
+Helper ConvHelper(std::string name, std::string signature, std::string description,
+                  std::function<absl::StatusOr<std::vector<int64_t>>(const Node&)> compute) {
+  return MakeHelper(name, std::move(signature), std::move(description),
+                    [name, compute](Value* y) -> absl::StatusOr<std::vector<int64_t>> {
+                      OVFIX_ASSIGN_OR_RETURN(Node * node, ConvNode(name, y));
+                      return compute(*node);
+                    });
 }
 
 }  // namespace
 
 void AddConvHelpers(std::vector<Helper>& out) {
-  out.push_back({"conv_kernel_shape", 1, 1, "conv_kernel_shape(y) -> ints",
-                 "the kernel_shape of the conv/pool producing y (from the weight when absent)",
-                 Wrap("conv_kernel_shape", KernelShape)});
-  out.push_back({"conv_strides", 1, 1, "conv_strides(y) -> ints",
-                 "the strides of the conv/pool producing y (ones when absent)",
-                 Wrap("conv_strides", [](const Node& n) { return PerAxis(n, "strides"); })});
-  out.push_back({"conv_dilations", 1, 1, "conv_dilations(y) -> ints",
-                 "the dilations of the conv/pool producing y (ones when absent)",
-                 Wrap("conv_dilations", [](const Node& n) { return PerAxis(n, "dilations"); })});
-  out.push_back({"conv_pads", 1, 1, "conv_pads(y) -> ints",
-                 "explicit pads [begin..., end...] of the conv/pool producing y, computed from "
-                 "auto_pad (SAME_UPPER, SAME_LOWER, VALID) and the input shape",
-                 Wrap("conv_pads", ExplicitPads)});
+  out.push_back(ConvHelper(
+      "conv_kernel_shape", "conv_kernel_shape(y) -> ints",
+      "the kernel_shape of the conv/pool producing y (from the weight when absent)", KernelShape));
+  out.push_back(ConvHelper("conv_strides", "conv_strides(y) -> ints",
+                           "the strides of the conv/pool producing y (ones when absent)",
+                           [](const Node& n) { return PerAxis(n, "strides"); }));
+  out.push_back(ConvHelper("conv_dilations", "conv_dilations(y) -> ints",
+                           "the dilations of the conv/pool producing y (ones when absent)",
+                           [](const Node& n) { return PerAxis(n, "dilations"); }));
+  out.push_back(ConvHelper("conv_pads", "conv_pads(y) -> ints",
+                           "explicit pads [begin..., end...] of the conv/pool producing y, "
+                           "computed from auto_pad (SAME_UPPER, SAME_LOWER, VALID) and the input "
+                           "shape",
+                           ExplicitPads));
 }
 
 }  // namespace ovfix::rules

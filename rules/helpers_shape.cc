@@ -4,13 +4,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ir/constant.h"
+#include "ir/status_macros.h"
+#include "rules/helper_registration.h"
 #include "rules/helpers.h"
 #include "rules/matcher.h"
 
 namespace ovfix::rules {
 namespace {
-
-using Args = std::span<const HelperValue>;
 
 absl::Status NotApplicable(std::string message) {
   return absl::FailedPreconditionError(std::move(message));
@@ -22,17 +23,16 @@ constexpr int64_t kDefaultConstantLimit = 1 << 20;
 // Ranks a rule may ask for; far above any real model, low enough to refuse nonsense.
 constexpr int64_t kMaxRank = 64;
 
-absl::StatusOr<Tensor> ConstantArg(std::string_view helper, Args args, size_t i, Value** source) {
-  auto v = ValueArg(helper, args, i);
-  if (!v.ok()) return v.status();
-  if (!IsConstantValue(*v))
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' is not a constant"));
-  auto t = ReadConstant(*v);
+// The data of constant `v`; does not apply to other values or to strings.
+absl::StatusOr<Tensor> ConstantOf(const Value* v) {
+  if (!IsConstant(v)) {
+    return NotApplicable(absl::StrCat("'", v->name(), "' is not a constant"));
+  }
+  auto t = ConstantValue(v);
   if (!t.ok()) return NotApplicable(std::string(t.status().message()));
   if (t->type() == DataType::kString) {
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' holds strings"));
+    return NotApplicable(absl::StrCat("'", v->name(), "' holds strings"));
   }
-  *source = *v;
   return t;
 }
 
@@ -66,109 +66,78 @@ absl::StatusOr<Tensor> BroadcastTo(const Tensor& t, const std::vector<int64_t>& 
   return out;
 }
 
-absl::StatusOr<HelperValue> Shape(const HelperContext&, Args args) {
-  auto v = ValueArg("shape", args, 0);
-  if (!v.ok()) return v.status();
-  auto shape = KnownShape(*v);
-  if (!shape.ok()) return shape.status();
-  return *shape;
-}
-
-absl::StatusOr<HelperValue> Dim(const HelperContext&, Args args) {
-  auto v = ValueArg("dim", args, 0);
-  if (!v.ok()) return v.status();
-  auto i = IntArg("dim", args, 1);
-  if (!i.ok()) return i.status();
-  auto shape = (*v)->shape();
-  if (!shape) return NotApplicable(absl::StrCat("rank of '", (*v)->name(), "' is unknown"));
+absl::StatusOr<int64_t> Dim(Value* v, int64_t i) {
+  auto shape = v->shape();
+  if (!shape) return NotApplicable(absl::StrCat("rank of '", v->name(), "' is unknown"));
   const int64_t rank = static_cast<int64_t>(shape->size());
-  const int64_t axis = *i < 0 ? *i + rank : *i;
+  const int64_t axis = i < 0 ? i + rank : i;
   if (axis < 0 || axis >= rank) {
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' has no dim ", *i));
+    return NotApplicable(absl::StrCat("'", v->name(), "' has no dim ", i));
   }
   if (!(*shape)[axis].known()) {
-    return NotApplicable(absl::StrCat("dim ", *i, " of '", (*v)->name(), "' is unknown"));
+    return NotApplicable(absl::StrCat("dim ", i, " of '", v->name(), "' is unknown"));
   }
   return (*shape)[axis].value;
 }
 
-absl::StatusOr<HelperValue> BroadcastRank(const HelperContext&, Args args) {
-  auto v = ValueArg("broadcast_rank", args, 0);
-  if (!v.ok()) return v.status();
-  auto node = ProducerOf(*v);
-  if (!node.ok()) return node.status();
+absl::StatusOr<int64_t> BroadcastRank(Value* v) {
+  OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
   int64_t rank = 0;
-  for (Value* in : (*node)->inputs()) {
+  for (Value* in : node->inputs()) {
     if (in == nullptr) continue;
-    auto r = KnownRank(in);
-    if (!r.ok()) return r.status();
-    rank = std::max(rank, *r);
+    OVFIX_ASSIGN_OR_RETURN(int64_t r, KnownRank(in));
+    rank = std::max(rank, r);
   }
   return rank;
 }
 
-absl::StatusOr<HelperValue> LeadingAxes(const HelperContext&, Args args) {
-  auto v = ValueArg("leading_axes", args, 0);
-  if (!v.ok()) return v.status();
-  auto target = IntArg("leading_axes", args, 1);
-  if (!target.ok()) return target.status();
-  auto rank = KnownRank(*v);
-  if (!rank.ok()) return rank.status();
-  if (*target < *rank) {
-    return NotApplicable(absl::StrCat("'", (*v)->name(), "' already has rank ", *rank));
+absl::StatusOr<std::vector<int64_t>> LeadingAxes(Value* v, int64_t target) {
+  OVFIX_ASSIGN_OR_RETURN(int64_t rank, KnownRank(v));
+  if (target < rank) {
+    return NotApplicable(absl::StrCat("'", v->name(), "' already has rank ", rank));
   }
-  if (*target > kMaxRank) return NotApplicable(absl::StrCat("rank ", *target, " is too large"));
+  if (target > kMaxRank) return NotApplicable(absl::StrCat("rank ", target, " is too large"));
   std::vector<int64_t> axes;
-  for (int64_t i = 0; i < *target - *rank; ++i) axes.push_back(i);
+  for (int64_t i = 0; i < target - rank; ++i) axes.push_back(i);
   return axes;
 }
 
-absl::StatusOr<HelperValue> ConstantWithRank(const HelperContext&, Args args) {
-  Value* source = nullptr;
-  auto t = ConstantArg("constant_with_rank", args, 0, &source);
-  if (!t.ok()) return t.status();
-  auto target = IntArg("constant_with_rank", args, 1);
-  if (!target.ok()) return target.status();
-  if (*target < static_cast<int64_t>(t->rank()) || *target > kMaxRank) {
-    return NotApplicable(absl::StrCat("cannot give '", source->name(), "' rank ", *target));
+absl::StatusOr<ConstantInPlace> ConstantWithRank(Value* source, int64_t target) {
+  OVFIX_ASSIGN_OR_RETURN(Tensor t, ConstantOf(source));
+  if (target < static_cast<int64_t>(t.rank()) || target > kMaxRank) {
+    return NotApplicable(absl::StrCat("cannot give '", source->name(), "' rank ", target));
   }
-  std::vector<int64_t> dims(*target - t->rank(), 1);
-  dims.insert(dims.end(), t->dims().begin(), t->dims().end());
-  return ConstantInPlace{source, t->Reshaped(std::move(dims))};
+  std::vector<int64_t> dims(target - t.rank(), 1);
+  dims.insert(dims.end(), t.dims().begin(), t.dims().end());
+  return ConstantInPlace{source, t.Reshaped(std::move(dims))};
 }
 
-absl::StatusOr<HelperValue> ConstantExpanded(const HelperContext& c, Args args) {
-  Value* source = nullptr;
-  auto t = ConstantArg("constant_expanded", args, 0, &source);
-  if (!t.ok()) return t.status();
-  auto dims = IntsArg("constant_expanded", args, 1);
-  if (!dims.ok()) return dims.status();
-  for (int64_t d : *dims) {
+absl::StatusOr<ConstantInPlace> ConstantExpanded(const HelperContext& c, Value* source,
+                                                 std::vector<int64_t> dims) {
+  OVFIX_ASSIGN_OR_RETURN(Tensor t, ConstantOf(source));
+  for (int64_t d : dims) {
     if (d < 0) return NotApplicable("constant_expanded: negative dim");
   }
-  if (static_cast<int64_t>(dims->size()) > kMaxRank) {
+  if (static_cast<int64_t>(dims.size()) > kMaxRank) {
     return NotApplicable("constant_expanded: rank too large");
   }
   const int64_t limit = c.options != nullptr ? c.options->fold_size_limit : kDefaultConstantLimit;
-  if (Tensor::NumElements(*dims) > limit) {
+  if (Tensor::NumElements(dims) > limit) {
     return NotApplicable(
         absl::StrCat("expanding '", source->name(), "' would exceed ", limit, " elements"));
   }
-  auto out = BroadcastTo(*t, *dims);
-  if (!out.ok()) return out.status();
-  return ConstantInPlace{source, std::move(*out)};
+  OVFIX_ASSIGN_OR_RETURN(Tensor out, BroadcastTo(t, dims));
+  return ConstantInPlace{source, std::move(out)};
 }
 
-absl::StatusOr<HelperValue> SqueezeAxes(const HelperContext&, Args args) {
-  auto v = ValueArg("squeeze_axes", args, 0);
-  if (!v.ok()) return v.status();
-  auto shape = (*v)->shape();
-  if (!shape) return NotApplicable(absl::StrCat("rank of '", (*v)->name(), "' is unknown"));
+absl::StatusOr<std::vector<int64_t>> SqueezeAxes(Value* v) {
+  auto shape = v->shape();
+  if (!shape) return NotApplicable(absl::StrCat("rank of '", v->name(), "' is unknown"));
   std::vector<int64_t> axes;
   for (size_t i = 0; i < shape->size(); ++i) {
     // A dim not known might be 1 when the model runs: which axes go is then unknown.
     if (!(*shape)[i].known()) {
-      return NotApplicable(absl::StrCat("dim ", i, " of '", (*v)->name(), "' is unknown"));
+      return NotApplicable(absl::StrCat("dim ", i, " of '", v->name(), "' is unknown"));
     }
     if ((*shape)[i].value == 1) axes.push_back(static_cast<int64_t>(i));
   }
@@ -194,119 +163,86 @@ absl::StatusOr<std::vector<int64_t>> InsertedAxes(const std::vector<int64_t>& in
   return axes;
 }
 
-absl::StatusOr<HelperValue> ShapeDifference(std::string_view name, Args args, bool inserted) {
-  auto x = ValueArg(name, args, 0);
-  if (!x.ok()) return x.status();
-  auto y = ValueArg(name, args, 1);
-  if (!y.ok()) return y.status();
-  auto in = KnownShape(*x);
-  if (!in.ok()) return in.status();
-  auto out = KnownShape(*y);
-  if (!out.ok()) return out.status();
-  auto axes = inserted ? InsertedAxes(*in, *out) : InsertedAxes(*out, *in);
-  if (!axes.ok()) return axes.status();
-  return *axes;
+// inserted_axes(x, y) when `inserted`, else removed_axes(x, y); changed_axes picks one.
+absl::StatusOr<std::vector<int64_t>> ShapeDifference(Value* x, Value* y,
+                                                     std::optional<bool> inserted) {
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> in, KnownShape(x));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> out, KnownShape(y));
+  if (!inserted) inserted = out.size() > in.size();
+  return *inserted ? InsertedAxes(in, out) : InsertedAxes(out, in);
 }
 
-absl::StatusOr<HelperValue> NormalizeAxes(const HelperContext&, Args args) {
-  auto axes = IntsArg("normalize_axes", args, 0);
-  if (!axes.ok()) return axes.status();
-  auto rank = IntArg("normalize_axes", args, 1);
-  if (!rank.ok()) return rank.status();
+absl::StatusOr<std::vector<int64_t>> NormalizeAxes(std::vector<int64_t> axes, int64_t rank) {
   std::vector<int64_t> out;
-  for (int64_t a : *axes) {
-    const int64_t axis = a < 0 ? a + *rank : a;
-    if (axis < 0 || axis >= *rank) {
-      return NotApplicable(absl::StrCat("axis ", a, " is out of range for rank ", *rank));
+  for (int64_t a : axes) {
+    const int64_t axis = a < 0 ? a + rank : a;
+    if (axis < 0 || axis >= rank) {
+      return NotApplicable(absl::StrCat("axis ", a, " is out of range for rank ", rank));
     }
     out.push_back(axis);
   }
   return out;
 }
 
-absl::StatusOr<HelperValue> Filled(std::string_view name, Args args, int64_t fill) {
-  auto n = IntArg(name, args, 0);
-  if (!n.ok()) return n.status();
-  if (*n < 0 || *n > 64)
-    return absl::InvalidArgumentError(absl::StrCat(std::string(name), ": bad length"));
-  return std::vector<int64_t>(*n, fill);
+// n values from `first` on, each `step` more than the last (range, ones, zeros).
+auto Sequence(std::string name, int64_t first, int64_t step) {
+  return [name, first, step](int64_t n) -> absl::StatusOr<std::vector<int64_t>> {
+    if (n < 0 || n > 64) return absl::InvalidArgumentError(absl::StrCat(name, ": bad length"));
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < n; ++i) out.push_back(first + i * step);
+    return out;
+  };
 }
 
 }  // namespace
 
 void AddShapeHelpers(std::vector<Helper>& out) {
-  out.push_back({"shape", 1, 1, "shape(x) -> ints",
-                 "the static shape of x (does not apply when a dim is not known)", Shape});
-  out.push_back({"has_static_shape", 1, 1, "has_static_shape(x) -> bool",
-                 "whether every dim of x is a known number",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("has_static_shape", args, 0);
-                   if (!v.ok()) return v.status();
-                   return (*v)->static_shape().has_value();
-                 }});
+  out.push_back(MakeHelper("shape", "shape(x) -> ints",
+                           "the static shape of x (does not apply when a dim is not known)",
+                           [](Value* v) { return KnownShape(v); }));
+  out.push_back(MakeHelper("has_static_shape", "has_static_shape(x) -> bool",
+                           "whether every dim of x is a known number",
+                           [](Value* v) { return v->static_shape().has_value(); }));
   out.push_back(
-      {"dim", 2, 2, "dim(x, i) -> int", "dim i of x (negative i counts from the end)", Dim});
-  out.push_back({"numel", 1, 1, "numel(x) -> int", "the number of elements of x (static shape)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto v = ValueArg("numel", args, 0);
-                   if (!v.ok()) return v.status();
-                   auto shape = KnownShape(*v);
-                   if (!shape.ok()) return shape.status();
-                   return Tensor::NumElements(*shape);
-                 }});
-  out.push_back({"broadcast_rank", 1, 1, "broadcast_rank(y) -> int",
-                 "the largest rank among the inputs of the node producing y", BroadcastRank});
-  out.push_back({"leading_axes", 2, 2, "leading_axes(x, r) -> ints",
-                 "[0, 1, ..., r - rank(x) - 1]: the axes an Unsqueeze adds in front of x to "
-                 "give it rank r",
-                 LeadingAxes});
-  out.push_back({"constant_with_rank", 2, 2, "constant_with_rank(c, r) -> constant",
+      MakeHelper("dim", "dim(x, i) -> int", "dim i of x (negative i counts from the end)", Dim));
+  out.push_back(MakeHelper("numel", "numel(x) -> int", "the number of elements of x (static shape)",
+                           [](Value* v) -> absl::StatusOr<int64_t> {
+                             OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> shape, KnownShape(v));
+                             return Tensor::NumElements(shape);
+                           }));
+  out.push_back(MakeHelper("broadcast_rank", "broadcast_rank(y) -> int",
+                           "the largest rank among the inputs of the node producing y",
+                           BroadcastRank));
+  out.push_back(MakeHelper("leading_axes", "leading_axes(x, r) -> ints",
+                           "[0, 1, ..., r - rank(x) - 1]: the axes an Unsqueeze adds in front of "
+                           "x to give it rank r",
+                           LeadingAxes));
+  out.push_back(
+      MakeHelper("constant_with_rank", "constant_with_rank(c, r) -> constant",
                  "constant c with leading 1-dims up to rank r, reshaped in place (no new node)",
-                 ConstantWithRank});
-  out.push_back({"constant_expanded", 2, 2, "constant_expanded(c, dims) -> constant",
-                 "constant c broadcast to dims, replaced in place (bounded by the fold size "
-                 "limit)",
-                 ConstantExpanded});
-  out.push_back({"squeeze_axes", 1, 1, "squeeze_axes(x) -> ints",
-                 "the axes of x whose dim is 1 (every dim must be known)", SqueezeAxes});
-  out.push_back({"inserted_axes", 2, 2, "inserted_axes(x, y) -> ints",
-                 "the axes of y that an Unsqueeze from x to y inserts (static shapes)",
-                 [](const HelperContext&, Args args) {
-                   return ShapeDifference("inserted_axes", args, true);
-                 }});
-  out.push_back({"removed_axes", 2, 2, "removed_axes(x, y) -> ints",
-                 "the axes of x that a Squeeze from x to y removes (static shapes)",
-                 [](const HelperContext&, Args args) {
-                   return ShapeDifference("removed_axes", args, false);
-                 }});
-  out.push_back({"changed_axes", 2, 2, "changed_axes(x, y) -> ints",
-                 "removed_axes(x, y) when y has the lower rank, else inserted_axes(x, y)",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto x = ValueArg("changed_axes", args, 0);
-                   if (!x.ok()) return x.status();
-                   auto y = ValueArg("changed_axes", args, 1);
-                   if (!y.ok()) return y.status();
-                   auto in = KnownShape(*x);
-                   if (!in.ok()) return in.status();
-                   auto out = KnownShape(*y);
-                   if (!out.ok()) return out.status();
-                   return ShapeDifference("changed_axes", args, out->size() > in->size());
-                 }});
-  out.push_back({"normalize_axes", 2, 2, "normalize_axes(axes, r) -> ints",
-                 "axes with negative entries counted from the end of rank r", NormalizeAxes});
-  out.push_back({"range", 1, 1, "range(n) -> ints", "[0, 1, ..., n - 1]",
-                 [](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
-                   auto n = IntArg("range", args, 0);
-                   if (!n.ok()) return n.status();
-                   if (*n < 0 || *n > 64) return absl::InvalidArgumentError("range: bad length");
-                   std::vector<int64_t> out;
-                   for (int64_t i = 0; i < *n; ++i) out.push_back(i);
-                   return out;
-                 }});
-  out.push_back({"ones", 1, 1, "ones(n) -> ints", "n ones",
-                 [](const HelperContext&, Args args) { return Filled("ones", args, 1); }});
-  out.push_back({"zeros", 1, 1, "zeros(n) -> ints", "n zeros",
-                 [](const HelperContext&, Args args) { return Filled("zeros", args, 0); }});
+                 ConstantWithRank));
+  out.push_back(MakeHelper("constant_expanded", "constant_expanded(c, dims) -> constant",
+                           "constant c broadcast to dims, replaced in place (bounded by the fold "
+                           "size limit)",
+                           ConstantExpanded));
+  out.push_back(MakeHelper("squeeze_axes", "squeeze_axes(x) -> ints",
+                           "the axes of x whose dim is 1 (every dim must be known)", SqueezeAxes));
+  out.push_back(MakeHelper("inserted_axes", "inserted_axes(x, y) -> ints",
+                           "the axes of y that an Unsqueeze from x to y inserts (static shapes)",
+                           [](Value* x, Value* y) { return ShapeDifference(x, y, true); }));
+  out.push_back(MakeHelper("removed_axes", "removed_axes(x, y) -> ints",
+                           "the axes of x that a Squeeze from x to y removes (static shapes)",
+                           [](Value* x, Value* y) { return ShapeDifference(x, y, false); }));
+  out.push_back(MakeHelper("changed_axes", "changed_axes(x, y) -> ints",
+                           "removed_axes(x, y) when y has the lower rank, else inserted_axes(x, y)",
+                           [](Value* x, Value* y) { return ShapeDifference(x, y, std::nullopt); }));
+  out.push_back(MakeHelper("normalize_axes", "normalize_axes(axes, r) -> ints",
+                           "axes with negative entries counted from the end of rank r",
+                           NormalizeAxes));
+  out.push_back(
+      MakeHelper("range", "range(n) -> ints", "[0, 1, ..., n - 1]", Sequence("range", 0, 1)));
+  out.push_back(MakeHelper("ones", "ones(n) -> ints", "n ones", Sequence("ones", 1, 0)));
+  out.push_back(MakeHelper("zeros", "zeros(n) -> ints", "n zeros", Sequence("zeros", 0, 0)));
 }
 
 }  // namespace ovfix::rules

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/constant.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/schema.h"
 
@@ -262,10 +263,9 @@ bool Solver::CheckDeclared(const std::string& name, const Value* v, State& state
 }
 
 bool Solver::MatchConstant(const TemplateNode& pn, const std::string& name, Value* v) {
-  if (!IsConstantValue(v))
-    return Fail([&] { return absl::StrCat(Quote(v), " is not a constant"); });
+  if (!IsConstant(v)) return Fail([&] { return absl::StrCat(Quote(v), " is not a constant"); });
   auto want = PatternConstant(pn);
-  auto have = ReadConstant(v);
+  auto have = ConstantValue(v);
   if (!want.ok() || !have.ok())
     return Fail([&] { return absl::StrCat("cannot read constant ", Quote(v)); });
   const int64_t n = have->numel();
@@ -518,39 +518,6 @@ std::optional<Match> MatchPattern(const Pattern& pattern, Node* node, const Acce
   if (solver.MatchNode(pattern.root, node, {}, std::move(state))) return solver.result;
   if (explain) why = solver.Why();
   return std::nullopt;
-}
-
-bool IsConstantValue(const Value* v) {
-  if (v == nullptr) return false;
-  if (v->is_initializer()) return !v->is_graph_input();
-  const Node* p = v->producer();
-  return p != nullptr && IsDefaultDomain(p->domain()) && p->op_type() == "Constant" &&
-         p->num_inputs() == 0 && !p->HasAttribute("sparse_value");
-}
-
-absl::StatusOr<Tensor> ReadConstant(const Value* v) {
-  if (v->is_initializer()) return v->tensor();
-  const Node* p = v->producer();
-  if (p == nullptr || p->op_type() != "Constant") {
-    return absl::InvalidArgumentError(absl::StrCat("'", v->name(), "' is not a constant"));
-  }
-  if (p->HasAttribute("value")) return p->GetTensor("value");
-  if (p->HasAttribute("value_float")) {
-    return Tensor::FromVector<float>(DataType::kFloat, {}, {p->GetFloat("value_float", 0)});
-  }
-  if (p->HasAttribute("value_int")) {
-    return Tensor::FromVector<int64_t>(DataType::kInt64, {}, {p->GetInt("value_int", 0)});
-  }
-  if (p->HasAttribute("value_floats")) {
-    auto v2 = p->GetFloats("value_floats");
-    return Tensor::FromVector<float>(DataType::kFloat, {static_cast<int64_t>(v2.size())}, v2);
-  }
-  if (p->HasAttribute("value_ints")) {
-    auto v2 = p->GetInts("value_ints");
-    return Tensor::FromVector<int64_t>(DataType::kInt64, {static_cast<int64_t>(v2.size())}, v2);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(p->Describe(), ": constant kind not supported by rules"));
 }
 
 }  // namespace ovfix::rules

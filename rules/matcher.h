@@ -38,10 +38,4 @@ using AcceptFn = std::function<bool(const Match&, std::string& why)>;
 std::optional<Match> MatchPattern(const Pattern& pattern, Node* node, const AcceptFn& accept,
                                   std::string& why, int64_t opset = -1, bool explain = true);
 
-// Whether `v` is a constant: an initializer that is not also a graph input (which a caller
-// may override), or the output of a Constant node.
-bool IsConstantValue(const Value* v);
-// The constant's data (initializer or Constant node value), or an error.
-absl::StatusOr<Tensor> ReadConstant(const Value* v);
-
 }  // namespace ovfix::rules

@@ -7,6 +7,28 @@
 
 namespace ovfix::rules {
 
+std::string_view BroadcastName(ConvertOptions::Broadcast broadcast) {
+  return broadcast == ConvertOptions::Broadcast::kFull ? "full" : "rank";
+}
+
+absl::StatusOr<ConvertOptions::Broadcast> ParseBroadcast(std::string_view text) {
+  if (text == "rank") return ConvertOptions::Broadcast::kRank;
+  if (text == "full") return ConvertOptions::Broadcast::kFull;
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected rank or full, got '", std::string(text), "'"));
+}
+
+std::string_view Fp16IslandsName(ConvertOptions::Fp16Islands islands) {
+  return islands == ConvertOptions::Fp16Islands::kMagnitude ? "magnitude" : "structural";
+}
+
+absl::StatusOr<ConvertOptions::Fp16Islands> ParseFp16Islands(std::string_view text) {
+  if (text == "structural") return ConvertOptions::Fp16Islands::kStructural;
+  if (text == "magnitude") return ConvertOptions::Fp16Islands::kMagnitude;
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected structural or magnitude, got '", std::string(text), "'"));
+}
+
 bool FinishRewrite(PassContext& ctx, bool validate) {
   Rewriter& rewriter = ctx.rewriter;
   // The validator follows the graph through the rewriter's commits and rollbacks.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,8 +41,9 @@ struct ConvertOptions {
   // reduction, a norm, a softmax, or the growth feeding them) go to fp16 where every value
   // calibration saw there stays 128x below fp16's limit. Repair still holds the tolerance.
   bool fp16_calibrated_on_data = false;
-  // Broadcast: "rank" (equal ranks) or "full" (identical shapes).
-  std::string broadcast = "rank";
+  // Broadcast: kRank (element-wise inputs of equal ranks) or kFull (identical shapes).
+  enum class Broadcast { kRank, kFull };
+  Broadcast broadcast = Broadcast::kRank;
   bool lower_conv3d_unit_kernel = false;
   int64_t fold_size_limit = 1 << 20;                    // elements of a folded constant
   std::vector<std::string> disabled;                    // --disable RULE
@@ -49,6 +51,13 @@ struct ConvertOptions {
   bool validate = true;
   std::map<std::string, std::string> input_files;       // --input NAME=FILE.pb
 };
+
+// The options' names as the command line and target files spell them ("rank", "full";
+// "structural", "magnitude"), and back: InvalidArgument naming the choices.
+std::string_view BroadcastName(ConvertOptions::Broadcast broadcast);
+absl::StatusOr<ConvertOptions::Broadcast> ParseBroadcast(std::string_view text);
+std::string_view Fp16IslandsName(ConvertOptions::Fp16Islands islands);
+absl::StatusOr<ConvertOptions::Fp16Islands> ParseFp16Islands(std::string_view text);
 
 // Checks a rewrite inside its open transaction: runs the matched subgraph as it was and as
 // it is now on the activations of a reference run, and returns the max error relative to the

@@ -402,7 +402,15 @@ void Rewriter::SortWhereNeeded() {
       }
     }
   }
-  for (Graph* g : unsorted) (void)g->TopologicalSort();
+  for (Graph* g : unsorted) {
+    // Only a cycle stops the sort, and the graph keeps its order then. The commit goes on:
+    // the record says why, and the onnx checker at the end of the conversion refuses the
+    // unsorted graph.
+    if (absl::Status s = g->TopologicalSort(); !s.ok()) {
+      absl::StrAppend(&current_.note, current_.note.empty() ? "" : "; ",
+                      "graph left unsorted: ", s.message());
+    }
+  }
 }
 
 RewriteRecord& Rewriter::Commit() {

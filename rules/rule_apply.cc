@@ -5,6 +5,8 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "ir/constant.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "rules/op_versions.h"
 
@@ -172,10 +174,9 @@ absl::StatusOr<std::vector<Value*>> Instantiation::Resolve(const std::string& na
   if (auto it = m_.lets.find(name); it != m_.lets.end()) {
     auto done = materialized_.find(name);
     if (done != materialized_.end()) return done->second;
-    auto values = Materialize(name, it->second);
-    if (!values.ok()) return values.status();
-    materialized_[name] = *values;
-    return *values;
+    OVFIX_ASSIGN_OR_RETURN(auto values, Materialize(name, it->second));
+    materialized_[name] = values;
+    return values;
   }
   if (auto it = m_.match.values.find(name); it != m_.match.values.end()) {
     return std::vector<Value*>{it->second};
@@ -200,8 +201,8 @@ absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(
   } else if (auto bound = m_.match.values.find(name); bound != m_.match.values.end()) {
     v = bound->second;
   }
-  if (v != nullptr && IsConstantValue(v)) {
-    if (auto t = ReadConstant(v); t.ok() && IsInteger(t->type())) {
+  if (v != nullptr && IsConstant(v)) {
+    if (auto t = ConstantValue(v); t.ok() && IsInteger(t->type())) {
       onnx::AttributeProto a;
       a.set_name(argument);
       a.set_type(onnx::AttributeProto::INTS);
@@ -227,17 +228,15 @@ absl::Status Instantiation::AddNode(const TemplateNode& rn) {
     // input_since is a version of the op, so the op's version reaches it exactly when the
     // opset does (also past the newest opset onnx knows).
     if (rw_.model().OpsetVersion("") < builder->input_since) {
-      auto attribute = BuilderAttribute(*builder, input_names[1]);
-      if (!attribute.ok()) return attribute.status();
-      builder_attribute = std::move(*attribute);
+      OVFIX_ASSIGN_OR_RETURN(auto attribute, BuilderAttribute(*builder, input_names[1]));
+      builder_attribute = std::move(attribute);
       input_names.resize(1);
     }
   }
   std::vector<Value*> inputs;
   for (const auto& name : input_names) {
-    auto values = Resolve(name);
-    if (!values.ok()) return values.status();
-    inputs.insert(inputs.end(), values->begin(), values->end());
+    OVFIX_ASSIGN_OR_RETURN(auto values, Resolve(name));
+    inputs.insert(inputs.end(), values.begin(), values.end());
   }
   std::string node_name;
   std::vector<onnx::AttributeProto> attributes;
@@ -264,9 +263,8 @@ absl::Status Instantiation::AddNode(const TemplateNode& rn) {
     }
     const std::string& ref = a.ref_attr_name();
     if (auto it = m_.lets.find(ref); it != m_.lets.end()) {
-      auto attribute = ToAttribute(a.name(), it->second);
-      if (!attribute.ok()) return attribute.status();
-      attributes.push_back(std::move(*attribute));
+      OVFIX_ASSIGN_OR_RETURN(auto attribute, ToAttribute(a.name(), it->second));
+      attributes.push_back(std::move(attribute));
     } else if (auto captured = m_.match.attributes.find(ref);
                captured != m_.match.attributes.end()) {
       onnx::AttributeProto copy = captured->second;
@@ -301,17 +299,16 @@ absl::Status Instantiation::AddNode(const TemplateNode& rn) {
 
 absl::Status Instantiation::Run() {
   for (const auto& rn : rule_.replacement.nodes) {
-    if (auto s = AddNode(rn); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(AddNode(rn));
   }
   for (size_t j = 0; j < rule_.replacement.outputs.size(); ++j) {
-    auto values = Resolve(rule_.replacement.outputs[j]);
-    if (!values.ok()) return values.status();
-    if (values->size() != 1 || values->front() == nullptr) {
+    OVFIX_ASSIGN_OR_RETURN(auto values, Resolve(rule_.replacement.outputs[j]));
+    if (values.size() != 1 || values.front() == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("rule ", rule_.name, ": replacement output ", j, " is not one value"));
     }
     Value* old = m_.match.values.at(rule_.pattern.outputs[j]);
-    Value* now = values->front();
+    Value* now = values.front();
     if (now == old) continue;
     // The replacement computes the same tensor: it has the type the old value had.
     if (now->producer() != nullptr && !now->is_tensor()) rw_.SetType(now, old->type());

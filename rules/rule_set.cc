@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ir/graph_walk.h"
+#include "ir/status_macros.h"
 #include "rules/embedded_files.h"
 #include "rules/rule_apply.h"
 
@@ -193,9 +194,9 @@ absl::StatusOr<std::vector<RuleFile>> ParseBuiltinRuleSets() {
     if (!absl::StartsWith(path, "builtin/") || !absl::EndsWith(path, ".rules")) {
       continue;
     }
-    auto parsed = ParseRuleFile(absl::StrCat("rules/", std::string(file.path)), file.contents);
-    if (!parsed.ok()) return parsed.status();
-    out.push_back(std::move(*parsed));
+    OVFIX_ASSIGN_OR_RETURN(
+        auto parsed, ParseRuleFile(absl::StrCat("rules/", std::string(file.path)), file.contents));
+    out.push_back(std::move(parsed));
   }
   return out;
 }
@@ -211,18 +212,16 @@ absl::StatusOr<std::vector<RuleFile>> LoadBuiltinRuleSets() {
 
 absl::StatusOr<RuleLibrary> RuleLibrary::Load(const std::vector<std::string>& user_files) {
   RuleLibrary library;
-  auto builtin = LoadBuiltinRuleSets();
-  if (!builtin.ok()) return builtin.status();
-  library.files_ = std::move(*builtin);
+  OVFIX_ASSIGN_OR_RETURN(auto builtin, LoadBuiltinRuleSets());
+  library.files_ = std::move(builtin);
   library.builtin_count_ = library.files_.size();
   std::map<std::string, const Rule*> names;
   for (const auto& file : library.files_) {
     for (const auto& rule : file.rules) names[rule->name] = rule.get();
   }
   for (const auto& path : user_files) {
-    auto parsed = ReadRuleFile(path);
-    if (!parsed.ok()) return parsed.status();
-    for (const auto& rule : parsed->rules) {
+    OVFIX_ASSIGN_OR_RETURN(auto parsed, ReadRuleFile(path));
+    for (const auto& rule : parsed.rules) {
       auto [it, fresh] = names.emplace(rule->name, rule.get());
       if (!fresh) {
         return absl::InvalidArgumentError(absl::StrCat(path, ":", rule->line, ":1: rule '",
@@ -230,7 +229,7 @@ absl::StatusOr<RuleLibrary> RuleLibrary::Load(const std::vector<std::string>& us
                                                        it->second->file));
       }
     }
-    library.files_.push_back(std::move(*parsed));
+    library.files_.push_back(std::move(parsed));
   }
   return library;
 }

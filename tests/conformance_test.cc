@@ -34,6 +34,7 @@
 #include "exec/cpu_session.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "onnx/onnx-data_pb.h"
 
@@ -77,9 +78,8 @@ bool IsNondeterministic(const std::string& name) {
 absl::StatusOr<RuntimeValue> ValueFromSequence(const onnx::SequenceProto& proto) {
   RuntimeValue::Sequence items;
   for (const onnx::TensorProto& t : proto.tensor_values()) {
-    absl::StatusOr<Tensor> tensor = TensorFromProto(t);
-    if (!tensor.ok()) return tensor.status();
-    items.push_back(std::move(*tensor));
+    OVFIX_ASSIGN_OR_RETURN(Tensor tensor, TensorFromProto(t));
+    items.push_back(std::move(tensor));
   }
   return RuntimeValue::FromSequence(std::move(items));
 }
@@ -97,21 +97,19 @@ absl::StatusOr<RuntimeValue> ReadValueFile(const std::string& path,
     onnx::OptionalProto proto;
     if (!proto.ParseFromIstream(&in)) return absl::DataLossError("bad OptionalProto");
     if (proto.has_tensor_value()) {
-      absl::StatusOr<Tensor> t = TensorFromProto(proto.tensor_value());
-      if (!t.ok()) return t.status();
-      return RuntimeValue(std::move(*t));
+      OVFIX_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(proto.tensor_value()));
+      return RuntimeValue(std::move(t));
     }
     if (proto.has_sequence_value()) return ValueFromSequence(proto.sequence_value());
     return RuntimeValue::None();
   }
-  absl::StatusOr<Tensor> t = ReadTensorFile(path);
-  if (!t.ok()) return t.status();
+  OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
   // onnx 1.12's generators store bfloat16 data as uint16: same bits, other type.
-  if (t->type() == DataType::kUint16 &&
+  if (t.type() == DataType::kUint16 &&
       type.tensor_type().elem_type() == onnx::TensorProto::BFLOAT16) {
-    return RuntimeValue(Tensor(DataType::kBfloat16, t->dims(), t->buffer()));
+    return RuntimeValue(Tensor(DataType::kBfloat16, t.dims(), t.buffer()));
   }
-  return RuntimeValue(std::move(*t));
+  return RuntimeValue(std::move(t));
 }
 
 // ---- one test ----

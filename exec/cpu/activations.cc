@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "exec/cpu/elementwise.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::elementwise {
 namespace {
@@ -148,7 +149,7 @@ absl::Status ClipAttributes(KernelContext& ctx) {
 // Clip-11 on: bounds are optional scalar inputs of x's type; Clip-12 added integer types.
 absl::Status ClipInputs(KernelContext& ctx) {
   if (HasLowPrecisionFloatInput(ctx)) return RunInFloat(ctx, ClipInputs);
-  if (absl::Status s = RequireInputs(ctx, 1); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 1));
   const Tensor& x = ctx.input(0);
   for (size_t i = 1; i < 3; ++i) {
     if (!ctx.has_input(i)) continue;
@@ -175,7 +176,7 @@ absl::Status ClipInputs(KernelContext& ctx) {
 
 absl::Status PRelu(KernelContext& ctx) {
   if (HasLowPrecisionFloatInput(ctx)) return RunInFloat(ctx, PRelu);
-  if (absl::Status s = RequireInputs(ctx, 2); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const Tensor& x = ctx.input(0);
   const Tensor& slope = ctx.input(1);
   if (slope.type() != x.type()) return ctx.Error("slope and input have different types");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -118,15 +119,14 @@ absl::Status ArgKernel(KernelContext& ctx) {
   if (!ctx.has_input(0)) return ctx.Error("missing input");
   const Tensor& input = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(input.rank());
-  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), rank);
-  if (!axis.ok()) return axis.status();
-  const Lines lines = SplitAt(input.dims(), *axis);
-  if (lines.n == 0) return ctx.Error("cannot take an arg over an empty axis ", *axis);
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), rank));
+  const Lines lines = SplitAt(input.dims(), axis);
+  if (lines.n == 0) return ctx.Error("cannot take an arg over an empty axis ", axis);
   std::vector<int64_t> out_dims = input.dims();
   if (ctx.node.GetInt("keepdims", 1) != 0) {
-    out_dims[*axis] = 1;
+    out_dims[axis] = 1;
   } else {
-    out_dims.erase(out_dims.begin() + *axis);
+    out_dims.erase(out_dims.begin() + axis);
   }
   const bool select_last = ctx.opset >= 12 && ctx.node.GetInt("select_last_index", 0) != 0;
   return DispatchNumeric(ctx, input.type(), [&](auto zero) {
@@ -168,8 +168,7 @@ absl::Status TopKKernel(KernelContext& ctx) {
   if (!ctx.has_input(0)) return ctx.Error("missing input");
   const Tensor& input = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(input.rank());
-  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", -1), rank);
-  if (!axis.ok()) return axis.status();
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", -1), rank));
   int64_t k;
   if (ctx.opset < 10) {
     if (!ctx.node.HasAttribute("k")) return ctx.Error("attribute k is required");
@@ -183,14 +182,14 @@ absl::Status TopKKernel(KernelContext& ctx) {
     }
     k = k_tensor.GetAsInt64(0);
   }
-  const Lines lines = SplitAt(input.dims(), *axis);
+  const Lines lines = SplitAt(input.dims(), axis);
   if (k < 0 || k > lines.n) {
-    return ctx.Error("k = ", k, " is out of range for axis ", *axis, " of size ", lines.n);
+    return ctx.Error("k = ", k, " is out of range for axis ", axis, " of size ", lines.n);
   }
   if (ctx.outputs.size() < 2) return ctx.Error("expects two outputs");
   const bool largest = ctx.opset < 11 || ctx.node.GetInt("largest", 1) != 0;
   std::vector<int64_t> out_dims = input.dims();
-  out_dims[*axis] = k;
+  out_dims[axis] = k;
   return DispatchNumeric(ctx, input.type(), [&](auto zero) {
     TopKTyped<decltype(zero)>(ctx, lines, k, largest, out_dims);
     return absl::OkStatus();
@@ -236,9 +235,8 @@ absl::Status CumSumKernel(KernelContext& ctx) {
     return ctx.Error("axis must be one int32 or int64, got ", DescribeTensor(axis_tensor));
   }
   const int64_t rank = static_cast<int64_t>(input.rank());
-  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, axis_tensor.GetAsInt64(0), rank);
-  if (!axis.ok()) return axis.status();
-  const Lines lines = SplitAt(input.dims(), *axis);
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, axis_tensor.GetAsInt64(0), rank));
+  const Lines lines = SplitAt(input.dims(), axis);
   const bool exclusive = ctx.node.GetInt("exclusive", 0) != 0;
   const bool reverse = ctx.node.GetInt("reverse", 0) != 0;
   return DispatchNumeric(ctx, input.type(), [&](auto zero) {

@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -48,11 +49,10 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShape(const std::vector<int64_t>& 
 
 absl::StatusOr<BroadcastPlan> BroadcastPlan::Make(
     std::span<const std::vector<int64_t>> operand_dims) {
-  auto output = BroadcastShape(operand_dims);
-  if (!output.ok()) return output.status();
+  OVFIX_ASSIGN_OR_RETURN(auto output, BroadcastShape(operand_dims));
 
   BroadcastPlan plan;
-  plan.output_dims_ = *std::move(output);
+  plan.output_dims_ = std::move(output);
   plan.num_operands_ = static_cast<int>(operand_dims.size());
   plan.output_size_ = 1;
   for (int64_t d : plan.output_dims_) plan.output_size_ *= d;

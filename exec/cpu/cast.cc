@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "exec/cpu/elementwise.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::elementwise {
 namespace {
@@ -206,14 +207,13 @@ absl::StatusOr<DataType> TargetType(const KernelContext& ctx) {
 }
 
 absl::Status Cast(KernelContext& ctx) {
-  if (absl::Status s = RequireInputs(ctx, 1); !s.ok()) return s;
-  auto to = TargetType(ctx);
-  if (!to.ok()) return to.status();
-  return CastTo(ctx, *to);
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 1));
+  OVFIX_ASSIGN_OR_RETURN(auto to, TargetType(ctx));
+  return CastTo(ctx, to);
 }
 
 absl::Status CastLike(KernelContext& ctx) {
-  if (absl::Status s = RequireInputs(ctx, 2); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   return CastTo(ctx, ctx.input(1).type());
 }
 

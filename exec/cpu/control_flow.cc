@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_join.h"
 #include "exec/kernel.h"
+#include "ir/constant.h"
 #include "ir/graph.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "ir/value.h"
 
@@ -20,73 +22,48 @@ namespace {
 
 // A SparseTensorProto made dense: values scattered at linear or per-dim indices.
 absl::StatusOr<Tensor> DenseFromSparse(const onnx::SparseTensorProto& sparse) {
-  absl::StatusOr<Tensor> values = TensorFromProto(sparse.values());
-  if (!values.ok()) return values.status();
-  absl::StatusOr<Tensor> indices = TensorFromProto(sparse.indices());
-  if (!indices.ok()) return indices.status();
+  OVFIX_ASSIGN_OR_RETURN(Tensor values, TensorFromProto(sparse.values()));
+  OVFIX_ASSIGN_OR_RETURN(Tensor indices, TensorFromProto(sparse.indices()));
   std::vector<int64_t> dims(sparse.dims().begin(), sparse.dims().end());
-  if (values->type() == DataType::kString) {
+  if (values.type() == DataType::kString) {
     return absl::InvalidArgumentError("sparse string constants are not supported");
   }
-  Tensor dense(values->type(), dims);
-  const int64_t count = values->numel();
+  Tensor dense(values.type(), dims);
+  const int64_t count = values.numel();
   const int64_t total = dense.numel();
-  const size_t element = ElementSize(values->type());
-  const bool per_dim = indices->rank() == 2;
-  if ((!per_dim && indices->numel() != count) ||
-      (per_dim && (indices->dim(0) != count || indices->dim(1) != (int64_t)dims.size()))) {
+  const size_t element = ElementSize(values.type());
+  const bool per_dim = indices.rank() == 2;
+  if ((!per_dim && indices.numel() != count) ||
+      (per_dim && (indices.dim(0) != count || indices.dim(1) != (int64_t)dims.size()))) {
     return absl::InvalidArgumentError("sparse constant: indices do not match values");
   }
   for (int64_t i = 0; i < count; ++i) {
     int64_t linear = 0;
     if (per_dim) {
       for (size_t d = 0; d < dims.size(); ++d) {
-        const int64_t index = indices->GetAsInt64(i * (int64_t)dims.size() + d);
+        const int64_t index = indices.GetAsInt64(i * (int64_t)dims.size() + d);
         if (index < 0 || index >= dims[d]) {
           return absl::InvalidArgumentError("sparse constant: index out of range");
         }
         linear = linear * dims[d] + index;
       }
     } else {
-      linear = indices->GetAsInt64(i);
+      linear = indices.GetAsInt64(i);
     }
     if (linear < 0 || linear >= total) {
       return absl::InvalidArgumentError("sparse constant: index out of range");
     }
     std::memcpy(static_cast<std::byte*>(dense.raw()) + linear * element,
-                static_cast<const std::byte*>(values->raw()) + i * element, element);
+                static_cast<const std::byte*>(values.raw()) + i * element, element);
   }
   return dense;
 }
 
 absl::StatusOr<Tensor> DecodeConstant(const Node& node) {
-  if (node.HasAttribute("value")) return node.GetTensor("value");
   if (const onnx::AttributeProto* a = node.FindAttribute("sparse_value")) {
     return DenseFromSparse(a->sparse_tensor());
   }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_float")) {
-    return Tensor::FromVector<float>(DataType::kFloat, {}, {a->f()});
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_floats")) {
-    std::vector<float> v(a->floats().begin(), a->floats().end());
-    return Tensor::FromVector(DataType::kFloat, {(int64_t)v.size()}, v);
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_int")) {
-    return Tensor::FromVector<int64_t>(DataType::kInt64, {}, {a->i()});
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_ints")) {
-    std::vector<int64_t> v(a->ints().begin(), a->ints().end());
-    return Tensor::FromVector(DataType::kInt64, {(int64_t)v.size()}, v);
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_string")) {
-    return Tensor({}, {a->s()});
-  }
-  if (const onnx::AttributeProto* a = node.FindAttribute("value_strings")) {
-    std::vector<std::string> v(a->strings().begin(), a->strings().end());
-    const int64_t n = static_cast<int64_t>(v.size());
-    return Tensor({n}, std::move(v));
-  }
-  return absl::InvalidArgumentError("no value attribute");
+  return ConstantNodeValue(node);
 }
 
 // The decoded attribute is kept in the node's state: Loop bodies run Constants many times.
@@ -125,10 +102,9 @@ absl::StatusOr<std::vector<RuntimeValue>> RunBody(const ValueContext& ctx, const
     return ctx.Error("subgraph '", body.name(), "' takes ", body.inputs().size(),
                      " inputs, given ", args.size());
   }
-  absl::StatusOr<std::vector<RuntimeValue>> out = ctx.run_subgraph(body, std::move(args));
-  if (!out.ok()) return out.status();
-  if (out->size() != body.outputs().size()) {
-    return ctx.Error("subgraph '", body.name(), "' returned ", out->size(), " values");
+  OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, ctx.run_subgraph(body, std::move(args)));
+  if (out.size() != body.outputs().size()) {
+    return ctx.Error("subgraph '", body.name(), "' returned ", out.size(), " values");
   }
   return out;
 }
@@ -157,18 +133,16 @@ absl::StatusOr<Tensor> StackScanOutput(const ValueContext& ctx, const std::vecto
 
 absl::Status IfKernel(ValueContext& ctx) {
   if (!ctx.has_input(0)) return ctx.Error("If needs a condition");
-  absl::StatusOr<bool> cond = ReadCondition(ctx, ctx.input(0), "condition");
-  if (!cond.ok()) return cond.status();
-  const char* branch_name = *cond ? "then_branch" : "else_branch";
+  OVFIX_ASSIGN_OR_RETURN(bool cond, ReadCondition(ctx, ctx.input(0), "condition"));
+  const char* branch_name = cond ? "then_branch" : "else_branch";
   const Graph* branch = ctx.node.GetSubgraph(branch_name);
   if (branch == nullptr) return ctx.Error("missing ", branch_name);
-  absl::StatusOr<std::vector<RuntimeValue>> out = RunBody(ctx, *branch, {});
-  if (!out.ok()) return out.status();
-  if (out->size() < ctx.outputs.size()) {
-    return ctx.Error(branch_name, " returns ", out->size(), " values, the node has ",
+  OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, RunBody(ctx, *branch, {}));
+  if (out.size() < ctx.outputs.size()) {
+    return ctx.Error(branch_name, " returns ", out.size(), " values, the node has ",
                      ctx.outputs.size(), " outputs");
   }
-  for (size_t i = 0; i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move((*out)[i]);
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(out[i]);
   return absl::OkStatus();
 }
 
@@ -189,9 +163,8 @@ absl::Status LoopKernel(ValueContext& ctx) {
   const bool use_cond = ctx.has_input(1);
   bool cond = true;
   if (use_cond) {
-    absl::StatusOr<bool> c = ReadCondition(ctx, ctx.input(1), "cond");
-    if (!c.ok()) return c.status();
-    cond = *c;
+    OVFIX_ASSIGN_OR_RETURN(bool c, ReadCondition(ctx, ctx.input(1), "cond"));
+    cond = c;
   }
   const size_t carried_count = ctx.inputs.size() - 2;
   if (body->inputs().size() != carried_count + 2) {
@@ -215,16 +188,14 @@ absl::Status LoopKernel(ValueContext& ctx) {
     args.emplace_back(ScalarInt64(trip));
     args.emplace_back(ScalarBool(cond));
     for (RuntimeValue& v : carried) args.push_back(std::move(v));
-    absl::StatusOr<std::vector<RuntimeValue>> out = RunBody(ctx, *body, std::move(args));
-    if (!out.ok()) return out.status();
+    OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, RunBody(ctx, *body, std::move(args)));
     if (use_cond) {
-      absl::StatusOr<bool> c = ReadCondition(ctx, (*out)[0], "body condition output");
-      if (!c.ok()) return c.status();
-      cond = *c;
+      OVFIX_ASSIGN_OR_RETURN(bool c, ReadCondition(ctx, out[0], "body condition output"));
+      cond = c;
     }
-    for (size_t i = 0; i < carried_count; ++i) carried[i] = std::move((*out)[1 + i]);
+    for (size_t i = 0; i < carried_count; ++i) carried[i] = std::move(out[1 + i]);
     for (size_t k = 0; k < scan_count; ++k) {
-      RuntimeValue& v = (*out)[1 + carried_count + k];
+      RuntimeValue& v = out[1 + carried_count + k];
       if (!v.is_tensor()) return ctx.Error("scan output ", k, " is not a tensor");
       scans[k].push_back(std::move(v.tensor));
     }
@@ -234,10 +205,9 @@ absl::Status LoopKernel(ValueContext& ctx) {
       ctx.outputs[i] = std::move(carried[i]);
     } else if (i - carried_count < scan_count) {
       const size_t k = i - carried_count;
-      absl::StatusOr<Tensor> t =
-          StackScanOutput(ctx, scans[k], body->outputs()[1 + carried_count + k], 0);
-      if (!t.ok()) return t.status();
-      ctx.outputs[i] = RuntimeValue(std::move(*t));
+      OVFIX_ASSIGN_OR_RETURN(
+          Tensor t, StackScanOutput(ctx, scans[k], body->outputs()[1 + carried_count + k], 0));
+      ctx.outputs[i] = RuntimeValue(std::move(t));
     }
   }
   return absl::OkStatus();
@@ -279,14 +249,13 @@ absl::StatusOr<std::vector<Tensor>> ScanOnce(const ValueContext& ctx, const Grap
       if (!slice.ok()) return ctx.Error(slice.status().message());
       args.emplace_back(std::move(*slice));
     }
-    absl::StatusOr<std::vector<RuntimeValue>> out = RunBody(ctx, body, std::move(args));
-    if (!out.ok()) return out.status();
-    for (size_t i = 0; i < out->size(); ++i) {
-      if (!(*out)[i].is_tensor()) return ctx.Error("Scan body output ", i, " is not a tensor");
+    OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, RunBody(ctx, body, std::move(args)));
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].is_tensor()) return ctx.Error("Scan body output ", i, " is not a tensor");
     }
-    for (size_t i = 0; i < spec.state_count; ++i) states[i] = std::move((*out)[i].tensor);
+    for (size_t i = 0; i < spec.state_count; ++i) states[i] = std::move(out[i].tensor);
     for (size_t k = 0; k < spec.scan_out_count; ++k) {
-      scans[k].push_back(std::move((*out)[spec.state_count + k].tensor));
+      scans[k].push_back(std::move(out[spec.state_count + k].tensor));
     }
   }
   std::vector<Tensor> result = std::move(states);
@@ -302,9 +271,8 @@ absl::StatusOr<std::vector<Tensor>> ScanOnce(const ValueContext& ctx, const Grap
     if (axis < 0 || (!scans[k].empty() && axis > (int64_t)scans[k][0].rank())) {
       return ctx.Error("scan_output_axes out of range");
     }
-    absl::StatusOr<Tensor> t = StackScanOutput(ctx, scans[k], declared, axis);
-    if (!t.ok()) return t.status();
-    result.push_back(std::move(*t));
+    OVFIX_ASSIGN_OR_RETURN(Tensor t, StackScanOutput(ctx, scans[k], declared, axis));
+    result.push_back(std::move(t));
   }
   return result;
 }
@@ -333,40 +301,32 @@ absl::Status ScanKernel(ValueContext& ctx) {
     return ctx.Error("body signature does not match the node's inputs");
   }
   spec.scan_out_count = body->outputs().size() - spec.state_count;
-  absl::StatusOr<std::vector<int64_t>> v =
-      ListAttribute(ctx, batched ? "directions" : "scan_input_directions", spec.scan_in_count);
-  if (!v.ok()) return v.status();
-  spec.in_directions = *v;
+  OVFIX_ASSIGN_OR_RETURN(
+      spec.in_directions,
+      ListAttribute(ctx, batched ? "directions" : "scan_input_directions", spec.scan_in_count));
   if (batched) {
     spec.in_axes.assign(spec.scan_in_count, 0);
     spec.out_axes.assign(spec.scan_out_count, 0);
     spec.out_directions.assign(spec.scan_out_count, 0);
   } else {
-    if (!(v = ListAttribute(ctx, "scan_output_directions", spec.scan_out_count)).ok()) {
-      return v.status();
-    }
-    spec.out_directions = *v;
-    if (!(v = ListAttribute(ctx, "scan_input_axes", spec.scan_in_count)).ok()) return v.status();
-    spec.in_axes = *v;
-    if (!(v = ListAttribute(ctx, "scan_output_axes", spec.scan_out_count)).ok()) {
-      return v.status();
-    }
-    spec.out_axes = *v;
+    OVFIX_ASSIGN_OR_RETURN(spec.out_directions,
+                           ListAttribute(ctx, "scan_output_directions", spec.scan_out_count));
+    OVFIX_ASSIGN_OR_RETURN(spec.in_axes, ListAttribute(ctx, "scan_input_axes", spec.scan_in_count));
+    OVFIX_ASSIGN_OR_RETURN(spec.out_axes,
+                           ListAttribute(ctx, "scan_output_axes", spec.scan_out_count));
   }
   std::vector<const Tensor*> inputs;
   for (size_t i = first; i < ctx.inputs.size(); ++i) {
-    absl::StatusOr<const Tensor*> t = ctx.TensorInput(i);
-    if (!t.ok()) return t.status();
-    inputs.push_back(*t);
+    OVFIX_ASSIGN_OR_RETURN(const Tensor* t, ctx.TensorInput(i));
+    inputs.push_back(t);
   }
   if (!batched) {
     std::vector<Tensor> states;
     for (size_t i = 0; i < spec.state_count; ++i) states.push_back(*inputs[i]);
     std::vector<const Tensor*> scans(inputs.begin() + spec.state_count, inputs.end());
-    absl::StatusOr<std::vector<Tensor>> out = ScanOnce(ctx, *body, spec, states, scans);
-    if (!out.ok()) return out.status();
-    for (size_t i = 0; i < ctx.outputs.size() && i < out->size(); ++i) {
-      ctx.outputs[i] = RuntimeValue(std::move((*out)[i]));
+    OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> out, ScanOnce(ctx, *body, spec, states, scans));
+    for (size_t i = 0; i < ctx.outputs.size() && i < out.size(); ++i) {
+      ctx.outputs[i] = RuntimeValue(std::move(out[i]));
     }
     return absl::OkStatus();
   }
@@ -377,12 +337,11 @@ absl::Status ScanKernel(ValueContext& ctx) {
     if (t->rank() < 1 || t->dim(0) != batch) return ctx.Error("inputs differ in batch size");
   }
   if (ctx.has_input(0)) {
-    absl::StatusOr<const Tensor*> lens = ctx.TensorInput(0);
-    if (!lens.ok()) return lens.status();
+    OVFIX_ASSIGN_OR_RETURN(const Tensor* lens, ctx.TensorInput(0));
     const Tensor* first_scan = spec.scan_in_count > 0 ? inputs[spec.state_count] : nullptr;
     const int64_t full = first_scan != nullptr && first_scan->rank() > 1 ? first_scan->dim(1) : 0;
-    for (int64_t b = 0; b < (*lens)->numel(); ++b) {
-      if ((*lens)->GetAsInt64(b) != full) {
+    for (int64_t b = 0; b < lens->numel(); ++b) {
+      if (lens->GetAsInt64(b) != full) {
         return ctx.Error("sequence_lens shorter than the scan inputs are not supported");
       }
     }
@@ -398,14 +357,12 @@ absl::Status ScanKernel(ValueContext& ctx) {
     std::vector<Tensor> states(slices.begin(), slices.begin() + spec.state_count);
     std::vector<const Tensor*> scans;
     for (size_t j = spec.state_count; j < slices.size(); ++j) scans.push_back(&slices[j]);
-    absl::StatusOr<std::vector<Tensor>> out = ScanOnce(ctx, *body, spec, states, scans);
-    if (!out.ok()) return out.status();
-    for (size_t i = 0; i < out->size(); ++i) per_output[i].push_back(std::move((*out)[i]));
+    OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> out, ScanOnce(ctx, *body, spec, states, scans));
+    for (size_t i = 0; i < out.size(); ++i) per_output[i].push_back(std::move(out[i]));
   }
   for (size_t i = 0; i < ctx.outputs.size() && i < per_output.size(); ++i) {
-    absl::StatusOr<Tensor> t = StackScanOutput(ctx, per_output[i], nullptr, 0);
-    if (!t.ok()) return t.status();
-    ctx.outputs[i] = RuntimeValue(std::move(*t));
+    OVFIX_ASSIGN_OR_RETURN(Tensor t, StackScanOutput(ctx, per_output[i], nullptr, 0));
+    ctx.outputs[i] = RuntimeValue(std::move(t));
   }
   return absl::OkStatus();
 }
@@ -432,11 +389,10 @@ absl::Status SequenceMapKernel(ValueContext& ctx) {
       const RuntimeValue& in = ctx.input(i);
       args.push_back(in.is_sequence() ? RuntimeValue((*in.sequence)[step]) : in);
     }
-    absl::StatusOr<std::vector<RuntimeValue>> out = RunBody(ctx, *body, std::move(args));
-    if (!out.ok()) return out.status();
-    for (size_t k = 0; k < results.size() && k < out->size(); ++k) {
-      if (!(*out)[k].is_tensor()) return ctx.Error("body output ", k, " is not a tensor");
-      results[k].push_back(std::move((*out)[k].tensor));
+    OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, RunBody(ctx, *body, std::move(args)));
+    for (size_t k = 0; k < results.size() && k < out.size(); ++k) {
+      if (!out[k].is_tensor()) return ctx.Error("body output ", k, " is not a tensor");
+      results[k].push_back(std::move(out[k].tensor));
     }
   }
   for (size_t k = 0; k < results.size(); ++k) {
@@ -499,13 +455,12 @@ absl::Status RunValueKernelOnTensors(ValueKernelFn fn, KernelContext& ctx) {
       if (!v.is_tensor()) return ctx.Error("subgraph input is not a tensor");
       tensors.push_back(std::move(v.tensor));
     }
-    absl::StatusOr<std::vector<Tensor>> out = ctx.run_subgraph(graph, std::move(tensors));
-    if (!out.ok()) return out.status();
+    OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> out, ctx.run_subgraph(graph, std::move(tensors)));
     std::vector<RuntimeValue> values;
-    for (Tensor& t : *out) values.emplace_back(std::move(t));
+    for (Tensor& t : out) values.emplace_back(std::move(t));
     return values;
   };
-  if (absl::Status s = fn(vctx); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(fn(vctx));
   for (size_t i = 0; i < vctx.outputs.size(); ++i) {
     if (vctx.outputs[i].is_set() && !vctx.outputs[i].is_tensor()) {
       return ctx.Error("output ", i, " is not a tensor");

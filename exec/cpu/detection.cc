@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -70,15 +71,13 @@ absl::StatusOr<NmsParams> ReadNmsParams(const KernelContext& ctx) {
     }
     p.max_per_class = std::max<int64_t>(ctx.input(2).GetAsInt64(0), 0);  // negative: none
   }
-  absl::StatusOr<std::optional<double>> iou = OptionalScalar(ctx, 3, "iou_threshold");
-  if (!iou.ok()) return iou.status();
-  p.iou_threshold = iou->value_or(0.0);
+  OVFIX_ASSIGN_OR_RETURN(std::optional<double> iou, OptionalScalar(ctx, 3, "iou_threshold"));
+  p.iou_threshold = iou.value_or(0.0);
   if (!(p.iou_threshold >= 0 && p.iou_threshold <= 1)) {
     return ctx.Error("iou_threshold ", p.iou_threshold, " is outside [0, 1]");
   }
-  absl::StatusOr<std::optional<double>> score = OptionalScalar(ctx, 4, "score_threshold");
-  if (!score.ok()) return score.status();
-  p.score_threshold = *score;
+  OVFIX_ASSIGN_OR_RETURN(std::optional<double> score, OptionalScalar(ctx, 4, "score_threshold"));
+  p.score_threshold = score;
   const int64_t center_point_box = ctx.node.GetInt("center_point_box", 0);
   if (center_point_box != 0 && center_point_box != 1) {
     return ctx.Error("center_point_box must be 0 or 1, got ", center_point_box);
@@ -144,11 +143,10 @@ absl::Status NonMaxSuppression(KernelContext& ctx) {
     return ctx.Error("scores must be [", boxes.dim(0), ", num_classes, ", boxes.dim(1),
                      "] for boxes ", DescribeTensor(boxes), ", got ", DescribeTensor(scores));
   }
-  absl::StatusOr<NmsParams> params = ReadNmsParams(ctx);
-  if (!params.ok()) return params.status();
+  OVFIX_ASSIGN_OR_RETURN(NmsParams params, ReadNmsParams(ctx));
   const std::vector<int64_t> selected = boxes.type() == DataType::kFloat
-                                            ? SelectBoxes<float>(boxes, scores, *params)
-                                            : SelectBoxes<double>(boxes, scores, *params);
+                                            ? SelectBoxes<float>(boxes, scores, params)
+                                            : SelectBoxes<double>(boxes, scores, params);
   const int64_t rows = static_cast<int64_t>(selected.size()) / 3;
   std::copy(selected.begin(), selected.end(),
             ctx.Output(0, DataType::kInt64, {rows, 3}).data<int64_t>());

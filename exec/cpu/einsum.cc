@@ -16,6 +16,7 @@
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/misc_kernels.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -83,9 +84,8 @@ absl::StatusOr<Equation> ParseEquation(const KernelContext& ctx) {
   size_t start = 0;
   for (;;) {
     const size_t comma = left.find(',', start);
-    absl::StatusOr<Term> term = ParseTerm(ctx, left.substr(start, comma - start));
-    if (!term.ok()) return term.status();
-    terms.push_back(*std::move(term));
+    OVFIX_ASSIGN_OR_RETURN(Term term, ParseTerm(ctx, left.substr(start, comma - start)));
+    terms.push_back(std::move(term));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -125,9 +125,8 @@ absl::StatusOr<Equation> ParseEquation(const KernelContext& ctx) {
     }
     return eq;
   }
-  absl::StatusOr<Term> out = ParseTerm(ctx, text.substr(arrow + 2));
-  if (!out.ok()) return out.status();
-  eq.output = Expand(*out, out->ellipsis_at >= 0 ? total_ellipsis : 0, total_ellipsis);
+  OVFIX_ASSIGN_OR_RETURN(Term out, ParseTerm(ctx, text.substr(arrow + 2)));
+  eq.output = Expand(out, out.ellipsis_at >= 0 ? total_ellipsis : 0, total_ellipsis);
   std::vector<char> seen(eq.num_labels, 0);
   for (int label : eq.output) {
     if (seen[label]++) return ctx.Error("output label repeated in equation");
@@ -381,27 +380,25 @@ absl::Status RunEinsum(KernelContext& ctx, const Equation& eq) {
 
   View<T> result;
   for (size_t i = 0; i < eq.inputs.size(); ++i) {
-    absl::StatusOr<View<T>> view = InputView<T>(ctx, ctx.input(i), eq.inputs[i]);
-    if (!view.ok()) return view.status();
-    for (int label : view->labels) --uses[label];
+    OVFIX_ASSIGN_OR_RETURN(View<T> view, InputView<T>(ctx, ctx.input(i), eq.inputs[i]));
+    for (int label : view.labels) --uses[label];
     // Labels that nothing later needs are summed now, before they multiply the work.
     std::vector<char> keep(eq.num_labels, 0);
     for (int label = 0; label < eq.num_labels; ++label) keep[label] = uses[label] > 0;
     if (i == 0) {
-      result = SumOut(*view, keep);
+      result = SumOut(view, keep);
       continue;
     }
     // Labels of this operand only that are not needed later are summed first; the others
     // shared with the result are contracted unless still needed.
     std::vector<char> keep_own = keep;
     for (int label : result.labels) keep_own[label] = 1;
-    const View<T> operand = SumOut(*view, keep_own);
+    const View<T> operand = SumOut(view, keep_own);
     std::vector<char> keep_result = keep;
     for (int label : operand.labels) keep_result[label] = 1;
     const View<T> left = SumOut(result, keep_result);
-    absl::StatusOr<View<T>> product = Contract(ctx, left, operand, keep);
-    if (!product.ok()) return product.status();
-    result = *std::move(product);
+    OVFIX_ASSIGN_OR_RETURN(View<T> product, Contract(ctx, left, operand, keep));
+    result = std::move(product);
   }
   // Every output label is still in the result: its uses never dropped to zero.
   std::vector<int64_t> out_dims;
@@ -414,33 +411,32 @@ absl::Status RunEinsum(KernelContext& ctx, const Equation& eq) {
 
 absl::Status Einsum(KernelContext& ctx) {
   if (ctx.num_inputs() == 0) return ctx.Error("needs at least one input");
-  absl::StatusOr<Equation> eq = ParseEquation(ctx);
-  if (!eq.ok()) return eq.status();
+  OVFIX_ASSIGN_OR_RETURN(Equation eq, ParseEquation(ctx));
   const DataType type = ctx.input(0).type();
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     if (ctx.input(i).type() != type) return ctx.Error("inputs have different element types");
   }
   switch (type) {
     case DataType::kFloat:
-      return RunEinsum<float>(ctx, *eq);
+      return RunEinsum<float>(ctx, eq);
     case DataType::kDouble:
-      return RunEinsum<double>(ctx, *eq);
+      return RunEinsum<double>(ctx, eq);
     case DataType::kInt8:
-      return RunEinsum<int8_t>(ctx, *eq);
+      return RunEinsum<int8_t>(ctx, eq);
     case DataType::kUint8:
-      return RunEinsum<uint8_t>(ctx, *eq);
+      return RunEinsum<uint8_t>(ctx, eq);
     case DataType::kInt16:
-      return RunEinsum<int16_t>(ctx, *eq);
+      return RunEinsum<int16_t>(ctx, eq);
     case DataType::kUint16:
-      return RunEinsum<uint16_t>(ctx, *eq);
+      return RunEinsum<uint16_t>(ctx, eq);
     case DataType::kInt32:
-      return RunEinsum<int32_t>(ctx, *eq);
+      return RunEinsum<int32_t>(ctx, eq);
     case DataType::kUint32:
-      return RunEinsum<uint32_t>(ctx, *eq);
+      return RunEinsum<uint32_t>(ctx, eq);
     case DataType::kInt64:
-      return RunEinsum<int64_t>(ctx, *eq);
+      return RunEinsum<int64_t>(ctx, eq);
     case DataType::kUint64:
-      return RunEinsum<uint64_t>(ctx, *eq);
+      return RunEinsum<uint64_t>(ctx, eq);
     default:
       return ctx.Error("unsupported element type ", std::string(DataTypeName(type)));
   }

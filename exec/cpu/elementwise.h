@@ -17,6 +17,7 @@
 #include "exec/kernel.h"
 #include "ir/data_type.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace elementwise {
@@ -234,7 +235,7 @@ using FloatRunsFn = void (*)(const float* x, float* y, int64_t n);
 template <typename Out = void, typename... Ts, typename Op>
 absl::Status UnaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, Op op,
                          FloatRunsFn float_runs = nullptr) {
-  if (absl::Status s = RequireInputs(ctx, 1); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 1));
   const Tensor* x = &ctx.input(0);
   Tensor converted;
   DataType low = DataType::kUndefined;
@@ -270,8 +271,7 @@ absl::Status UnaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, O
 // type, y of type Out (or the inputs' type when Out is void).
 template <typename Out = void, typename... Ts, typename Op>
 absl::Status BinaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, Op op) {
-  auto plan = BinaryPlan(ctx);
-  if (!plan.ok()) return plan.status();
+  OVFIX_ASSIGN_OR_RETURN(auto plan, BinaryPlan(ctx));
   const Tensor* a = &ctx.input(0);
   const Tensor* b = &ctx.input(1);
   if (a->type() != b->type()) {
@@ -290,8 +290,8 @@ absl::Status BinaryKernel(KernelContext& ctx, TypeList<Ts...> types, Cost cost, 
   absl::Status status = Dispatch(ctx, a->type(), types, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<std::is_void_v<Out>, T, Out>;
-    Tensor& y = ctx.OutputToOverwrite(0, DataTypeOf<O>(), plan->output_dims());
-    BroadcastBinary(*plan, a->data<T>(), b->data<T>(), y.data<O>(), ctx.pool, cost,
+    Tensor& y = ctx.OutputToOverwrite(0, DataTypeOf<O>(), plan.output_dims());
+    BroadcastBinary(plan, a->data<T>(), b->data<T>(), y.data<O>(), ctx.pool, cost,
                     [&op](T u, T v) { return static_cast<O>(op(u, v)); });
     return absl::OkStatus();
   });

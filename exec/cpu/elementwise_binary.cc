@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "exec/cpu/elementwise.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::elementwise {
 namespace {
@@ -56,7 +57,7 @@ absl::Status Mul(KernelContext& ctx) {
 
 absl::Status Div(KernelContext& ctx) {
   if (ctx.has_input(1)) {
-    if (absl::Status s = CheckNoIntegerZero(ctx, ctx.input(1)); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckNoIntegerZero(ctx, ctx.input(1)));
   }
   // Integer division truncates toward zero, as in C.
   return BinaryKernel(ctx, kNumericTypes, kCheap, [](auto a, auto b) {
@@ -72,7 +73,7 @@ absl::Status Div(KernelContext& ctx) {
 // fmod=0: the result takes the divisor's sign (Python's %); fmod=1: the dividend's (C's fmod).
 absl::Status Mod(KernelContext& ctx) {
   if (ctx.has_input(1)) {
-    if (absl::Status s = CheckNoIntegerZero(ctx, ctx.input(1)); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckNoIntegerZero(ctx, ctx.input(1)));
   }
   const bool fmod = ctx.node.GetInt("fmod", 0) != 0;
   return BinaryKernel(ctx, kNumericTypes, kExpensive, [fmod](auto a, auto b) {
@@ -133,8 +134,7 @@ A PowerOf(A base, B exponent) {
 // Pow-12 on: the exponent may have another type than the base; the result has the base's.
 absl::Status Pow(KernelContext& ctx) {
   if (HasLowPrecisionFloatInput(ctx)) return RunInFloat(ctx, Pow);
-  auto plan = BinaryPlan(ctx);
-  if (!plan.ok()) return plan.status();
+  OVFIX_ASSIGN_OR_RETURN(auto plan, BinaryPlan(ctx));
   const Tensor& x = ctx.input(0);
   const Tensor& y = ctx.input(1);
   constexpr TypeList<float, double, int32_t, int64_t> kBaseTypes;
@@ -142,8 +142,8 @@ absl::Status Pow(KernelContext& ctx) {
     using A = typename decltype(base_tag)::type;
     return Dispatch(ctx, y.type(), kNumericTypes, [&](auto exponent_tag) {
       using B = typename decltype(exponent_tag)::type;
-      Tensor& z = ctx.Output(0, x.type(), plan->output_dims());
-      BroadcastBinary(*plan, x.data<A>(), y.data<B>(), z.data<A>(), ctx.pool, kExpensive,
+      Tensor& z = ctx.Output(0, x.type(), plan.output_dims());
+      BroadcastBinary(plan, x.data<A>(), y.data<B>(), z.data<A>(), ctx.pool, kExpensive,
                       [](A a, B b) { return PowerOf(a, b); });
       return absl::OkStatus();
     });

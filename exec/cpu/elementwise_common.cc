@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "exec/cpu/elementwise.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -70,8 +71,7 @@ absl::Status RunInFloat(KernelContext& ctx, KernelFn fn) {
   KernelContext float_ctx{
       ctx.node, ctx.opset, std::move(inputs), std::vector<Tensor>(ctx.outputs.size()),
       ctx.pool, ctx.state, ctx.run_subgraph};
-  absl::Status status = fn(float_ctx);
-  if (!status.ok()) return status;
+  OVFIX_RETURN_IF_ERROR(fn(float_ctx));
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     ctx.outputs[i] = FromFloat(float_ctx.outputs[i], low);
   }
@@ -87,8 +87,7 @@ absl::Status RequireInputs(const KernelContext& ctx, size_t count) {
 }
 
 absl::StatusOr<BroadcastPlan> BinaryPlan(const KernelContext& ctx) {
-  absl::Status present = RequireInputs(ctx, 2);
-  if (!present.ok()) return present;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const std::vector<int64_t>& a = ctx.input(0).dims();
   std::vector<int64_t> b = ctx.input(1).dims();
   if (ctx.opset < 7 && ctx.node.GetInt("broadcast", 0) != 0 && ctx.node.HasAttribute("axis")) {

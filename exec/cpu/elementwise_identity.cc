@@ -4,12 +4,13 @@
 #include <type_traits>
 
 #include "exec/cpu/elementwise.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::elementwise {
 namespace {
 
 absl::Status Identity(KernelContext& ctx) {
-  if (absl::Status s = RequireInputs(ctx, 1); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 1));
   ctx.outputs[0] = ctx.input(0);  // shares the bytes; outputs never write into inputs
   return absl::OkStatus();
 }
@@ -57,7 +58,7 @@ absl::Status AllKeptMask(KernelContext& ctx, const Tensor& x) {
 // Dropout-12 on takes ratio and training_mode as inputs; before, only inference existed here
 // (the is_test attribute of Dropout-1/6 changed nothing for an inference executor).
 absl::Status Dropout(KernelContext& ctx) {
-  if (absl::Status s = RequireInputs(ctx, 1); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 1));
   const Tensor& x = ctx.input(0);
   const bool wants_mask = ctx.outputs.size() > 1 && ctx.node.output(1) != nullptr;
   bool training = false;

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "exec/cpu/elementwise.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::elementwise {
 namespace {
@@ -16,7 +17,7 @@ template <typename... Ts, typename Op>
 absl::Status Fold(KernelContext& ctx, TypeList<Ts...> types, bool mean, Op op) {
   const size_t n = ctx.inputs.size();
   if (n == 0) return ctx.Error("needs at least one input");
-  if (absl::Status s = RequireInputs(ctx, n); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, n));
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < n; ++i) {
     if (ctx.input(i).type() != ctx.input(0).type()) {
@@ -114,7 +115,7 @@ void SelectElements(const BroadcastPlan& plan, const bool* condition, const T* x
 }
 
 absl::Status Where(KernelContext& ctx) {
-  if (absl::Status s = RequireInputs(ctx, 3); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 3));
   const Tensor& condition = ctx.input(0);
   const Tensor& x = ctx.input(1);
   const Tensor& y = ctx.input(2);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -99,13 +100,12 @@ absl::Status Dft(KernelContext& ctx) {
                      DescribeTensor(x));
   }
   const int64_t length = x.dim(axis);
-  absl::StatusOr<int64_t> n = OptionalScalar(ctx, 1, "dft_length", length);
-  if (!n.ok()) return n.status();
-  if (*n < 1) return ctx.Error("dft_length must be positive, got ", *n);
+  OVFIX_ASSIGN_OR_RETURN(int64_t n, OptionalScalar(ctx, 1, "dft_length", length));
+  if (n < 1) return ctx.Error("dft_length must be positive, got ", n);
   const bool inverse = ctx.node.GetInt("inverse", 0) != 0;
   const bool onesided = ctx.node.GetInt("onesided", 0) != 0;
   if (inverse && onesided) return ctx.Error("inverse and onesided together are not supported");
-  const int64_t bins = onesided ? *n / 2 + 1 : *n;
+  const int64_t bins = onesided ? n / 2 + 1 : n;
 
   std::vector<int64_t> dims = x.dims();
   dims[axis] = bins;
@@ -115,13 +115,13 @@ absl::Status Dft(KernelContext& ctx) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
   for (int64_t d = axis + 1; d < rank - 1; ++d) inner *= x.dim(d);
-  const std::vector<Complex> twiddles = Twiddles(*n, inverse);
-  std::vector<Complex> line(static_cast<size_t>(*n));
+  const std::vector<Complex> twiddles = Twiddles(n, inverse);
+  std::vector<Complex> line(static_cast<size_t>(n));
   std::vector<Complex> result(static_cast<size_t>(bins));
-  const double scale = inverse ? 1.0 / static_cast<double>(*n) : 1.0;
+  const double scale = inverse ? 1.0 / static_cast<double>(n) : 1.0;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
-      for (int64_t j = 0; j < *n; ++j) {
+      for (int64_t j = 0; j < n; ++j) {
         line[j] = j < length ? ComplexAt(x, (o * length + j) * inner + i) : Complex(0);
       }
       Transform(line, twiddles, bins, result.data());
@@ -138,36 +138,35 @@ absl::Status Stft(KernelContext& ctx) {
     return ctx.Error("expects a float or double signal [batch, length, 1 or 2]");
   }
   const Tensor& signal = ctx.input(0);
-  absl::StatusOr<int64_t> step = OptionalScalar(ctx, 1, "frame_step", 0);
-  if (!step.ok()) return step.status();
-  if (!ctx.has_input(1) || *step < 1) return ctx.Error("needs a positive frame_step");
+  OVFIX_ASSIGN_OR_RETURN(int64_t step, OptionalScalar(ctx, 1, "frame_step", 0));
+  if (!ctx.has_input(1) || step < 1) return ctx.Error("needs a positive frame_step");
   const Tensor* window = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (window != nullptr && window->rank() != 1) {
     return ctx.Error("window must be 1-D, got ", DescribeTensor(*window));
   }
-  absl::StatusOr<int64_t> frame_length =
-      OptionalScalar(ctx, 3, "frame_length", window != nullptr ? window->dim(0) : 0);
-  if (!frame_length.ok()) return frame_length.status();
+  OVFIX_ASSIGN_OR_RETURN(
+      int64_t frame_length,
+      OptionalScalar(ctx, 3, "frame_length", window != nullptr ? window->dim(0) : 0));
   const int64_t length = signal.dim(1);
-  if (*frame_length < 1 || *frame_length > length) {
-    return ctx.Error("frame_length ", *frame_length, " must be in [1, ", length, "]");
+  if (frame_length < 1 || frame_length > length) {
+    return ctx.Error("frame_length ", frame_length, " must be in [1, ", length, "]");
   }
-  if (window != nullptr && window->dim(0) != *frame_length) {
-    return ctx.Error("window has ", window->dim(0), " samples, frame_length is ", *frame_length);
+  if (window != nullptr && window->dim(0) != frame_length) {
+    return ctx.Error("window has ", window->dim(0), " samples, frame_length is ", frame_length);
   }
   const bool onesided = ctx.node.GetInt("onesided", 1) != 0;
-  const int64_t bins = onesided ? *frame_length / 2 + 1 : *frame_length;
-  const int64_t frames = (length - *frame_length) / *step + 1;
+  const int64_t bins = onesided ? frame_length / 2 + 1 : frame_length;
+  const int64_t frames = (length - frame_length) / step + 1;
   const int64_t batch = signal.dim(0);
   Tensor& y = ctx.Output(0, signal.type(), {batch, frames, bins, 2});
-  const std::vector<Complex> twiddles = Twiddles(*frame_length, /*inverse=*/false);
-  std::vector<Complex> frame(static_cast<size_t>(*frame_length));
+  const std::vector<Complex> twiddles = Twiddles(frame_length, /*inverse=*/false);
+  std::vector<Complex> frame(static_cast<size_t>(frame_length));
   std::vector<Complex> result(static_cast<size_t>(bins));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t f = 0; f < frames; ++f) {
-      for (int64_t j = 0; j < *frame_length; ++j) {
+      for (int64_t j = 0; j < frame_length; ++j) {
         const double w = window != nullptr ? window->GetAsDouble(j) : 1.0;
-        frame[j] = ComplexAt(signal, b * length + f * *step + j) * w;
+        frame[j] = ComplexAt(signal, b * length + f * step + j) * w;
       }
       Transform(frame, twiddles, bins, result.data());
       for (int64_t k = 0; k < bins; ++k) SetComplex(y, (b * frames + f) * bins + k, result[k]);

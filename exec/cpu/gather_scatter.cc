@@ -9,6 +9,7 @@
 #include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -48,30 +49,28 @@ absl::Status Gather(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
-  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank());
-  if (!axis.ok()) return axis.status();
-  absl::StatusOr<std::vector<int64_t>> idx = ReadIndices(ctx, indices);
-  if (!idx.ok()) return idx.status();
-  const int64_t axis_dim = data.dim(*axis);
-  for (int64_t& i : *idx) {
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, indices));
+  const int64_t axis_dim = data.dim(axis);
+  for (int64_t& i : idx) {
     if (!WrapIndex(i, axis_dim)) return OutOfRange(ctx, i, axis_dim);
   }
-  std::vector<int64_t> out_dims(data.dims().begin(), data.dims().begin() + *axis);
+  std::vector<int64_t> out_dims(data.dims().begin(), data.dims().begin() + axis);
   out_dims.insert(out_dims.end(), indices.dims().begin(), indices.dims().end());
-  out_dims.insert(out_dims.end(), data.dims().begin() + *axis + 1, data.dims().end());
+  out_dims.insert(out_dims.end(), data.dims().begin() + axis + 1, data.dims().end());
   if (!data_movement::IsAllocatable(out_dims, data.type())) return ctx.Error("output too large");
   Tensor& y = ctx.Output(0, data.type(), out_dims);
   if (y.numel() == 0) return absl::OkStatus();
-  const int64_t outer = Product(data.dims(), 0, *axis);
-  const int64_t inner = Product(data.dims(), *axis + 1, data.rank());
-  const int64_t n = static_cast<int64_t>(idx->size());
+  const int64_t outer = Product(data.dims(), 0, axis);
+  const int64_t inner = Product(data.dims(), axis + 1, data.rank());
+  const int64_t n = static_cast<int64_t>(idx.size());
   VisitStorage(data.type(), [&]<typename T>() {
     const T* src = Elements<T>(data);
     T* dst = MutableElements<T>(y);
     ParallelFor(ctx.pool, outer * n, std::max<int64_t>(1, 4096 / inner), [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
         const int64_t o = row / n, k = row % n;
-        const T* from = src + (o * axis_dim + (*idx)[k]) * inner;
+        const T* from = src + (o * axis_dim + idx[k]) * inner;
         std::copy(from, from + inner, dst + row * inner);
       }
     });
@@ -97,13 +96,12 @@ absl::Status CheckElementsShapes(const KernelContext& ctx, const Tensor& data,
 // ScatterElements share it).
 absl::StatusOr<std::vector<int64_t>> ElementOffsets(const KernelContext& ctx, const Tensor& data,
                                                     const Tensor& indices, int64_t axis) {
-  absl::StatusOr<std::vector<int64_t>> idx = ReadIndices(ctx, indices);
-  if (!idx.ok()) return idx.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, indices));
   const std::vector<int64_t> strides = Strides(data.dims());
   const int64_t axis_dim = data.dim(axis);
   const int64_t rank = static_cast<int64_t>(indices.rank());
   std::vector<int64_t> coords(rank, 0);  // of the current element of indices
-  for (int64_t& i : *idx) {
+  for (int64_t& i : idx) {
     if (!WrapIndex(i, axis_dim)) return OutOfRange(ctx, i, axis_dim);
     int64_t offset = 0;
     for (int64_t d = 0; d < rank; ++d) offset += (d == axis ? i : coords[d]) * strides[d];
@@ -120,16 +118,14 @@ absl::Status GatherElements(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
-  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank());
-  if (!axis.ok()) return axis.status();
-  if (absl::Status s = CheckElementsShapes(ctx, data, indices, *axis); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> offsets = ElementOffsets(ctx, data, indices, *axis);
-  if (!offsets.ok()) return offsets.status();
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));
+  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(ctx, data, indices, axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ElementOffsets(ctx, data, indices, axis));
   Tensor& y = ctx.Output(0, data.type(), indices.dims());
   VisitStorage(data.type(), [&]<typename T>() {
     const T* src = Elements<T>(data);
     T* dst = MutableElements<T>(y);
-    for (size_t i = 0; i < offsets->size(); ++i) dst[i] = src[(*offsets)[i]];
+    for (size_t i = 0; i < offsets.size(); ++i) dst[i] = src[offsets[i]];
   });
   return absl::OkStatus();
 }
@@ -139,18 +135,17 @@ absl::Status GatherElements(KernelContext& ctx) {
 absl::StatusOr<std::vector<int64_t>> TupleOffsets(const KernelContext& ctx, const Tensor& data,
                                                   const Tensor& indices, int64_t batch_dims) {
   const int64_t k = indices.dims().back();
-  absl::StatusOr<std::vector<int64_t>> idx = ReadIndices(ctx, indices);
-  if (!idx.ok()) return idx.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, indices));
   const std::vector<int64_t> strides = Strides(data.dims());
   const int64_t tuples = k == 0 ? Product(indices.dims(), 0, indices.rank() - 1)
-                                : static_cast<int64_t>(idx->size()) / k;
+                                : static_cast<int64_t>(idx.size()) / k;
   const int64_t per_batch = Product(indices.dims(), batch_dims, indices.rank() - 1);
   const int64_t batch_stride = batch_dims == 0 ? 0 : strides[batch_dims - 1];
   std::vector<int64_t> offsets(tuples);
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t offset = per_batch == 0 ? 0 : (t / per_batch) * batch_stride;
     for (int64_t c = 0; c < k; ++c) {
-      int64_t i = (*idx)[t * k + c];
+      int64_t i = idx[t * k + c];
       const int64_t limit = data.dim(batch_dims + c);
       if (!WrapIndex(i, limit)) return OutOfRange(ctx, i, limit);
       offset += i * strides[batch_dims + c];
@@ -173,8 +168,7 @@ absl::Status GatherND(KernelContext& ctx) {
   for (int64_t d = 0; d < b; ++d) {
     if (data.dim(d) != indices.dim(d)) return ctx.Error("batch dims of data and indices differ");
   }
-  absl::StatusOr<std::vector<int64_t>> offsets = TupleOffsets(ctx, data, indices, b);
-  if (!offsets.ok()) return offsets.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, TupleOffsets(ctx, data, indices, b));
   std::vector<int64_t> out_dims(indices.dims().begin(), indices.dims().end() - 1);
   out_dims.insert(out_dims.end(), data.dims().begin() + b + k, data.dims().end());
   if (!data_movement::IsAllocatable(out_dims, data.type())) return ctx.Error("output too large");
@@ -183,8 +177,8 @@ absl::Status GatherND(KernelContext& ctx) {
   VisitStorage(data.type(), [&]<typename T>() {
     const T* src = Elements<T>(data);
     T* dst = MutableElements<T>(y);
-    for (size_t t = 0; t < offsets->size(); ++t) {
-      std::copy(src + (*offsets)[t], src + (*offsets)[t] + slice, dst + t * slice);
+    for (size_t t = 0; t < offsets.size(); ++t) {
+      std::copy(src + offsets[t], src + offsets[t] + slice, dst + t * slice);
     }
   });
   return absl::OkStatus();
@@ -307,8 +301,7 @@ absl::Status ScatterND(KernelContext& ctx) {
   const Tensor& updates = ctx.input(2);
   if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
   if (updates.type() != data.type()) return ctx.Error("updates and data differ in type");
-  absl::StatusOr<Reduction> reduction = ReductionOf(ctx);
-  if (!reduction.ok()) return reduction.status();
+  OVFIX_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(ctx));
   const int64_t r = static_cast<int64_t>(data.rank());
   if (indices.rank() < 1) return ctx.Error("indices must have rank >= 1");
   const int64_t k = indices.dims().back();
@@ -319,11 +312,9 @@ absl::Status ScatterND(KernelContext& ctx) {
     return ctx.Error("updates ", DescribeTensor(updates), " do not fit data ", DescribeTensor(data),
                      " and indices ", DescribeTensor(indices));
   }
-  absl::StatusOr<std::vector<int64_t>> targets = TupleOffsets(ctx, data, indices, 0);
-  if (!targets.ok()) return targets.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets, TupleOffsets(ctx, data, indices, 0));
   ctx.outputs[0] = data.Clone();
-  return ApplyUpdates(ctx, ctx.outputs[0], updates, *targets, Product(data.dims(), k, r),
-                      *reduction);
+  return ApplyUpdates(ctx, ctx.outputs[0], updates, targets, Product(data.dims(), k, r), reduction);
 }
 
 absl::Status ScatterElements(KernelContext& ctx) {
@@ -333,15 +324,12 @@ absl::Status ScatterElements(KernelContext& ctx) {
   if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
   if (updates.type() != data.type()) return ctx.Error("updates and data differ in type");
   if (updates.dims() != indices.dims()) return ctx.Error("updates and indices differ in shape");
-  absl::StatusOr<Reduction> reduction = ReductionOf(ctx);
-  if (!reduction.ok()) return reduction.status();
-  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank());
-  if (!axis.ok()) return axis.status();
-  if (absl::Status s = CheckElementsShapes(ctx, data, indices, *axis); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> targets = ElementOffsets(ctx, data, indices, *axis);
-  if (!targets.ok()) return targets.status();
+  OVFIX_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(ctx));
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));
+  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(ctx, data, indices, axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets, ElementOffsets(ctx, data, indices, axis));
   ctx.outputs[0] = data.Clone();
-  return ApplyUpdates(ctx, ctx.outputs[0], updates, *targets, 1, *reduction);
+  return ApplyUpdates(ctx, ctx.outputs[0], updates, targets, 1, reduction);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_join.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -121,12 +122,11 @@ const T* OptionalWeight(const KernelContext& ctx) {
 }
 
 absl::Status NegativeLogLikelihoodLossKernel(KernelContext& ctx) {
-  absl::StatusOr<LossProblem> p = ReadLossProblem(ctx, "input", "target", "weight");
-  if (!p.ok()) return p.status();
+  OVFIX_ASSIGN_OR_RETURN(LossProblem p, ReadLossProblem(ctx, "input", "target", "weight"));
   if (ctx.input(0).type() == DataType::kFloat) {
-    WriteLoss(ctx, *p, ctx.input(0).data<float>(), OptionalWeight<float>(ctx));
+    WriteLoss(ctx, p, ctx.input(0).data<float>(), OptionalWeight<float>(ctx));
   } else {
-    WriteLoss(ctx, *p, ctx.input(0).data<double>(), OptionalWeight<double>(ctx));
+    WriteLoss(ctx, p, ctx.input(0).data<double>(), OptionalWeight<double>(ctx));
   }
   return absl::OkStatus();
 }
@@ -165,12 +165,11 @@ void SoftmaxCrossEntropy(KernelContext& ctx, const LossProblem& p) {
 }
 
 absl::Status SoftmaxCrossEntropyLossKernel(KernelContext& ctx) {
-  absl::StatusOr<LossProblem> p = ReadLossProblem(ctx, "scores", "labels", "weights");
-  if (!p.ok()) return p.status();
+  OVFIX_ASSIGN_OR_RETURN(LossProblem p, ReadLossProblem(ctx, "scores", "labels", "weights"));
   if (ctx.input(0).type() == DataType::kFloat) {
-    SoftmaxCrossEntropy<float>(ctx, *p);
+    SoftmaxCrossEntropy<float>(ctx, p);
   } else {
-    SoftmaxCrossEntropy<double>(ctx, *p);
+    SoftmaxCrossEntropy<double>(ctx, p);
   }
   return absl::OkStatus();
 }

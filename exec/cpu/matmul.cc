@@ -14,6 +14,7 @@
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -143,7 +144,7 @@ absl::Status MatMul(KernelContext& ctx) {
   std::vector<int64_t> dims = *batch;
   if (a.rank() > 1) dims.push_back(m);
   if (b.rank() > 1) dims.push_back(n);
-  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
   Tensor& y = ctx.Output(0, a.type(), dims);
   if (y.numel() == 0) return absl::OkStatus();
 
@@ -211,7 +212,7 @@ absl::Status TypedGemm(KernelContext& ctx, bool trans_a, bool trans_b, int64_t m
   const bool with_c = ctx.has_input(2) && beta != 0.0 && ctx.input(2).numel() > 0;
   if (with_c) {
     if (ctx.input(2).type() != a.type()) return ctx.Error("C has a different element type");
-    if (absl::Status s = FillFromC<T>(ctx, ctx.input(2), m, n, y.data<T>()); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(FillFromC<T>(ctx, ctx.input(2), m, n, y.data<T>()));
   }
   AnyGemm<T>(trans_a, trans_b, m, n, k, alpha, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
              with_c ? beta : 0.0, y.data<T>(), n, ctx.pool);
@@ -240,7 +241,7 @@ absl::Status Gemm(KernelContext& ctx) {
     return ctx.Error("inner dims differ: ", DescribeTensor(a), " times ", DescribeTensor(b),
                      trans_a ? " (transA)" : "", trans_b ? " (transB)" : "");
   }
-  if (absl::Status s = CheckOutputSize(ctx, {m, n}); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, {m, n}));
   Tensor& y = ctx.Output(0, a.type(), {m, n});
   if (y.numel() == 0) return absl::OkStatus();
   switch (a.type()) {

@@ -11,6 +11,7 @@
 #include "exec/cpu/misc_kernels.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -156,13 +157,12 @@ absl::Status RunRandom(KernelContext& ctx, bool like, bool normal) {
     }
     if (total > 1e11) return ctx.Error("shape too large");
   }
-  absl::StatusOr<DataType> type = RandomOutputType(ctx, fallback);
-  if (!type.ok()) return type.status();
-  if (!IsRandomOutputType(*type)) {
-    return ctx.Error("unsupported dtype ", std::string(DataTypeName(*type)));
+  OVFIX_ASSIGN_OR_RETURN(DataType type, RandomOutputType(ctx, fallback));
+  if (!IsRandomOutputType(type)) {
+    return ctx.Error("unsupported dtype ", std::string(DataTypeName(type)));
   }
   std::mt19937_64 generator = MakeGenerator(ctx);
-  Tensor& y = ctx.Output(0, *type, dims);
+  Tensor& y = ctx.Output(0, type, dims);
   if (normal) {
     std::normal_distribution<double> distribution(ctx.node.GetFloat("mean", 0.0f),
                                                   std::fabs(ctx.node.GetFloat("scale", 1.0f)));
@@ -187,15 +187,14 @@ absl::Status Bernoulli(KernelContext& ctx) {
   if (!IsRandomOutputType(x.type())) {
     return ctx.Error("unsupported input type ", std::string(DataTypeName(x.type())));
   }
-  absl::StatusOr<DataType> type = RandomOutputType(ctx, x.type());
-  if (!type.ok()) return type.status();
-  if (*type == DataType::kString || *type == DataType::kComplex64 ||
-      *type == DataType::kComplex128 || *type == DataType::kUndefined) {
-    return ctx.Error("unsupported dtype ", std::string(DataTypeName(*type)));
+  OVFIX_ASSIGN_OR_RETURN(DataType type, RandomOutputType(ctx, x.type()));
+  if (type == DataType::kString || type == DataType::kComplex64 || type == DataType::kComplex128 ||
+      type == DataType::kUndefined) {
+    return ctx.Error("unsupported dtype ", std::string(DataTypeName(type)));
   }
   std::mt19937_64 generator = MakeGenerator(ctx);
   std::uniform_real_distribution<double> distribution(0.0, 1.0);
-  Tensor& y = ctx.Output(0, *type, x.dims());
+  Tensor& y = ctx.Output(0, type, x.dims());
   for (int64_t i = 0; i < y.numel(); ++i) {
     StoreDouble(y, i, distribution(generator) < x.GetAsDouble(i) ? 1.0 : 0.0);
   }

@@ -8,6 +8,7 @@
 
 #include "exec/kernel.h"
 #include "ir/node_check.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -82,17 +83,16 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("expects inputs X and Scale");
   const Tensor& input = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(input.rank());
-  absl::StatusOr<int64_t> found = NormalizedAxis(ctx.node, ctx.node.GetInt("axis", -1), rank);
-  if (!found.ok()) return found.status();
-  const int64_t axis = *found;
+  OVFIX_ASSIGN_OR_RETURN(int64_t found,
+                         NormalizedAxis(ctx.node, ctx.node.GetInt("axis", -1), rank));
+  const int64_t axis = found;
   const std::vector<int64_t> normalized(input.dims().begin() + axis, input.dims().end());
-  absl::StatusOr<std::vector<double>> scale = BroadcastTo(ctx, ctx.input(1), normalized, "Scale");
-  if (!scale.ok()) return scale.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> scale,
+                         BroadcastTo(ctx, ctx.input(1), normalized, "Scale"));
   std::vector<double> bias;
   if (ctx.has_input(2)) {
-    absl::StatusOr<std::vector<double>> b = BroadcastTo(ctx, ctx.input(2), normalized, "B");
-    if (!b.ok()) return b.status();
-    bias = *std::move(b);
+    OVFIX_ASSIGN_OR_RETURN(std::vector<double> b, BroadcastTo(ctx, ctx.input(2), normalized, "B"));
+    bias = std::move(b);
   }
   const int64_t n = Tensor::NumElements(normalized);
   const int64_t rows = axis == 0 ? 1 : input.numel() / std::max<int64_t>(n, 1);
@@ -123,7 +123,7 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
         const double inv_std = 1.0 / std::sqrt(m.variance + epsilon);
         for (int64_t i = 0; i < n; ++i) {
           const double normal = (static_cast<double>(x[r * n + i]) - m.mean) * inv_std;
-          y[r * n + i] = static_cast<T>(normal * (*scale)[i] + (bias.empty() ? 0.0 : bias[i]));
+          y[r * n + i] = static_cast<T>(normal * scale[i] + (bias.empty() ? 0.0 : bias[i]));
         }
         store(mean_out, r, m.mean);
         store(inv_out, r, inv_std);
@@ -170,17 +170,15 @@ absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   if (input.rank() < 2) return ctx.Error("input must be at least 2-D (N, C, ...)");
   const int64_t channels = input.dim(1);
-  absl::StatusOr<std::vector<double>> scale = ReadVector(ctx, 1, channels, "scale");
-  if (!scale.ok()) return scale.status();
-  absl::StatusOr<std::vector<double>> bias = ReadVector(ctx, 2, channels, "B");
-  if (!bias.ok()) return bias.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> scale, ReadVector(ctx, 1, channels, "scale"));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> bias, ReadVector(ctx, 2, channels, "B"));
   const int64_t runs = input.dim(0) * channels;
   const int64_t n = runs == 0 ? 0 : input.numel() / runs;
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
     T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
-    NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, *scale, *bias,
+    NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, scale, bias,
                   [channels](int64_t g) { return g % channels; });
     return absl::OkStatus();
   });
@@ -201,17 +199,15 @@ absl::Status GroupNormalizationKernel(KernelContext& ctx) {
   if (per_channel && groups != channels) {
     return ctx.Error("per-channel scale needs opset 21 semantics, not supported");
   }
-  absl::StatusOr<std::vector<double>> scale = ReadVector(ctx, 1, groups, "scale");
-  if (!scale.ok()) return scale.status();
-  absl::StatusOr<std::vector<double>> bias = ReadVector(ctx, 2, groups, "bias");
-  if (!bias.ok()) return bias.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> scale, ReadVector(ctx, 1, groups, "scale"));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> bias, ReadVector(ctx, 2, groups, "bias"));
   const int64_t runs = input.dim(0) * groups;
   const int64_t n = runs == 0 ? 0 : input.numel() / runs;
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
     T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
-    NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, *scale, *bias,
+    NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, scale, bias,
                   [groups](int64_t g) { return g % groups; });
     return absl::OkStatus();
   });

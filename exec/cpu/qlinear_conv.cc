@@ -12,6 +12,7 @@
 #include "exec/cpu/misc_kernels.h"
 #include "exec/cpu/quantize_math.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -67,19 +68,19 @@ absl::Status QLinearConv(KernelContext& ctx) {
   if (bias && (bias->type() != DataType::kInt32 || bias->numel() != filters)) {
     return ctx.Error("B must be int32 with one value per filter");
   }
-  auto kernel = KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
-  if (!kernel.ok()) return kernel.status();
-  auto geometry = ReadSpatialAttributes(
-      ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), *kernel);
-  if (!geometry.ok()) return geometry.status();
-  if (absl::Status s = ComputeConvOutput(ctx, *geometry); !s.ok()) return s;
+  OVFIX_ASSIGN_OR_RETURN(
+      auto kernel, KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto geometry, ReadSpatialAttributes(
+                         ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
+  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
   const float x_scale = static_cast<float>(ctx.input(1).GetAsDouble(0));
   const float y_scale = static_cast<float>(ctx.input(6).GetAsDouble(0));
   if (!(y_scale != 0)) return ctx.Error("y_scale must not be zero");
 
   std::vector<int64_t> out_dims = {batch, filters};
-  out_dims.insert(out_dims.end(), geometry->output.begin(), geometry->output.end());
-  if (absl::Status s = CheckOutputSize(ctx, out_dims); !s.ok()) return s;
+  out_dims.insert(out_dims.end(), geometry.output.begin(), geometry.output.end());
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, out_dims));
   Tensor& y = ctx.Output(0, y_zero.type(), out_dims);
   if (y.numel() == 0) return absl::OkStatus();
   std::vector<int32_t> w_zeros(filters);
@@ -89,9 +90,9 @@ absl::Status QLinearConv(KernelContext& ctx) {
     multipliers[f] = RequantizeMultiplier(
         x_scale, static_cast<float>(w_scale.GetAsDouble(w_scale.numel() == 1 ? 0 : f)), y_scale);
   }
-  const int64_t out_size = geometry->output_size();
+  const int64_t out_size = geometry.output_size();
   std::vector<int32_t> acc(y.numel());
-  IntegerConv(x, static_cast<int32_t>(ctx.input(2).GetAsInt64(0)), w, w_zeros, *geometry, group,
+  IntegerConv(x, static_cast<int32_t>(ctx.input(2).GetAsInt64(0)), w, w_zeros, geometry, group,
               acc.data(), ctx.pool);
   const int32_t zero = static_cast<int32_t>(y_zero.GetAsInt64(0));
   if (y.type() == DataType::kUint8) {

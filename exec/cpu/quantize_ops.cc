@@ -14,9 +14,10 @@
 
 #include "exec/cpu/broadcast.h"
 #include "exec/cpu/gemm_int8.h"
-#include "exec/cpu/quantize_math.h"
 #include "exec/cpu/misc_kernels.h"
+#include "exec/cpu/quantize_math.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -76,20 +77,19 @@ absl::Status QuantizeLinear(KernelContext& ctx) {
   if (x.type() != DataType::kFloat && x.type() != DataType::kInt32) {
     return ctx.Error("unsupported input type ", TypeName(x.type()));
   }
-  absl::StatusOr<Quantization> q = ReadQuantization(ctx, x, ctx.input(1), zero_point);
-  if (!q.ok()) return q.status();
+  OVFIX_ASSIGN_OR_RETURN(Quantization q, ReadQuantization(ctx, x, ctx.input(1), zero_point));
   Tensor& y = ctx.Output(0, type, x.dims());
   const auto quantize = [&](auto* out) {
     using T = std::remove_pointer_t<decltype(out)>;
     ParallelFor(ctx.pool, x.numel(), kElementsPerTask, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const int64_t c = q->channel(i);
-        const int32_t zero = static_cast<int32_t>(q->zero_points[c]);
+        const int64_t c = q.channel(i);
+        const int32_t zero = static_cast<int32_t>(q.zero_points[c]);
         // Float inputs divide in float, as onnxruntime and the reference do.
         if (x.type() == DataType::kFloat) {
-          out[i] = Quantize<T>(x.data<float>()[i] / static_cast<float>(q->scales[c]), zero);
+          out[i] = Quantize<T>(x.data<float>()[i] / static_cast<float>(q.scales[c]), zero);
         } else {  // int32 input: in double, which holds every quotient's rounding exactly
-          const double v = std::nearbyint(x.data<int32_t>()[i] / q->scales[c]) + zero;
+          const double v = std::nearbyint(x.data<int32_t>()[i] / q.scales[c]) + zero;
           out[i] = static_cast<T>(std::clamp<double>(v, std::numeric_limits<T>::min(),
                                                      std::numeric_limits<T>::max()));
         }
@@ -116,15 +116,14 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
   if (zero_point && zero_point->type() != x.type()) {
     return ctx.Error("zero point type differs from the input's");
   }
-  absl::StatusOr<Quantization> q = ReadQuantization(ctx, x, ctx.input(1), zero_point);
-  if (!q.ok()) return q.status();
+  OVFIX_ASSIGN_OR_RETURN(Quantization q, ReadQuantization(ctx, x, ctx.input(1), zero_point));
   Tensor& y = ctx.Output(0, DataType::kFloat, x.dims());
   float* out = y.data<float>();
   ParallelFor(ctx.pool, x.numel(), kElementsPerTask, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t c = q->channel(i);
-      out[i] = static_cast<float>(x.GetAsInt64(i) - q->zero_points[c]) *
-               static_cast<float>(q->scales[c]);
+      const int64_t c = q.channel(i);
+      out[i] =
+          static_cast<float>(x.GetAsInt64(i) - q.zero_points[c]) * static_cast<float>(q.scales[c]);
     }
   });
   return absl::OkStatus();
@@ -242,15 +241,15 @@ absl::StatusOr<std::vector<int32_t>> IntegerProduct(const KernelContext& ctx, co
   if ((a_zero && a_zero->type() != a.type()) || (b_zero && b_zero->type() != b.type())) {
     return ctx.Error("zero point types differ from the operands'");
   }
-  absl::StatusOr<std::vector<double>> a_zeros = ExpandParameter(ctx, a_zero, s.a_batches, s.m, 0.0);
-  if (!a_zeros.ok()) return a_zeros.status();
-  absl::StatusOr<std::vector<double>> b_zeros = ExpandParameter(ctx, b_zero, s.b_batches, s.n, 0.0);
-  if (!b_zeros.ok()) return b_zeros.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> a_zeros,
+                         ExpandParameter(ctx, a_zero, s.a_batches, s.m, 0.0));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> b_zeros,
+                         ExpandParameter(ctx, b_zero, s.b_batches, s.n, 0.0));
   // Both operands widened with the zero points taken off and packed for the int16 GEMM.
   std::vector<PackedQuantA> a_packed(s.a_batches);
   for (int64_t batch = 0; batch < s.a_batches; ++batch) {
     const int64_t base = batch * s.m * s.k;
-    const double* zeros = a_zeros->data() + batch * s.m;
+    const double* zeros = a_zeros.data() + batch * s.m;
     a_packed[batch].Pack(s.m, s.k, [&](int64_t row, int64_t p) {
       return static_cast<int16_t>(ByteAt(a, base + row * s.k + p) - static_cast<int32_t>(zeros[row]));
     });
@@ -264,7 +263,7 @@ absl::StatusOr<std::vector<int32_t>> IntegerProduct(const KernelContext& ctx, co
       for (int64_t col = 0; col < s.n; ++col) {
         packed[QuantPackedBIndex(pairs, nr, p, col)] =
             static_cast<int16_t>(ByteAt(b, (batch * s.k + p) * s.n + col) -
-                                 static_cast<int32_t>((*b_zeros)[batch * s.n + col]));
+                                 static_cast<int32_t>(b_zeros[batch * s.n + col]));
       }
     }
   }
@@ -283,13 +282,12 @@ const Tensor* OptionalInput(const KernelContext& ctx, size_t i) {
 
 absl::Status MatMulInteger(KernelContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("needs inputs A and B");
-  absl::StatusOr<ProductShape> s = MakeProductShape(ctx, ctx.input(0), ctx.input(1));
-  if (!s.ok()) return s.status();
-  absl::StatusOr<std::vector<int32_t>> acc = IntegerProduct(
-      ctx, ctx.input(0), ctx.input(1), OptionalInput(ctx, 2), OptionalInput(ctx, 3), *s, ctx.pool);
-  if (!acc.ok()) return acc.status();
-  Tensor& y = ctx.Output(0, DataType::kInt32, s->out_dims);
-  std::copy(acc->begin(), acc->end(), y.data<int32_t>());
+  OVFIX_ASSIGN_OR_RETURN(ProductShape s, MakeProductShape(ctx, ctx.input(0), ctx.input(1)));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int32_t> acc,
+                         IntegerProduct(ctx, ctx.input(0), ctx.input(1), OptionalInput(ctx, 2),
+                                        OptionalInput(ctx, 3), s, ctx.pool));
+  Tensor& y = ctx.Output(0, DataType::kInt32, s.out_dims);
+  std::copy(acc.begin(), acc.end(), y.data<int32_t>());
   return absl::OkStatus();
 }
 
@@ -306,30 +304,25 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
     return ctx.Error("y_scale and y_zero_point must be scalars");
   }
   if (!IsEightBit(y_zero.type())) return ctx.Error("unsupported output type");
-  absl::StatusOr<ProductShape> s = MakeProductShape(ctx, a, b);
-  if (!s.ok()) return s.status();
-  absl::StatusOr<std::vector<int32_t>> acc =
-      IntegerProduct(ctx, a, b, &ctx.input(2), &ctx.input(5), *s, ctx.pool);
-  if (!acc.ok()) return acc.status();
-  absl::StatusOr<std::vector<double>> a_scales =
-      ExpandParameter(ctx, &ctx.input(1), s->a_batches, s->m, 1.0);
-  if (!a_scales.ok()) return a_scales.status();
-  absl::StatusOr<std::vector<double>> b_scales =
-      ExpandParameter(ctx, &ctx.input(4), s->b_batches, s->n, 1.0);
-  if (!b_scales.ok()) return b_scales.status();
+  OVFIX_ASSIGN_OR_RETURN(ProductShape s, MakeProductShape(ctx, a, b));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int32_t> acc,
+                         IntegerProduct(ctx, a, b, &ctx.input(2), &ctx.input(5), s, ctx.pool));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> a_scales,
+                         ExpandParameter(ctx, &ctx.input(1), s.a_batches, s.m, 1.0));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> b_scales,
+                         ExpandParameter(ctx, &ctx.input(4), s.b_batches, s.n, 1.0));
   const float output_scale = static_cast<float>(y_scale.GetAsDouble(0));
   const int32_t output_zero = static_cast<int32_t>(y_zero.GetAsInt64(0));
   if (!(output_scale != 0)) return ctx.Error("y_scale must not be zero");
-  Tensor& y = ctx.Output(0, y_zero.type(), s->out_dims);
-  const int64_t m = std::max<int64_t>(s->m, 1), n = std::max<int64_t>(s->n, 1);
-  ParallelFor(ctx.pool, static_cast<int64_t>(acc->size()), 1 << 14, [&](int64_t begin, int64_t end) {
+  Tensor& y = ctx.Output(0, y_zero.type(), s.out_dims);
+  const int64_t m = std::max<int64_t>(s.m, 1), n = std::max<int64_t>(s.n, 1);
+  ParallelFor(ctx.pool, static_cast<int64_t>(acc.size()), 1 << 14, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t batch = i / (m * n), row = i / n % m, col = i % n;
-      const float multiplier =
-          RequantizeMultiplier(static_cast<float>((*a_scales)[s->a_batch_of[batch] * s->m + row]),
-                               static_cast<float>((*b_scales)[s->b_batch_of[batch] * s->n + col]),
-                               output_scale);
-      const float value = static_cast<float>((*acc)[i]) * multiplier;
+      const float multiplier = RequantizeMultiplier(
+          static_cast<float>(a_scales[s.a_batch_of[batch] * s.m + row]),
+          static_cast<float>(b_scales[s.b_batch_of[batch] * s.n + col]), output_scale);
+      const float value = static_cast<float>(acc[i]) * multiplier;
       if (y.type() == DataType::kUint8) {
         y.data<uint8_t>()[i] = Quantize<uint8_t>(value, output_zero);
       } else {

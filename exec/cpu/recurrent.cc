@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "exec/cpu/gemm.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -252,15 +253,13 @@ absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
   }
 
   const int64_t d = p.num_directions, h = p.hidden, gh = p.gates() * h;
-  if (absl::Status s = CheckInput(ctx, kW, "W", {d, gh, p.input_size}); !s.ok()) return s;
-  if (absl::Status s = CheckInput(ctx, kR, "R", {d, gh, h}); !s.ok()) return s;
-  if (absl::Status s = CheckInput(ctx, kB, "B", {d, 2 * gh}); !s.ok()) return s;
-  if (absl::Status s = CheckInput(ctx, kInitialH, "initial_h", p.state_dims()); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kW, "W", {d, gh, p.input_size}));
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kR, "R", {d, gh, h}));
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kB, "B", {d, 2 * gh}));
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialH, "initial_h", p.state_dims()));
   if (cell == Cell::kLstm) {
-    if (absl::Status s = CheckInput(ctx, kInitialC, "initial_c", p.state_dims()); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CheckInput(ctx, kP, "P", {d, 3 * h}); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialC, "initial_c", p.state_dims()));
+    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
   }
 
   p.lengths.assign(p.batch, p.seq_length);
@@ -280,10 +279,8 @@ absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
     }
   }
 
-  absl::StatusOr<std::vector<Activation>> activations =
-      ReadActivations(ctx, DefaultActivations(cell), p.num_directions);
-  if (!activations.ok()) return activations.status();
-  p.activations = std::move(*activations);
+  OVFIX_ASSIGN_OR_RETURN(p.activations,
+                         ReadActivations(ctx, DefaultActivations(cell), p.num_directions));
   return p;
 }
 
@@ -500,10 +497,9 @@ absl::Status Run(KernelContext& ctx, const Problem& p) {
 
 template <Cell kCell>
 absl::Status RecurrentKernel(KernelContext& ctx) {
-  absl::StatusOr<Problem> problem = ReadProblem(ctx, kCell);
-  if (!problem.ok()) return problem.status();
-  if (ctx.input(kX).type() == DataType::kFloat) return Run<float>(ctx, *problem);
-  return Run<double>(ctx, *problem);
+  OVFIX_ASSIGN_OR_RETURN(Problem problem, ReadProblem(ctx, kCell));
+  if (ctx.input(kX).type() == DataType::kFloat) return Run<float>(ctx, problem);
+  return Run<double>(ctx, problem);
 }
 
 }  // namespace

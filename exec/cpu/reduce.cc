@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -368,10 +369,9 @@ absl::StatusOr<std::vector<bool>> ReducedAxes(const KernelContext& ctx, int axes
 template <template <typename> class Op, int kAxesInputSince>
 absl::Status ReduceKernel(KernelContext& ctx) {
   if (!ctx.has_input(0)) return ctx.Error("missing input data");
-  absl::StatusOr<std::vector<bool>> reduce_axis = ReducedAxes(ctx, kAxesInputSince);
-  if (!reduce_axis.ok()) return reduce_axis.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<bool> reduce_axis, ReducedAxes(ctx, kAxesInputSince));
   const Tensor& input = ctx.input(0);
-  const ReducePlan plan = MakePlan(input.dims(), *reduce_axis, ctx.node.GetInt("keepdims", 1));
+  const ReducePlan plan = MakePlan(input.dims(), reduce_axis, ctx.node.GetInt("keepdims", 1));
   switch (input.type()) {
     case DataType::kFloat:
       return ReduceTyped<Op, float>(ctx, plan);

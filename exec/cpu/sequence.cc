@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "exec/cpu/control_flow.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -56,10 +57,9 @@ absl::StatusOr<const RuntimeValue::Sequence*> SequenceInput(const ValueContext& 
 absl::StatusOr<int64_t> PositionInput(const ValueContext& ctx, size_t i, int64_t size,
                                       int64_t fallback, int64_t extra) {
   if (!ctx.has_input(i)) return fallback;
-  absl::StatusOr<const Tensor*> t = ctx.TensorInput(i);
-  if (!t.ok()) return t.status();
-  if ((*t)->numel() != 1) return ctx.Error("position must be a scalar");
-  int64_t p = (*t)->GetAsInt64(0);
+  OVFIX_ASSIGN_OR_RETURN(const Tensor* t, ctx.TensorInput(i));
+  if (t->numel() != 1) return ctx.Error("position must be a scalar");
+  int64_t p = t->GetAsInt64(0);
   if (p < -size || p > size - 1 + extra) {
     return ctx.Error("position ", p, " out of range for a sequence of ", size);
   }
@@ -74,68 +74,58 @@ absl::Status SequenceEmptyKernel(ValueContext& ctx) {
 absl::Status SequenceConstructKernel(ValueContext& ctx) {
   RuntimeValue::Sequence items;
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    absl::StatusOr<const Tensor*> t = ctx.TensorInput(i);
-    if (!t.ok()) return t.status();
-    if (!items.empty() && (*t)->type() != items[0].type()) {
+    OVFIX_ASSIGN_OR_RETURN(const Tensor* t, ctx.TensorInput(i));
+    if (!items.empty() && t->type() != items[0].type()) {
       return ctx.Error("sequence elements differ in element type");
     }
-    items.push_back(**t);
+    items.push_back(*t);
   }
   ctx.outputs[0] = RuntimeValue::FromSequence(std::move(items));
   return absl::OkStatus();
 }
 
 absl::Status SequenceInsertKernel(ValueContext& ctx) {
-  absl::StatusOr<const RuntimeValue::Sequence*> seq = SequenceInput(ctx, 0);
-  if (!seq.ok()) return seq.status();
-  absl::StatusOr<const Tensor*> t = ctx.TensorInput(1);
-  if (!t.ok()) return t.status();
-  const int64_t size = static_cast<int64_t>((*seq)->size());
-  absl::StatusOr<int64_t> at = PositionInput(ctx, 2, size, size, 1);
-  if (!at.ok()) return at.status();
-  if (size > 0 && (**seq)[0].type() != (*t)->type()) {
+  OVFIX_ASSIGN_OR_RETURN(const RuntimeValue::Sequence* seq, SequenceInput(ctx, 0));
+  OVFIX_ASSIGN_OR_RETURN(const Tensor* t, ctx.TensorInput(1));
+  const int64_t size = static_cast<int64_t>(seq->size());
+  OVFIX_ASSIGN_OR_RETURN(int64_t at, PositionInput(ctx, 2, size, size, 1));
+  if (size > 0 && (*seq)[0].type() != t->type()) {
     return ctx.Error("inserted tensor's element type differs from the sequence's");
   }
-  RuntimeValue::Sequence items = **seq;
-  items.insert(items.begin() + *at, **t);
+  RuntimeValue::Sequence items = *seq;
+  items.insert(items.begin() + at, *t);
   ctx.outputs[0] = RuntimeValue::FromSequence(std::move(items));
   return absl::OkStatus();
 }
 
 absl::Status SequenceAtKernel(ValueContext& ctx) {
-  absl::StatusOr<const RuntimeValue::Sequence*> seq = SequenceInput(ctx, 0);
-  if (!seq.ok()) return seq.status();
+  OVFIX_ASSIGN_OR_RETURN(const RuntimeValue::Sequence* seq, SequenceInput(ctx, 0));
   if (!ctx.has_input(1)) return ctx.Error("position is required");
-  absl::StatusOr<int64_t> at = PositionInput(ctx, 1, (*seq)->size(), 0, 0);
-  if (!at.ok()) return at.status();
-  ctx.outputs[0] = RuntimeValue((**seq)[*at]);
+  OVFIX_ASSIGN_OR_RETURN(int64_t at, PositionInput(ctx, 1, seq->size(), 0, 0));
+  ctx.outputs[0] = RuntimeValue((*seq)[at]);
   return absl::OkStatus();
 }
 
 absl::Status SequenceEraseKernel(ValueContext& ctx) {
-  absl::StatusOr<const RuntimeValue::Sequence*> seq = SequenceInput(ctx, 0);
-  if (!seq.ok()) return seq.status();
-  const int64_t size = static_cast<int64_t>((*seq)->size());
+  OVFIX_ASSIGN_OR_RETURN(const RuntimeValue::Sequence* seq, SequenceInput(ctx, 0));
+  const int64_t size = static_cast<int64_t>(seq->size());
   if (size == 0) return ctx.Error("cannot erase from an empty sequence");
-  absl::StatusOr<int64_t> at = PositionInput(ctx, 1, size, size - 1, 0);
-  if (!at.ok()) return at.status();
-  RuntimeValue::Sequence items = **seq;
-  items.erase(items.begin() + *at);
+  OVFIX_ASSIGN_OR_RETURN(int64_t at, PositionInput(ctx, 1, size, size - 1, 0));
+  RuntimeValue::Sequence items = *seq;
+  items.erase(items.begin() + at);
   ctx.outputs[0] = RuntimeValue::FromSequence(std::move(items));
   return absl::OkStatus();
 }
 
 absl::Status SequenceLengthKernel(ValueContext& ctx) {
-  absl::StatusOr<const RuntimeValue::Sequence*> seq = SequenceInput(ctx, 0);
-  if (!seq.ok()) return seq.status();
-  ctx.outputs[0] = RuntimeValue(ScalarInt64(static_cast<int64_t>((*seq)->size())));
+  OVFIX_ASSIGN_OR_RETURN(const RuntimeValue::Sequence* seq, SequenceInput(ctx, 0));
+  ctx.outputs[0] = RuntimeValue(ScalarInt64(static_cast<int64_t>(seq->size())));
   return absl::OkStatus();
 }
 
 absl::Status SplitToSequenceKernel(ValueContext& ctx) {
-  absl::StatusOr<const Tensor*> input = ctx.TensorInput(0);
-  if (!input.ok()) return input.status();
-  const Tensor& t = **input;
+  OVFIX_ASSIGN_OR_RETURN(const Tensor* input, ctx.TensorInput(0));
+  const Tensor& t = *input;
   const int64_t axis = NormalizeAxis(ctx.node.GetInt("axis", 0), t.rank());
   if (axis < 0) return ctx.Error("axis out of range for ", DescribeTensor(t));
   const int64_t length = t.dim(axis);
@@ -152,16 +142,15 @@ absl::Status SplitToSequenceKernel(ValueContext& ctx) {
       }
     }
   } else {
-    absl::StatusOr<const Tensor*> split = ctx.TensorInput(1);
-    if (!split.ok()) return split.status();
+    OVFIX_ASSIGN_OR_RETURN(const Tensor* split, ctx.TensorInput(1));
     std::vector<int64_t> sizes;
-    if ((*split)->rank() == 0) {
-      const int64_t chunk = (*split)->GetAsInt64(0);
+    if (split->rank() == 0) {
+      const int64_t chunk = split->GetAsInt64(0);
       if (chunk <= 0) return ctx.Error("split must be positive");
       for (int64_t at = 0; at < length; at += chunk) sizes.push_back(std::min(chunk, length - at));
     } else {
-      for (int64_t i = 0; i < (*split)->numel(); ++i) {
-        sizes.push_back((*split)->GetAsInt64(i));
+      for (int64_t i = 0; i < split->numel(); ++i) {
+        sizes.push_back(split->GetAsInt64(i));
         if (sizes.back() < 0) return ctx.Error("split sizes must not be negative");
       }
       if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != length) {
@@ -179,14 +168,13 @@ absl::Status SplitToSequenceKernel(ValueContext& ctx) {
 }
 
 absl::Status ConcatFromSequenceKernel(ValueContext& ctx) {
-  absl::StatusOr<const RuntimeValue::Sequence*> seq = SequenceInput(ctx, 0);
-  if (!seq.ok()) return seq.status();
-  if ((*seq)->empty()) return ctx.Error("cannot concatenate an empty sequence");
+  OVFIX_ASSIGN_OR_RETURN(const RuntimeValue::Sequence* seq, SequenceInput(ctx, 0));
+  if (seq->empty()) return ctx.Error("cannot concatenate an empty sequence");
   const bool new_axis = ctx.node.GetInt("new_axis", 0) != 0;
-  const int64_t rank = static_cast<int64_t>((**seq)[0].rank());
+  const int64_t rank = static_cast<int64_t>((*seq)[0].rank());
   const int64_t axis = NormalizeAxis(ctx.node.GetInt("axis", 0), rank + (new_axis ? 1 : 0));
   if (axis < 0) return ctx.Error("axis out of range");
-  absl::StatusOr<Tensor> out = new_axis ? StackOnNewAxis(**seq, axis) : ConcatOnAxis(**seq, axis);
+  absl::StatusOr<Tensor> out = new_axis ? StackOnNewAxis(*seq, axis) : ConcatOnAxis(*seq, axis);
   if (!out.ok()) return ctx.Error(out.status().message());
   ctx.outputs[0] = RuntimeValue(std::move(*out));
   return absl::OkStatus();

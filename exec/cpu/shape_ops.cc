@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -97,13 +98,13 @@ absl::Status Squeeze(KernelContext& ctx) {
   const int64_t rank = static_cast<int64_t>(x.rank());
   std::vector<int64_t> dims;
   if (std::optional<std::vector<int64_t>> axes = AxesOf(ctx)) {
-    absl::StatusOr<std::vector<int64_t>> normalized = NormalizeAxes(ctx, *std::move(axes), rank);
-    if (!normalized.ok()) return normalized.status();
-    for (int64_t a : *normalized) {
+    OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+                           NormalizeAxes(ctx, *std::move(axes), rank));
+    for (int64_t a : normalized) {
       if (x.dim(a) != 1) return ctx.Error("cannot squeeze axis ", a, " of ", DescribeTensor(x));
     }
     for (int64_t d = 0; d < rank; ++d) {
-      if (!std::binary_search(normalized->begin(), normalized->end(), d)) {
+      if (!std::binary_search(normalized.begin(), normalized.end(), d)) {
         dims.push_back(x.dim(d));
       }
     }
@@ -122,12 +123,12 @@ absl::Status Unsqueeze(KernelContext& ctx) {
   if (!axes) return ctx.Error("axes is required");
   // Axes index the output, whose rank counts the inserted dims.
   const int64_t out_rank = static_cast<int64_t>(x.rank() + axes->size());
-  absl::StatusOr<std::vector<int64_t>> normalized = NormalizeAxes(ctx, *std::move(axes), out_rank);
-  if (!normalized.ok()) return normalized.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+                         NormalizeAxes(ctx, *std::move(axes), out_rank));
   std::vector<int64_t> dims;
   auto next_in = x.dims().begin();
   for (int64_t d = 0; d < out_rank; ++d) {
-    if (std::binary_search(normalized->begin(), normalized->end(), d)) {
+    if (std::binary_search(normalized.begin(), normalized.end(), d)) {
       dims.push_back(1);
     } else {
       dims.push_back(*next_in++);

@@ -18,6 +18,7 @@
 #include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -90,11 +91,9 @@ absl::StatusOr<DataType> OutputDatatype(const KernelContext& ctx) {
 }
 
 absl::Status Window(KernelContext& ctx, const CosineSum& c) {
-  absl::StatusOr<int64_t> size_or = IntScalar(ctx, 0, "size");
-  if (!size_or.ok()) return size_or.status();
-  const int64_t size = *size_or;
-  absl::StatusOr<DataType> type = OutputDatatype(ctx);
-  if (!type.ok()) return type.status();
+  OVFIX_ASSIGN_OR_RETURN(int64_t size_or, IntScalar(ctx, 0, "size"));
+  const int64_t size = size_or;
+  OVFIX_ASSIGN_OR_RETURN(DataType type, OutputDatatype(ctx));
   // Doubles are computed first: the size must be allocatable as double.
   if (size < 0 || !data_movement::IsAllocatable({size}, DataType::kDouble)) {
     return ctx.Error("size ", size, " out of range");
@@ -108,56 +107,52 @@ absl::Status Window(KernelContext& ctx, const CosineSum& c) {
     const double angle = step * static_cast<double>(n);
     values[n] = c.a0 - c.a1 * std::cos(angle) + c.a2 * std::cos(2 * angle);
   }
-  StoreAsType(values, ctx.Output(0, *type, {size}));
+  StoreAsType(values, ctx.Output(0, type, {size}));
   return absl::OkStatus();
 }
 
 absl::Status MelWeightMatrix(KernelContext& ctx) {
-  absl::StatusOr<int64_t> bands = IntScalar(ctx, 0, "num_mel_bins");
-  if (!bands.ok()) return bands.status();
-  absl::StatusOr<int64_t> dft_length = IntScalar(ctx, 1, "dft_length");
-  if (!dft_length.ok()) return dft_length.status();
-  absl::StatusOr<int64_t> sample_rate = IntScalar(ctx, 2, "sample_rate");
-  if (!sample_rate.ok()) return sample_rate.status();
+  OVFIX_ASSIGN_OR_RETURN(int64_t bands, IntScalar(ctx, 0, "num_mel_bins"));
+  OVFIX_ASSIGN_OR_RETURN(int64_t dft_length, IntScalar(ctx, 1, "dft_length"));
+  OVFIX_ASSIGN_OR_RETURN(int64_t sample_rate, IntScalar(ctx, 2, "sample_rate"));
   if (!ctx.has_input(3) || !ctx.has_input(4) || ctx.input(3).numel() != 1 ||
       ctx.input(4).numel() != 1) {
     return ctx.Error("expects scalar lower_edge_hertz and upper_edge_hertz");
   }
-  const int64_t bins = *dft_length / 2 + 1;
-  if (*bands < 1 || *dft_length < 1 || *sample_rate < 1 ||
-      !data_movement::IsAllocatable({bins, *bands}, DataType::kDouble)) {
+  const int64_t bins = dft_length / 2 + 1;
+  if (bands < 1 || dft_length < 1 || sample_rate < 1 ||
+      !data_movement::IsAllocatable({bins, bands}, DataType::kDouble)) {
     return ctx.Error("num_mel_bins, dft_length and sample_rate must be positive and not huge");
   }
-  absl::StatusOr<DataType> type = OutputDatatype(ctx);
-  if (!type.ok()) return type.status();
+  OVFIX_ASSIGN_OR_RETURN(DataType type, OutputDatatype(ctx));
   auto mel = [](double hertz) { return 2595.0 * std::log10(1.0 + hertz / 700.0); };
   const double low = mel(ctx.input(3).GetAsDouble(0));
   const double high = mel(ctx.input(4).GetAsDouble(0));
-  const double step = (high - low) / static_cast<double>(*bands + 2);
-  std::vector<int64_t> points(static_cast<size_t>(*bands + 2));
-  for (int64_t p = 0; p < *bands + 2; ++p) {
+  const double step = (high - low) / static_cast<double>(bands + 2);
+  std::vector<int64_t> points(static_cast<size_t>(bands + 2));
+  for (int64_t p = 0; p < bands + 2; ++p) {
     const double hertz = 700.0 * (std::pow(10.0, (low + step * p) / 2595.0) - 1.0);
-    points[p] = static_cast<int64_t>(
-        std::floor(static_cast<double>(*dft_length + 1) * hertz / *sample_rate));
+    points[p] =
+        static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hertz / sample_rate));
     if (points[p] < 0 || points[p] >= bins) {
       return ctx.Error("the band edges fall outside the spectrum's ", bins, " bins");
     }
   }
-  std::vector<double> values(static_cast<size_t>(bins * *bands), 0.0);
-  for (int64_t band = 0; band < *bands; ++band) {
+  std::vector<double> values(static_cast<size_t>(bins * bands), 0.0);
+  for (int64_t band = 0; band < bands; ++band) {
     const int64_t left = points[band], center = points[band + 1], right = points[band + 2];
     if (center == left) {
-      values[center * *bands + band] = 1.0;
+      values[center * bands + band] = 1.0;
     } else {
       for (int64_t j = left; j <= center; ++j) {
-        values[j * *bands + band] = static_cast<double>(j - left) / (center - left);
+        values[j * bands + band] = static_cast<double>(j - left) / (center - left);
       }
     }
     for (int64_t j = center; j < right; ++j) {
-      values[j * *bands + band] = static_cast<double>(right - j) / (right - center);
+      values[j * bands + band] = static_cast<double>(right - j) / (right - center);
     }
   }
-  StoreAsType(values, ctx.Output(0, *type, {bins, *bands}));
+  StoreAsType(values, ctx.Output(0, type, {bins, bands}));
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 
 #include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -53,7 +54,7 @@ absl::Status Slice(KernelContext& ctx) {
   if (ends.size() != n || axes.size() != n || steps.size() != n) {
     return ctx.Error("starts, ends, axes and steps differ in length");
   }
-  if (absl::Status s = NormalizeAxes(ctx, axes, rank); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(NormalizeAxes(ctx, axes, rank));
 
   std::vector<int64_t> first(rank, 0), step(rank, 1), out_dims = x.dims();
   for (size_t i = 0; i < n; ++i) {
@@ -145,7 +146,7 @@ absl::Status Pad(KernelContext& ctx) {
     axes.resize(rank);
     for (int64_t d = 0; d < rank; ++d) axes[d] = d;
   }
-  if (absl::Status s = NormalizeAxes(ctx, axes, rank); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(NormalizeAxes(ctx, axes, rank));
   if (pads.size() != 2 * axes.size()) {
     return ctx.Error("pads has ", pads.size(), " entries, expected ", 2 * axes.size());
   }

@@ -9,6 +9,7 @@
 
 #include "exec/cpu/vector_math.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -168,16 +169,15 @@ template <Mode kMode>
 absl::Status SoftmaxKernel(KernelContext& ctx) {
   if (!ctx.has_input(0)) return ctx.Error("missing input");
   const Tensor& input = ctx.input(0);
-  absl::StatusOr<Lines> lines = SplitAtAxis(ctx, input);
-  if (!lines.ok()) return lines.status();
+  OVFIX_ASSIGN_OR_RETURN(Lines lines, SplitAtAxis(ctx, input));
   Tensor& output = ctx.OutputToOverwrite(0, input.type(), input.dims());
   if (input.numel() == 0) return absl::OkStatus();
   switch (input.type()) {
     case DataType::kFloat:
-      RunTyped<kMode>(*lines, input.data<float>(), output.data<float>(), ctx.pool);
+      RunTyped<kMode>(lines, input.data<float>(), output.data<float>(), ctx.pool);
       return absl::OkStatus();
     case DataType::kDouble:
-      RunTyped<kMode>(*lines, input.data<double>(), output.data<double>(), ctx.pool);
+      RunTyped<kMode>(lines, input.data<double>(), output.data<double>(), ctx.pool);
       return absl::OkStatus();
     default:
       return ctx.Error("unsupported element type ", std::string(DataTypeName(input.type())));

@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -163,22 +164,21 @@ absl::Status TfIdfVectorizer(KernelContext& ctx) {
   if (x.rank() != 1 && x.rank() != 2) {
     return ctx.Error("X must be [C] or [N, C], got ", DescribeTensor(x));
   }
-  absl::StatusOr<TfIdfConfig> c = ReadTfIdfConfig(ctx);
-  if (!c.ok()) return c.status();
+  OVFIX_ASSIGN_OR_RETURN(TfIdfConfig c, ReadTfIdfConfig(ctx));
   const int64_t rows = x.rank() == 2 ? x.dim(0) : 1;
   const int64_t length = x.rank() == 2 ? x.dim(1) : x.dim(0);
-  std::vector<int64_t> dims = {c->output_size};
+  std::vector<int64_t> dims = {c.output_size};
   if (x.rank() == 2) dims.insert(dims.begin(), rows);
   Tensor& y = ctx.Output(0, DataType::kFloat, dims);
-  const std::vector<int64_t> ids = ItemIds(*c, x);
+  const std::vector<int64_t> ids = ItemIds(c, x);
   for (int64_t r = 0; r < rows; ++r) {
-    float* out = y.data<float>() + r * c->output_size;
-    CountRow(*c, ids.data() + r * length, length, out);
-    for (int64_t i = 0; i < c->output_size; ++i) {
-      const float weight = c->weights.empty() ? 1.0f : c->weights[i];
-      if (c->mode == "IDF") {
+    float* out = y.data<float>() + r * c.output_size;
+    CountRow(c, ids.data() + r * length, length, out);
+    for (int64_t i = 0; i < c.output_size; ++i) {
+      const float weight = c.weights.empty() ? 1.0f : c.weights[i];
+      if (c.mode == "IDF") {
         out[i] = out[i] > 0 ? weight : 0.0f;
-      } else if (c->mode == "TFIDF") {
+      } else if (c.mode == "TFIDF") {
         out[i] *= weight;
       }
     }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -82,19 +83,18 @@ void Set(Tensor& t, int64_t e, double v) {
 }
 
 absl::Status Adagrad(KernelContext& ctx) {
-  absl::StatusOr<OptimizerInputs> in = ReadOptimizerInputs(ctx, 3);  // X, G, H
-  if (!in.ok()) return in.status();
+  OVFIX_ASSIGN_OR_RETURN(OptimizerInputs in, ReadOptimizerInputs(ctx, 3));  // X, G, H
   const double decay = ctx.node.GetFloat("decay_factor", 0.0f);
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-6f);
   const double norm = ctx.node.GetFloat("norm_coefficient", 0.0f);
-  const double rate = in->rate / (1.0 + static_cast<double>(in->count) * decay);
-  for (size_t k = 0; k < in->n; ++k) {
-    Tensor& x_new = Out(ctx, *in, 0, k);
-    Tensor& h_new = Out(ctx, *in, 1, k);
+  const double rate = in.rate / (1.0 + static_cast<double>(in.count) * decay);
+  for (size_t k = 0; k < in.n; ++k) {
+    Tensor& x_new = Out(ctx, in, 0, k);
+    Tensor& h_new = Out(ctx, in, 1, k);
     for (int64_t e = 0; e < x_new.numel(); ++e) {
-      const double x = In(ctx, *in, 0, k, e);
-      const double g = norm * x + In(ctx, *in, 1, k, e);
-      const double h = In(ctx, *in, 2, k, e) + g * g;
+      const double x = In(ctx, in, 0, k, e);
+      const double g = norm * x + In(ctx, in, 1, k, e);
+      const double h = In(ctx, in, 2, k, e) + g * g;
       Set(h_new, e, h);
       Set(x_new, e, x - rate * g / (std::sqrt(h) + epsilon));
     }
@@ -103,27 +103,25 @@ absl::Status Adagrad(KernelContext& ctx) {
 }
 
 absl::Status Adam(KernelContext& ctx) {
-  absl::StatusOr<OptimizerInputs> in = ReadOptimizerInputs(ctx, 4);  // X, G, V, H
-  if (!in.ok()) return in.status();
+  OVFIX_ASSIGN_OR_RETURN(OptimizerInputs in, ReadOptimizerInputs(ctx, 4));  // X, G, V, H
   const double alpha = ctx.node.GetFloat("alpha", 0.9f);
   const double beta = ctx.node.GetFloat("beta", 0.999f);
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-6f);
   const double norm = ctx.node.GetFloat("norm_coefficient", 0.0f);
   const double norm_post = ctx.node.GetFloat("norm_coefficient_post", 0.0f);
-  const double t = static_cast<double>(in->count);
-  const double rate = in->count > 0
-                          ? in->rate * std::sqrt(1.0 - std::pow(beta, t)) /
-                                (1.0 - std::pow(alpha, t))
-                          : in->rate;
-  for (size_t k = 0; k < in->n; ++k) {
-    Tensor& x_new = Out(ctx, *in, 0, k);
-    Tensor& v_new = Out(ctx, *in, 1, k);
-    Tensor& h_new = Out(ctx, *in, 2, k);
+  const double t = static_cast<double>(in.count);
+  const double rate =
+      in.count > 0 ? in.rate * std::sqrt(1.0 - std::pow(beta, t)) / (1.0 - std::pow(alpha, t))
+                   : in.rate;
+  for (size_t k = 0; k < in.n; ++k) {
+    Tensor& x_new = Out(ctx, in, 0, k);
+    Tensor& v_new = Out(ctx, in, 1, k);
+    Tensor& h_new = Out(ctx, in, 2, k);
     for (int64_t e = 0; e < x_new.numel(); ++e) {
-      const double x = In(ctx, *in, 0, k, e);
-      const double g = norm * x + In(ctx, *in, 1, k, e);
-      const double v = alpha * In(ctx, *in, 2, k, e) + (1.0 - alpha) * g;
-      const double h = beta * In(ctx, *in, 3, k, e) + (1.0 - beta) * g * g;
+      const double x = In(ctx, in, 0, k, e);
+      const double g = norm * x + In(ctx, in, 1, k, e);
+      const double v = alpha * In(ctx, in, 2, k, e) + (1.0 - alpha) * g;
+      const double h = beta * In(ctx, in, 3, k, e) + (1.0 - beta) * g * g;
       Set(v_new, e, v);
       Set(h_new, e, h);
       Set(x_new, e, (1.0 - norm_post) * (x - rate * v / (std::sqrt(h) + epsilon)));
@@ -133,28 +131,27 @@ absl::Status Adam(KernelContext& ctx) {
 }
 
 absl::Status Momentum(KernelContext& ctx) {
-  absl::StatusOr<OptimizerInputs> in = ReadOptimizerInputs(ctx, 3);  // X, G, V
-  if (!in.ok()) return in.status();
+  OVFIX_ASSIGN_OR_RETURN(OptimizerInputs in, ReadOptimizerInputs(ctx, 3));  // X, G, V
   for (const char* required : {"alpha", "beta", "norm_coefficient", "mode"}) {
     if (!ctx.node.HasAttribute(required)) return ctx.Error("needs the attribute ", required);
   }
   const double alpha = ctx.node.GetFloat("alpha", 0.0f);
-  const double beta = in->count > 0 ? ctx.node.GetFloat("beta", 0.0f) : 1.0;
+  const double beta = in.count > 0 ? ctx.node.GetFloat("beta", 0.0f) : 1.0;
   const double norm = ctx.node.GetFloat("norm_coefficient", 0.0f);
   const std::string mode = ctx.node.GetString("mode");
   if (mode != "standard" && mode != "nesterov") {
     return ctx.Error("mode must be \"standard\" or \"nesterov\", got \"", mode, "\"");
   }
   const bool nesterov = mode == "nesterov";
-  for (size_t k = 0; k < in->n; ++k) {
-    Tensor& x_new = Out(ctx, *in, 0, k);
-    Tensor& v_new = Out(ctx, *in, 1, k);
+  for (size_t k = 0; k < in.n; ++k) {
+    Tensor& x_new = Out(ctx, in, 0, k);
+    Tensor& v_new = Out(ctx, in, 1, k);
     for (int64_t e = 0; e < x_new.numel(); ++e) {
-      const double x = In(ctx, *in, 0, k, e);
-      const double g = norm * x + In(ctx, *in, 1, k, e);
-      const double v = alpha * In(ctx, *in, 2, k, e) + beta * g;
+      const double x = In(ctx, in, 0, k, e);
+      const double g = norm * x + In(ctx, in, 1, k, e);
+      const double v = alpha * In(ctx, in, 2, k, e) + beta * g;
       Set(v_new, e, v);
-      Set(x_new, e, x - in->rate * (nesterov ? g + alpha * v : v));
+      Set(x_new, e, x - in.rate * (nesterov ? g + alpha * v : v));
     }
   }
   return absl::OkStatus();

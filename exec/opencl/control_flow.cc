@@ -6,6 +6,7 @@
 #include <string>
 
 #include "exec/cpu/control_flow.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -17,7 +18,7 @@ absl::StatusOr<bool> ReadCondition(ControlContext& ctx, ClValue& v, const char* 
   if (v.numel() != 1 || v.type == DataType::kString) {
     return ctx.Error(what, " must be a one-element tensor");
   }
-  if (auto s = EnsureHost(ctx.rt, v); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(EnsureHost(ctx.rt, v));
   return v.host->GetAsDouble(0) != 0.0;
 }
 
@@ -29,10 +30,9 @@ absl::StatusOr<std::vector<ClValue>> RunBody(ControlContext& ctx, std::string_vi
     return ctx.Error("subgraph '", body->name(), "' takes ", body->inputs().size(),
                      " inputs, given ", args.size());
   }
-  absl::StatusOr<std::vector<ClValue>> out = ctx.run_body(attribute, std::move(args));
-  if (!out.ok()) return out.status();
-  if (out->size() != body->outputs().size()) {
-    return ctx.Error("subgraph '", body->name(), "' returned ", out->size(), " values");
+  OVFIX_ASSIGN_OR_RETURN(std::vector<ClValue> out, ctx.run_body(attribute, std::move(args)));
+  if (out.size() != body->outputs().size()) {
+    return ctx.Error("subgraph '", body->name(), "' returned ", out.size(), " values");
   }
   return out;
 }
@@ -51,10 +51,9 @@ absl::StatusOr<ClValue> TakeFirstAxis(ControlContext& ctx, ClValue& v, int64_t i
   out.half = v.half;
   out.dims = std::move(dims);
   const size_t bytes = out.device_bytes();
-  absl::StatusOr<cl::Buffer> buffer = ctx.rt.Allocate(bytes);
-  if (!buffer.ok()) return buffer.status();
-  out.device = std::make_shared<cl::Buffer>(*std::move(buffer));
-  if (auto s = ctx.rt.Copy(*v.device, index * bytes, *out.device, 0, bytes); !s.ok()) return s;
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer buffer, ctx.rt.Allocate(bytes));
+  out.device = std::make_shared<cl::Buffer>(std::move(buffer));
+  OVFIX_RETURN_IF_ERROR(ctx.rt.Copy(*v.device, index * bytes, *out.device, 0, bytes));
   return out;
 }
 
@@ -83,7 +82,7 @@ absl::StatusOr<ClValue> Stack(ControlContext& ctx, std::vector<ClValue>& parts, 
   if (axis != 0 || !on_device) {
     std::vector<Tensor> host;
     for (ClValue& p : parts) {
-      if (auto s = EnsureHost(ctx.rt, p); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(EnsureHost(ctx.rt, p));
       host.push_back(*p.host);
     }
     absl::StatusOr<Tensor> stacked = StackOnNewAxis(host, axis);
@@ -96,9 +95,8 @@ absl::StatusOr<ClValue> Stack(ControlContext& ctx, std::vector<ClValue>& parts, 
   out.dims = parts[0].dims;
   out.dims.insert(out.dims.begin(), static_cast<int64_t>(parts.size()));
   const size_t part_bytes = parts[0].device_bytes();
-  absl::StatusOr<cl::Buffer> buffer = ctx.rt.Allocate(out.device_bytes());
-  if (!buffer.ok()) return buffer.status();
-  out.device = std::make_shared<cl::Buffer>(*std::move(buffer));
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer buffer, ctx.rt.Allocate(out.device_bytes()));
+  out.device = std::make_shared<cl::Buffer>(std::move(buffer));
   for (size_t i = 0; i < parts.size(); ++i) {
     if (auto s = ctx.rt.Copy(*parts[i].device, 0, *out.device, i * part_bytes, part_bytes);
         !s.ok()) {
@@ -110,16 +108,14 @@ absl::StatusOr<ClValue> Stack(ControlContext& ctx, std::vector<ClValue>& parts, 
 
 absl::Status RunIf(ControlContext& ctx) {
   if (!ctx.has_input(0)) return ctx.Error("If needs a condition");
-  absl::StatusOr<bool> cond = ReadCondition(ctx, *ctx.inputs[0], "condition");
-  if (!cond.ok()) return cond.status();
-  const char* branch = *cond ? "then_branch" : "else_branch";
-  absl::StatusOr<std::vector<ClValue>> out = RunBody(ctx, branch, {});
-  if (!out.ok()) return out.status();
-  if (out->size() < ctx.outputs.size()) {
-    return ctx.Error(branch, " returns ", out->size(), " values, the node has ",
-                     ctx.outputs.size(), " outputs");
+  OVFIX_ASSIGN_OR_RETURN(bool cond, ReadCondition(ctx, *ctx.inputs[0], "condition"));
+  const char* branch = cond ? "then_branch" : "else_branch";
+  OVFIX_ASSIGN_OR_RETURN(std::vector<ClValue> out, RunBody(ctx, branch, {}));
+  if (out.size() < ctx.outputs.size()) {
+    return ctx.Error(branch, " returns ", out.size(), " values, the node has ", ctx.outputs.size(),
+                     " outputs");
   }
-  for (size_t i = 0; i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move((*out)[i]);
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(out[i]);
   return absl::OkStatus();
 }
 
@@ -131,15 +127,14 @@ absl::Status RunLoop(ControlContext& ctx) {
   if (ctx.has_input(0)) {
     ClValue& m = *ctx.inputs[0];
     if (m.numel() != 1 || m.type == DataType::kString) return ctx.Error("M must be one element");
-    if (auto s = EnsureHost(ctx.rt, m); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(EnsureHost(ctx.rt, m));
     max_trips = m.host->GetAsInt64(0);
   }
   const bool use_cond = ctx.has_input(1);
   bool cond = true;
   if (use_cond) {
-    absl::StatusOr<bool> c = ReadCondition(ctx, *ctx.inputs[1], "cond");
-    if (!c.ok()) return c.status();
-    cond = *c;
+    OVFIX_ASSIGN_OR_RETURN(bool c, ReadCondition(ctx, *ctx.inputs[1], "cond"));
+    cond = c;
   }
   const size_t carried_count = ctx.inputs.size() - 2;
   if (body->inputs().size() != carried_count + 2 ||
@@ -160,16 +155,14 @@ absl::Status RunLoop(ControlContext& ctx) {
     args.push_back(HostScalar(ctx, Tensor::FromVector<int64_t>(DataType::kInt64, {}, {trip})));
     args.push_back(HostScalar(ctx, Tensor::FromVector<uint8_t>(DataType::kBool, {}, {1})));
     for (ClValue& v : carried) args.push_back(std::move(v));
-    absl::StatusOr<std::vector<ClValue>> out = RunBody(ctx, "body", std::move(args));
-    if (!out.ok()) return out.status();
+    OVFIX_ASSIGN_OR_RETURN(std::vector<ClValue> out, RunBody(ctx, "body", std::move(args)));
     if (use_cond) {
-      absl::StatusOr<bool> c = ReadCondition(ctx, (*out)[0], "body condition output");
-      if (!c.ok()) return c.status();
-      cond = *c;
+      OVFIX_ASSIGN_OR_RETURN(bool c, ReadCondition(ctx, out[0], "body condition output"));
+      cond = c;
     }
-    for (size_t i = 0; i < carried_count; ++i) carried[i] = std::move((*out)[1 + i]);
+    for (size_t i = 0; i < carried_count; ++i) carried[i] = std::move(out[1 + i]);
     for (size_t k = 0; k < scan_count; ++k) {
-      scans[k].push_back(std::move((*out)[1 + carried_count + k]));
+      scans[k].push_back(std::move(out[1 + carried_count + k]));
     }
   }
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
@@ -177,9 +170,9 @@ absl::Status RunLoop(ControlContext& ctx) {
       ctx.outputs[i] = std::move(carried[i]);
     } else if (i - carried_count < scan_count) {
       const size_t k = i - carried_count;
-      absl::StatusOr<ClValue> t = Stack(ctx, scans[k], 0, body->outputs()[1 + carried_count + k]);
-      if (!t.ok()) return t.status();
-      ctx.outputs[i] = std::move(*t);
+      OVFIX_ASSIGN_OR_RETURN(ClValue t,
+                             Stack(ctx, scans[k], 0, body->outputs()[1 + carried_count + k]));
+      ctx.outputs[i] = std::move(t);
     }
   }
   return absl::OkStatus();
@@ -234,7 +227,7 @@ absl::Status RunScan(ControlContext& ctx) {
     length = v.dims[axis];
     scan_values[j] = v;
     if (axis != 0) {  // move the scanned axis first, on the host
-      if (auto s = EnsureHost(ctx.rt, scan_values[j]); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(EnsureHost(ctx.rt, scan_values[j]));
       std::vector<Tensor> parts;
       for (int64_t i = 0; i < length; ++i) {
         absl::StatusOr<Tensor> part = TakeAlongAxis(*scan_values[j].host, axis, i);
@@ -254,15 +247,13 @@ absl::Status RunScan(ControlContext& ctx) {
     std::vector<ClValue> args = std::move(states);
     for (int64_t j = 0; j < scan_in; ++j) {
       const int64_t index = (*in_dirs)[j] == 1 ? length - 1 - step : step;
-      absl::StatusOr<ClValue> slice = TakeFirstAxis(ctx, scan_values[j], index);
-      if (!slice.ok()) return slice.status();
-      args.push_back(std::move(*slice));
+      OVFIX_ASSIGN_OR_RETURN(ClValue slice, TakeFirstAxis(ctx, scan_values[j], index));
+      args.push_back(std::move(slice));
     }
-    absl::StatusOr<std::vector<ClValue>> out = RunBody(ctx, "body", std::move(args));
-    if (!out.ok()) return out.status();
-    states.assign(std::make_move_iterator(out->begin()),
-                  std::make_move_iterator(out->begin() + state_count));
-    for (size_t k = 0; k < scan_out; ++k) scans[k].push_back(std::move((*out)[state_count + k]));
+    OVFIX_ASSIGN_OR_RETURN(std::vector<ClValue> out, RunBody(ctx, "body", std::move(args)));
+    states.assign(std::make_move_iterator(out.begin()),
+                  std::make_move_iterator(out.begin() + state_count));
+    for (size_t k = 0; k < scan_out; ++k) scans[k].push_back(std::move(out[state_count + k]));
   }
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     if (i < state_count) {
@@ -282,9 +273,8 @@ absl::Status RunScan(ControlContext& ctx) {
     if (axis < 0 || (!scans[k].empty() && axis > (int64_t)scans[k][0].dims.size())) {
       return ctx.Error("scan_output_axes out of range");
     }
-    absl::StatusOr<ClValue> t = Stack(ctx, scans[k], axis, declared);
-    if (!t.ok()) return t.status();
-    ctx.outputs[i] = std::move(*t);
+    OVFIX_ASSIGN_OR_RETURN(ClValue t, Stack(ctx, scans[k], axis, declared));
+    ctx.outputs[i] = std::move(t);
   }
   return absl::OkStatus();
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 
@@ -10,9 +11,8 @@ absl::Status EnsureDevice(Runtime& rt, ClValue& v) {
   if (v.device) return absl::OkStatus();
   if (!v.host) return absl::InternalError("value has neither host nor device data");
   if (v.type == DataType::kString) return absl::UnimplementedError("string tensors");
-  auto buffer = rt.Allocate(v.device_bytes());
-  if (!buffer.ok()) return buffer.status();
-  v.device = std::make_shared<cl::Buffer>(*std::move(buffer));
+  OVFIX_ASSIGN_OR_RETURN(auto buffer, rt.Allocate(v.device_bytes()));
+  v.device = std::make_shared<cl::Buffer>(std::move(buffer));
   if (v.half && v.type == DataType::kFloat) {
     const Tensor half = ConvertTensor(*v.host, DataType::kFloat16);
     return rt.Write(*v.device, half.raw(), v.device_bytes());
@@ -26,7 +26,7 @@ absl::Status EnsureHost(Runtime& rt, ClValue& v) {
   Tensor t(v.type, v.dims);
   if (v.half && v.type == DataType::kFloat) {
     Tensor half(DataType::kFloat16, v.dims);
-    if (auto s = rt.Read(*v.device, half.raw(), v.device_bytes()); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(rt.Read(*v.device, half.raw(), v.device_bytes()));
     t = ConvertTensor(half, DataType::kFloat);
   } else if (auto s = rt.Read(*v.device, t.raw(), v.device_bytes()); !s.ok()) {
     return s;
@@ -36,12 +36,12 @@ absl::Status EnsureHost(Runtime& rt, ClValue& v) {
 }
 
 absl::StatusOr<cl::Buffer*> OpContext::Device(size_t i) {
-  if (auto s = EnsureDevice(rt, *inputs[i]); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(EnsureDevice(rt, *inputs[i]));
   return inputs[i]->device.get();
 }
 
 absl::StatusOr<const Tensor*> OpContext::Host(size_t i) {
-  if (auto s = EnsureHost(rt, *inputs[i]); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(EnsureHost(rt, *inputs[i]));
   return &*inputs[i]->host;
 }
 
@@ -51,9 +51,8 @@ absl::StatusOr<ClValue*> OpContext::NewOutput(size_t i, DataType type, std::vect
   out.type = type;
   out.dims = std::move(dims);
   out.half = StoresHalf(type);
-  auto buffer = rt.Allocate(out.device_bytes());
-  if (!buffer.ok()) return buffer.status();
-  out.device = std::make_shared<cl::Buffer>(*std::move(buffer));
+  OVFIX_ASSIGN_OR_RETURN(auto buffer, rt.Allocate(out.device_bytes()));
+  out.device = std::make_shared<cl::Buffer>(std::move(buffer));
   return &out;
 }
 

@@ -2,9 +2,10 @@
 
 #include <cstdlib>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
+#include "ir/status_macros.h"
 
 namespace ovfix {
 const std::vector<std::pair<std::string_view, std::string_view>>& OpenclKernelSources();
@@ -83,16 +84,14 @@ std::string ErrorName(cl_int error) {
 }
 
 absl::StatusOr<std::vector<DeviceInfo>> ListDevices() {
-  auto found = Enumerate();
-  if (!found.ok()) return found.status();
+  OVFIX_ASSIGN_OR_RETURN(auto found, Enumerate());
   std::vector<DeviceInfo> out;
-  for (auto& f : *found) out.push_back(f.info);
+  for (auto& f : found) out.push_back(f.info);
   return out;
 }
 
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(int device_index) {
-  auto found = Enumerate();
-  if (!found.ok()) return found.status();
+  OVFIX_ASSIGN_OR_RETURN(auto found, Enumerate());
   if (device_index < 0) {
     if (const char* env = std::getenv("OVFIX_OPENCL_DEVICE"); env != nullptr && *env) {
       if (!absl::SimpleAtoi(env, &device_index)) {
@@ -103,20 +102,20 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(int device_index) {
   }
   if (device_index < 0) {
     device_index = 0;
-    for (const auto& f : *found) {
+    for (const auto& f : found) {
       if (f.info.gpu) {
         device_index = f.info.index;
         break;
       }
     }
   }
-  if (device_index >= static_cast<int>(found->size())) {
-    return absl::InvalidArgumentError(absl::StrCat("no OpenCL device ", device_index, " (there are ",
-                                                   found->size(), "; see 'ovfix devices')"));
+  if (device_index >= static_cast<int>(found.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no OpenCL device ", device_index, " (there are ", found.size(), "; see 'ovfix devices')"));
   }
   auto rt = std::unique_ptr<Runtime>(new Runtime());
-  rt->device_ = (*found)[device_index].device;
-  rt->info_ = (*found)[device_index].info;
+  rt->device_ = found[device_index].device;
+  rt->info_ = found[device_index].info;
   cl_int err;
   rt->context_ = cl::Context(rt->device_, nullptr, nullptr, nullptr, &err);
   if (err != CL_SUCCESS) return rt->Error(err, "creating a context");

@@ -10,6 +10,7 @@
 #include "exec/opencl/opencl_runtime.h"
 #include "ir/float16.h"
 #include "ir/node_check.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -54,9 +55,8 @@ class OpenclSession : public Session {
   absl::Status Init(const Model& model, const SessionOptions& options) {
     options_ = options;
     model_ = &model;
-    auto rt = Runtime::Create(options.device);
-    if (!rt.ok()) return rt.status();
-    rt_ = *std::move(rt);
+    OVFIX_ASSIGN_OR_RETURN(auto rt, Runtime::Create(options.device));
+    rt_ = std::move(rt);
     if (options.precision == Precision::kFp16 && !rt_->device().fp16) {
       return absl::InvalidArgumentError(absl::StrCat(
           "OpenCL device '", rt_->device().name,
@@ -68,7 +68,7 @@ class OpenclSession : public Session {
   absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& inputs) override {
     captured_.clear();
     Frame values(main_.num_slots);
-    if (auto s = InitConstants(main_, values); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(InitConstants(main_, values));
     for (const auto& [v, s] : main_.input_slots) {
       auto it = inputs.find(v->name());
       if (it == inputs.end()) {
@@ -92,19 +92,19 @@ class OpenclSession : public Session {
     }
     if (options_.capture) {
       for (const auto& [s, c] : main_.constants) {
-        if (auto st = Capture(main_, s, values[s]); !st.ok()) return st;
+        OVFIX_RETURN_IF_ERROR(Capture(main_, s, values[s]));
       }
       for (const auto& [v, s] : main_.input_slots) {
-        if (auto st = Capture(main_, s, values[s]); !st.ok()) return st;
+        OVFIX_RETURN_IF_ERROR(Capture(main_, s, values[s]));
       }
     }
-    if (auto s = RunSteps(main_, values, options_.capture); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(RunSteps(main_, values, options_.capture));
     // Nothing stays queued after a run: kernels whose results no output reads (an empty
     // output's producers) still finish here, and report their errors to this run.
-    if (auto s = rt_->Finish(); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(rt_->Finish());
     std::vector<Tensor> outputs;
     for (int s : main_.output_slots) {
-      if (auto st = EnsureHost(*rt_, values[s]); !st.ok()) return st;
+      OVFIX_RETURN_IF_ERROR(EnsureHost(*rt_, values[s]));
       outputs.push_back(*values[s].host);
     }
     return outputs;
@@ -135,12 +135,11 @@ class OpenclSession : public Session {
       if (!v->is_initializer()) plan.input_slots.emplace_back(v, NewSlot(plan, v));
     }
     for (const Node* n : graph.nodes()) {
-      if (auto s = CompileNode(*n, plan); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(CompileNode(*n, plan));
     }
     for (const Value* v : graph.outputs()) {
-      absl::StatusOr<int> slot = Resolve(plan, v);
-      if (!slot.ok()) return slot.status();
-      plan.output_slots.push_back(*slot);
+      OVFIX_ASSIGN_OR_RETURN(int slot, Resolve(plan, v));
+      plan.output_slots.push_back(slot);
     }
     PlanReleases(plan);
     plan.slot_of.clear();
@@ -161,13 +160,12 @@ class OpenclSession : public Session {
                                                      "' is read before anything produces it"));
     }
     Plan& parent = *plan.parent;
-    absl::StatusOr<int> outer = Resolve(parent, v);
-    if (!outer.ok()) return outer.status();
+    OVFIX_ASSIGN_OR_RETURN(int outer, Resolve(parent, v));
     if (parent.compiling_step >= 0) {
-      parent.steps[parent.compiling_step].implicit_inputs.push_back(*outer);
+      parent.steps[parent.compiling_step].implicit_inputs.push_back(outer);
     }
     const int own = NewSlot(plan, v);
-    plan.captures.emplace_back(*outer, own);
+    plan.captures.emplace_back(outer, own);
     return own;
   }
 
@@ -186,7 +184,7 @@ class OpenclSession : public Session {
     }
     if (step.op == nullptr && !step.control_flow) step.on_cpu = true;
     // Kernels read their inputs and attributes trusting what the schema promises.
-    if (absl::Status s = CheckNode(n, step.opset); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckNode(n, step.opset));
     for (const Value* v : n.inputs()) {
       if (v == nullptr) {
         step.inputs.push_back(-1);
@@ -203,7 +201,7 @@ class OpenclSession : public Session {
     plan.compiling_step = static_cast<int>(plan.steps.size()) - 1;
     for (const Subgraph& sub : n.subgraphs()) {
       auto sub_plan = std::make_unique<Plan>();
-      if (auto s = Compile(*sub.graph, &plan, *sub_plan); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(Compile(*sub.graph, &plan, *sub_plan));
       plan.steps.back().subgraphs.push_back(std::move(sub_plan));
     }
     plan.compiling_step = -1;
@@ -258,7 +256,7 @@ class OpenclSession : public Session {
   absl::Status InitConstants(Plan& plan, Frame& values) {
     for (auto& [s, c] : plan.constants) {
       if (c.type != DataType::kString) {
-        if (auto st = EnsureDevice(*rt_, c); !st.ok()) return st;  // uploaded once, kept
+        OVFIX_RETURN_IF_ERROR(EnsureDevice(*rt_, c));  // uploaded once, kept
       }
       values[s] = c;
     }
@@ -266,18 +264,18 @@ class OpenclSession : public Session {
   }
 
   absl::Status Capture(const Plan& plan, int slot, ClValue& v) {
-    if (auto s = EnsureHost(*rt_, v); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(EnsureHost(*rt_, v));
     captured_[plan.names[slot]] = *v.host;
     return absl::OkStatus();
   }
 
   absl::Status RunSteps(Plan& plan, Frame& values, bool capture) {
     for (Step& step : plan.steps) {
-      if (auto s = RunStep(step, values); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(RunStep(step, values));
       if (capture) {
         for (int o : step.outputs) {
           if (o >= 0) {
-            if (auto s = Capture(plan, o, values[o]); !s.ok()) return s;
+            OVFIX_RETURN_IF_ERROR(Capture(plan, o, values[o]));
           }
         }
       }
@@ -296,10 +294,10 @@ class OpenclSession : public Session {
           plan.input_slots.size(), " inputs, given ", args.size()));
     }
     Frame values(plan.num_slots);
-    if (auto s = InitConstants(plan, values); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(InitConstants(plan, values));
     for (const auto& [from, own] : plan.captures) values[own] = outer[from];
     for (size_t i = 0; i < args.size(); ++i) values[plan.input_slots[i].second] = std::move(args[i]);
-    if (auto s = RunSteps(plan, values, /*capture=*/false); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(RunSteps(plan, values, /*capture=*/false));
     std::vector<ClValue> out;
     for (int s : plan.output_slots) out.push_back(values[s]);
     return out;
@@ -318,14 +316,13 @@ class OpenclSession : public Session {
     ControlContext ctx{*step.node, step.opset, *rt_, {}, {}, {}, {}};
     for (int s : step.inputs) ctx.inputs.push_back(s >= 0 ? &values[s] : nullptr);
     ctx.outputs.resize(step.outputs.size());
-    ctx.run_body = [&](std::string_view attribute, std::vector<ClValue> args)
-        -> absl::StatusOr<std::vector<ClValue>> {
-      absl::StatusOr<size_t> index = SubgraphIndex(step, attribute);
-      if (!index.ok()) return index.status();
-      return RunSubgraph(step, *index, values, std::move(args));
+    ctx.run_body = [&](std::string_view attribute,
+                       std::vector<ClValue> args) -> absl::StatusOr<std::vector<ClValue>> {
+      OVFIX_ASSIGN_OR_RETURN(size_t index, SubgraphIndex(step, attribute));
+      return RunSubgraph(step, index, values, std::move(args));
     };
     ctx.host_value = [this](Tensor t) { return HostValue(t); };
-    if (auto s = RunControlFlow(ctx); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(RunControlFlow(ctx));
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] >= 0) values[step.outputs[i]] = std::move(ctx.outputs[i]);
     }
@@ -380,7 +377,7 @@ class OpenclSession : public Session {
     bool has_half = false;
     for (int s : step.inputs) {
       if (s >= 0) {
-        if (auto st = EnsureHost(*rt_, values[s]); !st.ok()) return st;
+        OVFIX_RETURN_IF_ERROR(EnsureHost(*rt_, values[s]));
         has_half = has_half || values[s].type == DataType::kFloat16;
       }
     }
@@ -406,18 +403,18 @@ class OpenclSession : public Session {
         }
         std::vector<ClValue> in;
         for (const Tensor& t : args) in.push_back(HostValue(t));
-        absl::StatusOr<std::vector<ClValue>> out = RunSubgraph(step, index, values, std::move(in));
-        if (!out.ok()) return out.status();
+        OVFIX_ASSIGN_OR_RETURN(std::vector<ClValue> out,
+                               RunSubgraph(step, index, values, std::move(in)));
         std::vector<Tensor> tensors;
-        for (ClValue& v : *out) {
-          if (auto s = EnsureHost(*rt_, v); !s.ok()) return s;
+        for (ClValue& v : out) {
+          OVFIX_RETURN_IF_ERROR(EnsureHost(*rt_, v));
           tensors.push_back(*v.host);
         }
         return tensors;
       };
     }
     ctx.outputs.resize(step.outputs.size());
-    if (auto s = step.cpu->fn(ctx); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(step.cpu->fn(ctx));
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       Tensor t = std::move(ctx.outputs[i]);
@@ -445,7 +442,7 @@ class OpenclSession : public Session {
 absl::StatusOr<std::unique_ptr<Session>> CreateOpenclSession(const Model& model,
                                                              const SessionOptions& options) {
   auto session = std::make_unique<OpenclSession>();
-  if (auto s = session->Init(model, options); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(session->Init(model, options));
   return std::unique_ptr<Session>(std::move(session));
 }
 

@@ -5,6 +5,7 @@
 #include "exec/cpu/conv_geometry.h"
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -26,9 +27,8 @@ absl::StatusOr<SpatialGeometry> Geometry(OpContext& ctx, const std::vector<int64
                                          std::vector<int64_t> kernel, bool ceil_mode) {
   KernelContext kc{ctx.node, ctx.opset, {}, {}, nullptr, nullptr, {}};
   std::vector<int64_t> spatial(dims.begin() + 2, dims.end());
-  auto g = ReadSpatialAttributes(kc, spatial, std::move(kernel));
-  if (!g.ok()) return g.status();
-  if (auto s = ComputeConvOutput(kc, *g, ceil_mode); !s.ok()) return s;
+  OVFIX_ASSIGN_OR_RETURN(auto g, ReadSpatialAttributes(kc, spatial, std::move(kernel)));
+  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(kc, g, ceil_mode));
   return g;
 }
 
@@ -44,25 +44,19 @@ absl::Status Conv(OpContext& ctx) {
     return ctx.Error("channels ", C, " and weight ", w.dims[1], " do not fit group ", group);
   }
   KernelContext kc{ctx.node, ctx.opset, {}, {}, nullptr, nullptr, {}};
-  auto kernel = KernelShape(kc, {w.dims.begin() + 2, w.dims.end()});
-  if (!kernel.ok()) return kernel.status();
-  auto g = Geometry(ctx, x.dims, *kernel, false);
-  if (!g.ok()) return g.status();
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(kc, {w.dims.begin() + 2, w.dims.end()}));
+  OVFIX_ASSIGN_OR_RETURN(auto g, Geometry(ctx, x.dims, kernel, false));
   std::vector<int64_t> out_dims = {x.dims[0], M};
-  out_dims.insert(out_dims.end(), g->output.begin(), g->output.end());
-  auto y = ctx.NewOutput(0, x.type, out_dims);
-  if (!y.ok()) return y.status();
+  out_dims.insert(out_dims.end(), g.output.begin(), g.output.end());
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, x.type, out_dims));
   const bool has_bias = ctx.has_input(2);
   if (has_bias && ctx.input(2).numel() != M) return ctx.Error("bias must have ", M, " values");
-  auto dx = ctx.Device(0);
-  if (!dx.ok()) return dx.status();
-  auto dw = ctx.Device(1);
-  if (!dw.ok()) return dw.status();
-  cl::Buffer* db = *dw;  // any valid buffer when there is no bias
+  OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(auto dw, ctx.Device(1));
+  cl::Buffer* db = dw;  // any valid buffer when there is no bias
   if (has_bias) {
-    auto b = ctx.Device(2);
-    if (!b.ok()) return b.status();
-    db = *b;
+    OVFIX_ASSIGN_OR_RETURN(auto b, ctx.Device(2));
+    db = b;
   }
   // The kernel computes tiles of MT output channels (a divisor of the channels per group) by
   // TW output positions along w, over an input padded wide enough for the last tile. CPU
@@ -72,67 +66,64 @@ absl::Status Conv(OpContext& ctx) {
   const int64_t m_per_group = M / group;
   int64_t tile_m = cpu_device ? 16 : 4;
   while (m_per_group % tile_m != 0) tile_m /= 2;
-  const int64_t out_w = g->output.back();
+  const int64_t out_w = g.output.back();
   const int64_t tile_w = cpu_device && out_w > 8 ? 16 : 8;
   const int64_t tiles_w = (out_w + tile_w - 1) / tile_w;
-  std::vector<int64_t> padded(g->rank());
-  for (size_t i = 0; i < g->rank(); ++i) {
-    const int64_t last_tap = (g->output[i] - 1) * g->strides[i] + g->extent(i);
-    padded[i] = std::max(g->input[i] + g->pads_begin[i] + g->pads_end[i], last_tap);
+  std::vector<int64_t> padded(g.rank());
+  for (size_t i = 0; i < g.rank(); ++i) {
+    const int64_t last_tap = (g.output[i] - 1) * g.strides[i] + g.extent(i);
+    padded[i] = std::max(g.input[i] + g.pads_begin[i] + g.pads_end[i], last_tap);
   }
   // The last tile reads tile_w positions per tap (stride 2 loads twice that, keeps the even).
-  const int64_t stride_w = g->strides.back();
-  const int64_t last_tile = (tiles_w - 1) * tile_w * stride_w + g->extent(g->rank() - 1);
+  const int64_t stride_w = g.strides.back();
+  const int64_t last_tile = (tiles_w - 1) * tile_w * stride_w + g.extent(g.rank() - 1);
   padded.back() = std::max(padded.back(), last_tile + (stride_w == 2 ? 2 * tile_w - 1
                                                                      : (tile_w - 1) * stride_w));
   const std::string options = ctx.Options(
-      {{"A", &x}, {"W", &w}, {"C", has_bias ? &ctx.input(2) : nullptr}, {"Y", *y}},
+      {{"A", &x}, {"W", &w}, {"C", has_bias ? &ctx.input(2) : nullptr}, {"Y", y}},
       absl::StrCat("-DMODE=0 -DMT=", tile_m, " -DTW=", tile_w, " -DSTRIDE_W=", stride_w));
   // The kernel reads float: half input and weights are widened first (the input while it is
   // padded), once per run instead of at every tap.
-  cl::Buffer* input = *dx;
+  cl::Buffer* input = dx;
   cl::Buffer padded_buffer, float_weights;
-  if (padded != g->input || x.half) {
+  if (padded != g.input || x.half) {
     int64_t rows = x.dims[0] * C;
     for (size_t i = 0; i + 1 < padded.size(); ++i) rows *= padded[i];
-    auto buffer = ctx.rt.Allocate(static_cast<size_t>(rows * padded.back()) * sizeof(float));
-    if (!buffer.ok()) return buffer.status();
-    padded_buffer = *std::move(buffer);
+    OVFIX_ASSIGN_OR_RETURN(
+        auto buffer, ctx.rt.Allocate(static_cast<size_t>(rows * padded.back()) * sizeof(float)));
+    padded_buffer = std::move(buffer);
     input = &padded_buffer;
-    auto pad = ctx.Kernel("conv.cl", "pad_input", options);
-    if (!pad.ok()) return pad.status();
-    if (auto s = SetArgs(ctx, *pad, **dx, padded_buffer, Spatial3(g->input, 1),
-                         Spatial3(padded, 1), Spatial3(g->pads_begin, 0));
+    OVFIX_ASSIGN_OR_RETURN(auto pad, ctx.Kernel("conv.cl", "pad_input", options));
+    if (auto s = SetArgs(ctx, pad, *dx, padded_buffer, Spatial3(g.input, 1), Spatial3(padded, 1),
+                         Spatial3(g.pads_begin, 0));
         !s.ok()) {
       return s;
     }
-    if (auto s = ctx.Run(*pad, cl::NDRange(static_cast<size_t>(rows))); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(ctx.Run(pad, cl::NDRange(static_cast<size_t>(rows))));
   }
-  cl::Buffer* weights = *dw;
+  cl::Buffer* weights = dw;
   if (w.half) {
-    auto buffer = ctx.rt.Allocate(static_cast<size_t>(w.numel()) * sizeof(float));
-    if (!buffer.ok()) return buffer.status();
-    float_weights = *std::move(buffer);
+    OVFIX_ASSIGN_OR_RETURN(auto buffer,
+                           ctx.rt.Allocate(static_cast<size_t>(w.numel()) * sizeof(float)));
+    float_weights = std::move(buffer);
     weights = &float_weights;
-    auto widen = ctx.Kernel("conv.cl", "widen_weights", options);
-    if (!widen.ok()) return widen.status();
-    if (auto s = SetArgs(ctx, *widen, **dw, float_weights); !s.ok()) return s;
-    if (auto s = ctx.Run(*widen, cl::NDRange(static_cast<size_t>(w.numel()))); !s.ok()) return s;
+    OVFIX_ASSIGN_OR_RETURN(auto widen, ctx.Kernel("conv.cl", "widen_weights", options));
+    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, widen, *dw, float_weights));
+    OVFIX_RETURN_IF_ERROR(ctx.Run(widen, cl::NDRange(static_cast<size_t>(w.numel()))));
   }
-  auto k = ctx.Kernel("conv.cl", "conv", options);
-  if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, *input, *weights, *db, cl_int{has_bias}, *(*y)->device,
-                       static_cast<cl_int>(C), static_cast<cl_int>(M), static_cast<cl_int>(group),
-                       Spatial3(padded, 1), Spatial3(g->output, 1), Spatial3(g->kernel, 1),
-                       Spatial3(g->strides, 1), Spatial3(g->dilations, 1),
-                       static_cast<cl_int>(tiles_w));
+  OVFIX_ASSIGN_OR_RETURN(auto k, ctx.Kernel("conv.cl", "conv", options));
+  if (auto s =
+          SetArgs(ctx, k, *input, *weights, *db, cl_int{has_bias}, *y->device,
+                  static_cast<cl_int>(C), static_cast<cl_int>(M), static_cast<cl_int>(group),
+                  Spatial3(padded, 1), Spatial3(g.output, 1), Spatial3(g.kernel, 1),
+                  Spatial3(g.strides, 1), Spatial3(g.dilations, 1), static_cast<cl_int>(tiles_w));
       !s.ok()) {
     return s;
   }
   int64_t positions = tiles_w;
-  for (size_t i = 0; i + 1 < g->rank(); ++i) positions *= g->output[i];
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(positions), static_cast<size_t>(M / tile_m),
-                                 static_cast<size_t>(x.dims[0])));
+  for (size_t i = 0; i + 1 < g.rank(); ++i) positions *= g.output[i];
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(positions), static_cast<size_t>(M / tile_m),
+                                static_cast<size_t>(x.dims[0])));
 }
 
 absl::Status Gemm(OpContext& ctx) {
@@ -156,31 +147,29 @@ absl::Status Gemm(OpContext& ctx) {
       return ctx.Error("C cannot be broadcast to [", M, ",", N, "]");
     }
   }
-  auto y = ctx.NewOutput(0, a.type, {M, N});
-  if (!y.ok()) return y.status();
-  auto da = ctx.Device(0);
-  if (!da.ok()) return da.status();
-  auto db = ctx.Device(1);
-  if (!db.ok()) return db.status();
-  cl::Buffer* dc = *da;
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, a.type, {M, N}));
+  OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(1));
+  cl::Buffer* dc = da;
   if (has_c) {
-    auto c = ctx.Device(2);
-    if (!c.ok()) return c.status();
-    dc = *c;
+    OVFIX_ASSIGN_OR_RETURN(auto c, ctx.Device(2));
+    dc = c;
   }
-  auto k = ctx.Kernel("conv.cl", "gemm",
-                      ctx.Options({{"A", &a}, {"B", &b}, {"C", has_c ? &ctx.input(2) : nullptr},
-                                   {"Y", *y}}, "-DMODE=0"));
-  if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, **da, **db, *dc, cl_int{has_c}, *(*y)->device,
-                       static_cast<cl_int>(M), static_cast<cl_int>(N), static_cast<cl_int>(K),
-                       cl_int{trans_a}, cl_int{trans_b}, ctx.node.GetFloat("alpha", 1.0f),
-                       ctx.node.GetFloat("beta", 1.0f), static_cast<cl_int>(c_rows),
-                       static_cast<cl_int>(c_cols));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k,
+      ctx.Kernel(
+          "conv.cl", "gemm",
+          ctx.Options({{"A", &a}, {"B", &b}, {"C", has_c ? &ctx.input(2) : nullptr}, {"Y", y}},
+                      "-DMODE=0")));
+  if (auto s =
+          SetArgs(ctx, k, *da, *db, *dc, cl_int{has_c}, *y->device, static_cast<cl_int>(M),
+                  static_cast<cl_int>(N), static_cast<cl_int>(K), cl_int{trans_a}, cl_int{trans_b},
+                  ctx.node.GetFloat("alpha", 1.0f), ctx.node.GetFloat("beta", 1.0f),
+                  static_cast<cl_int>(c_rows), static_cast<cl_int>(c_cols));
       !s.ok()) {
     return s;
   }
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M)));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M)));
 }
 
 absl::Status Pool(OpContext& ctx) {
@@ -192,27 +181,23 @@ absl::Status Pool(OpContext& ctx) {
     return ctx.Unsupported("MaxPool indices output");
   }
   if (max && ctx.node.GetInt("storage_order", 0) != 0) return ctx.Unsupported("storage_order");
-  auto g = Geometry(ctx, x.dims, ctx.node.GetInts("kernel_shape"),
-                    ctx.node.GetInt("ceil_mode", 0) != 0);
-  if (!g.ok()) return g.status();
+  OVFIX_ASSIGN_OR_RETURN(auto g, Geometry(ctx, x.dims, ctx.node.GetInts("kernel_shape"),
+                                          ctx.node.GetInt("ceil_mode", 0) != 0));
   std::vector<int64_t> out_dims = {x.dims[0], x.dims[1]};
-  out_dims.insert(out_dims.end(), g->output.begin(), g->output.end());
-  auto y = ctx.NewOutput(0, x.type, out_dims);
-  if (!y.ok()) return y.status();
-  auto dx = ctx.Device(0);
-  if (!dx.ok()) return dx.status();
+  out_dims.insert(out_dims.end(), g.output.begin(), g.output.end());
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, x.type, out_dims));
+  OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   const int mode = max ? 0 : (ctx.node.GetInt("count_include_pad", 0) ? 2 : 1);
-  auto k = ctx.Kernel("conv.cl", "pool",
-                      ctx.Options({{"A", &x}, {"Y", *y}}, absl::StrCat("-DMODE=", mode)));
-  if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, **dx, *(*y)->device, Spatial3(g->input, 1),
-                       Spatial3(g->output, 1), Spatial3(g->kernel, 1), Spatial3(g->strides, 1),
-                       Spatial3(g->pads_begin, 0), Spatial3(g->pads_end, 0),
-                       Spatial3(g->dilations, 1));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k, ctx.Kernel("conv.cl", "pool",
+                         ctx.Options({{"A", &x}, {"Y", y}}, absl::StrCat("-DMODE=", mode))));
+  if (auto s = SetArgs(ctx, k, *dx, *y->device, Spatial3(g.input, 1), Spatial3(g.output, 1),
+                       Spatial3(g.kernel, 1), Spatial3(g.strides, 1), Spatial3(g.pads_begin, 0),
+                       Spatial3(g.pads_end, 0), Spatial3(g.dilations, 1));
       !s.ok()) {
     return s;
   }
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>((*y)->numel())));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
 absl::Status GlobalPool(OpContext& ctx) {
@@ -223,16 +208,14 @@ absl::Status GlobalPool(OpContext& ctx) {
   out_dims[0] = x.dims[0];
   out_dims[1] = x.dims[1];
   const cl_long size = x.numel() / std::max<int64_t>(1, x.dims[0] * x.dims[1]);
-  auto y = ctx.NewOutput(0, x.type, out_dims);
-  if (!y.ok()) return y.status();
-  auto dx = ctx.Device(0);
-  if (!dx.ok()) return dx.status();
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, x.type, out_dims));
+  OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   const bool max = ctx.node.op_type() == "GlobalMaxPool";
-  auto k = ctx.Kernel("conv.cl", "global_pool",
-                      ctx.Options({{"A", &x}, {"Y", *y}}, max ? "-DMODE=0" : "-DMODE=1"));
-  if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, **dx, *(*y)->device, size); !s.ok()) return s;
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(x.dims[0] * x.dims[1])));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k, ctx.Kernel("conv.cl", "global_pool",
+                         ctx.Options({{"A", &x}, {"Y", y}}, max ? "-DMODE=0" : "-DMODE=1")));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *dx, *y->device, size));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(x.dims[0] * x.dims[1])));
 }
 
 absl::Status BatchNorm(OpContext& ctx) {
@@ -246,26 +229,27 @@ absl::Status BatchNorm(OpContext& ctx) {
     if (ctx.input(i).numel() != C) return ctx.Error("input ", i, " must have ", C, " values");
   }
   if (ctx.input(3).half != ctx.input(4).half) return ctx.Unsupported("mixed mean/var storage");
-  auto y = ctx.NewOutput(0, x.type, x.dims);
-  if (!y.ok()) return y.status();
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, x.type, x.dims));
   std::vector<cl::Buffer*> buffers;
   for (size_t i = 0; i < 5; ++i) {
-    auto b = ctx.Device(i);
-    if (!b.ok()) return b.status();
-    buffers.push_back(*b);
+    OVFIX_ASSIGN_OR_RETURN(auto b, ctx.Device(i));
+    buffers.push_back(b);
   }
-  auto k = ctx.Kernel("conv.cl", "batch_norm",
-                      ctx.Options({{"A", &x}, {"W", &ctx.input(1)}, {"B", &ctx.input(2)},
-                                   {"C", &ctx.input(3)}, {"Y", *y}}, "-DMODE=0"));
-  if (!k.ok()) return k.status();
+  OVFIX_ASSIGN_OR_RETURN(auto k, ctx.Kernel("conv.cl", "batch_norm",
+                                            ctx.Options({{"A", &x},
+                                                         {"W", &ctx.input(1)},
+                                                         {"B", &ctx.input(2)},
+                                                         {"C", &ctx.input(3)},
+                                                         {"Y", y}},
+                                                        "-DMODE=0")));
   const cl_long spatial = x.numel() / std::max<int64_t>(1, x.dims[0] * C);
-  if (auto s = SetArgs(ctx, *k, *buffers[0], *buffers[1], *buffers[2], *buffers[3], *buffers[4],
-                       *(*y)->device, static_cast<cl_int>(C), spatial,
-                       ctx.node.GetFloat("epsilon", 1e-5f));
+  if (auto s =
+          SetArgs(ctx, k, *buffers[0], *buffers[1], *buffers[2], *buffers[3], *buffers[4],
+                  *y->device, static_cast<cl_int>(C), spatial, ctx.node.GetFloat("epsilon", 1e-5f));
       !s.ok()) {
     return s;
   }
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(x.numel())));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(x.numel())));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -127,22 +128,19 @@ absl::Status Unary(OpContext& ctx) {
     } else {
       for (int k = 1; k <= 2; ++k) {
         if (!ctx.has_input(k)) continue;
-        auto bound = ctx.Host(k);
-        if (!bound.ok()) return bound.status();
-        if ((*bound)->numel() != 1) return ctx.Error("Clip bounds must be scalars");
-        (k == 1 ? alpha : beta) = static_cast<float>((*bound)->GetAsDouble(0));
+        OVFIX_ASSIGN_OR_RETURN(auto bound, ctx.Host(k));
+        if (bound->numel() != 1) return ctx.Error("Clip bounds must be scalars");
+        (k == 1 ? alpha : beta) = static_cast<float>(bound->GetAsDouble(0));
       }
     }
   }
-  auto y = ctx.NewOutput(0, out_type, a->dims);
-  if (!y.ok()) return y.status();
-  auto in = ctx.Device(0);
-  if (!in.ok()) return in.status();
-  auto kernel = ctx.Kernel("elementwise.cl", "unary",
-                           ctx.Options({{"A", a}, {"Y", *y}}, absl::StrCat("-DOP=", code)));
-  if (!kernel.ok()) return kernel.status();
-  if (auto s = SetArgs(ctx, *kernel, **in, *(*y)->device, alpha, beta); !s.ok()) return s;
-  return ctx.Run(*kernel, cl::NDRange(static_cast<size_t>(a->numel())));
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, out_type, a->dims));
+  OVFIX_ASSIGN_OR_RETURN(auto in, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto kernel, ctx.Kernel("elementwise.cl", "unary",
+                              ctx.Options({{"A", a}, {"Y", y}}, absl::StrCat("-DOP=", code))));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, kernel, *in, *y->device, alpha, beta));
+  return ctx.Run(kernel, cl::NDRange(static_cast<size_t>(a->numel())));
 }
 
 absl::Status Binary(OpContext& ctx) {
@@ -151,29 +149,26 @@ absl::Status Binary(OpContext& ctx) {
   }
   const ClValue* a = ctx.inputs[0];
   const ClValue* b = ctx.inputs[1];
-  auto dims = BroadcastDims(ctx, {a, b});
-  if (!dims.ok()) return dims.status();
+  OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {a, b}));
   const int compare_code = CodeOf(kCompare, ctx.node.op_type());
   const bool compare = compare_code >= 0;
   const int code = compare ? compare_code : CodeOf(kBinary, ctx.node.op_type());
   // Mixed float/float16 operands do not occur in valid models; the output follows `a`.
-  auto y = ctx.NewOutput(0, compare ? DataType::kBool : a->type, *dims);
-  if (!y.ok()) return y.status();
-  auto da = ctx.Device(0);
-  if (!da.ok()) return da.status();
-  auto db = ctx.Device(1);
-  if (!db.ok()) return db.status();
-  auto kernel = ctx.Kernel("elementwise.cl", compare ? "compare" : "binary",
-                           ctx.Options({{"A", a}, {"B", b}, {"Y", compare ? nullptr : *y}},
-                                       absl::StrCat("-DOP=", code,
-                                                    DirectOptions({{"A", a}, {"B", b}}, *dims))));
-  if (!kernel.ok()) return kernel.status();
-  if (auto s = SetArgs(ctx, *kernel, **da, **db, *(*y)->device, PaddedDims(*dims),
-                       BroadcastStrides(*a, *dims), BroadcastStrides(*b, *dims));
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, compare ? DataType::kBool : a->type, dims));
+  OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(1));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto kernel,
+      ctx.Kernel(
+          "elementwise.cl", compare ? "compare" : "binary",
+          ctx.Options({{"A", a}, {"B", b}, {"Y", compare ? nullptr : y}},
+                      absl::StrCat("-DOP=", code, DirectOptions({{"A", a}, {"B", b}}, dims)))));
+  if (auto s = SetArgs(ctx, kernel, *da, *db, *y->device, PaddedDims(dims),
+                       BroadcastStrides(*a, dims), BroadcastStrides(*b, dims));
       !s.ok()) {
     return s;
   }
-  return ctx.Run(*kernel, cl::NDRange(static_cast<size_t>((*y)->numel())));
+  return ctx.Run(kernel, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
 absl::Status Where(OpContext& ctx) {
@@ -183,28 +178,24 @@ absl::Status Where(OpContext& ctx) {
   if (c->type != DataType::kBool || !IsFloat(a) || !IsFloat(b)) {
     return ctx.Unsupported("non-float Where");
   }
-  auto dims = BroadcastDims(ctx, {c, a, b});
-  if (!dims.ok()) return dims.status();
-  auto y = ctx.NewOutput(0, a->type, *dims);
-  if (!y.ok()) return y.status();
-  auto dc = ctx.Device(0);
-  if (!dc.ok()) return dc.status();
-  auto da = ctx.Device(1);
-  if (!da.ok()) return da.status();
-  auto db = ctx.Device(2);
-  if (!db.ok()) return db.status();
-  auto kernel = ctx.Kernel("elementwise.cl", "where",
-                           ctx.Options({{"A", a}, {"B", b}, {"Y", *y}},
-                                       absl::StrCat("-DOP=0", DirectOptions({{"A", a}, {"B", b},
-                                                                             {"C", c}}, *dims))));
-  if (!kernel.ok()) return kernel.status();
-  if (auto s = SetArgs(ctx, *kernel, **dc, **da, **db, *(*y)->device, PaddedDims(*dims),
-                       BroadcastStrides(*c, *dims), BroadcastStrides(*a, *dims),
-                       BroadcastStrides(*b, *dims));
+  OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {c, a, b}));
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, a->type, dims));
+  OVFIX_ASSIGN_OR_RETURN(auto dc, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(1));
+  OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(2));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto kernel,
+      ctx.Kernel("elementwise.cl", "where",
+                 ctx.Options(
+                     {{"A", a}, {"B", b}, {"Y", y}},
+                     absl::StrCat("-DOP=0", DirectOptions({{"A", a}, {"B", b}, {"C", c}}, dims)))));
+  if (auto s = SetArgs(ctx, kernel, *dc, *da, *db, *y->device, PaddedDims(dims),
+                       BroadcastStrides(*c, dims), BroadcastStrides(*a, dims),
+                       BroadcastStrides(*b, dims));
       !s.ok()) {
     return s;
   }
-  return ctx.Run(*kernel, cl::NDRange(static_cast<size_t>((*y)->numel())));
+  return ctx.Run(kernel, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
 absl::Status Concat(OpContext& ctx) {
@@ -225,8 +216,7 @@ absl::Status Concat(OpContext& ctx) {
     }
     dims[axis] += v->dims[axis];
   }
-  auto y = ctx.NewOutput(0, first->type, dims);
-  if (!y.ok()) return y.status();
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, first->type, dims));
   int64_t after = 1;
   for (int64_t k = axis + 1; k < rank; ++k) after *= dims[k];
   const cl_long out_inner = dims[axis] * after;
@@ -234,18 +224,12 @@ absl::Status Concat(OpContext& ctx) {
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
     const ClValue* v = ctx.inputs[i];
     const cl_long inner = v->dims[axis] * after;
-    auto dv = ctx.Device(i);
-    if (!dv.ok()) return dv.status();
-    auto kernel = ctx.Kernel("elementwise.cl", "concat_part",
-                             ctx.Options({{"A", v}, {"Y", *y}}, "-DOP=0"));
-    if (!kernel.ok()) return kernel.status();
+    OVFIX_ASSIGN_OR_RETURN(auto dv, ctx.Device(i));
+    OVFIX_ASSIGN_OR_RETURN(auto kernel, ctx.Kernel("elementwise.cl", "concat_part",
+                                                   ctx.Options({{"A", v}, {"Y", y}}, "-DOP=0")));
     if (inner > 0) {
-      if (auto s = SetArgs(ctx, *kernel, **dv, *(*y)->device, inner, out_inner, offset); !s.ok()) {
-        return s;
-      }
-      if (auto s = ctx.Run(*kernel, cl::NDRange(static_cast<size_t>(v->numel()))); !s.ok()) {
-        return s;
-      }
+      OVFIX_RETURN_IF_ERROR(SetArgs(ctx, kernel, *dv, *y->device, inner, out_inner, offset));
+      OVFIX_RETURN_IF_ERROR(ctx.Run(kernel, cl::NDRange(static_cast<size_t>(v->numel()))));
     }
     offset += inner;
   }

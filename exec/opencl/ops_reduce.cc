@@ -3,6 +3,7 @@
 
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -32,9 +33,8 @@ absl::Status Reduce(OpContext& ctx) {
   std::vector<int64_t> axes;
   if (axes_input) {
     if (ctx.has_input(1)) {
-      auto t = ctx.Host(1);
-      if (!t.ok()) return t.status();
-      for (int64_t i = 0; i < (*t)->numel(); ++i) axes.push_back((*t)->GetAsInt64(i));
+      OVFIX_ASSIGN_OR_RETURN(auto t, ctx.Host(1));
+      for (int64_t i = 0; i < t->numel(); ++i) axes.push_back(t->GetAsInt64(i));
     }
   } else {
     axes = ctx.node.GetInts("axes");
@@ -61,24 +61,20 @@ absl::Status Reduce(OpContext& ctx) {
     }
   }
   if (count == 0) return ctx.Unsupported("empty reduction");
-  auto y = ctx.NewOutput(0, x.type, out_dims);
-  if (!y.ok()) return y.status();
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, x.type, out_dims));
   cl_int8 dims, flags;
   for (int i = 0; i < 8; ++i) {
     const int64_t k = i - (8 - rank);
     dims.s[i] = k < 0 ? 1 : static_cast<cl_int>(x.dims[k]);
     flags.s[i] = k < 0 ? 0 : static_cast<cl_int>(reduced[k]);
   }
-  auto dx = ctx.Device(0);
-  if (!dx.ok()) return dx.status();
-  auto k = ctx.Kernel("reduce.cl", "reduce",
-                      ctx.Options({{"A", &x}, {"Y", *y}},
-                                  absl::StrCat("-DMODE=", ReduceMode(ctx.node.op_type()))));
-  if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, **dx, *(*y)->device, dims, flags, cl_long{count}); !s.ok()) {
-    return s;
-  }
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>((*y)->numel())));
+  OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k, ctx.Kernel("reduce.cl", "reduce",
+                         ctx.Options({{"A", &x}, {"Y", y}},
+                                     absl::StrCat("-DMODE=", ReduceMode(ctx.node.op_type())))));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *dx, *y->device, dims, flags, cl_long{count}));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
 absl::Status Softmax(OpContext& ctx) {
@@ -95,19 +91,15 @@ absl::Status Softmax(OpContext& ctx) {
   } else {
     for (int64_t i = axis; i < rank; ++i) length *= x.dims[i];  // coerced to 2-D at axis
   }
-  auto y = ctx.NewOutput(0, x.type, x.dims);
-  if (!y.ok()) return y.status();
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, x.type, x.dims));
   if (length == 0) return absl::OkStatus();
-  auto dx = ctx.Device(0);
-  if (!dx.ok()) return dx.status();
+  OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   const bool log = ctx.node.op_type() == "LogSoftmax";
-  auto k = ctx.Kernel("reduce.cl", "softmax",
-                      ctx.Options({{"A", &x}, {"Y", *y}}, log ? "-DMODE=1" : "-DMODE=0"));
-  if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, **dx, *(*y)->device, cl_long{length}, cl_long{stride}); !s.ok()) {
-    return s;
-  }
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>(x.numel() / length)));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k, ctx.Kernel("reduce.cl", "softmax",
+                         ctx.Options({{"A", &x}, {"Y", y}}, log ? "-DMODE=1" : "-DMODE=0")));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *dx, *y->device, cl_long{length}, cl_long{stride}));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(x.numel() / length)));
 }
 
 absl::Status Gather(OpContext& ctx) {
@@ -118,13 +110,13 @@ absl::Status Gather(OpContext& ctx) {
   int64_t axis = ctx.node.GetInt("axis", 0);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return ctx.Error("axis out of range");
-  auto indices = ctx.Host(1);
-  if (!indices.ok()) return indices.status();
-  Tensor idx(DataType::kInt64, (*indices)->dims());
+  OVFIX_ASSIGN_OR_RETURN(auto indices, ctx.Host(1));
+  Tensor idx(DataType::kInt64, indices->dims());
   for (int64_t i = 0; i < idx.numel(); ++i) {
-    int64_t v = (*indices)->GetAsInt64(i);
+    int64_t v = indices->GetAsInt64(i);
     if (v < 0) v += x.dims[axis];
-    if (v < 0 || v >= x.dims[axis]) return ctx.Error("index ", (*indices)->GetAsInt64(i), " out of range");
+    if (v < 0 || v >= x.dims[axis])
+      return ctx.Error("index ", indices->GetAsInt64(i), " out of range");
     idx.data<int64_t>()[i] = v;
   }
   std::vector<int64_t> out_dims(x.dims.begin(), x.dims.begin() + axis);
@@ -132,21 +124,18 @@ absl::Status Gather(OpContext& ctx) {
   out_dims.insert(out_dims.end(), x.dims.begin() + axis + 1, x.dims.end());
   int64_t inner = 1;
   for (int64_t i = axis + 1; i < rank; ++i) inner *= x.dims[i];
-  auto y = ctx.NewOutput(0, x.type, out_dims);
-  if (!y.ok()) return y.status();
-  auto dx = ctx.Device(0);
-  if (!dx.ok()) return dx.status();
-  auto di = ctx.rt.Allocate(static_cast<size_t>(idx.nbytes()));
-  if (!di.ok()) return di.status();
-  if (auto s = ctx.rt.Write(*di, idx.raw(), idx.nbytes()); !s.ok()) return s;
-  auto k = ctx.Kernel("reduce.cl", "gather", ctx.Options({{"A", &x}, {"Y", *y}}, "-DMODE=0"));
-  if (!k.ok()) return k.status();
-  if (auto s = SetArgs(ctx, *k, **dx, *di, *(*y)->device, cl_long{idx.numel()},
-                       cl_long{x.dims[axis]}, cl_long{inner});
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, x.type, out_dims));
+  OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(auto di, ctx.rt.Allocate(static_cast<size_t>(idx.nbytes())));
+  OVFIX_RETURN_IF_ERROR(ctx.rt.Write(di, idx.raw(), idx.nbytes()));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k, ctx.Kernel("reduce.cl", "gather", ctx.Options({{"A", &x}, {"Y", y}}, "-DMODE=0")));
+  if (auto s = SetArgs(ctx, k, *dx, di, *y->device, cl_long{idx.numel()}, cl_long{x.dims[axis]},
+                       cl_long{inner});
       !s.ok()) {
     return s;
   }
-  return ctx.Run(*k, cl::NDRange(static_cast<size_t>((*y)->numel())));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
 }  // namespace

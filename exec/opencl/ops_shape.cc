@@ -5,6 +5,7 @@
 
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
@@ -12,9 +13,8 @@ namespace {
 absl::StatusOr<std::vector<int64_t>> AxesOf(OpContext& ctx, size_t input, int64_t rank) {
   std::vector<int64_t> axes;
   if (ctx.has_input(input)) {
-    auto t = ctx.Host(input);
-    if (!t.ok()) return t.status();
-    for (int64_t i = 0; i < (*t)->numel(); ++i) axes.push_back((*t)->GetAsInt64(i));
+    OVFIX_ASSIGN_OR_RETURN(auto t, ctx.Host(input));
+    for (int64_t i = 0; i < t->numel(); ++i) axes.push_back(t->GetAsInt64(i));
   } else {
     axes = ctx.node.GetInts("axes");
   }
@@ -28,14 +28,13 @@ absl::StatusOr<std::vector<int64_t>> AxesOf(OpContext& ctx, size_t input, int64_
 
 absl::Status Reshape(OpContext& ctx) {
   const ClValue& in = ctx.input(0);
-  auto shape = ctx.Host(1);
-  if (!shape.ok()) return shape.status();
+  OVFIX_ASSIGN_OR_RETURN(auto shape, ctx.Host(1));
   const bool allow_zero = ctx.node.GetInt("allowzero", 0) != 0;
   std::vector<int64_t> dims;
   int infer = -1;
   int64_t known = 1;
-  for (int64_t i = 0; i < (*shape)->numel(); ++i) {
-    int64_t d = (*shape)->GetAsInt64(i);
+  for (int64_t i = 0; i < shape->numel(); ++i) {
+    int64_t d = shape->GetAsInt64(i);
     if (d == 0 && !allow_zero) {
       if (i >= static_cast<int64_t>(in.dims.size())) return ctx.Error("0 in shape past the input rank");
       d = in.dims[i];
@@ -75,13 +74,12 @@ absl::Status Flatten(OpContext& ctx) {
 absl::Status Squeeze(OpContext& ctx) {
   const ClValue& in = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(in.dims.size());
-  auto axes = AxesOf(ctx, 1, rank);
-  if (!axes.ok()) return axes.status();
+  OVFIX_ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, 1, rank));
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < rank; ++i) {
-    const bool listed = std::binary_search(axes->begin(), axes->end(), i);
+    const bool listed = std::binary_search(axes.begin(), axes.end(), i);
     if (listed && in.dims[i] != 1) return ctx.Error("cannot squeeze a dim of size ", in.dims[i]);
-    if (!(listed || (axes->empty() && in.dims[i] == 1))) dims.push_back(in.dims[i]);
+    if (!(listed || (axes.empty() && in.dims[i] == 1))) dims.push_back(in.dims[i]);
   }
   ctx.ViewOutput(0, 0, dims);
   return absl::OkStatus();
@@ -92,9 +90,8 @@ absl::Status Unsqueeze(OpContext& ctx) {
   const int64_t rank = static_cast<int64_t>(in.dims.size());
   std::vector<int64_t> raw;
   if (ctx.has_input(1)) {
-    auto t = ctx.Host(1);
-    if (!t.ok()) return t.status();
-    for (int64_t i = 0; i < (*t)->numel(); ++i) raw.push_back((*t)->GetAsInt64(i));
+    OVFIX_ASSIGN_OR_RETURN(auto t, ctx.Host(1));
+    for (int64_t i = 0; i < t->numel(); ++i) raw.push_back(t->GetAsInt64(i));
   } else {
     raw = ctx.node.GetInts("axes");
   }

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ir/graph_walk.h"
+#include "ir/status_macros.h"
 #include "rules/light_proto.h"
 #include "rules/passes/graph_edit.h"
 
@@ -38,7 +39,8 @@ bool NeverFolded(const Node& n) {
   return !n.domain().empty() || kOps.contains(n.op_type()) || !n.subgraphs().empty();
 }
 
-bool IsConstant(const Value* v) {
+// What the evaluator reads (NodeEvaluator: initializers only), or an omitted input.
+bool IsFoldedInput(const Value* v) {
   return v == nullptr || (v->is_initializer() && !v->is_graph_input());
 }
 
@@ -46,7 +48,7 @@ bool IsConstant(const Value* v) {
 std::optional<Tensor> ShapeConstant(const Node& n, int opset) {
   if (n.op_type() != "Shape" && n.op_type() != "Size") return std::nullopt;
   const Value* in = n.input(0);
-  if (in == nullptr || IsConstant(in)) return std::nullopt;  // constants fold normally
+  if (in == nullptr || IsFoldedInput(in)) return std::nullopt;  // constants fold normally
   std::optional<std::vector<int64_t>> dims = in->static_shape();
   if (!dims) return std::nullopt;
   if (n.op_type() == "Size") {
@@ -77,7 +79,7 @@ std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64
     return std::vector<Tensor>{*t};
   }
   if (evaluator == nullptr) return std::nullopt;
-  if (!std::all_of(n.inputs().begin(), n.inputs().end(), IsConstant)) return std::nullopt;
+  if (!std::all_of(n.inputs().begin(), n.inputs().end(), IsFoldedInput)) return std::nullopt;
   absl::StatusOr<std::vector<Tensor>> outputs = evaluator->Evaluate(model, n);
   if (!outputs.ok()) return std::nullopt;
   for (size_t i = 0; i < outputs->size(); ++i) {
@@ -131,13 +133,10 @@ absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
   // A new sweep runs when folding made more shapes known.
   for (int sweep = 0; sweep < 8; ++sweep) {
     int this_sweep = 0;
-    (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
-      this_sweep += FoldGraph(ctx, g, name());
-      return absl::OkStatus();
-    });
+    VisitGraphs(ctx.model.graph(), [&](Graph& g) { this_sweep += FoldGraph(ctx, g, name()); });
     folded += this_sweep;
     if (this_sweep == 0) break;
-    if (absl::Status s = InferTypes(ctx); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
   }
   if (folded > 0) ctx.log(absl::StrCat(name(), ": folded ", folded, " node(s)"));
   return folded;

@@ -44,14 +44,14 @@ absl::StatusOr<int> DeadCodeEliminationPass::Run(PassContext& ctx) {
   size_t nodes = 0, initializers = 0;
   // Graph by graph, the main graph first: a dead If/Loop/Scan goes with its bodies before
   // they are looked at.
-  (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
+  VisitGraphs(ctx.model.graph(), [&](Graph& g) {
     std::vector<Node*> dead = DeadNodes(g);
     const size_t before = g.initializers().size();
     bool unread = false;
     for (const Value* v : g.initializers()) {
       unread = unread || (!v->has_uses() && !v->is_graph_output() && !v->is_graph_input());
     }
-    if (dead.empty() && !unread) return absl::OkStatus();
+    if (dead.empty() && !unread) return;
     ctx.rewriter.Begin(name(), dead);
     // Consumers first, so no erased node is still read by a live one while erasing.
     for (auto it = dead.rbegin(); it != dead.rend(); ++it) ctx.rewriter.EraseNode(*it);
@@ -65,7 +65,6 @@ absl::StatusOr<int> DeadCodeEliminationPass::Run(PassContext& ctx) {
     nodes += dead.size();
     initializers += before - g.initializers().size();
     ++rewrites;
-    return absl::OkStatus();
   });
   if (rewrites == 0) return 0;
   ctx.log(absl::StrCat(name(), ": removed ", nodes, " node(s) and ", initializers,

@@ -97,12 +97,9 @@ int ExpandGraph(PassContext& ctx, Graph& g, const std::string& pass) {
 }  // namespace
 
 absl::StatusOr<int> ExplicitBroadcastFullPass::Run(PassContext& ctx) {
-  if (ctx.options.broadcast != "full") return 0;
+  if (ctx.options.broadcast != ConvertOptions::Broadcast::kFull) return 0;
   int rewritten = 0;
-  (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
-    rewritten += ExpandGraph(ctx, g, name());
-    return absl::OkStatus();
-  });
+  VisitGraphs(ctx.model.graph(), [&](Graph& g) { rewritten += ExpandGraph(ctx, g, name()); });
   return rewritten;
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/status_macros.h"
 #include "rules/light_proto.h"
 
 namespace ovfix::rules {
@@ -74,18 +75,17 @@ absl::StatusOr<int> FixInputShapesPass::Run(PassContext& ctx) {
   int changed = 0;
   for (Value* v : g.inputs()) {
     if (v->is_initializer() || !v->is_tensor()) continue;
-    absl::StatusOr<std::optional<std::vector<Dim>>> dims = NewDims(*v, o);
-    if (!dims.ok()) return dims.status();
-    if (!dims->has_value()) continue;
+    OVFIX_ASSIGN_OR_RETURN(std::optional<std::vector<Dim>> dims, NewDims(*v, o));
+    if (!dims.has_value()) continue;
     ctx.rewriter.Begin(name());
-    const onnx::TypeProto type = WithDims(v->type(), **dims);
+    const onnx::TypeProto type = WithDims(v->type(), *dims);
     ctx.rewriter.SetType(v, type);
     if (FinishRewrite(ctx)) ++changed;
     ctx.rewriter.records().back().note =
         absl::StrCat("input '", v->name(), "' is now ", DescribeType(*v));
   }
   if (changed == 0) return 0;
-  if (absl::Status s = InferTypes(ctx); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
   ctx.log(absl::StrCat(name(), ": fixed the shape of ", changed, " input(s)"));
   return changed;
 }

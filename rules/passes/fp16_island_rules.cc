@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/constant.h"
 #include "ir/float16.h"
 #include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/schema.h"
@@ -38,7 +39,6 @@ bool IsFloatNode(const Node& n) {
   }
   return false;
 }
-bool IsConstant(const Value* v) { return ConstantData(v).has_value(); }
 
 // Largest and smallest non-zero magnitude of a float constant.
 struct ConstantRange {
@@ -47,8 +47,8 @@ struct ConstantRange {
 };
 std::optional<ConstantRange> FloatConstantRange(const Value* v) {
   if (!IsFloat32(v)) return std::nullopt;
-  std::optional<Tensor> t = ConstantData(v);
-  if (!t || t->numel() == 0 || t->type() != DataType::kFloat) return std::nullopt;
+  absl::StatusOr<Tensor> t = ConstantValue(v);
+  if (!t.ok() || t->numel() == 0 || t->type() != DataType::kFloat) return std::nullopt;
   const MagnitudeRange m = FloatMagnitudes(t->data<float>(), t->numel());
   ConstantRange r;
   r.largest = m.largest;
@@ -384,8 +384,8 @@ class Decider {
       const std::string& op = c->op_type();
       bool root = op == "Sqrt";
       if (op == "Pow") {
-        std::optional<Tensor> e = ConstantData(c->input(1));
-        root = e && e->numel() == 1 && std::abs(std::abs(e->GetAsDouble(0)) - 0.5) < 1e-6;
+        absl::StatusOr<Tensor> e = ConstantValue(c->input(1));
+        root = e.ok() && e->numel() == 1 && std::abs(std::abs(e->GetAsDouble(0)) - 0.5) < 1e-6;
       }
       if ((op == "Div" || op == "Reciprocal" || op == "Mul") && rooted) {
         if (guarded != nullptr && Calm(*guarded) && AllCalm(next)) continue;
@@ -502,16 +502,6 @@ bool SpecAllowsFloat16(const Node& n, int64_t opset, bool output, size_t index) 
 
 bool IsFloat32(const Value* v) {
   return v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat;
-}
-
-std::optional<Tensor> ConstantData(const Value* v) {
-  if (v == nullptr) return std::nullopt;
-  if (v->is_initializer() && !v->is_graph_input()) return v->tensor();
-  const Node* p = v->producer();
-  if (p == nullptr || !Is(*p, "Constant") || !p->HasAttribute("value")) return std::nullopt;
-  absl::StatusOr<Tensor> t = p->GetTensor("value");
-  if (!t.ok()) return std::nullopt;
-  return *std::move(t);
 }
 
 absl::StatusOr<Islands> DecideIslands(const Graph& g, const IslandOptions& options) {

@@ -62,7 +62,5 @@ bool IsFloat32(const Value* v);
 // Whether onnx's schema of `n` (default-domain `opset`) lets its input or output `index`
 // be float16; true when there is no schema to ask (ops outside onnx).
 bool SpecAllowsFloat16(const Node& n, int64_t opset, bool output, size_t index);
-// The data of a constant: an initializer that no input overrides, or a Constant's output.
-std::optional<Tensor> ConstantData(const Value* v);
 
 }  // namespace ovfix::rules

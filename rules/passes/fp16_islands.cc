@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/float16.h"
 #include "ir/graph_walk.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/attr_proto_util.h"
 #include "rules/light_proto.h"
@@ -291,7 +292,7 @@ class Converter {
 absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   islands_.clear();
   Graph& g = ctx.model.graph();
-  if (absl::Status s = InferTypes(ctx); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
   IslandOptions options;
   options.keep_fp32 = ctx.options.keep_fp32;
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;

@@ -126,7 +126,7 @@ void Lower(PassContext& ctx, Node* conv, const Plan& p) {
 absl::StatusOr<int> LowerConv3dUnitKernelPass::Run(PassContext& ctx) {
   if (!ctx.options.lower_conv3d_unit_kernel) return 0;
   int lowered = 0;
-  (void)ForEachGraph(ctx.model.graph(), [&](Graph& g) {
+  VisitGraphs(ctx.model.graph(), [&](Graph& g) {
     for (Node* n : g.NodeList()) {
       if (n->op_type() != "Conv") continue;
       Plan plan;

@@ -12,6 +12,7 @@
 #include "exec/thread_pool.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec::math_testing {
 
@@ -104,8 +105,7 @@ inline absl::StatusOr<std::vector<Tensor>> RunNode(
   ctx.outputs.resize(run.num_outputs);
   ctx.pool = run.pool;
   ctx.state = run.state;
-  absl::Status status = kernel->fn(ctx);
-  if (!status.ok()) return status;
+  OVFIX_RETURN_IF_ERROR(kernel->fn(ctx));
   return ctx.outputs;
 }
 

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/status_macros.h"
 #include "onnx/defs/attr_proto_util.h"
 
 namespace ovfix::exec {
@@ -53,8 +54,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, int opset,
   static ThreadPool pool(3);
   KernelContext ctx{*node, opset, inputs, std::vector<Tensor>(num_outputs)};
   ctx.pool = &pool;
-  absl::Status status = def->fn(ctx);
-  if (!status.ok()) return status;
+  OVFIX_RETURN_IF_ERROR(def->fn(ctx));
   return ctx.outputs;
 }
 

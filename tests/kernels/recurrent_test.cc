@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/status_macros.h"
 #include "tests/kernels/math_test_util.h"
 
 namespace ovfix::exec {
@@ -67,8 +68,7 @@ absl::StatusOr<std::vector<Tensor>> RunRecurrent(
   KernelContext ctx{*node, opset, {}, {}, &math_testing::MathPool(), nullptr, {}};
   for (const Tensor& t : inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
   ctx.outputs.resize(outputs.size());
-  absl::Status status = kernel->fn(ctx);
-  if (!status.ok()) return status;
+  OVFIX_RETURN_IF_ERROR(kernel->fn(ctx));
   return ctx.outputs;
 }
 

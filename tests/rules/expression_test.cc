@@ -131,6 +131,31 @@ TEST_F(ExpressionTest, Lists) {
   EXPECT_EQ(Show("max(1, 7, 3) - min(4, 2)"), "5");
 }
 
+TEST_F(ExpressionTest, HelperSignaturesComeFromTheirFunctions) {
+  // Arity from the C++ parameters: optional ones last, a leading HelperContext not counted.
+  const Helper* dim = FindHelper("dim");
+  ASSERT_NE(dim, nullptr);
+  EXPECT_EQ(dim->min_args, 2);
+  EXPECT_EQ(dim->max_args, 2);
+  const Helper* opset = FindHelper("opset");
+  ASSERT_NE(opset, nullptr);
+  EXPECT_EQ(opset->min_args, 0);
+  EXPECT_EQ(opset->max_args, 1);
+  const Helper* attr = FindHelper("attr");
+  ASSERT_NE(attr, nullptr);
+  EXPECT_EQ(attr->min_args, 2);
+  EXPECT_EQ(attr->max_args, 2);
+  // Argument conversions give the messages of ValueArg, IntArg, StringArg and IntsArg.
+  EXPECT_EQ(Show("dim(x, \"a\")"), "dim: argument 2 must be an integer, not \"a\"");
+  EXPECT_EQ(Show("has_attr(x, 3)"), "has_attr: argument 2 must be a string, not 3");
+  EXPECT_EQ(Show("normalize_axes(1, 2)"),
+            "normalize_axes: argument 1 must be a list of integers, not 1");
+  EXPECT_EQ(Show("len(3)"), "len: argument 1 must be a list of integers, not 3");
+  EXPECT_EQ(Show("type_name(99)"), "type_name: unknown type code 99");
+  // The first bad argument is the one named.
+  EXPECT_EQ(Show("same_graph(1, 2)"), "same_graph: argument 1 must be a value of the match, not 1");
+}
+
 TEST_F(ExpressionTest, ConditionsExplainWhatWasFalse) {
   Expr e;
   TextError error;

@@ -4,6 +4,7 @@
 #include "rules/matcher.h"
 
 #include "gtest/gtest.h"
+#include "ir/constant.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
 
@@ -218,11 +219,11 @@ TEST(Matcher, IsConstantValue) {
     y = Add(b, over)
   })");
   const Graph& g = model->graph();
-  EXPECT_TRUE(IsConstantValue(g.FindValue("w")));
-  EXPECT_TRUE(IsConstantValue(g.FindValue("c")));
-  EXPECT_FALSE(IsConstantValue(g.FindValue("x")));
-  EXPECT_FALSE(IsConstantValue(g.FindValue("a")));
-  auto data = ReadConstant(g.FindValue("c"));
+  EXPECT_TRUE(IsConstant(g.FindValue("w")));
+  EXPECT_TRUE(IsConstant(g.FindValue("c")));
+  EXPECT_FALSE(IsConstant(g.FindValue("x")));
+  EXPECT_FALSE(IsConstant(g.FindValue("a")));
+  auto data = ConstantValue(g.FindValue("c"));
   ASSERT_TRUE(data.ok());
   EXPECT_EQ(data->numel(), 3);
 }

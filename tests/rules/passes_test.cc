@@ -14,6 +14,7 @@
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
+#include "ir/constant.h"
 #include "ir/float16.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
@@ -21,7 +22,6 @@
 #include "rules/passes/dead_code_elimination.h"
 #include "rules/passes/explicit_broadcast_full.h"
 #include "rules/passes/fix_input_shapes.h"
-#include "rules/passes/fp16_island_rules.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 #include "rules/passes/registry.h"
@@ -348,7 +348,7 @@ TEST(ExplicitBroadcastFull, ExpandsToIdenticalShapes) {
       y = Add(a, mask)
     })");
   ConvertOptions o;
-  o.broadcast = "full";
+  o.broadcast = ConvertOptions::Broadcast::kFull;
   Harness h(*m, o);
   ConstantFoldingPass fold;  // the Constant becomes an initializer, expanded in place
   ASSERT_TRUE(h.Run(fold).ok());
@@ -603,8 +603,8 @@ TEST(Fp16Islands, ANegligibleEpsilonGoesToFp16AsItsSmallestNormal) {
   ASSERT_NE(shifted, nullptr);
   const Node* add = shifted->producer();
   ASSERT_NE(add, nullptr);
-  std::optional<Tensor> eps = ConstantData(add->input(1));
-  ASSERT_TRUE(eps.has_value());
+  absl::StatusOr<Tensor> eps = ConstantValue(add->input(1));
+  ASSERT_TRUE(eps.ok()) << eps.status();
   ASSERT_EQ(eps->type(), DataType::kFloat16);
   EXPECT_EQ(eps->GetAsDouble(0), std::ldexp(1.0, -14));
 
@@ -805,10 +805,10 @@ TEST(Targets, ErrorsNameFileLineAndColumn) {
   ASSERT_TRUE(ok.ok());
   ConvertOptions o;
   ASSERT_TRUE(ApplyTargetOptions(*ok, {}, o).ok());
-  EXPECT_EQ(o.broadcast, "full");
+  EXPECT_EQ(o.broadcast, ConvertOptions::Broadcast::kFull);
   ConvertOptions user;
   ASSERT_TRUE(ApplyTargetOptions(*ok, {"broadcast"}, user).ok());
-  EXPECT_EQ(user.broadcast, "rank");  // the command line wins
+  EXPECT_EQ(user.broadcast, ConvertOptions::Broadcast::kRank);  // the command line wins
 }
 
 }  // namespace
