@@ -45,6 +45,11 @@ struct KernelContext {
   // Where outputs get their buffers: the session's free buffers of released values (may be
   // null: fresh allocations).
   BufferRecycler* recycler = nullptr;
+  // Set when the session fused the Relu or Clip that alone reads this node's output into the
+  // node (only for the op types listed in FusesOutputClamp): the kernel clamps every element
+  // of output 0 to [clamp_min, clamp_max].
+  bool clamp_output = false;
+  float clamp_min = 0.0f, clamp_max = 0.0f;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -104,6 +109,13 @@ struct KernelDef {
 };
 
 constexpr int kLatestOpset = 18;
+
+// Whether the kernel of this op honours KernelContext::clamp_output (the session then
+// fuses a following Relu or Clip into it).
+bool FusesOutputClamp(std::string_view domain, std::string_view op_type);
+
+// Clamps `n` floats in place to [lo, hi] (the unfused fallback of a fused clamp).
+void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool);
 
 // Looks a kernel up; nullptr when none covers (domain, op, opset).
 const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, int opset);

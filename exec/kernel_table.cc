@@ -4,6 +4,7 @@
 // No weak fallback definitions of the group functions live here: ovfix_exec is a static
 // library, and a weak definition in this object would be linked instead of a group's real
 // definition (the linker never pulls an archive member to replace a weak symbol).
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -65,5 +66,17 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, i
   return nullptr;
 }
 
+bool FusesOutputClamp(std::string_view domain, std::string_view op_type) {
+  return (domain.empty() || domain == "ai.onnx") && op_type == "Conv";
+}
+
+void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool) {
+  ParallelFor(n >= (int64_t{1} << 16) ? pool : nullptr, n, 1 << 14,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  data[i] = std::min(std::max(data[i], lo), hi);
+                }
+              });
+}
 
 }  // namespace ovfix::exec

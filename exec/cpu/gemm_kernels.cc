@@ -13,6 +13,21 @@ namespace {
 
 using TileFn = void (*)(const TileArgs&);
 
+// min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
+// NaN. (The merge-masked forms: the plain intrinsics trip g++ 12's uninitialized warning.)
+__attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m512 x, __m512 lo,
+                                                                           __m512 hi) {
+  x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
+  return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
+}
+
+// The tile's clamp on one value (NaN stays NaN).
+inline float ClampValue(const TileArgs& t, float x) {
+  if (!t.clamp) return x;
+  x = x < t.lo ? t.lo : x;
+  return x > t.hi ? t.hi : x;
+}
+
 // A table of Tile<rows, vectors>::Run for rows 1..sizeof...(R), so that every tile size gets a
 // kernel whose loops the compiler fully unrolls with the accumulators in registers.
 template <template <int, int> class Tile, int V, int... R>
@@ -56,16 +71,20 @@ struct Avx512Tile {
     }
     const __m512 alpha = _mm512_set1_ps(t.alpha);
     const __m512 beta = _mm512_set1_ps(t.beta);
+    const bool read_c = t.beta != 0.0f, clamp = t.clamp;
+    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+    float* const c0 = t.c;
+    const int64_t ldc = t.ldc;
+    const float* const bias_row = t.bias;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      float* c = t.c + r * t.ldc;
-      const __m512 bias = _mm512_set1_ps(t.bias != nullptr ? t.bias[r] : 0.0f);
+      float* c = c0 + r * ldc;
+      const __m512 bias = _mm512_set1_ps(bias_row != nullptr ? bias_row[r] : 0.0f);
 #pragma GCC unroll 2
       for (int v = 0; v < V; ++v) {
         __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bias);
-        if (t.beta != 0.0f) {
-          x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
-        }
+        if (read_c) x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
+        if (clamp) x = ClampAvx512(x, lo, hi);
         _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
       }
     }
@@ -107,6 +126,7 @@ struct Avx2Tile {
     }
     const __m256 alpha = _mm256_set1_ps(t.alpha);
     const __m256 beta = _mm256_set1_ps(t.beta);
+    const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
     if (t.cols == 8 * V) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -116,6 +136,7 @@ struct Avx2Tile {
         for (int v = 0; v < V; ++v) {
           __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bias);
           if (t.beta != 0.0f) x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
+          if (t.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
           _mm256_storeu_ps(c + 8 * v, x);
         }
       }
@@ -132,7 +153,7 @@ struct Avx2Tile {
       const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
       for (int j = 0; j < t.cols; ++j) {
         const float x = t.alpha * tile[r][j] + bias;
-        c[j] = t.beta != 0.0f ? x + t.beta * c[j] : x;
+        c[j] = ClampValue(t, t.beta != 0.0f ? x + t.beta * c[j] : x);
       }
     }
   }
@@ -163,7 +184,7 @@ void PortableTile(const TileArgs& t) {
     const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
     for (int j = 0; j < t.cols; ++j) {
       const float x = t.alpha * acc[r][j] + bias;
-      c[j] = t.beta != 0.0f ? x + t.beta * c[j] : x;
+      c[j] = ClampValue(t, t.beta != 0.0f ? x + t.beta * c[j] : x);
     }
   }
 }

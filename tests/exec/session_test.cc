@@ -148,6 +148,66 @@ TEST(Session, CaptureKeepsEveryValue) {
   EXPECT_EQ(values.at("c").data<float>()[0], 2);
 }
 
+// Relu and Clip (constant bounds) that alone read a Conv's output are fused into the Conv;
+// one whose Conv output is read elsewhere too is not. Same numbers as the unfused steps
+// (capture turns fusion off and keeps every value).
+TEST(Session, FusedConvClampMatchesSeparateSteps) {
+  auto model = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    agraph (float[2,3,7,6] x, float[5,3,3,3] w, float[5] bias)
+        => (float[2,5,7,6] r, float[2,5,4,3] c, float[2,5,7,6] s, float[2,5,7,6] t)
+        <float lo = {-0.2}, float hi = {0.3}> {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      r = Relu(a)
+      b = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w)
+      c = Clip(b, lo, hi)
+      d = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      s = Relu(d)
+      t = Neg(d)
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<float> x(2 * 3 * 7 * 6), w(5 * 3 * 3 * 3), bias(5);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.53f * static_cast<float>(i)) * 0.3f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i) - 0.2f;
+  const TensorMap inputs = {{"x", Floats({2, 3, 7, 6}, x)},
+                            {"w", Floats({5, 3, 3, 3}, w)},
+                            {"bias", Floats({5}, bias)}};
+  auto fused = MakeSession(*model);
+  SessionOptions separate_options;
+  separate_options.capture = true;
+  auto separate = MakeSession(*model, separate_options);
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(separate, nullptr);
+  auto got = fused->Run(inputs);
+  auto want = separate->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->size(), 4u);
+  int positive = 0;
+  for (size_t o = 0; o < 4; ++o) {
+    const Tensor& g = (*got)[o];
+    const Tensor& e = (*want)[o];
+    ASSERT_EQ(g.dims(), e.dims()) << o;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
+    }
+  }
+  for (int64_t i = 0; i < (*got)[0].numel(); ++i) {
+    EXPECT_GE((*got)[0].data<float>()[i], 0.0f);
+    positive += (*got)[0].data<float>()[i] > 0.0f;
+  }
+  EXPECT_GT(positive, 0);
+  for (int64_t i = 0; i < (*got)[1].numel(); ++i) {
+    EXPECT_GE((*got)[1].data<float>()[i], -0.2f);
+    EXPECT_LE((*got)[1].data<float>()[i], 0.3f);
+  }
+  // The unfused pair: s = Relu(d), t = -d.
+  for (int64_t i = 0; i < (*got)[2].numel(); ++i) {
+    EXPECT_EQ((*got)[2].data<float>()[i], std::max(0.0f, -(*got)[3].data<float>()[i]));
+  }
+}
+
 TEST(Session, Fp16StorageRoundsEveryFloatTensor) {
   auto model = Parse(kAddMul);
   ASSERT_NE(model, nullptr);
