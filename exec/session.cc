@@ -354,8 +354,11 @@ class Compiler {
     return true;
   }
 
-  // A Relu or Clip whose float input is made by a kernel that can clamp its own output
-  // (FusesOutputClamp) and read by nothing else goes into that kernel's step.
+  // A Relu or Clip whose input is made by a kernel that can clamp its own output
+  // (FusesOutputClamp) and read by nothing else goes into that kernel's step. Types need not
+  // be known here: Relu and Clip keep their input's type, a Clip fused has float bounds (so
+  // float values), and a Relu fused over float16 values gives what it gives unfused
+  // (rounding to half keeps signs and order).
   static void FuseClamps(Plan& plan) {
     std::vector<int> uses(plan.num_slots, 0), producer(plan.num_slots, -1);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -382,9 +385,7 @@ class Compiler {
       Step& source = plan.steps[producer[slot]];
       const Node& node = *source.node;
       if (source.clamp_output || source.value_kernel != nullptr || source.outputs.size() != 1 ||
-          source.outputs[0] != slot || !FusesOutputClamp(node.domain(), node.op_type()) ||
-          node.output(0)->elem_type() != DataType::kFloat ||
-          step.node->output(0)->elem_type() != DataType::kFloat) {
+          source.outputs[0] != slot || !FusesOutputClamp(node.domain(), node.op_type())) {
         continue;
       }
       source.clamp_output = true;

@@ -305,6 +305,14 @@ absl::Status ConvDouble(KernelContext& ctx, const SpatialGeometry& g, int64_t gr
             out_size, ctx.pool);
     }
   }
+  if (ctx.clamp_output) {
+    const double lo = ctx.clamp_min, hi = ctx.clamp_max;
+    double* data = y.data<double>();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double clipped = data[i] < lo ? lo : data[i];
+      data[i] = clipped > hi ? hi : clipped;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -208,6 +208,38 @@ TEST(Session, FusedConvClampMatchesSeparateSteps) {
   }
 }
 
+// Models without value types (no value_info) and double convolutions fuse too.
+TEST(Session, FusedConvReluOnDoubles) {
+  auto model = Parse(R"(
+    agraph (double[1,2,5,5] x, double[3,2,3,3] w) => (double[1,3,3,3] r) {
+      a = Conv(x, w)
+      r = Relu(a)
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<double> x(50), w(54);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * static_cast<double>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.3 * static_cast<double>(i));
+  const TensorMap inputs = {{"x", Tensor::FromVector(DataType::kDouble, {1, 2, 5, 5}, x)},
+                            {"w", Tensor::FromVector(DataType::kDouble, {3, 2, 3, 3}, w)}};
+  auto fused = MakeSession(*model);
+  SessionOptions separate_options;
+  separate_options.capture = true;
+  auto separate = MakeSession(*model, separate_options);
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(separate, nullptr);
+  auto got = fused->Run(inputs);
+  auto want = separate->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  int zeros = 0;
+  for (int64_t i = 0; i < 27; ++i) {
+    EXPECT_EQ((*got)[0].data<double>()[i], (*want)[0].data<double>()[i]) << i;
+    zeros += (*got)[0].data<double>()[i] == 0.0;
+  }
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, 27);
+}
+
 TEST(Session, Fp16StorageRoundsEveryFloatTensor) {
   auto model = Parse(kAddMul);
   ASSERT_NE(model, nullptr);
