@@ -79,4 +79,14 @@ void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool) {
               });
 }
 
+void HardSwishFloats(float* data, int64_t n, float alpha, float beta, ThreadPool* pool) {
+  ParallelFor(n >= (int64_t{1} << 16) ? pool : nullptr, n, 1 << 14,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  const float x = data[i];
+                  data[i] = x * std::max(0.0f, std::min(1.0f, alpha * x + beta));
+                }
+              });
+}
+
 }  // namespace ovfix::exec

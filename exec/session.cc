@@ -39,6 +39,9 @@ struct Step {
   // A Relu or Clip that alone read this step's output, fused into it (KernelContext).
   bool clamp_output = false;
   float clamp_min = 0.0f, clamp_max = 0.0f;
+  // A hard swish likewise (HardSwish, or HardSigmoid and the Mul of its input by it).
+  bool hard_swish_output = false;
+  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
 };
 
 struct Plan {
@@ -354,17 +357,22 @@ class Compiler {
     return true;
   }
 
-  // A Relu or Clip whose input is made by a kernel that can clamp its own output
-  // (FusesOutputClamp) and read by nothing else goes into that kernel's step. Types need not
-  // be known here: Relu and Clip keep their input's type, a Clip fused has float bounds (so
-  // float values), and a Relu fused over float16 values gives what it gives unfused
-  // (rounding to half keeps signs and order).
+  // A Relu, Clip or hard swish (HardSwish, or HardSigmoid and the Mul of its input by it)
+  // whose input is made by a kernel that can apply it to its own output (FusesOutputClamp)
+  // and read by nothing else goes into that kernel's step. Types need not be known here:
+  // these ops keep their input's type, a Clip fused has float bounds (so float values), a
+  // Relu fused over float16 values gives what it gives unfused (rounding to half keeps signs
+  // and order), and a hard swish over float16 values is rounded once instead of twice.
   static void FuseClamps(Plan& plan) {
     std::vector<int> uses(plan.num_slots, 0), producer(plan.num_slots, -1);
+    std::vector<int> reader(plan.num_slots, -1);  // a step that reads the slot
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step& step = plan.steps[i];
       for (int s : step.inputs) {
-        if (s >= 0) ++uses[s];
+        if (s >= 0) {
+          ++uses[s];
+          reader[s] = static_cast<int>(i);
+        }
       }
       for (int s : step.implicit_inputs) ++uses[s];
       for (int s : step.outputs) {
@@ -373,27 +381,69 @@ class Compiler {
     }
     for (int s : plan.output_slots) uses[s] += 2;
     std::vector<bool> fused(plan.steps.size(), false);
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      const Step& step = plan.steps[i];
-      float lo = 0.0f, hi = 0.0f;
-      if (step.inputs.empty() || step.inputs[0] < 0 || step.outputs.size() != 1 ||
-          step.outputs[0] < 0 || !ClampBounds(step, lo, hi)) {
-        continue;
-      }
-      const int slot = step.inputs[0];
-      if (uses[slot] != 1 || producer[slot] < 0) continue;
+    // The step that makes `slot` when it can take an activation over its single output.
+    auto fusable_source = [&](int slot) -> Step* {
+      if (slot < 0 || producer[slot] < 0) return nullptr;
       Step& source = plan.steps[producer[slot]];
       const Node& node = *source.node;
-      if (source.clamp_output || source.value_kernel != nullptr || source.outputs.size() != 1 ||
-          source.outputs[0] != slot || !FusesOutputClamp(node.domain(), node.op_type())) {
-        continue;
+      if (source.clamp_output || source.hard_swish_output || source.value_kernel != nullptr ||
+          source.outputs.size() != 1 || source.outputs[0] != slot ||
+          !FusesOutputClamp(node.domain(), node.op_type())) {
+        return nullptr;
       }
-      source.clamp_output = true;
-      source.clamp_min = lo;
-      source.clamp_max = hi;
-      source.outputs[0] = step.outputs[0];
-      producer[step.outputs[0]] = producer[slot];
-      fused[i] = true;
+      return &source;
+    };
+    auto plain = [](const Step& step, std::string_view op) {
+      const Node& node = *step.node;
+      return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == op &&
+             step.value_kernel == nullptr && step.outputs.size() == 1 && step.outputs[0] >= 0 &&
+             !step.inputs.empty() && step.inputs[0] >= 0;
+    };
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (fused[i]) continue;
+      const Step& step = plan.steps[i];
+      const int slot = step.inputs.empty() ? -1 : step.inputs[0];
+      float lo = 0.0f, hi = 0.0f;
+      if (step.outputs.size() == 1 && step.outputs[0] >= 0 && slot >= 0 && uses[slot] == 1 &&
+          ClampBounds(step, lo, hi)) {
+        // Relu or Clip.
+        Step* source = fusable_source(slot);
+        if (source == nullptr) continue;
+        source->clamp_output = true;
+        source->clamp_min = lo;
+        source->clamp_max = hi;
+        source->outputs[0] = step.outputs[0];
+        producer[step.outputs[0]] = producer[slot];
+        fused[i] = true;
+      } else if (plain(step, "HardSwish") && uses[slot] == 1) {
+        Step* source = fusable_source(slot);
+        if (source == nullptr) continue;
+        source->hard_swish_output = true;
+        source->hard_swish_alpha = 1.0f / 6.0f;
+        source->hard_swish_beta = 0.5f;
+        source->outputs[0] = step.outputs[0];
+        producer[step.outputs[0]] = producer[slot];
+        fused[i] = true;
+      } else if (plain(step, "HardSigmoid") && uses[slot] == 2) {
+        // y = Mul(x, HardSigmoid(x)) (either order), x read by nothing else.
+        const int gate = step.outputs[0];
+        if (uses[gate] != 1 || reader[gate] < 0) continue;
+        const Step& mul = plan.steps[reader[gate]];
+        if (!plain(mul, "Mul") || mul.inputs.size() != 2 || fused[reader[gate]] ||
+            !((mul.inputs[0] == slot && mul.inputs[1] == gate) ||
+              (mul.inputs[0] == gate && mul.inputs[1] == slot))) {
+          continue;
+        }
+        Step* source = fusable_source(slot);
+        if (source == nullptr) continue;
+        source->hard_swish_output = true;
+        source->hard_swish_alpha = step.node->GetFloat("alpha", 0.2f);
+        source->hard_swish_beta = step.node->GetFloat("beta", 0.5f);
+        source->outputs[0] = mul.outputs[0];
+        producer[mul.outputs[0]] = producer[slot];
+        fused[i] = true;
+        fused[reader[gate]] = true;
+      }
     }
     std::vector<Step> kept;
     kept.reserve(plan.steps.size());
@@ -565,6 +615,9 @@ class Runner {
     ctx.clamp_output = step.clamp_output;
     ctx.clamp_min = step.clamp_min;
     ctx.clamp_max = step.clamp_max;
+    ctx.hard_swish_output = step.hard_swish_output;
+    ctx.hard_swish_alpha = step.hard_swish_alpha;
+    ctx.hard_swish_beta = step.hard_swish_beta;
     ctx.inputs.resize(step.inputs.size(), nullptr);
     bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {

@@ -91,8 +91,10 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
                                                                const GemmEpilogue& epilogue,
                                                                float* dst) {
   const float* bias = epilogue.row_bias;
-  const bool clamp = epilogue.clamp;
+  const bool clamp = epilogue.clamp, hard_swish = epilogue.hard_swish;
   const __m512 lo = _mm512_set1_ps(epilogue.clamp_min), hi = _mm512_set1_ps(epilogue.clamp_max);
+  const __m512 hs_alpha = _mm512_set1_ps(epilogue.hard_swish_alpha);
+  const __m512 hs_beta = _mm512_set1_ps(epilogue.hard_swish_beta);
   const __m512i index =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(static_cast<int>(cols)));
@@ -106,6 +108,12 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
           _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, index, src + i * cols + m, 4);
       __m512 x = _mm512_add_ps(v, b);
       if (clamp) x = ClampAvx512(x, lo, hi);  // NaN stays
+      if (hard_swish) {
+        __m512 gate = _mm512_fmadd_ps(x, hs_alpha, hs_beta);
+        gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
+        gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
+        x = _mm512_mul_ps(x, gate);
+      }
       _mm512_mask_storeu_ps(out + i, mask, x);
     }
   }
@@ -125,6 +133,9 @@ void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t 
       if (epilogue.clamp) {
         x = x < epilogue.clamp_min ? epilogue.clamp_min : x;
         x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
+      }
+      if (epilogue.hard_swish) {
+        x *= std::max(0.0f, std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
       }
       dst[m * rows + i] = x;
     }
@@ -164,6 +175,13 @@ void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
   TransposeAddBias(product.data(), positions, maps, epilogue, out, pool);
 }
 
+// The activation the session fused into the node, over the finished output (the paths
+// without a GEMM epilogue).
+void ApplyFusedActivation(const KernelContext& ctx, float* y, int64_t n) {
+  if (ctx.clamp_output) ClampFloats(y, n, ctx.clamp_min, ctx.clamp_max, ctx.pool);
+  if (ctx.hard_swish_output) HardSwishFloats(y, n, ctx.hard_swish_alpha, ctx.hard_swish_beta, ctx.pool);
+}
+
 absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
@@ -184,9 +202,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     d.dilation_h = s.dilation[1], d.dilation_w = s.dilation[2];
     d.pad_top = s.pad[1], d.pad_left = s.pad[2];
     DepthwiseConv2D(x.data<float>(), w.data<float>(), bias, y.data<float>(), d, ctx.pool);
-    if (ctx.clamp_output) {
-      ClampFloats(y.data<float>(), y.numel(), ctx.clamp_min, ctx.clamp_max, ctx.pool);
-    }
+    ApplyFusedActivation(ctx, y.data<float>(), y.numel());
     return absl::OkStatus();
   }
 
@@ -225,9 +241,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
               depth, column, 1, 1.0f, out, 1, ctx.pool);
       }
     }
-    if (ctx.clamp_output) {
-      ClampFloats(y_data, y.numel(), ctx.clamp_min, ctx.clamp_max, ctx.pool);
-    }
+    ApplyFusedActivation(ctx, y_data, y.numel());
     return absl::OkStatus();
   }
 
@@ -250,6 +264,9 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     epilogue.clamp = ctx.clamp_output;
     epilogue.clamp_min = ctx.clamp_min;
     epilogue.clamp_max = ctx.clamp_max;
+    epilogue.hard_swish = ctx.hard_swish_output;
+    epilogue.hard_swish_alpha = ctx.hard_swish_alpha;
+    epilogue.hard_swish_beta = ctx.hard_swish_beta;
     thread_local std::vector<float> phases;
     if (transposed) {
       const float* prepared =
@@ -311,6 +328,13 @@ absl::Status ConvDouble(KernelContext& ctx, const SpatialGeometry& g, int64_t gr
     for (int64_t i = 0; i < y.numel(); ++i) {
       const double clipped = data[i] < lo ? lo : data[i];
       data[i] = clipped > hi ? hi : clipped;
+    }
+  }
+  if (ctx.hard_swish_output) {
+    const double alpha = ctx.hard_swish_alpha, beta = ctx.hard_swish_beta;
+    double* data = y.data<double>();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      data[i] *= std::max(0.0, std::min(1.0, alpha * data[i] + beta));
     }
   }
   return absl::OkStatus();

@@ -68,6 +68,9 @@ void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
       tile.clamp = epilogue.clamp && k0 + kc >= k;
       tile.lo = epilogue.clamp_min;
       tile.hi = epilogue.clamp_max;
+      tile.hard_swish = epilogue.hard_swish && k0 + kc >= k;
+      tile.hs_alpha = epilogue.hard_swish_alpha;
+      tile.hs_beta = epilogue.hard_swish_beta;
       for (int64_t p = p0; p < p1; ++p) {
         tile.a = a.panel(k0, kc, p);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
@@ -222,6 +225,9 @@ void GemmEmptyDepth(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilo
       if (epilogue.clamp) {
         x = x < epilogue.clamp_min ? epilogue.clamp_min : x;
         x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
+      }
+      if (epilogue.hard_swish) {
+        x *= std::max(0.0f, std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
       }
       row[j] = x;
     }

@@ -123,6 +123,9 @@ struct GemmEpilogue {
   // Then every element clamped to [clamp_min, clamp_max] (a fused Relu or Clip; NaN stays).
   bool clamp = false;
   float clamp_min = 0.0f, clamp_max = 0.0f;
+  // Or x * min(max(hard_swish_alpha * x + hard_swish_beta, 0), 1) (a fused hard swish).
+  bool hard_swish = false;
+  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
 };
 
 // C (a.rows() x n, row stride ldc) = clamp(alpha * A * B + beta * C + row_bias).

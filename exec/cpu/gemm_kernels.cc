@@ -21,8 +21,19 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m5
   return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
 }
 
-// The tile's clamp on one value (NaN stays NaN).
+// x * min(max(alpha * x + beta, 0), 1).
+__attribute__((target("avx512f"), always_inline)) inline __m512 HardSwishAvx512(__m512 x,
+                                                                               __m512 alpha,
+                                                                               __m512 beta) {
+  __m512 gate = _mm512_fmadd_ps(x, alpha, beta);
+  gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
+  gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
+  return _mm512_mul_ps(x, gate);
+}
+
+// The tile's clamp or hard swish on one value (a clamp keeps NaN).
 inline float ClampValue(const TileArgs& t, float x) {
+  if (t.hard_swish) return x * std::max(0.0f, std::min(1.0f, t.hs_alpha * x + t.hs_beta));
   if (!t.clamp) return x;
   x = x < t.lo ? t.lo : x;
   return x > t.hi ? t.hi : x;
@@ -71,8 +82,9 @@ struct Avx512Tile {
     }
     const __m512 alpha = _mm512_set1_ps(t.alpha);
     const __m512 beta = _mm512_set1_ps(t.beta);
-    const bool read_c = t.beta != 0.0f, clamp = t.clamp;
+    const bool read_c = t.beta != 0.0f, clamp = t.clamp, hard_swish = t.hard_swish;
     const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+    const __m512 hs_alpha = _mm512_set1_ps(t.hs_alpha), hs_beta = _mm512_set1_ps(t.hs_beta);
     float* const c0 = t.c;
     const int64_t ldc = t.ldc;
     const float* const bias_row = t.bias;
@@ -85,6 +97,7 @@ struct Avx512Tile {
         __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bias);
         if (read_c) x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
         if (clamp) x = ClampAvx512(x, lo, hi);
+        if (hard_swish) x = HardSwishAvx512(x, hs_alpha, hs_beta);
         _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
       }
     }
@@ -137,6 +150,12 @@ struct Avx2Tile {
           __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bias);
           if (t.beta != 0.0f) x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
           if (t.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+          if (t.hard_swish) {
+            const __m256 gate = _mm256_fmadd_ps(x, _mm256_set1_ps(t.hs_alpha),
+                                                _mm256_set1_ps(t.hs_beta));
+            x = _mm256_mul_ps(x, _mm256_min_ps(_mm256_max_ps(gate, _mm256_setzero_ps()),
+                                               _mm256_set1_ps(1.0f)));
+          }
           _mm256_storeu_ps(c + 8 * v, x);
         }
       }

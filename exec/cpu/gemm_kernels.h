@@ -29,6 +29,9 @@ struct TileArgs {
   // product with a fused activation).
   bool clamp = false;
   float lo = 0.0f, hi = 0.0f;
+  // Or x * min(max(hs_alpha * x + hs_beta, 0), 1) (a fused hard swish), likewise.
+  bool hard_swish = false;
+  float hs_alpha = 0.0f, hs_beta = 0.0f;
 };
 
 struct GemmKernel {

@@ -208,6 +208,63 @@ TEST(Session, FusedConvClampMatchesSeparateSteps) {
   }
 }
 
+// A hard swish after a Conv, as HardSwish or as HardSigmoid and a Mul by the Conv's output
+// (either order), is fused; not when the gate is read elsewhere too.
+TEST(Session, FusedConvHardSwishMatchesSeparateSteps) {
+  auto model = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    agraph (float[1,4,9,8] x, float[6,4,3,3] w, float[6] bias)
+        => (float[1,6,9,8] h, float[1,6,9,8] k, float[1,6,9,8] m, float[1,6,9,8] n) {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      g = HardSigmoid <alpha = 0.6, beta = 0.4> (a)
+      h = Mul(g, a)
+      e = Conv <pads = [1, 1, 1, 1]> (x, w)
+      k = HardSwish(e)
+      f = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      g2 = HardSigmoid(f)
+      m = Mul(f, g2)
+      n = Neg(g2)
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<float> x(4 * 9 * 8), w(6 * 4 * 3 * 3), bias(6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 2.0f * std::sin(0.41f * static_cast<float>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.29f * static_cast<float>(i)) * 0.5f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.3f * static_cast<float>(i) - 0.8f;
+  const TensorMap inputs = {{"x", Floats({1, 4, 9, 8}, x)},
+                            {"w", Floats({6, 4, 3, 3}, w)},
+                            {"bias", Floats({6}, bias)}};
+  auto fused = MakeSession(*model);
+  SessionOptions separate_options;
+  separate_options.capture = true;
+  auto separate = MakeSession(*model, separate_options);
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(separate, nullptr);
+  auto got = fused->Run(inputs);
+  auto want = separate->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->size(), 4u);
+  int gated = 0, zeros = 0;
+  for (size_t o = 0; o < 4; ++o) {
+    const Tensor& g = (*got)[o];
+    const Tensor& e = (*want)[o];
+    ASSERT_EQ(g.dims(), e.dims()) << o;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      const float a = g.data<float>()[i], b = e.data<float>()[i];
+      ASSERT_NEAR(a, b, 1e-6f * (1.0f + std::fabs(b))) << "output " << o << " element " << i;
+    }
+  }
+  // Both ends of the gate are reached in h: zeros (gate 0) and partial gates.
+  const Tensor& conv = separate->captured().at("a");
+  for (int64_t i = 0; i < conv.numel(); ++i) {
+    const float gate = (*got)[0].data<float>()[i] / conv.data<float>()[i];
+    zeros += (*got)[0].data<float>()[i] == 0.0f;
+    gated += gate > 0.01f && gate < 0.99f;
+  }
+  EXPECT_GT(zeros, 0);
+  EXPECT_GT(gated, 0);
+}
+
 // Models without value types (no value_info) and double convolutions fuse too.
 TEST(Session, FusedConvReluOnDoubles) {
   auto model = Parse(R"(

@@ -198,10 +198,10 @@ TEST(ConvTest, EveryGemmKernel) {
   SelectGemmKernelForTesting(AvailableGemmKernels().front());
 }
 
-// A Relu or Clip fused into the convolution (what the session asks for when one alone reads
-// its output): every path (im2col GEMM over several depth blocks, pointwise, the transposed
+// A Relu, Clip or hard swish fused into the convolution (what the session asks for when one
+// alone reads its output): every path (im2col GEMM over several depth blocks, pointwise, the transposed
 // product of small maps, depthwise, one output pixel, groups, batch) clamps what it writes.
-TEST(ConvTest, FusedClampMatchesNaiveThenClamp) {
+TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
   const std::vector<ConvCase> cases = {
       {{1, 3, 9, 11}, {4, 3, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{2, 5, 13, 10}, {7, 5, 3, 3}, 1, {2, 2}, {}, {1, 0, 1, 2}, "", true},
@@ -215,15 +215,22 @@ TEST(ConvTest, FusedClampMatchesNaiveThenClamp) {
       {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {2, 1}, {}, {1, 1, 1, 1}, "", true},     // groups
       {{2, 3, 20}, {5, 3, 4}, 1, {3}, {2}, {1, 2}, "", true},                    // 1-D
   };
-  const std::vector<std::pair<float, float>> bounds = {
-      {0.0f, std::numeric_limits<float>::infinity()},  // Relu
-      {-0.25f, 0.5f},                                  // Clip
-      {0.0f, 6.0f},                                    // Relu6
+  // (lo, hi) of a clamp, or (alpha, beta) of a hard swish when the third is set.
+  struct Fused {
+    float a, b;
+    bool hard_swish;
+  };
+  const std::vector<Fused> activations = {
+      {0.0f, std::numeric_limits<float>::infinity(), false},  // Relu
+      {-0.25f, 0.5f, false},                                  // Clip
+      {0.0f, 6.0f, false},                                    // Relu6
+      {1.0f / 6.0f, 0.5f, true},                              // HardSwish
+      {0.9f, 0.4f, true},  // HardSigmoid(alpha 0.9, beta 0.4) * x: both ends reached
   };
   for (const std::string& kernel : AvailableGemmKernels()) {
     ASSERT_TRUE(SelectGemmKernelForTesting(kernel));
     for (const ConvCase& c : cases) {
-      for (const auto& [lo, hi] : bounds) {
+      for (const Fused& f : activations) {
         std::mt19937 rng(23);
         const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
         const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
@@ -234,17 +241,27 @@ TEST(ConvTest, FusedClampMatchesNaiveThenClamp) {
         Dims out_dims = {c.x[0], c.w[0]};
         out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
         std::vector<double> expected = NaiveConv(c, x, w, b, r);
-        for (double& v : expected) v = std::min<double>(std::max<double>(v, lo), hi);
+        for (double& v : expected) {
+          v = f.hard_swish ? v * std::max(0.0, std::min(1.0, f.a * v + f.b))
+                           : std::min<double>(std::max<double>(v, f.a), f.b);
+        }
         std::shared_ptr<void> state;
         NodeRun run;
         run.constant = {false, true, true};
         run.state = &state;
-        run.clamp_output = true;
-        run.clamp_min = lo;
-        run.clamp_max = hi;
+        if (f.hard_swish) {
+          run.hard_swish_output = true;
+          run.hard_swish_alpha = f.a;
+          run.hard_swish_beta = f.b;
+        } else {
+          run.clamp_output = true;
+          run.clamp_min = f.a;
+          run.clamp_max = f.b;
+        }
         const std::string what = kernel + " Conv x" + ::testing::PrintToString(c.x) + " w" +
-                                 ::testing::PrintToString(c.w) + " clamp [" +
-                                 std::to_string(lo) + ", " + std::to_string(hi) + "]";
+                                 ::testing::PrintToString(c.w) +
+                                 (f.hard_swish ? " hard swish " : " clamp ") +
+                                 std::to_string(f.a) + ", " + std::to_string(f.b);
         auto out = RunNode("Conv", 11, inputs, ConvAttributes(c), run);
         ASSERT_TRUE(out.ok()) << what << ": " << out.status();
         ExpectNear((*out)[0], out_dims, expected, 2e-5, what);

@@ -78,6 +78,8 @@ struct NodeRun {
   // A fused Relu/Clip as the session asks for it (KernelContext::clamp_output).
   bool clamp_output = false;
   float clamp_min = 0.0f, clamp_max = 0.0f;
+  bool hard_swish_output = false;
+  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
 };
 
 // Runs one node of `op` through the kernel table; an undefined Tensor is an omitted input.
@@ -110,6 +112,9 @@ inline absl::StatusOr<std::vector<Tensor>> RunNode(
   ctx.clamp_output = run.clamp_output;
   ctx.clamp_min = run.clamp_min;
   ctx.clamp_max = run.clamp_max;
+  ctx.hard_swish_output = run.hard_swish_output;
+  ctx.hard_swish_alpha = run.hard_swish_alpha;
+  ctx.hard_swish_beta = run.hard_swish_beta;
   absl::Status status = kernel->fn(ctx);
   if (!status.ok()) return status;
   return ctx.outputs;
