@@ -83,8 +83,9 @@ ClampRange(float* data, int64_t n, float lo, float hi) {
   }
 }
 
+// No multiply-add contraction: rounded as the unfused HardSigmoid and Mul kernels.
 __attribute__((target_clones("avx512f", "avx2", "default"),
-               optimize("vect-cost-model=dynamic"))) void
+               optimize("vect-cost-model=dynamic", "fp-contract=off"))) void
 HardSwishRange(float* data, int64_t n, float alpha, float beta) {
   for (int64_t i = 0; i < n; ++i) {
     const float x = data[i];

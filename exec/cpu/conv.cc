@@ -109,7 +109,10 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
       __m512 x = _mm512_add_ps(v, b);
       if (clamp) x = ClampAvx512(x, lo, hi);  // NaN stays
       if (hard_swish) {
-        __m512 gate = _mm512_fmadd_ps(x, hs_alpha, hs_beta);
+        // A product, then a sum: rounded as the unfused HardSigmoid kernel.
+        __m512 product = _mm512_mul_ps(hs_alpha, x);
+        __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
+        __m512 gate = _mm512_add_ps(product, hs_beta);
         gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
         gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
         x = _mm512_mul_ps(x, gate);

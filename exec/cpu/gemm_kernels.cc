@@ -21,19 +21,28 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m5
   return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
 }
 
-// x * min(max(alpha * x + beta, 0), 1).
+// x * min(max(alpha * x + beta, 0), 1), rounded as the unfused HardSigmoid and Mul kernels
+// round it (a product, then a sum: no fused multiply-add).
 __attribute__((target("avx512f"), always_inline)) inline __m512 HardSwishAvx512(__m512 x,
                                                                                __m512 alpha,
                                                                                __m512 beta) {
-  __m512 gate = _mm512_fmadd_ps(x, alpha, beta);
+  __m512 product = _mm512_mul_ps(alpha, x);
+  __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
+  __m512 gate = _mm512_add_ps(product, beta);
   gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
   gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
   return _mm512_mul_ps(x, gate);
 }
 
+// A hard swish on one value, with no multiply-add contraction (as HardSwishAvx512).
+__attribute__((noinline, optimize("fp-contract=off"))) float HardSwishValue(float x, float alpha,
+                                                                            float beta) {
+  return x * std::max(0.0f, std::min(1.0f, alpha * x + beta));
+}
+
 // The tile's clamp or hard swish on one value (a clamp keeps NaN).
 inline float ClampValue(const TileArgs& t, float x) {
-  if (t.hard_swish) return x * std::max(0.0f, std::min(1.0f, t.hs_alpha * x + t.hs_beta));
+  if (t.hard_swish) return HardSwishValue(x, t.hs_alpha, t.hs_beta);
   if (!t.clamp) return x;
   x = x < t.lo ? t.lo : x;
   return x > t.hi ? t.hi : x;
@@ -151,8 +160,9 @@ struct Avx2Tile {
           if (t.beta != 0.0f) x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
           if (t.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
           if (t.hard_swish) {
-            const __m256 gate = _mm256_fmadd_ps(x, _mm256_set1_ps(t.hs_alpha),
-                                                _mm256_set1_ps(t.hs_beta));
+            __m256 product = _mm256_mul_ps(_mm256_set1_ps(t.hs_alpha), x);
+            __asm__("" : "+x"(product));  // no contraction into a multiply-add
+            const __m256 gate = _mm256_add_ps(product, _mm256_set1_ps(t.hs_beta));
             x = _mm256_mul_ps(x, _mm256_min_ps(_mm256_max_ps(gate, _mm256_setzero_ps()),
                                                _mm256_set1_ps(1.0f)));
           }
