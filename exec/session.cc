@@ -359,10 +359,26 @@ class Compiler {
 
   // A Relu, Clip or hard swish (HardSwish, or HardSigmoid and the Mul of its input by it)
   // whose input is made by a kernel that can apply it to its own output (FusesOutputClamp)
-  // and read by nothing else goes into that kernel's step. Types need not be known here:
-  // these ops keep their input's type, a Clip fused has float bounds (so float values), a
-  // Relu fused over float16 values gives what it gives unfused (rounding to half keeps signs
-  // and order), and a hard swish over float16 values is rounded once instead of twice.
+  // and read by nothing else goes into that kernel's step. Types need not be known for a
+  // clamp: Relu and Clip keep their input's type, a Clip fused has float bounds (so float
+  // values), and a Relu fused over float16 values gives what it gives unfused (rounding to
+  // half keeps signs and order). A hard swish is fused over float values only (MakesFloat).
+  // Whether the step's output 0 is known to hold float values (not float16: a hard swish
+  // fused over float16 values would be rounded once where HardSigmoid and Mul round twice).
+  static bool MakesFloat(const Step& step) {
+    const DataType out = step.node->output(0)->elem_type();
+    if (out != DataType::kUndefined) return out == DataType::kFloat;
+    bool any = false;
+    for (const Value* v : step.node->inputs()) {
+      if (v == nullptr) continue;
+      const DataType t = v->is_initializer() ? v->tensor().type() : v->elem_type();
+      if (t == DataType::kUndefined) continue;
+      if (t != DataType::kFloat) return false;
+      any = true;
+    }
+    return any;
+  }
+
   static void FuseClamps(Plan& plan) {
     std::vector<int> uses(plan.num_slots, 0), producer(plan.num_slots, -1);
     std::vector<int> reader(plan.num_slots, -1);  // a step that reads the slot
@@ -417,7 +433,7 @@ class Compiler {
         fused[i] = true;
       } else if (plain(step, "HardSwish") && uses[slot] == 1) {
         Step* source = fusable_source(slot);
-        if (source == nullptr) continue;
+        if (source == nullptr || !MakesFloat(*source)) continue;
         source->hard_swish_output = true;
         source->hard_swish_alpha = 1.0f / 6.0f;
         source->hard_swish_beta = 0.5f;
@@ -435,7 +451,7 @@ class Compiler {
           continue;
         }
         Step* source = fusable_source(slot);
-        if (source == nullptr) continue;
+        if (source == nullptr || !MakesFloat(*source)) continue;
         source->hard_swish_output = true;
         source->hard_swish_alpha = step.node->GetFloat("alpha", 0.2f);
         source->hard_swish_beta = step.node->GetFloat("beta", 0.5f);
