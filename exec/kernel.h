@@ -45,6 +45,15 @@ struct KernelContext {
   // Where outputs get their buffers: the session's free buffers of released values (may be
   // null: fresh allocations).
   BufferRecycler* recycler = nullptr;
+  // Set when the session fused the Relu or Clip that alone reads this node's output into the
+  // node (only for the op types listed in FusesOutputClamp): the kernel clamps every element
+  // of output 0 to [clamp_min, clamp_max].
+  bool clamp_output = false;
+  float clamp_min = 0.0f, clamp_max = 0.0f;
+  // Likewise a hard swish (HardSwish, or HardSigmoid and the Mul of its input by it): output
+  // 0 becomes y * min(max(hard_swish_alpha * y + hard_swish_beta, 0), 1). Never with a clamp.
+  bool hard_swish_output = false;
+  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -104,6 +113,15 @@ struct KernelDef {
 };
 
 constexpr int kLatestOpset = 18;
+
+// Whether the kernel of this op honours KernelContext::clamp_output (the session then
+// fuses a following Relu or Clip into it).
+bool FusesOutputClamp(std::string_view domain, std::string_view op_type);
+
+// Clamps `n` floats in place to [lo, hi] (the unfused fallback of a fused clamp).
+void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool);
+// x * min(max(alpha * x + beta, 0), 1) in place (the unfused fallback of a fused hard swish).
+void HardSwishFloats(float* data, int64_t n, float alpha, float beta, ThreadPool* pool);
 
 // Looks a kernel up; nullptr when none covers (domain, op, opset).
 const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, int opset);

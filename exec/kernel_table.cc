@@ -4,6 +4,7 @@
 // No weak fallback definitions of the group functions live here: ovfix_exec is a static
 // library, and a weak definition in this object would be linked instead of a group's real
 // definition (the linker never pulls an archive member to replace a weak symbol).
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -65,5 +66,45 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, i
   return nullptr;
 }
 
+bool FusesOutputClamp(std::string_view domain, std::string_view op_type) {
+  return (domain.empty() || domain == "ai.onnx") && op_type == "Conv";
+}
+
+namespace {
+
+// The two fallbacks below, vectorized where the CPU allows: they run over whole activations
+// (e.g. after the depthwise convolution).
+__attribute__((target_clones("avx512f", "avx2", "default"),
+               optimize("vect-cost-model=dynamic"))) void
+ClampRange(float* data, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float clipped = data[i] < lo ? lo : data[i];
+    data[i] = clipped > hi ? hi : clipped;
+  }
+}
+
+// No multiply-add contraction: rounded as the unfused HardSigmoid and Mul kernels.
+__attribute__((target_clones("avx512f", "avx2", "default"),
+               optimize("vect-cost-model=dynamic", "fp-contract=off"))) void
+HardSwishRange(float* data, int64_t n, float alpha, float beta) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = data[i];
+    data[i] = x * std::max(0.0f, std::min(1.0f, alpha * x + beta));
+  }
+}
+
+}  // namespace
+
+void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool) {
+  ParallelFor(n >= (int64_t{1} << 16) ? pool : nullptr, n, 1 << 14,
+              [&](int64_t begin, int64_t end) { ClampRange(data + begin, end - begin, lo, hi); });
+}
+
+void HardSwishFloats(float* data, int64_t n, float alpha, float beta, ThreadPool* pool) {
+  ParallelFor(n >= (int64_t{1} << 16) ? pool : nullptr, n, 1 << 14,
+              [&](int64_t begin, int64_t end) {
+                HardSwishRange(data + begin, end - begin, alpha, beta);
+              });
+}
 
 }  // namespace ovfix::exec

@@ -4,6 +4,7 @@
 // walk over its steps with no name lookups. Subgraphs read outer-scope values by copying
 // them from the enclosing frame when their own frame starts (tensors share buffers).
 #include <algorithm>
+#include <limits>
 #include <new>
 #include <utility>
 
@@ -35,6 +36,12 @@ struct Step {
   // In a widened plan: the op only moves or selects values and every float input holds
   // float16 values, so its float16 outputs need no rounding.
   bool keeps_half_values = false;
+  // A Relu or Clip that alone read this step's output, fused into it (KernelContext).
+  bool clamp_output = false;
+  float clamp_min = 0.0f, clamp_max = 0.0f;
+  // A hard swish likewise (HardSwish, or HardSigmoid and the Mul of its input by it).
+  bool hard_swish_output = false;
+  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
 };
 
 struct Plan {
@@ -132,6 +139,12 @@ class Compiler {
       plan.output_slots.push_back(*slot);
     }
     if (parent == nullptr && options_.widen_float16) Widen(plan);
+    // Fused steps hide the value between them: not while every value is observed or
+    // rounded.
+    if (plan.widened.empty() && !options_.capture && !options_.on_value &&
+        !RoundsFloats(options_.precision)) {
+      FuseClamps(plan);
+    }
     PlanReleases(plan, /*keep_all=*/parent == nullptr && options_.capture);
     plan.slot_of.clear();
     return absl::OkStatus();
@@ -313,6 +326,149 @@ class Compiler {
     }
   }
 
+  // The bounds of a Relu or Clip step on float values, when they are known while compiling
+  // (Clip's bound inputs are initializers).
+  static bool ClampBounds(const Step& step, float& lo, float& hi) {
+    const Node& node = *step.node;
+    if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+    if (step.value_kernel != nullptr || node.num_outputs() != 1) return false;
+    if (node.op_type() == "Relu") {
+      lo = 0.0f;
+      hi = std::numeric_limits<float>::infinity();
+      return true;
+    }
+    if (node.op_type() != "Clip") return false;
+    lo = std::numeric_limits<float>::lowest();
+    hi = std::numeric_limits<float>::max();
+    if (step.opset < 11) {
+      lo = node.GetFloat("min", lo);
+      hi = node.GetFloat("max", hi);
+      return true;
+    }
+    for (size_t i = 1; i < 3 && i < node.num_inputs(); ++i) {
+      const Value* v = node.input(i);
+      if (v == nullptr) continue;
+      if (!v->is_initializer() || v->is_graph_input() || v->tensor().type() != DataType::kFloat ||
+          v->tensor().numel() != 1) {
+        return false;
+      }
+      (i == 1 ? lo : hi) = v->tensor().data<float>()[0];
+    }
+    return true;
+  }
+
+  // A Relu, Clip or hard swish (HardSwish, or HardSigmoid and the Mul of its input by it)
+  // whose input is made by a kernel that can apply it to its own output (FusesOutputClamp)
+  // and read by nothing else goes into that kernel's step. Types need not be known for a
+  // clamp: Relu and Clip keep their input's type, a Clip fused has float bounds (so float
+  // values), and a Relu fused over float16 values gives what it gives unfused (rounding to
+  // half keeps signs and order). A hard swish is fused over float values only (MakesFloat).
+  // Whether the step's output 0 is known to hold float values (not float16: a hard swish
+  // fused over float16 values would be rounded once where HardSigmoid and Mul round twice).
+  static bool MakesFloat(const Step& step) {
+    const DataType out = step.node->output(0)->elem_type();
+    if (out != DataType::kUndefined) return out == DataType::kFloat;
+    bool any = false;
+    for (const Value* v : step.node->inputs()) {
+      if (v == nullptr) continue;
+      const DataType t = v->is_initializer() ? v->tensor().type() : v->elem_type();
+      if (t == DataType::kUndefined) continue;
+      if (t != DataType::kFloat) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  static void FuseClamps(Plan& plan) {
+    std::vector<int> uses(plan.num_slots, 0), producer(plan.num_slots, -1);
+    std::vector<int> reader(plan.num_slots, -1);  // a step that reads the slot
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step& step = plan.steps[i];
+      for (int s : step.inputs) {
+        if (s >= 0) {
+          ++uses[s];
+          reader[s] = static_cast<int>(i);
+        }
+      }
+      for (int s : step.implicit_inputs) ++uses[s];
+      for (int s : step.outputs) {
+        if (s >= 0) producer[s] = static_cast<int>(i);
+      }
+    }
+    for (int s : plan.output_slots) uses[s] += 2;
+    std::vector<bool> fused(plan.steps.size(), false);
+    // The step that makes `slot` when it can take an activation over its single output.
+    auto fusable_source = [&](int slot) -> Step* {
+      if (slot < 0 || producer[slot] < 0) return nullptr;
+      Step& source = plan.steps[producer[slot]];
+      const Node& node = *source.node;
+      if (source.clamp_output || source.hard_swish_output || source.value_kernel != nullptr ||
+          source.outputs.size() != 1 || source.outputs[0] != slot ||
+          !FusesOutputClamp(node.domain(), node.op_type())) {
+        return nullptr;
+      }
+      return &source;
+    };
+    auto plain = [](const Step& step, std::string_view op) {
+      const Node& node = *step.node;
+      return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == op &&
+             step.value_kernel == nullptr && step.outputs.size() == 1 && step.outputs[0] >= 0 &&
+             !step.inputs.empty() && step.inputs[0] >= 0;
+    };
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (fused[i]) continue;
+      const Step& step = plan.steps[i];
+      const int slot = step.inputs.empty() ? -1 : step.inputs[0];
+      float lo = 0.0f, hi = 0.0f;
+      if (step.outputs.size() == 1 && step.outputs[0] >= 0 && slot >= 0 && uses[slot] == 1 &&
+          ClampBounds(step, lo, hi)) {
+        // Relu or Clip.
+        Step* source = fusable_source(slot);
+        if (source == nullptr) continue;
+        source->clamp_output = true;
+        source->clamp_min = lo;
+        source->clamp_max = hi;
+        source->outputs[0] = step.outputs[0];
+        producer[step.outputs[0]] = producer[slot];
+        fused[i] = true;
+      } else if (plain(step, "HardSwish") && uses[slot] == 1) {
+        Step* source = fusable_source(slot);
+        if (source == nullptr || !MakesFloat(*source)) continue;
+        source->hard_swish_output = true;
+        source->hard_swish_alpha = 1.0f / 6.0f;
+        source->hard_swish_beta = 0.5f;
+        source->outputs[0] = step.outputs[0];
+        producer[step.outputs[0]] = producer[slot];
+        fused[i] = true;
+      } else if (plain(step, "HardSigmoid") && uses[slot] == 2) {
+        // y = Mul(x, HardSigmoid(x)) (either order), x read by nothing else.
+        const int gate = step.outputs[0];
+        if (uses[gate] != 1 || reader[gate] < 0) continue;
+        const Step& mul = plan.steps[reader[gate]];
+        if (!plain(mul, "Mul") || mul.inputs.size() != 2 || fused[reader[gate]] ||
+            !((mul.inputs[0] == slot && mul.inputs[1] == gate) ||
+              (mul.inputs[0] == gate && mul.inputs[1] == slot))) {
+          continue;
+        }
+        Step* source = fusable_source(slot);
+        if (source == nullptr || !MakesFloat(*source)) continue;
+        source->hard_swish_output = true;
+        source->hard_swish_alpha = step.node->GetFloat("alpha", 0.2f);
+        source->hard_swish_beta = step.node->GetFloat("beta", 0.5f);
+        source->outputs[0] = mul.outputs[0];
+        producer[mul.outputs[0]] = producer[slot];
+        fused[i] = true;
+        fused[reader[gate]] = true;
+      }
+    }
+    std::vector<Step> kept;
+    kept.reserve(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (!fused[i]) kept.push_back(std::move(plan.steps[i]));
+    }
+    plan.steps = std::move(kept);
+  }
+
   // Each slot is released by the step that reads it last (or that makes it, when nothing
   // reads it); graph outputs and constants stay, and so does everything with `keep_all`.
   // Widened values that stay are narrowed back to float16 there instead, so they are held
@@ -475,6 +631,12 @@ class Runner {
     KernelContext ctx{node,         step.opset,   {}, {}, pool_,
                       plan.keep_kernel_state ? &step.state : nullptr, {}, random_seed_,
                       recycler_};
+    ctx.clamp_output = step.clamp_output;
+    ctx.clamp_min = step.clamp_min;
+    ctx.clamp_max = step.clamp_max;
+    ctx.hard_swish_output = step.hard_swish_output;
+    ctx.hard_swish_alpha = step.hard_swish_alpha;
+    ctx.hard_swish_beta = step.hard_swish_beta;
     ctx.inputs.resize(step.inputs.size(), nullptr);
     bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {

@@ -74,14 +74,31 @@ bool UseTransposedProduct(int64_t out_size, int64_t maps) {
   return padded(out_size) * maps > padded(maps) * out_size * 21 / 20;
 }
 
-// dst[m * rows + i] = src[i * cols + m] + bias[m]: the transposed product back in Y's layout.
+// min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
+// NaN. (The merge-masked forms: the plain intrinsics trip g++ 12's uninitialized warning.)
+__attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m512 x, __m512 lo,
+                                                                           __m512 hi) {
+  x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
+  return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
+}
+
+// dst[m * rows + i] = clamp(src[i * cols + m] + bias[m]): the transposed product back in Y's
+// layout (the bias and clamp of `epilogue`).
+// Maps [m0, m1) of it.
 __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src, int64_t rows,
-                                                               int64_t cols, const float* bias,
+                                                               int64_t cols, int64_t m0,
+                                                               int64_t m1,
+                                                               const GemmEpilogue& epilogue,
                                                                float* dst) {
+  const float* bias = epilogue.row_bias;
+  const bool clamp = epilogue.clamp, hard_swish = epilogue.hard_swish;
+  const __m512 lo = _mm512_set1_ps(epilogue.clamp_min), hi = _mm512_set1_ps(epilogue.clamp_max);
+  const __m512 hs_alpha = _mm512_set1_ps(epilogue.hard_swish_alpha);
+  const __m512 hs_beta = _mm512_set1_ps(epilogue.hard_swish_beta);
   const __m512i index =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(static_cast<int>(cols)));
-  for (int64_t m = 0; m < cols; ++m) {
+  for (int64_t m = m0; m < m1; ++m) {
     const __m512 b = _mm512_set1_ps(bias != nullptr ? bias[m] : 0.0f);
     float* out = dst + m * rows;
     for (int64_t i = 0; i < rows; i += 16) {
@@ -89,28 +106,59 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
       const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
       const __m512 v =
           _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, index, src + i * cols + m, 4);
-      _mm512_mask_storeu_ps(out + i, mask, _mm512_add_ps(v, b));
+      __m512 x = _mm512_add_ps(v, b);
+      if (clamp) x = ClampAvx512(x, lo, hi);  // NaN stays
+      if (hard_swish) {
+        // A product, then a sum: rounded as the unfused HardSigmoid kernel.
+        __m512 product = _mm512_mul_ps(hs_alpha, x);
+        __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
+        __m512 gate = _mm512_add_ps(product, hs_beta);
+        gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
+        gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
+        x = _mm512_mul_ps(x, gate);
+      }
+      _mm512_mask_storeu_ps(out + i, mask, x);
     }
   }
 }
 
-void TransposeAddBias(const float* src, int64_t rows, int64_t cols, const float* bias, float* dst) {
+void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t m0, int64_t m1,
+                          const GemmEpilogue& epilogue, float* dst) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   if (avx512 && rows * cols < (int64_t{1} << 31)) {
-    TransposeAddBiasAvx512(src, rows, cols, bias, dst);
+    TransposeAddBiasAvx512(src, rows, cols, m0, m1, epilogue, dst);
     return;
   }
-  for (int64_t m = 0; m < cols; ++m) {
-    const float b = bias != nullptr ? bias[m] : 0.0f;
-    for (int64_t i = 0; i < rows; ++i) dst[m * rows + i] = src[i * cols + m] + b;
+  for (int64_t m = m0; m < m1; ++m) {
+    const float b = epilogue.row_bias != nullptr ? epilogue.row_bias[m] : 0.0f;
+    for (int64_t i = 0; i < rows; ++i) {
+      float x = src[i * cols + m] + b;
+      if (epilogue.clamp) {
+        x = x < epilogue.clamp_min ? epilogue.clamp_min : x;
+        x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
+      }
+      if (epilogue.hard_swish) {
+        x *= std::max(0.0f, std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
+      }
+      dst[m * rows + i] = x;
+    }
   }
+}
+
+// The whole transposed product back, the maps split over the pool.
+void TransposeAddBias(const float* src, int64_t rows, int64_t cols, const GemmEpilogue& epilogue,
+                      float* dst, ThreadPool* pool) {
+  ParallelFor(rows * cols >= (int64_t{1} << 14) ? pool : nullptr, cols, 8,
+              [&](int64_t begin, int64_t end) {
+                TransposeAddBiasMaps(src, rows, cols, begin, end, epilogue, dst);
+              });
 }
 
 // Y (maps x positions) of one image and group through the transposed product. `image` is the
 // prepared image, or the plain one for a pointwise convolution.
 void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
-                    const ColumnLayout& layout, const PackedB& weights, const float* bias,
-                    float* out, ThreadPool* pool) {
+                    const ColumnLayout& layout, const PackedB& weights,
+                    const GemmEpilogue& epilogue, float* out, ThreadPool* pool) {
   const int64_t positions = s.out_size(), maps = weights.columns(), depth = weights.depth();
   // Buffers stay with the thread: big allocations would be fresh pages on every run.
   thread_local PackedA columns;
@@ -127,7 +175,14 @@ void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
   thread_local std::vector<float> product;
   product.resize(positions * maps);
   GemmPacked(columns, weights, maps, product.data(), maps, GemmEpilogue{}, pool);
-  TransposeAddBias(product.data(), positions, maps, bias, out);
+  TransposeAddBias(product.data(), positions, maps, epilogue, out, pool);
+}
+
+// The activation the session fused into the node, over the finished output (the paths
+// without a GEMM epilogue).
+void ApplyFusedActivation(const KernelContext& ctx, float* y, int64_t n) {
+  if (ctx.clamp_output) ClampFloats(y, n, ctx.clamp_min, ctx.clamp_max, ctx.pool);
+  if (ctx.hard_swish_output) HardSwishFloats(y, n, ctx.hard_swish_alpha, ctx.hard_swish_beta, ctx.pool);
 }
 
 absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
@@ -150,6 +205,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     d.dilation_h = s.dilation[1], d.dilation_w = s.dilation[2];
     d.pad_top = s.pad[1], d.pad_left = s.pad[2];
     DepthwiseConv2D(x.data<float>(), w.data<float>(), bias, y.data<float>(), d, ctx.pool);
+    ApplyFusedActivation(ctx, y.data<float>(), y.numel());
     return absl::OkStatus();
   }
 
@@ -188,6 +244,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
               depth, column, 1, 1.0f, out, 1, ctx.pool);
       }
     }
+    ApplyFusedActivation(ctx, y_data, y.numel());
     return absl::OkStatus();
   }
 
@@ -207,12 +264,18 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     float* out = y_data + (n * maps + gi * group_maps) * out_size;
     GemmEpilogue epilogue;
     epilogue.row_bias = bias != nullptr ? bias + gi * group_maps : nullptr;
+    epilogue.clamp = ctx.clamp_output;
+    epilogue.clamp_min = ctx.clamp_min;
+    epilogue.clamp_max = ctx.clamp_max;
+    epilogue.hard_swish = ctx.hard_swish_output;
+    epilogue.hard_swish_alpha = ctx.hard_swish_alpha;
+    epilogue.hard_swish_beta = ctx.hard_swish_beta;
     thread_local std::vector<float> phases;
     if (transposed) {
       const float* prepared =
           pointwise ? image : PrepareImage(image, group_channels, s, layout, phases);
-      TransposedConv(prepared, pointwise, s, layout, packed.transposed_groups[gi],
-                     epilogue.row_bias, out, pool);
+      TransposedConv(prepared, pointwise, s, layout, packed.transposed_groups[gi], epilogue, out,
+                     pool);
     } else if (pointwise) {
       GemmPacked(packed.groups[gi], MatrixB(image, in_size, false), out_size, out, out_size,
                  epilogue, pool);
@@ -260,6 +323,21 @@ absl::Status ConvDouble(KernelContext& ctx, const SpatialGeometry& g, int64_t gr
       Dgemm(false, false, group_maps, out_size, depth, 1.0,
             w.data<double>() + gi * group_maps * depth, depth, columns.data(), out_size, 1.0, out,
             out_size, ctx.pool);
+    }
+  }
+  if (ctx.clamp_output) {
+    const double lo = ctx.clamp_min, hi = ctx.clamp_max;
+    double* data = y.data<double>();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double clipped = data[i] < lo ? lo : data[i];
+      data[i] = clipped > hi ? hi : clipped;
+    }
+  }
+  if (ctx.hard_swish_output) {
+    const double alpha = ctx.hard_swish_alpha, beta = ctx.hard_swish_beta;
+    double* data = y.data<double>();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      data[i] *= std::max(0.0, std::min(1.0, alpha * data[i] + beta));
     }
   }
   return absl::OkStatus();

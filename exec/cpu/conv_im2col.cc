@@ -1,5 +1,7 @@
 #include "exec/cpu/conv_im2col.h"
 
+#include <immintrin.h>
+
 namespace ovfix::exec {
 namespace {
 
@@ -89,8 +91,83 @@ void SplitColumnPhases(const int32_t* image, int64_t rows, const Spatial3& s,
   SplitRows(image, rows, s, layout, out);
 }
 
+namespace {
+
+// Writes `len` floats from `src` (zeros when src is null) at positions [j, j + len) of one
+// row of the packed panels: position j goes to panel j / nr, lane j % nr.
+__attribute__((target("avx512f"), always_inline)) inline void PutRunAvx512(
+    const float* src, int64_t j, int64_t len, int nr, int64_t panel_stride, float* base) {
+  int64_t panel = j / nr, lane = j - panel * nr;
+  while (len > 0) {
+    const int64_t take = std::min<int64_t>(nr - lane, len);
+    float* d = base + panel * panel_stride + lane;
+    for (int64_t t = 0; t < take; t += 16) {
+      const int64_t left = take - t;
+      const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+      const __m512 v = src != nullptr ? _mm512_maskz_loadu_ps(mask, src + t) : _mm512_setzero_ps();
+      _mm512_mask_storeu_ps(d + t, mask, v);
+    }
+    if (src != nullptr) src += take;
+    len -= take;
+    ++panel;
+    lane = 0;
+  }
+}
+
+// Im2colB::Pack in one pass: every run of a column-matrix row goes straight into the panels
+// with masked vector moves (no row buffer, no library calls for the short runs of late layers).
+__attribute__((target("avx512f"))) void Im2colPanelsAvx512(const float* image, const Spatial3& s,
+                                                           const ColumnLayout& layout, int64_t k0,
+                                                           int64_t kc, int64_t n0, int64_t nc,
+                                                           int nr, float* dst) {
+  const Position start(s, n0);
+  const int64_t panel_stride = kc * nr, padded = (nc + nr - 1) / nr * nr;
+  const int64_t width = layout.row_width;
+  Tap tap(s, k0);
+  for (int64_t kk = 0; kk < kc; ++kk, tap.Next(s)) {
+    float* base = dst + kk * nr;
+    const int64_t kd = tap.kd * s.dilation[0] - s.pad[0];
+    const int64_t kh = tap.kh * s.dilation[1] - s.pad[1];
+    const int64_t lo_tap = layout.lo[tap.kw], hi_tap = layout.hi[tap.kw];
+    const int64_t offset = layout.offset[tap.kw];
+    const float* channel = image + tap.c * s.in[0] * s.in[1] * width;
+    Position p = start;
+    for (int64_t done = 0; done < nc;) {
+      const int64_t run = std::min(s.out[2] - p.ow, nc - done);
+      const int64_t id = p.od * s.stride[0] + kd, ih = p.oh * s.stride[1] + kh;
+      if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1]) {
+        PutRunAvx512(nullptr, done, run, nr, panel_stride, base);
+      } else {
+        const float* row = channel + (id * s.in[1] + ih) * width;
+        const int64_t lo = std::clamp<int64_t>(lo_tap - p.ow, 0, run);
+        const int64_t hi = std::clamp<int64_t>(hi_tap - p.ow, lo, run);
+        if (lo > 0) PutRunAvx512(nullptr, done, lo, nr, panel_stride, base);
+        PutRunAvx512(row + offset + p.ow + lo, done + lo, hi - lo, nr, panel_stride, base);
+        if (hi < run) PutRunAvx512(nullptr, done + hi, run - hi, nr, panel_stride, base);
+      }
+      done += run;
+      p.ow += run;
+      if (p.ow == s.out[2]) {
+        p.ow = 0;
+        if (++p.oh == s.out[1]) {
+          p.oh = 0;
+          ++p.od;
+        }
+      }
+    }
+    if (padded > nc) PutRunAvx512(nullptr, nc, padded - nc, nr, panel_stride, base);
+  }
+}
+
+}  // namespace
+
 const float* Im2colB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
                            float* dst) const {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && nr % 16 == 0) {
+    Im2colPanelsAvx512(image_, s_, layout_, k0, kc, n0, nc, nr, dst);
+    return dst;
+  }
   thread_local std::vector<float> row;
   if (static_cast<int64_t>(row.size()) < nc) row.resize(nc);
   const Position start(s_, n0);

@@ -65,6 +65,12 @@ void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
       tile.ldc = ldc;
       tile.alpha = epilogue.alpha;
       tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
+      tile.clamp = epilogue.clamp && k0 + kc >= k;
+      tile.lo = epilogue.clamp_min;
+      tile.hi = epilogue.clamp_max;
+      tile.hard_swish = epilogue.hard_swish && k0 + kc >= k;
+      tile.hs_alpha = epilogue.hard_swish_alpha;
+      tile.hs_beta = epilogue.hard_swish_beta;
       for (int64_t p = p0; p < p1; ++p) {
         tile.a = a.panel(k0, kc, p);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
@@ -215,7 +221,15 @@ void GemmEmptyDepth(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilo
     const float bias = epilogue.row_bias != nullptr ? epilogue.row_bias[i] : 0.0f;
     float* row = c + i * ldc;
     for (int64_t j = 0; j < n; ++j) {
-      row[j] = epilogue.beta == 0.0f ? bias : epilogue.beta * row[j] + bias;
+      float x = epilogue.beta == 0.0f ? bias : epilogue.beta * row[j] + bias;
+      if (epilogue.clamp) {
+        x = x < epilogue.clamp_min ? epilogue.clamp_min : x;
+        x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
+      }
+      if (epilogue.hard_swish) {
+        x *= std::max(0.0f, std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
+      }
+      row[j] = x;
     }
   }
 }

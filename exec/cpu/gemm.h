@@ -120,9 +120,15 @@ struct GemmEpilogue {
   float alpha = 1.0f;
   float beta = 0.0f;                // 0: C is not read (it may hold anything)
   const float* row_bias = nullptr;  // added to every element of row m: row_bias[m]
+  // Then every element clamped to [clamp_min, clamp_max] (a fused Relu or Clip; NaN stays).
+  bool clamp = false;
+  float clamp_min = 0.0f, clamp_max = 0.0f;
+  // Or x * min(max(hard_swish_alpha * x + hard_swish_beta, 0), 1) (a fused hard swish).
+  bool hard_swish = false;
+  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
 };
 
-// C (a.rows() x n, row stride ldc) = alpha * A * B + beta * C + row_bias.
+// C (a.rows() x n, row stride ldc) = clamp(alpha * A * B + beta * C + row_bias).
 // Multithreaded over blocks of C when pool is set and the product is big enough.
 void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool* pool);

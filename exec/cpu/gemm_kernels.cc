@@ -13,6 +13,41 @@ namespace {
 
 using TileFn = void (*)(const TileArgs&);
 
+// min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
+// NaN. (The merge-masked forms: the plain intrinsics trip g++ 12's uninitialized warning.)
+__attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m512 x, __m512 lo,
+                                                                           __m512 hi) {
+  x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
+  return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
+}
+
+// x * min(max(alpha * x + beta, 0), 1), rounded as the unfused HardSigmoid and Mul kernels
+// round it (a product, then a sum: no fused multiply-add).
+__attribute__((target("avx512f"), always_inline)) inline __m512 HardSwishAvx512(__m512 x,
+                                                                               __m512 alpha,
+                                                                               __m512 beta) {
+  __m512 product = _mm512_mul_ps(alpha, x);
+  __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
+  __m512 gate = _mm512_add_ps(product, beta);
+  gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
+  gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
+  return _mm512_mul_ps(x, gate);
+}
+
+// A hard swish on one value, with no multiply-add contraction (as HardSwishAvx512).
+__attribute__((noinline, optimize("fp-contract=off"))) float HardSwishValue(float x, float alpha,
+                                                                            float beta) {
+  return x * std::max(0.0f, std::min(1.0f, alpha * x + beta));
+}
+
+// The tile's clamp or hard swish on one value (a clamp keeps NaN).
+inline float ClampValue(const TileArgs& t, float x) {
+  if (t.hard_swish) return HardSwishValue(x, t.hs_alpha, t.hs_beta);
+  if (!t.clamp) return x;
+  x = x < t.lo ? t.lo : x;
+  return x > t.hi ? t.hi : x;
+}
+
 // A table of Tile<rows, vectors>::Run for rows 1..sizeof...(R), so that every tile size gets a
 // kernel whose loops the compiler fully unrolls with the accumulators in registers.
 template <template <int, int> class Tile, int V, int... R>
@@ -56,16 +91,22 @@ struct Avx512Tile {
     }
     const __m512 alpha = _mm512_set1_ps(t.alpha);
     const __m512 beta = _mm512_set1_ps(t.beta);
+    const bool read_c = t.beta != 0.0f, clamp = t.clamp, hard_swish = t.hard_swish;
+    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+    const __m512 hs_alpha = _mm512_set1_ps(t.hs_alpha), hs_beta = _mm512_set1_ps(t.hs_beta);
+    float* const c0 = t.c;
+    const int64_t ldc = t.ldc;
+    const float* const bias_row = t.bias;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      float* c = t.c + r * t.ldc;
-      const __m512 bias = _mm512_set1_ps(t.bias != nullptr ? t.bias[r] : 0.0f);
+      float* c = c0 + r * ldc;
+      const __m512 bias = _mm512_set1_ps(bias_row != nullptr ? bias_row[r] : 0.0f);
 #pragma GCC unroll 2
       for (int v = 0; v < V; ++v) {
         __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bias);
-        if (t.beta != 0.0f) {
-          x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
-        }
+        if (read_c) x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
+        if (clamp) x = ClampAvx512(x, lo, hi);
+        if (hard_swish) x = HardSwishAvx512(x, hs_alpha, hs_beta);
         _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
       }
     }
@@ -107,6 +148,7 @@ struct Avx2Tile {
     }
     const __m256 alpha = _mm256_set1_ps(t.alpha);
     const __m256 beta = _mm256_set1_ps(t.beta);
+    const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
     if (t.cols == 8 * V) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -116,6 +158,14 @@ struct Avx2Tile {
         for (int v = 0; v < V; ++v) {
           __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bias);
           if (t.beta != 0.0f) x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
+          if (t.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+          if (t.hard_swish) {
+            __m256 product = _mm256_mul_ps(_mm256_set1_ps(t.hs_alpha), x);
+            __asm__("" : "+x"(product));  // no contraction into a multiply-add
+            const __m256 gate = _mm256_add_ps(product, _mm256_set1_ps(t.hs_beta));
+            x = _mm256_mul_ps(x, _mm256_min_ps(_mm256_max_ps(gate, _mm256_setzero_ps()),
+                                               _mm256_set1_ps(1.0f)));
+          }
           _mm256_storeu_ps(c + 8 * v, x);
         }
       }
@@ -132,7 +182,7 @@ struct Avx2Tile {
       const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
       for (int j = 0; j < t.cols; ++j) {
         const float x = t.alpha * tile[r][j] + bias;
-        c[j] = t.beta != 0.0f ? x + t.beta * c[j] : x;
+        c[j] = ClampValue(t, t.beta != 0.0f ? x + t.beta * c[j] : x);
       }
     }
   }
@@ -163,7 +213,7 @@ void PortableTile(const TileArgs& t) {
     const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
     for (int j = 0; j < t.cols; ++j) {
       const float x = t.alpha * acc[r][j] + bias;
-      c[j] = t.beta != 0.0f ? x + t.beta * c[j] : x;
+      c[j] = ClampValue(t, t.beta != 0.0f ? x + t.beta * c[j] : x);
     }
   }
 }

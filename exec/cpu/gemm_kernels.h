@@ -11,7 +11,8 @@
 
 namespace ovfix::exec {
 
-// One register tile: C[rows x cols] = alpha * A_panel * B_panel + beta * C + bias[row].
+// One register tile: C[rows x cols] = alpha * A_panel * B_panel + beta * C + bias[row],
+// clamped when asked.
 // a: kc steps of mr floats; b: kc steps of nr floats; rows <= mr, cols <= nr.
 struct TileArgs {
   int64_t kc = 0;
@@ -24,6 +25,13 @@ struct TileArgs {
   float alpha = 1.0f;
   float beta = 0.0f;            // 0: C is not read
   const float* bias = nullptr;  // per row, or null
+  // Then clamped to [lo, hi] as min(max(x, lo), hi) with NaN kept (the last depth block of a
+  // product with a fused activation).
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+  // Or x * min(max(hs_alpha * x + hs_beta, 0), 1) (a fused hard swish), likewise.
+  bool hard_swish = false;
+  float hs_alpha = 0.0f, hs_beta = 0.0f;
 };
 
 struct GemmKernel {

@@ -148,6 +148,156 @@ TEST(Session, CaptureKeepsEveryValue) {
   EXPECT_EQ(values.at("c").data<float>()[0], 2);
 }
 
+// Relu and Clip (constant bounds) that alone read a Conv's output are fused into the Conv;
+// one whose Conv output is read elsewhere too is not. Same numbers as the unfused steps
+// (capture turns fusion off and keeps every value).
+TEST(Session, FusedConvClampMatchesSeparateSteps) {
+  auto model = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    agraph (float[2,3,7,6] x, float[5,3,3,3] w, float[5] bias)
+        => (float[2,5,7,6] r, float[2,5,4,3] c, float[2,5,7,6] s, float[2,5,7,6] t)
+        <float lo = {-0.2}, float hi = {0.3}> {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      r = Relu(a)
+      b = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w)
+      c = Clip(b, lo, hi)
+      d = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      s = Relu(d)
+      t = Neg(d)
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<float> x(2 * 3 * 7 * 6), w(5 * 3 * 3 * 3), bias(5);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.53f * static_cast<float>(i)) * 0.3f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i) - 0.2f;
+  const TensorMap inputs = {{"x", Floats({2, 3, 7, 6}, x)},
+                            {"w", Floats({5, 3, 3, 3}, w)},
+                            {"bias", Floats({5}, bias)}};
+  auto fused = MakeSession(*model);
+  SessionOptions separate_options;
+  separate_options.capture = true;
+  auto separate = MakeSession(*model, separate_options);
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(separate, nullptr);
+  auto got = fused->Run(inputs);
+  auto want = separate->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->size(), 4u);
+  int positive = 0;
+  for (size_t o = 0; o < 4; ++o) {
+    const Tensor& g = (*got)[o];
+    const Tensor& e = (*want)[o];
+    ASSERT_EQ(g.dims(), e.dims()) << o;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
+    }
+  }
+  for (int64_t i = 0; i < (*got)[0].numel(); ++i) {
+    EXPECT_GE((*got)[0].data<float>()[i], 0.0f);
+    positive += (*got)[0].data<float>()[i] > 0.0f;
+  }
+  EXPECT_GT(positive, 0);
+  for (int64_t i = 0; i < (*got)[1].numel(); ++i) {
+    EXPECT_GE((*got)[1].data<float>()[i], -0.2f);
+    EXPECT_LE((*got)[1].data<float>()[i], 0.3f);
+  }
+  // The unfused pair: s = Relu(d), t = -d.
+  for (int64_t i = 0; i < (*got)[2].numel(); ++i) {
+    EXPECT_EQ((*got)[2].data<float>()[i], std::max(0.0f, -(*got)[3].data<float>()[i]));
+  }
+}
+
+// A hard swish after a Conv, as HardSwish or as HardSigmoid and a Mul by the Conv's output
+// (either order), is fused; not when the gate is read elsewhere too.
+TEST(Session, FusedConvHardSwishMatchesSeparateSteps) {
+  auto model = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    agraph (float[1,4,9,8] x, float[6,4,3,3] w, float[6] bias)
+        => (float[1,6,9,8] h, float[1,6,9,8] k, float[1,6,9,8] m, float[1,6,9,8] n) {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      g = HardSigmoid <alpha = 0.6, beta = 0.4> (a)
+      h = Mul(g, a)
+      e = Conv <pads = [1, 1, 1, 1]> (x, w)
+      k = HardSwish(e)
+      f = Conv <pads = [1, 1, 1, 1]> (x, w, bias)
+      g2 = HardSigmoid(f)
+      m = Mul(f, g2)
+      n = Neg(g2)
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<float> x(4 * 9 * 8), w(6 * 4 * 3 * 3), bias(6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 2.0f * std::sin(0.41f * static_cast<float>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.29f * static_cast<float>(i)) * 0.5f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.3f * static_cast<float>(i) - 0.8f;
+  const TensorMap inputs = {{"x", Floats({1, 4, 9, 8}, x)},
+                            {"w", Floats({6, 4, 3, 3}, w)},
+                            {"bias", Floats({6}, bias)}};
+  auto fused = MakeSession(*model);
+  SessionOptions separate_options;
+  separate_options.capture = true;
+  auto separate = MakeSession(*model, separate_options);
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(separate, nullptr);
+  auto got = fused->Run(inputs);
+  auto want = separate->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->size(), 4u);
+  int gated = 0, zeros = 0;
+  for (size_t o = 0; o < 4; ++o) {
+    const Tensor& g = (*got)[o];
+    const Tensor& e = (*want)[o];
+    ASSERT_EQ(g.dims(), e.dims()) << o;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      // Bit for bit: a fused hard swish rounds as HardSigmoid then Mul do (what a model
+      // converts against is measured unfused, with capture).
+      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
+    }
+  }
+  // Both ends of the gate are reached in h: zeros (gate 0) and partial gates.
+  const Tensor& conv = separate->captured().at("a");
+  for (int64_t i = 0; i < conv.numel(); ++i) {
+    const float gate = (*got)[0].data<float>()[i] / conv.data<float>()[i];
+    zeros += (*got)[0].data<float>()[i] == 0.0f;
+    gated += gate > 0.01f && gate < 0.99f;
+  }
+  EXPECT_GT(zeros, 0);
+  EXPECT_GT(gated, 0);
+}
+
+// Models without value types (no value_info) and double convolutions fuse too.
+TEST(Session, FusedConvReluOnDoubles) {
+  auto model = Parse(R"(
+    agraph (double[1,2,5,5] x, double[3,2,3,3] w) => (double[1,3,3,3] r) {
+      a = Conv(x, w)
+      r = Relu(a)
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<double> x(50), w(54);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * static_cast<double>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.3 * static_cast<double>(i));
+  const TensorMap inputs = {{"x", Tensor::FromVector(DataType::kDouble, {1, 2, 5, 5}, x)},
+                            {"w", Tensor::FromVector(DataType::kDouble, {3, 2, 3, 3}, w)}};
+  auto fused = MakeSession(*model);
+  SessionOptions separate_options;
+  separate_options.capture = true;
+  auto separate = MakeSession(*model, separate_options);
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(separate, nullptr);
+  auto got = fused->Run(inputs);
+  auto want = separate->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  int zeros = 0;
+  for (int64_t i = 0; i < 27; ++i) {
+    EXPECT_EQ((*got)[0].data<double>()[i], (*want)[0].data<double>()[i]) << i;
+    zeros += (*got)[0].data<double>()[i] == 0.0;
+  }
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, 27);
+}
+
 TEST(Session, Fp16StorageRoundsEveryFloatTensor) {
   auto model = Parse(kAddMul);
   ASSERT_NE(model, nullptr);

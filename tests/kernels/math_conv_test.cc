@@ -1,7 +1,9 @@
 // Conv, ConvTranspose and ConvInteger checked against naive direct convolution over shapes
 // with groups, depthwise (with a channel multiplier), pads, strides, dilations, auto_pad,
 // 1-D/2-D/3-D, constant weights packed once and kept, and every GEMM micro-kernel.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -194,6 +196,98 @@ TEST(ConvTest, EveryGemmKernel) {
     CheckConv({{1, 4, 9, 12}, {8, 1, 3, 3}, 4, {2, 1}, {2, 1}, {2, 0, 1, 3}}, true);
   }
   SelectGemmKernelForTesting(AvailableGemmKernels().front());
+}
+
+// A Relu, Clip or hard swish fused into the convolution (what the session asks for when one
+// alone reads its output): every path (im2col GEMM over several depth blocks, pointwise, the transposed
+// product of small maps, depthwise, one output pixel, groups, batch) clamps what it writes.
+TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 9, 11}, {4, 3, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{2, 5, 13, 10}, {7, 5, 3, 3}, 1, {2, 2}, {}, {1, 0, 1, 2}, "", true},
+      {{1, 4, 17, 15}, {6, 4, 3, 3}, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+      {{1, 40, 30, 30}, {24, 40, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},  // 3 depth blocks
+      {{1, 40, 12, 12}, {24, 40, 1, 1}, 1, {}, {}, {}, "", true},                // pointwise
+      {{1, 48, 7, 7}, {64, 48, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true},        // transposed
+      {{1, 64, 9, 9}, {32, 64, 1, 1}, 1, {}, {}, {}, "", true},  // transposed pointwise
+      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},      // depthwise
+      {{1, 24, 1, 1}, {40, 24, 1, 1}, 1, {}, {}, {}, "", true},                  // one pixel
+      {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {2, 1}, {}, {1, 1, 1, 1}, "", true},     // groups
+      {{2, 3, 20}, {5, 3, 4}, 1, {3}, {2}, {1, 2}, "", true},                    // 1-D
+  };
+  // (lo, hi) of a clamp, or (alpha, beta) of a hard swish when the third is set.
+  struct Fused {
+    float a, b;
+    bool hard_swish;
+  };
+  const std::vector<Fused> activations = {
+      {0.0f, std::numeric_limits<float>::infinity(), false},  // Relu
+      {-0.25f, 0.5f, false},                                  // Clip
+      {0.0f, 6.0f, false},                                    // Relu6
+      {1.0f / 6.0f, 0.5f, true},                              // HardSwish
+      {0.9f, 0.4f, true},  // HardSigmoid(alpha 0.9, beta 0.4) * x: both ends reached
+  };
+  for (const std::string& kernel : AvailableGemmKernels()) {
+    ASSERT_TRUE(SelectGemmKernelForTesting(kernel));
+    for (const ConvCase& c : cases) {
+      for (const Fused& f : activations) {
+        std::mt19937 rng(23);
+        const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
+        const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
+        const auto b = RandomFloats(c.w[0], rng);
+        std::vector<Tensor> inputs = {FloatTensor(c.x, x), FloatTensor(c.w, w)};
+        if (c.bias) inputs.push_back(FloatTensor({c.w[0]}, b));
+        const Resolved r = ResolveConv(c);
+        Dims out_dims = {c.x[0], c.w[0]};
+        out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
+        std::vector<double> expected = NaiveConv(c, x, w, b, r);
+        for (double& v : expected) {
+          v = f.hard_swish ? v * std::max(0.0, std::min(1.0, f.a * v + f.b))
+                           : std::min<double>(std::max<double>(v, f.a), f.b);
+        }
+        std::shared_ptr<void> state;
+        NodeRun run;
+        run.constant = {false, true, true};
+        run.state = &state;
+        if (f.hard_swish) {
+          run.hard_swish_output = true;
+          run.hard_swish_alpha = f.a;
+          run.hard_swish_beta = f.b;
+        } else {
+          run.clamp_output = true;
+          run.clamp_min = f.a;
+          run.clamp_max = f.b;
+        }
+        const std::string what = kernel + " Conv x" + ::testing::PrintToString(c.x) + " w" +
+                                 ::testing::PrintToString(c.w) +
+                                 (f.hard_swish ? " hard swish " : " clamp ") +
+                                 std::to_string(f.a) + ", " + std::to_string(f.b);
+        auto out = RunNode("Conv", 11, inputs, ConvAttributes(c), run);
+        ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+        ExpectNear((*out)[0], out_dims, expected, 2e-5, what);
+      }
+    }
+  }
+  SelectGemmKernelForTesting(AvailableGemmKernels().front());
+}
+
+// NaN reaching a fused clamp stays NaN, as Relu and Clip keep it.
+TEST(ConvTest, FusedClampKeepsNaN) {
+  std::vector<float> x(1 * 4 * 8 * 8, 0.5f);
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> w(16 * 4, 1.0f);
+  NodeRun run;
+  run.clamp_output = true;
+  run.clamp_min = 0.0f;
+  run.clamp_max = 1.0f;
+  auto out = RunNode("Conv", 11, {FloatTensor({1, 4, 8, 8}, x), FloatTensor({16, 4, 1, 1}, w)},
+                     {}, run);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float* y = (*out)[0].data<float>();
+  for (int64_t m = 0; m < 16; ++m) {
+    EXPECT_TRUE(std::isnan(y[m * 64 + 3])) << m;
+    EXPECT_EQ(y[m * 64 + 4], 1.0f) << m;  // 4 * 0.5 clamped
+  }
 }
 
 TEST(ConvTest, RejectsBadShapes) {
