@@ -19,6 +19,7 @@
 #include "ir/graph.h"
 #include "ir/model.h"
 #include "ir/node_check.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -128,15 +129,13 @@ class Compiler {
       }
       plan.constants.emplace_back(slot, RuntimeValue(round ? RoundedCopy(t, pool_) : t));
     }
-    absl::StatusOr<std::vector<const Node*>> order = Order(graph);
-    if (!order.ok()) return order.status();
-    for (const Node* node : *order) {
-      if (absl::Status s = CompileNode(*node, plan); !s.ok()) return s;
+    OVFIX_ASSIGN_OR_RETURN(std::vector<const Node*> order, Order(graph));
+    for (const Node* node : order) {
+      OVFIX_RETURN_IF_ERROR(CompileNode(*node, plan));
     }
     for (const Value* v : graph.outputs()) {
-      absl::StatusOr<int> slot = Resolve(plan, v);
-      if (!slot.ok()) return slot.status();
-      plan.output_slots.push_back(*slot);
+      OVFIX_ASSIGN_OR_RETURN(int slot, Resolve(plan, v));
+      plan.output_slots.push_back(slot);
     }
     if (parent == nullptr && options_.widen_float16) Widen(plan);
     // Fused steps hide the value between them: not while every value is observed or
@@ -166,13 +165,12 @@ class Compiler {
           plan.graph->name(), "')"));
     }
     Plan& parent = *plan.parent;
-    absl::StatusOr<int> outer = Resolve(parent, v);
-    if (!outer.ok()) return outer.status();
+    OVFIX_ASSIGN_OR_RETURN(int outer, Resolve(parent, v));
     if (parent.compiling_step >= 0) {
-      parent.steps[parent.compiling_step].implicit_inputs.push_back(*outer);
+      parent.steps[parent.compiling_step].implicit_inputs.push_back(outer);
     }
     const int own = NewSlot(plan, v);
-    plan.captures.emplace_back(*outer, own);
+    plan.captures.emplace_back(outer, own);
     return own;
   }
 
@@ -236,7 +234,7 @@ class Compiler {
     step.kernel = FindKernel(domain, node.op_type(), step.opset);
     if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
     // Kernels read their inputs and attributes trusting what the schema promises.
-    if (absl::Status s = CheckNode(node, step.opset); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckNode(node, step.opset));
     step.value_kernel = FindValueKernel(domain, node.op_type());
     for (const Value* v : node.inputs()) {
       if (v == nullptr) {
@@ -254,7 +252,7 @@ class Compiler {
     plan.compiling_step = static_cast<int>(plan.steps.size()) - 1;
     for (const Subgraph& sub : node.subgraphs()) {
       auto sub_plan = std::make_unique<Plan>();
-      if (absl::Status s = Compile(*sub.graph, &plan, *sub_plan); !s.ok()) return s;
+      OVFIX_RETURN_IF_ERROR(Compile(*sub.graph, &plan, *sub_plan));
       plan.steps.back().subgraphs.push_back(std::move(sub_plan));
     }
     for (const Value* v : node.outputs()) {
@@ -580,7 +578,7 @@ class Runner {
     std::vector<RuntimeValue> frame;
     InitFrame(*plan, frame, &outer);
     for (size_t i = 0; i < args.size(); ++i) frame[plan->input_slots[i]] = std::move(args[i]);
-    if (absl::Status s = RunPlan(*plan, frame); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(RunPlan(*plan, frame));
     std::vector<RuntimeValue> results;
     results.reserve(plan->output_slots.size());
     for (size_t i = 0; i < plan->output_slots.size(); ++i) {
@@ -612,7 +610,7 @@ class Runner {
         return RunSubgraph(step, graph, frame, std::move(args));
       };
     }
-    if (absl::Status s = step.value_kernel(ctx); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(step.value_kernel(ctx));
     // Value kernels only move tensors that were rounded when made: no rounding here.
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
@@ -676,11 +674,9 @@ class Runner {
           -> absl::StatusOr<std::vector<Tensor>> {
         std::vector<RuntimeValue> values;
         for (Tensor& t : args) values.emplace_back(std::move(t));
-        absl::StatusOr<std::vector<RuntimeValue>> out =
-            RunSubgraph(step, graph, frame, std::move(values));
-        if (!out.ok()) return out.status();
+        OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, RunSubgraph(step, graph, frame, std::move(values)));
         std::vector<Tensor> tensors;
-        for (RuntimeValue& v : *out) {
+        for (RuntimeValue& v : out) {
           if (!v.is_tensor()) {
             return absl::InvalidArgumentError(absl::StrCat(
                 step.node->Describe(), ": subgraph returned ", DescribeRuntimeValue(v)));
@@ -690,7 +686,7 @@ class Runner {
         return tensors;
       };
     }
-    if (absl::Status s = step.kernel->fn(ctx); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(step.kernel->fn(ctx));
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       Tensor& t = ctx.outputs[i];
@@ -832,7 +828,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
       return absl::InvalidArgumentError(
           absl::StrCat("missing input ", QuotedName(v), " (", DescribeType(*v), ")"));
     }
-    if (absl::Status s = CheckInput(*v, it->second); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(CheckInput(*v, it->second));
     RuntimeValue value = it->second;
     if (RoundsFloats(options_.precision) && value.is_tensor() &&
         value.tensor.type() == DataType::kFloat) {
@@ -883,16 +879,15 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
 absl::StatusOr<std::vector<Tensor>> CpuSession::Run(const TensorMap& inputs) {
   ValueMap values;
   for (const auto& [name, tensor] : inputs) values.emplace(name, RuntimeValue(tensor));
-  absl::StatusOr<std::vector<RuntimeValue>> out = RunValues(values);
-  if (!out.ok()) return out.status();
+  OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, RunValues(values));
   std::vector<Tensor> tensors;
-  for (size_t i = 0; i < out->size(); ++i) {
-    if (!(*out)[i].is_tensor()) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].is_tensor()) {
       return absl::InvalidArgumentError(
           absl::StrCat("graph output ", QuotedName(plan_->graph->outputs()[i]), " is ",
-                       DescribeRuntimeValue((*out)[i]), "; use CpuSession::RunValues"));
+                       DescribeRuntimeValue(out[i]), "; use CpuSession::RunValues"));
     }
-    tensors.push_back(std::move((*out)[i].tensor));
+    tensors.push_back(std::move(out[i].tensor));
   }
   return tensors;
 }
@@ -921,9 +916,8 @@ absl::StatusOr<std::unique_ptr<Session>> CreateSession(const Model& model,
     return absl::InvalidArgumentError(
         absl::StrCat("unknown backend '", options.backend, "' (available: cpu, opencl)"));
   }
-  absl::StatusOr<std::unique_ptr<CpuSession>> session = CpuSession::Create(model, options);
-  if (!session.ok()) return session.status();
-  return std::unique_ptr<Session>(std::move(*session));
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<CpuSession> session, CpuSession::Create(model, options));
+  return std::unique_ptr<Session>(std::move(session));
 }
 
 }  // namespace ovfix::exec

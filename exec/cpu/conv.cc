@@ -18,6 +18,7 @@
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -375,18 +376,15 @@ absl::Status Conv(KernelContext& ctx) {
     }
   }
   std::vector<int64_t> weight_spatial(w.dims().begin() + 2, w.dims().end());
-  auto kernel = KernelShape(ctx, weight_spatial);
-  if (!kernel.ok()) return kernel.status();
-  auto geometry = ReadSpatialAttributes(
-      ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), *kernel);
-  if (!geometry.ok()) return geometry.status();
-  if (absl::Status s = ComputeConvOutput(ctx, *geometry); !s.ok()) return s;
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(ctx, weight_spatial));
+  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes( ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
+  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
   std::vector<int64_t> dims = {x.dim(0), maps};
-  dims.insert(dims.end(), geometry->output.begin(), geometry->output.end());
-  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
   Tensor& y = ctx.OutputToOverwrite(0, x.type(), dims);
-  if (x.type() == DataType::kDouble) return ConvDouble(ctx, *geometry, group, y);
-  return ConvFloat(ctx, *geometry, group, y);
+  if (x.type() == DataType::kDouble) return ConvDouble(ctx, geometry, group, y);
+  return ConvFloat(ctx, geometry, group, y);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "exec/cpu/conv_integer_core.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -47,26 +48,21 @@ absl::Status ConvInteger(KernelContext& ctx) {
     return ctx.Error("group ", group, " does not fit ", channels, " input channels and W ",
                      DescribeTensor(w));
   }
-  auto kernel = KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
-  if (!kernel.ok()) return kernel.status();
-  auto geometry = ReadSpatialAttributes(
-      ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), *kernel);
-  if (!geometry.ok()) return geometry.status();
-  if (absl::Status s = ComputeConvOutput(ctx, *geometry); !s.ok()) return s;
-  absl::StatusOr<int32_t> x_zero = ZeroPoint(ctx, x, 2, 1, "x");
-  if (!x_zero.ok()) return x_zero.status();
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
+  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes( ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
+  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
+  OVFIX_ASSIGN_OR_RETURN(int32_t x_zero, ZeroPoint(ctx, x, 2, 1, "x"));
   std::vector<int32_t> w_zeros(maps);
   for (int64_t m = 0; m < maps; ++m) {
-    absl::StatusOr<int32_t> z = ZeroPoint(ctx, w, 3, maps, "w", m);
-    if (!z.ok()) return z.status();
-    w_zeros[m] = *z;
+    OVFIX_ASSIGN_OR_RETURN(int32_t z, ZeroPoint(ctx, w, 3, maps, "w", m));
+    w_zeros[m] = z;
   }
   std::vector<int64_t> dims = {batch, maps};
-  dims.insert(dims.end(), geometry->output.begin(), geometry->output.end());
-  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
   Tensor& y = ctx.Output(0, DataType::kInt32, dims);
   if (y.numel() == 0) return absl::OkStatus();
-  IntegerConv(x, *x_zero, w, w_zeros, *geometry, group, y.data<int32_t>(), ctx.pool);
+  IntegerConv(x, x_zero, w, w_zeros, geometry, group, y.data<int32_t>(), ctx.pool);
   return absl::OkStatus();
 }
 

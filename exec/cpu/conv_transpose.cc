@@ -12,6 +12,7 @@
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -119,12 +120,9 @@ absl::Status ConvTranspose(KernelContext& ctx) {
     }
   }
   const size_t rank = x.rank() - 2;
-  auto kernel = KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
-  if (!kernel.ok()) return kernel.status();
-  auto geometry = ReadSpatialAttributes(
-      ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), *kernel);
-  if (!geometry.ok()) return geometry.status();
-  SpatialGeometry& g = *geometry;
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
+  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes( ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
+  SpatialGeometry& g = geometry;
   const std::vector<int64_t> output_padding =
       ctx.node.GetInts("output_padding", std::vector<int64_t>(rank, 0));
   std::vector<int64_t> output_shape = ctx.node.GetInts("output_shape");
@@ -158,7 +156,7 @@ absl::Status ConvTranspose(KernelContext& ctx) {
   }
   std::vector<int64_t> dims = {x.dim(0), maps};
   dims.insert(dims.end(), g.output.begin(), g.output.end());
-  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
   Tensor& y = ctx.Output(0, x.type(), dims);
   if (y.numel() == 0) return absl::OkStatus();
   Transposed3 s;

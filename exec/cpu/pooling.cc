@@ -13,6 +13,7 @@
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -239,11 +240,9 @@ absl::Status Pool(KernelContext& ctx, PoolKind kind) {
     return ctx.Error("kernel_shape has ", kernel.size(), " dims for ", x.rank() - 2,
                      " spatial dims");
   }
-  auto geometry = ReadSpatialAttributes(
-      ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel);
-  if (!geometry.ok()) return geometry.status();
+  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes( ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
   const bool ceil_mode = ctx.node.GetInt("ceil_mode", 0) != 0;
-  if (absl::Status s = ComputeConvOutput(ctx, *geometry, ceil_mode); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry, ceil_mode));
   PoolOptions options;
   options.kind = kind;
   options.count_include_pad = ctx.node.GetInt("count_include_pad", 0) != 0;
@@ -253,8 +252,8 @@ absl::Status Pool(KernelContext& ctx, PoolKind kind) {
     if (options.p <= 0) return ctx.Error("p must be positive");
   }
   std::vector<int64_t> dims = {x.dim(0), x.dim(1)};
-  dims.insert(dims.end(), geometry->output.begin(), geometry->output.end());
-  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
   Tensor& y = ctx.OutputToOverwrite(0, type, dims);
   int64_t* indices = nullptr;
   if (kind == PoolKind::kMax && ctx.outputs.size() > 1 && ctx.node.output(1) != nullptr) {
@@ -264,18 +263,18 @@ absl::Status Pool(KernelContext& ctx, PoolKind kind) {
   const int64_t planes = x.dim(0) * x.dim(1);
   switch (type) {
     case DataType::kFloat:
-      PoolDispatch(x.data<float>(), y.data<float>(), indices, planes, *geometry, options, ctx.pool);
+      PoolDispatch(x.data<float>(), y.data<float>(), indices, planes, geometry, options, ctx.pool);
       break;
     case DataType::kDouble:
-      PoolDispatch(x.data<double>(), y.data<double>(), indices, planes, *geometry, options,
+      PoolDispatch(x.data<double>(), y.data<double>(), indices, planes, geometry, options,
                    ctx.pool);
       break;
     case DataType::kInt8:
-      PoolDispatch(x.data<int8_t>(), y.data<int8_t>(), indices, planes, *geometry, options,
+      PoolDispatch(x.data<int8_t>(), y.data<int8_t>(), indices, planes, geometry, options,
                    ctx.pool);
       break;
     default:
-      PoolDispatch(x.data<uint8_t>(), y.data<uint8_t>(), indices, planes, *geometry, options,
+      PoolDispatch(x.data<uint8_t>(), y.data<uint8_t>(), indices, planes, geometry, options,
                    ctx.pool);
       break;
   }
@@ -405,14 +404,11 @@ absl::Status MaxUnpool(KernelContext& ctx) {
   }
   if (x.rank() < 3) return ctx.Error("X must have spatial dims, is ", DescribeTensor(x));
   if (!ctx.node.HasAttribute("kernel_shape")) return ctx.Error("kernel_shape is required");
-  auto geometry =
-      ReadSpatialAttributes(ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()),
-                            ctx.node.GetInts("kernel_shape"));
-  if (!geometry.ok()) return geometry.status();
+  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes(ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), ctx.node.GetInts("kernel_shape")));
   std::vector<int64_t> inferred = {x.dim(0), x.dim(1)};
-  for (size_t i = 0; i < geometry->rank(); ++i) {
-    inferred.push_back((geometry->input[i] - 1) * geometry->strides[i] + geometry->kernel[i] -
-                       geometry->pads_begin[i] - geometry->pads_end[i]);
+  for (size_t i = 0; i < geometry.rank(); ++i) {
+    inferred.push_back((geometry.input[i] - 1) * geometry.strides[i] + geometry.kernel[i] -
+                       geometry.pads_begin[i] - geometry.pads_end[i]);
   }
   std::vector<int64_t> dims = inferred;
   if (ctx.has_input(2)) {
@@ -427,7 +423,7 @@ absl::Status MaxUnpool(KernelContext& ctx) {
       return ctx.Error("output_shape must hold the unpooled shape, differs on axis ", i);
     }
   }
-  if (absl::Status s = CheckOutputSize(ctx, dims); !s.ok()) return s;
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
   Tensor& y = ctx.Output(0, x.type(), dims);
   return x.type() == DataType::kFloat ? Unpool<float>(ctx, inferred, y)
                                       : Unpool<double>(ctx, inferred, y);

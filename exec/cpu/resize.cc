@@ -17,6 +17,7 @@
 #include "exec/cpu/resize_bilinear.h"
 #include "exec/kernel.h"
 #include "ir/data_type.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -492,7 +493,7 @@ absl::StatusOr<Geometry> ResizeGeometry(const KernelContext& ctx, Form form) {
   if (form == Form::kScalesAttribute) {
     const std::vector<float> attribute = ctx.node.GetFloats("scales");
     const std::vector<double> scales(attribute.begin(), attribute.end());
-    if (absl::Status s = FromScales(ctx, in_dims, scales, axes, g); !s.ok()) return s;
+    OVFIX_RETURN_IF_ERROR(FromScales(ctx, in_dims, scales, axes, g));
     return g;
   }
   if (form == Form::kScalesInput) {
@@ -582,12 +583,10 @@ absl::Status RunResize(KernelContext& ctx, Form form) {
   const Tensor& x = ctx.input(0);
   if (x.rank() == 0) return ctx.Error("input must have rank >= 1");
   if (x.type() == DataType::kString) return ctx.Error("string tensors are not supported");
-  absl::StatusOr<ResizeAttributes> attributes = ParseAttributes(ctx, form != Form::kResize);
-  if (!attributes.ok()) return attributes.status();
-  absl::StatusOr<Geometry> geometry = ResizeGeometry(ctx, form);
-  if (!geometry.ok()) return geometry.status();
-  const ResizeAttributes& a = *attributes;
-  const Geometry& g = *geometry;
+  OVFIX_ASSIGN_OR_RETURN(ResizeAttributes attributes, ParseAttributes(ctx, form != Form::kResize));
+  OVFIX_ASSIGN_OR_RETURN(Geometry geometry, ResizeGeometry(ctx, form));
+  const ResizeAttributes& a = attributes;
+  const Geometry& g = geometry;
   const size_t rank = x.rank();
 
   double total = 1;
