@@ -17,8 +17,7 @@ double MedianMs(int repeats, const std::function<void()>& fn);
 // Runs each of `fns` once per round, `repeats` rounds, and returns each one's median wall
 // time in milliseconds. Interleaving puts what is compared under the same machine load
 // (a busy spell slows every measure of a round, not all repeats of one measure).
-std::vector<double> InterleavedMedianMs(int repeats,
-                                        const std::vector<std::function<void()>>& fns);
+std::vector<double> InterleavedMedianMs(int repeats, const std::vector<std::function<void()>>& fns);
 
 // Peak resident memory (bytes) of running this same binary with `args` in a child process
 // (the child does one operation and exits). -1 on failure.

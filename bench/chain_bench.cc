@@ -25,8 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
-#include "ir/model_io.h"
 #include "converter/pipeline.h"
+#include "ir/model_io.h"
 
 namespace fs = std::filesystem;
 
@@ -72,9 +72,9 @@ void WriteSum(int64_t n, const std::string& path) {
   Graph& g = m->graph();
   std::vector<Value*> inputs = {FloatInput(g, "x", {2, 3})};
   for (int64_t i = 0; i < n; ++i) {
-    inputs.push_back(g.AddInitializer(
-        absl::StrCat("c", i),
-        Tensor::FromVector<float>(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6})));
+    inputs.push_back(
+        g.AddInitializer(absl::StrCat("c", i),
+                         Tensor::FromVector<float>(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6})));
   }
   Value* y = g.AddNode("Sum", inputs, {"y"})->output(0);
   y->set_elem_type(DataType::kFloat);

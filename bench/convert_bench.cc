@@ -159,7 +159,8 @@ int main() {
     const int rounds = name == "deep_residual" ? std::max(1, repeats / 5) : repeats;
     std::printf("%s: validated + repaired conversion (%d rounds) ...\n", name.c_str(), rounds);
     const std::vector<double> ms = InterleavedMedianMs(
-        rounds, {[&] { ConvertRepairWrite(dir, out); }, [&] { FullRun(dir + "/model.onnx", files); }});
+        rounds,
+        {[&] { ConvertRepairWrite(dir, out); }, [&] { FullRun(dir + "/model.onnx", files); }});
     std::printf("  convert %.1f ms using %d model runs, full CPU run %.1f ms\n", ms[0],
                 last_model_runs, ms[1]);
     repair_rows.push_back({absl::StrCat(name, ": convert, repair, write (", last_model_runs,
@@ -168,9 +169,10 @@ int main() {
   }
   PrintRatios("convert --target gpu-fp16 without validation, vs load+save (same run)", load_rows);
   PrintRatios("convert --target gpu-fp16 with validation, vs a full CPU run (same run)", run_rows);
-  PrintRatios("convert with calibration data, repair and the written file measured, vs a full "
-              "CPU run (same run)",
-              repair_rows);
+  PrintRatios(
+      "convert with calibration data, repair and the written file measured, vs a full "
+      "CPU run (same run)",
+      repair_rows);
   fs::remove_all(tmp);
   return 0;
 }

@@ -38,9 +38,9 @@ struct Options {
   int threads = 2, repeat = 10, rounds = 3;
   int64_t unet_size = 512;
   std::string write_models;  // only write the generated models (and inputs) there
-  std::vector<std::string> models = {"resnet18", "mobilenet_v3_small", "deep_residual",
-                                     "silero_vad", "unet", "vit_encoder", "convnext",
-                                     "mobilenet_v3_det"};
+  std::vector<std::string> models = {
+      "resnet18", "mobilenet_v3_small", "deep_residual", "silero_vad",
+      "unet",     "vit_encoder",        "convnext",      "mobilenet_v3_det"};
 };
 
 struct Case {
@@ -92,8 +92,8 @@ double RelativeDifference(const std::vector<Tensor>& ours, const fs::path& peer_
   double worst = 0;
   for (size_t i = 0; i < ours.size(); ++i) {
     auto theirs = ReadTensorFile((peer_dir / ("output_" + std::to_string(i) + ".pb")).string());
-    if (!theirs.ok() || theirs->numel() != ours[i].numel() ||
-        ours[i].type() != DataType::kFloat || theirs->type() != DataType::kFloat) {
+    if (!theirs.ok() || theirs->numel() != ours[i].numel() || ours[i].type() != DataType::kFloat ||
+        theirs->type() != DataType::kFloat) {
       return -1;
     }
     float lo = 0, hi = 0, diff = 0;
@@ -117,8 +117,8 @@ int Run(const Options& o) {
   if (modules.empty()) return 0;
   const fs::path scratch =
       fs::temp_directory_path() / ("ovfix_bench_cpu_vs_ort_" + std::to_string(::getpid()));
-  std::printf("%-20s %10s %10s %10s %10s %7s %7s %9s\n", "model (ms)", "ovfix", "ovfix-med",
-              "ort", "ort-med", "ratio", "r-med", "rel-diff");
+  std::printf("%-20s %10s %10s %10s %10s %7s %7s %9s\n", "model (ms)", "ovfix", "ovfix-med", "ort",
+              "ort-med", "ratio", "r-med", "rel-diff");
   double log_sum = 0, log_sum_median = 0, worst = 0;
   int count = 0;
   for (const std::string& name : o.models) {
@@ -155,8 +155,9 @@ int Run(const Options& o) {
       for (int i = 0; i < o.repeat; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         auto out = (*session)->Run(inputs);
-        ours.push_back(std::chrono::duration<double, std::milli>(
-                           std::chrono::steady_clock::now() - t0).count());
+        ours.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
         if (!out.ok()) return 1;
       }
       const OrtTiming peer = RunOrt(modules, c.model_file, c.input_files, o.threads, o.repeat,
@@ -187,9 +188,8 @@ int Run(const Options& o) {
               geomean, geomean <= 1.0 ? "ok" : "MISSED", std::exp(log_sum_median / count));
   std::printf("largest ratio (best): %.2fx (target <= 1.5x: %s)\n", worst,
               worst <= 1.5 ? "ok" : "MISSED");
-  std::printf("(%d threads each; %d rounds of %d runs; unet at %lldx%lld)\n", o.threads,
-              o.rounds, o.repeat, static_cast<long long>(o.unet_size),
-              static_cast<long long>(o.unet_size));
+  std::printf("(%d threads each; %d rounds of %d runs; unet at %lldx%lld)\n", o.threads, o.rounds,
+              o.repeat, static_cast<long long>(o.unet_size), static_cast<long long>(o.unet_size));
   return 0;
 }
 
@@ -200,12 +200,18 @@ int main(int argc, char** argv) {
   ovfix::bench::Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--threads") o.threads = std::atoi(value.c_str());
-    else if (flag == "--repeat") o.repeat = std::max(1, std::atoi(value.c_str()));
-    else if (flag == "--rounds") o.rounds = std::max(1, std::atoi(value.c_str()));
-    else if (flag == "--unet-size") o.unet_size = std::atoll(value.c_str());
-    else if (flag == "--write-models") o.write_models = value;
-    else if (flag == "--models") o.models = absl::StrSplit(value, ',');
+    if (flag == "--threads")
+      o.threads = std::atoi(value.c_str());
+    else if (flag == "--repeat")
+      o.repeat = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--rounds")
+      o.rounds = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--unet-size")
+      o.unet_size = std::atoll(value.c_str());
+    else if (flag == "--write-models")
+      o.write_models = value;
+    else if (flag == "--models")
+      o.models = absl::StrSplit(value, ',');
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;

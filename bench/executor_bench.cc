@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
   }
   for (auto& m : models) {
     benchmark::RegisterBenchmark(("ovfix_cpu/" + m.name).c_str(), BM_Ovfix, &m)
-        ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(repeat);
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(repeat);
   }
   benchmark::Initialize(&argc, argv);
   class Collect : public benchmark::ConsoleReporter {

@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i) names.push_back(argv[i]);
   if (names.empty()) {
-    names = {"gfpgan_modconv", "hand_softmax", "resnet18",  "mobilenet_v3_small",
-             "deep_residual",  "silero_vad",   "ddff_squeeze", "trt_broadcast", "conv3d_991"};
+    names = {"gfpgan_modconv",     "hand_softmax",  "resnet18",
+             "mobilenet_v3_small", "deep_residual", "silero_vad",
+             "ddff_squeeze",       "trt_broadcast", "conv3d_991"};
   }
   constexpr double kTolerance = 1e-2;
   std::printf("%-20s %28s %28s  %s\n", "model", "ovfix gpu-fp16 (repaired)",
@@ -80,7 +81,8 @@ int main(int argc, char** argv) {
     std::printf("%-20s %5d/%-5d %4.0f%% %9.3g %5d/%-5d %4.0f%% %9.3g  %s\n", name.c_str(),
                 ours.nodes.float32, ours.nodes.float16 + ours.nodes.float32,
                 100 * ours.nodes.Float32Share(), ours.error, peer.nodes.float32,
-                peer.nodes.float16 + peer.nodes.float32, 100 * peer.nodes.Float32Share(), peer.error,
+                peer.nodes.float16 + peer.nodes.float32, 100 * peer.nodes.Float32Share(),
+                peer.error,
                 !same_accuracy ? "peer policy beyond tolerance"
                 : ok           ? "ok (no larger fp32 share)"
                                : "MISSED (larger fp32 share)");

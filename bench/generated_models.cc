@@ -61,10 +61,9 @@ onnx::ModelProto UnetModel(int64_t size) {
   channels = 256;
   const std::string scales = b.Floats({1.0f, 1.0f, 2.0f, 2.0f});
   for (int i = static_cast<int>(widths.size()) - 1; i >= 0; --i) {
-    const std::string up =
-        b.Op("Resize", {x, "", scales},
-             {B::String("mode", "linear"),
-              B::String("coordinate_transformation_mode", "half_pixel")});
+    const std::string up = b.Op(
+        "Resize", {x, "", scales},
+        {B::String("mode", "linear"), B::String("coordinate_transformation_mode", "half_pixel")});
     x = b.Op("Concat", {up, skips[i]}, {B::Int("axis", 1)});
     x = double_conv(x, channels + widths[i], widths[i]);
     channels = widths[i];
@@ -135,11 +134,11 @@ onnx::ModelProto MobileNetV3Model() {
   };
   // MobileNetV3-large's table.
   const std::vector<Block> blocks = {
-      {3, 16, 16, false, false, 1},  {3, 64, 24, false, false, 2},  {3, 72, 24, false, false, 1},
-      {5, 72, 40, true, false, 2},   {5, 120, 40, true, false, 1},  {5, 120, 40, true, false, 1},
-      {3, 240, 80, false, true, 2},  {3, 200, 80, false, true, 1},  {3, 184, 80, false, true, 1},
-      {3, 184, 80, false, true, 1},  {3, 480, 112, true, true, 1},  {3, 672, 112, true, true, 1},
-      {5, 672, 160, true, true, 2},  {5, 960, 160, true, true, 1},  {5, 960, 160, true, true, 1}};
+      {3, 16, 16, false, false, 1}, {3, 64, 24, false, false, 2}, {3, 72, 24, false, false, 1},
+      {5, 72, 40, true, false, 2},  {5, 120, 40, true, false, 1}, {5, 120, 40, true, false, 1},
+      {3, 240, 80, false, true, 2}, {3, 200, 80, false, true, 1}, {3, 184, 80, false, true, 1},
+      {3, 184, 80, false, true, 1}, {3, 480, 112, true, true, 1}, {3, 672, 112, true, true, 1},
+      {5, 672, 160, true, true, 2}, {5, 960, 160, true, true, 1}, {5, 960, 160, true, true, 1}};
   std::string x = HardSwish(b, b.Conv(b.Input("image", {1, 3, 320, 320}), 3, 16, 3, 2));
   int64_t channels = 16;
   for (const Block& k : blocks) {
@@ -163,7 +162,8 @@ onnx::ModelProto MobileNetV3Model() {
   // A text detector's head: two stride-2 transposed convolutions up to a probability map.
   x = Relu(b, b.Conv(x, 960, 64, 1));
   auto up = [&](const std::string& in, int64_t in_channels, int64_t out_channels) {
-    const std::string w = b.Weight({in_channels, out_channels, 2, 2}, std::sqrt(3.0f / in_channels));
+    const std::string w =
+        b.Weight({in_channels, out_channels, 2, 2}, std::sqrt(3.0f / in_channels));
     return b.Op("ConvTranspose", {in, w, b.Weight({out_channels}, 0.02f)},
                 {B::Ints("kernel_shape", {2, 2}), B::Ints("strides", {2, 2})});
   };

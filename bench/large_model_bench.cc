@@ -103,11 +103,12 @@ void BenchSize(double gigabytes, int repeats, const fs::path& dir, bool python) 
   Measure unvalidated{"ovfix convert --target gpu-fp16 --no-validate"};
   Measure python_peer{"python onnx load + save"};
   Measure copy{"plain copy of the data file"};
-  const std::string script = absl::StrCat(
-      "import onnx; m = onnx.load('", model, "'); onnx.save(m, '", out,
-      "', save_as_external_data=True, location='out.onnx.data')");
+  const std::string script =
+      absl::StrCat("import onnx; m = onnx.load('", model, "'); onnx.save(m, '", out,
+                   "', save_as_external_data=True, location='out.onnx.data')");
   for (int round = 0; round < repeats; ++round) {
-    validated.Add(testing::RunWatchingMemory({OVFIX_BINARY, "convert", model, out, "--target", "gpu-fp16"}));
+    validated.Add(
+        testing::RunWatchingMemory({OVFIX_BINARY, "convert", model, out, "--target", "gpu-fp16"}));
     unvalidated.Add(testing::RunWatchingMemory(
         {OVFIX_BINARY, "convert", model, out, "--target", "gpu-fp16", "--no-validate"}));
     if (python) {
@@ -130,8 +131,9 @@ void BenchSize(double gigabytes, int repeats, const fs::path& dir, bool python) 
     std::printf("%-48s %9.2f %9.2f %11.0f %11.0f\n", m->name.c_str(), m->Median(),
                 data_bytes / kGB / m->Median(), m->peak_anonymous / kMB, m->peak_resident / kMB);
   }
-  std::printf("GB/s: GB of float weights read per second (a copy also writes them all; a "
-              "conversion writes half)\n");
+  std::printf(
+      "GB/s: GB of float weights read per second (a copy also writes them all; a "
+      "conversion writes half)\n");
   auto row = [](const char* what, double ours, double peer, double target) {
     std::printf("  %-58s %8.2f %s (target %s %.2f)\n", what, ours / peer,
                 ours / peer <= target ? "ok" : "MISSED", "<=", target);
@@ -172,7 +174,8 @@ int main() {
   const char* repeats_env = std::getenv("OVFIX_BENCH_REPEATS");
   const int repeats = repeats_env != nullptr ? std::max(1, std::atoi(repeats_env)) : 3;
   const bool python = PythonOnnxPresent();
-  const fs::path dir = fs::temp_directory_path() / ("ovfix_bench_large_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ovfix_bench_large_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   for (double gb : sizes) BenchSize(gb, repeats, dir, python);
   fs::remove_all(dir);

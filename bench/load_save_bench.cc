@@ -15,8 +15,8 @@
 #include <fstream>
 #include <map>
 
-#include "benchmark/benchmark.h"
 #include "bench/bench_util.h"
+#include "benchmark/benchmark.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "ir/model_io.h"
 #include "onnx/onnx_pb.h"
@@ -161,13 +161,21 @@ int main(int argc, char** argv) {
   GenerateBigModel(g_big, megabytes);
 
   benchmark::RegisterBenchmark("protobuf_roundtrip/resnet18", BM_ProtobufResnet18)
-      ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(2.0);
   benchmark::RegisterBenchmark("ovfix_load_save/resnet18", BM_OvfixResnet18)
-      ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(2.0);
   benchmark::RegisterBenchmark("protobuf_roundtrip_with_data/external", BM_ProtobufExternal)
-      ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
   benchmark::RegisterBenchmark("ovfix_load_save/external", BM_OvfixExternal)
-      ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
   benchmark::Initialize(&argc, argv);
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -178,19 +186,22 @@ int main(int argc, char** argv) {
   const auto out = [&](const char* name) { return (g_dir / name).string(); };
   const double rss_pb = ChildPeakRss({"--measure", "protobuf", g_resnet, out("m1.onnx")}) / mb;
   const double rss_ov = ChildPeakRss({"--measure", "ovfix", g_resnet, out("m2.onnx")}) / mb;
-  const double rss_pb_big = ChildPeakRss({"--measure", "protobuf-data", g_big, out("m3.onnx")}) / mb;
-  const double rss_ov_big = ChildPeakRss({"--measure", "ovfix-external", g_big, out("m4.onnx")}) / mb;
+  const double rss_pb_big =
+      ChildPeakRss({"--measure", "protobuf-data", g_big, out("m3.onnx")}) / mb;
+  const double rss_ov_big =
+      ChildPeakRss({"--measure", "ovfix-external", g_big, out("m4.onnx")}) / mb;
 
   PrintRatios("load+save time, ovfix vs protobuf (same run)",
               {{"resnet18 (ms)", Find(reporter.times, "ovfix_load_save/resnet18"),
                 Find(reporter.times, "protobuf_roundtrip/resnet18"), "", 1.3},
                {"external-data model (ms)", Find(reporter.times, "ovfix_load_save/external"),
                 Find(reporter.times, "protobuf_roundtrip_with_data/external"), "", 1.3}});
-  PrintRatios("peak memory (MB) vs the data it holds (peer column: file / weights size)",
-              {{"resnet18: ovfix vs file size", rss_ov, resnet_bytes / mb, "", 2.5},
-               {"resnet18: protobuf vs file size", rss_pb, resnet_bytes / mb, "", 2.5},
-               {"external: ovfix vs weights size", rss_ov_big, weight_bytes / mb, "", 1.5},
-               {"external: protobuf+data vs weights size", rss_pb_big, weight_bytes / mb, "", 2.5}});
+  PrintRatios(
+      "peak memory (MB) vs the data it holds (peer column: file / weights size)",
+      {{"resnet18: ovfix vs file size", rss_ov, resnet_bytes / mb, "", 2.5},
+       {"resnet18: protobuf vs file size", rss_pb, resnet_bytes / mb, "", 2.5},
+       {"external: ovfix vs weights size", rss_ov_big, weight_bytes / mb, "", 1.5},
+       {"external: protobuf+data vs weights size", rss_pb_big, weight_bytes / mb, "", 2.5}});
   fs::remove_all(g_dir);
   return 0;
 }

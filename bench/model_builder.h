@@ -69,8 +69,8 @@ class ModelBuilder {
                  const std::vector<Attr>& attrs = {});
 
   // Conv with He-scaled random weights and a bias; pads keep the size for odd kernels.
-  std::string Conv(const std::string& x, int64_t in_channels, int64_t out_channels,
-                   int64_t kernel, int64_t stride = 1, int64_t group = 1);
+  std::string Conv(const std::string& x, int64_t in_channels, int64_t out_channels, int64_t kernel,
+                   int64_t stride = 1, int64_t group = 1);
 
   const onnx::ModelProto& model() const { return model_; }
 

@@ -16,9 +16,10 @@ std::string OrtModules() {
   const std::string modules =
       env != nullptr ? env : std::string(OVFIX_BINARY_DIR) + "/ort/node_modules";
   if (fs::exists(modules + "/onnxruntime-node")) return modules;
-  std::printf("\nonnxruntime-node not found in %s: install it with\n  npm install --prefix "
-              "%s/ort --ignore-scripts onnxruntime-node@1.30.0\n",
-              modules.c_str(), OVFIX_BINARY_DIR);
+  std::printf(
+      "\nonnxruntime-node not found in %s: install it with\n  npm install --prefix "
+      "%s/ort --ignore-scripts onnxruntime-node@1.30.0\n",
+      modules.c_str(), OVFIX_BINARY_DIR);
   return "";
 }
 

@@ -12,7 +12,7 @@ namespace ovfix::bench {
 std::string OrtModules();
 
 struct OrtTiming {
-  double min_ms = -1;     // fastest of the timed runs (after one untimed run)
+  double min_ms = -1;  // fastest of the timed runs (after one untimed run)
   double median_ms = -1;
 };
 

@@ -31,12 +31,12 @@ absl::StatusOr<InputFiles> SetFiles(const std::vector<const Value*>& inputs, con
   }
   const fs::path extra = dir / absl::StrCat("input_", inputs.size(), ".pb");
   if (fs::exists(extra)) {
-    return absl::InvalidArgumentError(absl::StrCat(extra.string(), ": the model has ",
-                                                   inputs.size(), " input(s), not more"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(extra.string(), ": the model has ", inputs.size(), " input(s), not more"));
   }
   if (files.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir.string(), ": no input_0.pb (expected input_K.pb, K the input's position)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir.string(), ": no input_0.pb (expected input_K.pb, K the input's position)"));
   }
   return files;
 }

@@ -181,8 +181,7 @@ int RunConvert(const ConvertOptions& o) {
   p.repair = !o.no_repair;
   p.write_output = true;
   if (o.external_option->count() > 0) {
-    p.save.external_data =
-        o.external_data ? ExternalDataMode::kAlways : ExternalDataMode::kNever;
+    p.save.external_data = o.external_data ? ExternalDataMode::kAlways : ExternalDataMode::kNever;
   } else if (!o.external_location.empty()) {
     p.save.external_data = ExternalDataMode::kAlways;
   }

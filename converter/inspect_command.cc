@@ -33,9 +33,9 @@ void Summarize(const Graph& g, Summary& s) {
     s.initializer_bytes += v->tensor().nbytes();
   }
   for (Node* n : g.nodes()) {
-    const std::string key =
-        n->domain().empty() || n->domain() == "ai.onnx" ? n->op_type()
-                                                        : absl::StrCat(n->domain(), ".", n->op_type());
+    const std::string key = n->domain().empty() || n->domain() == "ai.onnx"
+                                ? n->op_type()
+                                : absl::StrCat(n->domain(), ".", n->op_type());
     ++s.ops[key];
     for (const auto& sub : n->subgraphs()) {
       ++s.subgraphs;
@@ -51,8 +51,7 @@ void CollectSymbols(const Value* v, Summary& s, std::vector<std::string>& dynami
     const Dim& d = (*dims)[i];
     if (d.known()) continue;
     if (!d.symbol.empty()) s.symbols.insert(d.symbol);
-    dynamic.push_back(absl::StrCat(v->name(), "[", i, "]", d.symbol.empty() ? "" : "=",
-                                   d.symbol));
+    dynamic.push_back(absl::StrCat(v->name(), "[", i, "]", d.symbol.empty() ? "" : "=", d.symbol));
   }
 }
 
@@ -76,8 +75,9 @@ int RunInspect(const InspectOptions& o) {
     j.BeginObject();
     j.Key("model").String(o.model);
     j.Key("ir_version").Int(model.extras().ir_version());
-    j.Key("producer").String(absl::StrCat(model.extras().producer_name(), " ",
-                                          model.extras().producer_version()));
+    j.Key("producer")
+        .String(
+            absl::StrCat(model.extras().producer_name(), " ", model.extras().producer_version()));
     j.Key("opset_import").BeginObject();
     for (const auto& op : model.extras().opset_import()) {
       j.Key(op.domain().empty() ? "ai.onnx" : op.domain()).Int(op.version());
@@ -119,11 +119,13 @@ int RunInspect(const InspectOptions& o) {
               model.extras().producer_name().c_str(), model.extras().producer_version().c_str());
   std::vector<std::string> opsets;
   for (const auto& op : model.extras().opset_import()) {
-    opsets.push_back(absl::StrCat(op.domain().empty() ? "ai.onnx" : op.domain(), " ", op.version()));
+    opsets.push_back(
+        absl::StrCat(op.domain().empty() ? "ai.onnx" : op.domain(), " ", op.version()));
   }
   std::printf("opsets     %s\n", absl::StrJoin(opsets, ", ").c_str());
   std::printf("inputs\n");
-  for (const Value* v : inputs) std::printf("  %-32s %s\n", v->name().c_str(), DescribeType(*v).c_str());
+  for (const Value* v : inputs)
+    std::printf("  %-32s %s\n", v->name().c_str(), DescribeType(*v).c_str());
   std::printf("outputs\n");
   for (const Value* v : g.outputs()) {
     std::printf("  %-32s %s\n", v->name().c_str(), DescribeType(*v).c_str());

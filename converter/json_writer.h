@@ -14,10 +14,22 @@ namespace ovfix::cli {
 
 class JsonWriter {
  public:
-  JsonWriter& BeginObject() { Open('{'); return *this; }
-  JsonWriter& EndObject() { Close('}'); return *this; }
-  JsonWriter& BeginArray() { Open('['); return *this; }
-  JsonWriter& EndArray() { Close(']'); return *this; }
+  JsonWriter& BeginObject() {
+    Open('{');
+    return *this;
+  }
+  JsonWriter& EndObject() {
+    Close('}');
+    return *this;
+  }
+  JsonWriter& BeginArray() {
+    Open('[');
+    return *this;
+  }
+  JsonWriter& EndArray() {
+    Close(']');
+    return *this;
+  }
   JsonWriter& Key(std::string_view key) {
     Separate();
     Quote(key);
@@ -25,9 +37,21 @@ class JsonWriter {
     after_key_ = true;
     return *this;
   }
-  JsonWriter& String(std::string_view s) { Separate(); Quote(s); return *this; }
-  JsonWriter& Int(int64_t v) { Separate(); absl::StrAppend(&out_, v); return *this; }
-  JsonWriter& Bool(bool v) { Separate(); out_ += v ? "true" : "false"; return *this; }
+  JsonWriter& String(std::string_view s) {
+    Separate();
+    Quote(s);
+    return *this;
+  }
+  JsonWriter& Int(int64_t v) {
+    Separate();
+    absl::StrAppend(&out_, v);
+    return *this;
+  }
+  JsonWriter& Bool(bool v) {
+    Separate();
+    out_ += v ? "true" : "false";
+    return *this;
+  }
   // Non-finite numbers have no JSON spelling: written as strings "inf", "-inf", "nan".
   JsonWriter& Number(double v) {
     if (!std::isfinite(v)) return String(std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
@@ -61,11 +85,21 @@ class JsonWriter {
     out_ += '"';
     for (char c : s) {
       switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\r': out_ += "\\r"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
             absl::StrAppend(&out_, absl::StrFormat("\\u%04x", c));

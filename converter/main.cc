@@ -25,12 +25,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ovfix ") + OVFIX_VERSION);
   app.require_subcommand(1);
   std::vector<ovfix::cli::Command> commands = {
-      ovfix::cli::AddInspectCommand(app),
-      ovfix::cli::AddRunCommand(app),
-      ovfix::cli::AddConvertCommand(app),
-      ovfix::cli::AddExplainCommand(app),
-      ovfix::cli::AddRulesCommand(app),
-      ovfix::cli::AddCompareCommand(app),
+      ovfix::cli::AddInspectCommand(app), ovfix::cli::AddRunCommand(app),
+      ovfix::cli::AddConvertCommand(app), ovfix::cli::AddExplainCommand(app),
+      ovfix::cli::AddRulesCommand(app),   ovfix::cli::AddCompareCommand(app),
       ovfix::cli::AddDevicesCommand(app),
   };
   auto* help = app.add_subcommand("help", "Show the commands and their options");
@@ -49,7 +46,8 @@ int main(int argc, char** argv) {
   }
   if (help->parsed()) {
     // app.help() would describe the parsed subcommand ("help" itself): format the app's.
-    std::printf("%s", app.get_formatter()->make_help(&app, "ovfix", CLI::AppFormatMode::Normal).c_str());
+    std::printf("%s",
+                app.get_formatter()->make_help(&app, "ovfix", CLI::AppFormatMode::Normal).c_str());
     return ovfix::cli::kExitOk;
   }
   for (auto& c : commands) {

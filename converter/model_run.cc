@@ -40,8 +40,7 @@ absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {
   // bytes are what a save writes), so a conversion's anonymous memory does not grow with it.
   constexpr int64_t kCopyBudget = int64_t{64} << 20;
   constexpr size_t kSharedTensorBytes = size_t{1} << 20;
-  return CopyModel(model,
-                   WeightBytes(model.graph()) > kCopyBudget ? kSharedTensorBytes : SIZE_MAX);
+  return CopyModel(model, WeightBytes(model.graph()) > kCopyBudget ? kSharedTensorBytes : SIZE_MAX);
 }
 
 }  // namespace ovfix::converter

@@ -159,8 +159,7 @@ absl::flat_hash_set<const Value*> DataDependent(const Graph& g) {
 
 // Shape facts from the reference run where inference left gaps (main graph values: bodies
 // are run by their holders and their values are not captured). Returns how many.
-int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
-                  ShapeFacts& facts) {
+int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed, ShapeFacts& facts) {
   const absl::flat_hash_set<const Value*> dependent = DataDependent(model.graph());
   std::vector<Value*> observed;
   for (Node* n : model.graph().nodes()) {
@@ -295,7 +294,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   };
   infer(model);
   OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(model));
-  size_t types_inferred_at = 0;   // no rewrite recorded yet
+  size_t types_inferred_at = 0;  // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
   ShapeFacts shape_facts;
@@ -310,19 +309,19 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     absl::StatusOr<std::unique_ptr<ReferenceValidator>> v =
         ReferenceValidator::Create(model, std::move(sets->sets));
     if (!v.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "validation needs a run of the model on the CPU executor, which failed: ",
-          v.status().message(),
-          random_inputs ? " (random inputs have symbolic dims set to 1: fix them with "
-                          "--input-shape NAME=DIMS, or give --calibration-data DIR)"
-                        : "",
-          " (--no-validate converts without validation)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("validation needs a run of the model on the CPU executor, which failed: ",
+                       v.status().message(),
+                       random_inputs ? " (random inputs have symbolic dims set to 1: fix them with "
+                                       "--input-shape NAME=DIMS, or give --calibration-data DIR)"
+                                     : "",
+                       " (--no-validate converts without validation)"));
     }
     validator = *std::move(v);
     report.validated = true;
     phase("reference run");
-    report.observed_shape_facts = ObserveShapes(model, *validator, InputsFixed(model, convert),
-                                                shape_facts);
+    report.observed_shape_facts =
+        ObserveShapes(model, *validator, InputsFixed(model, convert), shape_facts);
     if (report.observed_shape_facts > 0) infer(model);
   }
   if (!convert.validate) {

@@ -42,8 +42,8 @@ ValueErrors Compare(const exec::TensorMap& converted, const exec::TensorMap& fp3
 
 struct AddedError {
   const Node* node;
-  double added;   // its output's error minus its inputs' worst
-  double error;   // its output's error
+  double added;  // its output's error minus its inputs' worst
+  double error;  // its output's error
 };
 
 // The float16 nodes of `g` (Casts aside) and the error each adds. Weights are not inputs

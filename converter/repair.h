@@ -24,9 +24,9 @@
 namespace ovfix::converter {
 
 struct RepairedNode {
-  std::string node;     // Describe() in the converted model
+  std::string node;  // Describe() in the converted model
   std::string op_type;
-  std::string output;   // the name of its first output (what the repair keys it by)
+  std::string output;       // the name of its first output (what the repair keys it by)
   double error_before = 0;  // its output's error in the round that chose it
   double error_after = 0;   // in the final model
   int round = 0;

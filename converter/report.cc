@@ -159,11 +159,11 @@ std::string SummaryTable(const ConversionReport& report) {
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
   if (report.repair) {
     const Repair& r = *report.repair;
-    absl::StrAppend(&out, absl::StrFormat("repair: end-to-end error %s beyond the tolerance; "
-                                          "%d node(s) kept in fp32 in %d round(s), %d model "
-                                          "run(s)\n",
-                                          Error(r.error_before), r.kept.size(), r.rounds,
-                                          r.model_runs));
+    absl::StrAppend(&out,
+                    absl::StrFormat("repair: end-to-end error %s beyond the tolerance; "
+                                    "%d node(s) kept in fp32 in %d round(s), %d model "
+                                    "run(s)\n",
+                                    Error(r.error_before), r.kept.size(), r.rounds, r.model_runs));
     for (const RepairedNode& k : r.kept) {
       absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
                                             Error(k.error_before), Error(k.error_after)));

@@ -38,7 +38,7 @@ struct ConversionReport {
   std::vector<rules::IslandNode> islands;
   bool validated = false;
   std::string validation_note;  // why not validated, when not
-  std::string calibration;  // where the inputs came from, one line
+  std::string calibration;      // where the inputs came from, one line
   std::optional<EndToEndResult> end_to_end;
   std::optional<Repair> repair;
   int model_runs = 0;  // full runs of the model (reference, end to end, repair)
@@ -48,7 +48,7 @@ struct ConversionReport {
   // nor a run can fix them, so they stay dynamic in the written model.
   std::vector<std::string> dynamic_values;
   int observed_shape_facts = 0;  // values whose rank or dims came from the reference run
-  bool written = false;  // the output file was written (and kept)
+  bool written = false;          // the output file was written (and kept)
   double seconds = 0;
 };
 

@@ -13,8 +13,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "converter/command.h"
-#include "rules/embedded_files.h"
 #include "ir/op_groups.h"
+#include "rules/embedded_files.h"
 #include "rules/helpers.h"
 #include "rules/op_versions.h"
 #include "rules/rule_set.h"
@@ -98,7 +98,10 @@ int RunCheck(const RulesOptions& o) {
     // Loading beside the built-in files also catches names that clash with theirs.
     auto library = rules::RuleLibrary::Load({path});
     if (!library.ok()) {
-      status = BadInput("", library.status().message());
+      // One line per error: each starts with FILE:LINE:COL.
+      for (absl::string_view error : absl::StrSplit(library.status().message(), '\n')) {
+        status = BadInput("", error);
+      }
       continue;
     }
     std::printf("%s: %zu rules OK\n", path.c_str(), library->UserRules().size());

@@ -68,22 +68,20 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& gra
   for (const std::string& spec : o.inputs) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input '", spec, "' must be NAME=FILE.pb"));
+      return absl::InvalidArgumentError(absl::StrCat("--input '", spec, "' must be NAME=FILE.pb"));
     }
     const std::string name = spec.substr(0, eq);
     absl::StatusOr<Tensor> t = ReadTensorFile(spec.substr(eq + 1));
     if (!t.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': ",
-                                                     t.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': ", t.status().message()));
     }
     feeds[name] = std::move(*t);
   }
   for (const Value* v : graph_inputs) {
     if (!feeds.contains(v->name())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "missing input '", v->name(), "' (", DescribeType(*v), "): give --input ", v->name(),
-          "=FILE.pb or --test-data DIR"));
+      return absl::InvalidArgumentError(absl::StrCat("missing input '", v->name(), "' (",
+                                                     DescribeType(*v), "): give --input ",
+                                                     v->name(), "=FILE.pb or --test-data DIR"));
     }
   }
   return feeds;
@@ -183,8 +181,8 @@ int RunModel(const RunOptions& o) {
       best = std::min(best, t);
       total += t;
     }
-    std::printf("ran %d times (%s, %s): mean %.3f ms, best %.3f ms\n", o.repeat,
-                o.backend.c_str(), o.precision.c_str(), total / o.repeat, best);
+    std::printf("ran %d times (%s, %s): mean %.3f ms, best %.3f ms\n", o.repeat, o.backend.c_str(),
+                o.precision.c_str(), total / o.repeat, best);
   }
 
   if (!o.output_dir.empty()) {

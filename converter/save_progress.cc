@@ -5,9 +5,7 @@
 namespace ovfix::cli {
 
 SaveProgress::SaveProgress(std::FILE* out, std::string label)
-    : out_(out),
-      terminal_(out != nullptr && isatty(fileno(out)) != 0),
-      label_(std::move(label)) {}
+    : out_(out), terminal_(out != nullptr && isatty(fileno(out)) != 0), label_(std::move(label)) {}
 
 SaveProgress::~SaveProgress() {
   if (!drawn_) return;

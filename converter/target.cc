@@ -20,9 +20,9 @@ using rules::ConvertOptions;
 using rules::EmbeddedFile;
 using rules::EmbeddedFiles;
 using rules::FindEmbeddedFile;
-using rules::NativePassInfo;
-using rules::NativePasses;
 using rules::MakeNativePass;
+using rules::NativePasses;
+using rules::NativePassInfo;
 namespace {
 
 // Debian's abseil has its own string_view: text is handled as absl::string_view here.

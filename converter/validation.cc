@@ -46,8 +46,8 @@ bool CastsToFloat16(const Node* n) {
 // holder computes.
 std::vector<Node*> HoldersOfNestedChanges(const rules::Rewriter& rewriter, const Graph& g) {
   std::vector<Node*> holders;
-  for (const std::vector<Node*>* list : {&rewriter.created_nodes(), &rewriter.modified_nodes(),
-                                         &rewriter.erased_nodes()}) {
+  for (const std::vector<Node*>* list :
+       {&rewriter.created_nodes(), &rewriter.modified_nodes(), &rewriter.erased_nodes()}) {
     for (Node* n : *list) {
       if (n->owner() == &g) continue;
       Node* holder = n;

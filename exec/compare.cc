@@ -22,8 +22,8 @@ Comparison CompareTensors(const Tensor& actual, const Tensor& expected,
   Comparison c;
   if (actual.type() != expected.type() || actual.dims() != expected.dims()) {
     c.ok = false;
-    c.message = absl::StrCat("got ", DescribeTensor(actual), ", expected ",
-                             DescribeTensor(expected));
+    c.message =
+        absl::StrCat("got ", DescribeTensor(actual), ", expected ", DescribeTensor(expected));
     return c;
   }
   const int64_t n = expected.numel();
@@ -59,9 +59,9 @@ Comparison CompareTensors(const Tensor& actual, const Tensor& expected,
     }
     if (first_bad >= 0) {
       c.ok = false;
-      c.message = absl::StrCat(c.mismatches, " of ", n, " elements differ, first at ", first_bad,
-                               ": ", actual.GetAsInt64(first_bad), " vs ",
-                               expected.GetAsInt64(first_bad));
+      c.message =
+          absl::StrCat(c.mismatches, " of ", n, " elements differ, first at ", first_bad, ": ",
+                       actual.GetAsInt64(first_bad), " vs ", expected.GetAsInt64(first_bad));
     }
     return c;
   }
@@ -98,8 +98,8 @@ Comparison CompareTensors(const Tensor& actual, const Tensor& expected,
 }
 
 std::string DescribeComparison(const Comparison& c) {
-  std::string s = absl::StrFormat("max abs error %.3g, max rel error %.3g", c.max_abs_error,
-                                  c.max_rel_error);
+  std::string s =
+      absl::StrFormat("max abs error %.3g, max rel error %.3g", c.max_abs_error, c.max_rel_error);
   if (c.mismatches > 0) absl::StrAppend(&s, ", ", c.mismatches, " mismatches");
   if (c.non_finite_differences > 0) {
     absl::StrAppend(&s, ", ", c.non_finite_differences, " non-finite differences");
@@ -120,9 +120,8 @@ double RelativeError(const Tensor& actual, const Tensor& expected, double resolu
   // Compare in float32 (the types validation sees are float, float16 or double).
   const Tensor a =
       actual.type() == DataType::kFloat ? actual : ConvertTensor(actual, DataType::kFloat);
-  const Tensor e = expected.type() == DataType::kFloat
-                       ? expected
-                       : ConvertTensor(expected, DataType::kFloat);
+  const Tensor e =
+      expected.type() == DataType::kFloat ? expected : ConvertTensor(expected, DataType::kFloat);
   double lo = kInfinity, hi = -kInfinity, largest = 0, worst = 0;
   const float* pa = a.data<float>();
   const float* pe = e.data<float>();

@@ -21,11 +21,11 @@ struct Comparison {
   bool ok = true;
   // Why not, in one line (type or shape mismatch, or the first differing element).
   std::string message;
-  int64_t mismatches = 0;     // elements outside the tolerance
-  double max_abs_error = 0;   // over elements where both are finite
-  double max_rel_error = 0;   // |a - e| / |e| over finite elements with e != 0
+  int64_t mismatches = 0;                     // elements outside the tolerance
+  double max_abs_error = 0;                   // over elements where both are finite
+  double max_rel_error = 0;                   // |a - e| / |e| over finite elements with e != 0
   double expected_min = 0, expected_max = 0;  // over finite expected elements
-  int64_t non_finite_differences = 0;  // NaN/inf in one but not the same in the other
+  int64_t non_finite_differences = 0;         // NaN/inf in one but not the same in the other
 };
 
 Comparison CompareTensors(const Tensor& actual, const Tensor& expected,

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "exec/cpu/control_flow.h"
 #include "exec/buffer_recycler.h"
+#include "exec/cpu/control_flow.h"
 #include "exec/executor.h"
 #include "exec/thread_pool.h"
 

@@ -40,7 +40,7 @@ struct SessionOptions {
   // is still in cache); in a body, once per iteration or branch taken. Widened float16
   // values come in their float form.
   std::function<void(const Value& value, const Tensor& tensor)> on_value;
-  int device = -1;       // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
+  int device = -1;  // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
   // cpu: random ops without a seed attribute draw from this seed (mixed with the node's
   // output name) instead of fresh entropy, so that two sessions agree (validation); 0: off.
   uint64_t random_seed = 0;

@@ -15,11 +15,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "exec/buffer_recycler.h"
+#include "exec/thread_pool.h"
 #include "ir/node.h"
 #include "ir/tensor.h"
 #include "ir/value.h"
-#include "exec/buffer_recycler.h"
-#include "exec/thread_pool.h"
 
 namespace ovfix {
 class Graph;
@@ -29,10 +29,10 @@ namespace ovfix::exec {
 
 struct KernelContext {
   const Node& node;
-  int opset = 0;                        // opset version of the node's domain in the model
-  std::vector<const Tensor*> inputs;    // nullptr for an omitted optional input
-  std::vector<Tensor> outputs;          // one per node output, filled by the kernel
-  ThreadPool* pool = nullptr;           // may be null (single thread)
+  int opset = 0;                      // opset version of the node's domain in the model
+  std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
+  std::vector<Tensor> outputs;        // one per node output, filled by the kernel
+  ThreadPool* pool = nullptr;         // may be null (single thread)
   // Per-node state kept across runs of a session (e.g. packed constant weights). Only use
   // it for data derived from inputs that are initializers (constant across runs).
   std::shared_ptr<void>* state = nullptr;
@@ -78,9 +78,9 @@ struct KernelContext {
       outputs[i] = Tensor(type, std::move(dims));
     } else {
       const size_t bytes = static_cast<size_t>(Tensor::NumElements(dims)) * ElementSize(type);
-      outputs[i] = Tensor(type, std::move(dims),
-                          recycler != nullptr ? recycler->Take(bytes, zero)
-                                              : Buffer::Allocate(bytes, zero));
+      outputs[i] =
+          Tensor(type, std::move(dims),
+                 recycler != nullptr ? recycler->Take(bytes, zero) : Buffer::Allocate(bytes, zero));
     }
     return outputs[i];
   }
@@ -104,10 +104,10 @@ enum class Float16Mode {
 };
 
 struct KernelDef {
-  std::string_view domain;   // "" for the default ONNX domain
+  std::string_view domain;  // "" for the default ONNX domain
   std::string_view op_type;
-  int since_version;         // first opset this kernel implements
-  int until_version;         // last opset (inclusive)
+  int since_version;  // first opset this kernel implements
+  int until_version;  // last opset (inclusive)
   KernelFn fn;
   Float16Mode float16 = Float16Mode::kAsFloat;
 };
@@ -128,14 +128,14 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, i
 
 // Kernel groups, one per file in exec/cpu/; kernel_table.cc lists them.
 void AddElementwiseKernels(std::vector<KernelDef>& table);
-void AddMathKernels(std::vector<KernelDef>& table);       // MatMul, Gemm, Conv, pooling...
-void AddReduceKernels(std::vector<KernelDef>& table);     // Reduce*, Softmax, norms, ArgMax, TopK
-void AddShapeKernels(std::vector<KernelDef>& table);      // Reshape, Gather, Slice, Pad...
-void AddMiscKernels(std::vector<KernelDef>& table);       // Resize, Einsum, quantization...
+void AddMathKernels(std::vector<KernelDef>& table);         // MatMul, Gemm, Conv, pooling...
+void AddReduceKernels(std::vector<KernelDef>& table);       // Reduce*, Softmax, norms, ArgMax, TopK
+void AddShapeKernels(std::vector<KernelDef>& table);        // Reshape, Gather, Slice, Pad...
+void AddMiscKernels(std::vector<KernelDef>& table);         // Resize, Einsum, quantization...
 void AddControlFlowKernels(std::vector<KernelDef>& table);  // Constant, If, Loop, Scan
-void AddRecurrentKernels(std::vector<KernelDef>& table);  // RNN, GRU, LSTM
-void AddLossKernels(std::vector<KernelDef>& table);       // NegativeLogLikelihoodLoss, SCE
-void AddDetectionKernels(std::vector<KernelDef>& table);  // NonMaxSuppression
-void AddSignalKernels(std::vector<KernelDef>& table);     // Hann/Hamming/BlackmanWindow
+void AddRecurrentKernels(std::vector<KernelDef>& table);    // RNN, GRU, LSTM
+void AddLossKernels(std::vector<KernelDef>& table);         // NegativeLogLikelihoodLoss, SCE
+void AddDetectionKernels(std::vector<KernelDef>& table);    // NonMaxSuppression
+void AddSignalKernels(std::vector<KernelDef>& table);       // Hann/Hamming/BlackmanWindow
 
 }  // namespace ovfix::exec

@@ -101,10 +101,9 @@ void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool) {
 }
 
 void HardSwishFloats(float* data, int64_t n, float alpha, float beta, ThreadPool* pool) {
-  ParallelFor(n >= (int64_t{1} << 16) ? pool : nullptr, n, 1 << 14,
-              [&](int64_t begin, int64_t end) {
-                HardSwishRange(data + begin, end - begin, alpha, beta);
-              });
+  ParallelFor(
+      n >= (int64_t{1} << 16) ? pool : nullptr, n, 1 << 14,
+      [&](int64_t begin, int64_t end) { HardSwishRange(data + begin, end - begin, alpha, beta); });
 }
 
 }  // namespace ovfix::exec

@@ -28,12 +28,12 @@ struct Step {
   const KernelDef* kernel = nullptr;
   ValueKernelFn value_kernel = nullptr;  // set for ops over sequences or with subgraphs
   int opset = 0;
-  std::vector<int> inputs, outputs;      // slots; -1 for an omitted input/output
-  std::vector<int> implicit_inputs;      // slots its subgraphs capture (read from outer scope)
-  std::vector<int> release;              // slots last read by this step
-  std::vector<int> narrow;               // kept widened slots last read by this step
+  std::vector<int> inputs, outputs;  // slots; -1 for an omitted input/output
+  std::vector<int> implicit_inputs;  // slots its subgraphs capture (read from outer scope)
+  std::vector<int> release;          // slots last read by this step
+  std::vector<int> narrow;           // kept widened slots last read by this step
   std::vector<std::unique_ptr<Plan>> subgraphs;
-  mutable std::shared_ptr<void> state;   // KernelContext::state
+  mutable std::shared_ptr<void> state;  // KernelContext::state
   // In a widened plan: the op only moves or selects values and every float input holds
   // float16 values, so its float16 outputs need no rounding.
   bool keeps_half_values = false;
@@ -73,9 +73,8 @@ bool RoundsFloats(Precision p) { return p != Precision::kFp32; }
 
 void RoundInPlace(Tensor& t, ThreadPool* pool) {
   float* data = t.data<float>();
-  ParallelFor(pool, t.numel(), 1 << 15, [data](int64_t begin, int64_t end) {
-    RoundFloatsToHalf(data + begin, end - begin);
-  });
+  ParallelFor(pool, t.numel(), 1 << 15,
+              [data](int64_t begin, int64_t end) { RoundFloatsToHalf(data + begin, end - begin); });
 }
 
 Tensor RoundedCopy(const Tensor& t, ThreadPool* pool) {
@@ -115,8 +114,9 @@ class Compiler {
     plan.parent = parent;
     plan.keep_kernel_state = keep_kernel_state_;
     for (const Value* v : graph.inputs()) {
-      if (plan.slot_of.contains(v)) return absl::InvalidArgumentError(
-          absl::StrCat("graph input ", QuotedName(v), " is listed twice"));
+      if (plan.slot_of.contains(v))
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph input ", QuotedName(v), " is listed twice"));
       plan.input_slots.push_back(NewSlot(plan, v));
     }
     for (const Value* v : graph.initializers()) {
@@ -160,9 +160,9 @@ class Compiler {
   absl::StatusOr<int> Resolve(Plan& plan, const Value* v) {
     if (auto it = plan.slot_of.find(v); it != plan.slot_of.end()) return it->second;
     if (v->owner() == plan.graph || plan.parent == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "value ", QuotedName(v), " is read before anything produces it (graph '",
-          plan.graph->name(), "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("value ", QuotedName(v), " is read before anything produces it (graph '",
+                       plan.graph->name(), "')"));
     }
     Plan& parent = *plan.parent;
     OVFIX_ASSIGN_OR_RETURN(int outer, Resolve(parent, v));
@@ -215,8 +215,7 @@ class Compiler {
       }
     }
     if (result.size() != nodes.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("graph '", graph.name(), "' has a cycle"));
+      return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has a cycle"));
     }
     return result;
   }
@@ -227,8 +226,8 @@ class Compiler {
     const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     const int64_t opset = model_.OpsetVersion(domain);
     if (opset < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          node.Describe(), ": the model imports no opset for domain '", domain, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Describe(), ": the model imports no opset for domain '", domain, "'"));
     }
     step.opset = static_cast<int>(opset);
     step.kernel = FindKernel(domain, node.op_type(), step.opset);
@@ -243,8 +242,8 @@ class Compiler {
       }
       absl::StatusOr<int> slot = Resolve(plan, v);
       if (!slot.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ",
-                                                       slot.status().message()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(node.Describe(), ": ", slot.status().message()));
       }
       step.inputs.push_back(*slot);
     }
@@ -261,8 +260,8 @@ class Compiler {
         continue;
       }
       if (plan.slot_of.contains(v)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            node.Describe(), ": output ", QuotedName(v), " is already defined"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(node.Describe(), ": output ", QuotedName(v), " is already defined"));
       }
       plan.steps.back().outputs.push_back(NewSlot(plan, v));
     }
@@ -272,14 +271,14 @@ class Compiler {
   absl::Status Unsupported(const Node& node, const std::string& domain, int opset) {
     for (const onnx::FunctionProto& f : model_.extras().functions()) {
       if (f.name() == node.op_type() && f.domain() == node.domain()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            node.Describe(), ": calls the model-local function '", node.op_type(),
-            "' (domain '", node.domain(), "'), which the cpu executor does not run"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(node.Describe(), ": calls the model-local function '", node.op_type(),
+                         "' (domain '", node.domain(), "'), which the cpu executor does not run"));
       }
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        node.Describe(), ": no cpu kernel for ", domain.empty() ? "ai.onnx" : domain,
-        "::", node.op_type(), " at opset ", opset));
+    return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": no cpu kernel for ",
+                                                   domain.empty() ? "ai.onnx" : domain,
+                                                   "::", node.op_type(), " at opset ", opset));
   }
 
   // Float16 values held as float: each kernel then runs on float data directly instead of
@@ -309,18 +308,19 @@ class Compiler {
     for (int s = 0; s < plan.num_slots; ++s) plan.widened[s] = types[s] == DataType::kFloat16;
     // Ops whose outputs are some of their inputs' values (or zeros).
     static const absl::flat_hash_set<std::string_view> kMovesValues = {
-        "Concat", "Split",  "Transpose", "Expand",       "Tile",         "Relu", "MaxPool",
-        "Max",    "Min",    "Where",     "Neg",          "Abs",          "Col2Im",
-        "DepthToSpace",     "SpaceToDepth", "ReverseSequence", "Compress", "Trilu"};
+        "Concat",  "Split",        "Transpose",    "Expand",          "Tile",     "Relu",
+        "MaxPool", "Max",          "Min",          "Where",           "Neg",      "Abs",
+        "Col2Im",  "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress", "Trilu"};
     for (Step& step : plan.steps) {
-      const bool moves = step.kernel->float16 == Float16Mode::kNative ||
-                         (step.node->domain().empty() && kMovesValues.contains(step.node->op_type()));
+      const bool moves =
+          step.kernel->float16 == Float16Mode::kNative ||
+          (step.node->domain().empty() && kMovesValues.contains(step.node->op_type()));
       bool half_inputs = true;
       for (int s : step.inputs) {
         if (s >= 0 && types[s] == DataType::kFloat) half_inputs = false;
       }
-      step.keeps_half_values = moves && half_inputs &&
-                               step.node->op_type() != "Cast" && step.node->op_type() != "CastLike";
+      step.keeps_half_values = moves && half_inputs && step.node->op_type() != "Cast" &&
+                               step.node->op_type() != "CastLike";
     }
   }
 
@@ -584,9 +584,9 @@ class Runner {
     for (size_t i = 0; i < plan->output_slots.size(); ++i) {
       const RuntimeValue& v = frame[plan->output_slots[i]];
       if (!v.is_set()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            step.node->Describe(), ": subgraph '", graph.name(), "' output '",
-            plan->graph->outputs()[i]->name(), "' was not computed"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(step.node->Describe(), ": subgraph '", graph.name(), "' output '",
+                         plan->graph->outputs()[i]->name(), "' was not computed"));
       }
       results.push_back(v);
     }
@@ -605,8 +605,7 @@ class Runner {
     for (int s : step.inputs) ctx.inputs.push_back(s >= 0 ? &frame[s] : nullptr);
     ctx.outputs.resize(step.outputs.size());
     if (!step.subgraphs.empty()) {
-      ctx.run_subgraph = [this, &step, &frame](const Graph& graph,
-                                               std::vector<RuntimeValue> args) {
+      ctx.run_subgraph = [this, &step, &frame](const Graph& graph, std::vector<RuntimeValue> args) {
         return RunSubgraph(step, graph, frame, std::move(args));
       };
     }
@@ -623,12 +622,11 @@ class Runner {
     return absl::OkStatus();
   }
 
-  absl::Status RunTensorStep(const Plan& plan, const Step& step,
-                             std::vector<RuntimeValue>& frame) {
+  absl::Status RunTensorStep(const Plan& plan, const Step& step, std::vector<RuntimeValue>& frame) {
     const Node& node = *step.node;
-    KernelContext ctx{node,         step.opset,   {}, {}, pool_,
-                      plan.keep_kernel_state ? &step.state : nullptr, {}, random_seed_,
-                      recycler_};
+    KernelContext ctx{node, step.opset,   {},
+                      {},   pool_,        plan.keep_kernel_state ? &step.state : nullptr,
+                      {},   random_seed_, recycler_};
     ctx.clamp_output = step.clamp_output;
     ctx.clamp_min = step.clamp_min;
     ctx.clamp_max = step.clamp_max;
@@ -645,9 +643,9 @@ class Runner {
           frame[step.outputs[0]] = v;  // Identity of a sequence or optional
           return absl::OkStatus();
         }
-        return absl::InvalidArgumentError(absl::StrCat(
-            node.Describe(), ": input ", i, " (", QuotedName(node.input(i)), ") is ",
-            DescribeRuntimeValue(v), ", not a tensor"));
+        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": input ", i, " (",
+                                                       QuotedName(node.input(i)), ") is ",
+                                                       DescribeRuntimeValue(v), ", not a tensor"));
       }
       ctx.inputs[i] = &v.tensor;
       has_half = has_half || v.tensor.type() == DataType::kFloat16;
@@ -656,9 +654,8 @@ class Runner {
     std::vector<Tensor> converted;
     // In a widened plan a type-generic kernel may see a float16 constant beside a widened
     // value (Pad's value, ScatterND's updates): both go as float.
-    const bool as_float =
-        has_half && (step.kernel->float16 == Float16Mode::kAsFloat ||
-                     (!plan.widened.empty() && has_float));
+    const bool as_float = has_half && (step.kernel->float16 == Float16Mode::kAsFloat ||
+                                       (!plan.widened.empty() && has_float));
     if (as_float) {
       converted.reserve(ctx.inputs.size());
       for (const Tensor*& in : ctx.inputs) {
@@ -670,11 +667,13 @@ class Runner {
     }
     ctx.outputs.resize(step.outputs.size());
     if (!step.subgraphs.empty()) {
-      ctx.run_subgraph = [this, &step, &frame](const Graph& graph, std::vector<Tensor> args)
-          -> absl::StatusOr<std::vector<Tensor>> {
+      ctx.run_subgraph = [this, &step, &frame](
+                             const Graph& graph,
+                             std::vector<Tensor> args) -> absl::StatusOr<std::vector<Tensor>> {
         std::vector<RuntimeValue> values;
         for (Tensor& t : args) values.emplace_back(std::move(t));
-        OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, RunSubgraph(step, graph, frame, std::move(values)));
+        OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out,
+                               RunSubgraph(step, graph, frame, std::move(values)));
         std::vector<Tensor> tensors;
         for (RuntimeValue& v : out) {
           if (!v.is_tensor()) {
@@ -699,7 +698,8 @@ class Runner {
           RoundInPlace(t, pool_);
         }
       } else if (t.type() == DataType::kFloat) {
-        if (as_float && node.output(i)->elem_type() != DataType::kFloat) t = ConvertTensor(t, DataType::kFloat16);
+        if (as_float && node.output(i)->elem_type() != DataType::kFloat)
+          t = ConvertTensor(t, DataType::kFloat16);
         if (round_ && t.type() == DataType::kFloat && !SharesInputBuffer(t, ctx)) {
           RoundInPlace(t, pool_);
         }
@@ -728,7 +728,8 @@ class Runner {
       if (scratch_.size() >= kMaxScratch) {
         auto victim = scratch_.end();
         for (auto it = scratch_.begin(); it != scratch_.end(); ++it) {
-          if (it->use_count() == 1 && (victim == scratch_.end() || (*it)->size() < (*victim)->size())) {
+          if (it->use_count() == 1 &&
+              (victim == scratch_.end() || (*it)->size() < (*victim)->size())) {
             victim = it;
           }
         }
@@ -767,12 +768,12 @@ absl::Status CheckInput(const Value& declared, const RuntimeValue& given) {
   if (type.has_optional_type()) return absl::OkStatus();
   if (type.has_sequence_type()) {
     if (given.is_sequence()) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input ", name, " must be a sequence, got ", DescribeRuntimeValue(given)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", name, " must be a sequence, got ", DescribeRuntimeValue(given)));
   }
   if (!given.is_tensor()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input ", name, " must be a tensor, got ", DescribeRuntimeValue(given)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", name, " must be a tensor, got ", DescribeRuntimeValue(given)));
   }
   const Tensor& t = given.tensor;
   const DataType want = declared.elem_type();
@@ -788,8 +789,7 @@ absl::Status CheckInput(const Value& declared, const RuntimeValue& given) {
     }
     if (!fits) {
       return absl::InvalidArgumentError(absl::StrCat("input ", name, " has shape ",
-                                                     DescribeTensor(t),
-                                                     " but the graph declares ",
+                                                     DescribeTensor(t), " but the graph declares ",
                                                      DescribeType(declared)));
     }
   }
@@ -845,9 +845,8 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
       for (const Value* v : graph.inputs()) {
         if (!v->is_initializer()) names.push_back(v->name());
       }
-      return absl::InvalidArgumentError(absl::StrCat("unknown input '", name,
-                                                     "' (the graph's inputs: ",
-                                                     absl::StrJoin(names, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown input '", name, "' (the graph's inputs: ", absl::StrJoin(names, ", "), ")"));
     }
   }
   Runner runner(pool_.get(), &recycler_, options_);
@@ -867,9 +866,8 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
   std::vector<RuntimeValue> outputs;
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
     if (!frame[plan.output_slots[i]].is_set()) {
-      return absl::InternalError(absl::StrCat("graph output ",
-                                              QuotedName(graph.outputs()[i]),
-                                              " was not computed"));
+      return absl::InternalError(
+          absl::StrCat("graph output ", QuotedName(graph.outputs()[i]), " was not computed"));
     }
     outputs.push_back(narrowed(plan.output_slots[i]));
   }
@@ -896,15 +894,18 @@ absl::StatusOr<Precision> ParsePrecision(std::string_view text) {
   if (text == "fp32") return Precision::kFp32;
   if (text == "fp16-storage") return Precision::kFp16Storage;
   if (text == "fp16") return Precision::kFp16;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown precision '", std::string(text), "' (fp32, fp16-storage or fp16)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown precision '", std::string(text), "' (fp32, fp16-storage or fp16)"));
 }
 
 std::string_view PrecisionName(Precision p) {
   switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kFp16Storage: return "fp16-storage";
-    case Precision::kFp16: return "fp16";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kFp16Storage:
+      return "fp16-storage";
+    case Precision::kFp16:
+      return "fp16";
   }
   return "fp32";
 }

@@ -1,8 +1,8 @@
 #include "exec/thread_pool.h"
 
-#include <algorithm>
-
 #include <immintrin.h>
+
+#include <algorithm>
 
 namespace ovfix::exec {
 namespace {

@@ -22,8 +22,7 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Calls fn(begin, end) over [0, n) split into about size() contiguous chunks of at least
   // `min_chunk` items; the caller takes part. Returns when all chunks are done.
-  void ParallelFor(int64_t n, int64_t min_chunk,
-                   const std::function<void(int64_t, int64_t)>& fn);
+  void ParallelFor(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   void WorkerLoop(int index);

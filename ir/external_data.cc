@@ -18,8 +18,8 @@ absl::StatusOr<ExternalDataRef> ParseExternalData(const onnx::TensorProto& proto
       int64_t n;
       if (!absl::SimpleAtoi(entry.value(), &n) || n < 0) {
         return absl::InvalidArgumentError(absl::StrCat("tensor '", proto.name(),
-                                                       "': bad external data ", entry.key(),
-                                                       " '", entry.value(), "'"));
+                                                       "': bad external data ", entry.key(), " '",
+                                                       entry.value(), "'"));
       }
       (entry.key() == "offset" ? ref.offset : ref.length) = n;
     }
@@ -37,7 +37,8 @@ absl::StatusOr<std::string> ExternalDataPath(const std::string& base_dir,
   const fs::path loc(location);
   if (loc.is_absolute() || location.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("external data location '", location, "' is absolute; it must be relative to the model's folder"));
+        absl::StrCat("external data location '", location,
+                     "' is absolute; it must be relative to the model's folder"));
   }
   const fs::path normal = loc.lexically_normal();
   if (normal.empty() || *normal.begin() == "..") {
@@ -50,11 +51,11 @@ absl::StatusOr<std::string> ExternalDataPath(const std::string& base_dir,
   const fs::path real_base = fs::weakly_canonical(base, ec);
   const fs::path real_file = fs::weakly_canonical(base / normal, ec);
   if (!ec) {
-    auto [b, f] = std::mismatch(real_base.begin(), real_base.end(), real_file.begin(),
-                                real_file.end());
+    auto [b, f] =
+        std::mismatch(real_base.begin(), real_base.end(), real_file.begin(), real_file.end());
     if (b != real_base.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "external data location '", location, "' resolves outside the model's folder"));
+      return absl::InvalidArgumentError(absl::StrCat("external data location '", location,
+                                                     "' resolves outside the model's folder"));
     }
   }
   return (base / normal).string();
@@ -67,8 +68,8 @@ std::vector<std::string> ExternalDataFiles::paths() const {
   return out;
 }
 
-absl::StatusOr<std::shared_ptr<Buffer>> ExternalDataFiles::Resolve(
-    const onnx::TensorProto& proto, size_t bytes) {
+absl::StatusOr<std::shared_ptr<Buffer>> ExternalDataFiles::Resolve(const onnx::TensorProto& proto,
+                                                                   size_t bytes) {
   OVFIX_ASSIGN_OR_RETURN(auto ref, ParseExternalData(proto));
   auto path = ExternalDataPath(base_dir_, ref.location);
   if (!path.ok()) {

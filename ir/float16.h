@@ -41,7 +41,7 @@ inline uint16_t FloatToHalfBits(float f) {
     return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0u);
   }
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: overflow to inf
-  if (abs >= 0x38800000u) {                        // normal half
+  if (abs >= 0x38800000u) {                       // normal half
     const uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
     return sign | static_cast<uint16_t>((rounded - 0x38000000u) >> 13);
   }

@@ -19,8 +19,7 @@ void RemoveUse(Value* v, Node* node, int index) {
 }
 
 // Values that nodes of `g` (and deeper subgraphs) read from scopes outside `g`.
-void CollectOuterReads(const Graph& g, const Graph& boundary,
-                       absl::flat_hash_set<Value*>& out) {
+void CollectOuterReads(const Graph& g, const Graph& boundary, absl::flat_hash_set<Value*>& out) {
   for (Node* n : g.nodes()) {
     for (Value* v : n->inputs()) {
       if (v == nullptr) continue;
@@ -95,7 +94,8 @@ Value* Graph::NewValue(std::string name) {
 std::string Graph::UniqueName(std::string_view base) {
   if (LookupValue(base) == nullptr && !base.empty()) return std::string(base);
   for (;;) {
-    std::string candidate = absl::StrCat(base.empty() ? "v" : std::string(base), "_", ++name_counter_);
+    std::string candidate =
+        absl::StrCat(base.empty() ? "v" : std::string(base), "_", ++name_counter_);
     if (LookupValue(candidate) == nullptr) return candidate;
   }
 }
@@ -164,8 +164,8 @@ Node* Graph::AddNodeWithOutputs(std::string_view op_type, const std::vector<Valu
   n->position_ = nodes_.insert(pos, std::move(node));
   // Order: midway between neighbours, renumbering when the gap is used up.
   const int64_t prev = n->position_ == nodes_.begin() ? 0 : (*std::prev(n->position_))->order_;
-  const int64_t next =
-      std::next(n->position_) == nodes_.end() ? prev + 2 * kOrderGap : (*std::next(n->position_))->order_;
+  const int64_t next = std::next(n->position_) == nodes_.end() ? prev + 2 * kOrderGap
+                                                               : (*std::next(n->position_))->order_;
   if (next - prev >= 2) {
     n->order_ = prev + (next - prev) / 2;
   } else {
@@ -374,8 +374,8 @@ absl::Status Graph::Verify() const {
       }
       const auto& uses = v->uses();
       if (std::find(uses.begin(), uses.end(), Use{n.get(), static_cast<int>(i)}) == uses.end()) {
-        return absl::InternalError(absl::StrCat("use list of '", v->name(), "' misses ",
-                                                n->Describe()));
+        return absl::InternalError(
+            absl::StrCat("use list of '", v->name(), "' misses ", n->Describe()));
       }
     }
     for (const Value* v : n->outputs_) {

@@ -43,13 +43,17 @@ class Graph {
     struct iterator {
       Iter it;
       Node* operator*() const { return it->get(); }
-      iterator& operator++() { ++it; return *this; }
+      iterator& operator++() {
+        ++it;
+        return *this;
+      }
       bool operator!=(const iterator& o) const { return it != o.it; }
       bool operator==(const iterator& o) const { return it == o.it; }
     };
     NodeRange(Iter b, Iter e) : b_(b), e_(e) {}
     iterator begin() const { return {b_}; }
     iterator end() const { return {e_}; }
+
    private:
     Iter b_, e_;
   };

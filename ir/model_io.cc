@@ -43,7 +43,9 @@ class ModelIO {
         }
         int64_t n = 1;
         for (int64_t d : tp.dims()) {
-          if (d < 0) return absl::InvalidArgumentError(absl::StrCat("tensor '", tp.name(), "': negative dim"));
+          if (d < 0)
+            return absl::InvalidArgumentError(
+                absl::StrCat("tensor '", tp.name(), "': negative dim"));
           n *= d;
         }
         const auto type = static_cast<DataType>(tp.data_type());
@@ -189,11 +191,11 @@ class ModelIO {
         return;
       }
       const bool pending = t.buffer() != nullptr && t.buffer()->is_pending();
-      const bool unchanged = v->source_proto_ && !pending && t.raw() == v->source_bytes_ &&
-                             static_cast<int32_t>(t.type()) == v->source_proto_->data_type() &&
-                             std::equal(t.dims().begin(), t.dims().end(),
-                                        v->source_proto_->dims().begin(),
-                                        v->source_proto_->dims().end());
+      const bool unchanged =
+          v->source_proto_ && !pending && t.raw() == v->source_bytes_ &&
+          static_cast<int32_t>(t.type()) == v->source_proto_->data_type() &&
+          std::equal(t.dims().begin(), t.dims().end(), v->source_proto_->dims().begin(),
+                     v->source_proto_->dims().end());
       if (unchanged) {
         *tp = *v->source_proto_;
       } else {
@@ -201,8 +203,8 @@ class ModelIO {
         tp->set_data_type(static_cast<int32_t>(t.type()));
         for (int64_t d : t.dims()) tp->add_dims(d);
       }
-      const bool was_external = unchanged &&
-                                v->source_proto_->data_location() == onnx::TensorProto::EXTERNAL;
+      const bool was_external =
+          unchanged && v->source_proto_->data_location() == onnx::TensorProto::EXTERNAL;
       const bool typed_fields = unchanged && !was_external && !v->source_proto_->has_raw_data();
       if (t.type() == DataType::kString) {
         if (!unchanged) {
@@ -223,18 +225,18 @@ class ModelIO {
       std::string* owned = t.buffer() ? t.buffer()->owned_string() : nullptr;
       // A short string keeps its bytes inside the std::string object: a swap would move them
       // away from where this tensor (and any tensor sharing its buffer) points.
-      const bool bytes_inside = owned != nullptr &&
-                                reinterpret_cast<const char*>(owned->data()) >=
-                                    reinterpret_cast<const char*>(owned) &&
-                                reinterpret_cast<const char*>(owned->data()) <
-                                    reinterpret_cast<const char*>(owned + 1);
+      const bool bytes_inside =
+          owned != nullptr &&
+          reinterpret_cast<const char*>(owned->data()) >= reinterpret_cast<const char*>(owned) &&
+          reinterpret_cast<const char*>(owned->data()) < reinterpret_cast<const char*>(owned + 1);
       if (owned != nullptr && !bytes_inside && !copy_weights && owned->size() == t.nbytes()) {
         tp->mutable_raw_data()->swap(*owned);
         lent.emplace_back(tp->mutable_raw_data(), owned);
       } else if (pending) {
         // Made straight into the message: the tensor stays unmade.
         tp->mutable_raw_data()->resize(t.nbytes());
-        t.buffer()->Read(0, t.nbytes(), reinterpret_cast<std::byte*>(tp->mutable_raw_data()->data()));
+        t.buffer()->Read(0, t.nbytes(),
+                         reinterpret_cast<std::byte*>(tp->mutable_raw_data()->data()));
       } else {
         tp->set_raw_data(static_cast<const char*>(t.raw()), t.nbytes());
       }
@@ -286,7 +288,8 @@ class ModelIO {
         const ssize_t w = ::write(data_fd, p, std::min<size_t>(n, 1 << 30));
         if (w < 0) {
           if (errno == EINTR) continue;
-          status = absl::InternalError(absl::StrCat("writing external data: ", std::strerror(errno)));
+          status =
+              absl::InternalError(absl::StrCat("writing external data: ", std::strerror(errno)));
           return;
         }
         p += w;
@@ -392,7 +395,6 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
 }
 
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
@@ -417,8 +419,8 @@ absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
   if (IsTemporaryFileName(std::filesystem::path(path).filename().string())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": an unfinished temporary file of an interrupted write, not a model"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": an unfinished temporary file of an interrupted write, not a model"));
   }
   // O_NONBLOCK: opening a FIFO would wait for a writer; it is refused below instead.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -429,9 +431,9 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
   const bool stated = ::fstat(fd, &st) == 0;
   if (!stated || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, stated && S_ISDIR(st.st_mode) ? ": is a folder, not a file"
-                                            : ": not a regular file"));
+    return absl::InvalidArgumentError(absl::StrCat(path, stated && S_ISDIR(st.st_mode)
+                                                             ? ": is a folder, not a file"
+                                                             : ": not a regular file"));
   }
   if (st.st_size == 0) {
     ::close(fd);
@@ -449,13 +451,13 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
   // A ModelProto starts with ir_version (field 1, varint: byte 0x08) as every exporter writes.
   if (!parsed) {
     return absl::InvalidArgumentError(
-        first == 0x08 ? absl::StrCat(path, ": truncated or corrupt ONNX model (protobuf parse failed)")
-                      : absl::StrCat(path, ": not an ONNX model (protobuf parse failed)"));
+        first == 0x08
+            ? absl::StrCat(path, ": truncated or corrupt ONNX model (protobuf parse failed)")
+            : absl::StrCat(path, ": not an ONNX model (protobuf parse failed)"));
   }
   if (!proto.has_graph() || proto.ir_version() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not an ONNX model (",
-                                                   proto.has_graph() ? "no ir_version" : "no graph",
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not an ONNX model (", proto.has_graph() ? "no ir_version" : "no graph", ")"));
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
@@ -512,14 +514,15 @@ absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions&
   const int64_t weight_bytes = WeightBytes(model.graph());
   const bool external = WritesExternalData(model, options);
   if (!external && weight_bytes > kProtobufLimit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": ", weight_bytes >> 20, " MB of weights do not fit in one protobuf file "
-        "(2 GB at most); they need external data"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", weight_bytes >> 20,
+                                                   " MB of weights do not fit in one protobuf file "
+                                                   "(2 GB at most); they need external data"));
   }
   ModelIO::Writer writer;
   writer.threshold = options.external_threshold;
   writer.progress = options.progress;
-  writer.bytes_total = static_cast<uint64_t>(WeightBytes(model.graph(), options.external_threshold));
+  writer.bytes_total =
+      static_cast<uint64_t>(WeightBytes(model.graph(), options.external_threshold));
   auto write_model = [&]() -> absl::Status {
     onnx::ModelProto proto = model.extras();
     writer.WriteGraph(model.graph(), proto.mutable_graph());

@@ -12,8 +12,8 @@ namespace ovfix {
 Node::~Node() = default;
 
 std::string Node::Describe() const {
-  std::string op = domain_.empty() || domain_ == "ai.onnx" ? op_type_
-                                                           : absl::StrCat(domain_, ".", op_type_);
+  std::string op =
+      domain_.empty() || domain_ == "ai.onnx" ? op_type_ : absl::StrCat(domain_, ".", op_type_);
   if (!name_.empty()) return absl::StrCat(op, " '", name_, "'");
   if (!outputs_.empty() && outputs_[0] != nullptr) {
     return absl::StrCat(op, " (output '", outputs_[0]->name(), "')");

@@ -17,26 +17,25 @@ std::vector<OpGroup> MakeGroups() {
   // Versions: the first version with the meaning the group stands for. Binary ops broadcast
   // numpy-style from 7 (Max/Min/Sum/Mean from 8, when they started to broadcast at all);
   // unary ops from 6, when the legacy `consumed_inputs` attribute went.
-  const std::vector<OpGroupMember> arithmetic = {{"Add", 7}, {"Sub", 7},  {"Mul", 7},
-                                                 {"Div", 7}, {"Pow", 7},  {"Mod", 10},
-                                                 {"BitShift", 11}};
+  const std::vector<OpGroupMember> arithmetic = {
+      {"Add", 7}, {"Sub", 7}, {"Mul", 7}, {"Div", 7}, {"Pow", 7}, {"Mod", 10}, {"BitShift", 11}};
   const std::vector<OpGroupMember> comparison = {
       {"Equal", 7}, {"Less", 7}, {"LessOrEqual", 12}, {"Greater", 7}, {"GreaterOrEqual", 12}};
   const std::vector<OpGroupMember> logical = {{"And", 7}, {"Or", 7}, {"Xor", 7}};
   const std::vector<OpGroupMember> variadic = {{"Max", 8}, {"Min", 8}, {"Sum", 8}, {"Mean", 8}};
-  const std::vector<OpGroupMember> commutative = {{"Add"}, {"Mul"},   {"Max"}, {"Min"}, {"Sum"},
+  const std::vector<OpGroupMember> commutative = {{"Add"},  {"Mul"},   {"Max"}, {"Min"}, {"Sum"},
                                                   {"Mean"}, {"Equal"}, {"And"}, {"Or"},  {"Xor"}};
   const std::vector<OpGroupMember> unary_math = {
-      {"Abs", 6},   {"Neg", 6},  {"Exp", 6},  {"Log", 6},  {"Sqrt", 6},  {"Reciprocal", 6},
-      {"Floor", 6}, {"Ceil", 6}, {"Erf", 9},  {"Sin", 7},  {"Cos", 7},   {"Tan", 7},
-      {"Sign", 9},  {"Round", 11}};
+      {"Abs", 6},        {"Neg", 6},   {"Exp", 6},  {"Log", 6},   {"Sqrt", 6},
+      {"Reciprocal", 6}, {"Floor", 6}, {"Ceil", 6}, {"Erf", 9},   {"Sin", 7},
+      {"Cos", 7},        {"Tan", 7},   {"Sign", 9}, {"Round", 11}};
   const std::vector<OpGroupMember> activation = {
-      {"Relu", 6},        {"LeakyRelu", 6}, {"Sigmoid", 6}, {"Tanh", 6},     {"HardSigmoid", 6},
-      {"HardSwish", 14},  {"Elu", 6},       {"Selu", 6},    {"Softplus", 1}, {"Softsign", 1},
-      {"Clip", 6}};
+      {"Relu", 6},        {"LeakyRelu", 6},  {"Sigmoid", 6}, {"Tanh", 6},
+      {"HardSigmoid", 6}, {"HardSwish", 14}, {"Elu", 6},     {"Selu", 6},
+      {"Softplus", 1},    {"Softsign", 1},   {"Clip", 6}};
   const std::vector<OpGroupMember> reduction = {
-      {"ReduceSum"},  {"ReduceMean"}, {"ReduceMax"},    {"ReduceMin"},       {"ReduceProd"},
-      {"ReduceL1"},   {"ReduceL2"},   {"ReduceLogSum"}, {"ReduceLogSumExp"}, {"ReduceSumSquare"}};
+      {"ReduceSum"}, {"ReduceMean"}, {"ReduceMax"},    {"ReduceMin"},       {"ReduceProd"},
+      {"ReduceL1"},  {"ReduceL2"},   {"ReduceLogSum"}, {"ReduceLogSumExp"}, {"ReduceSumSquare"}};
   return {
       {"arithmetic", "binary arithmetic with numpy broadcasting", arithmetic},
       {"comparison", "comparisons with numpy broadcasting (bool output)", comparison},

@@ -36,7 +36,8 @@ void ApplyInferred(const onnx::GraphProto& gp, Graph& g) {
       for (const auto& attr : gp.node(i).attribute()) {
         if (attr.name() != s.attribute) continue;
         if (s.index < 0 && attr.has_g()) ApplyInferred(attr.g(), *s.graph);
-        if (s.index >= 0 && s.index < attr.graphs_size()) ApplyInferred(attr.graphs(s.index), *s.graph);
+        if (s.index >= 0 && s.index < attr.graphs_size())
+          ApplyInferred(attr.graphs(s.index), *s.graph);
       }
     }
   }

@@ -16,11 +16,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define OVFIX_RETURN_IF_ERROR(expr)                                     \
-  do {                                                                  \
-    if (::absl::Status ovfix_status_ = (expr); !ovfix_status_.ok()) {   \
-      return ovfix_status_;                                             \
-    }                                                                   \
+#define OVFIX_RETURN_IF_ERROR(expr)                                   \
+  do {                                                                \
+    if (::absl::Status ovfix_status_ = (expr); !ovfix_status_.ok()) { \
+      return ovfix_status_;                                           \
+    }                                                                 \
   } while (false)
 
 #define OVFIX_STATUS_CONCAT_INNER_(a, b) a##b

@@ -147,29 +147,47 @@ Tensor Tensor::Clone() const {
 
 double Tensor::GetAsDouble(int64_t i) const {
   switch (type_) {
-    case DataType::kFloat: return data<float>()[i];
-    case DataType::kDouble: return data<double>()[i];
-    case DataType::kFloat16: return HalfBitsToFloat(data<uint16_t>()[i]);
-    case DataType::kBfloat16: return Bfloat16BitsToFloat(data<uint16_t>()[i]);
-    case DataType::kInt8: return data<int8_t>()[i];
-    case DataType::kUint8: return data<uint8_t>()[i];
-    case DataType::kInt16: return data<int16_t>()[i];
-    case DataType::kUint16: return data<uint16_t>()[i];
-    case DataType::kInt32: return data<int32_t>()[i];
-    case DataType::kUint32: return data<uint32_t>()[i];
-    case DataType::kInt64: return static_cast<double>(data<int64_t>()[i]);
-    case DataType::kUint64: return static_cast<double>(data<uint64_t>()[i]);
-    case DataType::kBool: return data<uint8_t>()[i] ? 1.0 : 0.0;
-    default: return 0.0;
+    case DataType::kFloat:
+      return data<float>()[i];
+    case DataType::kDouble:
+      return data<double>()[i];
+    case DataType::kFloat16:
+      return HalfBitsToFloat(data<uint16_t>()[i]);
+    case DataType::kBfloat16:
+      return Bfloat16BitsToFloat(data<uint16_t>()[i]);
+    case DataType::kInt8:
+      return data<int8_t>()[i];
+    case DataType::kUint8:
+      return data<uint8_t>()[i];
+    case DataType::kInt16:
+      return data<int16_t>()[i];
+    case DataType::kUint16:
+      return data<uint16_t>()[i];
+    case DataType::kInt32:
+      return data<int32_t>()[i];
+    case DataType::kUint32:
+      return data<uint32_t>()[i];
+    case DataType::kInt64:
+      return static_cast<double>(data<int64_t>()[i]);
+    case DataType::kUint64:
+      return static_cast<double>(data<uint64_t>()[i]);
+    case DataType::kBool:
+      return data<uint8_t>()[i] ? 1.0 : 0.0;
+    default:
+      return 0.0;
   }
 }
 
 int64_t Tensor::GetAsInt64(int64_t i) const {
   switch (type_) {
-    case DataType::kInt64: return data<int64_t>()[i];
-    case DataType::kInt32: return data<int32_t>()[i];
-    case DataType::kUint64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    default: return static_cast<int64_t>(GetAsDouble(i));
+    case DataType::kInt64:
+      return data<int64_t>()[i];
+    case DataType::kInt32:
+      return data<int32_t>()[i];
+    case DataType::kUint64:
+      return static_cast<int64_t>(data<uint64_t>()[i]);
+    default:
+      return static_cast<int64_t>(GetAsDouble(i));
   }
 }
 
@@ -194,15 +212,26 @@ Tensor ConvertTensor(const Tensor& t, DataType to) {
   for (int64_t i = 0; i < n; ++i) {
     const double x = t.GetAsDouble(i);
     switch (to) {
-      case DataType::kFloat: out.data<float>()[i] = static_cast<float>(x); break;
-      case DataType::kDouble: out.data<double>()[i] = x; break;
-      case DataType::kFloat16: out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x)); break;
+      case DataType::kFloat:
+        out.data<float>()[i] = static_cast<float>(x);
+        break;
+      case DataType::kDouble:
+        out.data<double>()[i] = x;
+        break;
+      case DataType::kFloat16:
+        out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x));
+        break;
       case DataType::kBfloat16:
         out.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(x));
         break;
-      case DataType::kInt64: out.data<int64_t>()[i] = static_cast<int64_t>(x); break;
-      case DataType::kInt32: out.data<int32_t>()[i] = static_cast<int32_t>(x); break;
-      default: break;
+      case DataType::kInt64:
+        out.data<int64_t>()[i] = static_cast<int64_t>(x);
+        break;
+      case DataType::kInt32:
+        out.data<int32_t>()[i] = static_cast<int32_t>(x);
+        break;
+      default:
+        break;
     }
   }
   return out;

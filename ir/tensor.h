@@ -45,11 +45,13 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
 
   std::byte* data() {
-    if (lazy_ != nullptr) [[unlikely]] Materialize();
+    if (lazy_ != nullptr) [[unlikely]]
+      Materialize();
     return data_;
   }
   const std::byte* data() const {
-    if (lazy_ != nullptr) [[unlikely]] Materialize();
+    if (lazy_ != nullptr) [[unlikely]]
+      Materialize();
     return data_;
   }
   size_t size() const { return size_; }
@@ -106,11 +108,17 @@ class Tensor {
   void* raw() { return buffer_ ? buffer_->data() : nullptr; }
   const void* raw() const { return buffer_ ? buffer_->data() : nullptr; }
   template <typename T>
-  T* data() { return reinterpret_cast<T*>(raw()); }
+  T* data() {
+    return reinterpret_cast<T*>(raw());
+  }
   template <typename T>
-  const T* data() const { return reinterpret_cast<const T*>(raw()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(raw());
+  }
   template <typename T>
-  std::span<const T> values() const { return {data<T>(), static_cast<size_t>(numel())}; }
+  std::span<const T> values() const {
+    return {data<T>(), static_cast<size_t>(numel())};
+  }
 
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   std::vector<std::string>& strings() { return strings_; }

@@ -54,7 +54,9 @@ bool VisitTypedField(const onnx::TensorProto& proto, DataType type, Fn&& fn) {
     case DataType::kInt8:
       fn(proto.int32_data(), int8_t{}, 1);
       return true;
-    case DataType::kUint16: case DataType::kFloat16: case DataType::kBfloat16:
+    case DataType::kUint16:
+    case DataType::kFloat16:
+    case DataType::kBfloat16:
       fn(proto.int32_data(), uint16_t{}, 1);
       return true;
     case DataType::kUint8:
@@ -92,8 +94,8 @@ absl::StatusOr<Layout> CheckedLayout(const onnx::TensorProto& proto) {
   const int64_t n = layout.elements;
   if (layout.type == DataType::kString) {
     if (proto.string_data_size() != n) {
-      return BadTensor(proto, absl::StrCat("has ", proto.string_data_size(),
-                                           " strings, its dims need ", n));
+      return BadTensor(
+          proto, absl::StrCat("has ", proto.string_data_size(), " strings, its dims need ", n));
     }
     return layout;
   }
@@ -163,8 +165,7 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto,
   return Decode(proto, nullptr, base_dir);
 }
 
-absl::StatusOr<Tensor> TensorFromProtoMove(onnx::TensorProto& proto,
-                                           const std::string& base_dir) {
+absl::StatusOr<Tensor> TensorFromProtoMove(onnx::TensorProto& proto, const std::string& base_dir) {
   return Decode(proto, proto.has_raw_data() ? proto.mutable_raw_data() : nullptr, base_dir);
 }
 

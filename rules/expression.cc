@@ -513,8 +513,8 @@ bool EvaluateCondition(const Expr& e, const NameLookup& lookup, const HelperCont
     auto result = Compare(e, *left, *right);
     if (!result.ok()) return fail(result.status());
     if (!*result) {
-      why = absl::StrCat(e.source, " is false: ", DescribeHelperValue(*left), " ", e.text,
-                         " ", DescribeHelperValue(*right));
+      why = absl::StrCat(e.source, " is false: ", DescribeHelperValue(*left), " ", e.text, " ",
+                         DescribeHelperValue(*right));
     }
     return *result;
   }

@@ -114,8 +114,7 @@ std::vector<std::vector<int>> AnyPositionOrders(const std::vector<int>& any, siz
     if (k < any.size()) {
       for (size_t p = 0; p < count; ++p) {
         if (std::find(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(k),
-                      static_cast<int>(p)) !=
-            at.begin() + static_cast<std::ptrdiff_t>(k)) {
+                      static_cast<int>(p)) != at.begin() + static_cast<std::ptrdiff_t>(k)) {
           continue;
         }
         at[k] = static_cast<int>(p);
@@ -349,8 +348,8 @@ Solver::Step Solver::MatchValue(const Task& task, State& state, int& index, Node
   if (state.match.nodes[pattern_index] != nullptr) {
     if (state.match.nodes[pattern_index] == n) return Step::kBound;
     Fail([&, other = state.match.nodes[pattern_index]] {
-      return absl::StrCat("pattern node ", pn.op_type, " matched both ", other->Describe(),
-                          " and ", n->Describe());
+      return absl::StrCat("pattern node ", pn.op_type, " matched both ", other->Describe(), " and ",
+                          n->Describe());
     });
     return Step::kFail;
   }

@@ -29,8 +29,8 @@ int OpVersion(const Model& model, std::string_view domain, std::string_view op_t
   const int64_t opset = model.OpsetVersion(domain);
   if (opset <= 0) return -1;
   if (LatestOpset(domain) < 0) return static_cast<int>(opset);
-  const auto* schema = onnx::OpSchemaRegistry::Schema(
-      std::string(op_type), static_cast<int>(opset), std::string(domain));
+  const auto* schema = onnx::OpSchemaRegistry::Schema(std::string(op_type), static_cast<int>(opset),
+                                                      std::string(domain));
   if (schema == nullptr) return -1;
   return schema->SinceVersion();
 }

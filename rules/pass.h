@@ -21,11 +21,11 @@ namespace ovfix::rules {
 struct ConvertOptions {
   std::string target = "generic";
   // Static shapes.
-  int64_t batch = -1;                                   // --batch N
+  int64_t batch = -1;                                        // --batch N
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape NAME=1x3x224x224
   // fp16.
   bool fp16 = false;
-  std::vector<std::string> keep_fp32;                   // --keep-fp32 REGEX (names or op types)
+  std::vector<std::string> keep_fp32;  // --keep-fp32 REGEX (names or op types)
   // Nodes to keep in fp32, by the name of their first output, with the reason (repair).
   std::map<std::string, std::string> keep_fp32_outputs;
   bool keep_io_types = false;
@@ -45,11 +45,11 @@ struct ConvertOptions {
   enum class Broadcast { kRank, kFull };
   Broadcast broadcast = Broadcast::kRank;
   bool lower_conv3d_unit_kernel = false;
-  int64_t fold_size_limit = 1 << 20;                    // elements of a folded constant
-  std::vector<std::string> disabled;                    // --disable RULE
+  int64_t fold_size_limit = 1 << 20;  // elements of a folded constant
+  std::vector<std::string> disabled;  // --disable RULE
   // Validation.
   bool validate = true;
-  std::map<std::string, std::string> input_files;       // --input NAME=FILE.pb
+  std::map<std::string, std::string> input_files;  // --input NAME=FILE.pb
 };
 
 // The options' names as the command line and target files spell them ("rank", "full";

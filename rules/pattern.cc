@@ -95,8 +95,7 @@ bool MarkAnyPositions(Pattern& pattern, TemplateError& error) {
                   name);
     }
     if (pattern.variadic.count(name)) {
-      return Fail(error, absl::StrCat("'", name, "' cannot be both variadic and any_input"),
-                  name);
+      return Fail(error, absl::StrCat("'", name, "' cannot be both variadic and any_input"), name);
     }
   }
   std::map<std::string, int> uses;

@@ -195,7 +195,8 @@ std::string Rewriter::GraphInterfaceConflict(const Value* from, const Value* to)
     return "";
   }
   return absl::StrCat("graph output '", from->name(), "' would be replaced by '", to->name(), "', ",
-                      what, ", which cannot take its name (the rewriter keeps graph inputs and "
+                      what,
+                      ", which cannot take its name (the rewriter keeps graph inputs and "
                       "outputs)");
 }
 

@@ -28,17 +28,17 @@
 namespace ovfix::rules {
 
 struct RewriteRecord {
-  std::string rule;                       // rule or pass name
-  std::vector<std::string> matched;       // Describe() of the nodes the rewrite started from
-  std::vector<std::string> created;       // Describe() of the nodes it added
-  int removed = 0;                        // nodes it took out
+  std::string rule;                  // rule or pass name
+  std::vector<std::string> matched;  // Describe() of the nodes the rewrite started from
+  std::vector<std::string> created;  // Describe() of the nodes it added
+  int removed = 0;                   // nodes it took out
   // It made values, constants or attributes, or changed declared types: shape inference has
   // something to add. Rewiring to existing values and removing nodes leave types as they
   // were (a validated rewrite keeps the values it rewires).
   bool new_types = false;
-  double max_error = -1;                  // measured by validation; -1 when not validated
+  double max_error = -1;  // measured by validation; -1 when not validated
   bool rolled_back = false;
-  std::string note;                       // why it was rolled back, or a pass's remark
+  std::string note;  // why it was rolled back, or a pass's remark
   // Values the matched nodes read or wrote whose shapes only the reference run showed
   // (rules/shape_facts.h): the rewrite relied on observed shapes.
   std::vector<std::string> observed_shapes;
@@ -180,7 +180,7 @@ class Rewriter {
   std::vector<Value*> created_values_;
   std::vector<const Node*> last_removed_;
   std::vector<Node*> last_touched_;
-  std::vector<Graph*> graphs_;     // every graph of the model, when graphs_known_
+  std::vector<Graph*> graphs_;  // every graph of the model, when graphs_known_
   bool graphs_known_ = false;
   int64_t name_counter_ = 0;
   absl::flat_hash_map<Graph*, size_t> dangling_;  // values waiting for a batch, per graph

@@ -84,8 +84,7 @@ class Instantiation {
   std::map<std::string, std::vector<Value*>> materialized_;  // let values turned into inputs
 };
 
-int Instantiation::RewrittenPatternNode(const TemplateNode& rn,
-                                        const std::string& op_type) const {
+int Instantiation::RewrittenPatternNode(const TemplateNode& rn, const std::string& op_type) const {
   const auto& outputs = rule_.replacement.outputs;
   for (size_t k = 0; k < rn.outputs.size(); ++k) {
     auto it = std::find(outputs.begin(), outputs.end(), rn.outputs[k]);
@@ -210,11 +209,11 @@ absl::StatusOr<onnx::AttributeProto> Instantiation::BuilderAttribute(
       return a;
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "rule ", rule_.name, ": ", std::string(builder.name), " writes ",
-      std::string(builder.op_type), "<", argument, " = ...> before version ", builder.input_since,
-      ", and '", name,
-      "' is not a list of ints known when the rule applies (a let or a constant)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("rule ", rule_.name, ": ", std::string(builder.name), " writes ",
+                   std::string(builder.op_type), "<", argument, " = ...> before version ",
+                   builder.input_since, ", and '", name,
+                   "' is not a list of ints known when the rule applies (a let or a constant)"));
 }
 
 absl::Status Instantiation::AddNode(const TemplateNode& rn) {

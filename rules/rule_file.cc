@@ -43,7 +43,7 @@ struct RawRule {
   std::string name, algebra;
   int line = 0, column = 0;
   std::optional<Span> match, replace;
-  std::string placeholder;  // `for Op in ...`
+  std::string placeholder;      // `for Op in ...`
   std::vector<RawOp> ops;       // `for`
   std::vector<RawOp> versions;  // `ops`
   std::set<std::string> variadic, any_input;
@@ -640,9 +640,9 @@ void RuleFileParser::Build(const RawRule& raw, RuleFile& out) {
     }
     if (n.input_size() != 2 || n.input(1).empty()) {
       Error(line, column,
-            absl::StrCat("builder '", std::string(builder->name), "' takes 2 inputs: ",
-                         std::string(builder->name), "(data, ", std::string(builder->argument),
-                         ")"));
+            absl::StrCat("builder '", std::string(builder->name),
+                         "' takes 2 inputs: ", std::string(builder->name), "(data, ",
+                         std::string(builder->argument), ")"));
       return;
     }
   }

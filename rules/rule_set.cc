@@ -58,8 +58,7 @@ class RuleSetPass : public Pass {
 
 int RuleSetPass::Sweep(PassContext& ctx,
                        const std::map<std::string, std::vector<const Rule*>>& by_op,
-                       std::set<std::pair<std::string, std::string>>& rejected,
-                       size_t& budget) {
+                       std::set<std::pair<std::string, std::string>>& rejected, size_t& budget) {
   const HelperContext helpers{ctx.model, &ctx.options};
   // The main graph first, then each body of the graphs swept, so a rewrite never meets a
   // body whose holder it has already removed.

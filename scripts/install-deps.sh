@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   clang libclang-rt-14-dev  # the fuzz build (docs/fuzzing.md): clang 14 and its libFuzzer
+  clang-format              # the format check (.clang-format)
 )
 missing=()
 for p in "${packages[@]}"; do

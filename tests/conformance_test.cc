@@ -68,9 +68,8 @@ std::vector<std::string> ListedTestNames() {
 // Tests whose expected outputs come from numpy's random generator: a pass would be luck, so
 // they never enter the pass list.
 bool IsNondeterministic(const std::string& name) {
-  return absl::StrContains(name, "bernoulli") ||
-         (absl::StartsWith(name, "test_training_dropout") &&
-          !absl::StrContains(name, "zero_ratio"));
+  return absl::StrContains(name, "bernoulli") || (absl::StartsWith(name, "test_training_dropout") &&
+                                                  !absl::StrContains(name, "zero_ratio"));
 }
 
 // ---- reading test data: TensorProto, SequenceProto or OptionalProto files ----
@@ -84,8 +83,7 @@ absl::StatusOr<RuntimeValue> ValueFromSequence(const onnx::SequenceProto& proto)
   return RuntimeValue::FromSequence(std::move(items));
 }
 
-absl::StatusOr<RuntimeValue> ReadValueFile(const std::string& path,
-                                           const onnx::TypeProto& type) {
+absl::StatusOr<RuntimeValue> ReadValueFile(const std::string& path, const onnx::TypeProto& type) {
   if (type.has_sequence_type() || type.has_optional_type()) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
@@ -118,11 +116,16 @@ enum class Outcome { kPass, kLoadError, kUnsupported, kRunError, kMismatch };
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "pass";
-    case Outcome::kLoadError: return "load error";
-    case Outcome::kUnsupported: return "unsupported op";
-    case Outcome::kRunError: return "run error";
-    case Outcome::kMismatch: return "wrong result";
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kLoadError:
+      return "load error";
+    case Outcome::kUnsupported:
+      return "unsupported op";
+    case Outcome::kRunError:
+      return "run error";
+    case Outcome::kMismatch:
+      return "wrong result";
   }
   return "?";
 }
@@ -189,22 +192,22 @@ Result RunOne(const std::string& name) {
       const fs::path file = data / absl::StrCat("input_", k, ".pb");
       if (!fs::exists(file)) continue;  // an optional input the test leaves out
       absl::StatusOr<RuntimeValue> v = ReadValueFile(file.string(), inputs[k]->type());
-      if (!v.ok()) return {Outcome::kLoadError, absl::StrCat(file.string(), ": ",
-                                                             v.status().message())};
+      if (!v.ok())
+        return {Outcome::kLoadError, absl::StrCat(file.string(), ": ", v.status().message())};
       feeds[inputs[k]->name()] = std::move(*v);
     }
     absl::StatusOr<std::vector<RuntimeValue>> out = (*session)->RunValues(feeds);
     if (!out.ok()) {
-      return {Outcome::kRunError, absl::StrCat(data.filename().string(), ": ",
-                                               out.status().message())};
+      return {Outcome::kRunError,
+              absl::StrCat(data.filename().string(), ": ", out.status().message())};
     }
     for (size_t k = 0; k < graph.outputs().size(); ++k) {
       const fs::path file = data / absl::StrCat("output_", k, ".pb");
       absl::StatusOr<RuntimeValue> expected =
           ReadValueFile(file.string(), graph.outputs()[k]->type());
       if (!expected.ok()) {
-        return {Outcome::kLoadError, absl::StrCat(file.string(), ": ",
-                                                  expected.status().message())};
+        return {Outcome::kLoadError,
+                absl::StrCat(file.string(), ": ", expected.status().message())};
       }
       if (k >= out->size()) return {Outcome::kMismatch, "too few outputs"};
       const std::string diff = CompareValues((*out)[k], *expected);

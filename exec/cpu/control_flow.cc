@@ -99,8 +99,8 @@ absl::StatusOr<bool> ReadCondition(const ValueContext& ctx, const RuntimeValue& 
 absl::StatusOr<std::vector<RuntimeValue>> RunBody(const ValueContext& ctx, const Graph& body,
                                                   std::vector<RuntimeValue> args) {
   if (args.size() != body.inputs().size()) {
-    return ctx.Error("subgraph '", body.name(), "' takes ", body.inputs().size(),
-                     " inputs, given ", args.size());
+    return ctx.Error("subgraph '", body.name(), "' takes ", body.inputs().size(), " inputs, given ",
+                     args.size());
   }
   OVFIX_ASSIGN_OR_RETURN(std::vector<RuntimeValue> out, ctx.run_subgraph(body, std::move(args)));
   if (out.size() != body.outputs().size()) {
@@ -168,8 +168,7 @@ absl::Status LoopKernel(ValueContext& ctx) {
   }
   const size_t carried_count = ctx.inputs.size() - 2;
   if (body->inputs().size() != carried_count + 2) {
-    return ctx.Error("body takes ", body->inputs().size(), " inputs, expected ",
-                     carried_count + 2);
+    return ctx.Error("body takes ", body->inputs().size(), " inputs, expected ", carried_count + 2);
   }
   if (body->outputs().size() < carried_count + 1) {
     return ctx.Error("body returns ", body->outputs().size(), " values, expected at least ",
@@ -412,10 +411,14 @@ absl::Status SequenceOnlyKernel(KernelContext& ctx) {
 
 std::string DescribeRuntimeValue(const RuntimeValue& v) {
   switch (v.kind) {
-    case RuntimeValue::Kind::kTensor: return DescribeTensor(v.tensor);
-    case RuntimeValue::Kind::kSequence: return absl::StrCat("sequence(", v.sequence->size(), ")");
-    case RuntimeValue::Kind::kNone: return "none";
-    default: return "unset";
+    case RuntimeValue::Kind::kTensor:
+      return DescribeTensor(v.tensor);
+    case RuntimeValue::Kind::kSequence:
+      return absl::StrCat("sequence(", v.sequence->size(), ")");
+    case RuntimeValue::Kind::kNone:
+      return "none";
+    default:
+      return "unset";
   }
 }
 
@@ -447,8 +450,9 @@ absl::Status RunValueKernelOnTensors(ValueKernelFn fn, KernelContext& ctx) {
     vctx.inputs.push_back(ctx.inputs[i] != nullptr ? &inputs[i] : nullptr);
   }
   vctx.outputs.resize(ctx.outputs.size());
-  vctx.run_subgraph = [&ctx](const Graph& graph, std::vector<RuntimeValue> args)
-      -> absl::StatusOr<std::vector<RuntimeValue>> {
+  vctx.run_subgraph =
+      [&ctx](const Graph& graph,
+             std::vector<RuntimeValue> args) -> absl::StatusOr<std::vector<RuntimeValue>> {
     if (!ctx.run_subgraph) return ctx.Error("this executor cannot run subgraphs");
     std::vector<Tensor> tensors;
     for (RuntimeValue& v : args) {

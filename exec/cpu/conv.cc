@@ -78,7 +78,7 @@ bool UseTransposedProduct(int64_t out_size, int64_t maps) {
 // min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
 // NaN. (The merge-masked forms: the plain intrinsics trip g++ 12's uninitialized warning.)
 __attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m512 x, __m512 lo,
-                                                                           __m512 hi) {
+                                                                            __m512 hi) {
   x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
   return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
 }
@@ -87,8 +87,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m5
 // layout (the bias and clamp of `epilogue`).
 // Maps [m0, m1) of it.
 __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src, int64_t rows,
-                                                               int64_t cols, int64_t m0,
-                                                               int64_t m1,
+                                                               int64_t cols, int64_t m0, int64_t m1,
                                                                const GemmEpilogue& epilogue,
                                                                float* dst) {
   const float* bias = epilogue.row_bias;
@@ -139,7 +138,8 @@ void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t 
         x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
       }
       if (epilogue.hard_swish) {
-        x *= std::max(0.0f, std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
+        x *= std::max(0.0f,
+                      std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
       }
       dst[m * rows + i] = x;
     }
@@ -183,7 +183,8 @@ void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
 // without a GEMM epilogue).
 void ApplyFusedActivation(const KernelContext& ctx, float* y, int64_t n) {
   if (ctx.clamp_output) ClampFloats(y, n, ctx.clamp_min, ctx.clamp_max, ctx.pool);
-  if (ctx.hard_swish_output) HardSwishFloats(y, n, ctx.hard_swish_alpha, ctx.hard_swish_beta, ctx.pool);
+  if (ctx.hard_swish_output)
+    HardSwishFloats(y, n, ctx.hard_swish_alpha, ctx.hard_swish_beta, ctx.pool);
 }
 
 absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
@@ -377,7 +378,9 @@ absl::Status Conv(KernelContext& ctx) {
   }
   std::vector<int64_t> weight_spatial(w.dims().begin() + 2, w.dims().end());
   OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(ctx, weight_spatial));
-  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes( ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto geometry, ReadSpatialAttributes(
+                         ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
   OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
   std::vector<int64_t> dims = {x.dim(0), maps};
   dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());

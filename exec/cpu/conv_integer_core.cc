@@ -33,9 +33,8 @@ struct Geometry3 {
 // image into packed B (zero point taken off; outside the image 0).
 // `slots[j]` is where column j of step 0 goes (QuantPackedBIndex(pairs, nr, 0, j)).
 template <typename T>
-void PackColumns(const T* image, int32_t x_zero, const Geometry3& s, int64_t depth,
-                 int64_t first, int64_t count, const std::vector<int64_t>& slots, int nr,
-                 int16_t* packed) {
+void PackColumns(const T* image, int32_t x_zero, const Geometry3& s, int64_t depth, int64_t first,
+                 int64_t count, const std::vector<int64_t>& slots, int nr, int16_t* packed) {
   const int64_t kernel_size = s.kernel_size();
   for (int64_t k = 0; k < depth; ++k) {
     int16_t* step = packed + (k / 2) * nr * 2 + (k & 1);
@@ -56,8 +55,7 @@ void PackColumns(const T* image, int32_t x_zero, const Geometry3& s, int64_t dep
       for (int64_t r = 0; r < run; ++r) {
         const int64_t i2 = (o2 + r) * s.strides[2] - s.pads[2] + t2 * s.dilations[2];
         const bool inside = row_inside && i2 >= 0 && i2 < s.in[2];
-        step[slots[j + r]] =
-            inside ? static_cast<int16_t>(int32_t{row[i2]} - x_zero) : int16_t{0};
+        step[slots[j + r]] = inside ? static_cast<int16_t>(int32_t{row[i2]} - x_zero) : int16_t{0};
       }
       j += run;
       o2 += run;
@@ -91,9 +89,8 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
   }
   const int64_t pairs = (depth + 1) / 2;
   // Blocks of columns whose packed B stays in the core's cache next to the weights.
-  const int64_t block = std::clamp<int64_t>((int64_t{96} << 10) / std::max<int64_t>(1, pairs * 4) /
-                                                nr * nr,
-                                            nr, 32 * nr);
+  const int64_t block = std::clamp<int64_t>(
+      (int64_t{96} << 10) / std::max<int64_t>(1, pairs * 4) / nr * nr, nr, 32 * nr);
   const int64_t blocks = (out_size + block - 1) / block;
   const int64_t items = batch * group * blocks;
   ParallelFor(pool, items, 1, [&](int64_t begin, int64_t end) {

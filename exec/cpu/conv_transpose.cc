@@ -120,8 +120,11 @@ absl::Status ConvTranspose(KernelContext& ctx) {
     }
   }
   const size_t rank = x.rank() - 2;
-  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
-  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes( ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto kernel, KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto geometry, ReadSpatialAttributes(
+                         ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
   SpatialGeometry& g = geometry;
   const std::vector<int64_t> output_padding =
       ctx.node.GetInts("output_padding", std::vector<int64_t>(rank, 0));

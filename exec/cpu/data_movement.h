@@ -29,12 +29,18 @@ template <typename Fn>
 void VisitStorage(DataType type, Fn&& fn) {
   if (type == DataType::kString) return fn.template operator()<std::string>();
   switch (ElementSize(type)) {
-    case 1: return fn.template operator()<Bytes<1>>();
-    case 2: return fn.template operator()<Bytes<2>>();
-    case 4: return fn.template operator()<Bytes<4>>();
-    case 8: return fn.template operator()<Bytes<8>>();
-    case 16: return fn.template operator()<Bytes<16>>();
-    default: return;  // callers check StorageSupported first
+    case 1:
+      return fn.template operator()<Bytes<1>>();
+    case 2:
+      return fn.template operator()<Bytes<2>>();
+    case 4:
+      return fn.template operator()<Bytes<4>>();
+    case 8:
+      return fn.template operator()<Bytes<8>>();
+    case 16:
+      return fn.template operator()<Bytes<16>>();
+    default:
+      return;  // callers check StorageSupported first
   }
 }
 

@@ -77,7 +77,8 @@ OVFIX_FLOAT_UNARY(Atanh, kExpensive, std::atanh(x))
 // Exp and Erf compute float with the vectorized polynomials of vector_math.h (GELU spends
 // most of its time in erf).
 absl::Status Exp(KernelContext& ctx) {
-  return UnaryKernel(ctx, kFloatTypes, kExpensive, [](auto x) { return std::exp(x); }, &ExpFloats);
+  return UnaryKernel(
+      ctx, kFloatTypes, kExpensive, [](auto x) { return std::exp(x); }, &ExpFloats);
 }
 
 absl::Status Erf(KernelContext& ctx) {

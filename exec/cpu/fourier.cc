@@ -32,16 +32,16 @@ std::vector<Complex> Twiddles(int64_t n, bool inverse) {
   std::vector<Complex> table(static_cast<size_t>(n));
   const double sign = inverse ? 1.0 : -1.0;
   for (int64_t m = 0; m < n; ++m) {
-    const double angle = sign * 2.0 * std::numbers::pi * static_cast<double>(m) /
-                         static_cast<double>(n);
+    const double angle =
+        sign * 2.0 * std::numbers::pi * static_cast<double>(m) / static_cast<double>(n);
     table[m] = Complex(std::cos(angle), std::sin(angle));
   }
   return table;
 }
 
 // The first `bins` coefficients of the n-point transform of x (x.size() == n).
-void Transform(const std::vector<Complex>& x, const std::vector<Complex>& twiddles,
-               int64_t bins, Complex* out) {
+void Transform(const std::vector<Complex>& x, const std::vector<Complex>& twiddles, int64_t bins,
+               Complex* out) {
   const int64_t n = static_cast<int64_t>(x.size());
   for (int64_t k = 0; k < bins; ++k) {
     Complex sum = 0;

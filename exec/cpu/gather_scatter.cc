@@ -270,25 +270,45 @@ absl::Status ApplyUpdates(const KernelContext& ctx, Tensor& out, const Tensor& u
     return absl::OkStatus();
   }
   switch (out.type()) {
-    case DataType::kFloat: ReduceInto<NativeArith<float>>(out, updates, targets, block, r); break;
-    case DataType::kDouble: ReduceInto<NativeArith<double>>(out, updates, targets, block, r); break;
-    case DataType::kInt8: ReduceInto<NativeArith<int8_t>>(out, updates, targets, block, r); break;
-    case DataType::kUint8: ReduceInto<NativeArith<uint8_t>>(out, updates, targets, block, r); break;
-    case DataType::kInt16: ReduceInto<NativeArith<int16_t>>(out, updates, targets, block, r); break;
+    case DataType::kFloat:
+      ReduceInto<NativeArith<float>>(out, updates, targets, block, r);
+      break;
+    case DataType::kDouble:
+      ReduceInto<NativeArith<double>>(out, updates, targets, block, r);
+      break;
+    case DataType::kInt8:
+      ReduceInto<NativeArith<int8_t>>(out, updates, targets, block, r);
+      break;
+    case DataType::kUint8:
+      ReduceInto<NativeArith<uint8_t>>(out, updates, targets, block, r);
+      break;
+    case DataType::kInt16:
+      ReduceInto<NativeArith<int16_t>>(out, updates, targets, block, r);
+      break;
     case DataType::kUint16:
       ReduceInto<NativeArith<uint16_t>>(out, updates, targets, block, r);
       break;
-    case DataType::kInt32: ReduceInto<NativeArith<int32_t>>(out, updates, targets, block, r); break;
+    case DataType::kInt32:
+      ReduceInto<NativeArith<int32_t>>(out, updates, targets, block, r);
+      break;
     case DataType::kUint32:
       ReduceInto<NativeArith<uint32_t>>(out, updates, targets, block, r);
       break;
-    case DataType::kInt64: ReduceInto<NativeArith<int64_t>>(out, updates, targets, block, r); break;
+    case DataType::kInt64:
+      ReduceInto<NativeArith<int64_t>>(out, updates, targets, block, r);
+      break;
     case DataType::kUint64:
       ReduceInto<NativeArith<uint64_t>>(out, updates, targets, block, r);
       break;
-    case DataType::kBool: ReduceInto<BoolArith>(out, updates, targets, block, r); break;
-    case DataType::kFloat16: ReduceInto<HalfArith>(out, updates, targets, block, r); break;
-    case DataType::kBfloat16: ReduceInto<Bfloat16Arith>(out, updates, targets, block, r); break;
+    case DataType::kBool:
+      ReduceInto<BoolArith>(out, updates, targets, block, r);
+      break;
+    case DataType::kFloat16:
+      ReduceInto<HalfArith>(out, updates, targets, block, r);
+      break;
+    case DataType::kBfloat16:
+      ReduceInto<Bfloat16Arith>(out, updates, targets, block, r);
+      break;
     default:
       return ctx.Error("reduction is not defined for ", std::string(DataTypeName(out.type())));
   }

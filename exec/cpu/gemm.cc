@@ -227,7 +227,8 @@ void GemmEmptyDepth(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilo
         x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
       }
       if (epilogue.hard_swish) {
-        x *= std::max(0.0f, std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
+        x *= std::max(0.0f,
+                      std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
       }
       row[j] = x;
     }

@@ -56,15 +56,15 @@ __attribute__((target("avx2"))) void Avx2Tile(int64_t pairs, const int16_t* a, c
 }
 
 // ---- AVX-512: 8 rows x 32 columns, 16 zmm accumulators; VNNI fuses the add ----
-#define OVFIX_AVX512_TILE(NAME, TARGET, MULTIPLY_ADD)                                         \
+#define OVFIX_AVX512_TILE(NAME, TARGET, MULTIPLY_ADD)                                          \
   __attribute__((target(TARGET))) void NAME(int64_t pairs, const int16_t* a, const int16_t* b, \
                                             int32_t* c, int64_t ldc, int rows, int cols) {     \
     constexpr int kMr = 8, kNr = 32;                                                           \
     __m512i acc[kMr][2];                                                                       \
     for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();              \
     for (int64_t p = 0; p < pairs; ++p, a += kMr * 2, b += kNr * 2) {                          \
-      const __m512i b0 = _mm512_loadu_si512(b);                                                 \
-      const __m512i b1 = _mm512_loadu_si512(b + 32);                                            \
+      const __m512i b0 = _mm512_loadu_si512(b);                                                \
+      const __m512i b1 = _mm512_loadu_si512(b + 32);                                           \
       _Pragma("GCC unroll 8") for (int r = 0; r < kMr; ++r) {                                  \
         int32_t pair;                                                                          \
         std::memcpy(&pair, a + 2 * r, sizeof(pair));                                           \
@@ -162,7 +162,8 @@ void QuantGemm(const PackedQuantA& a, const int16_t* b, int64_t columns, int32_t
   const int64_t column_panels = (columns + kernel.nr - 1) / kernel.nr;
   const int64_t b_panel = a.pairs() * kernel.nr * 2;
   // Work items: one column panel against every row panel, so B is read once per item.
-  const int64_t min_items = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, row_panels * a.pairs()));
+  const int64_t min_items =
+      std::max<int64_t>(1, 4096 / std::max<int64_t>(1, row_panels * a.pairs()));
   ParallelFor(pool, column_panels, min_items, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t n0 = p * kernel.nr;

@@ -25,8 +25,8 @@ struct QuantGemmKernel {
   int mr;
   int nr;
   // C[rows x cols] (row stride ldc) = A panel * B panel over `pairs` pairs of K.
-  void (*tile)(int64_t pairs, const int16_t* a, const int16_t* b, int32_t* c, int64_t ldc,
-               int rows, int cols);
+  void (*tile)(int64_t pairs, const int16_t* a, const int16_t* b, int32_t* c, int64_t ldc, int rows,
+               int cols);
 };
 
 const QuantGemmKernel& CurrentQuantGemmKernel();

@@ -16,7 +16,7 @@ using TileFn = void (*)(const TileArgs&);
 // min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
 // NaN. (The merge-masked forms: the plain intrinsics trip g++ 12's uninitialized warning.)
 __attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m512 x, __m512 lo,
-                                                                           __m512 hi) {
+                                                                            __m512 hi) {
   x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
   return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
 }
@@ -24,8 +24,8 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m5
 // x * min(max(alpha * x + beta, 0), 1), rounded as the unfused HardSigmoid and Mul kernels
 // round it (a product, then a sum: no fused multiply-add).
 __attribute__((target("avx512f"), always_inline)) inline __m512 HardSwishAvx512(__m512 x,
-                                                                               __m512 alpha,
-                                                                               __m512 beta) {
+                                                                                __m512 alpha,
+                                                                                __m512 beta) {
   __m512 product = _mm512_mul_ps(alpha, x);
   __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
   __m512 gate = _mm512_add_ps(product, beta);
@@ -163,8 +163,8 @@ struct Avx2Tile {
             __m256 product = _mm256_mul_ps(_mm256_set1_ps(t.hs_alpha), x);
             __asm__("" : "+x"(product));  // no contraction into a multiply-add
             const __m256 gate = _mm256_add_ps(product, _mm256_set1_ps(t.hs_beta));
-            x = _mm256_mul_ps(x, _mm256_min_ps(_mm256_max_ps(gate, _mm256_setzero_ps()),
-                                               _mm256_set1_ps(1.0f)));
+            x = _mm256_mul_ps(
+                x, _mm256_min_ps(_mm256_max_ps(gate, _mm256_setzero_ps()), _mm256_set1_ps(1.0f)));
           }
           _mm256_storeu_ps(c + 8 * v, x);
         }

@@ -83,12 +83,18 @@ absl::Status Range(KernelContext& ctx) {
     if (ctx.input(i).type() != ctx.input(0).type()) return ctx.Error("inputs differ in type");
   }
   switch (ctx.input(0).type()) {
-    case DataType::kFloat: return RangeTyped<float>(ctx);
-    case DataType::kDouble: return RangeTyped<double>(ctx);
-    case DataType::kInt16: return RangeTyped<int16_t>(ctx);
-    case DataType::kInt32: return RangeTyped<int32_t>(ctx);
-    case DataType::kInt64: return RangeTyped<int64_t>(ctx);
-    default: return ctx.Error("unsupported element type");
+    case DataType::kFloat:
+      return RangeTyped<float>(ctx);
+    case DataType::kDouble:
+      return RangeTyped<double>(ctx);
+    case DataType::kInt16:
+      return RangeTyped<int16_t>(ctx);
+    case DataType::kInt32:
+      return RangeTyped<int32_t>(ctx);
+    case DataType::kInt64:
+      return RangeTyped<int64_t>(ctx);
+    default:
+      return ctx.Error("unsupported element type");
   }
 }
 
@@ -428,21 +434,48 @@ absl::Status Unique(KernelContext& ctx) {
   UniqueSlices u;
   auto find = [&](const auto* keys) { u = FindUnique(keys, outer, n, inner, sorted); };
   switch (x.type()) {
-    case DataType::kFloat: find(x.data<float>()); break;
-    case DataType::kDouble: find(x.data<double>()); break;
-    case DataType::kInt8: find(x.data<int8_t>()); break;
+    case DataType::kFloat:
+      find(x.data<float>());
+      break;
+    case DataType::kDouble:
+      find(x.data<double>());
+      break;
+    case DataType::kInt8:
+      find(x.data<int8_t>());
+      break;
     case DataType::kUint8:
-    case DataType::kBool: find(x.data<uint8_t>()); break;
-    case DataType::kInt16: find(x.data<int16_t>()); break;
-    case DataType::kUint16: find(x.data<uint16_t>()); break;
-    case DataType::kInt32: find(x.data<int32_t>()); break;
-    case DataType::kUint32: find(x.data<uint32_t>()); break;
-    case DataType::kInt64: find(x.data<int64_t>()); break;
-    case DataType::kUint64: find(x.data<uint64_t>()); break;
-    case DataType::kString: find(x.strings().data()); break;
-    case DataType::kFloat16: find(HalvesToFloats(x, HalfBitsToFloat).data()); break;
-    case DataType::kBfloat16: find(HalvesToFloats(x, Bfloat16BitsToFloat).data()); break;
-    default: return ctx.Error("unsupported element type");
+    case DataType::kBool:
+      find(x.data<uint8_t>());
+      break;
+    case DataType::kInt16:
+      find(x.data<int16_t>());
+      break;
+    case DataType::kUint16:
+      find(x.data<uint16_t>());
+      break;
+    case DataType::kInt32:
+      find(x.data<int32_t>());
+      break;
+    case DataType::kUint32:
+      find(x.data<uint32_t>());
+      break;
+    case DataType::kInt64:
+      find(x.data<int64_t>());
+      break;
+    case DataType::kUint64:
+      find(x.data<uint64_t>());
+      break;
+    case DataType::kString:
+      find(x.strings().data());
+      break;
+    case DataType::kFloat16:
+      find(HalvesToFloats(x, HalfBitsToFloat).data());
+      break;
+    case DataType::kBfloat16:
+      find(HalvesToFloats(x, Bfloat16BitsToFloat).data());
+      break;
+    default:
+      return ctx.Error("unsupported element type");
   }
   const int64_t count = static_cast<int64_t>(u.first.size());
   std::vector<int64_t> y_dims = {count};

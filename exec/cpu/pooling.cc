@@ -240,7 +240,9 @@ absl::Status Pool(KernelContext& ctx, PoolKind kind) {
     return ctx.Error("kernel_shape has ", kernel.size(), " dims for ", x.rank() - 2,
                      " spatial dims");
   }
-  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes( ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto geometry, ReadSpatialAttributes(
+                         ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
   const bool ceil_mode = ctx.node.GetInt("ceil_mode", 0) != 0;
   OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry, ceil_mode));
   PoolOptions options;
@@ -404,7 +406,10 @@ absl::Status MaxUnpool(KernelContext& ctx) {
   }
   if (x.rank() < 3) return ctx.Error("X must have spatial dims, is ", DescribeTensor(x));
   if (!ctx.node.HasAttribute("kernel_shape")) return ctx.Error("kernel_shape is required");
-  OVFIX_ASSIGN_OR_RETURN(auto geometry, ReadSpatialAttributes(ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), ctx.node.GetInts("kernel_shape")));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto geometry,
+      ReadSpatialAttributes(ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()),
+                            ctx.node.GetInts("kernel_shape")));
   std::vector<int64_t> inferred = {x.dim(0), x.dim(1)};
   for (size_t i = 0; i < geometry.rank(); ++i) {
     inferred.push_back((geometry.input[i] - 1) * geometry.strides[i] + geometry.kernel[i] -

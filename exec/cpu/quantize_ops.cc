@@ -90,8 +90,8 @@ absl::Status QuantizeLinear(KernelContext& ctx) {
           out[i] = Quantize<T>(x.data<float>()[i] / static_cast<float>(q.scales[c]), zero);
         } else {  // int32 input: in double, which holds every quotient's rounding exactly
           const double v = std::nearbyint(x.data<int32_t>()[i] / q.scales[c]) + zero;
-          out[i] = static_cast<T>(std::clamp<double>(v, std::numeric_limits<T>::min(),
-                                                     std::numeric_limits<T>::max()));
+          out[i] = static_cast<T>(
+              std::clamp<double>(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
         }
       }
     });
@@ -251,7 +251,8 @@ absl::StatusOr<std::vector<int32_t>> IntegerProduct(const KernelContext& ctx, co
     const int64_t base = batch * s.m * s.k;
     const double* zeros = a_zeros.data() + batch * s.m;
     a_packed[batch].Pack(s.m, s.k, [&](int64_t row, int64_t p) {
-      return static_cast<int16_t>(ByteAt(a, base + row * s.k + p) - static_cast<int32_t>(zeros[row]));
+      return static_cast<int16_t>(ByteAt(a, base + row * s.k + p) -
+                                  static_cast<int32_t>(zeros[row]));
     });
   }
   const int nr = CurrentQuantGemmKernel().nr;

@@ -14,8 +14,8 @@ struct Taps {
   std::vector<float> d1, d2;
 };
 
-float OriginalCoordinate(BilinearCoordinates mode, int64_t position, float scale,
-                         int64_t in_size, int64_t out_size) {
+float OriginalCoordinate(BilinearCoordinates mode, int64_t position, float scale, int64_t in_size,
+                         int64_t out_size) {
   const float x = static_cast<float>(position);
   switch (mode) {
     case BilinearCoordinates::kHalfPixel:
@@ -24,8 +24,7 @@ float OriginalCoordinate(BilinearCoordinates mode, int64_t position, float scale
       return out_size > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
     case BilinearCoordinates::kAlignCorners:
       return out_size == 1 ? 0.0f
-                           : x * static_cast<float>(in_size - 1) /
-                                 static_cast<float>(out_size - 1);
+                           : x * static_cast<float>(in_size - 1) / static_cast<float>(out_size - 1);
     case BilinearCoordinates::kAsymmetric:
       return x / scale;
   }

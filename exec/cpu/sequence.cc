@@ -18,8 +18,7 @@ int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 }
 
 // Copies `count` elements from src[src_at] to dst[dst_at] (element offsets).
-void CopyElements(const Tensor& src, int64_t src_at, Tensor& dst, int64_t dst_at,
-                  int64_t count) {
+void CopyElements(const Tensor& src, int64_t src_at, Tensor& dst, int64_t dst_at, int64_t count) {
   if (count <= 0) return;
   if (src.type() == DataType::kString) {
     for (int64_t i = 0; i < count; ++i) dst.strings()[dst_at + i] = src.strings()[src_at + i];
@@ -187,8 +186,8 @@ absl::Status OptionalKernel(ValueContext& ctx) {
 
 absl::Status OptionalHasElementKernel(ValueContext& ctx) {
   const bool has = ctx.has_input(0) && ctx.input(0).is_set() && !ctx.input(0).is_none();
-  ctx.outputs[0] = RuntimeValue(
-      Tensor::FromVector<uint8_t>(DataType::kBool, {}, {static_cast<uint8_t>(has)}));
+  ctx.outputs[0] =
+      RuntimeValue(Tensor::FromVector<uint8_t>(DataType::kBool, {}, {static_cast<uint8_t>(has)}));
   return absl::OkStatus();
 }
 
@@ -242,8 +241,7 @@ Tensor SliceAxis(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
   const int64_t inner = Product(t.dims(), axis + 1, t.rank());
   const int64_t extent = t.dim(axis);
   for (int64_t o = 0; o < outer; ++o) {
-    CopyElements(t, (o * extent + begin) * inner, out, o * dims[axis] * inner,
-                 dims[axis] * inner);
+    CopyElements(t, (o * extent + begin) * inner, out, o * dims[axis] * inner, dims[axis] * inner);
   }
   return out;
 }
@@ -256,8 +254,8 @@ absl::StatusOr<Tensor> StackOnNewAxis(const std::vector<Tensor>& parts, int64_t 
   }
   for (const Tensor& p : parts) {
     if (p.type() != first.type() || p.dims() != first.dims()) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot stack ", DescribeTensor(p),
-                                                     " with ", DescribeTensor(first)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot stack ", DescribeTensor(p), " with ", DescribeTensor(first)));
     }
   }
   std::vector<int64_t> dims = first.dims();
@@ -288,8 +286,8 @@ absl::StatusOr<Tensor> ConcatOnAxis(const std::vector<Tensor>& parts, int64_t ax
       same = (int64_t)d == axis || p.dim(d) == first.dim(d);
     }
     if (!same) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot concatenate ", DescribeTensor(p),
-                                                     " with ", DescribeTensor(first)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot concatenate ", DescribeTensor(p), " with ", DescribeTensor(first)));
     }
     dims[axis] += p.dim(axis);
   }

@@ -43,8 +43,12 @@ void StoreAs(const std::vector<double>& values, Tensor& out) {
 // `out` is of a floating-point or integer type.
 void StoreAsType(const std::vector<double>& values, Tensor& out) {
   switch (out.type()) {
-    case DataType::kFloat: StoreAs<float>(values, out); break;
-    case DataType::kDouble: StoreAs<double>(values, out); break;
+    case DataType::kFloat:
+      StoreAs<float>(values, out);
+      break;
+    case DataType::kDouble:
+      StoreAs<double>(values, out);
+      break;
     case DataType::kFloat16:
       for (size_t i = 0; i < values.size(); ++i) {
         out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(values[i]));
@@ -55,15 +59,32 @@ void StoreAsType(const std::vector<double>& values, Tensor& out) {
         out.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(values[i]));
       }
       break;
-    case DataType::kInt8: StoreAs<int8_t>(values, out); break;
-    case DataType::kUint8: StoreAs<uint8_t>(values, out); break;
-    case DataType::kInt16: StoreAs<int16_t>(values, out); break;
-    case DataType::kUint16: StoreAs<uint16_t>(values, out); break;
-    case DataType::kInt32: StoreAs<int32_t>(values, out); break;
-    case DataType::kUint32: StoreAs<uint32_t>(values, out); break;
-    case DataType::kInt64: StoreAs<int64_t>(values, out); break;
-    case DataType::kUint64: StoreAs<uint64_t>(values, out); break;
-    default: break;
+    case DataType::kInt8:
+      StoreAs<int8_t>(values, out);
+      break;
+    case DataType::kUint8:
+      StoreAs<uint8_t>(values, out);
+      break;
+    case DataType::kInt16:
+      StoreAs<int16_t>(values, out);
+      break;
+    case DataType::kUint16:
+      StoreAs<uint16_t>(values, out);
+      break;
+    case DataType::kInt32:
+      StoreAs<int32_t>(values, out);
+      break;
+    case DataType::kUint32:
+      StoreAs<uint32_t>(values, out);
+      break;
+    case DataType::kInt64:
+      StoreAs<int64_t>(values, out);
+      break;
+    case DataType::kUint64:
+      StoreAs<uint64_t>(values, out);
+      break;
+    default:
+      break;
   }
 }
 

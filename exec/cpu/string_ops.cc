@@ -40,9 +40,7 @@ absl::Status StringNormalizer(KernelContext& ctx) {
     return ctx.Error("case_change_action must be NONE, LOWER or UPPER, got \"", action, "\"");
   }
   const bool case_sensitive = ctx.node.GetInt("is_case_sensitive", 0) != 0;
-  auto key = [&](const std::string& s) {
-    return case_sensitive ? s : absl::AsciiStrToLower(s);
-  };
+  auto key = [&](const std::string& s) { return case_sensitive ? s : absl::AsciiStrToLower(s); };
   absl::flat_hash_set<std::string> stopwords;
   for (const std::string& word : ctx.node.GetStrings("stopwords")) stopwords.insert(key(word));
 
@@ -189,10 +187,9 @@ absl::Status TfIdfVectorizer(KernelContext& ctx) {
 }  // namespace
 
 void AddStringKernels(std::vector<KernelDef>& table) {
-  table.push_back({"", "StringNormalizer", 10, kLatestOpset, &StringNormalizer,
-                   Float16Mode::kNative});
-  table.push_back({"", "TfIdfVectorizer", 9, kLatestOpset, &TfIdfVectorizer,
-                   Float16Mode::kNative});
+  table.push_back(
+      {"", "StringNormalizer", 10, kLatestOpset, &StringNormalizer, Float16Mode::kNative});
+  table.push_back({"", "TfIdfVectorizer", 9, kLatestOpset, &TfIdfVectorizer, Float16Mode::kNative});
 }
 
 }  // namespace ovfix::exec

@@ -4,8 +4,8 @@
 // element, following the formulas of the operator definitions:
 //
 //   every op      G' = norm_coefficient * X + G                  (L2 regularized gradient)
-//   Adagrad       r = R / (1 + T * decay_factor);  H' = H + G'^2;  X' = X - r * G' / (sqrt(H') + eps)
-//   Adam          V' = alpha V + (1 - alpha) G';  H' = beta H + (1 - beta) G'^2;
+//   Adagrad       r = R / (1 + T * decay_factor);  H' = H + G'^2;  X' = X - r * G' / (sqrt(H') +
+//   eps) Adam          V' = alpha V + (1 - alpha) G';  H' = beta H + (1 - beta) G'^2;
 //                 R' = T > 0 ? R sqrt(1 - beta^T) / (1 - alpha^T) : R;
 //                 X' = (1 - norm_coefficient_post) (X - R' V' / (sqrt(H') + eps))
 //   Momentum      V' = alpha V + (T > 0 ? beta : 1) G';
@@ -55,16 +55,15 @@ absl::StatusOr<OptimizerInputs> ReadOptimizerInputs(const KernelContext& ctx, si
     const Tensor& first = ctx.input(2 + (i - 2) % in.n);
     if ((x.type() != DataType::kFloat && x.type() != DataType::kDouble) ||
         x.type() != first.type() || x.dims() != first.dims()) {
-      return ctx.Error("input ", i, " is ", DescribeTensor(x), ", expected ",
-                       DescribeTensor(first), " like the tensor it belongs to");
+      return ctx.Error("input ", i, " is ", DescribeTensor(x), ", expected ", DescribeTensor(first),
+                       " like the tensor it belongs to");
     }
   }
   return in;
 }
 
 // Input `group` of tensor k, element e, as double.
-double In(const KernelContext& ctx, const OptimizerInputs& in, size_t group, size_t k,
-          int64_t e) {
+double In(const KernelContext& ctx, const OptimizerInputs& in, size_t group, size_t k, int64_t e) {
   return ctx.input(2 + group * in.n + k).GetAsDouble(e);
 }
 

@@ -142,25 +142,49 @@ bool IsAllocatable(const std::vector<int64_t>& dims, DataType type) {
 Tensor ScalarOfType(DataType type, double value) {
   Tensor t(type, {});
   switch (type) {
-    case DataType::kFloat: *t.data<float>() = static_cast<float>(value); break;
-    case DataType::kDouble: *t.data<double>() = value; break;
+    case DataType::kFloat:
+      *t.data<float>() = static_cast<float>(value);
+      break;
+    case DataType::kDouble:
+      *t.data<double>() = value;
+      break;
     case DataType::kFloat16:
       *t.data<uint16_t>() = FloatToHalfBits(static_cast<float>(value));
       break;
     case DataType::kBfloat16:
       *t.data<uint16_t>() = FloatToBfloat16Bits(static_cast<float>(value));
       break;
-    case DataType::kInt8: *t.data<int8_t>() = Saturate<int8_t>(value); break;
-    case DataType::kUint8: *t.data<uint8_t>() = Saturate<uint8_t>(value); break;
-    case DataType::kInt16: *t.data<int16_t>() = Saturate<int16_t>(value); break;
-    case DataType::kUint16: *t.data<uint16_t>() = Saturate<uint16_t>(value); break;
-    case DataType::kInt32: *t.data<int32_t>() = Saturate<int32_t>(value); break;
-    case DataType::kUint32: *t.data<uint32_t>() = Saturate<uint32_t>(value); break;
-    case DataType::kInt64: *t.data<int64_t>() = Saturate<int64_t>(value); break;
-    case DataType::kUint64: *t.data<uint64_t>() = Saturate<uint64_t>(value); break;
-    case DataType::kBool: *t.data<uint8_t>() = value != 0.0; break;
-    case DataType::kString: break;  // the empty string
-    default: return Tensor();
+    case DataType::kInt8:
+      *t.data<int8_t>() = Saturate<int8_t>(value);
+      break;
+    case DataType::kUint8:
+      *t.data<uint8_t>() = Saturate<uint8_t>(value);
+      break;
+    case DataType::kInt16:
+      *t.data<int16_t>() = Saturate<int16_t>(value);
+      break;
+    case DataType::kUint16:
+      *t.data<uint16_t>() = Saturate<uint16_t>(value);
+      break;
+    case DataType::kInt32:
+      *t.data<int32_t>() = Saturate<int32_t>(value);
+      break;
+    case DataType::kUint32:
+      *t.data<uint32_t>() = Saturate<uint32_t>(value);
+      break;
+    case DataType::kInt64:
+      *t.data<int64_t>() = Saturate<int64_t>(value);
+      break;
+    case DataType::kUint64:
+      *t.data<uint64_t>() = Saturate<uint64_t>(value);
+      break;
+    case DataType::kBool:
+      *t.data<uint8_t>() = value != 0.0;
+      break;
+    case DataType::kString:
+      break;  // the empty string
+    default:
+      return Tensor();
   }
   return t;
 }

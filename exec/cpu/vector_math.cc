@@ -51,15 +51,13 @@ OVFIX_INLINE void Store(float* p, Floats<W> v) {
 // erf(a) / a as a polynomial in a * a on [0, 0.875] (error 2e-10), erfc(a) around 1.5625 on
 // [0.875, 2.25] (4e-9) and around 3.085 on [2.25, 3.92] (1.3e-9), exp(r) on
 // [-ln2 / 2, ln2 / 2] (relative error 2e-9).
-constexpr float kErfSmall[] = {8.690368907e-5f, -0.0008214570887f, 0.005207048911f,
-                               -0.02686170583f, 0.1128373521f,     -0.3761263621f,
-                               1.128379167f};
-constexpr float kErfcNear[] = {0.0001462526149f, -0.001359684846f, 0.001472468738f,
-                               0.005574892393f,  -0.01703657432f,  0.008060337041f,
-                               0.04815580159f,   -0.1271152470f,   0.1534566706f,
-                               -0.09821223461f,  0.02712538618f};
-constexpr float kErfcFar[] = {-1.191422894e-5f, -8.120862065e-6f, 0.0001233749681f,
-                              -0.0003141519271f, 0.0005310639012f, -0.0006916286905f,
+constexpr float kErfSmall[] = {8.690368907e-5f, -0.0008214570887f, 0.005207048911f, -0.02686170583f,
+                               0.1128373521f,   -0.3761263621f,    1.128379167f};
+constexpr float kErfcNear[] = {0.0001462526149f, -0.001359684846f, 0.001472468738f, 0.005574892393f,
+                               -0.01703657432f,  0.008060337041f,  0.04815580159f,  -0.1271152470f,
+                               0.1534566706f,    -0.09821223461f,  0.02712538618f};
+constexpr float kErfcFar[] = {-1.191422894e-5f,  -8.120862065e-6f,  0.0001233749681f,
+                              -0.0003141519271f, 0.0005310639012f,  -0.0006916286905f,
                               0.0006845603107f,  -0.0004994712248f, 0.0002561089679f,
                               -8.300474650e-5f,  1.283796500e-5f};
 constexpr float kExp[] = {0.001394110843f, 0.008375126398f, 0.04166635290f, 0.1666641551f,
@@ -180,7 +178,8 @@ OVFIX_INLINE double ExpShiftedSumImpl(const float* x, float shift, float* y, int
   }
   if (i < n) {
     float tail[W];
-    for (int l = 0; l < W; ++l) tail[l] = i + l < n ? x[i + l] : -std::numeric_limits<float>::infinity();
+    for (int l = 0; l < W; ++l)
+      tail[l] = i + l < n ? x[i + l] : -std::numeric_limits<float>::infinity();
     const Floats<W> e = Exp<W>(Load<W>(tail) - shift);
     Store<W>(tail, e);
     std::memcpy(y + i, tail, (n - i) * sizeof(float));
@@ -202,14 +201,14 @@ struct VectorFunctions {
   double (*exp_shifted_sum)(const float*, float, float*, int64_t);
 };
 
-#define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                  \
-  __VA_ARGS__ void Erf##Suffix(const float* x, float* y, int64_t n) { ErfImpl<W>(x, y, n); }    \
-  __VA_ARGS__ void Exp##Suffix(const float* x, float* y, int64_t n) { ExpImpl<W>(x, y, n); }    \
-  __VA_ARGS__ float Max##Suffix(const float* x, int64_t n) { return MaxImpl<W>(x, n); }         \
-  __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) {  \
-    return ExpShiftedSumImpl<W>(x, shift, y, n);                                                \
-  }                                                                                             \
-  constexpr VectorFunctions k##Suffix = {&Erf##Suffix, &Exp##Suffix, &Max##Suffix,              \
+#define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                 \
+  __VA_ARGS__ void Erf##Suffix(const float* x, float* y, int64_t n) { ErfImpl<W>(x, y, n); }   \
+  __VA_ARGS__ void Exp##Suffix(const float* x, float* y, int64_t n) { ExpImpl<W>(x, y, n); }   \
+  __VA_ARGS__ float Max##Suffix(const float* x, int64_t n) { return MaxImpl<W>(x, n); }        \
+  __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) { \
+    return ExpShiftedSumImpl<W>(x, shift, y, n);                                               \
+  }                                                                                            \
+  constexpr VectorFunctions k##Suffix = {&Erf##Suffix, &Exp##Suffix, &Max##Suffix,             \
                                          &ExpShiftedSum##Suffix};
 
 OVFIX_VECTOR_FUNCTIONS(Avx512, 16, __attribute__((target("avx512f,fma"))))

@@ -77,8 +77,8 @@ absl::StatusOr<ClValue> Stack(ControlContext& ctx, std::vector<ClValue>& parts, 
       return ctx.Error("scan output parts differ in type or shape");
     }
   }
-  const bool on_device = std::all_of(parts.begin(), parts.end(),
-                                     [](const ClValue& p) { return p.device != nullptr; });
+  const bool on_device =
+      std::all_of(parts.begin(), parts.end(), [](const ClValue& p) { return p.device != nullptr; });
   if (axis != 0 || !on_device) {
     std::vector<Tensor> host;
     for (ClValue& p : parts) {
@@ -137,8 +137,7 @@ absl::Status RunLoop(ControlContext& ctx) {
     cond = c;
   }
   const size_t carried_count = ctx.inputs.size() - 2;
-  if (body->inputs().size() != carried_count + 2 ||
-      body->outputs().size() < carried_count + 1) {
+  if (body->inputs().size() != carried_count + 2 || body->outputs().size() < carried_count + 1) {
     return ctx.Error("body signature does not match the node's ", carried_count,
                      " loop-carried values");
   }
@@ -203,8 +202,7 @@ absl::Status RunScan(ControlContext& ctx) {
   absl::StatusOr<std::vector<int64_t>> out_dirs =
       ListAttribute(ctx, "scan_output_directions", scan_out);
   absl::StatusOr<std::vector<int64_t>> in_axes = ListAttribute(ctx, "scan_input_axes", scan_in);
-  absl::StatusOr<std::vector<int64_t>> out_axes =
-      ListAttribute(ctx, "scan_output_axes", scan_out);
+  absl::StatusOr<std::vector<int64_t>> out_axes = ListAttribute(ctx, "scan_output_axes", scan_out);
   for (const auto* v : {&in_dirs, &out_dirs, &in_axes, &out_axes}) {
     if (!v->ok()) return v->status();
   }

@@ -67,9 +67,8 @@ void OpContext::ViewOutput(size_t i, size_t j, std::vector<int64_t> dims) {
   out.dims = std::move(dims);
 }
 
-std::string OpContext::Options(
-    std::initializer_list<std::pair<const char*, const ClValue*>> args,
-    const std::string& extra) const {
+std::string OpContext::Options(std::initializer_list<std::pair<const char*, const ClValue*>> args,
+                               const std::string& extra) const {
   std::string options = half_arithmetic() ? "-DUSE_HALF_ARITHMETIC" : "";
   for (const auto& [name, value] : args) {
     if (value != nullptr && value->half) absl::StrAppend(&options, " -D", name, "_HALF");

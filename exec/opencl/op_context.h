@@ -45,8 +45,8 @@ class OpContext {
   const int opset;
   Runtime& rt;
   const Precision precision;
-  std::vector<ClValue*> inputs;   // nullptr for an omitted optional input
-  std::vector<ClValue> outputs;   // one per node output
+  std::vector<ClValue*> inputs;  // nullptr for an omitted optional input
+  std::vector<ClValue> outputs;  // one per node output
 
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   ClValue& input(size_t i) { return *inputs[i]; }

@@ -57,28 +57,71 @@ absl::StatusOr<std::vector<Found>> Enumerate() {
 std::string ErrorName(cl_int error) {
   const char* name = "unknown error";
   switch (error) {
-    case CL_DEVICE_NOT_FOUND: name = "CL_DEVICE_NOT_FOUND"; break;
-    case CL_DEVICE_NOT_AVAILABLE: name = "CL_DEVICE_NOT_AVAILABLE"; break;
-    case CL_COMPILER_NOT_AVAILABLE: name = "CL_COMPILER_NOT_AVAILABLE"; break;
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: name = "CL_MEM_OBJECT_ALLOCATION_FAILURE"; break;
-    case CL_OUT_OF_RESOURCES: name = "CL_OUT_OF_RESOURCES"; break;
-    case CL_OUT_OF_HOST_MEMORY: name = "CL_OUT_OF_HOST_MEMORY"; break;
-    case CL_BUILD_PROGRAM_FAILURE: name = "CL_BUILD_PROGRAM_FAILURE"; break;
-    case CL_INVALID_VALUE: name = "CL_INVALID_VALUE"; break;
-    case CL_INVALID_BUFFER_SIZE: name = "CL_INVALID_BUFFER_SIZE"; break;
-    case CL_INVALID_KERNEL_NAME: name = "CL_INVALID_KERNEL_NAME"; break;
-    case CL_INVALID_KERNEL_ARGS: name = "CL_INVALID_KERNEL_ARGS"; break;
-    case CL_INVALID_ARG_INDEX: name = "CL_INVALID_ARG_INDEX"; break;
-    case CL_INVALID_ARG_VALUE: name = "CL_INVALID_ARG_VALUE"; break;
-    case CL_INVALID_ARG_SIZE: name = "CL_INVALID_ARG_SIZE"; break;
-    case CL_INVALID_WORK_GROUP_SIZE: name = "CL_INVALID_WORK_GROUP_SIZE"; break;
-    case CL_INVALID_WORK_ITEM_SIZE: name = "CL_INVALID_WORK_ITEM_SIZE"; break;
-    case CL_INVALID_GLOBAL_WORK_SIZE: name = "CL_INVALID_GLOBAL_WORK_SIZE"; break;
-    case CL_INVALID_MEM_OBJECT: name = "CL_INVALID_MEM_OBJECT"; break;
-    case CL_INVALID_BUILD_OPTIONS: name = "CL_INVALID_BUILD_OPTIONS"; break;
-    case CL_INVALID_PROGRAM_EXECUTABLE: name = "CL_INVALID_PROGRAM_EXECUTABLE"; break;
-    case CL_INVALID_COMMAND_QUEUE: name = "CL_INVALID_COMMAND_QUEUE"; break;
-    default: break;
+    case CL_DEVICE_NOT_FOUND:
+      name = "CL_DEVICE_NOT_FOUND";
+      break;
+    case CL_DEVICE_NOT_AVAILABLE:
+      name = "CL_DEVICE_NOT_AVAILABLE";
+      break;
+    case CL_COMPILER_NOT_AVAILABLE:
+      name = "CL_COMPILER_NOT_AVAILABLE";
+      break;
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+      name = "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+      break;
+    case CL_OUT_OF_RESOURCES:
+      name = "CL_OUT_OF_RESOURCES";
+      break;
+    case CL_OUT_OF_HOST_MEMORY:
+      name = "CL_OUT_OF_HOST_MEMORY";
+      break;
+    case CL_BUILD_PROGRAM_FAILURE:
+      name = "CL_BUILD_PROGRAM_FAILURE";
+      break;
+    case CL_INVALID_VALUE:
+      name = "CL_INVALID_VALUE";
+      break;
+    case CL_INVALID_BUFFER_SIZE:
+      name = "CL_INVALID_BUFFER_SIZE";
+      break;
+    case CL_INVALID_KERNEL_NAME:
+      name = "CL_INVALID_KERNEL_NAME";
+      break;
+    case CL_INVALID_KERNEL_ARGS:
+      name = "CL_INVALID_KERNEL_ARGS";
+      break;
+    case CL_INVALID_ARG_INDEX:
+      name = "CL_INVALID_ARG_INDEX";
+      break;
+    case CL_INVALID_ARG_VALUE:
+      name = "CL_INVALID_ARG_VALUE";
+      break;
+    case CL_INVALID_ARG_SIZE:
+      name = "CL_INVALID_ARG_SIZE";
+      break;
+    case CL_INVALID_WORK_GROUP_SIZE:
+      name = "CL_INVALID_WORK_GROUP_SIZE";
+      break;
+    case CL_INVALID_WORK_ITEM_SIZE:
+      name = "CL_INVALID_WORK_ITEM_SIZE";
+      break;
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+      name = "CL_INVALID_GLOBAL_WORK_SIZE";
+      break;
+    case CL_INVALID_MEM_OBJECT:
+      name = "CL_INVALID_MEM_OBJECT";
+      break;
+    case CL_INVALID_BUILD_OPTIONS:
+      name = "CL_INVALID_BUILD_OPTIONS";
+      break;
+    case CL_INVALID_PROGRAM_EXECUTABLE:
+      name = "CL_INVALID_PROGRAM_EXECUTABLE";
+      break;
+    case CL_INVALID_COMMAND_QUEUE:
+      name = "CL_INVALID_COMMAND_QUEUE";
+      break;
+    default:
+      break;
   }
   return absl::StrCat(name, " (", error, ")");
 }
@@ -129,8 +172,8 @@ Runtime::~Runtime() {
 }
 
 absl::Status Runtime::Error(cl_int code, const std::string& what) const {
-  return absl::InternalError(absl::StrCat("OpenCL device '", info_.name, "': ", what, ": ",
-                                          ErrorName(code)));
+  return absl::InternalError(
+      absl::StrCat("OpenCL device '", info_.name, "': ", what, ": ", ErrorName(code)));
 }
 
 absl::StatusOr<cl::Kernel> Runtime::GetKernel(std::string_view file, std::string_view kernel,
@@ -144,7 +187,8 @@ absl::StatusOr<cl::Kernel> Runtime::GetKernel(std::string_view file, std::string
       if (name == file) source = text;
     }
     if (source.empty()) {
-      return absl::InternalError(absl::StrCat("no embedded OpenCL source '", std::string(file), "'"));
+      return absl::InternalError(
+          absl::StrCat("no embedded OpenCL source '", std::string(file), "'"));
     }
     const std::string full = absl::StrCat(std::string(common), "\n", std::string(source));
     cl_int err;
@@ -157,7 +201,8 @@ absl::StatusOr<cl::Kernel> Runtime::GetKernel(std::string_view file, std::string
       for (char& c : log) {
         if (c == '\n') c = ' ';
       }
-      return Error(err, absl::StrCat("building ", std::string(file), " with '", options, "': ", log));
+      return Error(err,
+                   absl::StrCat("building ", std::string(file), " with '", options, "': ", log));
     }
     it = programs_.emplace(key, std::move(program)).first;
   }

@@ -6,7 +6,6 @@
 #define CL_HPP_TARGET_OPENCL_VERSION 120
 #define CL_HPP_MINIMUM_OPENCL_VERSION 120
 #include <CL/opencl.hpp>
-
 #include <map>
 #include <memory>
 #include <string>

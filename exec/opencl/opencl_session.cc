@@ -20,14 +20,14 @@ struct Plan;
 struct Step {
   const Node* node;
   int opset;
-  const OpDef* op;             // null: CPU only
-  const KernelDef* cpu;        // null: OpenCL only
-  bool control_flow = false;   // If/Loop/Scan: run by exec/opencl/control_flow.cc
+  const OpDef* op;                   // null: CPU only
+  const KernelDef* cpu;              // null: OpenCL only
+  bool control_flow = false;         // If/Loop/Scan: run by exec/opencl/control_flow.cc
   std::vector<int> inputs, outputs;  // slots, -1 for omitted
   std::vector<int> implicit_inputs;  // slots its subgraphs read from this graph
-  std::vector<int> release;    // slots whose last reader is this step
-  bool on_cpu = false;         // no OpenCL op, or the op declined this node
-  bool noted = false;          // its CPU fallback is in notes()
+  std::vector<int> release;          // slots whose last reader is this step
+  bool on_cpu = false;               // no OpenCL op, or the op declined this node
+  bool noted = false;                // its CPU fallback is in notes()
   std::shared_ptr<void> state;
   std::vector<std::unique_ptr<Plan>> subgraphs;  // in the order of node->subgraphs()
 };
@@ -43,7 +43,7 @@ struct Plan {
   std::vector<std::pair<const Value*, int>> input_slots;  // non-initializer graph inputs
   std::vector<int> output_slots;
   std::vector<Step> steps;
-  std::vector<std::pair<int, int>> captures;  // (slot in the parent, own slot)
+  std::vector<std::pair<int, int>> captures;       // (slot in the parent, own slot)
   absl::flat_hash_map<const Value*, int> slot_of;  // while compiling
   int compiling_step = -1;
 };
@@ -156,8 +156,8 @@ class OpenclSession : public Session {
   absl::StatusOr<int> Resolve(Plan& plan, const Value* v) {
     if (auto it = plan.slot_of.find(v); it != plan.slot_of.end()) return it->second;
     if (plan.parent == nullptr || v->owner() == plan.graph) {
-      return absl::InvalidArgumentError(absl::StrCat("value '", v->name(),
-                                                     "' is read before anything produces it"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("value '", v->name(), "' is read before anything produces it"));
     }
     Plan& parent = *plan.parent;
     OVFIX_ASSIGN_OR_RETURN(int outer, Resolve(parent, v));
@@ -179,8 +179,8 @@ class OpenclSession : public Session {
     step.cpu = FindKernel(domain, n.op_type(), step.opset);
     step.control_flow = onnx_domain && IsControlFlowOp(n.op_type());
     if (step.op == nullptr && step.cpu == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(n.Describe(), ": unsupported op ",
-                                                     n.op_type(), " (opset ", step.opset, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(n.Describe(), ": unsupported op ", n.op_type(),
+                                                     " (opset ", step.opset, ")"));
     }
     if (step.op == nullptr && !step.control_flow) step.on_cpu = true;
     // Kernels read their inputs and attributes trusting what the schema promises.
@@ -192,8 +192,8 @@ class OpenclSession : public Session {
       }
       absl::StatusOr<int> slot = Resolve(plan, v);
       if (!slot.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(n.Describe(), ": ",
-                                                       slot.status().message()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(n.Describe(), ": ", slot.status().message()));
       }
       step.inputs.push_back(*slot);
     }
@@ -215,7 +215,8 @@ class OpenclSession : public Session {
   void PlanReleases(Plan& plan) {
     std::vector<int> last(plan.num_slots, -1);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
-      for (const std::vector<int>* slots : {&plan.steps[i].inputs, &plan.steps[i].implicit_inputs}) {
+      for (const std::vector<int>* slots :
+           {&plan.steps[i].inputs, &plan.steps[i].implicit_inputs}) {
         for (int s : *slots) {
           if (s >= 0) last[s] = static_cast<int>(i);
         }
@@ -289,14 +290,15 @@ class OpenclSession : public Session {
                                                    std::vector<ClValue> args) {
     Plan& plan = *step.subgraphs[index];
     if (args.size() != plan.input_slots.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          step.node->Describe(), ": subgraph '", plan.graph->name(), "' takes ",
-          plan.input_slots.size(), " inputs, given ", args.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(step.node->Describe(), ": subgraph '", plan.graph->name(), "' takes ",
+                       plan.input_slots.size(), " inputs, given ", args.size()));
     }
     Frame values(plan.num_slots);
     OVFIX_RETURN_IF_ERROR(InitConstants(plan, values));
     for (const auto& [from, own] : plan.captures) values[own] = outer[from];
-    for (size_t i = 0; i < args.size(); ++i) values[plan.input_slots[i].second] = std::move(args[i]);
+    for (size_t i = 0; i < args.size(); ++i)
+      values[plan.input_slots[i].second] = std::move(args[i]);
     OVFIX_RETURN_IF_ERROR(RunSteps(plan, values, /*capture=*/false));
     std::vector<ClValue> out;
     for (int s : plan.output_slots) out.push_back(values[s]);
@@ -308,8 +310,8 @@ class OpenclSession : public Session {
     for (size_t i = 0; i < subs.size(); ++i) {
       if (subs[i].attribute == attribute) return i;
     }
-    return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": no subgraph ",
-                                                   std::string(attribute)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(step.node->Describe(), ": no subgraph ", std::string(attribute)));
   }
 
   absl::Status RunControlFlowStep(Step& step, Frame& values) {
@@ -335,7 +337,8 @@ class OpenclSession : public Session {
       if (!absl::IsUnimplemented(s) || step.cpu == nullptr) return s;
       step.on_cpu = true;
       step.noted = true;
-      notes_.push_back(absl::StrCat(step.node->Describe(), ": runs on the CPU (", s.message(), ")"));
+      notes_.push_back(
+          absl::StrCat(step.node->Describe(), ": runs on the CPU (", s.message(), ")"));
       return RunOnCpu(step, values);
     }
     // Integer values that only live on the host are shape arithmetic (Shape -> Gather ->
@@ -361,7 +364,8 @@ class OpenclSession : public Session {
       if (!absl::IsUnimplemented(s) || step.cpu == nullptr) return s;
       step.on_cpu = true;
       step.noted = true;
-      notes_.push_back(absl::StrCat(step.node->Describe(), ": runs on the CPU (", s.message(), ")"));
+      notes_.push_back(
+          absl::StrCat(step.node->Describe(), ": runs on the CPU (", s.message(), ")"));
     }
     if (!step.noted) {
       step.noted = true;
@@ -394,8 +398,8 @@ class OpenclSession : public Session {
     }
     if (!step.subgraphs.empty()) {
       // A control-flow node on its CPU kernel still runs its bodies in this session.
-      ctx.run_subgraph = [&](const Graph& graph, std::vector<Tensor> args)
-          -> absl::StatusOr<std::vector<Tensor>> {
+      ctx.run_subgraph = [&](const Graph& graph,
+                             std::vector<Tensor> args) -> absl::StatusOr<std::vector<Tensor>> {
         size_t index = 0;
         while (index < step.subgraphs.size() && step.subgraphs[index]->graph != &graph) ++index;
         if (index == step.subgraphs.size()) {

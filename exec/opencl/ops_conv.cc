@@ -18,7 +18,8 @@ bool IsFloat(const ClValue& v) {
 cl_int4 Spatial3(const std::vector<int64_t>& v, int fill) {
   cl_int4 out;
   const size_t shift = 3 - v.size();
-  for (int i = 0; i < 3; ++i) out.s[i] = i < static_cast<int>(shift) ? fill : static_cast<cl_int>(v[i - shift]);
+  for (int i = 0; i < 3; ++i)
+    out.s[i] = i < static_cast<int>(shift) ? fill : static_cast<cl_int>(v[i - shift]);
   out.s[3] = 0;
   return out;
 }
@@ -77,8 +78,8 @@ absl::Status Conv(OpContext& ctx) {
   // The last tile reads tile_w positions per tap (stride 2 loads twice that, keeps the even).
   const int64_t stride_w = g.strides.back();
   const int64_t last_tile = (tiles_w - 1) * tile_w * stride_w + g.extent(g.rank() - 1);
-  padded.back() = std::max(padded.back(), last_tile + (stride_w == 2 ? 2 * tile_w - 1
-                                                                     : (tile_w - 1) * stride_w));
+  padded.back() = std::max(padded.back(),
+                           last_tile + (stride_w == 2 ? 2 * tile_w - 1 : (tile_w - 1) * stride_w));
   const std::string options = ctx.Options(
       {{"A", &x}, {"W", &w}, {"C", has_bias ? &ctx.input(2) : nullptr}, {"Y", y}},
       absl::StrCat("-DMODE=0 -DMT=", tile_m, " -DTW=", tile_w, " -DSTRIDE_W=", stride_w));

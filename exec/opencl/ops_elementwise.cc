@@ -81,14 +81,14 @@ struct OpCode {
   int code;
 };
 constexpr OpCode kUnary[] = {
-    {"Relu", 0}, {"LeakyRelu", 1}, {"HardSigmoid", 2}, {"HardSwish", 3}, {"Sigmoid", 4},
-    {"Tanh", 5}, {"Sqrt", 6}, {"Exp", 7}, {"Erf", 8}, {"Abs", 9}, {"Neg", 10}, {"Clip", 11},
-    {"Log", 12}, {"Reciprocal", 13}, {"Elu", 15}, {"Softplus", 16}, {"Floor", 17},
-    {"Ceil", 18}, {"Cast", 14},
+    {"Relu", 0},      {"LeakyRelu", 1}, {"HardSigmoid", 2}, {"HardSwish", 3},   {"Sigmoid", 4},
+    {"Tanh", 5},      {"Sqrt", 6},      {"Exp", 7},         {"Erf", 8},         {"Abs", 9},
+    {"Neg", 10},      {"Clip", 11},     {"Log", 12},        {"Reciprocal", 13}, {"Elu", 15},
+    {"Softplus", 16}, {"Floor", 17},    {"Ceil", 18},       {"Cast", 14},
 };
 
 constexpr OpCode kBinary[] = {{"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3},
-                                {"Pow", 4}, {"Max", 5}, {"Min", 6}, {"PRelu", 7}};
+                              {"Pow", 4}, {"Max", 5}, {"Min", 6}, {"PRelu", 7}};
 constexpr OpCode kCompare[] = {
     {"Greater", 0}, {"Less", 1}, {"Equal", 2}, {"GreaterOrEqual", 3}, {"LessOrEqual", 4}};
 

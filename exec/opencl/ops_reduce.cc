@@ -14,9 +14,9 @@ bool IsFloat(const ClValue& v) {
 
 int ReduceMode(std::string_view op) {
   static const std::pair<std::string_view, int> kModes[] = {
-      {"ReduceSum", 0}, {"ReduceMean", 1}, {"ReduceMax", 2}, {"ReduceMin", 3},
-      {"ReduceSumSquare", 4}, {"ReduceL2", 5}, {"ReduceL1", 6}, {"ReduceProd", 7},
-      {"ReduceLogSum", 8}, {"ReduceLogSumExp", 9}};
+      {"ReduceSum", 0},       {"ReduceMean", 1},     {"ReduceMax", 2}, {"ReduceMin", 3},
+      {"ReduceSumSquare", 4}, {"ReduceL2", 5},       {"ReduceL1", 6},  {"ReduceProd", 7},
+      {"ReduceLogSum", 8},    {"ReduceLogSumExp", 9}};
   for (const auto& [name, mode] : kModes) {
     if (name == op) return mode;
   }

@@ -36,7 +36,8 @@ absl::Status Reshape(OpContext& ctx) {
   for (int64_t i = 0; i < shape->numel(); ++i) {
     int64_t d = shape->GetAsInt64(i);
     if (d == 0 && !allow_zero) {
-      if (i >= static_cast<int64_t>(in.dims.size())) return ctx.Error("0 in shape past the input rank");
+      if (i >= static_cast<int64_t>(in.dims.size()))
+        return ctx.Error("0 in shape past the input rank");
       d = in.dims[i];
     }
     if (d == -1) {
@@ -53,7 +54,8 @@ absl::Status Reshape(OpContext& ctx) {
     if (known == 0 || in.numel() % known != 0) return ctx.Error("cannot infer the -1 dim");
     dims[infer] = in.numel() / known;
   }
-  if (Tensor::NumElements(dims) != in.numel()) return ctx.Error("shape does not match the element count");
+  if (Tensor::NumElements(dims) != in.numel())
+    return ctx.Error("shape does not match the element count");
   ctx.ViewOutput(0, 0, dims);
   return absl::OkStatus();
 }

@@ -67,8 +67,8 @@ absl::StatusOr<int> DeadCodeEliminationPass::Run(PassContext& ctx) {
     ++rewrites;
   });
   if (rewrites == 0) return 0;
-  ctx.log(absl::StrCat(name(), ": removed ", nodes, " node(s) and ", initializers,
-                       " initializer(s)"));
+  ctx.log(
+      absl::StrCat(name(), ": removed ", nodes, " node(s) and ", initializers, " initializer(s)"));
   return nodes + initializers > 0 ? 1 : 0;
 }
 

@@ -119,7 +119,8 @@ std::string_view SpecReason(const Node& n, int64_t opset) {
 
 std::string_view OpKindReason(const Node& n, int64_t opset) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
-  if (!n.subgraphs().empty()) return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
+  if (!n.subgraphs().empty())
+    return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
   if (IsReduction(n)) return "reduction";
   if (IsNormalization(n)) return "normalization";
   if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
@@ -257,8 +258,7 @@ class Decider {
     const Value* x = SoleVariableInput(n);
     if (x == nullptr || !IsFloat32(x)) return false;
     const std::optional<double> smallest = Smallest(x), largest = Largest(x);
-    return smallest && largest && *smallest >= kFloat16MinNormal * 1024 &&
-           *largest <= kCalmLimit;
+    return smallest && largest && *smallest >= kFloat16MinNormal * 1024 && *largest <= kCalmLimit;
   }
   bool AllCalm(const std::vector<const Node*>& nodes) const {
     return std::all_of(nodes.begin(), nodes.end(), [&](const Node* q) { return Calm(*q); });
@@ -296,13 +296,13 @@ class Decider {
   void IntegerFeeding(const Node& n) {
     const bool to_integer = Is(n, "Cast") && IsFloat32(n.input(0)) &&
                             IsInteger(static_cast<DataType>(n.GetInt("to", 0)));
-    const bool rounds = (Is(n, "Round") || Is(n, "Floor") || Is(n, "Ceil")) &&
-                        IsFloat32(n.input(0));
+    const bool rounds =
+        (Is(n, "Round") || Is(n, "Floor") || Is(n, "Ceil")) && IsFloat32(n.input(0));
     if (!to_integer && !rounds && !Is(n, "QuantizeLinear")) return;
     const std::string why = absl::StrCat("computes integers from floats (", n.Describe(), ")");
     static const absl::flat_hash_set<std::string> kArithmetic = {
-        "Mul", "Div", "Add", "Sub", "Neg", "Abs", "Clip", "Max", "Min", "Round", "Floor",
-        "Ceil", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+        "Mul",   "Div",   "Add",  "Sub",     "Neg",     "Abs",       "Clip",    "Max",     "Min",
+        "Round", "Floor", "Ceil", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
     MarkWithFeeding(n, why, kArithmetic);
   }
 
@@ -312,9 +312,9 @@ class Decider {
   void AngleFeeding(const Node& n) {
     if (!(Is(n, "Sin") || Is(n, "Cos")) || !IsFloat32(n.input(0))) return;
     static const absl::flat_hash_set<std::string> kAngleArithmetic = {
-        "Mul",       "Div",     "Add",    "Sub",    "Neg",       "MatMul",  "Einsum",
-        "Concat",    "Reshape", "Expand", "Tile",   "Transpose", "Squeeze", "Unsqueeze",
-        "Flatten",   "Gather",  "Slice",  "Identity"};
+        "Mul",     "Div",       "Add",     "Sub",    "Neg",   "MatMul",
+        "Einsum",  "Concat",    "Reshape", "Expand", "Tile",  "Transpose",
+        "Squeeze", "Unsqueeze", "Flatten", "Gather", "Slice", "Identity"};
     MarkWithFeeding(n, absl::StrCat("angle of ", n.Describe(), " (fp16 cannot resolve it)"),
                     kAngleArithmetic);
   }
@@ -360,9 +360,9 @@ class Decider {
         if (std::optional<double> m = Largest(v)) largest = std::max(largest, *m);
       }
       if (!(largest > o_.magnitude_threshold / 2)) continue;
-      const std::string why = absl::StrFormat(
-          "%s into a residual Add with observed |x| up to %.3g, near fp16's limit",
-          p->op_type(), largest);
+      const std::string why =
+          absl::StrFormat("%s into a residual Add with observed |x| up to %.3g, near fp16's limit",
+                          p->op_type(), largest);
       Mark(p, why);
       Mark(&n, why);
       return;
@@ -490,7 +490,8 @@ class Decider {
 bool SpecAllowsFloat16(const Node& n, int64_t opset, bool output, size_t index) {
   const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
   if (!domain.empty()) return true;
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), domain);
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), domain);
   if (schema == nullptr) return true;
   const auto& formals = output ? schema->outputs() : schema->inputs();
   if (formals.empty()) return true;

@@ -22,8 +22,7 @@ bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_
 
 // The type input `i` of `n` must have after the conversion; kUndefined when any float type
 // will do (the op only looks at the shape).
-DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands,
-                  int64_t opset) {
+DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands, int64_t opset) {
   if (n.owner() != &g) return DataType::kFloat;  // subgraphs are not converted
   if ((Is(n, "Shape") || Is(n, "Size")) && i == 0) return DataType::kUndefined;
   if (islands.contains(&n)) return DataType::kFloat;
@@ -221,8 +220,9 @@ class Converter {
         absl::StatusOr<Tensor> t = n->GetTensor("value");
         if (t.ok()) {
           std::optional<Tensor> epsilon = HalfEpsilon(n->output(0), *t);
-          r_.SetAttribute(n, TensorAttribute("value", epsilon ? *std::move(epsilon)
-                                                              : ConvertTensor(*t, DataType::kFloat16)));
+          r_.SetAttribute(
+              n, TensorAttribute("value", epsilon ? *std::move(epsilon)
+                                                  : ConvertTensor(*t, DataType::kFloat16)));
         }
         return;
       }
@@ -346,9 +346,8 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   }
   const bool committed = FinishRewrite(ctx);
   RewriteRecord& record = ctx.rewriter.records().back();
-  const std::string summary =
-      absl::StrCat(islands_.size(), " node(s) kept in fp32, ", casts, " Cast(s) inserted, ",
-                   weights, " weight(s) in float16");
+  const std::string summary = absl::StrCat(islands_.size(), " node(s) kept in fp32, ", casts,
+                                           " Cast(s) inserted, ", weights, " weight(s) in float16");
   record.note = record.note.empty() ? summary : absl::StrCat(summary, "; ", record.note);
   if (!committed) return 0;
   ctx.log(absl::StrCat(name(), ": ", summary));

@@ -51,7 +51,8 @@ TEST(Cli, BadModelsExitTwoWithOneLine) {
   for (const auto& c : testing::WriteBadModels(dir)) {
     SCOPED_TRACE(c.name);
     const std::string path = (dir / c.name).string();
-    for (const std::string& command : {"inspect " + path, "convert " + path + " " + (dir / "o.onnx").string()}) {
+    for (const std::string& command :
+         {"inspect " + path, "convert " + path + " " + (dir / "o.onnx").string()}) {
       auto r = RunOvfix(command);
       EXPECT_EQ(r.exit_code, 2) << r.err;
       EXPECT_NE(r.err.find(path), std::string::npos) << r.err;

@@ -197,9 +197,8 @@ rule grow
   match   (x) => (y) { y = Relu(x) }
   replace (x) => (y) { r = Relu(x)  y = Relu(r) }
 )");
-  const testing::CommandResult r =
-      RunOvfix("convert " + model + " " + Output() + " --no-validate --verbose --rules " +
-               rules.string());
+  const testing::CommandResult r = RunOvfix("convert " + model + " " + Output() +
+                                            " --no-validate --verbose --rules " + rules.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("user_rules: stopped after 68 rewrites (4 per node and 64)"));
   onnx::ModelProto out;

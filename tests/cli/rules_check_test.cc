@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cli_util.h"
 
@@ -10,8 +12,8 @@ namespace ovfix::testing {
 namespace {
 
 std::string WriteRules(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    (std::to_string(::getpid()) + "_" + name);
+  const auto path =
+      std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
   std::ofstream(path) << text;
   return path.string();
 }
@@ -43,14 +45,18 @@ rule empty_range
   EXPECT_NE(r.err.find(path + ":9:19: Squeeze has no version 12 (its versions are 1, 11, 13)"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find(path + ":15:21: version range 14..7 is empty"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find(path + ":15:21: version range 14..7 is empty"), std::string::npos) << r.err;
+  // One error a line, each naming its place.
+  EXPECT_EQ(r.err.find("\\n"), std::string::npos) << r.err;
+  for (absl::string_view line : absl::StrSplit(r.err, '\n', absl::SkipEmpty())) {
+    EXPECT_TRUE(absl::StartsWith(line, path + ":")) << line;
+  }
   std::filesystem::remove(path);
 }
 
 TEST(RulesCheck, TheExampleRuleFilesAreGood) {
-  for (const char* example : {"examples/rules/hardswish.rules",
-                              "examples/rules/scalar_operands.rules"}) {
+  for (const char* example :
+       {"examples/rules/hardswish.rules", "examples/rules/scalar_operands.rules"}) {
     const CommandResult r =
         RunOvfix(std::string("rules check ") + OVFIX_SOURCE_DIR + "/" + example);
     EXPECT_EQ(r.exit_code, 0) << example << ": " << r.err;

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "exec/compare.h"
 #include "exec/cpu_session.h"
 #include "exec/executor.h"
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
@@ -122,8 +122,7 @@ TEST(Session, InputErrorsNameTheInput) {
   out = session->Run({{"x", Floats({1, 2, 1}, {1, 2})}, {"b", b}});
   ASSERT_FALSE(out.ok());
   // Unknown extra input.
-  out = session->Run({{"x", Floats({5, 2}, std::vector<float>(10))}, {"b", b},
-                      {"bogus", b}});
+  out = session->Run({{"x", Floats({5, 2}, std::vector<float>(10))}, {"b", b}, {"bogus", b}});
   ASSERT_FALSE(out.ok());
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("'bogus'"));
   // And the right inputs still work afterwards.
@@ -170,9 +169,8 @@ TEST(Session, FusedConvClampMatchesSeparateSteps) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.53f * static_cast<float>(i)) * 0.3f;
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i) - 0.2f;
-  const TensorMap inputs = {{"x", Floats({2, 3, 7, 6}, x)},
-                            {"w", Floats({5, 3, 3, 3}, w)},
-                            {"bias", Floats({5}, bias)}};
+  const TensorMap inputs = {
+      {"x", Floats({2, 3, 7, 6}, x)}, {"w", Floats({5, 3, 3, 3}, w)}, {"bias", Floats({5}, bias)}};
   auto fused = MakeSession(*model);
   SessionOptions separate_options;
   separate_options.capture = true;
@@ -230,9 +228,8 @@ TEST(Session, FusedConvHardSwishMatchesSeparateSteps) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = 2.0f * std::sin(0.41f * static_cast<float>(i));
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.29f * static_cast<float>(i)) * 0.5f;
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.3f * static_cast<float>(i) - 0.8f;
-  const TensorMap inputs = {{"x", Floats({1, 4, 9, 8}, x)},
-                            {"w", Floats({6, 4, 3, 3}, w)},
-                            {"bias", Floats({6}, bias)}};
+  const TensorMap inputs = {
+      {"x", Floats({1, 4, 9, 8}, x)}, {"w", Floats({6, 4, 3, 3}, w)}, {"bias", Floats({6}, bias)}};
   auto fused = MakeSession(*model);
   SessionOptions separate_options;
   separate_options.capture = true;
@@ -307,8 +304,7 @@ TEST(Session, Fp16StorageRoundsEveryFloatTensor) {
   auto session = MakeSession(*model, options);
   ASSERT_NE(session, nullptr);
   // 40000 fits fp16, 2 * 40000 does not: the Mul output overflows to inf. 1.0001 -> 1.
-  auto out = session->Run({{"x", Floats({1, 2}, {40000, 0.50005f})},
-                           {"b", Floats({2}, {0, 0})}});
+  auto out = session->Run({{"x", Floats({1, 2}, {40000, 0.50005f})}, {"b", Floats({2}, {0, 0})}});
   ASSERT_TRUE(out.ok()) << out.status();
   const float* y = (*out)[0].data<float>();
   EXPECT_TRUE(std::isinf(y[0]) && y[0] > 0);
@@ -354,8 +350,8 @@ TEST(Session, LoopCarriesValuesReadsOuterScopeAndStacksScanOutputs) {
   std::printf("Loop: %lld iterations of 4 nodes in %.1f ms\n", static_cast<long long>(trips),
               seconds * 1e3);
   // Zero trips: the carried value passes through, the scan output is empty.
-  out = session->Run({{"n", Tensor::FromVector<int64_t>(DataType::kInt64, {}, {0})},
-                      {"x0", Floats({1}, {0.5f})}});
+  out = session->Run(
+      {{"n", Tensor::FromVector<int64_t>(DataType::kInt64, {}, {0})}, {"x0", Floats({1}, {0.5f})}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].data<float>()[0], 0.5f);
   EXPECT_EQ((*out)[1].dims()[0], 0);
@@ -446,8 +442,8 @@ ModelRun RunSharedModel(const std::string& name, Precision precision) {
   int k = 0;
   for (const Value* v : graph.inputs()) {
     if (v->is_initializer()) continue;
-    auto t = ReadTensorFile(
-        (dir / "test_data_set_0" / absl::StrCat("input_", k++, ".pb")).string());
+    auto t =
+        ReadTensorFile((dir / "test_data_set_0" / absl::StrCat("input_", k++, ".pb")).string());
     EXPECT_TRUE(t.ok()) << t.status();
     if (!t.ok()) return r;
     feeds[v->name()] = std::move(*t);
@@ -458,8 +454,7 @@ ModelRun RunSharedModel(const std::string& name, Precision precision) {
   r.actual = std::move(*out);
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     r.names.push_back(graph.outputs()[i]->name());
-    auto t = ReadTensorFile(
-        (dir / "test_data_set_0" / absl::StrCat("output_", i, ".pb")).string());
+    auto t = ReadTensorFile((dir / "test_data_set_0" / absl::StrCat("output_", i, ".pb")).string());
     EXPECT_TRUE(t.ok()) << t.status();
     r.expected.push_back(t.ok() ? std::move(*t) : Tensor());
   }
@@ -490,8 +485,7 @@ TEST_P(SharedModel, ReproducesReferenceInFp32) {
                                    std::fabs(c.expected_min), 1e-30});
     EXPECT_LE(c.max_abs_error / range, 1e-4) << DescribeComparison(c);
     std::printf("%s output '%s': %s, range %.4g, error/range %.3g\n", GetParam().c_str(),
-                r.names[i].c_str(), DescribeComparison(c).c_str(), range,
-                c.max_abs_error / range);
+                r.names[i].c_str(), DescribeComparison(c).c_str(), range, c.max_abs_error / range);
   }
 }
 
@@ -549,8 +543,8 @@ TEST(Session, RandomSeedMakesUnseededRandomOpsRepeatable) {
   ASSERT_EQ(first.size(), 2u);
   ASSERT_EQ(other.size(), 2u);
   ASSERT_EQ(fresh2.size(), 2u);
-  EXPECT_TRUE(same(first[0], second[0]));   // same session seed: same draws
-  EXPECT_FALSE(same(first[0], other[0]));   // another seed: other draws
+  EXPECT_TRUE(same(first[0], second[0]));    // same session seed: same draws
+  EXPECT_FALSE(same(first[0], other[0]));    // another seed: other draws
   EXPECT_FALSE(same(fresh1[0], fresh2[0]));  // no seed: fresh entropy each time
   // A seed attribute wins over the session's.
   EXPECT_TRUE(same(first[1], other[1]));

@@ -112,8 +112,7 @@ TEST(WidenFloat16, SameBitsAsFloat16TensorsOnOutputsAndCapturedValues) {
       ASSERT_EQ(plain.outputs.size(), 8u);
       ASSERT_EQ(widened.outputs.size(), plain.outputs.size());
       for (size_t i = 0; i < plain.outputs.size(); ++i) {
-        ExpectSameBits(widened.outputs[i], plain.outputs[i],
-                       model->graph().outputs()[i]->name());
+        ExpectSameBits(widened.outputs[i], plain.outputs[i], model->graph().outputs()[i]->name());
       }
       ASSERT_EQ(widened.captured.size(), plain.captured.size());
       for (const auto& [name, tensor] : plain.captured) {

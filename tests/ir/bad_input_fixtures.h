@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/text_form.h"
 #include "ir/model_io.h"
+#include "ir/text_form.h"
 #include "onnx/onnx_pb.h"
 
 namespace ovfix::testing {

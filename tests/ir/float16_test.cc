@@ -27,10 +27,10 @@ std::vector<float> TrickyFloats(size_t n, uint32_t seed) {
   std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
   std::vector<float> v;
   for (size_t i = 0; i < n; ++i) v.push_back(std::ldexp(mantissa(rng), exponent(rng)));
-  for (float special : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 5.96e-8f,
-                        2.98e-8f, 1.0f + 1.0f / 2048, std::numeric_limits<float>::infinity(),
-                        -std::numeric_limits<float>::infinity(),
-                        std::numeric_limits<float>::quiet_NaN()}) {
+  for (float special :
+       {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f, 1.0f + 1.0f / 2048,
+        std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+        std::numeric_limits<float>::quiet_NaN()}) {
     v.push_back(special);
   }
   return v;
@@ -95,7 +95,8 @@ TEST(Float16Bulk, FloatMagnitudesMatchesAPlainLoop) {
     for (size_t len : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{23}}) {
       const size_t end = std::min(v.size(), begin + len);
       const MagnitudeRange want = PlainMagnitudes(v, begin, end);
-      const MagnitudeRange got = FloatMagnitudes(v.data() + begin, static_cast<int64_t>(end - begin));
+      const MagnitudeRange got =
+          FloatMagnitudes(v.data() + begin, static_cast<int64_t>(end - begin));
       ASSERT_EQ(got.nan, want.nan) << begin << "+" << len;
       ASSERT_EQ(got.largest, want.largest) << begin << "+" << len;
       ASSERT_EQ(got.smallest_nonzero, want.smallest_nonzero) << begin << "+" << len;

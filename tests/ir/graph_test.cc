@@ -1,7 +1,8 @@
 // Graph edits keep producers, use lists and topological order right; text form and shape
 // inference round through onnx's parser, printer and InferShapes.
-#include "gtest/gtest.h"
 #include "ir/graph.h"
+
+#include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"

@@ -36,8 +36,10 @@ std::unique_ptr<Model> Conv(const char* attributes) {
   return Load((std::string(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[1,1,8,8] x, float[1,1,3,3] w) => (y) {
-      y = Conv <)") + attributes + R"(> (x, w)
-    })").c_str());
+      y = Conv <)") +
+               attributes + R"(> (x, w)
+    })")
+                  .c_str());
 }
 
 TEST(NodeCheck, WellFormedNodesPass) {

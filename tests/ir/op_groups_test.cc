@@ -30,10 +30,11 @@ TEST(OpGroups, BroadcastingIsTheTwentyOneElementWiseOps) {
   ASSERT_NE(b, nullptr);
   std::set<std::string> ops;
   for (const OpGroupMember& m : b->members) ops.emplace(m.op_type);
-  EXPECT_EQ(ops, (std::set<std::string>{"Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift",
-                                        "Equal", "Less", "LessOrEqual", "Greater",
-                                        "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min",
-                                        "Sum", "Mean", "PRelu", "Where"}));
+  EXPECT_EQ(ops, (std::set<std::string>{
+                     "Add",      "Sub",   "Mul",  "Div",         "Pow",     "Mod",
+                     "BitShift", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+                     "And",      "Or",    "Xor",  "Max",         "Min",     "Sum",
+                     "Mean",     "PRelu", "Where"}));
   EXPECT_EQ(FindOpGroupMember("broadcasting", "Add")->since_version, 7);
   EXPECT_EQ(FindOpGroupMember("broadcasting", "Max")->since_version, 8);
   EXPECT_EQ(FindOpGroupMember("broadcasting", "Where")->since_version, 9);

@@ -164,7 +164,8 @@ TEST(RoundTrip, SavingTwiceGivesIdenticalBytes) {
   ASSERT_TRUE(SaveModel(**model, (dir / "a.onnx").string()).ok());
   ASSERT_TRUE(SaveModel(**model, (dir / "b.onnx").string()).ok());
   std::ifstream a(dir / "a.onnx", std::ios::binary), b(dir / "b.onnx", std::ios::binary);
-  std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
+  std::string sa((std::istreambuf_iterator<char>(a)), {}),
+      sb((std::istreambuf_iterator<char>(b)), {});
   EXPECT_EQ(sa, sb);
   std::filesystem::remove_all(dir);
 }

@@ -30,8 +30,8 @@ const std::vector<float> kScores = {0.9f, 0.8f, 0.7f};
 
 // Runs NMS (opset 11) and returns the rows of selected_indices, flattened.
 std::vector<int64_t> Select(const std::vector<Tensor>& inputs, int64_t center_point_box = 0) {
-  auto out = RunNode("NonMaxSuppression", 11, inputs,
-                     {IntAttr("center_point_box", center_point_box)});
+  auto out =
+      RunNode("NonMaxSuppression", 11, inputs, {IntAttr("center_point_box", center_point_box)});
   EXPECT_TRUE(out.ok()) << out.status();
   if (!out.ok()) return {};
   const Tensor& y = (*out)[0];
@@ -75,13 +75,11 @@ TEST(NonMaxSuppressionTest, IouThresholdIsStrict) {
 TEST(NonMaxSuppressionTest, CenterPointBoxesAndFlippedCornersMatchCorners) {
   const Tensor scores = FloatTensor({1, 1, 3}, kScores);
   const std::vector<int64_t> expected = {0, 0, 0, 0, 0, 2};
-  EXPECT_THAT(Select({FloatTensor({1, 3, 4}, kCenters), scores, Int64Scalar(3),
-                      FloatScalar(0.5f)},
-                     1),
-              ElementsAreArray(expected));
+  EXPECT_THAT(
+      Select({FloatTensor({1, 3, 4}, kCenters), scores, Int64Scalar(3), FloatScalar(0.5f)}, 1),
+      ElementsAreArray(expected));
   // Each box given by its other corners, in the other order.
-  const Tensor flipped =
-      FloatTensor({1, 3, 4}, {1, 1, 0, 0, 1, 1.1f, 0, 0.1f, 0, 3, 1, 2});
+  const Tensor flipped = FloatTensor({1, 3, 4}, {1, 1, 0, 0, 1, 1.1f, 0, 0.1f, 0, 3, 1, 2});
   EXPECT_THAT(Select({flipped, scores, Int64Scalar(3), FloatScalar(0.5f)}),
               ElementsAreArray(expected));
 }
@@ -115,7 +113,7 @@ TEST(NonMaxSuppressionTest, RowsGoByBatchClassThenScore) {
                                                 0.5f, 0.5f,    // batch 1, class 0: a tie
                                                 0.3f, 0.6f});  // batch 1, class 1
   EXPECT_THAT(Select({boxes, scores, Int64Scalar(2), FloatScalar(0.5f)}),
-              ElementsAreArray<int64_t>({0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 1,    //
+              ElementsAreArray<int64_t>({0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 1,     //
                                          1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0}));  //
 }
 
@@ -123,8 +121,8 @@ TEST(NonMaxSuppressionTest, MalformedInputsAreErrors) {
   const Tensor boxes = FloatTensor({1, 3, 4}, kCorners);
   const Tensor scores = FloatTensor({1, 1, 3}, kScores);
   auto error = [](const std::vector<Tensor>& inputs, int64_t center_point_box = 0) {
-    auto out = RunNode("NonMaxSuppression", 11, inputs,
-                       {IntAttr("center_point_box", center_point_box)});
+    auto out =
+        RunNode("NonMaxSuppression", 11, inputs, {IntAttr("center_point_box", center_point_box)});
     EXPECT_FALSE(out.ok());
     return out.ok() ? std::string() : std::string(out.status().message());
   };

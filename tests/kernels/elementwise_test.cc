@@ -196,13 +196,13 @@ TEST(ElementwiseTest, ModFollowsDivisorOrDividendSign) {
 }
 
 TEST(ElementwiseTest, PowMixedTypes) {
-  auto int_float =
-      RunOp("Pow", 15,
-            {Make<int32_t>(DataType::kInt32, {3}, {2, 3, -2}), FloatTensor({3}, {2.0f, 0.5f, 3.0f})});
+  auto int_float = RunOp(
+      "Pow", 15,
+      {Make<int32_t>(DataType::kInt32, {3}, {2, 3, -2}), FloatTensor({3}, {2.0f, 0.5f, 3.0f})});
   EXPECT_EQ((*int_float)[0].type(), DataType::kInt32);
   EXPECT_EQ(Values<int32_t>((*int_float)[0]), (std::vector<int32_t>{4, 1, -8}));
-  auto float_int =
-      RunOp("Pow", 15, {FloatTensor({2}, {2.0f, 4.0f}), Make<int64_t>(DataType::kInt64, {2}, {3, -1})});
+  auto float_int = RunOp(
+      "Pow", 15, {FloatTensor({2}, {2.0f, 4.0f}), Make<int64_t>(DataType::kInt64, {2}, {3, -1})});
   EXPECT_EQ(Values<float>((*float_int)[0]), (std::vector<float>{8.0f, 0.25f}));
   auto ints = RunOp("Pow", 15,
                     {Make<int64_t>(DataType::kInt64, {3}, {3, -1, 2}),
@@ -237,10 +237,12 @@ TEST(ElementwiseTest, ComparisonsLogicAndShifts) {
 
 TEST(ElementwiseTest, BadInputsAreErrorsNotCrashes) {
   EXPECT_FALSE(RunOp("Add", 14, {FloatTensor({2, 3}, {}), FloatTensor({4}, {})}).ok());
-  EXPECT_FALSE(RunOp("Add", 14, {FloatTensor({2}, {}), Make<int32_t>(DataType::kInt32, {2}, {})}).ok());
+  EXPECT_FALSE(
+      RunOp("Add", 14, {FloatTensor({2}, {}), Make<int32_t>(DataType::kInt32, {2}, {})}).ok());
   EXPECT_FALSE(RunOp("Add", 14, {FloatTensor({2}, {})}).ok());
   EXPECT_FALSE(RunOp("Relu", 14, {Make<uint8_t>(DataType::kUint8, {2}, {})}).ok());
-  EXPECT_FALSE(RunOp("Where", 16, {FloatTensor({2}, {}), FloatTensor({2}, {}), FloatTensor({2}, {})}).ok());
+  EXPECT_FALSE(
+      RunOp("Where", 16, {FloatTensor({2}, {}), FloatTensor({2}, {}), FloatTensor({2}, {})}).ok());
   EXPECT_FALSE(RunOp("Cast", 13, {FloatTensor({2}, {})}).ok());  // no 'to'
   EXPECT_FALSE(RunOp("Cast", 13, {FloatTensor({2}, {})}, {IntAttr("to", 99)}).ok());
   auto empty = RunOp("Add", 14, {FloatTensor({0, 3}, {}), FloatTensor({3}, {1, 2, 3})});
@@ -278,9 +280,9 @@ TEST(ElementwiseTest, UnaryMath) {
 }
 
 TEST(ElementwiseTest, Opset18Ops) {
-  auto and_ = RunOp("BitwiseAnd", 18,
-                    {Make<int32_t>(DataType::kInt32, {2}, {12, -1}),
-                     Make<int32_t>(DataType::kInt32, {1}, {10})});
+  auto and_ = RunOp(
+      "BitwiseAnd", 18,
+      {Make<int32_t>(DataType::kInt32, {2}, {12, -1}), Make<int32_t>(DataType::kInt32, {1}, {10})});
   ASSERT_TRUE(and_.ok()) << and_.status();
   EXPECT_EQ(Values<int32_t>((*and_)[0]), (std::vector<int32_t>{8, 10}));
   auto not_ = RunOp("BitwiseNot", 18, {Make<uint8_t>(DataType::kUint8, {2}, {0, 0xf0})});
@@ -311,28 +313,32 @@ TEST(ElementwiseTest, Activations) {
 }
 
 TEST(ElementwiseTest, ClipBothForms) {
-  auto attrs = RunOp("Clip", 6, {FloatTensor({3}, {-5, 0, 5})},
-                     {FloatAttr("min", -1), FloatAttr("max", 1)});
+  auto attrs =
+      RunOp("Clip", 6, {FloatTensor({3}, {-5, 0, 5})}, {FloatAttr("min", -1), FloatAttr("max", 1)});
   EXPECT_EQ(Values<float>((*attrs)[0]), (std::vector<float>{-1, 0, 1}));
   auto only_max = RunOp("Clip", 13,
                         {Make<int8_t>(DataType::kInt8, {3}, {-100, 0, 100}), Tensor(),
                          Make<int8_t>(DataType::kInt8, {}, {5})});
   ASSERT_TRUE(only_max.ok()) << only_max.status();
   EXPECT_EQ(Values<int8_t>((*only_max)[0]), (std::vector<int8_t>{-100, 0, 5}));
-  auto crossed = RunOp("Clip", 13, {FloatTensor({2}, {-5, 5}), FloatTensor({}, {2}), FloatTensor({}, {1})});
+  auto crossed =
+      RunOp("Clip", 13, {FloatTensor({2}, {-5, 5}), FloatTensor({}, {2}), FloatTensor({}, {1})});
   EXPECT_EQ(Values<float>((*crossed)[0]), (std::vector<float>{1, 1}));
   EXPECT_FALSE(RunOp("Clip", 13, {FloatTensor({2}, {-5, 5}), FloatTensor({2}, {2, 3})}).ok());
 }
 
 TEST(ElementwiseTest, PReluSlopeBroadcastsToInput) {
-  auto out = RunOp("PRelu", 16, {FloatTensor({1, 2, 2}, {-1, 1, -1, 1}), FloatTensor({2, 1}, {0.5f, 2})});
+  auto out =
+      RunOp("PRelu", 16, {FloatTensor({1, 2, 2}, {-1, 1, -1, 1}), FloatTensor({2, 1}, {0.5f, 2})});
   EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{-0.5f, 1, -2, 1}));
   EXPECT_FALSE(RunOp("PRelu", 16, {FloatTensor({2}, {-1, 1}), FloatTensor({3, 2}, {})}).ok());
 }
 
 TEST(ElementwiseTest, VariadicBroadcastAndNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  auto max = RunOp("Max", 13, {FloatTensor({3}, {1, nan, 5}), FloatTensor({2, 1}, {2, 4}), FloatTensor({}, {3})});
+  auto max =
+      RunOp("Max", 13,
+            {FloatTensor({3}, {1, nan, 5}), FloatTensor({2, 1}, {2, 4}), FloatTensor({}, {3})});
   ASSERT_TRUE(max.ok()) << max.status();
   auto got = Values<float>((*max)[0]);
   EXPECT_EQ((*max)[0].dims(), (std::vector<int64_t>{2, 3}));
@@ -340,7 +346,8 @@ TEST(ElementwiseTest, VariadicBroadcastAndNaN) {
   EXPECT_TRUE(std::isnan(got[1]));
   EXPECT_EQ(got[2], 5);
   EXPECT_EQ(got[3], 4);
-  auto mean = RunOp("Mean", 13, {FloatTensor({2}, {1, 2}), FloatTensor({2}, {3, 4}), FloatTensor({2}, {5, 9})});
+  auto mean = RunOp("Mean", 13,
+                    {FloatTensor({2}, {1, 2}), FloatTensor({2}, {3, 4}), FloatTensor({2}, {5, 9})});
   EXPECT_EQ(Values<float>((*mean)[0]), (std::vector<float>{3, 5}));
   auto sum = RunOp("Sum", 13, {FloatTensor({}, {1}), FloatTensor({2}, {1, 2})});
   EXPECT_EQ(Values<float>((*sum)[0]), (std::vector<float>{2, 3}));
@@ -369,28 +376,28 @@ TEST(CastTest, FloatingConversionsRoundExactly) {
                     {IntAttr("to", 10)});
   ASSERT_TRUE(half.ok()) << half.status();
   EXPECT_EQ(Values<uint16_t>((*half)[0]), (std::vector<uint16_t>{0x3c01, 0x7c00}));
-  auto back = RunOp("Cast", 13, {Make<uint16_t>(DataType::kFloat16, {1}, {0x3555})},
-                    {IntAttr("to", 1)});
+  auto back =
+      RunOp("Cast", 13, {Make<uint16_t>(DataType::kFloat16, {1}, {0x3555})}, {IntAttr("to", 1)});
   EXPECT_EQ(Values<float>((*back)[0])[0], HalfBitsToFloat(0x3555));
   auto bf16 =
       RunOp("Cast", 13, {FloatTensor({1}, {1.0f + std::ldexp(1.0f, -8)})}, {IntAttr("to", 16)});
   EXPECT_EQ(Values<uint16_t>((*bf16)[0]), (std::vector<uint16_t>{0x3f80}));  // ties to even
-  auto ints =
-      RunOp("Cast", 13,
-            {FloatTensor({5}, {-1.7f, 300.0f, std::numeric_limits<float>::quiet_NaN(), 1e30f, 2.9f})},
-            {IntAttr("to", 6)});
+  auto ints = RunOp(
+      "Cast", 13,
+      {FloatTensor({5}, {-1.7f, 300.0f, std::numeric_limits<float>::quiet_NaN(), 1e30f, 2.9f})},
+      {IntAttr("to", 6)});
   EXPECT_EQ(Values<int32_t>((*ints)[0]), (std::vector<int32_t>{-1, 300, 0, -1, 2}));
   auto to_bool = RunOp("Cast", 13, {FloatTensor({3}, {0, -0.5f, 2})}, {IntAttr("to", 9)});
   EXPECT_EQ(Bools((*to_bool)[0]), (std::vector<bool>{false, true, true}));
-  auto legacy = RunOp("Cast", 1, {Make<int32_t>(DataType::kInt32, {1}, {3})},
-                      {StringAttr("to", "DOUBLE")});
+  auto legacy =
+      RunOp("Cast", 1, {Make<int32_t>(DataType::kInt32, {1}, {3})}, {StringAttr("to", "DOUBLE")});
   ASSERT_TRUE(legacy.ok()) << legacy.status();
   EXPECT_EQ(Values<double>((*legacy)[0]), (std::vector<double>{3.0}));
 }
 
 TEST(CastTest, Strings) {
-  auto parsed = RunOp("Cast", 13, {Tensor({5}, {"0.5", "1e-5", "NaN", "+INF", "-INF"})},
-                      {IntAttr("to", 1)});
+  auto parsed =
+      RunOp("Cast", 13, {Tensor({5}, {"0.5", "1e-5", "NaN", "+INF", "-INF"})}, {IntAttr("to", 1)});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   auto v = Values<float>((*parsed)[0]);
   EXPECT_EQ(v[0], 0.5f);
@@ -415,10 +422,10 @@ TEST(ElementwiseTest, DropoutAtInference) {
   auto old = RunOp("Dropout", 7, {FloatTensor({2}, {1, 2})}, {FloatAttr("ratio", 0.3f)}, 2);
   EXPECT_EQ((*old)[1].type(), DataType::kFloat);
   EXPECT_EQ(Values<float>((*old)[1]), (std::vector<float>{1, 1}));
-  auto training = RunOp(
-      "Dropout", 13,
-      {FloatTensor({4}, {1, 1, 1, 1}), FloatTensor({}, {0.5f}), Make<uint8_t>(DataType::kBool, {}, {true})},
-      {IntAttr("seed", 3)}, 2);
+  auto training = RunOp("Dropout", 13,
+                        {FloatTensor({4}, {1, 1, 1, 1}), FloatTensor({}, {0.5f}),
+                         Make<uint8_t>(DataType::kBool, {}, {true})},
+                        {IntAttr("seed", 3)}, 2);
   ASSERT_TRUE(training.ok()) << training.status();
   auto values = Values<float>((*training)[0]);
   auto mask = Bools((*training)[1]);

@@ -75,27 +75,24 @@ TEST(StftTest, FramesWithoutAndWithWindow) {
   ExpectNear((*plain)[0], {1, 2, 3, 2}, {10, 0, -2, 2, -2, 0, 18, 0, -2, 2, -2, 0}, 1e-6,
              "no window");
   // Window [0, 1, 1, 0]: [0, 2, 3, 0] -> [5, -3 - 2i, 1]; [0, 4, 5, 0] -> [9, -5 - 4i, 1].
-  auto windowed = RunNode("STFT", 17, {signal, Int64Scalar(2), FloatTensor({4}, {0, 1, 1, 0})},
-                          {});
+  auto windowed = RunNode("STFT", 17, {signal, Int64Scalar(2), FloatTensor({4}, {0, 1, 1, 0})}, {});
   ASSERT_TRUE(windowed.ok()) << windowed.status();
   ExpectNear((*windowed)[0], {1, 2, 3, 2}, {5, 0, -3, -2, 1, 0, 9, 0, -5, -4, 1, 0}, 1e-6,
              "window");
 }
 
 TEST(StftTest, TwoSidedKeepsEveryBin) {
-  auto out = RunNode("STFT", 17,
-                     {FloatTensor({1, 4, 1}, {1, 2, 3, 4}), Int64Scalar(4), Tensor(),
-                      Int64Scalar(4)},
-                     {IntAttr("onesided", 0)});
+  auto out = RunNode(
+      "STFT", 17, {FloatTensor({1, 4, 1}, {1, 2, 3, 4}), Int64Scalar(4), Tensor(), Int64Scalar(4)},
+      {IntAttr("onesided", 0)});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectNear((*out)[0], {1, 1, 4, 2}, {10, 0, -2, 2, -2, 0, -2, -2}, 1e-6, "two-sided");
 }
 
 TEST(StftTest, RefusesAFrameLongerThanTheSignal) {
-  auto out = RunNode("STFT", 17,
-                     {FloatTensor({1, 4, 1}, {1, 2, 3, 4}), Int64Scalar(1), Tensor(),
-                      Int64Scalar(5)},
-                     {});
+  auto out =
+      RunNode("STFT", 17,
+              {FloatTensor({1, 4, 1}, {1, 2, 3, 4}), Int64Scalar(1), Tensor(), Int64Scalar(5)}, {});
   ASSERT_FALSE(out.ok());
   EXPECT_THAT(out.status().message(), HasSubstr("frame_length"));
 }

@@ -199,8 +199,9 @@ TEST(ConvTest, EveryGemmKernel) {
 }
 
 // A Relu, Clip or hard swish fused into the convolution (what the session asks for when one
-// alone reads its output): every path (im2col GEMM over several depth blocks, pointwise, the transposed
-// product of small maps, depthwise, one output pixel, groups, batch) clamps what it writes.
+// alone reads its output): every path (im2col GEMM over several depth blocks, pointwise, the
+// transposed product of small maps, depthwise, one output pixel, groups, batch) clamps what it
+// writes.
 TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
   const std::vector<ConvCase> cases = {
       {{1, 3, 9, 11}, {4, 3, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
@@ -209,11 +210,11 @@ TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
       {{1, 40, 30, 30}, {24, 40, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},  // 3 depth blocks
       {{1, 40, 12, 12}, {24, 40, 1, 1}, 1, {}, {}, {}, "", true},                // pointwise
       {{1, 48, 7, 7}, {64, 48, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true},        // transposed
-      {{1, 64, 9, 9}, {32, 64, 1, 1}, 1, {}, {}, {}, "", true},  // transposed pointwise
-      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},      // depthwise
-      {{1, 24, 1, 1}, {40, 24, 1, 1}, 1, {}, {}, {}, "", true},                  // one pixel
-      {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {2, 1}, {}, {1, 1, 1, 1}, "", true},     // groups
-      {{2, 3, 20}, {5, 3, 4}, 1, {3}, {2}, {1, 2}, "", true},                    // 1-D
+      {{1, 64, 9, 9}, {32, 64, 1, 1}, 1, {}, {}, {}, "", true},              // transposed pointwise
+      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},  // depthwise
+      {{1, 24, 1, 1}, {40, 24, 1, 1}, 1, {}, {}, {}, "", true},              // one pixel
+      {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {2, 1}, {}, {1, 1, 1, 1}, "", true},  // groups
+      {{2, 3, 20}, {5, 3, 4}, 1, {3}, {2}, {1, 2}, "", true},                 // 1-D
   };
   // (lo, hi) of a clamp, or (alpha, beta) of a hard swish when the third is set.
   struct Fused {
@@ -260,8 +261,8 @@ TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
         }
         const std::string what = kernel + " Conv x" + ::testing::PrintToString(c.x) + " w" +
                                  ::testing::PrintToString(c.w) +
-                                 (f.hard_swish ? " hard swish " : " clamp ") +
-                                 std::to_string(f.a) + ", " + std::to_string(f.b);
+                                 (f.hard_swish ? " hard swish " : " clamp ") + std::to_string(f.a) +
+                                 ", " + std::to_string(f.b);
         auto out = RunNode("Conv", 11, inputs, ConvAttributes(c), run);
         ASSERT_TRUE(out.ok()) << what << ": " << out.status();
         ExpectNear((*out)[0], out_dims, expected, 2e-5, what);
@@ -280,8 +281,8 @@ TEST(ConvTest, FusedClampKeepsNaN) {
   run.clamp_output = true;
   run.clamp_min = 0.0f;
   run.clamp_max = 1.0f;
-  auto out = RunNode("Conv", 11, {FloatTensor({1, 4, 8, 8}, x), FloatTensor({16, 4, 1, 1}, w)},
-                     {}, run);
+  auto out =
+      RunNode("Conv", 11, {FloatTensor({1, 4, 8, 8}, x), FloatTensor({16, 4, 1, 1}, w)}, {}, run);
   ASSERT_TRUE(out.ok()) << out.status();
   const float* y = (*out)[0].data<float>();
   for (int64_t m = 0; m < 16; ++m) {

@@ -17,8 +17,8 @@
 namespace ovfix::test_models {
 
 struct QuantizedUnetOptions {
-  int64_t size = 64;        // input is [1, 3, size, size]
-  int64_t channels = 8;     // at the first level, doubled at each level down
+  int64_t size = 64;     // input is [1, 3, size, size]
+  int64_t channels = 8;  // at the first level, doubled at each level down
   int levels = 3;
   bool uint8_weights = false;  // int8 symmetric (onnxruntime's default) or uint8 asymmetric
   uint32_t seed = 1;
@@ -50,7 +50,8 @@ class QuantizedUnetBuilder {
       x = Node("MaxPool", {x}, {Ints("kernel_shape", {2, 2}), Ints("strides", {2, 2})});
     }
     x = QuantizedConv(x, c, c, 3);
-    const std::string scales = Constant(onnx::TensorProto::FLOAT, {4}, std::vector<float>{1, 1, 2, 2});
+    const std::string scales =
+        Constant(onnx::TensorProto::FLOAT, {4}, std::vector<float>{1, 1, 2, 2});
     for (auto it = skips.rbegin(); it != skips.rend(); ++it) {
       onnx::AttributeProto mode;
       mode.set_name("mode");
@@ -118,8 +119,8 @@ class QuantizedUnetBuilder {
     t->set_name(Fresh("const"));
     t->set_data_type(type);
     for (int64_t d : dims) t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                                values.size() * sizeof(T)));
+    t->set_raw_data(
+        std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
     return t->name();
   }
 
@@ -141,10 +142,12 @@ class QuantizedUnetBuilder {
       const float zero = std::nearbyint(-low / w_scale);
       std::vector<uint8_t> q(w.size());
       for (size_t i = 0; i < w.size(); ++i) {
-        q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(w[i] / w_scale) + zero, 0.0f, 255.0f));
+        q[i] =
+            static_cast<uint8_t>(std::clamp(std::nearbyint(w[i] / w_scale) + zero, 0.0f, 255.0f));
       }
       w_q = Constant(onnx::TensorProto::UINT8, w_dims, q);
-      w_zero = Constant(onnx::TensorProto::UINT8, {}, std::vector<uint8_t>{static_cast<uint8_t>(zero)});
+      w_zero =
+          Constant(onnx::TensorProto::UINT8, {}, std::vector<uint8_t>{static_cast<uint8_t>(zero)});
     } else {
       float high = 0;
       for (float f : w) high = std::max(high, std::fabs(f));
@@ -158,8 +161,8 @@ class QuantizedUnetBuilder {
     }
     std::vector<std::string> q;
     Node("DynamicQuantizeLinear", {x}, {}, 3, &q);
-    const std::string scale =
-        Node("Mul", {q[1], Constant(onnx::TensorProto::FLOAT, {}, std::vector<float>{w_scale})}, {});
+    const std::string scale = Node(
+        "Mul", {q[1], Constant(onnx::TensorProto::FLOAT, {}, std::vector<float>{w_scale})}, {});
     const int64_t pad = k / 2;
     const std::string acc =
         Node("ConvInteger", {q[0], w_q, q[2], w_zero}, {Ints("pads", {pad, pad, pad, pad})});

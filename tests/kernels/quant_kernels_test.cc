@@ -63,9 +63,9 @@ TEST_P(QuantKernels, MatMulIntegerPairsDoNotSaturate) {
   // With zero points the widened operands reach -255 and 255: (0 - 255) * (255 - 0) * 3.
   const Tensor a2 = Bytes(DataType::kUint8, {1, 3}, {0, 0, 0});
   const Tensor b2 = Bytes(DataType::kUint8, {3, 1}, {255, 255, 255});
-  auto y2 = RunNode("MatMulInteger", 10,
-                    {a2, b2, Bytes(DataType::kUint8, {}, {255}), Bytes(DataType::kUint8, {}, {0})},
-                    {});
+  auto y2 =
+      RunNode("MatMulInteger", 10,
+              {a2, b2, Bytes(DataType::kUint8, {}, {255}), Bytes(DataType::kUint8, {}, {0})}, {});
   ASSERT_TRUE(y2.ok()) << y2.status();
   EXPECT_EQ(Ints((*y2)[0]), std::vector<int32_t>{-195075});
 }
@@ -208,8 +208,7 @@ TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Available, QuantKernels,
-                         ::testing::ValuesIn(AvailableQuantGemmKernels()),
+INSTANTIATE_TEST_SUITE_P(Available, QuantKernels, ::testing::ValuesIn(AvailableQuantGemmKernels()),
                          [](const auto& info) { return info.param; });
 
 // 3x3 image 1..9 with zero point 1 (so 0..8), 2x2 kernel {1, -1, 2, 0}, pads 1 on the top
@@ -238,9 +237,8 @@ TEST(QuantKernelsByHand, QLinearMatMulRoundsHalfToEvenAndSaturates) {
   const Tensor one = FloatTensor({}, {1.0f}), two = FloatTensor({}, {2.0f});
   const Tensor zero = Bytes(DataType::kUint8, {}, {0});
   const Tensor y_zero = Bytes(DataType::kInt8, {}, {10});
-  auto y = RunNode("QLinearMatMul", 10, {a, one, zero, b, one, Bytes(DataType::kUint8, {}, {0}),
-                                         two, y_zero},
-                   {});
+  auto y = RunNode("QLinearMatMul", 10,
+                   {a, one, zero, b, one, Bytes(DataType::kUint8, {}, {0}), two, y_zero}, {});
   ASSERT_TRUE(y.ok()) << y.status();
   ASSERT_EQ((*y)[0].type(), DataType::kInt8);
   // 2+10, 4+10, 2+10, 0+10, 127.5 -> 128 + 10 saturates at 127, 0 + 10.

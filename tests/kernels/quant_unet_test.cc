@@ -74,8 +74,9 @@ TEST_P(OrtQuantizedUnet, MatchesOnnxruntimeBitForBit) {
   onnx::ModelProto proto = builder.Build();
   const Tensor input = FloatTensor({1, 3, options.size, options.size}, builder.Input());
 
-  const fs::path dir = fs::temp_directory_path() /
-                       ("ovfix_quant_unet_" + std::to_string(::getpid()) + (GetParam() ? "u" : "s"));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("ovfix_quant_unet_" + std::to_string(::getpid()) + (GetParam() ? "u" : "s"));
   fs::create_directories(dir);
   {
     std::ofstream out(dir / "model.onnx", std::ios::binary);

@@ -19,13 +19,13 @@
 namespace ovfix::exec {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
 using math_testing::FloatAttr;
 using math_testing::FloatTensor;
 using math_testing::IntAttr;
 using math_testing::IntsAttr;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
 
 Tensor Int64s(std::vector<int64_t> dims, const std::vector<int64_t>& v) {
   return Tensor::FromVector(DataType::kInt64, std::move(dims), v);
@@ -307,7 +307,8 @@ TEST(SoftmaxTest, HardmaxPicksFirstMaximum) {
   auto hard = RunOp("Hardmax", 13, {FloatTensor({2, 3}, {1, 3, 3, 5, 2, 1})}, {});
   ASSERT_TRUE(hard.ok());
   EXPECT_THAT(Values((*hard)[0]), ElementsAre(0, 1, 0, 1, 0, 0));
-  auto column = RunOp("Hardmax", 13, {FloatTensor({2, 3}, {1, 3, 3, 5, 2, 3})}, {IntAttr("axis", 0)});
+  auto column =
+      RunOp("Hardmax", 13, {FloatTensor({2, 3}, {1, 3, 3, 5, 2, 3})}, {IntAttr("axis", 0)});
   ASSERT_TRUE(column.ok());
   EXPECT_THAT(Values((*column)[0]), ElementsAre(0, 1, 1, 1, 0, 0));
   auto bad = RunOp("Hardmax", 13, {FloatTensor({2, 3}, {1, 3, 3, 5, 2, 3})}, {IntAttr("axis", 2)});
@@ -318,7 +319,8 @@ TEST(SoftmaxTest, ThreadedWideInnerMatchesSingle) {
   const std::vector<float> x = RandomFloats(3 * 5 * 700, 3);
   ThreadPool pool(4);
   auto single = RunOp("Softmax", 13, {FloatTensor({3, 5, 700}, x)}, {IntAttr("axis", 1)});
-  auto threaded = RunOp("Softmax", 13, {FloatTensor({3, 5, 700}, x)}, {IntAttr("axis", 1)}, 1, &pool);
+  auto threaded =
+      RunOp("Softmax", 13, {FloatTensor({3, 5, 700}, x)}, {IntAttr("axis", 1)}, 1, &pool);
   ASSERT_TRUE(single.ok() && threaded.ok());
   EXPECT_THAT(Values((*threaded)[0]), ElementsAreArray(Values((*single)[0])));
   const std::vector<double> y = Values((*single)[0]);
@@ -330,9 +332,10 @@ TEST(SoftmaxTest, ThreadedWideInnerMatchesSingle) {
 TEST(NormalizationTest, LayerNormalizationWithStatistics) {
   const std::vector<float> x = RandomFloats(24, 4);
   const std::vector<float> scale = {0.5f, 2.0f, -1.0f, 1.5f};
-  auto result = RunOp("LayerNormalization", 17,
-                      {FloatTensor({2, 3, 4}, x), FloatTensor({4}, scale), FloatTensor({1}, {0.25f})},
-                      {IntAttr("axis", 1), FloatAttr("epsilon", 1e-3f)}, 3);
+  auto result =
+      RunOp("LayerNormalization", 17,
+            {FloatTensor({2, 3, 4}, x), FloatTensor({4}, scale), FloatTensor({1}, {0.25f})},
+            {IntAttr("axis", 1), FloatAttr("epsilon", 1e-3f)}, 3);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ((*result)[1].dims(), (std::vector<int64_t>{2, 1, 1}));
   const std::vector<double> y = Values((*result)[0]);
@@ -347,22 +350,24 @@ TEST(NormalizationTest, LayerNormalizationWithStatistics) {
       EXPECT_NEAR(y[r * 12 + i], (x[r * 12 + i] - mean) * inv_std * scale[i % 4] + 0.25, 1e-5);
     }
   }
-  auto bad_scale = RunOp("LayerNormalization", 17, {FloatTensor({2, 3, 4}, x), FloatTensor({3}, {1, 1, 1})},
-                         {IntAttr("axis", 1)});
+  auto bad_scale =
+      RunOp("LayerNormalization", 17, {FloatTensor({2, 3, 4}, x), FloatTensor({3}, {1, 1, 1})},
+            {IntAttr("axis", 1)});
   EXPECT_THAT(bad_scale.status().message(), HasSubstr("broadcast"));
 }
 
 TEST(NormalizationTest, InstanceAndGroupNormalization) {
   const std::vector<float> x = RandomFloats(2 * 4 * 3, 5);
-  auto instance =
-      RunOp("InstanceNormalization", 6,
-            {FloatTensor({2, 4, 3}, x), FloatTensor({4}, {1, 2, 3, 4}), FloatTensor({4}, {0, 1, 0, 1})},
-            {FloatAttr("epsilon", 1e-5f)});
+  auto instance = RunOp(
+      "InstanceNormalization", 6,
+      {FloatTensor({2, 4, 3}, x), FloatTensor({4}, {1, 2, 3, 4}), FloatTensor({4}, {0, 1, 0, 1})},
+      {FloatAttr("epsilon", 1e-5f)});
   ASSERT_TRUE(instance.ok()) << instance.status();
   // Groups of 2 channels with per-group parameters.
-  auto group = RunOp("GroupNormalization", 18,
-                     {FloatTensor({2, 4, 3}, x), FloatTensor({2}, {2, 3}), FloatTensor({2}, {1, -1})},
-                     {IntAttr("num_groups", 2), FloatAttr("epsilon", 1e-5f)});
+  auto group =
+      RunOp("GroupNormalization", 18,
+            {FloatTensor({2, 4, 3}, x), FloatTensor({2}, {2, 3}), FloatTensor({2}, {1, -1})},
+            {IntAttr("num_groups", 2), FloatAttr("epsilon", 1e-5f)});
   ASSERT_TRUE(group.ok()) << group.status();
   for (int run = 0; run < 8; ++run) {
     double mean = 0, variance = 0;
@@ -383,8 +388,9 @@ TEST(NormalizationTest, InstanceAndGroupNormalization) {
       EXPECT_NEAR((*group)[0].GetAsDouble(run * 6 + i), expected, 1e-4);
     }
   }
-  auto bad = RunOp("InstanceNormalization", 6,
-                   {FloatTensor({2, 4, 3}, x), FloatTensor({3}, {1, 2, 3}), FloatTensor({4}, {0, 1, 0, 1})}, {});
+  auto bad = RunOp(
+      "InstanceNormalization", 6,
+      {FloatTensor({2, 4, 3}, x), FloatTensor({3}, {1, 2, 3}), FloatTensor({4}, {0, 1, 0, 1})}, {});
   EXPECT_FALSE(bad.ok());
 }
 
@@ -493,9 +499,9 @@ TEST(CumSumTest, ExclusiveReverseAndAxis) {
 // Odd shapes and attributes: each may succeed or fail, but must not crash or read out of
 // bounds (run under OVFIX_ASAN to check the latter).
 TEST(ReduceGroupTest, OddInputsDoNotCrash) {
-  const std::vector<Tensor> inputs = {FloatTensor({}, {2}), Tensor(DataType::kFloat, {0}),
-                                      Tensor(DataType::kFloat, {2, 0, 3}), FloatTensor({1, 1, 1}, {5}),
-                                      FloatTensor({2, 3}, {1, 2, 3, 4, 5, 6})};
+  const std::vector<Tensor> inputs = {
+      FloatTensor({}, {2}), Tensor(DataType::kFloat, {0}), Tensor(DataType::kFloat, {2, 0, 3}),
+      FloatTensor({1, 1, 1}, {5}), FloatTensor({2, 3}, {1, 2, 3, 4, 5, 6})};
   const std::vector<std::vector<onnx::AttributeProto>> attribute_sets = {
       {},
       {IntAttr("axis", 5)},

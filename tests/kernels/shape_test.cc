@@ -104,12 +104,24 @@ std::vector<Tensor> TypedIota(std::vector<int64_t> dims) {
     Tensor t(type, dims);
     for (int64_t i = 0; i < n; ++i) {
       switch (type) {
-        case DataType::kFloat: t.data<float>()[i] = i; break;
-        case DataType::kFloat16: t.data<uint16_t>()[i] = FloatToHalfBits(i); break;
-        case DataType::kUint8: t.data<uint8_t>()[i] = i % 251; break;
-        case DataType::kBool: t.data<uint8_t>()[i] = i % 3 == 0; break;
-        case DataType::kInt64: t.data<int64_t>()[i] = i * 1000003; break;
-        default: t.data<double>()[i] = i + 0.5; break;
+        case DataType::kFloat:
+          t.data<float>()[i] = i;
+          break;
+        case DataType::kFloat16:
+          t.data<uint16_t>()[i] = FloatToHalfBits(i);
+          break;
+        case DataType::kUint8:
+          t.data<uint8_t>()[i] = i % 251;
+          break;
+        case DataType::kBool:
+          t.data<uint8_t>()[i] = i % 3 == 0;
+          break;
+        case DataType::kInt64:
+          t.data<int64_t>()[i] = i * 1000003;
+          break;
+        default:
+          t.data<double>()[i] = i + 0.5;
+          break;
       }
     }
     out.push_back(std::move(t));
@@ -216,7 +228,8 @@ TEST(ShapeOpsTest, Unsqueeze) {
   EXPECT_EQ(Run1("Unsqueeze", 13, {x, Ints({-1})}).dims(), (std::vector<int64_t>{3, 4, 1}));
   EXPECT_EQ(Run1("Unsqueeze", 11, {x}, {IntsAttr("axes", {1, 3})}).dims(),
             (std::vector<int64_t>{3, 1, 4, 1}));
-  EXPECT_EQ(Run1("Unsqueeze", 13, {FloatTensor({}, {7}), Ints({0})}).dims(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(Run1("Unsqueeze", 13, {FloatTensor({}, {7}), Ints({0})}).dims(),
+            (std::vector<int64_t>{1}));
   ExpectError("Unsqueeze", 13, {x, Ints({4})});
   ExpectError("Unsqueeze", 13, {x, Ints({1, 1})});
   ExpectError("Unsqueeze", 13, {x});
@@ -339,7 +352,8 @@ TEST(DataMovementTest, TileAndExpand) {
   }
   ExpectTensor(Run1("Tile", 13, {Iota({2}), Ints({0})}), DataType::kFloat, {0}, {});
   ExpectTensor(Run1("Expand", 13, {Iota({3}), Ints({0, 1})}), DataType::kFloat, {0, 3}, {});
-  ExpectTensor(Run1("Expand", 13, {FloatTensor({}, {5}), Ints({2})}), DataType::kFloat, {2}, {5, 5});
+  ExpectTensor(Run1("Expand", 13, {FloatTensor({}, {5}), Ints({2})}), DataType::kFloat, {2},
+               {5, 5});
   Tensor same = Iota({2, 3});
   EXPECT_EQ(Run1("Expand", 13, {same, Ints({1, 3})}).raw(), same.raw());
   ExpectError("Tile", 13, {Iota({2}), Ints({1, 1})});
@@ -389,8 +403,8 @@ TEST(DataMovementTest, SliceAllTypes) {
 TEST(DataMovementTest, PadModes) {
   Tensor x = FloatTensor({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
   // The spec's examples.
-  ExpectTensor(Run1("Pad", 13, {x, Ints({0, 2, 0, 0}), FloatTensor({}, {0})}), DataType::kFloat, {3, 4},
-               {0, 0, 1.0f, 1.2f, 0, 0, 2.3f, 3.4f, 0, 0, 4.5f, 5.7f});
+  ExpectTensor(Run1("Pad", 13, {x, Ints({0, 2, 0, 0}), FloatTensor({}, {0})}), DataType::kFloat,
+               {3, 4}, {0, 0, 1.0f, 1.2f, 0, 0, 2.3f, 3.4f, 0, 0, 4.5f, 5.7f});
   ExpectTensor(Run1("Pad", 13, {x, Ints({0, 2, 0, 0})}, {StringAttr("mode", "reflect")}),
                DataType::kFloat, {3, 4},
                {1.0f, 1.2f, 1.0f, 1.2f, 2.3f, 3.4f, 2.3f, 3.4f, 4.5f, 5.7f, 4.5f, 5.7f});
@@ -526,9 +540,10 @@ TEST(GatherScatterTest, ScatterElements) {
   ExpectTensor(Run1("Scatter", 10, {data, Ints({1, 2}, {-1, -5}), updates}, {IntAttr("axis", 1)}),
                DataType::kFloat, {1, 5}, {2.1f, 2, 3, 4, 1.1f});
   Tensor data3 = Iota({3, 3});
-  ExpectTensor(Run1("ScatterElements", 11,
-                    {data3, Ints({2, 3}, {1, 0, 2, 0, 2, 1}), FloatTensor({2, 3}, {1, 1, 1, 2, 2, 2})}),
-               DataType::kFloat, {3, 3}, {2, 1, 2, 1, 4, 2, 6, 2, 1});
+  ExpectTensor(
+      Run1("ScatterElements", 11,
+           {data3, Ints({2, 3}, {1, 0, 2, 0, 2, 1}), FloatTensor({2, 3}, {1, 1, 1, 2, 2, 2})}),
+      DataType::kFloat, {3, 3}, {2, 1, 2, 1, 4, 2, 6, 2, 1});
   ExpectError("ScatterElements", 16, {data, Ints({1, 2}, {1, 5}), updates}, {IntAttr("axis", 1)});
   ExpectError("ScatterElements", 16, {data, Ints({1, 2}, {1, 2}), FloatTensor({2}, {0, 0})},
               {IntAttr("axis", 1)});
@@ -555,8 +570,9 @@ TEST(GeneratorsTest, ConstantOfShapeAndRange) {
   ExpectError("ConstantOfShape", 9, {Ints({int64_t{1} << 40, 1 << 20})});
   ExpectError("ConstantOfShape", 9, {Ints({1})}, {TensorAttr("value", Iota({2}))});
 
-  ExpectTensor(Run1("Range", 11, {FloatTensor({}, {1}), FloatTensor({}, {5}), FloatTensor({}, {2})}),
-               DataType::kFloat, {2}, {1, 3});
+  ExpectTensor(
+      Run1("Range", 11, {FloatTensor({}, {1}), FloatTensor({}, {5}), FloatTensor({}, {2})}),
+      DataType::kFloat, {2}, {1, 3});
   auto i32 = [](int32_t v) { return Tensor::FromVector<int32_t>(DataType::kInt32, {}, {v}); };
   ExpectTensor(Run1("Range", 11, {i32(10), i32(4), i32(-3)}), DataType::kInt32, {2}, {10, 7});
   ExpectTensor(Run1("Range", 11, {i32(10), i32(4), i32(3)}), DataType::kInt32, {0}, {});
@@ -569,8 +585,8 @@ TEST(GeneratorsTest, ConstantOfShapeAndRange) {
 }
 
 TEST(GeneratorsTest, NonZeroAndOneHot) {
-  ExpectTensor(Run1("NonZero", 13, {FloatTensor({2, 2}, {1, 0, -0.0f, 3})}), DataType::kInt64, {2, 2},
-               {0, 1, 0, 1});
+  ExpectTensor(Run1("NonZero", 13, {FloatTensor({2, 2}, {1, 0, -0.0f, 3})}), DataType::kInt64,
+               {2, 2}, {0, 1, 0, 1});
   ExpectTensor(Run1("NonZero", 13, {FloatTensor({}, {3})}), DataType::kInt64, {1, 1}, {0});
   ExpectTensor(Run1("NonZero", 13, {Iota({0, 3})}), DataType::kInt64, {2, 0}, {});
   Tensor half(DataType::kFloat16, {3});
@@ -581,9 +597,10 @@ TEST(GeneratorsTest, NonZeroAndOneHot) {
   Tensor values = FloatTensor({2}, {0, 1});
   ExpectTensor(Run1("OneHot", 11, {Ints({3}, {0, -1, 5}), Int64Scalar(3), values}),
                DataType::kFloat, {3, 3}, {1, 0, 0, 0, 0, 1, 0, 0, 0});
-  ExpectTensor(Run1("OneHot", 11, {FloatTensor({2}, {1.7f, 0}), FloatTensor({}, {2}), Ints({-5, 5})},
-                    {IntAttr("axis", 0)}),
-               DataType::kInt64, {2, 2}, {-5, 5, 5, -5});
+  ExpectTensor(
+      Run1("OneHot", 11, {FloatTensor({2}, {1.7f, 0}), FloatTensor({}, {2}), Ints({-5, 5})},
+           {IntAttr("axis", 0)}),
+      DataType::kInt64, {2, 2}, {-5, 5, 5, -5});
   ExpectError("OneHot", 11, {Ints({1}), Int64Scalar(-2), values});
   ExpectError("OneHot", 11, {Ints({1}), Int64Scalar(2), values}, {IntAttr("axis", 2)});
   ExpectError("OneHot", 11, {Ints({1}), Int64Scalar(2), FloatTensor({3}, {0, 1, 2})});
@@ -679,7 +696,8 @@ TEST(GeneratorsTest, Unique) {
   ExpectTensor((*out)[2], DataType::kInt64, {6}, {1, 0, 0, 2, 3, 2});
   ExpectTensor((*out)[3], DataType::kInt64, {4}, {2, 1, 2, 1});
   // Unique rows of [[1, 0, 0], [1, 0, 0], [2, 3, 4]].
-  out = RunOp("Unique", 11, {FloatTensor({3, 3}, {1, 0, 0, 1, 0, 0, 2, 3, 4})}, {IntAttr("axis", 0)}, 4);
+  out = RunOp("Unique", 11, {FloatTensor({3, 3}, {1, 0, 0, 1, 0, 0, 2, 3, 4})},
+              {IntAttr("axis", 0)}, 4);
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DataType::kFloat, {2, 3}, {1, 0, 0, 2, 3, 4});
   ExpectTensor((*out)[1], DataType::kInt64, {2}, {0, 2});

@@ -1,5 +1,5 @@
-// Tests of the window and filter bank generators (exec/cpu/signal.cc): windows of size 4, periodic and
-// symmetric, worked by hand from w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), the
+// Tests of the window and filter bank generators (exec/cpu/signal.cc): windows of size 4, periodic
+// and symmetric, worked by hand from w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), the
 // output types, and bad sizes.
 #include <cstdint>
 #include <string>
@@ -49,8 +49,7 @@ TEST(WindowTest, HannSizeFour) {
 TEST(WindowTest, HammingSizeFour) {
   // a0 = 25/46, a1 = 21/46.
   ExpectWindow(Window("HammingWindow", 1), {4.0 / 46, 25.0 / 46, 1, 25.0 / 46}, "periodic");
-  ExpectWindow(Window("HammingWindow", 0), {4.0 / 46, 71.0 / 92, 71.0 / 92, 4.0 / 46},
-               "symmetric");
+  ExpectWindow(Window("HammingWindow", 0), {4.0 / 46, 71.0 / 92, 71.0 / 92, 4.0 / 46}, "symmetric");
 }
 
 TEST(WindowTest, BlackmanSizeFour) {
@@ -89,8 +88,8 @@ TEST(WindowTest, EmptyAndBadSizes) {
   auto negative = RunNode("HannWindow", 17, {Size(-1)}, {});
   ASSERT_FALSE(negative.ok());
   EXPECT_THAT(std::string(negative.status().message()), HasSubstr("size -1 out of range"));
-  auto vector_size = RunNode(
-      "HannWindow", 17, {Tensor::FromVector<int64_t>(DataType::kInt64, {2}, {4, 4})}, {});
+  auto vector_size =
+      RunNode("HannWindow", 17, {Tensor::FromVector<int64_t>(DataType::kInt64, {2}, {4, 4})}, {});
   ASSERT_FALSE(vector_size.ok());
   EXPECT_THAT(std::string(vector_size.status().message()), HasSubstr("int64 scalar"));
   auto string_type = RunNode("HannWindow", 17, {Size(4)}, {IntAttr("output_datatype", 8)});
@@ -107,27 +106,26 @@ Tensor Float(float v) { return Tensor::FromVector<float>(DataType::kFloat, {}, {
 // is at bins floor(17 f / 16) = 0, 2, 4, 6. Band 0 rises over bins 0..2 and falls to bin 4,
 // band 1 rises over 2..4 and falls to 6.
 TEST(MelWeightMatrixTest, TwoBandsWorkedByHand) {
-  auto out = RunNode("MelWeightMatrix", 17, {Int32(2), Int32(16), Int32(16), Float(0), Float(8.4f)},
-                     {});
+  auto out =
+      RunNode("MelWeightMatrix", 17, {Int32(2), Int32(16), Int32(16), Float(0), Float(8.4f)}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].type(), DataType::kFloat);
-  ExpectNear((*out)[0], {9, 2},
-             {0, 0,  0.5, 0,  1, 0,  0.5, 0.5,  0, 1,  0, 0.5,  0, 0,  0, 0,  0, 0}, 1e-6,
-             "mel");
+  ExpectNear((*out)[0], {9, 2}, {0, 0, 0.5, 0, 1, 0, 0.5, 0.5, 0, 1, 0, 0.5, 0, 0, 0, 0, 0, 0},
+             1e-6, "mel");
 }
 
 TEST(MelWeightMatrixTest, OutputTypeAndBadInputs) {
-  auto as_double = RunNode("MelWeightMatrix", 17,
-                           {Int32(2), Int32(16), Int32(16), Float(0), Float(8.4f)},
-                           {IntAttr("output_datatype", 11)});
+  auto as_double =
+      RunNode("MelWeightMatrix", 17, {Int32(2), Int32(16), Int32(16), Float(0), Float(8.4f)},
+              {IntAttr("output_datatype", 11)});
   ASSERT_TRUE(as_double.ok()) << as_double.status();
   EXPECT_EQ((*as_double)[0].type(), DataType::kDouble);
-  auto no_bands = RunNode("MelWeightMatrix", 17,
-                          {Int32(0), Int32(16), Int32(16), Float(0), Float(8.4f)}, {});
+  auto no_bands =
+      RunNode("MelWeightMatrix", 17, {Int32(0), Int32(16), Int32(16), Float(0), Float(8.4f)}, {});
   ASSERT_FALSE(no_bands.ok());
   // An upper edge above the Nyquist frequency puts band edges past the last bin.
-  auto too_high = RunNode("MelWeightMatrix", 17,
-                          {Int32(2), Int32(16), Int32(16), Float(0), Float(100)}, {});
+  auto too_high =
+      RunNode("MelWeightMatrix", 17, {Int32(2), Int32(16), Int32(16), Float(0), Float(100)}, {});
   ASSERT_FALSE(too_high.ok());
   EXPECT_THAT(std::string(too_high.status().message()), HasSubstr("outside"));
 }

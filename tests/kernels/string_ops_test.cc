@@ -26,18 +26,16 @@ Tensor Strings(std::vector<int64_t> dims, std::vector<std::string> s) {
 }
 
 TEST(StringNormalizerTest, StopwordsWithoutCaseThenUpper) {
-  auto out = RunNode("StringNormalizer", 10,
-                     {Strings({4}, {"Monday", "tuesday", "MONDAY", "x"})},
-                     {StringsAttr("stopwords", {"monday"}),
-                      StringAttr("case_change_action", "UPPER")});
+  auto out =
+      RunNode("StringNormalizer", 10, {Strings({4}, {"Monday", "tuesday", "MONDAY", "x"})},
+              {StringsAttr("stopwords", {"monday"}), StringAttr("case_change_action", "UPPER")});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].dims(), std::vector<int64_t>{2});
   EXPECT_THAT((*out)[0].strings(), ElementsAre("TUESDAY", "X"));
 }
 
 TEST(StringNormalizerTest, CaseSensitiveStopwordsThenLower) {
-  auto out = RunNode("StringNormalizer", 10,
-                     {Strings({1, 3}, {"Monday", "monday", "Tuesday"})},
+  auto out = RunNode("StringNormalizer", 10, {Strings({1, 3}, {"Monday", "monday", "Tuesday"})},
                      {StringsAttr("stopwords", {"monday"}), IntAttr("is_case_sensitive", 1),
                       StringAttr("case_change_action", "LOWER")});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -69,10 +67,14 @@ TEST(StringNormalizerTest, RefusesTwoRowsAndABadAction) {
 // The pool: unigrams 1 and 3, bigrams (1, 2) and (1, 3), at outputs 0..3. In [1, 2, 1, 2, 3]
 // 1 occurs twice, 3 once, (1, 2) twice next to each other, and (1, 3) once two apart (skip 1).
 std::vector<onnx::AttributeProto> Pool(const std::string& mode, int64_t max_skip) {
-  return {IntAttr("min_gram_length", 1), IntAttr("max_gram_length", 2),
-          IntAttr("max_skip_count", max_skip), StringAttr("mode", mode),
-          IntsAttr("ngram_counts", {0, 2}), IntsAttr("ngram_indexes", {0, 1, 2, 3}),
-          IntsAttr("pool_int64s", {1, 3, 1, 2, 1, 3}), FloatsAttr("weights", {0.5, 1, 2, 4})};
+  return {IntAttr("min_gram_length", 1),
+          IntAttr("max_gram_length", 2),
+          IntAttr("max_skip_count", max_skip),
+          StringAttr("mode", mode),
+          IntsAttr("ngram_counts", {0, 2}),
+          IntsAttr("ngram_indexes", {0, 1, 2, 3}),
+          IntsAttr("pool_int64s", {1, 3, 1, 2, 1, 3}),
+          FloatsAttr("weights", {0.5, 1, 2, 4})};
 }
 
 Tensor Row() { return Tensor::FromVector<int64_t>(DataType::kInt64, {5}, {1, 2, 1, 2, 3}); }
@@ -98,11 +100,15 @@ TEST(TfIdfVectorizerTest, WeightedModes) {
 
 TEST(TfIdfVectorizerTest, StringsInRows) {
   std::vector<onnx::AttributeProto> attributes = {
-      IntAttr("min_gram_length", 2), IntAttr("max_gram_length", 2),
-      IntAttr("max_skip_count", 0), StringAttr("mode", "TF"), IntsAttr("ngram_counts", {0, 0}),
-      IntsAttr("ngram_indexes", {0, 1}), StringsAttr("pool_strings", {"a", "b", "b", "c"})};
-  auto out = RunNode("TfIdfVectorizer", 9,
-                     {Strings({2, 3}, {"a", "b", "c", "b", "c", "d"})}, attributes);
+      IntAttr("min_gram_length", 2),
+      IntAttr("max_gram_length", 2),
+      IntAttr("max_skip_count", 0),
+      StringAttr("mode", "TF"),
+      IntsAttr("ngram_counts", {0, 0}),
+      IntsAttr("ngram_indexes", {0, 1}),
+      StringsAttr("pool_strings", {"a", "b", "b", "c"})};
+  auto out =
+      RunNode("TfIdfVectorizer", 9, {Strings({2, 3}, {"a", "b", "c", "b", "c", "d"})}, attributes);
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectNear((*out)[0], {2, 2}, {1, 1, 0, 1}, 0, "rows ab bc / bc cd");
 }

@@ -73,12 +73,10 @@ TEST(AdamTest, OneStepWorkedByHand) {
 
 TEST(AdamTest, TwoTensorsAtOnce) {
   // Inputs R, T, X1, X2, G1, G2, V1, V2, H1, H2; outputs X1', X2', V1', V2', H1', H2'.
-  auto out = RunNode("Adam", 1,
-                     {Rate(1), Count(1), One(2), One(3), One(4), One(2), One(0), One(0), One(0),
-                      One(0)},
-                     {FloatAttr("alpha", 0.5f), FloatAttr("beta", 0.75f),
-                      FloatAttr("epsilon", 0)},
-                     Training(6));
+  auto out = RunNode(
+      "Adam", 1,
+      {Rate(1), Count(1), One(2), One(3), One(4), One(2), One(0), One(0), One(0), One(0)},
+      {FloatAttr("alpha", 0.5f), FloatAttr("beta", 0.75f), FloatAttr("epsilon", 0)}, Training(6));
   ASSERT_TRUE(out.ok()) << out.status();
   // The second: V' = 1, H' = 0.25 * 4 = 1, X' = 3 - 1 * 1 / 1.
   ExpectNear((*out)[0], {1}, {1}, 1e-6, "X1");
@@ -117,9 +115,9 @@ TEST(MomentumTest, RefusesABadModeAndMismatchedTensors) {
                       Training(2));
   ASSERT_FALSE(mode.ok());
   EXPECT_THAT(mode.status().message(), HasSubstr("mode"));
-  auto shapes = RunNode("Adagrad", 1,
-                        {Rate(0.1f), Count(0), One(1), FloatTensor({2}, {1, 2}), One(1)}, {},
-                        Training(2));
+  auto shapes =
+      RunNode("Adagrad", 1, {Rate(0.1f), Count(0), One(1), FloatTensor({2}, {1, 2}), One(1)}, {},
+              Training(2));
   ASSERT_FALSE(shapes.ok());
   EXPECT_THAT(shapes.status().message(), HasSubstr("input 3"));
 }

@@ -149,7 +149,8 @@ TEST(OpenclSession, FallbackToCpuIsNamed) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].values<float>()[1], 4.0f);
   bool named = false;
-  for (const auto& note : (*cl)->notes()) named = named || note.find("Transpose") != std::string::npos;
+  for (const auto& note : (*cl)->notes())
+    named = named || note.find("Transpose") != std::string::npos;
   EXPECT_TRUE(named);
 }
 

@@ -24,9 +24,9 @@ TEST(BadInputLine, NamesTheModelWhenTheMessageNamesNoFile) {
 }
 
 TEST(BadInputLine, EscapesControlCharacters) {
-  EXPECT_EQ(BadInputLine("run", "value 'a\nb\x1b[2J' is read before anything produces it",
-                         {"m.onnx"}),
-            "ovfix run: m.onnx: value 'a\\nb\\x1b[2J' is read before anything produces it");
+  EXPECT_EQ(
+      BadInputLine("run", "value 'a\nb\x1b[2J' is read before anything produces it", {"m.onnx"}),
+      "ovfix run: m.onnx: value 'a\\nb\\x1b[2J' is read before anything produces it");
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ inline std::string CanonicalForm(const Model& model) {
   };
   std::string out;
   std::function<void(const Graph&, const std::string&)> print = [&](const Graph& g,
-                                                                     const std::string& indent) {
+                                                                    const std::string& indent) {
     absl::StrAppend(&out, indent, "inputs:");
     for (const Value* v : g.inputs()) {
       absl::StrAppend(&out, " ", v->name(), ":", DescribeType(*v));

@@ -211,7 +211,8 @@ void ExpectOutputsEqual(const Converted& c, const std::string& name, double tole
   const std::vector<Tensor> converted = RunModel(*c.model, inputs);
   ASSERT_EQ(reference.size(), converted.size());
   for (size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), tolerance) << name << " output " << i;
+    EXPECT_LE(exec::RelativeError(converted[i], reference[i]), tolerance)
+        << name << " output " << i;
   }
 }
 
@@ -384,8 +385,8 @@ TEST(ConvertBinary, ExitCodes) {
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string in = (dir / "offset.onnx").string();
   ASSERT_TRUE(SaveModel(**model, in).ok());
-  auto mismatch = testing::RunOvfix(
-      absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --no-repair"));
+  auto mismatch =
+      testing::RunOvfix(absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --no-repair"));
   EXPECT_EQ(mismatch.exit_code, 1) << mismatch.out << mismatch.err;
   EXPECT_FALSE(fs::exists(out));
   fs::remove_all(dir);

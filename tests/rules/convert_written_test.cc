@@ -84,9 +84,9 @@ void ExpectReportedIsMeasured(const std::string& name, const std::string& target
   const std::string out = (dir / "out.onnx").string();
   const std::string json = (dir / "report.json").string();
   const std::string data = ModelDir(name) + "/test_data_set_0";
-  const auto r = testing::RunOvfix(absl::StrCat("convert ", ModelDir(name), "/model.onnx ", out,
-                                                " --target ", target, " --calibration-data ",
-                                                data, " --report ", json));
+  const auto r =
+      testing::RunOvfix(absl::StrCat("convert ", ModelDir(name), "/model.onnx ", out, " --target ",
+                                     target, " --calibration-data ", data, " --report ", json));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string report = testing::Slurp(json);
   const double reported = JsonNumber(report, "max_error");
@@ -170,8 +170,8 @@ void ExpectReportedIsWritten(const char* text, const std::string& target,
   ASSERT_EQ(expected.size(), actual.size());
   double measured = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
-    measured = std::max(measured,
-                        exec::RelativeError(actual[i], expected[i], exec::kFloat16Resolution));
+    measured =
+        std::max(measured, exec::RelativeError(actual[i], expected[i], exec::kFloat16Resolution));
   }
   EXPECT_EQ(report->end_to_end->max_error, measured) << converter::SummaryTable(*report);
   if (inspect) inspect(**written);
@@ -192,7 +192,8 @@ TEST(ConvertWritten, ReportedErrorIsTheWrittenFilesNotTheRewritesEstimate) {
       s = ReduceSum <keepdims = 1> (e, axes)
       l = Log(s)
       y = Sub(sub, l)
-    })", "gpu-fp16");
+    })",
+                          "gpu-fp16");
 }
 
 // In the style of a PaddleOCR v4 text detector (paddle2onnx, opset 11): Clip-based
@@ -216,13 +217,15 @@ TEST(ConvertWritten, DetectorStyleGraphReportsTheWrittenFile) {
       w2 = Constant <value = float[1, 4, 1, 1] {1.5, -2, 0.75, 1.25}> ()
       c2 = Conv <kernel_shape = [1, 1]> (h1, w2)
       maps = Sigmoid(c2)
-    })", "gpu-fp16");
+    })",
+                          "gpu-fp16");
 }
 
 // fp16 inside control flow: both branches of an If and a Loop body compute in float16, while
 // what the nodes holding them see stays float (their outputs, carried values, outer reads).
 TEST(ConvertWritten, Fp16ReachesIfBranchesAndLoopBodies) {
-  ExpectReportedIsWritten(R"(
+  ExpectReportedIsWritten(
+      R"(
     <ir_version: 8, opset_import: ["" : 17]>
     m (float[2, 4] x, bool c) => (float[2, 4] y, float[2, 4] z) {
       w = Constant <value = float[4, 4] {0.5, -0.25, 0.125, 1, -1, 0.75, 0.3, 0.2, -0.6, 0.1,
@@ -237,25 +240,26 @@ TEST(ConvertWritten, Fp16ReachesIfBranchesAndLoopBodies) {
         h = Tanh(acc)
         next = Add(h, x)
       }>
-    })", "gpu-fp16", [](const Model& written) {
-    int bodies = 0;
-    for (Graph* g : GraphsRecursive(const_cast<Graph&>(written.graph()))) {
-      if (g->owner_node() == nullptr) continue;
-      ++bodies;
-      for (const Node* n : g->nodes()) {
-        if (n->op_type() == "Identity" || n->outputs()[0]->elem_type() == DataType::kBool) continue;
-        EXPECT_EQ(n->output(0)->elem_type(), n->op_type() == "Cast" &&
-                                                     n->GetInt("to", 0) == 1
-                                                 ? DataType::kFloat
-                                                 : DataType::kFloat16)
-            << n->Describe() << " in the body of " << g->owner_node()->Describe();
-      }
-    }
-    EXPECT_EQ(bodies, 3);
-    for (const Value* v : written.graph().outputs()) {
-      EXPECT_EQ(v->elem_type(), DataType::kFloat) << v->name();
-    }
-  });
+    })",
+      "gpu-fp16", [](const Model& written) {
+        int bodies = 0;
+        for (Graph* g : GraphsRecursive(const_cast<Graph&>(written.graph()))) {
+          if (g->owner_node() == nullptr) continue;
+          ++bodies;
+          for (const Node* n : g->nodes()) {
+            if (n->op_type() == "Identity" || n->outputs()[0]->elem_type() == DataType::kBool)
+              continue;
+            EXPECT_EQ(n->output(0)->elem_type(), n->op_type() == "Cast" && n->GetInt("to", 0) == 1
+                                                     ? DataType::kFloat
+                                                     : DataType::kFloat16)
+                << n->Describe() << " in the body of " << g->owner_node()->Describe();
+          }
+        }
+        EXPECT_EQ(bodies, 3);
+        for (const Value* v : written.graph().outputs()) {
+          EXPECT_EQ(v->elem_type(), DataType::kFloat) << v->name();
+        }
+      });
 }
 
 // silero_vad: the whole network sits in the branches of an If. Converted with its test data,
@@ -308,9 +312,9 @@ TEST(ConvertWritten, BadCalibrationDataExitsTwoNamingTheFile) {
   if (!fs::exists(model)) GTEST_SKIP() << "no model";
   const fs::path dir = TempDir("calibration");
   const std::string out = (dir / "out.onnx").string();
-  auto missing = testing::RunOvfix(
-      absl::StrCat("convert ", model, " ", out, " --target gpu-fp16 --calibration-data ",
-                   (dir / "nope").string()));
+  auto missing = testing::RunOvfix(absl::StrCat("convert ", model, " ", out,
+                                                " --target gpu-fp16 --calibration-data ",
+                                                (dir / "nope").string()));
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find((dir / "nope").string()), std::string::npos) << missing.err;
   // An int64 tensor where the model takes float images.
@@ -337,12 +341,11 @@ TEST(ConvertWritten, RunTakesFloat32InputsForAFloat16Model) {
   const std::string path = (dir / "half.onnx").string();
   ASSERT_TRUE(SaveModel(**model, path).ok());
   const std::string input = (dir / "x.pb").string();
-  ASSERT_TRUE(WriteTensorFile(input,
-                              Tensor::FromVector<float>(DataType::kFloat, {1, 4}, {-1, 0.5, 2, -3}),
-                              "x")
+  ASSERT_TRUE(WriteTensorFile(
+                  input, Tensor::FromVector<float>(DataType::kFloat, {1, 4}, {-1, 0.5, 2, -3}), "x")
                   .ok());
-  auto r = testing::RunOvfix(absl::StrCat("run ", path, " --input x=", input, " --output-dir ",
-                                          (dir / "out").string()));
+  auto r = testing::RunOvfix(
+      absl::StrCat("run ", path, " --input x=", input, " --output-dir ", (dir / "out").string()));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("float data converted to float16"), std::string::npos) << r.out;
   absl::StatusOr<Tensor> y = ReadTensorFile((dir / "out" / "output_0.pb").string());

@@ -29,6 +29,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "converter/node_evaluator.h"
+#include "converter/target.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "exec/random_inputs.h"
@@ -37,8 +39,6 @@
 #include "ir/graph_walk.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
-#include "converter/node_evaluator.h"
-#include "converter/target.h"
 #include "rules/passes/registry.h"
 #include "rules/rule_apply.h"
 #include "rules/rule_set.h"
@@ -50,9 +50,9 @@ namespace {
 struct GoldenCase {
   std::string title;
   std::string before;
-  std::string after;      // empty when unchanged
+  std::string after;  // empty when unchanged
   bool unchanged = false;
-  std::string reason;     // why, when unchanged
+  std::string reason;  // why, when unchanged
 };
 
 struct GoldenFile {
@@ -178,7 +178,8 @@ struct Subject {
 };
 
 // Runs the subject once on `model`; returns what it logged.
-std::vector<std::string> RunSubject(const Subject& subject, Model& model, absl::StatusOr<int>& count) {
+std::vector<std::string> RunSubject(const Subject& subject, Model& model,
+                                    absl::StatusOr<int>& count) {
   Rewriter rewriter(model);
   converter::CpuNodeEvaluator evaluator;
   PassContext ctx{model, rewriter, subject.options};
@@ -220,7 +221,8 @@ void RunCase(const Subject& subject, const GoldenCase& c) {
   auto expected = ParseModelText(c.after);
   ASSERT_TRUE(expected.ok()) << expected.status();
   EXPECT_GT(*count, 0) << why;
-  EXPECT_EQ(actual, CanonicalForm(**expected)) << (subject.pass.empty() ? "explain before the rewrite:\n" : "logged:\n") << why;
+  EXPECT_EQ(actual, CanonicalForm(**expected))
+      << (subject.pass.empty() ? "explain before the rewrite:\n" : "logged:\n") << why;
   ExpectSameOutputs(**original, **model);
 
   // The same input gives the same output.

@@ -58,8 +58,8 @@ std::optional<double> ErrorAgainstReference(const Model& converted, const fs::pa
   }
   absl::StatusOr<std::vector<Tensor>> outputs =
       RunAsTyped(**written, MatchInputTypes(g, feeds), exec::kValidationSeed);
-  EXPECT_TRUE(outputs.ok()) << dir.filename() << ": the written model does not run: "
-                            << outputs.status();
+  EXPECT_TRUE(outputs.ok()) << dir.filename()
+                            << ": the written model does not run: " << outputs.status();
   if (!outputs.ok()) return INFINITY;
   double worst = 0;
   for (size_t k = 0; k < outputs->size(); ++k) {
@@ -124,9 +124,10 @@ TEST_P(NodeTestsSweep, ConvertsOrRefusesCleanly) {
         << dir.filename() << ": the written model is " << *error
         << " of the range from output_K.pb (tolerance " << report->end_to_end_tolerance << ")";
   }
-  std::printf("%s: %d converted (%d beyond tolerance, %d checked against output_K.pb), "
-              "%d refused, of %zu\n",
-              GetParam().c_str(), converted, changed, checked, refused, dirs.size());
+  std::printf(
+      "%s: %d converted (%d beyond tolerance, %d checked against output_K.pb), "
+      "%d refused, of %zu\n",
+      GetParam().c_str(), converted, changed, checked, refused, dirs.size());
   // Most node tests run on the CPU executor: a sweep that converts few says something broke.
   EXPECT_GT(converted, static_cast<int>(dirs.size()) * 2 / 3);
 }

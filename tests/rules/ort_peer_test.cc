@@ -121,8 +121,7 @@ TEST_P(OrtPeer, ConvertedUnetKeepsOnnxruntimeOutputs) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, OrtPeer,
-                         ::testing::Values("generic", "tensorrt", "openvino-gpu"),
+INSTANTIATE_TEST_SUITE_P(Targets, OrtPeer, ::testing::Values("generic", "tensorrt", "openvino-gpu"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name) {

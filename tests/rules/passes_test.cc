@@ -595,8 +595,8 @@ TEST(Fp16Islands, ANegligibleEpsilonGoesToFp16AsItsSmallestNormal) {
   Harness h(*m, o);
   Fp16IslandsPass pass;
   ASSERT_EQ(*h.Run(pass), 1);
-  EXPECT_TRUE(pass.islands().empty()) << pass.islands().front().node << ": "
-                                      << pass.islands().front().reason;
+  EXPECT_TRUE(pass.islands().empty())
+      << pass.islands().front().node << ": " << pass.islands().front().reason;
   EXPECT_TRUE(CheckModel(*m).ok()) << CheckModel(*m);
   EXPECT_LT(h.EndToEnd(), 1e-2);
   const Value* shifted = m->graph().FindValue("shifted");

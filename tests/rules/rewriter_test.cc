@@ -1,10 +1,11 @@
 // The Rewriter's promises: rollback restores the graph exactly, commit removes what became
 // dead, graph outputs keep their names.
+#include "rules/rewriter.h"
+
 #include "gtest/gtest.h"
+#include "ir/graph.h"
 #include "ir/model_io.h"
 #include "ir/text_form.h"
-#include "ir/graph.h"
-#include "rules/rewriter.h"
 
 namespace ovfix::rules {
 namespace {

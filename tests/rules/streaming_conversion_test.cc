@@ -6,10 +6,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "converter/pipeline.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/model_io.h"
-#include "converter/pipeline.h"
 #include "tests/support/child_memory.h"
 #include "tests/support/transformer_model.h"
 
@@ -37,8 +37,7 @@ class StreamingConversion : public ::testing::Test {
 
   // Runs `ovfix convert` on the generated model and returns what it measured.
   static testing::ChildRun Convert(const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> argv = {OVFIX_BINARY, "convert", Input(), out,
-                                     "--target", "gpu-fp16"};
+    std::vector<std::string> argv = {OVFIX_BINARY, "convert", Input(), out, "--target", "gpu-fp16"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return testing::RunWatchingMemory(argv);
   }
@@ -62,8 +61,8 @@ TEST_F(StreamingConversion, AnonymousMemoryStaysBoundedWithAndWithoutValidation)
   for (const bool validate : {true, false}) {
     SCOPED_TRACE(validate ? "validated" : "--no-validate");
     const std::string out = Path(validate ? "validated.onnx" : "unvalidated.onnx");
-    testing::ChildRun run = Convert(out, validate ? std::vector<std::string>{}
-                                                  : std::vector<std::string>{"--no-validate"});
+    testing::ChildRun run = Convert(
+        out, validate ? std::vector<std::string>{} : std::vector<std::string>{"--no-validate"});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_GT(run.peak_anonymous_bytes, 0) << "no RssAnon sample";
     EXPECT_LT(run.peak_anonymous_bytes, AnonymousBound(spec_));

@@ -28,9 +28,10 @@ namespace fs = std::filesystem;
 
 const std::set<std::string>& Elementwise() {
   static const std::set<std::string> kOps = {
-      "Add", "Sub", "Mul",   "Div",  "Pow",  "Mod",   "Where",   "Equal",       "Less",
-      "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Sum",
-      "Mean", "PRelu", "BitShift"};
+      "Add",   "Sub",   "Mul",     "Div",         "Pow",     "Mod",
+      "Where", "Equal", "Less",    "LessOrEqual", "Greater", "GreaterOrEqual",
+      "And",   "Or",    "Xor",     "Max",         "Min",     "Sum",
+      "Mean",  "PRelu", "BitShift"};
   return kOps;
 }
 
@@ -141,7 +142,8 @@ struct TextCase {
 // A pre-LN transformer block: LayerNorm written out (Pow(d, 2.0), + eps), a projection,
 // Mul(h, 0.5), heads split by a Reshape whose shape is Shape -> Gather -> Concat, an
 // additive attention mask (1 - mask) * -10000 unsqueezed to the scores' rank.
-const TextCase kTransformer = {"transformer", R"(
+const TextCase kTransformer = {"transformer",
+                               R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[N,S,8] x, float[N,S] mask) => (float[N,S,8] y)
   <float[8] gamma = {1, 2, 3, 4, 5, 6, 7, 8}, float[8] beta = {0, 1, 0, 1, 0, 1, 0, 1},
@@ -176,11 +178,12 @@ g (float[N,S,8] x, float[N,S] mask) => (float[N,S,8] y)
   y = Reshape(p, back)
 }
 )",
-                                      {{"x", {2, 5, 8}}, {"mask", {2, 5}}}};
+                               {{"x", {2, 5, 8}}, {"mask", {2, 5}}}};
 
 // A paddle2onnx-style opset-9 model: every dim dynamic, a scalar and a rank-1 constant,
 // Shape -> Gather -> Unsqueeze -> Concat feeding a Reshape with -1, attribute axes.
-const TextCase kPaddle = {"paddle_opset9", R"(
+const TextCase kPaddle = {"paddle_opset9",
+                          R"(
 <ir_version: 4, opset_import: ["" : 9]>
 g (float[p,q,r,s] x) => (float[p,q,r,s] y) <float[1] c = {0.5}, float b = {1.0}> {
   m = Mul(x, c)
@@ -199,11 +202,12 @@ g (float[p,q,r,s] x) => (float[p,q,r,s] y) <float[1] c = {0.5}, float b = {1.0}>
   y = Sub(pw, b)
 }
 )",
-                                  {{"x", {2, 3, 4, 5}}}};
+                          {{"x", {2, 3, 4, 5}}}};
 
 // Rules inside an If (a scalar Mul, a Squeeze without axes, a computed Reshape) and inside a
 // Loop body (a rank-1 value added to the carried tensor, Pow with a scalar).
-const TextCase kNested = {"nested", R"(
+const TextCase kNested = {"nested",
+                          R"(
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[N,1,6] x, bool c, float[6] v) => (float[N,6] y, float[N,6] z) <int64[1] one_axis = {1}> {
   y = If(c) <then_branch = then_g () => (float[N,6] a) <int64[1] k0 = {0}, int64[1] k6 = {6}> {
@@ -229,7 +233,7 @@ g (float[N,1,6] x, bool c, float[6] v) => (float[N,6] y, float[N,6] z) <int64[1]
   }>
 }
 )",
-                                  {{"x", {2, 1, 6}}}};
+                          {{"x", {2, 1, 6}}}};
 
 std::unique_ptr<Model> Parse(const TextCase& c) {
   auto m = ParseModelText(c.text);
@@ -314,9 +318,7 @@ g (float[2,3] x, int64 n) => (int64[2,K] idx, float[M,3] rows) {
 
 // ---- silero_vad: the whole network inside an If ----
 
-std::string SileroPath() {
-  return std::string(OVFIX_SHARED_DIR) + "/models/silero_vad/model.onnx";
-}
+std::string SileroPath() { return std::string(OVFIX_SHARED_DIR) + "/models/silero_vad/model.onnx"; }
 
 // Without validation: each rewrite inside a body is validated by a run of the whole model,
 // which for silero's hundreds of body rewrites is minutes. The outputs are checked here

@@ -11,11 +11,11 @@
 namespace ovfix::testing {
 
 struct ChildRun {
-  int exit_code = -1;      // -1: did not start, or ended by a signal
+  int exit_code = -1;                // -1: did not start, or ended by a signal
   int64_t peak_anonymous_bytes = 0;  // the largest RssAnon seen, sampled every millisecond
   int64_t peak_resident_bytes = 0;   // VmHWM at the last sample
   double seconds = 0;
-  std::string output;      // stdout and stderr
+  std::string output;  // stdout and stderr
 };
 
 // Runs argv[0] (a path) with the arguments; stdin is /dev/null.
