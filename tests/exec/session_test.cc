@@ -147,9 +147,26 @@ TEST(Session, CaptureKeepsEveryValue) {
   EXPECT_EQ(values.at("c").data<float>()[0], 2);
 }
 
-// Relu and Clip (constant bounds) that alone read a Conv's output are fused into the Conv;
-// one whose Conv output is read elsewhere too is not. Same numbers as the unfused steps
-// (capture turns fusion off and keeps every value).
+// The model's outputs from a session that fuses activations into their Conv (the default)
+// and from one that runs every node on its own (a capturing run: it sees every value).
+struct FusedAndSeparate {
+  absl::StatusOr<std::vector<Tensor>> fused = absl::InternalError("no session");
+  absl::StatusOr<std::vector<Tensor>> separate = absl::InternalError("no session");
+  TensorMap captured;  // by the separate run
+};
+FusedAndSeparate RunFusedAndSeparate(const Model& model, const TensorMap& inputs) {
+  FusedAndSeparate r;
+  SessionOptions separate_options;
+  separate_options.capture = true;
+  auto fused = MakeSession(model);
+  auto separate = MakeSession(model, separate_options);
+  if (fused == nullptr || separate == nullptr) return r;
+  r.fused = fused->Run(inputs);
+  r.separate = separate->Run(inputs);
+  r.captured = separate->captured();
+  return r;
+}
+
 TEST(Session, FusedConvClampMatchesSeparateSteps) {
   auto model = Parse(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -171,16 +188,10 @@ TEST(Session, FusedConvClampMatchesSeparateSteps) {
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i) - 0.2f;
   const TensorMap inputs = {
       {"x", Floats({2, 3, 7, 6}, x)}, {"w", Floats({5, 3, 3, 3}, w)}, {"bias", Floats({5}, bias)}};
-  auto fused = MakeSession(*model);
-  SessionOptions separate_options;
-  separate_options.capture = true;
-  auto separate = MakeSession(*model, separate_options);
-  ASSERT_NE(fused, nullptr);
-  ASSERT_NE(separate, nullptr);
-  auto got = fused->Run(inputs);
-  auto want = separate->Run(inputs);
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_TRUE(want.ok()) << want.status();
+  const FusedAndSeparate run = RunFusedAndSeparate(*model, inputs);
+  const absl::StatusOr<std::vector<Tensor>>& got = run.fused;
+  const absl::StatusOr<std::vector<Tensor>>& want = run.separate;
+  ASSERT_TRUE(got.ok() && want.ok()) << got.status() << " " << want.status();
   ASSERT_EQ(got->size(), 4u);
   int positive = 0;
   for (size_t o = 0; o < 4; ++o) {
@@ -230,16 +241,10 @@ TEST(Session, FusedConvHardSwishMatchesSeparateSteps) {
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.3f * static_cast<float>(i) - 0.8f;
   const TensorMap inputs = {
       {"x", Floats({1, 4, 9, 8}, x)}, {"w", Floats({6, 4, 3, 3}, w)}, {"bias", Floats({6}, bias)}};
-  auto fused = MakeSession(*model);
-  SessionOptions separate_options;
-  separate_options.capture = true;
-  auto separate = MakeSession(*model, separate_options);
-  ASSERT_NE(fused, nullptr);
-  ASSERT_NE(separate, nullptr);
-  auto got = fused->Run(inputs);
-  auto want = separate->Run(inputs);
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_TRUE(want.ok()) << want.status();
+  const FusedAndSeparate run = RunFusedAndSeparate(*model, inputs);
+  const absl::StatusOr<std::vector<Tensor>>& got = run.fused;
+  const absl::StatusOr<std::vector<Tensor>>& want = run.separate;
+  ASSERT_TRUE(got.ok() && want.ok()) << got.status() << " " << want.status();
   ASSERT_EQ(got->size(), 4u);
   int gated = 0, zeros = 0;
   for (size_t o = 0; o < 4; ++o) {
@@ -253,7 +258,7 @@ TEST(Session, FusedConvHardSwishMatchesSeparateSteps) {
     }
   }
   // Both ends of the gate are reached in h: zeros (gate 0) and partial gates.
-  const Tensor& conv = separate->captured().at("a");
+  const Tensor& conv = run.captured.at("a");
   for (int64_t i = 0; i < conv.numel(); ++i) {
     const float gate = (*got)[0].data<float>()[i] / conv.data<float>()[i];
     zeros += (*got)[0].data<float>()[i] == 0.0f;
@@ -276,16 +281,10 @@ TEST(Session, FusedConvReluOnDoubles) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.3 * static_cast<double>(i));
   const TensorMap inputs = {{"x", Tensor::FromVector(DataType::kDouble, {1, 2, 5, 5}, x)},
                             {"w", Tensor::FromVector(DataType::kDouble, {3, 2, 3, 3}, w)}};
-  auto fused = MakeSession(*model);
-  SessionOptions separate_options;
-  separate_options.capture = true;
-  auto separate = MakeSession(*model, separate_options);
-  ASSERT_NE(fused, nullptr);
-  ASSERT_NE(separate, nullptr);
-  auto got = fused->Run(inputs);
-  auto want = separate->Run(inputs);
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_TRUE(want.ok()) << want.status();
+  const FusedAndSeparate run = RunFusedAndSeparate(*model, inputs);
+  const absl::StatusOr<std::vector<Tensor>>& got = run.fused;
+  const absl::StatusOr<std::vector<Tensor>>& want = run.separate;
+  ASSERT_TRUE(got.ok() && want.ok()) << got.status() << " " << want.status();
   int zeros = 0;
   for (int64_t i = 0; i < 27; ++i) {
     EXPECT_EQ((*got)[0].data<double>()[i], (*want)[0].data<double>()[i]) << i;
