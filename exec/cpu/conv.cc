@@ -132,16 +132,7 @@ void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t 
   for (int64_t m = m0; m < m1; ++m) {
     const float b = epilogue.row_bias != nullptr ? epilogue.row_bias[m] : 0.0f;
     for (int64_t i = 0; i < rows; ++i) {
-      float x = src[i * cols + m] + b;
-      if (epilogue.clamp) {
-        x = x < epilogue.clamp_min ? epilogue.clamp_min : x;
-        x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
-      }
-      if (epilogue.hard_swish) {
-        x *= std::max(0.0f,
-                      std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
-      }
-      dst[m * rows + i] = x;
+      dst[m * rows + i] = epilogue.Activate(src[i * cols + m] + b);
     }
   }
 }

@@ -221,16 +221,7 @@ void GemmEmptyDepth(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilo
     const float bias = epilogue.row_bias != nullptr ? epilogue.row_bias[i] : 0.0f;
     float* row = c + i * ldc;
     for (int64_t j = 0; j < n; ++j) {
-      float x = epilogue.beta == 0.0f ? bias : epilogue.beta * row[j] + bias;
-      if (epilogue.clamp) {
-        x = x < epilogue.clamp_min ? epilogue.clamp_min : x;
-        x = x > epilogue.clamp_max ? epilogue.clamp_max : x;
-      }
-      if (epilogue.hard_swish) {
-        x *= std::max(0.0f,
-                      std::min(1.0f, epilogue.hard_swish_alpha * x + epilogue.hard_swish_beta));
-      }
-      row[j] = x;
+      row[j] = epilogue.Activate(epilogue.beta == 0.0f ? bias : epilogue.beta * row[j] + bias);
     }
   }
 }

@@ -8,6 +8,7 @@
 // into the packed layout without building the whole column matrix.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -126,6 +127,16 @@ struct GemmEpilogue {
   // Or x * min(max(hard_swish_alpha * x + hard_swish_beta, 0), 1) (a fused hard swish).
   bool hard_swish = false;
   float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
+
+  // The clamp or hard swish of one element, as the vector epilogues apply it.
+  float Activate(float x) const {
+    if (clamp) {
+      x = x < clamp_min ? clamp_min : x;
+      x = x > clamp_max ? clamp_max : x;
+    }
+    if (hard_swish) x *= std::max(0.0f, std::min(1.0f, hard_swish_alpha * x + hard_swish_beta));
+    return x;
+  }
 };
 
 // C (a.rows() x n, row stride ldc) = clamp(alpha * A * B + beta * C + row_bias).
