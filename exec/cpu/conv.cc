@@ -367,12 +367,7 @@ absl::Status Conv(KernelContext& ctx) {
       return ctx.Error("bias must be a vector of ", maps, " elements, is ", DescribeTensor(b));
     }
   }
-  std::vector<int64_t> weight_spatial(w.dims().begin() + 2, w.dims().end());
-  OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(ctx, weight_spatial));
-  OVFIX_ASSIGN_OR_RETURN(
-      auto geometry, ReadSpatialAttributes(
-                         ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
-  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
+  OVFIX_ASSIGN_OR_RETURN(SpatialGeometry geometry, ConvGeometry(ctx, x, w));
   std::vector<int64_t> dims = {x.dim(0), maps};
   dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
   OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));

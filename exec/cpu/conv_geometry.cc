@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "ir/node_check.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
@@ -102,6 +103,19 @@ absl::Status CheckOutputSize(const KernelContext& ctx, const std::vector<int64_t
     total *= d;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<SpatialGeometry> ConvGeometry(const KernelContext& ctx, const Tensor& x,
+                                             const Tensor& w) {
+  OVFIX_ASSIGN_OR_RETURN(
+      std::vector<int64_t> kernel,
+      KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
+  OVFIX_ASSIGN_OR_RETURN(
+      SpatialGeometry geometry,
+      ReadSpatialAttributes(ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()),
+                            kernel));
+  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
+  return geometry;
 }
 
 }  // namespace ovfix::exec

@@ -42,6 +42,11 @@ absl::Status ComputeConvOutput(const KernelContext& ctx, SpatialGeometry& g,
 absl::StatusOr<std::vector<int64_t>> KernelShape(const KernelContext& ctx,
                                                  const std::vector<int64_t>& weight_dims);
 
+// A convolution's geometry from X [N, C, spatial...] and W [M, C/group, kernel...]: the
+// kernel shape (checked against W's), the attributes, and the output (ComputeConvOutput).
+absl::StatusOr<SpatialGeometry> ConvGeometry(const KernelContext& ctx, const Tensor& x,
+                                             const Tensor& w);
+
 // Refuses output shapes of more than kMaxOutputElements elements (attributes such as huge pads
 // would otherwise ask for an allocation that cannot succeed).
 constexpr int64_t kMaxOutputElements = int64_t{1} << 32;

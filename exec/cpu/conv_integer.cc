@@ -48,12 +48,7 @@ absl::Status ConvInteger(KernelContext& ctx) {
     return ctx.Error("group ", group, " does not fit ", channels, " input channels and W ",
                      DescribeTensor(w));
   }
-  OVFIX_ASSIGN_OR_RETURN(
-      auto kernel, KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
-  OVFIX_ASSIGN_OR_RETURN(
-      auto geometry, ReadSpatialAttributes(
-                         ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
-  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
+  OVFIX_ASSIGN_OR_RETURN(SpatialGeometry geometry, ConvGeometry(ctx, x, w));
   OVFIX_ASSIGN_OR_RETURN(int32_t x_zero, ZeroPoint(ctx, x, 2, 1, "x"));
   std::vector<int32_t> w_zeros(maps);
   for (int64_t m = 0; m < maps; ++m) {

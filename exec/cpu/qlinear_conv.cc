@@ -68,12 +68,7 @@ absl::Status QLinearConv(KernelContext& ctx) {
   if (bias && (bias->type() != DataType::kInt32 || bias->numel() != filters)) {
     return ctx.Error("B must be int32 with one value per filter");
   }
-  OVFIX_ASSIGN_OR_RETURN(
-      auto kernel, KernelShape(ctx, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())));
-  OVFIX_ASSIGN_OR_RETURN(
-      auto geometry, ReadSpatialAttributes(
-                         ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), kernel));
-  OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, geometry));
+  OVFIX_ASSIGN_OR_RETURN(SpatialGeometry geometry, ConvGeometry(ctx, x, w));
   const float x_scale = static_cast<float>(ctx.input(1).GetAsDouble(0));
   const float y_scale = static_cast<float>(ctx.input(6).GetAsDouble(0));
   if (!(y_scale != 0)) return ctx.Error("y_scale must not be zero");
