@@ -19,15 +19,8 @@ using exec::ValueComparison;
 using exec::WeightIssue;
 
 std::string_view StateName(NodeState state) {
-  switch (state) {
-    case NodeState::kWithin:
-      return "within";
-    case NodeState::kDiverged:
-      return "diverged";
-    case NodeState::kNotCompared:
-      return "not_compared";
-  }
-  return "";
+  static constexpr std::string_view kNames[] = {"within", "diverged", "not_compared"};
+  return kNames[static_cast<size_t>(state)];
 }
 
 void WriteValue(JsonWriter& json, const ValueComparison& v) {

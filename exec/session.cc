@@ -899,15 +899,8 @@ absl::StatusOr<Precision> ParsePrecision(std::string_view text) {
 }
 
 std::string_view PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kFp16Storage:
-      return "fp16-storage";
-    case Precision::kFp16:
-      return "fp16";
-  }
-  return "fp32";
+  static constexpr std::string_view kNames[] = {"fp32", "fp16-storage", "fp16"};
+  return kNames[static_cast<size_t>(p)];
 }
 
 absl::StatusOr<std::unique_ptr<Session>> CreateSession(const Model& model,

@@ -1,5 +1,7 @@
 #include "ir/data_type.h"
 
+#include <iterator>
+
 namespace ovfix {
 
 size_t ElementSize(DataType type) {
@@ -32,43 +34,13 @@ size_t ElementSize(DataType type) {
 }
 
 std::string_view DataTypeName(DataType type) {
-  switch (type) {
-    case DataType::kUndefined:
-      return "undefined";
-    case DataType::kFloat:
-      return "float";
-    case DataType::kUint8:
-      return "uint8";
-    case DataType::kInt8:
-      return "int8";
-    case DataType::kUint16:
-      return "uint16";
-    case DataType::kInt16:
-      return "int16";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kInt64:
-      return "int64";
-    case DataType::kString:
-      return "string";
-    case DataType::kBool:
-      return "bool";
-    case DataType::kFloat16:
-      return "float16";
-    case DataType::kDouble:
-      return "double";
-    case DataType::kUint32:
-      return "uint32";
-    case DataType::kUint64:
-      return "uint64";
-    case DataType::kComplex64:
-      return "complex64";
-    case DataType::kComplex128:
-      return "complex128";
-    case DataType::kBfloat16:
-      return "bfloat16";
-  }
-  return "unknown";
+  // Indexed by the enum's values, which are onnx's (0 to 16, every one used).
+  static constexpr std::string_view kNames[] = {
+      "undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
+      "int32",     "int64",  "string",    "bool",       "float16", "double",
+      "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
+  const auto index = static_cast<size_t>(type);
+  return index < std::size(kNames) ? kNames[index] : "unknown";
 }
 
 bool IsFloatingPoint(DataType type) {

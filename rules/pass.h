@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -111,6 +112,23 @@ class Pass {
   virtual std::string description() const = 0;
   // Applies the pass; returns how many rewrites it committed.
   virtual absl::StatusOr<int> Run(PassContext& ctx) = 0;
+};
+
+// A pass that is one function (every native pass but fp16_islands, which keeps what it
+// found for the pipeline to read).
+class FunctionPass : public Pass {
+ public:
+  using Function = absl::StatusOr<int> (*)(PassContext& ctx);
+  FunctionPass(std::string name, std::string description, Function run)
+      : name_(std::move(name)), description_(std::move(description)), run_(run) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  absl::StatusOr<int> Run(PassContext& ctx) override { return run_(ctx); }
+
+ private:
+  std::string name_;
+  std::string description_;
+  Function run_;
 };
 
 // Ends the rewrite that `ctx.rewriter` has open: validates it (when a validator is set and

@@ -115,19 +115,9 @@ absl::StatusOr<RuntimeValue> ReadValueFile(const std::string& path, const onnx::
 enum class Outcome { kPass, kLoadError, kUnsupported, kRunError, kMismatch };
 
 const char* OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::kPass:
-      return "pass";
-    case Outcome::kLoadError:
-      return "load error";
-    case Outcome::kUnsupported:
-      return "unsupported op";
-    case Outcome::kRunError:
-      return "run error";
-    case Outcome::kMismatch:
-      return "wrong result";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"pass", "load error", "unsupported op", "run error",
+                                           "wrong result"};
+  return kNames[static_cast<size_t>(o)];
 }
 
 struct Result {

@@ -128,17 +128,18 @@ int FoldGraph(PassContext& ctx, Graph& g, const std::string& pass) {
 
 }  // namespace
 
-absl::StatusOr<int> ConstantFoldingPass::Run(PassContext& ctx) {
+absl::StatusOr<int> FoldConstants(PassContext& ctx) {
   int folded = 0;
   // A new sweep runs when folding made more shapes known.
   for (int sweep = 0; sweep < 8; ++sweep) {
     int this_sweep = 0;
-    VisitGraphs(ctx.model.graph(), [&](Graph& g) { this_sweep += FoldGraph(ctx, g, name()); });
+    VisitGraphs(ctx.model.graph(),
+                [&](Graph& g) { this_sweep += FoldGraph(ctx, g, kConstantFolding); });
     folded += this_sweep;
     if (this_sweep == 0) break;
     OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
   }
-  if (folded > 0) ctx.log(absl::StrCat(name(), ": folded ", folded, " node(s)"));
+  if (folded > 0) ctx.log(absl::StrCat(kConstantFolding, ": folded ", folded, " node(s)"));
   return folded;
 }
 

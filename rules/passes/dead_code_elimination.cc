@@ -39,7 +39,7 @@ std::vector<Node*> DeadNodes(const Graph& g) {
 
 }  // namespace
 
-absl::StatusOr<int> DeadCodeEliminationPass::Run(PassContext& ctx) {
+absl::StatusOr<int> EliminateDeadCode(PassContext& ctx) {
   int rewrites = 0;
   size_t nodes = 0, initializers = 0;
   // Graph by graph, the main graph first: a dead If/Loop/Scan goes with its bodies before
@@ -52,7 +52,7 @@ absl::StatusOr<int> DeadCodeEliminationPass::Run(PassContext& ctx) {
       unread = unread || (!v->has_uses() && !v->is_graph_output() && !v->is_graph_input());
     }
     if (dead.empty() && !unread) return;
-    ctx.rewriter.Begin(name(), dead);
+    ctx.rewriter.Begin(kDeadCodeElimination, dead);
     // Consumers first, so no erased node is still read by a live one while erasing.
     for (auto it = dead.rbegin(); it != dead.rend(); ++it) ctx.rewriter.EraseNode(*it);
     // Unread initializers go too (a commit removes what lost its last reader).
@@ -67,8 +67,8 @@ absl::StatusOr<int> DeadCodeEliminationPass::Run(PassContext& ctx) {
     ++rewrites;
   });
   if (rewrites == 0) return 0;
-  ctx.log(
-      absl::StrCat(name(), ": removed ", nodes, " node(s) and ", initializers, " initializer(s)"));
+  ctx.log(absl::StrCat(kDeadCodeElimination, ": removed ", nodes, " node(s) and ", initializers,
+                       " initializer(s)"));
   return nodes + initializers > 0 ? 1 : 0;
 }
 

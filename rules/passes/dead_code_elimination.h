@@ -6,13 +6,8 @@
 
 namespace ovfix::rules {
 
-class DeadCodeEliminationPass : public Pass {
- public:
-  std::string name() const override { return "dead_code_elimination"; }
-  std::string description() const override {
-    return "remove nodes and initializers that nothing reads";
-  }
-  absl::StatusOr<int> Run(PassContext& ctx) override;
-};
+// The pass (registry.cc) and its name; returns how many rewrites it committed.
+inline constexpr char kDeadCodeElimination[] = "dead_code_elimination";
+absl::StatusOr<int> EliminateDeadCode(PassContext& ctx);
 
 }  // namespace ovfix::rules

@@ -96,10 +96,11 @@ int ExpandGraph(PassContext& ctx, Graph& g, const std::string& pass) {
 
 }  // namespace
 
-absl::StatusOr<int> ExplicitBroadcastFullPass::Run(PassContext& ctx) {
+absl::StatusOr<int> ExpandBroadcastsFull(PassContext& ctx) {
   if (ctx.options.broadcast != ConvertOptions::Broadcast::kFull) return 0;
   int rewritten = 0;
-  VisitGraphs(ctx.model.graph(), [&](Graph& g) { rewritten += ExpandGraph(ctx, g, name()); });
+  VisitGraphs(ctx.model.graph(),
+              [&](Graph& g) { rewritten += ExpandGraph(ctx, g, kExplicitBroadcastFull); });
   return rewritten;
 }
 

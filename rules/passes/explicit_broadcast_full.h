@@ -9,14 +9,9 @@
 
 namespace ovfix::rules {
 
-class ExplicitBroadcastFullPass : public Pass {
- public:
-  std::string name() const override { return "explicit_broadcast_full"; }
-  std::string description() const override {
-    return "--broadcast full: expand element-wise inputs to identical shapes";
-  }
-  absl::StatusOr<int> Run(PassContext& ctx) override;
-};
+// The pass (registry.cc) and its name; returns how many rewrites it committed.
+inline constexpr char kExplicitBroadcastFull[] = "explicit_broadcast_full";
+absl::StatusOr<int> ExpandBroadcastsFull(PassContext& ctx);
 
 // `t` broadcast (numpy rules) to `dims`; `t`'s rank must not exceed dims.size().
 Tensor BroadcastTensor(const Tensor& t, const std::vector<int64_t>& dims);

@@ -61,7 +61,7 @@ onnx::TypeProto WithDims(const onnx::TypeProto& type, const std::vector<Dim>& di
 
 }  // namespace
 
-absl::StatusOr<int> FixInputShapesPass::Run(PassContext& ctx) {
+absl::StatusOr<int> FixInputShapes(PassContext& ctx) {
   const ConvertOptions& o = ctx.options;
   if (o.batch <= 0 && o.input_shapes.empty()) return 0;
   Graph& g = ctx.model.graph();
@@ -77,7 +77,7 @@ absl::StatusOr<int> FixInputShapesPass::Run(PassContext& ctx) {
     if (v->is_initializer() || !v->is_tensor()) continue;
     OVFIX_ASSIGN_OR_RETURN(std::optional<std::vector<Dim>> dims, NewDims(*v, o));
     if (!dims.has_value()) continue;
-    ctx.rewriter.Begin(name());
+    ctx.rewriter.Begin(kFixInputShapes);
     const onnx::TypeProto type = WithDims(v->type(), *dims);
     ctx.rewriter.SetType(v, type);
     if (FinishRewrite(ctx)) ++changed;
@@ -86,7 +86,7 @@ absl::StatusOr<int> FixInputShapesPass::Run(PassContext& ctx) {
   }
   if (changed == 0) return 0;
   OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
-  ctx.log(absl::StrCat(name(), ": fixed the shape of ", changed, " input(s)"));
+  ctx.log(absl::StrCat(kFixInputShapes, ": fixed the shape of ", changed, " input(s)"));
   return changed;
 }
 

@@ -123,7 +123,7 @@ void Lower(PassContext& ctx, Node* conv, const Plan& p) {
 
 }  // namespace
 
-absl::StatusOr<int> LowerConv3dUnitKernelPass::Run(PassContext& ctx) {
+absl::StatusOr<int> LowerConv3dUnitKernel(PassContext& ctx) {
   if (!ctx.options.lower_conv3d_unit_kernel) return 0;
   int lowered = 0;
   VisitGraphs(ctx.model.graph(), [&](Graph& g) {
@@ -132,11 +132,11 @@ absl::StatusOr<int> LowerConv3dUnitKernelPass::Run(PassContext& ctx) {
       Plan plan;
       if (std::string why = Check(*n, plan); !why.empty()) {
         if (n->input(0) != nullptr && n->input(0)->rank() == 5) {
-          ctx.log(absl::StrCat(name(), ": ", n->Describe(), " not lowered: ", why));
+          ctx.log(absl::StrCat(kLowerConv3dUnitKernel, ": ", n->Describe(), " not lowered: ", why));
         }
         continue;
       }
-      ctx.rewriter.Begin(name(), {n});
+      ctx.rewriter.Begin(kLowerConv3dUnitKernel, {n});
       Lower(ctx, n, plan);
       if (FinishRewrite(ctx)) ++lowered;
     }

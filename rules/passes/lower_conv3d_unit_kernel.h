@@ -12,13 +12,8 @@
 
 namespace ovfix::rules {
 
-class LowerConv3dUnitKernelPass : public Pass {
- public:
-  std::string name() const override { return "lower_conv3d_unit_kernel"; }
-  std::string description() const override {
-    return "rewrite a Conv3D with a unit kernel dim as a Conv2D between Reshape/Transpose";
-  }
-  absl::StatusOr<int> Run(PassContext& ctx) override;
-};
+// The pass (registry.cc) and its name; returns how many rewrites it committed.
+inline constexpr char kLowerConv3dUnitKernel[] = "lower_conv3d_unit_kernel";
+absl::StatusOr<int> LowerConv3dUnitKernel(PassContext& ctx);
 
 }  // namespace ovfix::rules

@@ -10,19 +10,35 @@
 namespace ovfix::rules {
 namespace {
 
-template <typename P>
-NativePassInfo Entry() {
-  P pass;
-  return {pass.name(), pass.description(), [] { return std::make_unique<P>(); }};
+NativePassInfo Entry(std::string name, std::string description, FunctionPass::Function run) {
+  return {name, description,
+          [=] { return std::make_unique<FunctionPass>(name, description, run); }};
+}
+
+NativePassInfo Fp16IslandsEntry() {
+  Fp16IslandsPass pass;
+  return {pass.name(), pass.description(), [] { return std::make_unique<Fp16IslandsPass>(); }};
 }
 
 }  // namespace
 
 const std::vector<NativePassInfo>& NativePasses() {
   static const std::vector<NativePassInfo> kPasses = {
-      Entry<FixInputShapesPass>(),        Entry<ConstantFoldingPass>(),
-      Entry<DeadCodeEliminationPass>(),   Entry<LowerConv3dUnitKernelPass>(),
-      Entry<ExplicitBroadcastFullPass>(), Entry<Fp16IslandsPass>(),
+      Entry(kFixInputShapes,
+            "fix dynamic dims of graph inputs (--batch, --input-shape) and re-infer shapes",
+            FixInputShapes),
+      Entry(kConstantFolding,
+            "evaluate nodes with constant inputs (and Shape of static shapes) into initializers",
+            FoldConstants),
+      Entry(kDeadCodeElimination, "remove nodes and initializers that nothing reads",
+            EliminateDeadCode),
+      Entry(kLowerConv3dUnitKernel,
+            "rewrite a Conv3D with a unit kernel dim as a Conv2D between Reshape/Transpose",
+            LowerConv3dUnitKernel),
+      Entry(kExplicitBroadcastFull,
+            "--broadcast full: expand element-wise inputs to identical shapes",
+            ExpandBroadcastsFull),
+      Fp16IslandsEntry(),
   };
   return kPasses;
 }

@@ -108,28 +108,11 @@ std::string DimsName(const Dims& dims) {
 }
 std::string AxisName(int64_t axis) { return absl::StrCat(axis < 0 ? "m" : "", std::abs(axis)); }
 
-std::string TypeText(DataType type) {
-  switch (type) {
-    case DataType::kFloat:
-      return "float";
-    case DataType::kFloat16:
-      return "float16";
-    case DataType::kInt64:
-      return "int64";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kBool:
-      return "bool";
-    default:
-      return "undefined";
-  }
-}
-
 std::string ModelText(const OpCase& c) {
   std::vector<std::string> inputs;
   for (const Input& in : c.inputs) {
-    inputs.push_back(
-        absl::StrCat(TypeText(in.type), "[", absl::StrJoin(in.dims, ","), "] ", in.name));
+    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
+                                  absl::StrJoin(in.dims, ","), "] ", in.name));
   }
   return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
                       absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");

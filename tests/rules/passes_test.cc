@@ -66,6 +66,10 @@ struct Harness {
     ctx.evaluator = &evaluator;
     return pass.Run(ctx);
   }
+  absl::StatusOr<int> Run(FunctionPass::Function pass) {
+    FunctionPass p("", "", pass);
+    return Run(p);
+  }
   // Largest end-to-end error against the original outputs.
   double EndToEnd() {
     auto e = validator->CompareEndToEnd(model);
@@ -185,8 +189,7 @@ TEST(FixInputShapes, BatchFixesTheFirstDimAndShapesFollow) {
   ConvertOptions o;
   o.batch = 1;
   Harness h(*m, o);
-  FixInputShapesPass pass;
-  ASSERT_EQ(*h.Run(pass), 1);
+  ASSERT_EQ(*h.Run(FixInputShapes), 1);
   const Value* x = m->graph().FindValue("x");
   EXPECT_EQ((*x->shape())[0].value, 1);
   EXPECT_EQ((*x->shape())[2].symbol, "H");  // only the batch dim is fixed
@@ -198,18 +201,17 @@ TEST(FixInputShapes, InputShapeSetsEveryDimAndChecksTheModel) {
   ConvertOptions o;
   o.input_shapes["x"] = {2, 3, 5};
   Harness h(*m, o);
-  FixInputShapesPass pass;
-  ASSERT_EQ(*h.Run(pass), 1);
+  ASSERT_EQ(*h.Run(FixInputShapes), 1);
   EXPECT_EQ(m->graph().FindValue("y")->static_shape(), (std::vector<int64_t>{2, 3, 5}));
   ConvertOptions wrong;
   wrong.input_shapes["x"] = {2, 4, 5};  // dim 1 is 3 in the model
   Rewriter rw(*m);
   PassContext ctx{*m, rw, wrong};
-  EXPECT_FALSE(pass.Run(ctx).ok());
+  EXPECT_FALSE(FixInputShapes(ctx).ok());
   ConvertOptions unknown;
   unknown.input_shapes["z"] = {1};
   PassContext ctx2{*m, rw, unknown};
-  EXPECT_FALSE(pass.Run(ctx2).ok());
+  EXPECT_FALSE(FixInputShapes(ctx2).ok());
 }
 
 // ---- constant_folding ----
@@ -225,8 +227,7 @@ TEST(ConstantFolding, FoldsShapeChainsOnceShapesAreStatic) {
       y = Reshape(x, shape)
     })");
   Harness h(*m);
-  ConstantFoldingPass pass;
-  ASSERT_GT(*h.Run(pass), 0);
+  ASSERT_GT(*h.Run(FoldConstants), 0);
   EXPECT_EQ(Count(*m, "Shape"), 0);
   EXPECT_EQ(Count(*m, "Concat"), 0);
   EXPECT_EQ(Count(*m, "Reshape"), 1);
@@ -249,8 +250,7 @@ TEST(ConstantFolding, RespectsTheSizeLimitAndLeavesDynamicShapes) {
   ConvertOptions o;
   o.fold_size_limit = 1000;  // the 10000-element ConstantOfShape stays
   Harness h(*m, o);
-  ConstantFoldingPass pass;
-  ASSERT_TRUE(h.Run(pass).ok());
+  ASSERT_TRUE(h.Run(FoldConstants).ok());
   EXPECT_EQ(Count(*m, "ConstantOfShape"), 1);
   EXPECT_EQ(Count(*m, "Shape"), 1);  // N is not known
   EXPECT_EQ(h.EndToEnd(), 0);
@@ -268,12 +268,11 @@ TEST(DeadCodeElimination, RemovesUnreadChainsAndInitializers) {
   Graph& g = m->graph();
   g.AddInitializer("unused", Tensor(DataType::kFloat, {4}));
   Harness h(*m);
-  DeadCodeEliminationPass pass;
-  ASSERT_EQ(*h.Run(pass), 1);
+  ASSERT_EQ(*h.Run(EliminateDeadCode), 1);
   EXPECT_EQ(g.num_nodes(), 1u);
   EXPECT_EQ(g.FindValue("unused"), nullptr);
   EXPECT_EQ(g.outputs()[0]->name(), "y");
-  EXPECT_EQ(*h.Run(pass), 0);  // nothing left to do
+  EXPECT_EQ(*h.Run(EliminateDeadCode), 0);  // nothing left to do
 }
 
 // ---- lower_conv3d_unit_kernel ----
@@ -309,8 +308,7 @@ TEST(LowerConv3dUnitKernel, BecomesConv2dAndKeepsOutputs) {
     ConvertOptions o;
     o.lower_conv3d_unit_kernel = true;
     Harness h(*m, o);
-    LowerConv3dUnitKernelPass pass;
-    ASSERT_EQ(*h.Run(pass), 1) << k[0] << k[1] << k[2];
+    ASSERT_EQ(*h.Run(LowerConv3dUnitKernel), 1) << k[0] << k[1] << k[2];
     ASSERT_TRUE(InferShapes(*m).ok());
     for (const Node* n : m->graph().nodes()) {
       if (n->op_type() == "Conv") {
@@ -331,11 +329,10 @@ TEST(LowerConv3dUnitKernel, LeavesOtherConvsAndNeedsTheOption) {
   o.lower_conv3d_unit_kernel = true;
   Rewriter rw(*m);
   PassContext ctx{*m, rw, o};
-  LowerConv3dUnitKernelPass pass;
-  EXPECT_EQ(*pass.Run(ctx), 0);  // no unit kernel dim (and w is not a constant)
+  EXPECT_EQ(*LowerConv3dUnitKernel(ctx), 0);  // no unit kernel dim (and w is not a constant)
   ConvertOptions off;
   PassContext ctx2{*m, rw, off};
-  EXPECT_EQ(*pass.Run(ctx2), 0);
+  EXPECT_EQ(*LowerConv3dUnitKernel(ctx2), 0);
 }
 
 // ---- explicit_broadcast_full ----
@@ -350,10 +347,9 @@ TEST(ExplicitBroadcastFull, ExpandsToIdenticalShapes) {
   ConvertOptions o;
   o.broadcast = ConvertOptions::Broadcast::kFull;
   Harness h(*m, o);
-  ConstantFoldingPass fold;  // the Constant becomes an initializer, expanded in place
-  ASSERT_TRUE(h.Run(fold).ok());
-  ExplicitBroadcastFullPass pass;
-  ASSERT_EQ(*h.Run(pass), 2);
+  // The Constant becomes an initializer, expanded in place.
+  ASSERT_TRUE(h.Run(FoldConstants).ok());
+  ASSERT_EQ(*h.Run(ExpandBroadcastsFull), 2);
   ASSERT_TRUE(InferShapes(*m).ok());
   for (const Node* n : m->graph().nodes()) {
     if (n->op_type() != "Add" && n->op_type() != "Mul") continue;
