@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
+#include "ir/type_list.h"
 
 namespace ovfix::exec {
 namespace {
@@ -17,13 +18,6 @@ void FillIntegers(Tensor& t, SeededRandom& random, int64_t low, int64_t high) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     data[i] = static_cast<T>(low + static_cast<int64_t>(random.Next() % count));
   }
-}
-
-template <typename T, typename Convert>
-void FillFloats(Tensor& t, SeededRandom& random, const RandomRanges& r, Convert convert) {
-  T* data = t.data<T>();
-  const double width = r.float_high - r.float_low;
-  for (int64_t i = 0; i < t.numel(); ++i) data[i] = convert(r.float_low + width * random.Uniform());
 }
 
 }  // namespace
@@ -49,52 +43,19 @@ absl::StatusOr<Tensor> RandomTensor(DataType type, const std::vector<int64_t>& d
   }
   Tensor t(type, dims);
   const int64_t lo = ranges.int_low, hi = ranges.int_high;
-  switch (type) {
-    case DataType::kFloat:
-      FillFloats<float>(t, random, ranges, [](double x) { return static_cast<float>(x); });
-      break;
-    case DataType::kDouble:
-      FillFloats<double>(t, random, ranges, [](double x) { return x; });
-      break;
-    case DataType::kFloat16:
-      FillFloats<uint16_t>(t, random, ranges,
-                           [](double x) { return FloatToHalfBits(static_cast<float>(x)); });
-      break;
-    case DataType::kBfloat16:
-      FillFloats<uint16_t>(t, random, ranges,
-                           [](double x) { return FloatToBfloat16Bits(static_cast<float>(x)); });
-      break;
-    case DataType::kBool:
-      FillIntegers<uint8_t>(t, random, 0, 1);
-      break;
-    case DataType::kUint8:
-      FillIntegers<uint8_t>(t, random, lo, hi);
-      break;
-    case DataType::kInt8:
-      FillIntegers<int8_t>(t, random, lo, hi);
-      break;
-    case DataType::kUint16:
-      FillIntegers<uint16_t>(t, random, lo, hi);
-      break;
-    case DataType::kInt16:
-      FillIntegers<int16_t>(t, random, lo, hi);
-      break;
-    case DataType::kUint32:
-      FillIntegers<uint32_t>(t, random, lo, hi);
-      break;
-    case DataType::kInt32:
-      FillIntegers<int32_t>(t, random, lo, hi);
-      break;
-    case DataType::kUint64:
-      FillIntegers<uint64_t>(t, random, lo, hi);
-      break;
-    case DataType::kInt64:
-      FillIntegers<int64_t>(t, random, lo, hi);
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", name, "' is ", std::string(DataTypeName(type)),
-                       ": random values cannot be made for it; give it with --input"));
+  if (IsFloatingPoint(type)) {
+    const double width = ranges.float_high - ranges.float_low;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      t.SetFromDouble(i, ranges.float_low + width * random.Uniform());
+    }
+  } else if (type == DataType::kBool) {
+    FillIntegers<uint8_t>(t, random, 0, 1);
+  } else if (!VisitType(type, kIntTypes, [&](auto tag) {
+               FillIntegers<typename decltype(tag)::type>(t, random, lo, hi);
+             })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "' is ", std::string(DataTypeName(type)),
+                     ": random values cannot be made for it; give it with --input"));
   }
   return t;
 }

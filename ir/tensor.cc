@@ -4,15 +4,18 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/float16.h"
 #include "ir/mapped_file.h"
+#include "ir/type_list.h"
 
 namespace ovfix {
 
@@ -145,37 +148,62 @@ Tensor Tensor::Clone() const {
   return t;
 }
 
+namespace {
+
+// How element type T is held: bool as a byte (any non-zero byte reads as true).
+template <typename T>
+using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+template <typename T>
+double ElementToDouble(Stored<T> x) {
+  if constexpr (std::is_same_v<T, Half>)
+    return HalfBitsToFloat(x.bits);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return Bfloat16BitsToFloat(x.bits);
+  else if constexpr (std::is_same_v<T, bool>)
+    return x != 0 ? 1.0 : 0.0;
+  else
+    return static_cast<double>(x);
+}
+
+template <typename T>
+Stored<T> DoubleToElement(double v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return {FloatToHalfBits(static_cast<float>(v))};
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return {FloatToBfloat16Bits(static_cast<float>(v))};
+  else if constexpr (std::is_same_v<T, bool>)
+    return v != 0 ? 1 : 0;
+  else if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(v);
+  // Integers: clamped to the type's range, NaN to 0 (an out-of-range float-to-integer
+  // conversion is undefined behaviour).
+  else if (std::isnan(v))
+    return 0;
+  else if (v <= static_cast<double>(std::numeric_limits<T>::min()))
+    return std::numeric_limits<T>::min();
+  else if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+    return std::numeric_limits<T>::max();
+  else
+    return static_cast<T>(v);
+}
+
+}  // namespace
+
 double Tensor::GetAsDouble(int64_t i) const {
-  switch (type_) {
-    case DataType::kFloat:
-      return data<float>()[i];
-    case DataType::kDouble:
-      return data<double>()[i];
-    case DataType::kFloat16:
-      return HalfBitsToFloat(data<uint16_t>()[i]);
-    case DataType::kBfloat16:
-      return Bfloat16BitsToFloat(data<uint16_t>()[i]);
-    case DataType::kInt8:
-      return data<int8_t>()[i];
-    case DataType::kUint8:
-      return data<uint8_t>()[i];
-    case DataType::kInt16:
-      return data<int16_t>()[i];
-    case DataType::kUint16:
-      return data<uint16_t>()[i];
-    case DataType::kInt32:
-      return data<int32_t>()[i];
-    case DataType::kUint32:
-      return data<uint32_t>()[i];
-    case DataType::kInt64:
-      return static_cast<double>(data<int64_t>()[i]);
-    case DataType::kUint64:
-      return static_cast<double>(data<uint64_t>()[i]);
-    case DataType::kBool:
-      return data<uint8_t>()[i] ? 1.0 : 0.0;
-    default:
-      return 0.0;
-  }
+  double v = 0.0;
+  VisitType(type_, kStoredTypes, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    v = ElementToDouble<T>(data<Stored<T>>()[i]);
+  });
+  return v;
+}
+
+void Tensor::SetFromDouble(int64_t i, double v) {
+  VisitType(type_, kStoredTypes, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    data<Stored<T>>()[i] = DoubleToElement<T>(v);
+  });
 }
 
 int64_t Tensor::GetAsInt64(int64_t i) const {
@@ -209,31 +237,7 @@ Tensor ConvertTensor(const Tensor& t, DataType to) {
     return out;
   }
   Tensor out(to, t.dims());
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = t.GetAsDouble(i);
-    switch (to) {
-      case DataType::kFloat:
-        out.data<float>()[i] = static_cast<float>(x);
-        break;
-      case DataType::kDouble:
-        out.data<double>()[i] = x;
-        break;
-      case DataType::kFloat16:
-        out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(x));
-        break;
-      case DataType::kBfloat16:
-        out.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(x));
-        break;
-      case DataType::kInt64:
-        out.data<int64_t>()[i] = static_cast<int64_t>(x);
-        break;
-      case DataType::kInt32:
-        out.data<int32_t>()[i] = static_cast<int32_t>(x);
-        break;
-      default:
-        break;
-    }
-  }
+  for (int64_t i = 0; i < n; ++i) out.SetFromDouble(i, t.GetAsDouble(i));
   return out;
 }
 

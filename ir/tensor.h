@@ -131,6 +131,10 @@ class Tensor {
 
   // Element i as double / int64, whatever the element type (for shape arithmetic, tests).
   double GetAsDouble(int64_t i) const;
+  // Writes element i of a numeric or bool tensor from a double: float types round, integers
+  // truncate toward zero, clamped to their range (NaN gives 0), bool is v != 0. Other types
+  // are left alone.
+  void SetFromDouble(int64_t i, double v);
   int64_t GetAsInt64(int64_t i) const;
 
   static int64_t NumElements(const std::vector<int64_t>& dims);

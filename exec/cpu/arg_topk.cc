@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cpu/dispatch.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
 
@@ -40,30 +41,8 @@ absl::StatusOr<int64_t> NormalizeAxis(const KernelContext& ctx, int64_t axis, in
 // Calls fn(T{}) for the element type, or fails for types these kernels do not handle.
 template <typename Fn>
 absl::Status DispatchNumeric(const KernelContext& ctx, DataType type, Fn&& fn) {
-  switch (type) {
-    case DataType::kFloat:
-      return fn(float{});
-    case DataType::kDouble:
-      return fn(double{});
-    case DataType::kInt8:
-      return fn(int8_t{});
-    case DataType::kUint8:
-      return fn(uint8_t{});
-    case DataType::kInt16:
-      return fn(int16_t{});
-    case DataType::kUint16:
-      return fn(uint16_t{});
-    case DataType::kInt32:
-      return fn(int32_t{});
-    case DataType::kUint32:
-      return fn(uint32_t{});
-    case DataType::kInt64:
-      return fn(int64_t{});
-    case DataType::kUint64:
-      return fn(uint64_t{});
-    default:
-      return ctx.Error("unsupported element type ", std::string(DataTypeName(type)));
-  }
+  return Dispatch(ctx, type, kNumericTypes,
+                  [&](auto tag) { return fn(typename decltype(tag)::type{}); });
 }
 
 template <typename T>

@@ -15,8 +15,6 @@
 namespace ovfix::exec::elementwise {
 namespace {
 
-inline constexpr auto kCastTypes = kNumericTypes + TypeList<bool, Half, BFloat16>{};
-
 // double -> float rounding to odd: when inexact, the last mantissa bit is forced to 1. Rounding
 // that float again to 8 or 11 significant bits then gives the correctly rounded result of the
 // double, which plain float rounding (nearest even, twice) does not always.
@@ -151,7 +149,7 @@ absl::Status CastTo(KernelContext& ctx, DataType to) {
   }
   const int64_t n = x.numel();
   if (to == DataType::kString) {
-    return Dispatch(ctx, x.type(), kCastTypes, [&](auto tag) {
+    return Dispatch(ctx, x.type(), kStoredTypes, [&](auto tag) {
       using From = typename decltype(tag)::type;
       std::vector<std::string> strings(static_cast<size_t>(n));
       const From* in = x.data<From>();
@@ -161,7 +159,7 @@ absl::Status CastTo(KernelContext& ctx, DataType to) {
     });
   }
   if (x.type() == DataType::kString) {
-    return Dispatch(ctx, to, kCastTypes, [&](auto tag) {
+    return Dispatch(ctx, to, kStoredTypes, [&](auto tag) {
       using To = typename decltype(tag)::type;
       if (x.strings().size() != static_cast<size_t>(n)) return ctx.Error("malformed string input");
       Tensor& y = ctx.Output(0, to, x.dims());
@@ -174,9 +172,9 @@ absl::Status CastTo(KernelContext& ctx, DataType to) {
       return absl::OkStatus();
     });
   }
-  return Dispatch(ctx, x.type(), kCastTypes, [&](auto from_tag) {
+  return Dispatch(ctx, x.type(), kStoredTypes, [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
-    return Dispatch(ctx, to, kCastTypes, [&](auto to_tag) {
+    return Dispatch(ctx, to, kStoredTypes, [&](auto to_tag) {
       using To = typename decltype(to_tag)::type;
       Tensor& y = ctx.Output(0, to, x.dims());
       const From* in = x.data<From>();

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "exec/cpu/dispatch.h"
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/misc_kernels.h"
 #include "exec/kernel.h"
@@ -416,30 +417,8 @@ absl::Status Einsum(KernelContext& ctx) {
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     if (ctx.input(i).type() != type) return ctx.Error("inputs have different element types");
   }
-  switch (type) {
-    case DataType::kFloat:
-      return RunEinsum<float>(ctx, eq);
-    case DataType::kDouble:
-      return RunEinsum<double>(ctx, eq);
-    case DataType::kInt8:
-      return RunEinsum<int8_t>(ctx, eq);
-    case DataType::kUint8:
-      return RunEinsum<uint8_t>(ctx, eq);
-    case DataType::kInt16:
-      return RunEinsum<int16_t>(ctx, eq);
-    case DataType::kUint16:
-      return RunEinsum<uint16_t>(ctx, eq);
-    case DataType::kInt32:
-      return RunEinsum<int32_t>(ctx, eq);
-    case DataType::kUint32:
-      return RunEinsum<uint32_t>(ctx, eq);
-    case DataType::kInt64:
-      return RunEinsum<int64_t>(ctx, eq);
-    case DataType::kUint64:
-      return RunEinsum<uint64_t>(ctx, eq);
-    default:
-      return ctx.Error("unsupported element type ", std::string(DataTypeName(type)));
-  }
+  return Dispatch(ctx, type, kNumericTypes,
+                  [&](auto tag) { return RunEinsum<typename decltype(tag)::type>(ctx, eq); });
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "exec/cpu/broadcast.h"
+#include "exec/cpu/dispatch.h"
 #include "exec/kernel.h"
 #include "ir/data_type.h"
 #include "ir/float16.h"
@@ -29,72 +30,6 @@ void AddBinaryKernels(std::vector<KernelDef>& table);        // elementwise_bina
 void AddVariadicKernels(std::vector<KernelDef>& table);      // elementwise_variadic.cc
 void AddCastKernels(std::vector<KernelDef>& table);          // cast.cc
 void AddDataMovementKernels(std::vector<KernelDef>& table);  // elementwise_identity.cc
-
-// float16 / bfloat16 elements as bits, so they are distinct types from uint16_t in dispatch.
-struct Half {
-  uint16_t bits;
-};
-struct BFloat16 {
-  uint16_t bits;
-};
-
-template <typename T>
-constexpr DataType DataTypeOf() {
-  // clang-format off
-  if constexpr (std::is_same_v<T, float>) return DataType::kFloat;
-  else if constexpr (std::is_same_v<T, double>) return DataType::kDouble;
-  else if constexpr (std::is_same_v<T, int8_t>) return DataType::kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DataType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DataType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DataType::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DataType::kUint8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DataType::kUint16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DataType::kUint32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DataType::kUint64;
-  else if constexpr (std::is_same_v<T, bool>) return DataType::kBool;
-  else if constexpr (std::is_same_v<T, Half>) return DataType::kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DataType::kBfloat16;
-  else static_assert(sizeof(T) == 0, "no DataType for this C++ type");
-  // clang-format on
-}
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-template <typename... Ts>
-struct TypeList {};
-
-template <typename... A, typename... B>
-constexpr TypeList<A..., B...> operator+(TypeList<A...>, TypeList<B...>) {
-  return {};
-}
-
-inline constexpr TypeList<float, double> kFloatTypes;
-inline constexpr TypeList<int8_t, int16_t, int32_t, int64_t> kSignedIntTypes;
-inline constexpr TypeList<uint8_t, uint16_t, uint32_t, uint64_t> kUnsignedIntTypes;
-inline constexpr auto kIntTypes = kSignedIntTypes + kUnsignedIntTypes;
-inline constexpr auto kSignedTypes = kFloatTypes + kSignedIntTypes;
-inline constexpr auto kNumericTypes = kFloatTypes + kIntTypes;
-inline constexpr TypeList<bool> kBoolTypes;
-
-template <typename... Ts>
-constexpr bool Contains(TypeList<Ts...>, DataType type) {
-  return ((DataTypeOf<Ts>() == type) || ...);
-}
-
-// Calls fn(TypeTag<T>{}) for the C++ type T of `type` and returns its status; an error that
-// names the node when `type` is not in the list.
-template <typename... Ts, typename Fn>
-absl::Status Dispatch(const KernelContext& ctx, DataType type, TypeList<Ts...>, Fn&& fn) {
-  absl::Status status;
-  const bool found =
-      ((DataTypeOf<Ts>() == type ? (status = fn(TypeTag<Ts>{}), true) : false) || ...);
-  if (!found) {
-    return ctx.Error("element type ", std::string(DataTypeName(type)), " is not supported");
-  }
-  return status;
-}
 
 // Splits [0, n) over the pool when the loop is big enough to pay for the threads. Expensive
 // per-element work (exp, tanh, pow) pays sooner than a plain add.

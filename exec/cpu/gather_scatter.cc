@@ -10,6 +10,7 @@
 #include "exec/kernel.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
+#include "ir/type_list.h"
 
 namespace ovfix::exec {
 
@@ -200,25 +201,28 @@ absl::StatusOr<Reduction> ReductionOf(const KernelContext& ctx) {
 // How a reduction reads and writes one element type: Storage as held in the tensor, Compute
 // what the arithmetic runs in.
 template <typename T>
-struct NativeArith {
+struct Arith {
   using Storage = T;
   using Compute = T;
   static Compute Load(Storage v) { return v; }
   static Storage Store(Compute v) { return v; }
 };
-struct BoolArith {
+template <>
+struct Arith<bool> {
   using Storage = uint8_t;
   using Compute = bool;
   static Compute Load(Storage v) { return v != 0; }
   static Storage Store(Compute v) { return v ? 1 : 0; }
 };
-struct HalfArith {
+template <>
+struct Arith<Half> {
   using Storage = uint16_t;
   using Compute = float;
   static Compute Load(Storage v) { return HalfBitsToFloat(v); }
   static Storage Store(Compute v) { return FloatToHalfBits(v); }
 };
-struct Bfloat16Arith {
+template <>
+struct Arith<BFloat16> {
   using Storage = uint16_t;
   using Compute = float;
   static Compute Load(Storage v) { return Bfloat16BitsToFloat(v); }
@@ -269,48 +273,11 @@ absl::Status ApplyUpdates(const KernelContext& ctx, Tensor& out, const Tensor& u
     });
     return absl::OkStatus();
   }
-  switch (out.type()) {
-    case DataType::kFloat:
-      ReduceInto<NativeArith<float>>(out, updates, targets, block, r);
-      break;
-    case DataType::kDouble:
-      ReduceInto<NativeArith<double>>(out, updates, targets, block, r);
-      break;
-    case DataType::kInt8:
-      ReduceInto<NativeArith<int8_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kUint8:
-      ReduceInto<NativeArith<uint8_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kInt16:
-      ReduceInto<NativeArith<int16_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kUint16:
-      ReduceInto<NativeArith<uint16_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kInt32:
-      ReduceInto<NativeArith<int32_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kUint32:
-      ReduceInto<NativeArith<uint32_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kInt64:
-      ReduceInto<NativeArith<int64_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kUint64:
-      ReduceInto<NativeArith<uint64_t>>(out, updates, targets, block, r);
-      break;
-    case DataType::kBool:
-      ReduceInto<BoolArith>(out, updates, targets, block, r);
-      break;
-    case DataType::kFloat16:
-      ReduceInto<HalfArith>(out, updates, targets, block, r);
-      break;
-    case DataType::kBfloat16:
-      ReduceInto<Bfloat16Arith>(out, updates, targets, block, r);
-      break;
-    default:
-      return ctx.Error("reduction is not defined for ", std::string(DataTypeName(out.type())));
+  const bool defined = VisitType(out.type(), kStoredTypes, [&](auto tag) {
+    ReduceInto<Arith<typename decltype(tag)::type>>(out, updates, targets, block, r);
+  });
+  if (!defined) {
+    return ctx.Error("reduction is not defined for ", std::string(DataTypeName(out.type())));
   }
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 #include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/type_list.h"
 
 namespace ovfix::exec {
 
@@ -433,49 +434,15 @@ absl::Status Unique(KernelContext& ctx) {
   }
   UniqueSlices u;
   auto find = [&](const auto* keys) { u = FindUnique(keys, outer, n, inner, sorted); };
-  switch (x.type()) {
-    case DataType::kFloat:
-      find(x.data<float>());
-      break;
-    case DataType::kDouble:
-      find(x.data<double>());
-      break;
-    case DataType::kInt8:
-      find(x.data<int8_t>());
-      break;
-    case DataType::kUint8:
-    case DataType::kBool:
-      find(x.data<uint8_t>());
-      break;
-    case DataType::kInt16:
-      find(x.data<int16_t>());
-      break;
-    case DataType::kUint16:
-      find(x.data<uint16_t>());
-      break;
-    case DataType::kInt32:
-      find(x.data<int32_t>());
-      break;
-    case DataType::kUint32:
-      find(x.data<uint32_t>());
-      break;
-    case DataType::kInt64:
-      find(x.data<int64_t>());
-      break;
-    case DataType::kUint64:
-      find(x.data<uint64_t>());
-      break;
-    case DataType::kString:
-      find(x.strings().data());
-      break;
-    case DataType::kFloat16:
-      find(HalvesToFloats(x, HalfBitsToFloat).data());
-      break;
-    case DataType::kBfloat16:
-      find(HalvesToFloats(x, Bfloat16BitsToFloat).data());
-      break;
-    default:
-      return ctx.Error("unsupported element type");
+  if (x.type() == DataType::kString) {
+    find(x.strings().data());
+  } else if (x.type() == DataType::kFloat16) {
+    find(HalvesToFloats(x, HalfBitsToFloat).data());
+  } else if (x.type() == DataType::kBfloat16) {
+    find(HalvesToFloats(x, Bfloat16BitsToFloat).data());
+  } else if (!VisitType(x.type(), kNumericTypes + kBoolTypes,
+                        [&](auto tag) { find(x.data<typename decltype(tag)::type>()); })) {
+    return ctx.Error("unsupported element type");
   }
   const int64_t count = static_cast<int64_t>(u.first.size());
   std::vector<int64_t> y_dims = {count};

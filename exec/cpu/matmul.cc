@@ -11,6 +11,7 @@
 
 #include "exec/cpu/broadcast.h"
 #include "exec/cpu/conv_geometry.h"
+#include "exec/cpu/dispatch.h"
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
@@ -157,28 +158,12 @@ absl::Status MatMul(KernelContext& ctx) {
   }
   const bool b_shared = Tensor::NumElements(b_batch) == 1 &&
                         Tensor::NumElements(a_batch) == static_cast<int64_t>(a_offsets.size());
-  switch (a.type()) {
-    case DataType::kFloat:
-      BatchedMatMul<float>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
-      break;
-    case DataType::kDouble:
-      BatchedMatMul<double>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
-      break;
-    case DataType::kInt32:
-      BatchedMatMul<int32_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
-      break;
-    case DataType::kInt64:
-      BatchedMatMul<int64_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
-      break;
-    case DataType::kUint32:
-      BatchedMatMul<uint32_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
-      break;
-    case DataType::kUint64:
-      BatchedMatMul<uint64_t>(ctx, a_offsets, b_offsets, m, n, k, b_shared, y);
-      break;
-    default:
-      return ctx.Error("unsupported element type ", std::string(DataTypeName(a.type())));
-  }
+  OVFIX_RETURN_IF_ERROR(Dispatch(
+      ctx, a.type(), kFloatTypes + TypeList<int32_t, int64_t, uint32_t, uint64_t>(), [&](auto tag) {
+        BatchedMatMul<typename decltype(tag)::type>(ctx, a_offsets, b_offsets, m, n, k, b_shared,
+                                                    y);
+        return absl::OkStatus();
+      }));
   return absl::OkStatus();
 }
 

@@ -79,53 +79,6 @@ std::mt19937_64 MakeGenerator(const KernelContext& ctx) {
   return RandomEngine(ctx, seed);
 }
 
-// Writes value v as element i of t (a float, integer or bool tensor).
-void StoreDouble(Tensor& t, int64_t i, double v) {
-  switch (t.type()) {
-    case DataType::kFloat:
-      t.data<float>()[i] = static_cast<float>(v);
-      break;
-    case DataType::kDouble:
-      t.data<double>()[i] = v;
-      break;
-    case DataType::kFloat16:
-      t.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(v));
-      break;
-    case DataType::kBfloat16:
-      t.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(v));
-      break;
-    case DataType::kInt8:
-      t.data<int8_t>()[i] = static_cast<int8_t>(v);
-      break;
-    case DataType::kUint8:
-      t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-      break;
-    case DataType::kInt16:
-      t.data<int16_t>()[i] = static_cast<int16_t>(v);
-      break;
-    case DataType::kUint16:
-      t.data<uint16_t>()[i] = static_cast<uint16_t>(v);
-      break;
-    case DataType::kInt32:
-      t.data<int32_t>()[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kUint32:
-      t.data<uint32_t>()[i] = static_cast<uint32_t>(v);
-      break;
-    case DataType::kInt64:
-      t.data<int64_t>()[i] = static_cast<int64_t>(v);
-      break;
-    case DataType::kUint64:
-      t.data<uint64_t>()[i] = static_cast<uint64_t>(v);
-      break;
-    case DataType::kBool:
-      t.data<uint8_t>()[i] = v != 0;
-      break;
-    default:
-      break;
-  }
-}
-
 bool IsRandomOutputType(DataType type) {
   return type == DataType::kFloat || type == DataType::kDouble || type == DataType::kFloat16;
 }
@@ -166,12 +119,12 @@ absl::Status RunRandom(KernelContext& ctx, bool like, bool normal) {
   if (normal) {
     std::normal_distribution<double> distribution(ctx.node.GetFloat("mean", 0.0f),
                                                   std::fabs(ctx.node.GetFloat("scale", 1.0f)));
-    for (int64_t i = 0; i < y.numel(); ++i) StoreDouble(y, i, distribution(generator));
+    for (int64_t i = 0; i < y.numel(); ++i) y.SetFromDouble(i, distribution(generator));
   } else {
     const double low = ctx.node.GetFloat("low", 0.0f), high = ctx.node.GetFloat("high", 1.0f);
     if (!(low <= high)) return ctx.Error("low must not exceed high");
     std::uniform_real_distribution<double> distribution(low, high);
-    for (int64_t i = 0; i < y.numel(); ++i) StoreDouble(y, i, distribution(generator));
+    for (int64_t i = 0; i < y.numel(); ++i) y.SetFromDouble(i, distribution(generator));
   }
   return absl::OkStatus();
 }
@@ -196,7 +149,7 @@ absl::Status Bernoulli(KernelContext& ctx) {
   std::uniform_real_distribution<double> distribution(0.0, 1.0);
   Tensor& y = ctx.Output(0, type, x.dims());
   for (int64_t i = 0; i < y.numel(); ++i) {
-    StoreDouble(y, i, distribution(generator) < x.GetAsDouble(i) ? 1.0 : 0.0);
+    y.SetFromDouble(i, distribution(generator) < x.GetAsDouble(i) ? 1.0 : 0.0);
   }
   return absl::OkStatus();
 }

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "exec/cpu/dispatch.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
 
@@ -372,30 +373,9 @@ absl::Status ReduceKernel(KernelContext& ctx) {
   OVFIX_ASSIGN_OR_RETURN(std::vector<bool> reduce_axis, ReducedAxes(ctx, kAxesInputSince));
   const Tensor& input = ctx.input(0);
   const ReducePlan plan = MakePlan(input.dims(), reduce_axis, ctx.node.GetInt("keepdims", 1));
-  switch (input.type()) {
-    case DataType::kFloat:
-      return ReduceTyped<Op, float>(ctx, plan);
-    case DataType::kDouble:
-      return ReduceTyped<Op, double>(ctx, plan);
-    case DataType::kInt32:
-      return ReduceTyped<Op, int32_t>(ctx, plan);
-    case DataType::kInt64:
-      return ReduceTyped<Op, int64_t>(ctx, plan);
-    case DataType::kUint32:
-      return ReduceTyped<Op, uint32_t>(ctx, plan);
-    case DataType::kUint64:
-      return ReduceTyped<Op, uint64_t>(ctx, plan);
-    case DataType::kInt8:
-      return ReduceTyped<Op, int8_t>(ctx, plan);
-    case DataType::kUint8:
-      return ReduceTyped<Op, uint8_t>(ctx, plan);
-    case DataType::kInt16:
-      return ReduceTyped<Op, int16_t>(ctx, plan);
-    case DataType::kUint16:
-      return ReduceTyped<Op, uint16_t>(ctx, plan);
-    default:
-      return ctx.Error("unsupported element type ", std::string(DataTypeName(input.type())));
-  }
+  return Dispatch(ctx, input.type(), kNumericTypes, [&](auto tag) {
+    return ReduceTyped<Op, typename decltype(tag)::type>(ctx, plan);
+  });
 }
 
 }  // namespace

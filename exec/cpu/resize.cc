@@ -18,6 +18,7 @@
 #include "exec/kernel.h"
 #include "ir/data_type.h"
 #include "ir/status_macros.h"
+#include "ir/type_list.h"
 
 namespace ovfix::exec {
 namespace {
@@ -315,45 +316,6 @@ void Store(const std::vector<double>& v, Tensor& t) {
   for (size_t i = 0; i < v.size(); ++i) dst[i] = FromDouble<T>(v[i]);
 }
 
-// Calls fn(T{}) for the element types linear/cubic interpolation supports.
-template <typename Fn>
-bool VisitArithmeticType(DataType type, Fn&& fn) {
-  switch (type) {
-    case DataType::kFloat:
-      fn(float{});
-      return true;
-    case DataType::kDouble:
-      fn(double{});
-      return true;
-    case DataType::kInt8:
-      fn(int8_t{});
-      return true;
-    case DataType::kUint8:
-      fn(uint8_t{});
-      return true;
-    case DataType::kInt16:
-      fn(int16_t{});
-      return true;
-    case DataType::kUint16:
-      fn(uint16_t{});
-      return true;
-    case DataType::kInt32:
-      fn(int32_t{});
-      return true;
-    case DataType::kUint32:
-      fn(uint32_t{});
-      return true;
-    case DataType::kInt64:
-      fn(int64_t{});
-      return true;
-    case DataType::kUint64:
-      fn(uint64_t{});
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::vector<double> Interpolate(const std::vector<AxisPlan>& plans, std::vector<double> current,
                                 ThreadPool* pool) {
   const size_t rank = plans.size();
@@ -633,8 +595,8 @@ absl::Status RunResize(KernelContext& ctx, Form form) {
     return absl::OkStatus();
   }
   if (!any_outside && TryBilinearFloat(a, g, x, y, ctx.pool)) return absl::OkStatus();
-  const bool supported = VisitArithmeticType(x.type(), [&](auto zero) {
-    using T = decltype(zero);
+  const bool supported = VisitType(x.type(), kNumericTypes, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     std::vector<double> values(x.numel());
     Load<T>(x, values);
     values = Interpolate(plans, std::move(values), ctx.pool);

@@ -32,60 +32,10 @@ constexpr CosineSum kHann = {0.5, 0.5, 0.0};
 constexpr CosineSum kHamming = {25.0 / 46.0, 21.0 / 46.0, 0.0};
 constexpr CosineSum kBlackman = {0.42, 0.5, 0.08};
 
-// Writes `values` into `out` as its element type: float types round, integer types truncate
-// toward zero as Cast does.
-template <typename T>
-void StoreAs(const std::vector<double>& values, Tensor& out) {
-  T* dst = out.data<T>();
-  for (size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<T>(values[i]);
-}
-
-// `out` is of a floating-point or integer type.
+// Writes `values` into `out` (of a floating-point or integer type) as its element type: float
+// types round, integer types truncate toward zero as Cast does.
 void StoreAsType(const std::vector<double>& values, Tensor& out) {
-  switch (out.type()) {
-    case DataType::kFloat:
-      StoreAs<float>(values, out);
-      break;
-    case DataType::kDouble:
-      StoreAs<double>(values, out);
-      break;
-    case DataType::kFloat16:
-      for (size_t i = 0; i < values.size(); ++i) {
-        out.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(values[i]));
-      }
-      break;
-    case DataType::kBfloat16:
-      for (size_t i = 0; i < values.size(); ++i) {
-        out.data<uint16_t>()[i] = FloatToBfloat16Bits(static_cast<float>(values[i]));
-      }
-      break;
-    case DataType::kInt8:
-      StoreAs<int8_t>(values, out);
-      break;
-    case DataType::kUint8:
-      StoreAs<uint8_t>(values, out);
-      break;
-    case DataType::kInt16:
-      StoreAs<int16_t>(values, out);
-      break;
-    case DataType::kUint16:
-      StoreAs<uint16_t>(values, out);
-      break;
-    case DataType::kInt32:
-      StoreAs<int32_t>(values, out);
-      break;
-    case DataType::kUint32:
-      StoreAs<uint32_t>(values, out);
-      break;
-    case DataType::kInt64:
-      StoreAs<int64_t>(values, out);
-      break;
-    case DataType::kUint64:
-      StoreAs<uint64_t>(values, out);
-      break;
-    default:
-      break;
-  }
+  for (size_t i = 0; i < values.size(); ++i) out.SetFromDouble(static_cast<int64_t>(i), values[i]);
 }
 
 // An int32 or int64 scalar input.

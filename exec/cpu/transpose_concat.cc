@@ -14,6 +14,7 @@
 #include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/type_list.h"
 
 namespace ovfix::exec {
 
@@ -73,20 +74,6 @@ void CopyByOffsetsTyped(const Tensor& source, const std::vector<std::vector<int6
   ParallelFor(pool, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner_n, 1)), copy_rows);
 }
 
-// `value` converted to an integer type, clamped to its range (NaN gives 0): an out-of-range
-// float-to-integer conversion is undefined behaviour.
-template <typename T>
-T Saturate(double value) {
-  if (std::isnan(value)) return 0;
-  if (value <= static_cast<double>(std::numeric_limits<T>::min())) {
-    return std::numeric_limits<T>::min();
-  }
-  if (value >= static_cast<double>(std::numeric_limits<T>::max())) {
-    return std::numeric_limits<T>::max();
-  }
-  return static_cast<T>(value);
-}
-
 }  // namespace
 
 namespace data_movement {
@@ -140,52 +127,10 @@ bool IsAllocatable(const std::vector<int64_t>& dims, DataType type) {
 // A scalar of `type` holding `value` (float16 rounded to nearest even, bool is value != 0).
 // Undefined for types that have no numeric value (complex).
 Tensor ScalarOfType(DataType type, double value) {
+  if (type == DataType::kString) return Tensor(type, {});  // the empty string
+  if (!Contains(kStoredTypes, type)) return Tensor();
   Tensor t(type, {});
-  switch (type) {
-    case DataType::kFloat:
-      *t.data<float>() = static_cast<float>(value);
-      break;
-    case DataType::kDouble:
-      *t.data<double>() = value;
-      break;
-    case DataType::kFloat16:
-      *t.data<uint16_t>() = FloatToHalfBits(static_cast<float>(value));
-      break;
-    case DataType::kBfloat16:
-      *t.data<uint16_t>() = FloatToBfloat16Bits(static_cast<float>(value));
-      break;
-    case DataType::kInt8:
-      *t.data<int8_t>() = Saturate<int8_t>(value);
-      break;
-    case DataType::kUint8:
-      *t.data<uint8_t>() = Saturate<uint8_t>(value);
-      break;
-    case DataType::kInt16:
-      *t.data<int16_t>() = Saturate<int16_t>(value);
-      break;
-    case DataType::kUint16:
-      *t.data<uint16_t>() = Saturate<uint16_t>(value);
-      break;
-    case DataType::kInt32:
-      *t.data<int32_t>() = Saturate<int32_t>(value);
-      break;
-    case DataType::kUint32:
-      *t.data<uint32_t>() = Saturate<uint32_t>(value);
-      break;
-    case DataType::kInt64:
-      *t.data<int64_t>() = Saturate<int64_t>(value);
-      break;
-    case DataType::kUint64:
-      *t.data<uint64_t>() = Saturate<uint64_t>(value);
-      break;
-    case DataType::kBool:
-      *t.data<uint8_t>() = value != 0.0;
-      break;
-    case DataType::kString:
-      break;  // the empty string
-    default:
-      return Tensor();
-  }
+  t.SetFromDouble(0, value);
   return t;
 }
 
