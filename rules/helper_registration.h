@@ -8,17 +8,20 @@
 // Value*, int64_t, std::string, std::vector<int64_t>, DataType (a type name or code) or
 // `const HelperValue&` (any value, for helpers that take several kinds). std::optional<T>
 // parameters come last and make their arguments optional. An argument of another type gives
-// the same InvalidArgument as ValueArg, IntArg, StringArg and IntsArg ("rank: argument 1
-// must be a value of the match, not 3"). The function returns T or absl::StatusOr<T> for any
+// InvalidArgument naming the helper and the argument ("rank: argument 1 must be a value of
+// the match, not 3"). The function returns T or absl::StatusOr<T> for any
 // T a HelperValue holds.
 #pragma once
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,32 +34,27 @@ namespace helper_internal {
 
 using Args = std::span<const HelperValue>;
 
-// How an argument of C++ type T is read from the rule's values.
+// What an argument of C++ type T is called in errors.
 template <typename T>
-struct Arg;
+constexpr std::string_view kKind = "";
+template <>
+constexpr std::string_view kKind<Value*> = "a value of the match";
+template <>
+constexpr std::string_view kKind<int64_t> = "an integer";
+template <>
+constexpr std::string_view kKind<std::string> = "a string";
+template <>
+constexpr std::string_view kKind<std::vector<int64_t>> = "a list of integers";
 
-template <>
-struct Arg<Value*> {
-  static absl::StatusOr<Value*> Get(std::string_view h, Args a, size_t i) {
-    return ValueArg(h, a, i);
-  }
-};
-template <>
-struct Arg<int64_t> {
-  static absl::StatusOr<int64_t> Get(std::string_view h, Args a, size_t i) {
-    return IntArg(h, a, i);
-  }
-};
-template <>
-struct Arg<std::string> {
-  static absl::StatusOr<std::string> Get(std::string_view h, Args a, size_t i) {
-    return StringArg(h, a, i);
-  }
-};
-template <>
-struct Arg<std::vector<int64_t>> {
-  static absl::StatusOr<std::vector<int64_t>> Get(std::string_view h, Args a, size_t i) {
-    return IntsArg(h, a, i);
+// How an argument of C++ type T is read from the rule's values: the HelperValue alternative
+// of that type, or InvalidArgument naming the helper and the argument.
+template <typename T>
+struct Arg {
+  static absl::StatusOr<T> Get(std::string_view h, Args a, size_t i) {
+    if (auto* v = std::get_if<T>(&a[i])) return *v;
+    return absl::InvalidArgumentError(absl::StrCat(std::string(h), ": argument ", i + 1,
+                                                   " must be ", std::string(kKind<T>), ", not ",
+                                                   DescribeHelperValue(a[i])));
   }
 };
 template <>

@@ -217,32 +217,35 @@ void AddNodeHelpers(std::vector<Helper>& out) {
         }
         return NotApplicable(absl::StrCat(node->Describe(), " has no attribute '", name, "'"));
       }));
-  out.push_back(
-      MakeHelper("len", "len(list) -> int", "the length of a list or variadic capture",
-                 [](const HelperValue& list) -> absl::StatusOr<int64_t> {
-                   if (auto* l = std::get_if<ValueList>(&list))
-                     return static_cast<int64_t>(l->size());
-                   if (auto* d = std::get_if<std::vector<double>>(&list)) {
-                     return static_cast<int64_t>(d->size());
-                   }
-                   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> ints, IntsArg("len", {&list, 1}, 0));
-                   return static_cast<int64_t>(ints.size());
-                 }));
-  out.push_back(MakeHelper(
-      "contains", "contains(list, n) -> bool", "whether the list holds n",
-      [](const HelperValue& list, int64_t n) -> absl::StatusOr<bool> {
-        if (auto* d = std::get_if<std::vector<double>>(&list)) {
-          return std::find(d->begin(), d->end(), static_cast<double>(n)) != d->end();
-        }
-        OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> ints, IntsArg("contains", {&list, 1}, 0));
-        return std::find(ints.begin(), ints.end(), n) != ints.end();
-      }));
+  out.push_back(MakeHelper("len", "len(list) -> int", "the length of a list or variadic capture",
+                           [](const HelperValue& list) -> absl::StatusOr<int64_t> {
+                             if (auto* l = std::get_if<ValueList>(&list))
+                               return static_cast<int64_t>(l->size());
+                             if (auto* d = std::get_if<std::vector<double>>(&list)) {
+                               return static_cast<int64_t>(d->size());
+                             }
+                             OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> ints,
+                                                    helper_internal::Arg<std::vector<int64_t>>::Get(
+                                                        "len", {&list, 1}, 0));
+                             return static_cast<int64_t>(ints.size());
+                           }));
+  out.push_back(MakeHelper("contains", "contains(list, n) -> bool", "whether the list holds n",
+                           [](const HelperValue& list, int64_t n) -> absl::StatusOr<bool> {
+                             if (auto* d = std::get_if<std::vector<double>>(&list)) {
+                               return std::find(d->begin(), d->end(), static_cast<double>(n)) !=
+                                      d->end();
+                             }
+                             OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> ints,
+                                                    helper_internal::Arg<std::vector<int64_t>>::Get(
+                                                        "contains", {&list, 1}, 0));
+                             return std::find(ints.begin(), ints.end(), n) != ints.end();
+                           }));
   // max and min take any number of arguments: registered by hand.
   auto extremum = [](std::string name, bool max) {
     return [name, max](const HelperContext&, Args args) -> absl::StatusOr<HelperValue> {
       int64_t best = 0;
       for (size_t i = 0; i < args.size(); ++i) {
-        OVFIX_ASSIGN_OR_RETURN(int64_t n, IntArg(name, args, i));
+        OVFIX_ASSIGN_OR_RETURN(int64_t n, helper_internal::Arg<int64_t>::Get(name, args, i));
         if (i == 0 || (max ? n > best : n < best)) best = n;
       }
       return best;
@@ -382,34 +385,6 @@ absl::StatusOr<onnx::AttributeProto> ToAttribute(const std::string& name, const 
   return a;
 }
 
-absl::StatusOr<Value*> ValueArg(std::string_view helper, Args args, size_t i) {
-  if (auto* v = std::get_if<Value*>(&args[i])) return *v;
-  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
-                                                 " must be a value of the match, not ",
-                                                 DescribeHelperValue(args[i])));
-}
-
-absl::StatusOr<int64_t> IntArg(std::string_view helper, Args args, size_t i) {
-  if (auto* v = std::get_if<int64_t>(&args[i])) return *v;
-  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
-                                                 " must be an integer, not ",
-                                                 DescribeHelperValue(args[i])));
-}
-
-absl::StatusOr<std::string> StringArg(std::string_view helper, Args args, size_t i) {
-  if (auto* v = std::get_if<std::string>(&args[i])) return *v;
-  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
-                                                 " must be a string, not ",
-                                                 DescribeHelperValue(args[i])));
-}
-
-absl::StatusOr<std::vector<int64_t>> IntsArg(std::string_view helper, Args args, size_t i) {
-  if (auto* v = std::get_if<std::vector<int64_t>>(&args[i])) return *v;
-  return absl::InvalidArgumentError(absl::StrCat(std::string(helper), ": argument ", i + 1,
-                                                 " must be a list of integers, not ",
-                                                 DescribeHelperValue(args[i])));
-}
-
 absl::StatusOr<DataType> DataTypeArg(std::string_view helper, Args args, size_t i) {
   if (auto* code = std::get_if<int64_t>(&args[i])) {
     if (!IsKnownDataType(static_cast<int32_t>(*code))) {
@@ -418,7 +393,7 @@ absl::StatusOr<DataType> DataTypeArg(std::string_view helper, Args args, size_t 
     }
     return static_cast<DataType>(*code);
   }
-  OVFIX_ASSIGN_OR_RETURN(auto name, StringArg(helper, args, i));
+  OVFIX_ASSIGN_OR_RETURN(auto name, helper_internal::Arg<std::string>::Get(helper, args, i));
   for (int32_t code = 1; code <= 16; ++code) {
     if (DataTypeName(static_cast<DataType>(code)) == name) return static_cast<DataType>(code);
   }

@@ -78,16 +78,6 @@ const Helper* FindHelper(std::string_view name);
 // Every helper, sorted by name.
 const std::vector<Helper>& AllHelpers();
 
-// Argument access shared by the helper files: each returns InvalidArgument naming the helper
-// when the argument has another type.
-absl::StatusOr<Value*> ValueArg(std::string_view helper, std::span<const HelperValue> args,
-                                size_t i);
-absl::StatusOr<int64_t> IntArg(std::string_view helper, std::span<const HelperValue> args,
-                               size_t i);
-absl::StatusOr<std::string> StringArg(std::string_view helper, std::span<const HelperValue> args,
-                                      size_t i);
-absl::StatusOr<std::vector<int64_t>> IntsArg(std::string_view helper,
-                                             std::span<const HelperValue> args, size_t i);
 // A type given by its onnx name ("float16") or code (10).
 absl::StatusOr<DataType> DataTypeArg(std::string_view helper, std::span<const HelperValue> args,
                                      size_t i);

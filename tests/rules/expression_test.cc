@@ -145,7 +145,7 @@ TEST_F(ExpressionTest, HelperSignaturesComeFromTheirFunctions) {
   ASSERT_NE(attr, nullptr);
   EXPECT_EQ(attr->min_args, 2);
   EXPECT_EQ(attr->max_args, 2);
-  // Argument conversions give the messages of ValueArg, IntArg, StringArg and IntsArg.
+  // Argument conversions name the helper, the argument and the kind it must be.
   EXPECT_EQ(Show("dim(x, \"a\")"), "dim: argument 2 must be an integer, not \"a\"");
   EXPECT_EQ(Show("has_attr(x, 3)"), "has_attr: argument 2 must be a string, not 3");
   EXPECT_EQ(Show("normalize_axes(1, 2)"),
