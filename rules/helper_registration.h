@@ -1,7 +1,7 @@
 // Registering a helper from a typed C++ function: the arity and the argument conversions
 // come from the function's parameters, so a helper's body is only its logic.
 //
-//   out.push_back(MakeHelper("dim", "dim(x, i) -> int", "dim i of x (...)",
+//   out.push_back(MakeHelper("dim(x, i) -> int", "dim i of x (...)",
 //                            [](Value* x, int64_t i) -> absl::StatusOr<int64_t> { ... }));
 //
 // Parameters, in order: an optional leading `const HelperContext&`, then one per argument:
@@ -143,11 +143,13 @@ constexpr int RequiredCount(std::tuple<A...>*) {
 
 }  // namespace helper_internal
 
+// The helper's name is its signature up to the parenthesis.
 template <typename F>
-Helper MakeHelper(std::string name, std::string signature, std::string description, F f) {
+Helper MakeHelper(std::string signature, std::string description, F f) {
   using Params =
       typename helper_internal::Split<typename helper_internal::Signature<F>::Params>::Rest;
   constexpr int kCount = static_cast<int>(std::tuple_size_v<Params>);
+  std::string name = signature.substr(0, signature.find('('));
   Helper h;
   h.name = name;
   h.min_args = helper_internal::RequiredCount(static_cast<Params*>(nullptr));

@@ -22,10 +22,6 @@ using Args = std::span<const HelperValue>;
 
 constexpr int64_t kMaxValueElements = 1 << 16;
 
-absl::Status NotApplicable(std::string message) {
-  return absl::FailedPreconditionError(std::move(message));
-}
-
 std::string Quote(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
 
 // Whether every value of `from` converts to `to` and back unchanged.
@@ -91,78 +87,68 @@ bool IsExactCast(DataType from, DataType to) {
 }
 
 absl::StatusOr<HelperValue> ConstantElements(Value* v) {
-  if (!IsConstant(v)) return NotApplicable(absl::StrCat(Quote(v), " is not a constant"));
-  auto t = ConstantValue(v);
-  if (!t.ok()) return NotApplicable(std::string(t.status().message()));
-  if (t->type() == DataType::kString) {
-    return NotApplicable(absl::StrCat(Quote(v), " holds strings"));
-  }
+  OVFIX_ASSIGN_OR_RETURN(Tensor t, ConstantOf(v));
   // Rules read small constants (shapes, axes); big weights are not theirs.
-  if (t->numel() > kMaxValueElements) {
+  if (t.numel() > kMaxValueElements) {
     return NotApplicable(absl::StrCat(Quote(v), " is too large to read"));
   }
-  if (IsFloatingPoint(t->type())) {
+  if (IsFloatingPoint(t.type())) {
     std::vector<double> out;
-    for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsDouble(i));
+    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.GetAsDouble(i));
     return out;
   }
   std::vector<int64_t> out;
-  for (int64_t i = 0; i < t->numel(); ++i) out.push_back(t->GetAsInt64(i));
+  for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.GetAsInt64(i));
   return out;
 }
 
 void AddValueHelpers(std::vector<Helper>& out) {
-  out.push_back(MakeHelper("rank", "rank(x) -> int", "the rank of x (does not apply when unknown)",
+  out.push_back(MakeHelper("rank(x) -> int", "the rank of x (does not apply when unknown)",
                            [](Value* v) { return KnownRank(v); }));
-  out.push_back(MakeHelper("has_rank", "has_rank(x) -> bool", "whether the rank of x is known",
+  out.push_back(MakeHelper("has_rank(x) -> bool", "whether the rank of x is known",
                            [](Value* v) { return v->rank() >= 0; }));
-  out.push_back(MakeHelper("dtype", "dtype(x) -> string",
-                           "the element type of x as onnx spells it (\"float\", \"float16\", ...)",
-                           [](Value* v) -> absl::StatusOr<std::string> {
-                             if (v->elem_type() == DataType::kUndefined) {
-                               return NotApplicable(
-                                   absl::StrCat("type of ", Quote(v), " is unknown"));
-                             }
-                             return std::string(DataTypeName(v->elem_type()));
-                           }));
-  out.push_back(MakeHelper("type_name", "type_name(code) -> string",
+  out.push_back(MakeHelper(
+      "dtype(x) -> string", "the element type of x as onnx spells it (\"float\", \"float16\", ...)",
+      [](Value* v) -> absl::StatusOr<std::string> {
+        if (v->elem_type() == DataType::kUndefined) {
+          return NotApplicable(absl::StrCat("type of ", Quote(v), " is unknown"));
+        }
+        return std::string(DataTypeName(v->elem_type()));
+      }));
+  out.push_back(MakeHelper("type_name(code) -> string",
                            "the onnx name of a type code (e.g. a Cast's `to` attribute)",
                            [](DataType t) { return std::string(DataTypeName(t)); }));
-  out.push_back(MakeHelper("is_float", "is_float(x) -> bool",
-                           "whether x is float, float16, double or bfloat16",
+  out.push_back(MakeHelper("is_float(x) -> bool", "whether x is float, float16, double or bfloat16",
                            [](Value* v) { return IsFloatingPoint(v->elem_type()); }));
-  out.push_back(MakeHelper("is_exact_cast", "is_exact_cast(from, to) -> bool",
+  out.push_back(MakeHelper("is_exact_cast(from, to) -> bool",
                            "whether every value of type `from` survives a cast to `to` and back "
                            "(types as names or codes)",
                            IsExactCast));
   out.push_back(
-      MakeHelper("is_constant", "is_constant(x) -> bool",
+      MakeHelper("is_constant(x) -> bool",
                  "whether x is an initializer (not also a graph input) or a Constant's output",
                  [](Value* v) { return IsConstant(v); }));
-  out.push_back(MakeHelper("value", "value(c) -> ints or floats",
+  out.push_back(MakeHelper("value(c) -> ints or floats",
                            "the elements of constant c (ints for integer types, floats otherwise)",
                            ConstantElements));
-  out.push_back(
-      MakeHelper("single_use", "single_use(x) -> bool",
-                 "whether exactly one node input reads x and x is not a graph output",
-                 [](Value* v) { return v->uses().size() == 1 && !v->is_graph_output(); }));
-  out.push_back(MakeHelper("num_uses", "num_uses(x) -> int", "how many node inputs read x",
+  out.push_back(MakeHelper(
+      "single_use(x) -> bool", "whether exactly one node input reads x and x is not a graph output",
+      [](Value* v) { return v->uses().size() == 1 && !v->is_graph_output(); }));
+  out.push_back(MakeHelper("num_uses(x) -> int", "how many node inputs read x",
                            [](Value* v) { return static_cast<int64_t>(v->uses().size()); }));
-  out.push_back(MakeHelper("is_graph_input", "is_graph_input(x) -> bool",
-                           "whether x is an input of the graph",
+  out.push_back(MakeHelper("is_graph_input(x) -> bool", "whether x is an input of the graph",
                            [](Value* v) { return v->is_graph_input(); }));
   out.push_back(
-      MakeHelper("same_graph", "same_graph(x, y) -> bool",
+      MakeHelper("same_graph(x, y) -> bool",
                  "whether x and y belong to one graph (a body reads outer values from outside)",
                  [](Value* x, Value* y) { return x->owner() == y->owner(); }));
-  out.push_back(MakeHelper("is_graph_output", "is_graph_output(x) -> bool",
-                           "whether x is an output of the graph",
+  out.push_back(MakeHelper("is_graph_output(x) -> bool", "whether x is an output of the graph",
                            [](Value* v) { return v->is_graph_output(); }));
 }
 
 void AddNodeHelpers(std::vector<Helper>& out) {
   out.push_back(
-      MakeHelper("opset", "opset([domain]) -> int",
+      MakeHelper("opset([domain]) -> int",
                  "the model's opset version for a domain (default \"\"), -1 when not imported",
                  [](const HelperContext& c, std::optional<std::string> domain) {
                    return c.model.OpsetVersion(domain.value_or(""));
@@ -179,14 +165,14 @@ void AddNodeHelpers(std::vector<Helper>& out) {
     };
   };
   out.push_back(
-      MakeHelper("name_matches", "name_matches(x, \"regex\") -> bool",
+      MakeHelper("name_matches(x, \"regex\") -> bool",
                  "whether the name of the node producing x contains a match of the re2 regex",
                  regex_helper("name_matches", true)));
   out.push_back(
-      MakeHelper("op_matches", "op_matches(x, \"regex\") -> bool",
+      MakeHelper("op_matches(x, \"regex\") -> bool",
                  "whether the op type of the node producing x contains a match of the regex",
                  regex_helper("op_matches", false)));
-  out.push_back(MakeHelper("num_outputs", "num_outputs(y) -> int",
+  out.push_back(MakeHelper("num_outputs(y) -> int",
                            "how many outputs the node producing y has (omitted ones not counted)",
                            [](Value* v) -> absl::StatusOr<int64_t> {
                              OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
@@ -194,14 +180,14 @@ void AddNodeHelpers(std::vector<Helper>& out) {
                              for (Value* out : node->outputs()) count += out != nullptr ? 1 : 0;
                              return count;
                            }));
-  out.push_back(MakeHelper("has_attr", "has_attr(x, \"name\") -> bool",
+  out.push_back(MakeHelper("has_attr(x, \"name\") -> bool",
                            "whether the node producing x sets the attribute",
                            [](Value* v, std::string name) -> absl::StatusOr<bool> {
                              OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
                              return node->HasAttribute(name);
                            }));
   out.push_back(MakeHelper(
-      "attr", "attr(x, \"name\") -> value",
+      "attr(x, \"name\") -> value",
       "an attribute of the node producing x, or onnx's default for its op",
       [](const HelperContext& c, Value* v, std::string name) -> absl::StatusOr<HelperValue> {
         OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
@@ -217,7 +203,7 @@ void AddNodeHelpers(std::vector<Helper>& out) {
         }
         return NotApplicable(absl::StrCat(node->Describe(), " has no attribute '", name, "'"));
       }));
-  out.push_back(MakeHelper("len", "len(list) -> int", "the length of a list or variadic capture",
+  out.push_back(MakeHelper("len(list) -> int", "the length of a list or variadic capture",
                            [](const HelperValue& list) -> absl::StatusOr<int64_t> {
                              if (auto* l = std::get_if<ValueList>(&list))
                                return static_cast<int64_t>(l->size());
@@ -229,7 +215,7 @@ void AddNodeHelpers(std::vector<Helper>& out) {
                                                         "len", {&list, 1}, 0));
                              return static_cast<int64_t>(ints.size());
                            }));
-  out.push_back(MakeHelper("contains", "contains(list, n) -> bool", "whether the list holds n",
+  out.push_back(MakeHelper("contains(list, n) -> bool", "whether the list holds n",
                            [](const HelperValue& list, int64_t n) -> absl::StatusOr<bool> {
                              if (auto* d = std::get_if<std::vector<double>>(&list)) {
                                return std::find(d->begin(), d->end(), static_cast<double>(n)) !=
@@ -256,7 +242,7 @@ void AddNodeHelpers(std::vector<Helper>& out) {
   out.push_back({"min", 1, 8, "min(a, b, ...) -> int", "the smallest of its integer arguments",
                  extremum("min", false)});
   out.push_back(MakeHelper(
-      "option", "option(\"name\") -> string",
+      "option(\"name\") -> string",
       "a conversion option: \"target\", \"broadcast\" (rank or full), \"fp16\"",
       [](const HelperContext& c, std::string name) -> absl::StatusOr<std::string> {
         const ConvertOptions defaults;
@@ -399,6 +385,20 @@ absl::StatusOr<DataType> DataTypeArg(std::string_view helper, Args args, size_t 
   }
   return absl::InvalidArgumentError(
       absl::StrCat(std::string(helper), ": unknown type '", name, "'"));
+}
+
+absl::Status NotApplicable(std::string message) {
+  return absl::FailedPreconditionError(std::move(message));
+}
+
+absl::StatusOr<Tensor> ConstantOf(const Value* v) {
+  if (!IsConstant(v)) return NotApplicable(absl::StrCat(Quote(v), " is not a constant"));
+  auto t = ConstantValue(v);
+  if (!t.ok()) return NotApplicable(std::string(t.status().message()));
+  if (t->type() == DataType::kString) {
+    return NotApplicable(absl::StrCat(Quote(v), " holds strings"));
+  }
+  return t;
 }
 
 absl::StatusOr<int64_t> KnownRank(const Value* v) {

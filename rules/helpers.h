@@ -78,6 +78,10 @@ const Helper* FindHelper(std::string_view name);
 // Every helper, sorted by name.
 const std::vector<Helper>& AllHelpers();
 
+// FailedPrecondition: the helper does not apply to this match (the rule is skipped).
+absl::Status NotApplicable(std::string message);
+// The data of constant `v`; does not apply to other values or to strings.
+absl::StatusOr<Tensor> ConstantOf(const Value* v);
 // A type given by its onnx name ("float16") or code (10).
 absl::StatusOr<DataType> DataTypeArg(std::string_view helper, std::span<const HelperValue> args,
                                      size_t i);

@@ -12,10 +12,6 @@
 namespace ovfix::rules {
 namespace {
 
-absl::Status NotApplicable(std::string message) {
-  return absl::FailedPreconditionError(std::move(message));
-}
-
 bool IsConv(const Node& n) {
   return n.op_type() == "Conv" || n.op_type() == "ConvInteger" || n.op_type() == "ConvTranspose";
 }
@@ -109,9 +105,10 @@ absl::StatusOr<std::vector<int64_t>> ExplicitPads(const Node& n) {
 }
 
 // A helper reading the conv/pool that produces its argument.
-Helper ConvHelper(std::string name, std::string signature, std::string description,
+Helper ConvHelper(std::string signature, std::string description,
                   std::function<absl::StatusOr<std::vector<int64_t>>(const Node&)> compute) {
-  return MakeHelper(name, std::move(signature), std::move(description),
+  const std::string name = signature.substr(0, signature.find('('));
+  return MakeHelper(std::move(signature), std::move(description),
                     [name, compute](Value* y) -> absl::StatusOr<std::vector<int64_t>> {
                       OVFIX_ASSIGN_OR_RETURN(Node * node, ConvNode(name, y));
                       return compute(*node);
@@ -122,15 +119,15 @@ Helper ConvHelper(std::string name, std::string signature, std::string descripti
 
 void AddConvHelpers(std::vector<Helper>& out) {
   out.push_back(ConvHelper(
-      "conv_kernel_shape", "conv_kernel_shape(y) -> ints",
+      "conv_kernel_shape(y) -> ints",
       "the kernel_shape of the conv/pool producing y (from the weight when absent)", KernelShape));
-  out.push_back(ConvHelper("conv_strides", "conv_strides(y) -> ints",
+  out.push_back(ConvHelper("conv_strides(y) -> ints",
                            "the strides of the conv/pool producing y (ones when absent)",
                            [](const Node& n) { return PerAxis(n, "strides"); }));
-  out.push_back(ConvHelper("conv_dilations", "conv_dilations(y) -> ints",
+  out.push_back(ConvHelper("conv_dilations(y) -> ints",
                            "the dilations of the conv/pool producing y (ones when absent)",
                            [](const Node& n) { return PerAxis(n, "dilations"); }));
-  out.push_back(ConvHelper("conv_pads", "conv_pads(y) -> ints",
+  out.push_back(ConvHelper("conv_pads(y) -> ints",
                            "explicit pads [begin..., end...] of the conv/pool producing y, "
                            "computed from auto_pad (SAME_UPPER, SAME_LOWER, VALID) and the input "
                            "shape",

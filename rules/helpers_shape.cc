@@ -1,7 +1,6 @@
 // Helpers about shapes: static shapes and dims, broadcasting, axes, and constants reshaped
 // or expanded in place.
 #include <algorithm>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "ir/constant.h"
@@ -9,13 +8,10 @@
 #include "rules/helper_registration.h"
 #include "rules/helpers.h"
 #include "rules/matcher.h"
+#include "rules/passes/explicit_broadcast_full.h"
 
 namespace ovfix::rules {
 namespace {
-
-absl::Status NotApplicable(std::string message) {
-  return absl::FailedPreconditionError(std::move(message));
-}
 
 // Constants grown by a rule (expanded for full broadcast) stay below this many elements
 // unless the conversion options allow more.
@@ -23,47 +19,17 @@ constexpr int64_t kDefaultConstantLimit = 1 << 20;
 // Ranks a rule may ask for; far above any real model, low enough to refuse nonsense.
 constexpr int64_t kMaxRank = 64;
 
-// The data of constant `v`; does not apply to other values or to strings.
-absl::StatusOr<Tensor> ConstantOf(const Value* v) {
-  if (!IsConstant(v)) {
-    return NotApplicable(absl::StrCat("'", v->name(), "' is not a constant"));
-  }
-  auto t = ConstantValue(v);
-  if (!t.ok()) return NotApplicable(std::string(t.status().message()));
-  if (t->type() == DataType::kString) {
-    return NotApplicable(absl::StrCat("'", v->name(), "' holds strings"));
-  }
-  return t;
-}
-
 // `t` broadcast to `dims` (numpy rules, same rank or fewer dims on t's side).
 absl::StatusOr<Tensor> BroadcastTo(const Tensor& t, const std::vector<int64_t>& dims) {
   const size_t rank = dims.size();
   if (t.rank() > rank) return NotApplicable("constant has a higher rank than the target shape");
-  std::vector<int64_t> src(rank, 1);
-  for (size_t i = 0; i < t.rank(); ++i) src[rank - t.rank() + i] = t.dim(i);
-  for (size_t i = 0; i < rank; ++i) {
-    if (src[i] != 1 && src[i] != dims[i]) {
-      return NotApplicable(
-          absl::StrCat("constant dim ", src[i], " does not broadcast to ", dims[i]));
+  for (size_t i = 0; i < t.rank(); ++i) {
+    const int64_t from = t.dim(i), to = dims[rank - t.rank() + i];
+    if (from != 1 && from != to) {
+      return NotApplicable(absl::StrCat("constant dim ", from, " does not broadcast to ", to));
     }
   }
-  Tensor out(t.type(), dims);
-  const size_t element = ElementSize(t.type());
-  const int64_t n = out.numel();
-  std::vector<int64_t> index(rank, 0);
-  const auto* in_bytes = static_cast<const std::byte*>(t.raw());
-  auto* out_bytes = static_cast<std::byte*>(out.raw());
-  for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < rank; ++d) offset = offset * src[d] + (src[d] == 1 ? 0 : index[d]);
-    std::memcpy(out_bytes + flat * element, in_bytes + offset * element, element);
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < dims[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
+  return BroadcastTensor(t, dims);
 }
 
 absl::StatusOr<int64_t> Dim(Value* v, int64_t i) {
@@ -197,52 +163,50 @@ auto Sequence(std::string name, int64_t first, int64_t step) {
 }  // namespace
 
 void AddShapeHelpers(std::vector<Helper>& out) {
-  out.push_back(MakeHelper("shape", "shape(x) -> ints",
+  out.push_back(MakeHelper("shape(x) -> ints",
                            "the static shape of x (does not apply when a dim is not known)",
                            [](Value* v) { return KnownShape(v); }));
-  out.push_back(MakeHelper("has_static_shape", "has_static_shape(x) -> bool",
+  out.push_back(MakeHelper("has_static_shape(x) -> bool",
                            "whether every dim of x is a known number",
                            [](Value* v) { return v->static_shape().has_value(); }));
-  out.push_back(
-      MakeHelper("dim", "dim(x, i) -> int", "dim i of x (negative i counts from the end)", Dim));
-  out.push_back(MakeHelper("numel", "numel(x) -> int", "the number of elements of x (static shape)",
+  out.push_back(MakeHelper("dim(x, i) -> int", "dim i of x (negative i counts from the end)", Dim));
+  out.push_back(MakeHelper("numel(x) -> int", "the number of elements of x (static shape)",
                            [](Value* v) -> absl::StatusOr<int64_t> {
                              OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> shape, KnownShape(v));
                              return Tensor::NumElements(shape);
                            }));
-  out.push_back(MakeHelper("broadcast_rank", "broadcast_rank(y) -> int",
+  out.push_back(MakeHelper("broadcast_rank(y) -> int",
                            "the largest rank among the inputs of the node producing y",
                            BroadcastRank));
-  out.push_back(MakeHelper("leading_axes", "leading_axes(x, r) -> ints",
+  out.push_back(MakeHelper("leading_axes(x, r) -> ints",
                            "[0, 1, ..., r - rank(x) - 1]: the axes an Unsqueeze adds in front of "
                            "x to give it rank r",
                            LeadingAxes));
   out.push_back(
-      MakeHelper("constant_with_rank", "constant_with_rank(c, r) -> constant",
+      MakeHelper("constant_with_rank(c, r) -> constant",
                  "constant c with leading 1-dims up to rank r, reshaped in place (no new node)",
                  ConstantWithRank));
-  out.push_back(MakeHelper("constant_expanded", "constant_expanded(c, dims) -> constant",
+  out.push_back(MakeHelper("constant_expanded(c, dims) -> constant",
                            "constant c broadcast to dims, replaced in place (bounded by the fold "
                            "size limit)",
                            ConstantExpanded));
-  out.push_back(MakeHelper("squeeze_axes", "squeeze_axes(x) -> ints",
+  out.push_back(MakeHelper("squeeze_axes(x) -> ints",
                            "the axes of x whose dim is 1 (every dim must be known)", SqueezeAxes));
-  out.push_back(MakeHelper("inserted_axes", "inserted_axes(x, y) -> ints",
+  out.push_back(MakeHelper("inserted_axes(x, y) -> ints",
                            "the axes of y that an Unsqueeze from x to y inserts (static shapes)",
                            [](Value* x, Value* y) { return ShapeDifference(x, y, true); }));
-  out.push_back(MakeHelper("removed_axes", "removed_axes(x, y) -> ints",
+  out.push_back(MakeHelper("removed_axes(x, y) -> ints",
                            "the axes of x that a Squeeze from x to y removes (static shapes)",
                            [](Value* x, Value* y) { return ShapeDifference(x, y, false); }));
-  out.push_back(MakeHelper("changed_axes", "changed_axes(x, y) -> ints",
+  out.push_back(MakeHelper("changed_axes(x, y) -> ints",
                            "removed_axes(x, y) when y has the lower rank, else inserted_axes(x, y)",
                            [](Value* x, Value* y) { return ShapeDifference(x, y, std::nullopt); }));
-  out.push_back(MakeHelper("normalize_axes", "normalize_axes(axes, r) -> ints",
+  out.push_back(MakeHelper("normalize_axes(axes, r) -> ints",
                            "axes with negative entries counted from the end of rank r",
                            NormalizeAxes));
-  out.push_back(
-      MakeHelper("range", "range(n) -> ints", "[0, 1, ..., n - 1]", Sequence("range", 0, 1)));
-  out.push_back(MakeHelper("ones", "ones(n) -> ints", "n ones", Sequence("ones", 1, 0)));
-  out.push_back(MakeHelper("zeros", "zeros(n) -> ints", "n zeros", Sequence("zeros", 0, 0)));
+  out.push_back(MakeHelper("range(n) -> ints", "[0, 1, ..., n - 1]", Sequence("range", 0, 1)));
+  out.push_back(MakeHelper("ones(n) -> ints", "n ones", Sequence("ones", 1, 0)));
+  out.push_back(MakeHelper("zeros(n) -> ints", "n zeros", Sequence("zeros", 0, 0)));
 }
 
 }  // namespace ovfix::rules
