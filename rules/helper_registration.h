@@ -38,13 +38,13 @@ using Args = std::span<const HelperValue>;
 template <typename T>
 constexpr std::string_view kKind = "";
 template <>
-constexpr std::string_view kKind<Value*> = "a value of the match";
+inline constexpr std::string_view kKind<Value*> = "a value of the match";
 template <>
-constexpr std::string_view kKind<int64_t> = "an integer";
+inline constexpr std::string_view kKind<int64_t> = "an integer";
 template <>
-constexpr std::string_view kKind<std::string> = "a string";
+inline constexpr std::string_view kKind<std::string> = "a string";
 template <>
-constexpr std::string_view kKind<std::vector<int64_t>> = "a list of integers";
+inline constexpr std::string_view kKind<std::vector<int64_t>> = "a list of integers";
 
 // How an argument of C++ type T is read from the rule's values: the HelperValue alternative
 // of that type, or InvalidArgument naming the helper and the argument.
