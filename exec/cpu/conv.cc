@@ -1,9 +1,10 @@
 // Conv (opsets 1 and 11): 1-D, 2-D and 3-D, groups, strides, dilations, pads and auto_pad.
 // Float goes through the packed GEMM: the weights of each group are the A matrix (packed once
 // and kept in the node's state when they are an initializer) and the input is B, either the
-// image itself (1x1 kernels with unit stride and no padding) or im2col blocks written straight
-// into the packed layout. Depthwise 2-D convolution has its own direct kernel; double uses a
-// plain im2col and Dgemm.
+// image itself (1x1 kernels with unit stride and no padding), a padded copy of the image read
+// in place (other unit-stride 1-D and 2-D kernels, conv_implicit.h) or im2col blocks written
+// straight into the packed layout. Depthwise 2-D convolution has its own direct kernel; double uses
+// a plain im2col and Dgemm.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "exec/cpu/conv_depthwise.h"
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/conv_implicit.h"
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
@@ -272,6 +274,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     } else if (pointwise) {
       GemmPacked(packed.groups[gi], MatrixB(image, in_size, false), out_size, out, out_size,
                  epilogue, pool);
+    } else if (ImplicitConvApplies(s, group_maps, depth, pool)) {
+      ImplicitConv(packed.groups[gi], image, group_channels, s, epilogue, out, pool);
     } else {
       const float* prepared = PrepareImage(image, group_channels, s, layout, phases);
       GemmPacked(packed.groups[gi], Im2colB(prepared, s, layout), out_size, out, out_size, epilogue,
