@@ -142,10 +142,12 @@ void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t 
 // The whole transposed product back, the maps split over the pool.
 void TransposeAddBias(const float* src, int64_t rows, int64_t cols, const GemmEpilogue& epilogue,
                       float* dst, ThreadPool* pool) {
-  ParallelFor(rows * cols >= (int64_t{1} << 14) ? pool : nullptr, cols, 8,
-              [&](int64_t begin, int64_t end) {
-                TransposeAddBiasMaps(src, rows, cols, begin, end, epilogue, dst);
-              });
+  constexpr int64_t kMaps = 16;  // per item
+  ParallelForEach(rows * cols >= (int64_t{1} << 14) ? pool : nullptr, (cols + kMaps - 1) / kMaps,
+                  [&](int64_t item) {
+                    TransposeAddBiasMaps(src, rows, cols, item * kMaps,
+                                         std::min(cols, (item + 1) * kMaps), epilogue, dst);
+                  });
 }
 
 // Y (maps x positions) of one image and group through the transposed product. `image` is the

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -286,18 +285,17 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
     }
   };
 
-  std::atomic<int64_t> next{0};
-  auto work = [&](int64_t, int64_t) {
-    thread_local std::vector<float> buffer;
-    thread_local std::vector<TileMap> tiles;
-    if (buffer.size() < buffer_size) buffer.assign(buffer_size, 0.0f);
-    for (int64_t band = next++; band < bands; band = next++) run_band(band, buffer.data(), tiles);
+  // Per thread: a padded band, and where the tiles of a band go.
+  struct Scratch {
+    std::vector<float> buffer;
+    std::vector<TileMap> tiles;
   };
-  if (parallel && bands > 1) {
-    ParallelFor(pool, threads, 1, work);
-  } else {
-    work(0, 1);
-  }
+  thread_local Scratch scratch;
+  ParallelForEach(parallel ? pool : nullptr, bands, [&](int64_t band) {
+    Scratch& mine = scratch;
+    if (mine.buffer.size() < buffer_size) mine.buffer.assign(buffer_size, 0.0f);
+    run_band(band, mine.buffer.data(), mine.tiles);
+  });
 }
 
 }  // namespace ovfix::exec

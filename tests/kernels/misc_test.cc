@@ -2,6 +2,7 @@
 // quantization ops, GridSample, RoiAlign and the random generators. Each test runs one kernel
 // on a one-node graph through KernelContext; expected values come from the ONNX operator
 // documentation's examples or from a naive implementation written here.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -145,6 +146,23 @@ TEST(ResizeTest, DownsampleLinear) {
              MakeAttribute("coordinate_transformation_mode", std::string("align_corners"))});
   ASSERT_TRUE(y.ok()) << y.status();
   ExpectTensorNear((*y)[0], {1, 1, 1, 2}, {1, 3.142857});
+}
+
+// ParallelForEach calls every item exactly once, with any pool (or none) and item count; the
+// items of one call may run on several threads at once.
+TEST(ThreadPoolTest, ParallelForEachCallsEveryItemOnce) {
+  ThreadPool one(1), two(2), three(3);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &one, &two, &three}) {
+    for (int64_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> calls(n);
+      for (auto& c : calls) c = 0;
+      ParallelForEach(pool, n, [&](int64_t i) { ++calls[i]; });
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(calls[i].load(), 1)
+            << "item " << i << " of " << n << ", pool of " << (pool != nullptr ? pool->size() : 0);
+      }
+    }
+  }
 }
 
 // The float bilinear path (16 outputs at a time where the CPU has AVX-512) against its formula
