@@ -184,7 +184,12 @@ bool ImplicitConvApplies(const Spatial3& s, int64_t maps, int64_t depth, ThreadP
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   const GemmGeometry& g = CurrentGemmGeometry();
   const int64_t threads = pool != nullptr ? pool->size() : 1;
-  return avx512 && std::string_view(g.name) == "avx512" && g.mr == kMr && g.nr == kNr &&
+  // A band of one output row (the least ImplicitConv makes) must keep its offsets in 32 bits.
+  const int64_t channels = depth / std::max<int64_t>(1, s.kernel_size());
+  const int64_t padded_w = s.out[2] + (s.kernel[2] - 1) * s.dilation[2];
+  const int64_t band_rows = 2 + (s.kernel[1] - 1) * s.dilation[1];
+  const bool small = channels * padded_w * band_rows < (int64_t{1} << 30);
+  return avx512 && small && std::string_view(g.name) == "avx512" && g.mr == kMr && g.nr == kNr &&
          s.in[0] == 1 && s.kernel[0] == 1 && s.pad[0] == 0 && s.out[0] == 1 && s.stride[0] == 1 &&
          s.stride[1] == 1 && s.stride[2] == 1 && s.out[2] >= kMinWidth &&
          // Threads take whole bands: enough rows to go round.
