@@ -186,12 +186,13 @@ bool ImplicitConvApplies(const Spatial3& s, int64_t maps, int64_t depth, ThreadP
   const int64_t threads = pool != nullptr ? pool->size() : 1;
   // A band of one output row (the least ImplicitConv makes) must keep its offsets in 32 bits.
   const int64_t channels = depth / std::max<int64_t>(1, s.kernel_size());
-  const int64_t padded_w = s.out[2] + (s.kernel[2] - 1) * s.dilation[2];
-  const int64_t band_rows = 2 + (s.kernel[1] - 1) * s.dilation[1];
-  const bool small = channels * padded_w * band_rows < (int64_t{1} << 30);
+  const int64_t padded_w = s.out[2] + (s.kernel[2] - 1) * s.dilation[2] / s.stride[2];
+  const int64_t band_rows = 2 + (s.kernel[1] - 1) * s.dilation[1] / s.stride[1];
+  const bool small =
+      channels * s.stride[1] * s.stride[2] * padded_w * band_rows < (int64_t{1} << 30);
   return avx512 && small && std::string_view(g.name) == "avx512" && g.mr == kMr && g.nr == kNr &&
          s.in[0] == 1 && s.kernel[0] == 1 && s.pad[0] == 0 && s.out[0] == 1 && s.stride[0] == 1 &&
-         s.stride[1] == 1 && s.stride[2] == 1 && s.out[2] >= kMinWidth &&
+         s.out[2] >= kMinWidth &&
          // Threads take whole bands: enough rows to go round.
          (!Parallel(s, maps, depth, pool) || s.out[1] >= 2 * threads);
 }
@@ -201,9 +202,14 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
   const int64_t in_h = s.in[1], in_w = s.in[2], out_h = s.out[1], out_w = s.out[2];
   const int64_t kernel_h = s.kernel[1], kernel_w = s.kernel[2];
   const int64_t dilation_h = s.dilation[1], dilation_w = s.dilation[2];
+  const int64_t stride_h = s.stride[1], stride_w = s.stride[2];
   const int64_t pad_top = s.pad[1], pad_left = s.pad[2];
-  const int64_t padded_w = out_w + (kernel_w - 1) * dilation_w;
-  const int64_t halo = (kernel_h - 1) * dilation_h;
+  // With strides the band holds stride_h x stride_w phase planes per channel: phase (a, b)
+  // has the input pixels (y * stride_h + a, x * stride_w + b), so that every kernel tap reads
+  // one phase plane with unit strides.
+  const int64_t phases = stride_h * stride_w;
+  const int64_t padded_w = out_w + (kernel_w - 1) * dilation_w / stride_w;
+  const int64_t halo = (kernel_h - 1) * dilation_h / stride_h;
   const int64_t maps = weights.rows(), depth = weights.depth(), out_size = out_h * out_w;
   const int64_t threads = pool != nullptr ? pool->size() : 1;
   const bool parallel = Parallel(s, maps, depth, pool);
@@ -213,21 +219,28 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
   int64_t rows = std::max<int64_t>(1, (kBandColumns + padded_w - 1) / padded_w);
   if (parallel) rows = std::min(rows, std::max<int64_t>(1, out_h / (4 * threads)));
   rows = std::min(
-      rows,
-      std::max<int64_t>(1, kMaxBandBytes / (channels * padded_w * int64_t{sizeof(float)}) - halo));
+      rows, std::max<int64_t>(
+                1, kMaxBandBytes / (channels * phases * padded_w * int64_t{sizeof(float)}) - halo));
   rows = std::min(rows, out_h);
   const int64_t bands = (out_h + rows - 1) / rows;
   const int64_t channel_stride = (rows + halo) * padded_w;
   // The last tile reads up to kNr virtual columns past the band's end.
-  const size_t buffer_size = static_cast<size_t>(channels * channel_stride + padded_w + 2 * kNr);
+  const size_t buffer_size =
+      static_cast<size_t>(channels * phases * channel_stride + padded_w + 2 * kNr);
 
   // Row k = (c, kh, kw) of the column matrix: where it starts in the band.
+  // Phase rows and columns some tap reads (the others are not filled).
+  std::vector<uint8_t> row_used(stride_h, 0), column_used(stride_w, 0);
   std::vector<int32_t> offsets(depth);
   for (int64_t c = 0, k = 0; c < channels; ++c) {
     for (int64_t kh = 0; kh < kernel_h; ++kh) {
+      const int64_t a = kh * dilation_h % stride_h, shift_h = kh * dilation_h / stride_h;
+      row_used[a] = 1;
       for (int64_t kw = 0; kw < kernel_w; ++kw, ++k) {
-        offsets[k] =
-            static_cast<int32_t>(c * channel_stride + kh * dilation_h * padded_w + kw * dilation_w);
+        const int64_t b = kw * dilation_w % stride_w, shift_w = kw * dilation_w / stride_w;
+        column_used[b] = 1;
+        offsets[k] = static_cast<int32_t>(((c * stride_h + a) * stride_w + b) * channel_stride +
+                                          shift_h * padded_w + shift_w);
       }
     }
   }
@@ -236,19 +249,37 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
   const int64_t panels = (maps + kMr - 1) / kMr;
   auto run_band = [&](int64_t band, float* buffer, std::vector<TileMap>& tiles) {
     const int64_t oh0 = band * rows, band_rows = std::min(rows, out_h - oh0);
-    // The padded input rows of the band.
+    // The padded input rows of the band (of each phase plane a tap reads).
     for (int64_t c = 0; c < channels; ++c) {
       const float* plane = image + c * in_h * in_w;
-      for (int64_t r = 0; r < band_rows + halo; ++r) {
-        float* dst = buffer + c * channel_stride + r * padded_w;
-        const int64_t ih = oh0 - pad_top + r;
-        if (ih < 0 || ih >= in_h) {
-          std::memset(dst, 0, padded_w * sizeof(float));
-          continue;
+      for (int64_t a = 0; a < stride_h; ++a) {
+        if (!row_used[a]) continue;
+        for (int64_t b = 0; b < stride_w; ++b) {
+          if (!column_used[b]) continue;
+          float* phase = buffer + ((c * stride_h + a) * stride_w + b) * channel_stride;
+          // Phase column j reads input column j * stride_w + b - pad_left: inside for [lo, hi).
+          const int64_t lo =
+              std::min(padded_w, std::max<int64_t>(0, pad_left - b + stride_w - 1) / stride_w);
+          const int64_t hi =
+              std::clamp<int64_t>((in_w + pad_left - b + stride_w - 1) / stride_w, lo, padded_w);
+          for (int64_t r = 0; r < band_rows + halo; ++r) {
+            float* dst = phase + r * padded_w;
+            const int64_t ih = (oh0 + r) * stride_h + a - pad_top;
+            if (ih < 0 || ih >= in_h) {
+              std::memset(dst, 0, padded_w * sizeof(float));
+              continue;
+            }
+            // Input column of phase column lo: the first inside.
+            const float* src = plane + ih * in_w + (lo * stride_w + b - pad_left);
+            std::memset(dst, 0, lo * sizeof(float));
+            if (stride_w == 1) {
+              std::memcpy(dst + lo, src, (hi - lo) * sizeof(float));
+            } else {
+              GatherStrided(src, stride_w, hi - lo, dst + lo);
+            }
+            std::memset(dst + hi, 0, (padded_w - hi) * sizeof(float));
+          }
         }
-        std::memset(dst, 0, pad_left * sizeof(float));
-        std::memcpy(dst + pad_left, plane + ih * in_w, in_w * sizeof(float));
-        std::memset(dst + pad_left + in_w, 0, (padded_w - pad_left - in_w) * sizeof(float));
       }
     }
     const int64_t columns = (band_rows - 1) * padded_w + out_w;

@@ -204,7 +204,7 @@ TEST(ConvTest, EveryGemmKernel) {
 // case surely takes it, against naive convolution: with and without the pool (bands of rows
 // taken by threads), several depth blocks, map counts that leave a partial register tile, rows
 // narrower than a tile (a tile then spans several output rows), a kernel one column wide (no
-// padding columns), dilations, asymmetric pads, 1-D, and a fused clamp or hard swish.
+// padding columns), dilations, asymmetric pads, strides, 1-D, and a fused clamp or hard swish.
 TEST(ConvTest, ImplicitGemmMatchesNaive) {
   const std::vector<ConvCase> cases = {
       {{1, 40, 30, 30}, {13, 40, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
@@ -215,6 +215,13 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
       {{1, 3, 50}, {5, 3, 4}, 1, {1}, {2}, {1, 2}, "", true},
       {{1, 16, 64, 70}, {32, 16, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{1, 8, 20, 33}, {24, 8, 5, 5}, 1, {1, 1}, {}, {2, 2, 2, 2}},
+      // Strides: phase planes.
+      {{1, 3, 30, 30}, {16, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, "", true},
+      {{1, 8, 19, 21}, {13, 8, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 16, 20, 33}, {24, 16, 1, 1}, 1, {2, 2}},
+      {{1, 4, 25, 40}, {6, 4, 3, 3}, 1, {3, 2}, {2, 3}, {2, 1, 0, 3}, "", true},
+      {{1, 3, 60}, {5, 3, 4}, 1, {2}, {2}, {1, 2}, "", true},
+      {{1, 24, 40, 48}, {40, 24, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true},
   };
   struct Fused {
     bool clamp, hard_swish;
