@@ -2,9 +2,9 @@
 // Float goes through the packed GEMM: the weights of each group are the A matrix (packed once
 // and kept in the node's state when they are an initializer) and the input is B, either the
 // image itself (1x1 kernels with unit stride and no padding), a padded copy of the image read
-// in place (other unit-stride 1-D and 2-D kernels, conv_implicit.h) or im2col blocks written
-// straight into the packed layout. Depthwise 2-D convolution has its own direct kernel; double uses
-// a plain im2col and Dgemm.
+// in place (other 1-D and 2-D kernels with rows of 8 outputs or more, conv_implicit.h) or im2col
+// blocks written straight into the packed layout. Depthwise 2-D convolution has its own direct
+// kernel; double uses a plain im2col and Dgemm.
 #include <immintrin.h>
 
 #include <algorithm>
