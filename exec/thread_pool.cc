@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace ovfix::exec {
 namespace {
@@ -98,6 +99,17 @@ void ParallelFor(ThreadPool* pool, int64_t n, int64_t min_chunk,
     return;
   }
   pool->ParallelFor(n, min_chunk, fn);
+}
+
+void ParallelForEach(ThreadPool* pool, int64_t n, const std::function<void(int64_t)>& fn) {
+  if (pool == nullptr || pool->size() <= 1 || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool->ParallelFor(std::min<int64_t>(pool->size(), n), 1, [&](int64_t, int64_t) {
+    for (int64_t i = next++; i < n; i = next++) fn(i);
+  });
 }
 
 }  // namespace ovfix::exec

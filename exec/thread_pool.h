@@ -43,4 +43,10 @@ class ThreadPool {
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t min_chunk,
                  const std::function<void(int64_t, int64_t)>& fn);
 
+// Calls fn(i) for every i in [0, n), handing the items out one at a time to the threads as
+// they come free (the caller takes part; a plain loop when pool is null). For work cut into
+// more items than threads, so that a thread held up (other work on the machine, a slower
+// item) leaves the remaining items to the others instead of holding the whole loop back.
+void ParallelForEach(ThreadPool* pool, int64_t n, const std::function<void(int64_t)>& fn);
+
 }  // namespace ovfix::exec

@@ -1,9 +1,10 @@
 // Conv (opsets 1 and 11): 1-D, 2-D and 3-D, groups, strides, dilations, pads and auto_pad.
 // Float goes through the packed GEMM: the weights of each group are the A matrix (packed once
 // and kept in the node's state when they are an initializer) and the input is B, either the
-// image itself (1x1 kernels with unit stride and no padding) or im2col blocks written straight
-// into the packed layout. Depthwise 2-D convolution has its own direct kernel; double uses a
-// plain im2col and Dgemm.
+// image itself (1x1 kernels with unit stride and no padding), a padded copy of the image read
+// in place (other 1-D and 2-D kernels with rows of 8 outputs or more, conv_implicit.h) or im2col
+// blocks written straight into the packed layout. Depthwise 2-D convolution has its own direct
+// kernel; double uses a plain im2col and Dgemm.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "exec/cpu/conv_depthwise.h"
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/conv_implicit.h"
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
@@ -140,10 +142,12 @@ void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t 
 // The whole transposed product back, the maps split over the pool.
 void TransposeAddBias(const float* src, int64_t rows, int64_t cols, const GemmEpilogue& epilogue,
                       float* dst, ThreadPool* pool) {
-  ParallelFor(rows * cols >= (int64_t{1} << 14) ? pool : nullptr, cols, 8,
-              [&](int64_t begin, int64_t end) {
-                TransposeAddBiasMaps(src, rows, cols, begin, end, epilogue, dst);
-              });
+  constexpr int64_t kMaps = 16;  // per item
+  ParallelForEach(rows * cols >= (int64_t{1} << 14) ? pool : nullptr, (cols + kMaps - 1) / kMaps,
+                  [&](int64_t item) {
+                    TransposeAddBiasMaps(src, rows, cols, item * kMaps,
+                                         std::min(cols, (item + 1) * kMaps), epilogue, dst);
+                  });
 }
 
 // Y (maps x positions) of one image and group through the transposed product. `image` is the
@@ -272,6 +276,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     } else if (pointwise) {
       GemmPacked(packed.groups[gi], MatrixB(image, in_size, false), out_size, out, out_size,
                  epilogue, pool);
+    } else if (ImplicitConvApplies(s, group_maps, depth, pool)) {
+      ImplicitConv(packed.groups[gi], image, group_channels, s, epilogue, out, pool);
     } else {
       const float* prepared = PrepareImage(image, group_channels, s, layout, phases);
       GemmPacked(packed.groups[gi], Im2colB(prepared, s, layout), out_size, out, out_size, epilogue,

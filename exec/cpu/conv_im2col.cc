@@ -3,9 +3,7 @@
 #include <immintrin.h>
 
 namespace ovfix::exec {
-namespace {
 
-// dst[t] = src[t * stride] for t < count.
 __attribute__((target_clones("avx512f", "avx2", "default"),
                optimize("vect-cost-model=dynamic"))) void
 GatherStrided(const float* src, int64_t stride, int64_t count, float* dst) {
@@ -15,6 +13,8 @@ GatherStrided(const float* src, int64_t stride, int64_t count, float* dst) {
   }
   for (int64_t t = 0; t < count; ++t) dst[t] = src[t * stride];
 }
+
+namespace {
 
 template <typename T>
 void GatherStrided(const T* src, int64_t stride, int64_t count, T* dst) {

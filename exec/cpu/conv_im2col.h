@@ -58,6 +58,9 @@ struct ColumnLayout {
   bool split() const { return stride > 1; }
 };
 
+// dst[t] = src[t * stride] for t < count.
+void GatherStrided(const float* src, int64_t stride, int64_t count, float* dst);
+
 // Splits `rows` input rows of `s.in[2]` elements into column phases (see ColumnLayout).
 void SplitColumnPhases(const float* image, int64_t rows, const Spatial3& s,
                        const ColumnLayout& layout, float* out);

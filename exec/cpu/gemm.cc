@@ -18,6 +18,8 @@ constexpr int64_t kNc = 384;
 // Below this many multiply-adds a product runs on the calling thread: waking the pool costs
 // more than it saves.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
+// Parts of a product per thread (ParallelForEach).
+constexpr int64_t kPartsPerThread = 4;
 
 const GemmKernel* g_kernel = nullptr;
 
@@ -158,19 +160,17 @@ void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k
 void PackedA::PackColumns(int64_t m, int64_t k, const ColumnFn& column, ThreadPool* pool) {
   Reset(m, k);
   const int64_t blocks = (k + depth_block_ - 1) / depth_block_;
-  ParallelFor(m * k >= (int64_t{1} << 16) ? pool : nullptr, blocks, 1,
-              [&](int64_t begin, int64_t end) {
-                std::vector<float> values(m);
-                for (int64_t block = begin; block < end; ++block) {
-                  const int64_t k0 = block * depth_block_;
-                  const int64_t kc = std::min(depth_block_, k - k0);
-                  float* dst = data_.get() + k0 * padded_rows_;
-                  for (int64_t kk = 0; kk < kc; ++kk) {
-                    column(k0 + kk, values.data());
-                    PackRowIntoPanels(values.data(), m, mr_, kc * mr_, dst + kk * mr_);
-                  }
-                }
-              });
+  ParallelForEach(m * k >= (int64_t{1} << 16) ? pool : nullptr, blocks, [&](int64_t block) {
+    thread_local std::vector<float> values;
+    values.resize(m);
+    const int64_t k0 = block * depth_block_;
+    const int64_t kc = std::min(depth_block_, k - k0);
+    float* dst = data_.get() + k0 * padded_rows_;
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      column(k0 + kk, values.data());
+      PackRowIntoPanels(values.data(), m, mr_, kc * mr_, dst + kk * mr_);
+    }
+  });
 }
 
 const float* MatrixB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
@@ -239,31 +239,26 @@ void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t
   const int64_t n_panels = (n + kernel.geometry.nr - 1) / kernel.geometry.nr;
   int64_t threads = pool != nullptr ? pool->size() : 1;
   threads = std::min<int64_t>(threads, std::max<int64_t>(1, m * n * k / kMinParallelMacs));
-  // Split columns first (A is shared, each thread packs only its own B); split rows when
-  // there are too few columns to go round.
-  int64_t n_parts = std::min(threads, n_panels), m_parts = 1;
-  if (n_parts < threads || n_panels < 2 * threads) {
-    m_parts = std::min(m_panels, (threads + n_parts - 1) / n_parts);
+  // A few parts per thread, handed out as threads come free. Split columns first (A is
+  // shared, each part packs only its own B); split rows when there are too few columns to
+  // go round.
+  const int64_t target = threads > 1 ? threads * kPartsPerThread : 1;
+  int64_t n_parts = std::min(target, n_panels), m_parts = 1;
+  if (n_parts < target) {
+    m_parts = std::min(m_panels, (target + n_parts - 1) / n_parts);
     if (n_panels < 2 * threads && m_panels >= 2 * threads) {
       n_parts = 1;
-      m_parts = threads;
+      m_parts = std::min(m_panels, target);
     }
   }
   const int64_t parts = n_parts * m_parts;
-  auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t part = begin; part < end; ++part) {
-      const auto [p0, p1] = Share(m_panels, m_parts, part % m_parts);
-      const auto [j0, j1] = Share(n_panels, n_parts, part / m_parts);
-      if (p0 == p1 || j0 == j1) continue;
-      RunBlock(a, b, c, ldc, epilogue, p0, p1, j0 * kernel.geometry.nr,
-               std::min(n, j1 * kernel.geometry.nr));
-    }
-  };
-  if (parts <= 1) {
-    run(0, 1);
-  } else {
-    ParallelFor(pool, parts, 1, run);
-  }
+  ParallelForEach(parts > 1 ? pool : nullptr, parts, [&](int64_t part) {
+    const auto [p0, p1] = Share(m_panels, m_parts, part % m_parts);
+    const auto [j0, j1] = Share(n_panels, n_parts, part / m_parts);
+    if (p0 == p1 || j0 == j1) return;
+    RunBlock(a, b, c, ldc, epilogue, p0, p1, j0 * kernel.geometry.nr,
+             std::min(n, j1 * kernel.geometry.nr));
+  });
 }
 
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

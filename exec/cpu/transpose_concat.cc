@@ -269,19 +269,47 @@ absl::Status Concat(KernelContext& ctx) {
   const int64_t out_block = out_dims[axis] * inner;
   VisitStorage(first.type(), [&]<typename T>() {
     T* dst = MutableElements<T>(y);
-    ParallelFor(ctx.pool, outer, std::max<int64_t>(1, 16384 / out_block),
-                [&](int64_t b, int64_t e) {
-                  for (int64_t o = b; o < e; ++o) {
-                    T* out_row = dst + o * out_block;
-                    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-                      const Tensor& t = ctx.input(i);
-                      const int64_t block = t.dim(axis) * inner;
-                      const T* src = Elements<T>(t) + o * block;
-                      std::copy(src, src + block, out_row);
-                      out_row += block;
+    if (outer >= 4 * (ctx.pool != nullptr ? ctx.pool->size() : 1)) {
+      ParallelFor(ctx.pool, outer, std::max<int64_t>(1, 16384 / out_block),
+                  [&](int64_t b, int64_t e) {
+                    for (int64_t o = b; o < e; ++o) {
+                      T* out_row = dst + o * out_block;
+                      for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+                        const Tensor& t = ctx.input(i);
+                        const int64_t block = t.dim(axis) * inner;
+                        const T* src = Elements<T>(t) + o * block;
+                        std::copy(src, src + block, out_row);
+                        out_row += block;
+                      }
                     }
-                  }
-                });
+                  });
+      return;
+    }
+    // Few outer blocks (e.g. channels of one image): the copies themselves are cut into
+    // pieces for the threads.
+    constexpr int64_t kPiece = int64_t{1} << 16;  // elements
+    struct Piece {
+      const T* src;
+      T* dst;
+      int64_t count;
+    };
+    std::vector<Piece> pieces;
+    for (int64_t o = 0; o < outer; ++o) {
+      T* out_row = dst + o * out_block;
+      for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+        const Tensor& t = ctx.input(i);
+        const int64_t block = t.dim(axis) * inner;
+        const T* src = Elements<T>(t) + o * block;
+        for (int64_t at = 0; at < block; at += kPiece) {
+          pieces.push_back({src + at, out_row + at, std::min(kPiece, block - at)});
+        }
+        out_row += block;
+      }
+    }
+    const int64_t total = static_cast<int64_t>(pieces.size());
+    ParallelForEach(y.numel() >= kPiece ? ctx.pool : nullptr, total, [&](int64_t p) {
+      std::copy(pieces[p].src, pieces[p].src + pieces[p].count, pieces[p].dst);
+    });
   });
   return absl::OkStatus();
 }

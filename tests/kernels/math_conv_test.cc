@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/conv_implicit.h"
 #include "exec/cpu/gemm.h"
 #include "tests/kernels/math_test_util.h"
 
@@ -196,6 +198,86 @@ TEST(ConvTest, EveryGemmKernel) {
     CheckConv({{1, 4, 9, 12}, {8, 1, 3, 3}, 4, {2, 1}, {2, 1}, {2, 0, 1, 3}}, true);
   }
   SelectGemmKernelForTesting(AvailableGemmKernels().front());
+}
+
+// The convolution that reads its columns in place (unit strides), called directly so that each
+// case surely takes it, against naive convolution: with and without the pool (bands of rows
+// taken by threads), several depth blocks, map counts that leave a partial register tile, rows
+// narrower than a tile (a tile then spans several output rows), a kernel one column wide (no
+// padding columns), dilations, asymmetric pads, strides, 1-D, and a fused clamp or hard swish.
+TEST(ConvTest, ImplicitGemmMatchesNaive) {
+  const std::vector<ConvCase> cases = {
+      {{1, 40, 30, 30}, {13, 40, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 3, 9, 11}, {4, 3, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 5, 12, 10}, {7, 5, 3, 3}, 1, {1, 1}, {}, {}, "", true},
+      {{1, 4, 17, 19}, {6, 4, 3, 3}, 1, {1, 1}, {2, 2}, {2, 1, 0, 3}, "", true},
+      {{1, 6, 10, 9}, {5, 6, 3, 1}, 1, {1, 1}, {}, {1, 0, 1, 0}},
+      {{1, 3, 50}, {5, 3, 4}, 1, {1}, {2}, {1, 2}, "", true},
+      {{1, 16, 64, 70}, {32, 16, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 8, 20, 33}, {24, 8, 5, 5}, 1, {1, 1}, {}, {2, 2, 2, 2}},
+      // Strides: phase planes.
+      {{1, 3, 30, 30}, {16, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, "", true},
+      {{1, 8, 19, 21}, {13, 8, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 16, 20, 33}, {24, 16, 1, 1}, 1, {2, 2}},
+      {{1, 4, 25, 40}, {6, 4, 3, 3}, 1, {3, 2}, {2, 3}, {2, 1, 0, 3}, "", true},
+      {{1, 3, 60}, {5, 3, 4}, 1, {2}, {2}, {1, 2}, "", true},
+      {{1, 24, 40, 48}, {40, 24, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true},
+  };
+  struct Fused {
+    bool clamp, hard_swish;
+    float a, b;
+  };
+  const std::vector<Fused> activations = {
+      {false, false, 0, 0}, {true, false, -0.25f, 0.5f}, {false, true, 1.0f / 6.0f, 0.5f}};
+  bool ran = false;
+  for (const ConvCase& c : cases) {
+    const Resolved r = ResolveConv(c);
+    SpatialGeometry g;
+    const size_t rank = c.x.size() - 2;
+    g.input.assign(c.x.begin() + 2, c.x.end());
+    g.kernel.assign(c.w.begin() + 2, c.w.end());
+    g.strides = c.strides;
+    g.dilations = c.dilations.empty() ? Dims(rank, 1) : c.dilations;
+    g.pads_begin = r.pads_begin;
+    g.pads_end = c.pads.empty() ? Dims(rank, 0) : Dims(c.pads.begin() + rank, c.pads.end());
+    g.output = r.out;
+    const Spatial3 s(g);
+    const int64_t maps = c.w[0], channels = c.x[1], depth = channels * s.kernel_size();
+    std::mt19937 rng(29);
+    const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
+    const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
+    const auto b = RandomFloats(maps, rng);
+    const PackedA packed(w.data(), depth, false, maps, depth);
+    Dims out_dims = {1, maps};
+    out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
+      if (!ImplicitConvApplies(s, maps, depth, pool)) continue;
+      ran = true;
+      for (const Fused& f : activations) {
+        std::vector<double> expected = NaiveConv(c, x, w, b, r);
+        for (double& v : expected) {
+          if (f.clamp) v = std::min<double>(std::max<double>(v, f.a), f.b);
+          if (f.hard_swish) v *= std::max(0.0, std::min(1.0, f.a * v + f.b));
+        }
+        GemmEpilogue epilogue;
+        epilogue.row_bias = c.bias ? b.data() : nullptr;
+        epilogue.clamp = f.clamp;
+        epilogue.clamp_min = f.a;
+        epilogue.clamp_max = f.b;
+        epilogue.hard_swish = f.hard_swish;
+        epilogue.hard_swish_alpha = f.a;
+        epilogue.hard_swish_beta = f.b;
+        std::vector<float> y(maps * s.out_size(), std::numeric_limits<float>::quiet_NaN());
+        ImplicitConv(packed, x.data(), channels, s, epilogue, y.data(), pool);
+        const std::string what = "implicit Conv x" + ::testing::PrintToString(c.x) + " w" +
+                                 ::testing::PrintToString(c.w) +
+                                 (pool != nullptr ? " pool" : " no pool") +
+                                 (f.clamp ? " clamp" : "") + (f.hard_swish ? " hard swish" : "");
+        ExpectNear(FloatTensor(out_dims, y), out_dims, expected, 2e-5, what);
+      }
+    }
+  }
+  if (!ran) GTEST_SKIP() << "no AVX-512 GEMM kernel here";
 }
 
 // A Relu, Clip or hard swish fused into the convolution (what the session asks for when one

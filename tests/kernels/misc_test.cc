@@ -2,6 +2,7 @@
 // quantization ops, GridSample, RoiAlign and the random generators. Each test runs one kernel
 // on a one-node graph through KernelContext; expected values come from the ONNX operator
 // documentation's examples or from a naive implementation written here.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "exec/cpu/resize_bilinear.h"
 #include "exec/kernel.h"
 #include "exec/thread_pool.h"
 #include "gmock/gmock.h"
@@ -144,6 +146,92 @@ TEST(ResizeTest, DownsampleLinear) {
              MakeAttribute("coordinate_transformation_mode", std::string("align_corners"))});
   ASSERT_TRUE(y.ok()) << y.status();
   ExpectTensorNear((*y)[0], {1, 1, 1, 2}, {1, 3.142857});
+}
+
+// ParallelForEach calls every item exactly once, with any pool (or none) and item count; the
+// items of one call may run on several threads at once.
+TEST(ThreadPoolTest, ParallelForEachCallsEveryItemOnce) {
+  ThreadPool one(1), two(2), three(3);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &one, &two, &three}) {
+    for (int64_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> calls(n);
+      for (auto& c : calls) c = 0;
+      ParallelForEach(pool, n, [&](int64_t i) { ++calls[i]; });
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(calls[i].load(), 1)
+            << "item " << i << " of " << n << ", pool of " << (pool != nullptr ? pool->size() : 0);
+      }
+    }
+  }
+}
+
+// The float bilinear path (16 outputs at a time where the CPU has AVX-512) against its formula
+// written out here in float: bit for bit, with widths that leave a partial vector, up and
+// down, half_pixel and asymmetric coordinates, several planes.
+TEST(ResizeTest, BilinearFloatMatchesFormulaBitForBit) {
+  struct Case {
+    int64_t planes, in_h, in_w, out_h, out_w;
+    bool half_pixel;
+  };
+  const std::vector<Case> cases = {{3, 5, 7, 10, 14, true},
+                                   {2, 9, 21, 18, 42, true},
+                                   {1, 12, 40, 5, 17, true},
+                                   {2, 6, 19, 13, 37, false},
+                                   {1, 3, 64, 6, 128, true}};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  for (const Case& c : cases) {
+    std::vector<float> in(c.planes * c.in_h * c.in_w);
+    for (float& v : in) v = uniform(rng);
+    BilinearShape shape;
+    shape.planes = c.planes;
+    shape.in_height = c.in_h;
+    shape.in_width = c.in_w;
+    shape.out_height = c.out_h;
+    shape.out_width = c.out_w;
+    shape.height_scale = static_cast<float>(c.out_h) / static_cast<float>(c.in_h);
+    shape.width_scale = static_cast<float>(c.out_w) / static_cast<float>(c.in_w);
+    std::vector<float> out(c.planes * c.out_h * c.out_w, -1.0f);
+    ThreadPool pool(2);
+    ResizeBilinearFloat(
+        in.data(), out.data(), shape,
+        c.half_pixel ? BilinearCoordinates::kHalfPixel : BilinearCoordinates::kAsymmetric, &pool);
+    // Input position, weight of the first tap (d2) and of the second (d1) along one axis.
+    struct Tap {
+      int64_t first, second;
+      float d1, d2;
+    };
+    auto tap = [&](int64_t j, float scale, int64_t in_size) {
+      const float x = static_cast<float>(j);
+      float original = c.half_pixel ? (x + 0.5f) / scale - 0.5f : x / scale;
+      original = std::min(std::max(original, 0.0f), static_cast<float>(in_size - 1));
+      Tap t;
+      t.first = std::min(static_cast<int64_t>(original), in_size - 1);
+      t.second = std::min(t.first + 1, in_size - 1);
+      const bool same = t.first == t.second;
+      t.d1 = same ? 0.5f : std::fabs(original - static_cast<float>(t.first));
+      t.d2 = same ? 0.5f : std::fabs(original - static_cast<float>(t.second));
+      return t;
+    };
+    for (int64_t p = 0; p < c.planes; ++p) {
+      const float* image = in.data() + p * c.in_h * c.in_w;
+      for (int64_t y = 0; y < c.out_h; ++y) {
+        const Tap ty = tap(y, shape.height_scale, c.in_h);
+        for (int64_t x = 0; x < c.out_w; ++x) {
+          const Tap tx = tap(x, shape.width_scale, c.in_w);
+          const float* r1 = image + ty.first * c.in_w;
+          const float* r2 = image + ty.second * c.in_w;
+          volatile float t11 = (tx.d2 * ty.d2) * r1[tx.first];
+          volatile float t21 = (tx.d1 * ty.d2) * r1[tx.second];
+          volatile float t12 = (tx.d2 * ty.d1) * r2[tx.first];
+          volatile float t22 = (tx.d1 * ty.d1) * r2[tx.second];
+          const float expected = ((t11 + t21) + t12) + t22;
+          const int64_t at = (p * c.out_h + y) * c.out_w + x;
+          ASSERT_EQ(out[at], expected) << "case " << c.in_w << "->" << c.out_w << " at " << at;
+        }
+      }
+    }
+  }
 }
 
 TEST(ResizeTest, SizesNearestWithModes) {

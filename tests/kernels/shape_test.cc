@@ -313,6 +313,32 @@ TEST(DataMovementTest, Concat) {
   ExpectError("Concat", 13, {Iota({2})});
 }
 
+// Concat of large blocks with few outer blocks (channels of one or two images): the copies are
+// cut into pieces for the threads; each element still lands where the plain copy puts it.
+TEST(DataMovementTest, ConcatLargeBlocksInPieces) {
+  for (int64_t batch : {1, 2}) {
+    const Tensor a = Iota({batch, 3, 300, 301});
+    const Tensor b = Iota({batch, 2, 300, 301});
+    const Tensor y = Run1("Concat", 13, {a, b, a}, {IntAttr("axis", 1)});
+    ASSERT_EQ(y.dims(), (std::vector<int64_t>{batch, 8, 300, 301}));
+    const int64_t plane = 300 * 301;
+    const float* out = y.data<float>();
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t c = 0; c < 8; ++c) {
+        // Channel c of image n comes from a (c < 3), b (c < 5) or a again.
+        const int64_t channels = c < 3 || c >= 5 ? 3 : 2;
+        const int64_t source_c = c < 3 ? c : c < 5 ? c - 3 : c - 5;
+        for (int64_t i = 0; i < plane; i += 997) {
+          const float expected = static_cast<float>((n * channels + source_c) * plane + i);
+          ASSERT_EQ(out[(n * 8 + c) * plane + i], expected) << n << " " << c << " " << i;
+        }
+        ASSERT_EQ(out[(n * 8 + c) * plane + plane - 1],
+                  static_cast<float>((n * channels + source_c) * plane + plane - 1));
+      }
+    }
+  }
+}
+
 TEST(DataMovementTest, Split) {
   Tensor x = Iota({2, 6});
   auto out = RunOp("Split", 13, {x, Ints({1, 0, 5})}, {IntAttr("axis", 1)}, 3);

@@ -1,0 +1,337 @@
+#include "exec/cpu/conv_implicit.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ovfix::exec {
+namespace {
+
+// The AVX-512 register tile of gemm_kernels.cc: the weights come packed for it.
+constexpr int kMr = 12, kNr = 32;
+// A band holds about this many virtual columns, and at most this many bytes of padded image.
+constexpr int64_t kBandColumns = 4096;
+constexpr int64_t kMaxBandBytes = int64_t{2} << 20;
+// Tiles (of kNr virtual columns) whose output stays in cache across the depth blocks.
+constexpr int64_t kTilesPerBlock = 12;
+// Below this many multiply-adds a convolution runs on the calling thread.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
+// Output rows at least this wide: a tile then spans at most 6 rows (pieces of row).
+constexpr int64_t kMinWidth = 8;
+constexpr int kMaxSegments = 6;
+
+// The lanes of a tile that go to one output row: lane i of vector v goes to position
+// dst + 16 * v + i of each map when bit i of mask[v] is set.
+struct Segment {
+  int64_t dst = 0;
+  __mmask16 mask[2] = {0, 0};
+};
+
+// One tile of a band: virtual columns [start, start + width) and where they are stored.
+struct TileMap {
+  int64_t start = 0;
+  int width = 0;
+  int segments = 0;
+  Segment segment[kMaxSegments];
+};
+
+struct ImplicitArgs {
+  const float* a = nullptr;          // packed weights: kc steps of kMr floats
+  const float* b = nullptr;          // band buffer at the tile's first virtual column
+  const int32_t* offsets = nullptr;  // kc column-matrix rows: their offsets from b
+  int64_t kc = 0;
+  float* c = nullptr;  // map 0 of the panel in Y
+  int64_t ldc = 0;     // floats from one map to the next
+  const TileMap* map = nullptr;
+  const float* bias = nullptr;  // per map, or null
+  bool accumulate = false;      // add to what Y holds (a later depth block)
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+  bool hard_swish = false;
+  float hs_alpha = 0.0f, hs_beta = 0.0f;
+};
+
+using ImplicitFn = void (*)(const ImplicitArgs&);
+
+// min(max(x, lo), hi) keeping NaN, as the GEMM epilogue.
+__attribute__((target("avx512f"), always_inline)) inline __m512 Clamp(__m512 x, __m512 lo,
+                                                                      __m512 hi) {
+  x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
+  return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
+}
+
+// x * min(max(alpha * x + beta, 0), 1), a product then a sum, as the GEMM epilogue.
+__attribute__((target("avx512f"), always_inline)) inline __m512 HardSwish(__m512 x, __m512 alpha,
+                                                                          __m512 beta) {
+  __m512 product = _mm512_mul_ps(alpha, x);
+  __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
+  __m512 gate = _mm512_add_ps(product, beta);
+  gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
+  gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
+  return _mm512_mul_ps(x, gate);
+}
+
+// `row` + offset floats, as an address only: lanes a mask leaves out are never touched, and
+// the first of them may lie before the row.
+inline float* At(float* row, int64_t offset) {
+  return reinterpret_cast<float*>(reinterpret_cast<uintptr_t>(row) +
+                                  static_cast<uintptr_t>(offset * int64_t{sizeof(float)}));
+}
+
+// R maps by 16 * V virtual columns. The sums run over k in the order of the packed GEMM's
+// tile and the epilogue rounds as its epilogue does, so the result is the im2col path's.
+template <int R, int V>
+struct ImplicitTile {
+  __attribute__((target("avx512f,fma"))) static void Run(const ImplicitArgs& t) {
+    __m512 acc[R][V];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+    }
+    const float* a = t.a;
+    const float* const b = t.b;
+    const int32_t* const offsets = t.offsets;
+    for (int64_t k = 0; k < t.kc; ++k) {
+      const float* bk = b + offsets[k];
+      __m512 bv[V];
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(bk + 16 * v);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512 ar = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+      }
+      a += kMr;
+    }
+    const TileMap& map = *t.map;
+    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+    const __m512 hs_alpha = _mm512_set1_ps(t.hs_alpha), hs_beta = _mm512_set1_ps(t.hs_beta);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      float* row = t.c + r * t.ldc;
+      const __m512 bias = _mm512_set1_ps(t.bias != nullptr ? t.bias[r] : 0.0f);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) {
+        __m512 x = _mm512_add_ps(acc[r][v], bias);
+        if (t.accumulate) {
+          __m512 held = _mm512_setzero_ps();
+          for (int s = 0; s < map.segments; ++s) {
+            const Segment& seg = map.segment[s];
+            held = _mm512_mask_loadu_ps(held, seg.mask[v], At(row, seg.dst + 16 * v));
+          }
+          x = _mm512_add_ps(held, x);
+        }
+        if (t.clamp) x = Clamp(x, lo, hi);
+        if (t.hard_swish) x = HardSwish(x, hs_alpha, hs_beta);
+        for (int s = 0; s < map.segments; ++s) {
+          const Segment& seg = map.segment[s];
+          _mm512_mask_storeu_ps(At(row, seg.dst + 16 * v), seg.mask[v], x);
+        }
+      }
+    }
+  }
+};
+
+template <int V, int... R>
+constexpr std::array<ImplicitFn, sizeof...(R)> Table(std::integer_sequence<int, R...>) {
+  return {&ImplicitTile<R + 1, V>::Run...};
+}
+
+constexpr auto kHalf = Table<1>(std::make_integer_sequence<int, kMr>());
+constexpr auto kFull = Table<2>(std::make_integer_sequence<int, kMr>());
+
+// Where the virtual columns [start, start + width) of a band whose first output row is oh0
+// go: runs of positions within one output row.
+TileMap MapTile(int64_t start, int width, int64_t oh0, int64_t padded_width, int64_t out_width) {
+  TileMap map;
+  map.start = start;
+  map.width = width;
+  for (int i = 0; i < width; ++i) {
+    const int64_t column = start + i;
+    const int64_t row = column / padded_width, ow = column - row * padded_width;
+    if (ow >= out_width) continue;
+    const int64_t q = (oh0 + row) * out_width + ow;
+    if (map.segments == 0 || q - i != map.segment[map.segments - 1].dst) {
+      Segment& seg = map.segment[map.segments++];
+      seg.dst = q - i;
+    }
+    Segment& seg = map.segment[map.segments - 1];
+    seg.mask[i / 16] = static_cast<__mmask16>(seg.mask[i / 16] | (1u << (i % 16)));
+  }
+  return map;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether the pool's threads should share the convolution (by bands of output rows).
+bool Parallel(const Spatial3& s, int64_t maps, int64_t depth, ThreadPool* pool) {
+  const int64_t threads = pool != nullptr ? pool->size() : 1;
+  return threads > 1 && maps * depth * s.out_size() >= kMinParallelMacs;
+}
+
+}  // namespace
+
+bool ImplicitConvApplies(const Spatial3& s, int64_t maps, int64_t depth, ThreadPool* pool) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const GemmGeometry& g = CurrentGemmGeometry();
+  const int64_t threads = pool != nullptr ? pool->size() : 1;
+  // A band of one output row (the least ImplicitConv makes) must keep its offsets in 32 bits.
+  const int64_t channels = depth / std::max<int64_t>(1, s.kernel_size());
+  const int64_t padded_w = s.out[2] + (s.kernel[2] - 1) * s.dilation[2] / s.stride[2];
+  const int64_t band_rows = 2 + (s.kernel[1] - 1) * s.dilation[1] / s.stride[1];
+  const bool small =
+      channels * s.stride[1] * s.stride[2] * padded_w * band_rows < (int64_t{1} << 30);
+  return avx512 && small && std::string_view(g.name) == "avx512" && g.mr == kMr && g.nr == kNr &&
+         s.in[0] == 1 && s.kernel[0] == 1 && s.pad[0] == 0 && s.out[0] == 1 && s.stride[0] == 1 &&
+         s.out[2] >= kMinWidth &&
+         // Threads take whole bands: enough rows to go round.
+         (!Parallel(s, maps, depth, pool) || s.out[1] >= 2 * threads);
+}
+
+void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, const Spatial3& s,
+                  const GemmEpilogue& epilogue, float* out, ThreadPool* pool) {
+  const int64_t in_h = s.in[1], in_w = s.in[2], out_h = s.out[1], out_w = s.out[2];
+  const int64_t kernel_h = s.kernel[1], kernel_w = s.kernel[2];
+  const int64_t dilation_h = s.dilation[1], dilation_w = s.dilation[2];
+  const int64_t stride_h = s.stride[1], stride_w = s.stride[2];
+  const int64_t pad_top = s.pad[1], pad_left = s.pad[2];
+  // With strides the band holds stride_h x stride_w phase planes per channel: phase (a, b)
+  // has the input pixels (y * stride_h + a, x * stride_w + b), so that every kernel tap reads
+  // one phase plane with unit strides.
+  const int64_t phases = stride_h * stride_w;
+  const int64_t padded_w = out_w + (kernel_w - 1) * dilation_w / stride_w;
+  const int64_t halo = (kernel_h - 1) * dilation_h / stride_h;
+  const int64_t maps = weights.rows(), depth = weights.depth(), out_size = out_h * out_w;
+  const int64_t threads = pool != nullptr ? pool->size() : 1;
+  const bool parallel = Parallel(s, maps, depth, pool);
+
+  // Output rows per band: enough columns to fill the tiles, a few bands per thread (taken as
+  // threads come free), a padded band that stays in cache.
+  int64_t rows = std::max<int64_t>(1, (kBandColumns + padded_w - 1) / padded_w);
+  if (parallel) rows = std::min(rows, std::max<int64_t>(1, out_h / (4 * threads)));
+  rows = std::min(
+      rows, std::max<int64_t>(
+                1, kMaxBandBytes / (channels * phases * padded_w * int64_t{sizeof(float)}) - halo));
+  rows = std::min(rows, out_h);
+  const int64_t bands = (out_h + rows - 1) / rows;
+  const int64_t channel_stride = (rows + halo) * padded_w;
+  // The last tile reads up to kNr virtual columns past the band's end.
+  const size_t buffer_size =
+      static_cast<size_t>(channels * phases * channel_stride + padded_w + 2 * kNr);
+
+  // Row k = (c, kh, kw) of the column matrix: where it starts in the band.
+  // Phase rows and columns some tap reads (the others are not filled).
+  std::vector<uint8_t> row_used(stride_h, 0), column_used(stride_w, 0);
+  std::vector<int32_t> offsets(depth);
+  for (int64_t c = 0, k = 0; c < channels; ++c) {
+    for (int64_t kh = 0; kh < kernel_h; ++kh) {
+      const int64_t a = kh * dilation_h % stride_h, shift_h = kh * dilation_h / stride_h;
+      row_used[a] = 1;
+      for (int64_t kw = 0; kw < kernel_w; ++kw, ++k) {
+        const int64_t b = kw * dilation_w % stride_w, shift_w = kw * dilation_w / stride_w;
+        column_used[b] = 1;
+        offsets[k] = static_cast<int32_t>(((c * stride_h + a) * stride_w + b) * channel_stride +
+                                          shift_h * padded_w + shift_w);
+      }
+    }
+  }
+
+  const int64_t depth_block = weights.depth_block();
+  const int64_t panels = (maps + kMr - 1) / kMr;
+  auto run_band = [&](int64_t band, float* buffer, std::vector<TileMap>& tiles) {
+    const int64_t oh0 = band * rows, band_rows = std::min(rows, out_h - oh0);
+    // The padded input rows of the band (of each phase plane a tap reads).
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* plane = image + c * in_h * in_w;
+      for (int64_t a = 0; a < stride_h; ++a) {
+        if (!row_used[a]) continue;
+        for (int64_t b = 0; b < stride_w; ++b) {
+          if (!column_used[b]) continue;
+          float* phase = buffer + ((c * stride_h + a) * stride_w + b) * channel_stride;
+          // Phase column j reads input column j * stride_w + b - pad_left: inside for [lo, hi).
+          const int64_t lo =
+              std::min(padded_w, std::max<int64_t>(0, pad_left - b + stride_w - 1) / stride_w);
+          const int64_t hi =
+              std::clamp<int64_t>((in_w + pad_left - b + stride_w - 1) / stride_w, lo, padded_w);
+          for (int64_t r = 0; r < band_rows + halo; ++r) {
+            float* dst = phase + r * padded_w;
+            const int64_t ih = (oh0 + r) * stride_h + a - pad_top;
+            if (ih < 0 || ih >= in_h) {
+              std::memset(dst, 0, padded_w * sizeof(float));
+              continue;
+            }
+            // Input column of phase column lo: the first inside.
+            const float* src = plane + ih * in_w + (lo * stride_w + b - pad_left);
+            std::memset(dst, 0, lo * sizeof(float));
+            if (stride_w == 1) {
+              std::memcpy(dst + lo, src, (hi - lo) * sizeof(float));
+            } else {
+              GatherStrided(src, stride_w, hi - lo, dst + lo);
+            }
+            std::memset(dst + hi, 0, (padded_w - hi) * sizeof(float));
+          }
+        }
+      }
+    }
+    const int64_t columns = (band_rows - 1) * padded_w + out_w;
+    tiles.clear();
+    for (int64_t start = 0; start < columns; start += kNr) {
+      tiles.push_back(MapTile(start, static_cast<int>(std::min<int64_t>(kNr, columns - start)), oh0,
+                              padded_w, out_w));
+    }
+    const int64_t count = static_cast<int64_t>(tiles.size());
+    ImplicitArgs args;
+    args.ldc = out_size;
+    args.lo = epilogue.clamp_min;
+    args.hi = epilogue.clamp_max;
+    args.hs_alpha = epilogue.hard_swish_alpha;
+    args.hs_beta = epilogue.hard_swish_beta;
+    for (int64_t j0 = 0; j0 < count; j0 += kTilesPerBlock) {
+      const int64_t j1 = std::min(count, j0 + kTilesPerBlock);
+      for (int64_t k0 = 0; k0 < depth; k0 += depth_block) {
+        const int64_t kc = std::min(depth_block, depth - k0);
+        const bool last = k0 + kc >= depth;
+        args.offsets = offsets.data() + k0;
+        args.kc = kc;
+        args.accumulate = k0 > 0;
+        args.clamp = epilogue.clamp && last;
+        args.hard_swish = epilogue.hard_swish && last;
+        for (int64_t p = 0; p < panels; ++p) {
+          const int rows_here = static_cast<int>(std::min<int64_t>(kMr, maps - p * kMr));
+          args.a = weights.panel(k0, kc, p);
+          args.c = out + p * kMr * out_size;
+          args.bias =
+              k0 == 0 && epilogue.row_bias != nullptr ? epilogue.row_bias + p * kMr : nullptr;
+          for (int64_t j = j0; j < j1; ++j) {
+            args.b = buffer + tiles[j].start;
+            args.map = &tiles[j];
+            (tiles[j].width > 16 ? kFull : kHalf)[rows_here - 1](args);
+          }
+        }
+      }
+    }
+  };
+
+  // Per thread: a padded band, and where the tiles of a band go.
+  struct Scratch {
+    std::vector<float> buffer;
+    std::vector<TileMap> tiles;
+  };
+  thread_local Scratch scratch;
+  ParallelForEach(parallel ? pool : nullptr, bands, [&](int64_t band) {
+    Scratch& mine = scratch;
+    if (mine.buffer.size() < buffer_size) mine.buffer.assign(buffer_size, 0.0f);
+    run_band(band, mine.buffer.data(), mine.tiles);
+  });
+}
+
+}  // namespace ovfix::exec
