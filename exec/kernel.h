@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "exec/buffer_recycler.h"
+#include "exec/fused_activation.h"
 #include "exec/thread_pool.h"
 #include "ir/node.h"
 #include "ir/tensor.h"
@@ -45,15 +46,9 @@ struct KernelContext {
   // Where outputs get their buffers: the session's free buffers of released values (may be
   // null: fresh allocations).
   BufferRecycler* recycler = nullptr;
-  // Set when the session fused the Relu or Clip that alone reads this node's output into the
-  // node (only for the op types listed in FusesOutputClamp): the kernel clamps every element
-  // of output 0 to [clamp_min, clamp_max].
-  bool clamp_output = false;
-  float clamp_min = 0.0f, clamp_max = 0.0f;
-  // Likewise a hard swish (HardSwish, or HardSigmoid and the Mul of its input by it): output
-  // 0 becomes y * min(max(hard_swish_alpha * y + hard_swish_beta, 0), 1). Never with a clamp.
-  bool hard_swish_output = false;
-  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
+  // Set when the session fused the activation that alone reads this node's output into the
+  // node (only for the op types listed in FusesOutputClamp): applied to output 0.
+  FusedActivation fused;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -114,7 +109,7 @@ struct KernelDef {
 
 constexpr int kLatestOpset = 18;
 
-// Whether the kernel of this op honours KernelContext::clamp_output (the session then
+// Whether the kernel of this op honours KernelContext::fused (the session then
 // fuses a following Relu or Clip into it).
 bool FusesOutputClamp(std::string_view domain, std::string_view op_type);
 

@@ -37,12 +37,8 @@ struct Step {
   // In a widened plan: the op only moves or selects values and every float input holds
   // float16 values, so its float16 outputs need no rounding.
   bool keeps_half_values = false;
-  // A Relu or Clip that alone read this step's output, fused into it (KernelContext).
-  bool clamp_output = false;
-  float clamp_min = 0.0f, clamp_max = 0.0f;
-  // A hard swish likewise (HardSwish, or HardSigmoid and the Mul of its input by it).
-  bool hard_swish_output = false;
-  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
+  // The activation that alone read this step's output, fused into it (KernelContext).
+  FusedActivation fused;
 };
 
 struct Plan {
@@ -400,9 +396,8 @@ class Compiler {
       if (slot < 0 || producer[slot] < 0) return nullptr;
       Step& source = plan.steps[producer[slot]];
       const Node& node = *source.node;
-      if (source.clamp_output || source.hard_swish_output || source.value_kernel != nullptr ||
-          source.outputs.size() != 1 || source.outputs[0] != slot ||
-          !FusesOutputClamp(node.domain(), node.op_type())) {
+      if (source.fused.any() || source.value_kernel != nullptr || source.outputs.size() != 1 ||
+          source.outputs[0] != slot || !FusesOutputClamp(node.domain(), node.op_type())) {
         return nullptr;
       }
       return &source;
@@ -423,18 +418,18 @@ class Compiler {
         // Relu or Clip.
         Step* source = fusable_source(slot);
         if (source == nullptr) continue;
-        source->clamp_output = true;
-        source->clamp_min = lo;
-        source->clamp_max = hi;
+        source->fused.clamp = true;
+        source->fused.clamp_min = lo;
+        source->fused.clamp_max = hi;
         source->outputs[0] = step.outputs[0];
         producer[step.outputs[0]] = producer[slot];
         fused[i] = true;
       } else if (plain(step, "HardSwish") && uses[slot] == 1) {
         Step* source = fusable_source(slot);
         if (source == nullptr || !MakesFloat(*source)) continue;
-        source->hard_swish_output = true;
-        source->hard_swish_alpha = 1.0f / 6.0f;
-        source->hard_swish_beta = 0.5f;
+        source->fused.hard_swish = true;
+        source->fused.hard_swish_alpha = 1.0f / 6.0f;
+        source->fused.hard_swish_beta = 0.5f;
         source->outputs[0] = step.outputs[0];
         producer[step.outputs[0]] = producer[slot];
         fused[i] = true;
@@ -450,9 +445,9 @@ class Compiler {
         }
         Step* source = fusable_source(slot);
         if (source == nullptr || !MakesFloat(*source)) continue;
-        source->hard_swish_output = true;
-        source->hard_swish_alpha = step.node->GetFloat("alpha", 0.2f);
-        source->hard_swish_beta = step.node->GetFloat("beta", 0.5f);
+        source->fused.hard_swish = true;
+        source->fused.hard_swish_alpha = step.node->GetFloat("alpha", 0.2f);
+        source->fused.hard_swish_beta = step.node->GetFloat("beta", 0.5f);
         source->outputs[0] = mul.outputs[0];
         producer[mul.outputs[0]] = producer[slot];
         fused[i] = true;
@@ -627,12 +622,7 @@ class Runner {
     KernelContext ctx{node, step.opset,   {},
                       {},   pool_,        plan.keep_kernel_state ? &step.state : nullptr,
                       {},   random_seed_, recycler_};
-    ctx.clamp_output = step.clamp_output;
-    ctx.clamp_min = step.clamp_min;
-    ctx.clamp_max = step.clamp_max;
-    ctx.hard_swish_output = step.hard_swish_output;
-    ctx.hard_swish_alpha = step.hard_swish_alpha;
-    ctx.hard_swish_beta = step.hard_swish_beta;
+    ctx.fused = step.fused;
     ctx.inputs.resize(step.inputs.size(), nullptr);
     bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {

@@ -177,9 +177,9 @@ void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
 // The activation the session fused into the node, over the finished output (the paths
 // without a GEMM epilogue).
 void ApplyFusedActivation(const KernelContext& ctx, float* y, int64_t n) {
-  if (ctx.clamp_output) ClampFloats(y, n, ctx.clamp_min, ctx.clamp_max, ctx.pool);
-  if (ctx.hard_swish_output)
-    HardSwishFloats(y, n, ctx.hard_swish_alpha, ctx.hard_swish_beta, ctx.pool);
+  if (ctx.fused.clamp) ClampFloats(y, n, ctx.fused.clamp_min, ctx.fused.clamp_max, ctx.pool);
+  if (ctx.fused.hard_swish)
+    HardSwishFloats(y, n, ctx.fused.hard_swish_alpha, ctx.fused.hard_swish_beta, ctx.pool);
 }
 
 absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
@@ -259,14 +259,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     const int64_t n = item / group, gi = item % group;
     const float* image = x_data + (n * channels + gi * group_channels) * in_size;
     float* out = y_data + (n * maps + gi * group_maps) * out_size;
-    GemmEpilogue epilogue;
+    GemmEpilogue epilogue{ctx.fused};
     epilogue.row_bias = bias != nullptr ? bias + gi * group_maps : nullptr;
-    epilogue.clamp = ctx.clamp_output;
-    epilogue.clamp_min = ctx.clamp_min;
-    epilogue.clamp_max = ctx.clamp_max;
-    epilogue.hard_swish = ctx.hard_swish_output;
-    epilogue.hard_swish_alpha = ctx.hard_swish_alpha;
-    epilogue.hard_swish_beta = ctx.hard_swish_beta;
     thread_local std::vector<float> phases;
     if (transposed) {
       const float* prepared =
@@ -324,16 +318,16 @@ absl::Status ConvDouble(KernelContext& ctx, const SpatialGeometry& g, int64_t gr
             out_size, ctx.pool);
     }
   }
-  if (ctx.clamp_output) {
-    const double lo = ctx.clamp_min, hi = ctx.clamp_max;
+  if (ctx.fused.clamp) {
+    const double lo = ctx.fused.clamp_min, hi = ctx.fused.clamp_max;
     double* data = y.data<double>();
     for (int64_t i = 0; i < y.numel(); ++i) {
       const double clipped = data[i] < lo ? lo : data[i];
       data[i] = clipped > hi ? hi : clipped;
     }
   }
-  if (ctx.hard_swish_output) {
-    const double alpha = ctx.hard_swish_alpha, beta = ctx.hard_swish_beta;
+  if (ctx.fused.hard_swish) {
+    const double alpha = ctx.fused.hard_swish_alpha, beta = ctx.fused.hard_swish_beta;
     double* data = y.data<double>();
     for (int64_t i = 0; i < y.numel(); ++i) {
       data[i] *= std::max(0.0, std::min(1.0, alpha * data[i] + beta));

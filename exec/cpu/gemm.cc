@@ -265,7 +265,7 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
            ThreadPool* pool) {
   if (m <= 0 || n <= 0) return;
-  GemmEpilogue epilogue{alpha, beta, nullptr};
+  GemmEpilogue epilogue{{}, alpha, beta, nullptr};
   if (k <= 0) {
     GemmEmptyDepth(m, n, c, ldc, epilogue);
     return;

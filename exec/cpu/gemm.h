@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/fused_activation.h"
 #include "exec/thread_pool.h"
 
 namespace ovfix::exec {
@@ -117,26 +118,11 @@ class PackedB : public BSource {
   std::unique_ptr<float[], Free> data_;
 };
 
-struct GemmEpilogue {
+// Then the fused activation (FusedActivation, the base) over every element.
+struct GemmEpilogue : FusedActivation {
   float alpha = 1.0f;
   float beta = 0.0f;                // 0: C is not read (it may hold anything)
   const float* row_bias = nullptr;  // added to every element of row m: row_bias[m]
-  // Then every element clamped to [clamp_min, clamp_max] (a fused Relu or Clip; NaN stays).
-  bool clamp = false;
-  float clamp_min = 0.0f, clamp_max = 0.0f;
-  // Or x * min(max(hard_swish_alpha * x + hard_swish_beta, 0), 1) (a fused hard swish).
-  bool hard_swish = false;
-  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
-
-  // The clamp or hard swish of one element, as the vector epilogues apply it.
-  float Activate(float x) const {
-    if (clamp) {
-      x = x < clamp_min ? clamp_min : x;
-      x = x > clamp_max ? clamp_max : x;
-    }
-    if (hard_swish) x *= std::max(0.0f, std::min(1.0f, hard_swish_alpha * x + hard_swish_beta));
-    return x;
-  }
 };
 
 // C (a.rows() x n, row stride ldc) = clamp(alpha * A * B + beta * C + row_bias).

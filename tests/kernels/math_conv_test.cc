@@ -259,14 +259,8 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
           if (f.clamp) v = std::min<double>(std::max<double>(v, f.a), f.b);
           if (f.hard_swish) v *= std::max(0.0, std::min(1.0, f.a * v + f.b));
         }
-        GemmEpilogue epilogue;
+        GemmEpilogue epilogue{{f.clamp, f.a, f.b, f.hard_swish, f.a, f.b}};
         epilogue.row_bias = c.bias ? b.data() : nullptr;
-        epilogue.clamp = f.clamp;
-        epilogue.clamp_min = f.a;
-        epilogue.clamp_max = f.b;
-        epilogue.hard_swish = f.hard_swish;
-        epilogue.hard_swish_alpha = f.a;
-        epilogue.hard_swish_beta = f.b;
         std::vector<float> y(maps * s.out_size(), std::numeric_limits<float>::quiet_NaN());
         ImplicitConv(packed, x.data(), channels, s, epilogue, y.data(), pool);
         const std::string what = "implicit Conv x" + ::testing::PrintToString(c.x) + " w" +
@@ -333,13 +327,13 @@ TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
         run.constant = {false, true, true};
         run.state = &state;
         if (f.hard_swish) {
-          run.hard_swish_output = true;
-          run.hard_swish_alpha = f.a;
-          run.hard_swish_beta = f.b;
+          run.fused.hard_swish = true;
+          run.fused.hard_swish_alpha = f.a;
+          run.fused.hard_swish_beta = f.b;
         } else {
-          run.clamp_output = true;
-          run.clamp_min = f.a;
-          run.clamp_max = f.b;
+          run.fused.clamp = true;
+          run.fused.clamp_min = f.a;
+          run.fused.clamp_max = f.b;
         }
         const std::string what = kernel + " Conv x" + ::testing::PrintToString(c.x) + " w" +
                                  ::testing::PrintToString(c.w) +
@@ -360,9 +354,9 @@ TEST(ConvTest, FusedClampKeepsNaN) {
   x[3] = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> w(16 * 4, 1.0f);
   NodeRun run;
-  run.clamp_output = true;
-  run.clamp_min = 0.0f;
-  run.clamp_max = 1.0f;
+  run.fused.clamp = true;
+  run.fused.clamp_min = 0.0f;
+  run.fused.clamp_max = 1.0f;
   auto out =
       RunNode("Conv", 11, {FloatTensor({1, 4, 8, 8}, x), FloatTensor({16, 4, 1, 1}, w)}, {}, run);
   ASSERT_TRUE(out.ok()) << out.status();

@@ -76,11 +76,8 @@ struct NodeRun {
   int num_outputs = 1;
   std::string name = "n";  // the node's name (errors name it)
   std::string domain;      // "" for the default ONNX domain
-  // A fused Relu/Clip as the session asks for it (KernelContext::clamp_output).
-  bool clamp_output = false;
-  float clamp_min = 0.0f, clamp_max = 0.0f;
-  bool hard_swish_output = false;
-  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
+  // A fused activation as the session asks for it (KernelContext::fused).
+  FusedActivation fused;
 };
 
 // Runs one node of `op` through the kernel table; an undefined Tensor is an omitted input.
@@ -110,12 +107,7 @@ inline absl::StatusOr<std::vector<Tensor>> RunNode(
   ctx.outputs.resize(run.num_outputs);
   ctx.pool = run.pool;
   ctx.state = run.state;
-  ctx.clamp_output = run.clamp_output;
-  ctx.clamp_min = run.clamp_min;
-  ctx.clamp_max = run.clamp_max;
-  ctx.hard_swish_output = run.hard_swish_output;
-  ctx.hard_swish_alpha = run.hard_swish_alpha;
-  ctx.hard_swish_beta = run.hard_swish_beta;
+  ctx.fused = run.fused;
   OVFIX_RETURN_IF_ERROR(kernel->fn(ctx));
   return ctx.outputs;
 }

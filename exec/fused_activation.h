@@ -1,0 +1,31 @@
+// An activation fused into the op that produces its input: the session folds a Relu or Clip
+// (a clamp), or a HardSwish or HardSigmoid·Mul (a hard swish), that alone reads a node's
+// output into that node's kernel (exec/kernel.h FusesOutputClamp), and the kernel applies it
+// to output 0 as it writes it (the GEMM epilogue, the depthwise and transposed write-backs).
+#pragma once
+
+#include <algorithm>
+
+namespace ovfix::exec {
+
+struct FusedActivation {
+  // Every element clamped to [clamp_min, clamp_max] (NaN stays NaN).
+  bool clamp = false;
+  float clamp_min = 0.0f, clamp_max = 0.0f;
+  // Or y * min(max(hard_swish_alpha * y + hard_swish_beta, 0), 1). Never with a clamp.
+  bool hard_swish = false;
+  float hard_swish_alpha = 0.0f, hard_swish_beta = 0.0f;
+
+  bool any() const { return clamp || hard_swish; }
+  // The activation of one element, as the vector epilogues apply it.
+  float Activate(float x) const {
+    if (clamp) {
+      x = x < clamp_min ? clamp_min : x;
+      x = x > clamp_max ? clamp_max : x;
+    }
+    if (hard_swish) x *= std::max(0.0f, std::min(1.0f, hard_swish_alpha * x + hard_swish_beta));
+    return x;
+  }
+};
+
+}  // namespace ovfix::exec
