@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cpu/avx512_tile.h"
+
 namespace ovfix::exec {
 namespace {
 
@@ -59,22 +61,6 @@ struct ImplicitArgs {
 using ImplicitFn = void (*)(const ImplicitArgs&);
 
 // min(max(x, lo), hi) keeping NaN, as the GEMM epilogue.
-__attribute__((target("avx512f"), always_inline)) inline __m512 Clamp(__m512 x, __m512 lo,
-                                                                      __m512 hi) {
-  x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
-  return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
-}
-
-// x * min(max(alpha * x + beta, 0), 1), a product then a sum, as the GEMM epilogue.
-__attribute__((target("avx512f"), always_inline)) inline __m512 HardSwish(__m512 x, __m512 alpha,
-                                                                          __m512 beta) {
-  __m512 product = _mm512_mul_ps(alpha, x);
-  __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
-  __m512 gate = _mm512_add_ps(product, beta);
-  gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
-  gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
-  return _mm512_mul_ps(x, gate);
-}
 
 // `row` + offset floats, as an address only: lanes a mask leaves out are never touched, and
 // the first of them may lie before the row.
@@ -89,27 +75,10 @@ template <int R, int V>
 struct ImplicitTile {
   __attribute__((target("avx512f,fma"))) static void Run(const ImplicitArgs& t) {
     __m512 acc[R][V];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-    }
-    const float* a = t.a;
     const float* const b = t.b;
     const int32_t* const offsets = t.offsets;
-    for (int64_t k = 0; k < t.kc; ++k) {
-      const float* bk = b + offsets[k];
-      __m512 bv[V];
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(bk + 16 * v);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const __m512 ar = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 2
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
-      }
-      a += kMr;
-    }
+    avx512::Accumulate<R, V, false>(acc, t.a, kMr, t.kc,
+                                    [b, offsets](int64_t k) { return b + offsets[k]; });
     const TileMap& map = *t.map;
     const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
     const __m512 hs_alpha = _mm512_set1_ps(t.hs_alpha), hs_beta = _mm512_set1_ps(t.hs_beta);
@@ -128,8 +97,8 @@ struct ImplicitTile {
           }
           x = _mm512_add_ps(held, x);
         }
-        if (t.clamp) x = Clamp(x, lo, hi);
-        if (t.hard_swish) x = HardSwish(x, hs_alpha, hs_beta);
+        if (t.clamp) x = avx512::Clamp(x, lo, hi);
+        if (t.hard_swish) x = avx512::HardSwish(x, hs_alpha, hs_beta);
         for (int s = 0; s < map.segments; ++s) {
           const Segment& seg = map.segment[s];
           _mm512_mask_storeu_ps(At(row, seg.dst + 16 * v), seg.mask[v], x);

@@ -8,33 +8,14 @@
 #include <string_view>
 #include <utility>
 
+#include "exec/cpu/avx512_tile.h"
+
 namespace ovfix::exec {
 namespace {
 
 using TileFn = void (*)(const TileArgs&);
 
-// min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
-// NaN. (The merge-masked forms: the plain intrinsics trip g++ 12's uninitialized warning.)
-__attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m512 x, __m512 lo,
-                                                                            __m512 hi) {
-  x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
-  return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
-}
-
-// x * min(max(alpha * x + beta, 0), 1), rounded as the unfused HardSigmoid and Mul kernels
-// round it (a product, then a sum: no fused multiply-add).
-__attribute__((target("avx512f"), always_inline)) inline __m512 HardSwishAvx512(__m512 x,
-                                                                                __m512 alpha,
-                                                                                __m512 beta) {
-  __m512 product = _mm512_mul_ps(alpha, x);
-  __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
-  __m512 gate = _mm512_add_ps(product, beta);
-  gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
-  gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
-  return _mm512_mul_ps(x, gate);
-}
-
-// A hard swish on one value, with no multiply-add contraction (as HardSwishAvx512).
+// A hard swish on one value, with no multiply-add contraction (as avx512::HardSwish).
 __attribute__((noinline, optimize("fp-contract=off"))) float HardSwishValue(float x, float alpha,
                                                                             float beta) {
   return x * std::max(0.0f, std::min(1.0f, alpha * x + beta));
@@ -63,26 +44,9 @@ template <int R, int V>
 struct Avx512Tile {
   __attribute__((target("avx512f,fma"))) static void Run(const TileArgs& t) {
     __m512 acc[R][V];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-    }
-    const float* a = t.a;
-    const float* b = t.b;
-    for (int64_t k = 0; k < t.kc; ++k) {
-      __m512 bv[V];
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const __m512 ar = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 2
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
-      }
-      a += kAvx512Mr;
-      b += kAvx512Nr;
-    }
+    const float* const b = t.b;
+    avx512::Accumulate<R, V, true>(acc, t.a, kAvx512Mr, t.kc,
+                                   [b](int64_t k) { return b + k * kAvx512Nr; });
     __mmask16 mask[V];
 #pragma GCC unroll 2
     for (int v = 0; v < V; ++v) {
@@ -105,8 +69,8 @@ struct Avx512Tile {
       for (int v = 0; v < V; ++v) {
         __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bias);
         if (read_c) x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
-        if (clamp) x = ClampAvx512(x, lo, hi);
-        if (hard_swish) x = HardSwishAvx512(x, hs_alpha, hs_beta);
+        if (clamp) x = avx512::Clamp(x, lo, hi);
+        if (hard_swish) x = avx512::HardSwish(x, hs_alpha, hs_beta);
         _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
       }
     }
