@@ -23,7 +23,13 @@ struct FusedActivation {
       x = x < clamp_min ? clamp_min : x;
       x = x > clamp_max ? clamp_max : x;
     }
-    if (hard_swish) x *= std::max(0.0f, std::min(1.0f, hard_swish_alpha * x + hard_swish_beta));
+    if (hard_swish) {
+      // A product, then a sum, as the unfused HardSigmoid and Mul kernels round it: no
+      // contraction into a multiply-add (avx512::HardSwish likewise).
+      float product = hard_swish_alpha * x;
+      __asm__("" : "+x"(product));
+      x *= std::max(0.0f, std::min(1.0f, product + hard_swish_beta));
+    }
     return x;
   }
 };

@@ -52,15 +52,10 @@ struct ImplicitArgs {
   const TileMap* map = nullptr;
   const float* bias = nullptr;  // per map, or null
   bool accumulate = false;      // add to what Y holds (a later depth block)
-  bool clamp = false;
-  float lo = 0.0f, hi = 0.0f;
-  bool hard_swish = false;
-  float hs_alpha = 0.0f, hs_beta = 0.0f;
+  FusedActivation activation;   // on the last depth block only
 };
 
 using ImplicitFn = void (*)(const ImplicitArgs&);
-
-// min(max(x, lo), hi) keeping NaN, as the GEMM epilogue.
 
 // `row` + offset floats, as an address only: lanes a mask leaves out are never touched, and
 // the first of them may lie before the row.
@@ -80,8 +75,10 @@ struct ImplicitTile {
     avx512::Accumulate<R, V, false>(acc, t.a, kMr, t.kc,
                                     [b, offsets](int64_t k) { return b + offsets[k]; });
     const TileMap& map = *t.map;
-    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
-    const __m512 hs_alpha = _mm512_set1_ps(t.hs_alpha), hs_beta = _mm512_set1_ps(t.hs_beta);
+    const __m512 lo = _mm512_set1_ps(t.activation.clamp_min),
+                 hi = _mm512_set1_ps(t.activation.clamp_max);
+    const __m512 hs_alpha = _mm512_set1_ps(t.activation.hard_swish_alpha),
+                 hs_beta = _mm512_set1_ps(t.activation.hard_swish_beta);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       float* row = t.c + r * t.ldc;
@@ -97,8 +94,8 @@ struct ImplicitTile {
           }
           x = _mm512_add_ps(held, x);
         }
-        if (t.clamp) x = avx512::Clamp(x, lo, hi);
-        if (t.hard_swish) x = avx512::HardSwish(x, hs_alpha, hs_beta);
+        if (t.activation.clamp) x = avx512::Clamp(x, lo, hi);
+        if (t.activation.hard_swish) x = avx512::HardSwish(x, hs_alpha, hs_beta);
         for (int s = 0; s < map.segments; ++s) {
           const Segment& seg = map.segment[s];
           _mm512_mask_storeu_ps(At(row, seg.dst + 16 * v), seg.mask[v], x);
@@ -260,10 +257,6 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
     const int64_t count = static_cast<int64_t>(tiles.size());
     ImplicitArgs args;
     args.ldc = out_size;
-    args.lo = epilogue.clamp_min;
-    args.hi = epilogue.clamp_max;
-    args.hs_alpha = epilogue.hard_swish_alpha;
-    args.hs_beta = epilogue.hard_swish_beta;
     for (int64_t j0 = 0; j0 < count; j0 += kTilesPerBlock) {
       const int64_t j1 = std::min(count, j0 + kTilesPerBlock);
       for (int64_t k0 = 0; k0 < depth; k0 += depth_block) {
@@ -272,8 +265,7 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
         args.offsets = offsets.data() + k0;
         args.kc = kc;
         args.accumulate = k0 > 0;
-        args.clamp = epilogue.clamp && last;
-        args.hard_swish = epilogue.hard_swish && last;
+        args.activation = last ? FusedActivation(epilogue) : FusedActivation();
         for (int64_t p = 0; p < panels; ++p) {
           const int rows_here = static_cast<int>(std::min<int64_t>(kMr, maps - p * kMr));
           args.a = weights.panel(k0, kc, p);

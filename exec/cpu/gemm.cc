@@ -67,12 +67,7 @@ void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
       tile.ldc = ldc;
       tile.alpha = epilogue.alpha;
       tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
-      tile.clamp = epilogue.clamp && k0 + kc >= k;
-      tile.lo = epilogue.clamp_min;
-      tile.hi = epilogue.clamp_max;
-      tile.hard_swish = epilogue.hard_swish && k0 + kc >= k;
-      tile.hs_alpha = epilogue.hard_swish_alpha;
-      tile.hs_beta = epilogue.hard_swish_beta;
+      if (k0 + kc >= k) tile.activation = epilogue;
       for (int64_t p = p0; p < p1; ++p) {
         tile.a = a.panel(k0, kc, p);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));

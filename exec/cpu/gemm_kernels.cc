@@ -15,20 +15,6 @@ namespace {
 
 using TileFn = void (*)(const TileArgs&);
 
-// A hard swish on one value, with no multiply-add contraction (as avx512::HardSwish).
-__attribute__((noinline, optimize("fp-contract=off"))) float HardSwishValue(float x, float alpha,
-                                                                            float beta) {
-  return x * std::max(0.0f, std::min(1.0f, alpha * x + beta));
-}
-
-// The tile's clamp or hard swish on one value (a clamp keeps NaN).
-inline float ClampValue(const TileArgs& t, float x) {
-  if (t.hard_swish) return HardSwishValue(x, t.hs_alpha, t.hs_beta);
-  if (!t.clamp) return x;
-  x = x < t.lo ? t.lo : x;
-  return x > t.hi ? t.hi : x;
-}
-
 // A table of Tile<rows, vectors>::Run for rows 1..sizeof...(R), so that every tile size gets a
 // kernel whose loops the compiler fully unrolls with the accumulators in registers.
 template <template <int, int> class Tile, int V, int... R>
@@ -55,9 +41,12 @@ struct Avx512Tile {
     }
     const __m512 alpha = _mm512_set1_ps(t.alpha);
     const __m512 beta = _mm512_set1_ps(t.beta);
-    const bool read_c = t.beta != 0.0f, clamp = t.clamp, hard_swish = t.hard_swish;
-    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
-    const __m512 hs_alpha = _mm512_set1_ps(t.hs_alpha), hs_beta = _mm512_set1_ps(t.hs_beta);
+    const bool read_c = t.beta != 0.0f, clamp = t.activation.clamp,
+               hard_swish = t.activation.hard_swish;
+    const __m512 lo = _mm512_set1_ps(t.activation.clamp_min),
+                 hi = _mm512_set1_ps(t.activation.clamp_max);
+    const __m512 hs_alpha = _mm512_set1_ps(t.activation.hard_swish_alpha),
+                 hs_beta = _mm512_set1_ps(t.activation.hard_swish_beta);
     float* const c0 = t.c;
     const int64_t ldc = t.ldc;
     const float* const bias_row = t.bias;
@@ -112,7 +101,8 @@ struct Avx2Tile {
     }
     const __m256 alpha = _mm256_set1_ps(t.alpha);
     const __m256 beta = _mm256_set1_ps(t.beta);
-    const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
+    const __m256 lo = _mm256_set1_ps(t.activation.clamp_min),
+                 hi = _mm256_set1_ps(t.activation.clamp_max);
     if (t.cols == 8 * V) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -122,11 +112,12 @@ struct Avx2Tile {
         for (int v = 0; v < V; ++v) {
           __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bias);
           if (t.beta != 0.0f) x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
-          if (t.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
-          if (t.hard_swish) {
-            __m256 product = _mm256_mul_ps(_mm256_set1_ps(t.hs_alpha), x);
+          if (t.activation.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+          if (t.activation.hard_swish) {
+            __m256 product = _mm256_mul_ps(_mm256_set1_ps(t.activation.hard_swish_alpha), x);
             __asm__("" : "+x"(product));  // no contraction into a multiply-add
-            const __m256 gate = _mm256_add_ps(product, _mm256_set1_ps(t.hs_beta));
+            const __m256 gate =
+                _mm256_add_ps(product, _mm256_set1_ps(t.activation.hard_swish_beta));
             x = _mm256_mul_ps(
                 x, _mm256_min_ps(_mm256_max_ps(gate, _mm256_setzero_ps()), _mm256_set1_ps(1.0f)));
           }
@@ -146,7 +137,7 @@ struct Avx2Tile {
       const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
       for (int j = 0; j < t.cols; ++j) {
         const float x = t.alpha * tile[r][j] + bias;
-        c[j] = ClampValue(t, t.beta != 0.0f ? x + t.beta * c[j] : x);
+        c[j] = t.activation.Activate(t.beta != 0.0f ? x + t.beta * c[j] : x);
       }
     }
   }
@@ -177,7 +168,7 @@ void PortableTile(const TileArgs& t) {
     const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
     for (int j = 0; j < t.cols; ++j) {
       const float x = t.alpha * acc[r][j] + bias;
-      c[j] = ClampValue(t, t.beta != 0.0f ? x + t.beta * c[j] : x);
+      c[j] = t.activation.Activate(t.beta != 0.0f ? x + t.beta * c[j] : x);
     }
   }
 }

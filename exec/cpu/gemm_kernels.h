@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exec/cpu/gemm.h"
+#include "exec/fused_activation.h"
 #include "exec/thread_pool.h"
 
 namespace ovfix::exec {
@@ -25,13 +26,8 @@ struct TileArgs {
   float alpha = 1.0f;
   float beta = 0.0f;            // 0: C is not read
   const float* bias = nullptr;  // per row, or null
-  // Then clamped to [lo, hi] as min(max(x, lo), hi) with NaN kept (the last depth block of a
-  // product with a fused activation).
-  bool clamp = false;
-  float lo = 0.0f, hi = 0.0f;
-  // Or x * min(max(hs_alpha * x + hs_beta, 0), 1) (a fused hard swish), likewise.
-  bool hard_swish = false;
-  float hs_alpha = 0.0f, hs_beta = 0.0f;
+  // Then the fused activation (set on the last depth block of a product that has one).
+  FusedActivation activation;
 };
 
 struct GemmKernel {
