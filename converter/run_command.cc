@@ -1,6 +1,7 @@
 // `ovfix run MODEL`: runs a model on an executor and prints what came out. With --test-data
 // DIR it reads DIR/input_K.pb (in graph-input order) and checks DIR/output_K.pb, which makes
 // it the quickest way to see whether a backend or a precision changes a model's results.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +37,7 @@ struct RunOptions {
   int threads = 0;
   int device = -1;  // opencl: device index (see `ovfix devices`)
   int repeat = 1;
+  bool profile = false;
   double rtol = 1e-3;
   double atol = 1e-5;
 };
@@ -47,6 +49,56 @@ std::vector<std::string> Files(const RunOptions& o) {
   for (const std::string& spec : o.inputs) files.push_back(spec.substr(spec.find('=') + 1));
   return files;
 }
+
+// Wall time per node and per op type over all runs, for --profile.
+class NodeTimes {
+ public:
+  void Add(const Node& node, double ms) {
+    Entry& e = by_node_[&node];
+    if (e.calls++ == 0) order_.push_back(&node);
+    e.ms += ms;
+    total_ += ms;
+  }
+
+  void Print(int runs) const {
+    std::map<std::string, Entry> by_op;
+    for (const Node* node : order_) {
+      Entry& e = by_op[node->op_type()];
+      e.ms += by_node_.at(node).ms;
+      e.calls += by_node_.at(node).calls;
+    }
+    std::vector<std::pair<std::string, Entry>> ops(by_op.begin(), by_op.end());
+    std::sort(ops.begin(), ops.end(),
+              [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    std::printf("profile: %.3f ms per run in nodes\n", total_ / runs);
+    std::printf("  %-28s %10s %7s %7s\n", "op type", "ms/run", "share", "nodes");
+    for (const auto& [op, e] : ops) {
+      std::printf("  %-28s %10.3f %6.1f%% %7ld\n", op.c_str(), e.ms / runs, Share(e.ms),
+                  static_cast<long>(e.calls / runs));
+    }
+    std::vector<const Node*> slowest = order_;
+    std::sort(slowest.begin(), slowest.end(), [this](const Node* a, const Node* b) {
+      return by_node_.at(a).ms > by_node_.at(b).ms;
+    });
+    slowest.resize(std::min<size_t>(slowest.size(), 15));
+    std::printf("  slowest nodes:\n");
+    for (const Node* node : slowest) {
+      std::printf("  %10.3f ms %6.1f%%  %s\n", by_node_.at(node).ms / runs,
+                  Share(by_node_.at(node).ms), node->Describe().c_str());
+    }
+  }
+
+ private:
+  struct Entry {
+    double ms = 0;
+    int64_t calls = 0;
+  };
+  double Share(double ms) const { return total_ > 0 ? 100 * ms / total_ : 0; }
+
+  std::map<const Node*, Entry> by_node_;
+  std::vector<const Node*> order_;
+  double total_ = 0;
+};
 
 absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& graph) {
   exec::TensorMap feeds;
@@ -157,6 +209,13 @@ int RunModel(const RunOptions& o) {
   options.precision = *precision;
   options.threads = o.threads;
   options.device = o.device;
+  NodeTimes node_times;
+  if (o.profile) {
+    if (o.backend != "cpu") {
+      return fail(absl::InvalidArgumentError("--profile times the cpu backend's nodes only"));
+    }
+    options.on_node_time = [&node_times](const Node& node, double ms) { node_times.Add(node, ms); };
+  }
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(**model, options);
   if (!session.ok()) return fail(session.status());
 
@@ -184,6 +243,8 @@ int RunModel(const RunOptions& o) {
     std::printf("ran %d times (%s, %s): mean %.3f ms, best %.3f ms\n", o.repeat, o.backend.c_str(),
                 o.precision.c_str(), total / o.repeat, best);
   }
+
+  if (o.profile) node_times.Print(o.repeat);
 
   if (!o.output_dir.empty()) {
     std::error_code error;
@@ -233,6 +294,8 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--device", o->device, "OpenCL device index (see 'ovfix devices')");
   sub->add_option("--threads", o->threads, "Worker threads (0: one per core)");
   sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
+  sub->add_flag("--profile", o->profile,
+                "Print where the time went: per op type and the slowest nodes (cpu)");
   sub->add_option("--rtol", o->rtol, "Relative tolerance for --test-data (default 1e-3)");
   sub->add_option("--atol", o->atol, "Absolute tolerance for --test-data (default 1e-5)");
   return {sub, [o] { return RunModel(*o); }, [o] { return Files(*o); }};

@@ -40,6 +40,9 @@ struct SessionOptions {
   // is still in cache); in a body, once per iteration or branch taken. Widened float16
   // values come in their float form.
   std::function<void(const Value& value, const Tensor& tensor)> on_value;
+  // cpu: called after each node ran with its wall time in milliseconds (a node the plan
+  // fused into its producer is timed with it; a body's nodes once per iteration).
+  std::function<void(const Node& node, double ms)> on_node_time;
   int device = -1;  // opencl: device index (-1: $OVFIX_OPENCL_DEVICE, else first GPU)
   // cpu: random ops without a seed attribute draw from this seed (mixed with the node's
   // output name) instead of fresh entropy, so that two sessions agree (validation); 0: off.

@@ -4,6 +4,7 @@
 // walk over its steps with no name lookups. Subgraphs read outer-scope values by copying
 // them from the enclosing frame when their own frame starts (tensors share buffers).
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <new>
 #include <utility>
@@ -510,6 +511,7 @@ class Runner {
         recycler_(recycler),
         round_(RoundsFloats(options.precision)),
         on_value_(options.on_value ? &options.on_value : nullptr),
+        on_node_time_(options.on_node_time ? &options.on_node_time : nullptr),
         random_seed_(options.random_seed) {}
 
   static void InitFrame(const Plan& plan, std::vector<RuntimeValue>& frame,
@@ -529,8 +531,15 @@ class Runner {
 
   absl::Status RunPlan(const Plan& plan, std::vector<RuntimeValue>& frame) {
     for (const Step& step : plan.steps) {
+      const auto start = on_node_time_ != nullptr ? std::chrono::steady_clock::now()
+                                                  : std::chrono::steady_clock::time_point();
       absl::Status s = RunStep(plan, step, frame);
       if (!s.ok()) return s;
+      if (on_node_time_ != nullptr) {
+        (*on_node_time_)(*step.node, std::chrono::duration<double, std::milli>(
+                                         std::chrono::steady_clock::now() - start)
+                                         .count());
+      }
       for (int slot : step.release) {
         if (frame[slot].is_tensor()) recycler_->Give(frame[slot].tensor);
         frame[slot] = RuntimeValue();
@@ -748,6 +757,7 @@ class Runner {
   BufferRecycler* recycler_;
   bool round_;
   const std::function<void(const Value&, const Tensor&)>* on_value_;
+  const std::function<void(const Node&, double)>* on_node_time_;
   uint64_t random_seed_;
   std::vector<std::shared_ptr<Buffer>> scratch_;  // see AsFloat
 };

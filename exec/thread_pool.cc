@@ -12,7 +12,11 @@ namespace {
 // than many small ops take: threads spin this many pauses (tens of microseconds) first.
 constexpr int kSpinPauses = 20000;
 
+thread_local int t_thread_index = 0;
+
 }  // namespace
+
+int ThreadPool::CurrentThread() { return t_thread_index; }
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -28,7 +32,8 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::WorkerLoop(int) {
+void ThreadPool::WorkerLoop(int index) {
+  t_thread_index = index;
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
@@ -106,9 +111,20 @@ void ParallelForEach(ThreadPool* pool, int64_t n, const std::function<void(int64
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  std::atomic<int64_t> next{0};
-  pool->ParallelFor(std::min<int64_t>(pool->size(), n), 1, [&](int64_t, int64_t) {
-    for (int64_t i = next++; i < n; i = next++) fn(i);
+  const int threads = static_cast<int>(std::min<int64_t>(pool->size(), n));
+  // Range r is [r * n / threads, (r + 1) * n / threads); next[r] is its next unclaimed item.
+  struct alignas(64) Cursor {
+    std::atomic<int64_t> next;
+  };
+  std::vector<Cursor> cursors(threads);
+  for (int r = 0; r < threads; ++r) cursors[r].next = r * n / threads;
+  pool->ParallelFor(threads, 1, [&](int64_t, int64_t) {
+    const int own = ThreadPool::CurrentThread() % threads;
+    for (int step = 0; step < threads; ++step) {
+      const int r = (own + step) % threads;
+      const int64_t end = (r + 1) * n / threads;
+      for (int64_t i = cursors[r].next++; i < end; i = cursors[r].next++) fn(i);
+    }
   });
 }
 

@@ -161,12 +161,12 @@ void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
   if (pointwise) {
     columns.Pack(image, positions, true, positions, depth);
   } else {
-    columns.PackColumns(
-        positions, depth,
-        [&](int64_t k, float* column) {
-          Im2colRow(image, s, layout, Tap(s, k), Position(s, 0), positions, column);
-        },
-        pool);
+    const int mr = CurrentGemmGeometry().mr;
+    if (GatheredColumns::Applies(s, mr)) {
+      columns.PackTransposed(GatheredColumns(image, s, layout, mr), positions, depth, pool);
+    } else {
+      columns.PackTransposed(Im2colB(image, s, layout), positions, depth, pool);
+    }
   }
   thread_local std::vector<float> product;
   product.resize(positions * maps);

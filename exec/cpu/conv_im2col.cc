@@ -164,7 +164,7 @@ __attribute__((target("avx512f"))) void Im2colPanelsAvx512(const float* image, c
 const float* Im2colB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
                            float* dst) const {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 && nr % 16 == 0) {
+  if (avx512) {
     Im2colPanelsAvx512(image_, s_, layout_, k0, kc, n0, nc, nr, dst);
     return dst;
   }
@@ -175,6 +175,73 @@ const float* Im2colB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int n
   for (int64_t kk = 0; kk < kc; ++kk, tap.Next(s_)) {
     Im2colRow(image_, s_, layout_, tap, start, nc, row.data());
     PackRowIntoPanels(row.data(), nc, nr, kc * nr, dst + kk * nr);
+  }
+  return dst;
+}
+
+namespace {
+
+// How many gather offsets GatheredColumns keeps at most (per panel and tap, 16 each).
+constexpr int64_t kMaxGatherOffsets = int64_t{1} << 20;
+
+}  // namespace
+
+bool GatheredColumns::Applies(const Spatial3& s, int nr) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const int64_t panels = (s.out_size() + nr - 1) / nr;
+  const ColumnLayout layout(s);
+  const int64_t channel = s.in[0] * s.in[1] * layout.row_width;
+  return avx512 && nr <= 16 && panels * s.kernel_size() * 16 <= kMaxGatherOffsets &&
+         channel < (int64_t{1} << 31);
+}
+
+GatheredColumns::GatheredColumns(const float* image, const Spatial3& s, const ColumnLayout& layout,
+                                 int nr)
+    : image_(image),
+      taps_(s.kernel_size()),
+      channel_stride_(s.in[0] * s.in[1] * layout.row_width),
+      nr_(nr) {
+  const int64_t positions = s.out_size(), panels = (positions + nr - 1) / nr;
+  offsets_.assign(panels * taps_ * 16, 0);
+  masks_.assign(panels * taps_, 0);
+  for (int64_t n = 0; n < positions; ++n) {
+    const Position p(s, n);
+    const int64_t panel = n / nr, lane = n % nr;
+    Tap tap(s, 0);
+    for (int64_t t = 0; t < taps_; ++t, tap.Next(s)) {
+      const int64_t id = p.od * s.stride[0] + tap.kd * s.dilation[0] - s.pad[0];
+      const int64_t ih = p.oh * s.stride[1] + tap.kh * s.dilation[1] - s.pad[1];
+      if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1] || p.ow < layout.lo[tap.kw] ||
+          p.ow >= layout.hi[tap.kw]) {
+        continue;  // padding: the lane stays masked off and reads as 0
+      }
+      offsets_[(panel * taps_ + t) * 16 + lane] = static_cast<int32_t>(
+          (id * s.in[1] + ih) * layout.row_width + layout.offset[tap.kw] + p.ow);
+      masks_[panel * taps_ + t] |= static_cast<uint16_t>(1u << lane);
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) const float* GatheredColumns::Pack(int64_t k0, int64_t kc,
+                                                                      int64_t n0, int64_t nc,
+                                                                      int nr, float* dst) const {
+  const int64_t first = n0 / nr_, panels = (nc + nr_ - 1) / nr_;
+  const __mmask16 row = static_cast<__mmask16>((1u << nr_) - 1);
+  for (int64_t p = 0; p < panels; ++p) {
+    const int32_t* offsets = offsets_.data() + (first + p) * taps_ * 16;
+    const uint16_t* masks = masks_.data() + (first + p) * taps_;
+    float* out = dst + p * kc * nr_;
+    int64_t c = k0 / taps_, t = k0 % taps_;
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      const __m512i index = _mm512_loadu_si512(offsets + t * 16);
+      const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), masks[t], index,
+                                                image_ + c * channel_stride_, 4);
+      _mm512_mask_storeu_ps(out + kk * nr_, row, v);
+      if (++t == taps_) {
+        t = 0;
+        ++c;
+      }
+    }
   }
   return dst;
 }

@@ -130,4 +130,26 @@ class Im2colB : public BSource {
   const ColumnLayout& layout_;
 };
 
+// The column matrix of a prepared image packed with AVX-512 gathers, for packings of at
+// most 16 positions per panel (the transposed product packs it as A, in panels of the
+// micro-kernel's mr rows): the input offsets of every panel's positions through every kernel
+// offset are worked out once, so that a row of a panel is one gather. Use it only where
+// Applies() says so; Pack takes whole panels (n0 a multiple of nr).
+class GatheredColumns : public BSource {
+ public:
+  GatheredColumns(const float* image, const Spatial3& s, const ColumnLayout& layout, int nr);
+  static bool Applies(const Spatial3& s, int nr);
+  const float* Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
+                    float* dst) const override;
+
+ private:
+  const float* image_;
+  int64_t taps_ = 0, channel_stride_ = 0;
+  int nr_ = 0;
+  // Per panel and tap: 16 offsets into a channel of the prepared image, and which are read
+  // (the others are padding, or lanes past the panel's positions).
+  std::vector<int32_t> offsets_;
+  std::vector<uint16_t> masks_;
+};
+
 }  // namespace ovfix::exec

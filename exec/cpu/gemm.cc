@@ -152,19 +152,17 @@ void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k
   }
 }
 
-void PackedA::PackColumns(int64_t m, int64_t k, const ColumnFn& column, ThreadPool* pool) {
+void PackedA::PackTransposed(const BSource& a_t, int64_t m, int64_t k, ThreadPool* pool) {
   Reset(m, k);
   const int64_t blocks = (k + depth_block_ - 1) / depth_block_;
+  // A block of A^T packed with nr = mr is a block of A packed: panel p holds rows p*mr ..
+  // as kc rows of mr floats.
   ParallelForEach(m * k >= (int64_t{1} << 16) ? pool : nullptr, blocks, [&](int64_t block) {
-    thread_local std::vector<float> values;
-    values.resize(m);
     const int64_t k0 = block * depth_block_;
     const int64_t kc = std::min(depth_block_, k - k0);
     float* dst = data_.get() + k0 * padded_rows_;
-    for (int64_t kk = 0; kk < kc; ++kk) {
-      column(k0 + kk, values.data());
-      PackRowIntoPanels(values.data(), m, mr_, kc * mr_, dst + kk * mr_);
-    }
+    const float* packed = a_t.Pack(k0, kc, 0, m, mr_, dst);
+    if (packed != dst) std::memcpy(dst, packed, kc * padded_rows_ * sizeof(float));
   });
 }
 

@@ -36,21 +36,21 @@ bool SelectGemmKernelForTesting(const std::string& name);
 // How K is cut into blocks: A's packing and B's packing must agree on it.
 int64_t GemmDepthBlock(int64_t k);
 
+class BSource;
+
 // A (M x K) packed for the micro-kernel; a(m, k) = trans ? a[k * lda + m] : a[m * lda + k].
 class PackedA {
  public:
-  // Writes column k of A (its m elements, contiguous) into `column`.
-  using ColumnFn = std::function<void(int64_t k, float* column)>;
-
   PackedA() = default;
   PackedA(const float* a, int64_t lda, bool trans, int64_t m, int64_t k) {
     Pack(a, lda, trans, m, k);
   }
   // (Re)packs, reusing the storage when it is large enough.
   void Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k);
-  // A given column by column (e.g. the transposed im2col matrix); columns are asked for in
-  // parallel over the pool.
-  void PackColumns(int64_t m, int64_t k, const ColumnFn& column, ThreadPool* pool);
+  // A given as its transpose, a K x M matrix whose blocks `a_t` packs (the transposed
+  // product of a convolution: A^T is the im2col matrix); depth blocks are packed in parallel
+  // over the pool.
+  void PackTransposed(const BSource& a_t, int64_t m, int64_t k, ThreadPool* pool);
 
   int64_t rows() const { return rows_; }
   int64_t depth() const { return depth_; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -179,6 +180,50 @@ TEST(CompareCli, RunOnOpenclDeviceShowsTheDevice) {
   auto r = RunOvfix("run " + WithTestData("hand_softmax") + " --backend opencl --device 0");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("OpenCL device"), std::string::npos) << r.out << r.err;
+}
+
+// `ovfix run --profile`: the time per op type (resnet18's 20 Convs, shares adding up to the
+// whole) and the slowest nodes by name; the opencl backend is refused with one line.
+TEST(CompareCli, RunProfileShowsWhereTheTimeWent) {
+  if (!HaveModel("resnet18")) GTEST_SKIP() << "no ../shared/models";
+  auto r = RunOvfix("run " + WithTestData("resnet18") + " --profile --repeat 2 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const size_t at = r.out.find("profile: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream lines(r.out.substr(at));
+  std::string line;
+  double shares = 0;
+  int conv_nodes = -1, slowest = 0;
+  bool in_slowest = false;
+  while (std::getline(lines, line)) {
+    if (line.find("slowest nodes:") != std::string::npos) {
+      in_slowest = true;
+      continue;
+    }
+    std::istringstream fields(line);
+    if (in_slowest) {
+      if (line.find(" ms ") != std::string::npos) {
+        ++slowest;
+        EXPECT_NE(line.find("Conv '/"), std::string::npos) << line;  // convs dominate
+      }
+      continue;
+    }
+    std::string op, share;
+    double ms = 0;
+    int nodes = 0;
+    if (fields >> op >> ms >> share >> nodes && !share.empty() && share.back() == '%') {
+      shares += std::stod(share);
+      if (op == "Conv") conv_nodes = nodes;
+    }
+  }
+  EXPECT_EQ(conv_nodes, 20) << r.out;
+  EXPECT_NEAR(shares, 100.0, 0.5) << r.out;
+  EXPECT_GE(slowest, 3) << r.out;
+  EXPECT_NE(r.out.find("output 'logits': matches"), std::string::npos) << r.out;
+
+  auto refused = RunOvfix("run " + WithTestData("resnet18") + " --profile --backend opencl");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
 }
 
 // The original against its gpu-fp16 conversion: shared tensors agree to 1e-2 of their range,

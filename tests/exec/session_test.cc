@@ -49,6 +49,48 @@ constexpr char kAddMul[] = R"(
     y = Add(t, b)
   })";
 
+// on_node_time (`ovfix run --profile`): every node that ran, once per run, in order, with
+// its wall time; a node inside a Loop body once per iteration.
+TEST(Session, TimesEveryNodeThatRan) {
+  auto model = Parse(R"(
+    agraph (float[N,2] x, float[2] b) => (float[N,2] y, float[N,2] z) {
+      c = Constant <value = float[1] {2.0}> ()
+      t = Mul(x, c)
+      y = Add(t, b)
+      n = Constant <value = int64 {3}> ()
+      cond = Constant <value = bool {1}> ()
+      z = Loop(n, cond, y) <body = step (int64 i, bool keep, float[N,2] acc) => (bool keep_out, float[N,2] acc_out) {
+        keep_out = Identity(keep)
+        acc_out = Relu(acc)
+      }>
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<std::string> timed;
+  double total = 0;
+  SessionOptions options;
+  options.on_node_time = [&](const Node& node, double ms) {
+    timed.push_back(node.op_type());
+    EXPECT_GE(ms, 0.0) << node.Describe();
+    total += ms;
+  };
+  auto session = MakeSession(*model, options);
+  ASSERT_NE(session, nullptr);
+  for (int run = 0; run < 2; ++run) {
+    auto out = session->Run({{"x", Floats({2, 2}, {1, -2, 3, 4})}, {"b", Floats({2}, {1, 2})}});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  std::vector<std::string> once = {"Constant", "Mul", "Add", "Constant", "Constant"};
+  for (int i = 0; i < 3; ++i) {
+    once.push_back("Identity");
+    once.push_back("Relu");
+  }
+  once.push_back("Loop");
+  std::vector<std::string> expected = once;
+  expected.insert(expected.end(), once.begin(), once.end());
+  EXPECT_EQ(timed, expected);
+  EXPECT_GT(total, 0.0);
+}
+
 TEST(Session, RunsAGraph) {
   auto model = Parse(kAddMul);
   ASSERT_NE(model, nullptr);

@@ -177,6 +177,13 @@ TEST(ConvTest, MatchesNaive) {
       {{1, 4, 20}, {4, 1, 3}, 4, {1}, {}, {1, 1}},
       {{1, 2, 5, 6, 7}, {3, 2, 3, 2, 3}, 1, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 1, 1, 0}, "", true},
       {{1, 4, 4, 5, 6}, {4, 2, 2, 2, 2}, 2, {}, {}, {}, "SAME_UPPER"},
+      // Few output positions and many maps (late layers): the transposed product, whose
+      // columns are gathered per register tile of positions: position counts that leave a
+      // partial tile, two depth blocks, strides, dilations, asymmetric pads, 1-D, 3-D, batch.
+      {{1, 40, 7, 7}, {64, 40, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true},
+      {{2, 24, 13, 11}, {48, 24, 3, 3}, 1, {2, 2}, {1, 2}, {2, 1, 0, 2}, "", true},
+      {{1, 16, 40}, {64, 16, 5}, 1, {2}, {}, {2, 1}},
+      {{1, 4, 5, 6, 7}, {32, 4, 3, 2, 3}, 1, {}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, "", true},
       // Wide enough to use several threads and blocks.
       {{1, 32, 40, 40}, {48, 32, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{1, 64, 9, 9}, {300, 64, 3, 3}, 1, {}, {}, {1, 1, 1, 1}},
