@@ -159,11 +159,11 @@ void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
   // Buffers stay with the thread: big allocations would be fresh pages on every run.
   thread_local PackedA columns;
   if (pointwise) {
-    columns.Pack(image, positions, true, positions, depth);
+    columns.Pack(image, positions, true, positions, depth, pool);
   } else {
     const int mr = CurrentGemmGeometry().mr;
-    if (GatheredColumns::Applies(s, mr)) {
-      columns.PackTransposed(GatheredColumns(image, s, layout, mr), positions, depth, pool);
+    if (SegmentedColumns::Applies(s, mr)) {
+      columns.PackTransposed(SegmentedColumns(image, s, layout, mr), positions, depth, pool);
     } else {
       columns.PackTransposed(Im2colB(image, s, layout), positions, depth, pool);
     }

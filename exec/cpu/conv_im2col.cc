@@ -181,65 +181,78 @@ const float* Im2colB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int n
 
 namespace {
 
-// How many gather offsets GatheredColumns keeps at most (per panel and tap, 16 each).
-constexpr int64_t kMaxGatherOffsets = int64_t{1} << 20;
+// How many segments SegmentedColumns keeps at most.
+constexpr int64_t kMaxSegments = int64_t{1} << 20;
 
 }  // namespace
 
-bool GatheredColumns::Applies(const Spatial3& s, int nr) {
+bool SegmentedColumns::Applies(const Spatial3& s, int nr) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
+  // A panel's positions span at most this many output rows, each a segment per tap.
+  const int64_t rows_per_panel = std::min<int64_t>(nr, (nr - 1) / s.out[2] + 2);
   const int64_t panels = (s.out_size() + nr - 1) / nr;
-  const ColumnLayout layout(s);
-  const int64_t channel = s.in[0] * s.in[1] * layout.row_width;
-  return avx512 && nr <= 16 && panels * s.kernel_size() * 16 <= kMaxGatherOffsets &&
-         channel < (int64_t{1} << 31);
+  return avx512 && nr <= 16 && panels * s.kernel_size() * rows_per_panel <= kMaxSegments;
 }
 
-GatheredColumns::GatheredColumns(const float* image, const Spatial3& s, const ColumnLayout& layout,
-                                 int nr)
+SegmentedColumns::SegmentedColumns(const float* image, const Spatial3& s,
+                                   const ColumnLayout& layout, int nr)
     : image_(image),
       taps_(s.kernel_size()),
       channel_stride_(s.in[0] * s.in[1] * layout.row_width),
       nr_(nr) {
   const int64_t positions = s.out_size(), panels = (positions + nr - 1) / nr;
-  offsets_.assign(panels * taps_ * 16, 0);
-  masks_.assign(panels * taps_, 0);
-  for (int64_t n = 0; n < positions; ++n) {
-    const Position p(s, n);
-    const int64_t panel = n / nr, lane = n % nr;
+  first_.reserve(panels * taps_ + 1);
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    const int64_t n0 = panel * nr, n1 = std::min(positions, n0 + nr);
     Tap tap(s, 0);
     for (int64_t t = 0; t < taps_; ++t, tap.Next(s)) {
-      const int64_t id = p.od * s.stride[0] + tap.kd * s.dilation[0] - s.pad[0];
-      const int64_t ih = p.oh * s.stride[1] + tap.kh * s.dilation[1] - s.pad[1];
-      if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1] || p.ow < layout.lo[tap.kw] ||
-          p.ow >= layout.hi[tap.kw]) {
-        continue;  // padding: the lane stays masked off and reads as 0
+      first_.push_back(static_cast<int64_t>(segments_.size()));
+      // One output row's positions [n, end) of the panel at a time.
+      for (int64_t n = n0; n < n1;) {
+        const Position p(s, n);
+        const int64_t end = std::min(n1, n + s.out[2] - p.ow);
+        const int64_t id = p.od * s.stride[0] + tap.kd * s.dilation[0] - s.pad[0];
+        const int64_t ih = p.oh * s.stride[1] + tap.kh * s.dilation[1] - s.pad[1];
+        // Output columns [lo, hi) of the row see the input; the others are padding.
+        const int64_t lo = std::max(p.ow, layout.lo[tap.kw]);
+        const int64_t hi = std::min(p.ow + (end - n), layout.hi[tap.kw]);
+        if (id >= 0 && id < s.in[0] && ih >= 0 && ih < s.in[1] && lo < hi) {
+          const int64_t lane = n - n0 + (lo - p.ow);  // the lane of output column lo
+          const int64_t element =
+              (id * s.in[1] + ih) * layout.row_width + layout.offset[tap.kw] + lo;
+          const uint32_t mask = ((1u << (hi - lo)) - 1) << lane;
+          segments_.push_back({element - lane, mask});
+        }
+        n = end;
       }
-      offsets_[(panel * taps_ + t) * 16 + lane] = static_cast<int32_t>(
-          (id * s.in[1] + ih) * layout.row_width + layout.offset[tap.kw] + p.ow);
-      masks_[panel * taps_ + t] |= static_cast<uint16_t>(1u << lane);
     }
   }
+  first_.push_back(static_cast<int64_t>(segments_.size()));
 }
 
-__attribute__((target("avx512f"))) const float* GatheredColumns::Pack(int64_t k0, int64_t kc,
-                                                                      int64_t n0, int64_t nc,
-                                                                      int nr, float* dst) const {
+__attribute__((target("avx512f"))) const float* SegmentedColumns::Pack(int64_t k0, int64_t kc,
+                                                                       int64_t n0, int64_t nc,
+                                                                       int nr, float* dst) const {
   const int64_t first = n0 / nr_, panels = (nc + nr_ - 1) / nr_;
   const __mmask16 row = static_cast<__mmask16>((1u << nr_) - 1);
   for (int64_t p = 0; p < panels; ++p) {
-    const int32_t* offsets = offsets_.data() + (first + p) * taps_ * 16;
-    const uint16_t* masks = masks_.data() + (first + p) * taps_;
+    const int64_t* starts = first_.data() + (first + p) * taps_;
     float* out = dst + p * kc * nr_;
     int64_t c = k0 / taps_, t = k0 % taps_;
+    // Addresses as integers: lane 0 of a segment may lie before the image.
+    uintptr_t channel = reinterpret_cast<uintptr_t>(image_ + c * channel_stride_);
     for (int64_t kk = 0; kk < kc; ++kk) {
-      const __m512i index = _mm512_loadu_si512(offsets + t * 16);
-      const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), masks[t], index,
-                                                image_ + c * channel_stride_, 4);
+      __m512 v = _mm512_setzero_ps();
+      for (int64_t i = starts[t]; i < starts[t + 1]; ++i) {
+        const Segment& segment = segments_[i];
+        v = _mm512_mask_loadu_ps(
+            v, static_cast<__mmask16>(segment.mask),
+            reinterpret_cast<const float*>(channel + segment.offset * sizeof(float)));
+      }
       _mm512_mask_storeu_ps(out + kk * nr_, row, v);
       if (++t == taps_) {
         t = 0;
-        ++c;
+        channel += channel_stride_ * sizeof(float);
       }
     }
   }

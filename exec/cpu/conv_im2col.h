@@ -130,26 +130,32 @@ class Im2colB : public BSource {
   const ColumnLayout& layout_;
 };
 
-// The column matrix of a prepared image packed with AVX-512 gathers, for packings of at
-// most 16 positions per panel (the transposed product packs it as A, in panels of the
-// micro-kernel's mr rows): the input offsets of every panel's positions through every kernel
-// offset are worked out once, so that a row of a panel is one gather. Use it only where
-// Applies() says so; Pack takes whole panels (n0 a multiple of nr).
-class GatheredColumns : public BSource {
+// The column matrix of a prepared image packed for at most 16 positions per panel (the
+// transposed product packs it as A, in panels of the micro-kernel's mr rows). The positions
+// of a panel that share an output row read consecutive elements of one input row through any
+// kernel offset: each such run is a segment, worked out once, and a row of a panel is one
+// masked AVX-512 load per segment (padding lanes stay 0). Use it only where Applies() says
+// so; Pack takes whole panels (n0 a multiple of nr).
+class SegmentedColumns : public BSource {
  public:
-  GatheredColumns(const float* image, const Spatial3& s, const ColumnLayout& layout, int nr);
+  SegmentedColumns(const float* image, const Spatial3& s, const ColumnLayout& layout, int nr);
   static bool Applies(const Spatial3& s, int nr);
   const float* Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
                     float* dst) const override;
 
  private:
+  // Lanes `mask` of a panel row read the channel from element `offset` + lane (the offset
+  // of lane 0, which may lie before the channel: only the masked lanes are read).
+  struct Segment {
+    int64_t offset;
+    uint32_t mask;
+  };
   const float* image_;
   int64_t taps_ = 0, channel_stride_ = 0;
   int nr_ = 0;
-  // Per panel and tap: 16 offsets into a channel of the prepared image, and which are read
-  // (the others are padding, or lanes past the panel's positions).
-  std::vector<int32_t> offsets_;
-  std::vector<uint16_t> masks_;
+  std::vector<Segment> segments_;
+  // Panel p, tap t has segments [first_[p * taps + t], first_[p * taps + t + 1]).
+  std::vector<int64_t> first_;
 };
 
 }  // namespace ovfix::exec

@@ -18,6 +18,8 @@ constexpr int64_t kNc = 384;
 // Below this many multiply-adds a product runs on the calling thread: waking the pool costs
 // more than it saves.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
+// Below this many elements A is packed on the calling thread.
+constexpr int64_t kMinParallelPack = int64_t{1} << 15;
 // Parts of a product per thread (ParallelForEach).
 constexpr int64_t kPartsPerThread = 4;
 
@@ -128,28 +130,29 @@ void PackedA::Reset(int64_t m, int64_t k) {
   }
 }
 
-void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k) {
+void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k,
+                   ThreadPool* pool) {
   Reset(m, k);
   const int64_t panels = padded_rows_ / mr_;
-  for (int64_t k0 = 0; k0 < k; k0 += depth_block_) {
-    const int64_t kc = std::min(depth_block_, k - k0);
-    float* block = data_.get() + k0 * padded_rows_;
-    if (trans) {  // column k of A is contiguous: copy it into the panels whole
-      for (int64_t kk = 0; kk < kc; ++kk) {
-        PackRowIntoPanels(a + (k0 + kk) * lda, m, mr_, kc * mr_, block + kk * mr_);
-      }
-      continue;
-    }
-    for (int64_t p = 0; p < panels; ++p) {
-      float* dst = block + p * kc * mr_;
-      const int64_t rows = std::min<int64_t>(mr_, m - p * mr_);
-      for (int64_t kk = 0; kk < kc; ++kk) {
-        float* out = dst + kk * mr_;
-        for (int64_t r = 0; r < rows; ++r) out[r] = a[(p * mr_ + r) * lda + k0 + kk];
-        for (int64_t r = rows; r < mr_; ++r) out[r] = 0.0f;
-      }
-    }
-  }
+  const int64_t blocks = (k + depth_block_ - 1) / depth_block_;
+  // One item per depth block and panel (trans: per depth block, whose columns of A are
+  // contiguous and copied into the panels whole).
+  const int64_t per_block = trans ? 1 : panels;
+  ParallelForEach(
+      m * k >= kMinParallelPack ? pool : nullptr, blocks * per_block, [&](int64_t item) {
+        const int64_t k0 = item / per_block * depth_block_;
+        const int64_t kc = std::min(depth_block_, k - k0);
+        float* block = data_.get() + k0 * padded_rows_;
+        if (trans) {
+          for (int64_t kk = 0; kk < kc; ++kk) {
+            PackRowIntoPanels(a + (k0 + kk) * lda, m, mr_, kc * mr_, block + kk * mr_);
+          }
+          return;
+        }
+        const int64_t p = item % per_block;
+        const int rows = static_cast<int>(std::min<int64_t>(mr_, m - p * mr_));
+        PackRowsIntoPanel(a + p * mr_ * lda + k0, lda, rows, mr_, kc, block + p * kc * mr_);
+      });
 }
 
 void PackedA::PackTransposed(const BSource& a_t, int64_t m, int64_t k, ThreadPool* pool) {
@@ -232,16 +235,23 @@ void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t
   const int64_t n_panels = (n + kernel.geometry.nr - 1) / kernel.geometry.nr;
   int64_t threads = pool != nullptr ? pool->size() : 1;
   threads = std::min<int64_t>(threads, std::max<int64_t>(1, m * n * k / kMinParallelMacs));
-  // A few parts per thread, handed out as threads come free. Split columns first (A is
-  // shared, each part packs only its own B); split rows when there are too few columns to
-  // go round.
+  // Several parts per thread, so that a thread held up leaves little to wait for at the end.
+  // Every part reads the rows of A it covers for each of its column ranges, and packs (or
+  // reads) its columns of B for each of its row ranges: the split that reads least is taken.
   const int64_t target = threads > 1 ? threads * kPartsPerThread : 1;
-  int64_t n_parts = std::min(target, n_panels), m_parts = 1;
-  if (n_parts < target) {
-    m_parts = std::min(m_panels, (target + n_parts - 1) / n_parts);
-    if (n_panels < 2 * threads && m_panels >= 2 * threads) {
-      n_parts = 1;
-      m_parts = std::min(m_panels, target);
+  const double a_cost = static_cast<double>(m) * k;
+  const double b_cost = static_cast<double>(n) * k * (b.prepacked() ? 1 : 3);
+  int64_t n_parts = 1, m_parts = 1;
+  double best = -1;
+  for (int64_t np = 1; np <= std::min(target, n_panels); ++np) {
+    const int64_t mp = std::min(m_panels, (target + np - 1) / np);
+    const double cost = a_cost * np + b_cost * mp;
+    // Fewer parts than wanted only when the product has no more tiles.
+    const bool enough = np * mp >= std::min(target, m_panels * n_panels);
+    if (enough && (best < 0 || cost < best)) {
+      best = cost;
+      n_parts = np;
+      m_parts = mp;
     }
   }
   const int64_t parts = n_parts * m_parts;
@@ -269,7 +279,7 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   }
   // The packing buffer stays with the thread for the next product.
   thread_local PackedA packed;
-  packed.Pack(a, lda, trans_a, m, k);
+  packed.Pack(a, lda, trans_a, m, k, pool);
   GemmPacked(packed, MatrixB(b, ldb, trans_b), n, c, ldc, epilogue, pool);
 }
 

@@ -45,8 +45,10 @@ class PackedA {
   PackedA(const float* a, int64_t lda, bool trans, int64_t m, int64_t k) {
     Pack(a, lda, trans, m, k);
   }
-  // (Re)packs, reusing the storage when it is large enough.
-  void Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k);
+  // (Re)packs, reusing the storage when it is large enough; a large A is packed in parallel
+  // over the pool.
+  void Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k,
+            ThreadPool* pool = nullptr);
   // A given as its transpose, a K x M matrix whose blocks `a_t` packs (the transposed
   // product of a convolution: A^T is the im2col matrix); depth blocks are packed in parallel
   // over the pool.
@@ -80,11 +82,18 @@ class BSource {
   // kc * nc rounded up to panels) or found already packed. n0 is a multiple of nr.
   virtual const float* Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
                             float* scratch) const = 0;
+  // Whether Pack only finds blocks packed before (then several parts of a product may read
+  // the same columns of B at no cost but the reading).
+  virtual bool prepacked() const { return false; }
 };
 
 // Copies `count` floats of one row of B into consecutive packed panels: panel p starts
 // p * panel_stride floats after dst (dst is this row's place in panel 0); zero past count.
 void PackRowIntoPanels(const float* row, int64_t count, int nr, int64_t panel_stride, float* dst);
+
+// One panel of A: dst[kk * mr + r] = a[r * lda + kk] for r < rows, 0 for rows <= r < mr, over
+// depths kk < kc (rows of A are read contiguously and transposed in registers).
+void PackRowsIntoPanel(const float* a, int64_t lda, int rows, int mr, int64_t kc, float* dst);
 
 // A plain matrix: b(k, n) = trans ? b[n * ldb + k] : b[k * ldb + n].
 class MatrixB : public BSource {
@@ -106,6 +115,7 @@ class PackedB : public BSource {
   PackedB(const float* b, int64_t ldb, bool trans, int64_t k, int64_t n);
   const float* Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
                     float* scratch) const override;
+  bool prepacked() const override { return true; }
   int64_t depth() const { return depth_; }
   int64_t columns() const { return columns_; }
 

@@ -356,6 +356,71 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void PackRowIntoPan
   }
 }
 
+namespace {
+
+// The low (high) 64-bit pairs of x and y, interleaved per 128-bit lane.
+__attribute__((target("avx512f"), always_inline)) inline __m512 PairsLow(__m512 x, __m512 y) {
+  return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+}
+__attribute__((target("avx512f"), always_inline)) inline __m512 PairsHigh(__m512 x, __m512 y) {
+  return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+}
+
+// Rows [r0, r0 + 4) of the panel (those at or past `rows` read as 0), depth [kk, kk + 16):
+// a 4x4 transpose in each 128-bit lane, then each lane (4 rows of one depth) stored whole.
+__attribute__((target("avx512f"), always_inline)) inline void PackFourRows(const float* a,
+                                                                           int64_t lda, int rows,
+                                                                           int r0, int64_t kk,
+                                                                           __mmask16 depth_mask,
+                                                                           int mr, float* dst) {
+  __m512 r[4];
+  for (int i = 0; i < 4; ++i) {
+    r[i] = r0 + i < rows ? _mm512_maskz_loadu_ps(depth_mask, a + (r0 + i) * lda + kk)
+                         : _mm512_setzero_ps();
+  }
+  const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]), t1 = _mm512_unpackhi_ps(r[0], r[1]);
+  const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]), t3 = _mm512_unpackhi_ps(r[2], r[3]);
+  // u[d] lane L holds depth kk + 4L + d of the four rows.
+  const __m512 u[4] = {PairsLow(t0, t2), PairsHigh(t0, t2), PairsLow(t1, t3), PairsHigh(t1, t3)};
+  float* out = dst + kk * mr + r0;
+  for (int d = 0; d < 4; ++d) {
+    _mm_storeu_ps(out + (0 + d) * mr, _mm512_extractf32x4_ps(u[d], 0));
+    _mm_storeu_ps(out + (4 + d) * mr, _mm512_extractf32x4_ps(u[d], 1));
+    _mm_storeu_ps(out + (8 + d) * mr, _mm512_extractf32x4_ps(u[d], 2));
+    _mm_storeu_ps(out + (12 + d) * mr, _mm512_extractf32x4_ps(u[d], 3));
+  }
+}
+
+__attribute__((target("avx512f"))) void PackRowsIntoPanelAvx512(const float* a, int64_t lda,
+                                                                int rows, int mr, int64_t kc,
+                                                                float* dst) {
+  int64_t kk = 0;
+  for (; kk + 16 <= kc; kk += 16) {
+    for (int r0 = 0; r0 < mr; r0 += 4) PackFourRows(a, lda, rows, r0, kk, 0xFFFF, mr, dst);
+  }
+  if (kk == kc) return;
+  // The last depths through a buffer: the 16-deep stores would run past the panel.
+  alignas(64) float tail[16 * 16];
+  const __mmask16 mask = static_cast<__mmask16>((1u << (kc - kk)) - 1);
+  for (int r0 = 0; r0 < mr; r0 += 4) PackFourRows(a + kk, lda, rows, r0, 0, mask, mr, tail);
+  std::memcpy(dst + kk * mr, tail, (kc - kk) * mr * sizeof(float));
+}
+
+}  // namespace
+
+void PackRowsIntoPanel(const float* a, int64_t lda, int rows, int mr, int64_t kc, float* dst) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && mr % 4 == 0 && mr <= 16) {
+    PackRowsIntoPanelAvx512(a, lda, rows, mr, kc, dst);
+    return;
+  }
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    float* out = dst + kk * mr;
+    for (int r = 0; r < rows; ++r) out[r] = a[r * lda + kk];
+    for (int r = rows; r < mr; ++r) out[r] = 0.0f;
+  }
+}
+
 const std::vector<const GemmKernel*>& SupportedGemmKernels() {
   static const std::vector<const GemmKernel*> kernels = [] {
     std::vector<const GemmKernel*> list;

@@ -87,7 +87,7 @@ bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, i
     cache = fresh.get();
   }
   thread_local PackedA packed;  // stays with the thread for the next product
-  packed.Pack(a, k, false, m, k);
+  packed.Pack(a, k, false, m, k, ctx.pool);
   GemmPacked(packed, cache->b, n, out, n, GemmEpilogue{}, ctx.pool);
   return true;
 }
