@@ -49,6 +49,11 @@ struct KernelContext {
   // Set when the session fused the activation that alone reads this node's output into the
   // node (only for the op types listed in FusesOutputClamp): applied to output 0.
   FusedActivation fused;
+  // Set when the session fused the Add of a constant float vector that alone reads this
+  // node's output into the node (only MatMul, with a constant B of at least 2 dims whose last
+  // dim the vector's length equals): output 0 + bias along its last dim, added after the
+  // product is complete (so rounded as the Add would) and before `fused`.
+  const Tensor* fused_bias = nullptr;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -112,6 +117,8 @@ constexpr int kLatestOpset = 18;
 // Whether the kernel of this op honours KernelContext::fused (the session then
 // fuses a following Relu or Clip into it).
 bool FusesOutputClamp(std::string_view domain, std::string_view op_type);
+// Whether the kernel of this op applies KernelContext::fused_bias.
+bool FusesOutputBias(std::string_view domain, std::string_view op_type);
 
 // Clamps `n` floats in place to [lo, hi] (the unfused fallback of a fused clamp).
 void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool);

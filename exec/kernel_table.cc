@@ -70,6 +70,10 @@ bool FusesOutputClamp(std::string_view domain, std::string_view op_type) {
   return (domain.empty() || domain == "ai.onnx") && op_type == "Conv";
 }
 
+bool FusesOutputBias(std::string_view domain, std::string_view op_type) {
+  return (domain.empty() || domain == "ai.onnx") && op_type == "MatMul";
+}
+
 namespace {
 
 // The two fallbacks below, vectorized where the CPU allows: they run over whole activations

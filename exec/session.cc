@@ -40,6 +40,8 @@ struct Step {
   bool keeps_half_values = false;
   // The activation that alone read this step's output, fused into it (KernelContext).
   FusedActivation fused;
+  // The constant bias an Add that alone read this step's output added (KernelContext).
+  const Tensor* fused_bias = nullptr;
 };
 
 struct Plan {
@@ -374,6 +376,31 @@ class Compiler {
     return any;
   }
 
+  // The float B of a MatMul step that takes a bias (FusesOutputBias) when it is constant (an
+  // initializer no input overrides) with at least 2 dims (A must then be float too: the
+  // kernel refuses operands of different types).
+  static const Tensor* ConstantMatrixB(const Step& step) {
+    const Node& node = *step.node;
+    if (step.value_kernel != nullptr || step.fused_bias != nullptr || step.fused.any() ||
+        !FusesOutputBias(node.domain(), node.op_type()) || node.num_inputs() != 2 ||
+        node.input(0) == nullptr || node.input(1) == nullptr) {
+      return nullptr;
+    }
+    const Value* b = node.input(1);
+    if (!b->is_initializer() || b->is_graph_input() || b->tensor().type() != DataType::kFloat ||
+        b->tensor().rank() < 2) {
+      return nullptr;
+    }
+    return &b->tensor();
+  }
+
+  // A constant 1-D float tensor of `n` elements.
+  static bool IsConstantFloatVector(const Value* v, int64_t n) {
+    if (v == nullptr || !v->is_initializer() || v->is_graph_input()) return false;
+    const Tensor& t = v->tensor();
+    return t.type() == DataType::kFloat && t.rank() == 1 && t.numel() == n;
+  }
+
   static void FuseClamps(Plan& plan) {
     std::vector<int> uses(plan.num_slots, 0), producer(plan.num_slots, -1);
     std::vector<int> reader(plan.num_slots, -1);  // a step that reads the slot
@@ -409,6 +436,28 @@ class Compiler {
              step.value_kernel == nullptr && step.outputs.size() == 1 && step.outputs[0] >= 0 &&
              !step.inputs.empty() && step.inputs[0] >= 0;
     };
+    // y = Add(MatMul(a, B), bias) (either order) with B and bias constant: the bias goes into
+    // the MatMul's step. First, so that an activation after the Add is fused after it.
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step& add = plan.steps[i];
+      if (!plain(add, "Add") || add.inputs.size() != 2 || add.inputs[1] < 0) continue;
+      for (int side = 0; side < 2; ++side) {
+        const int slot = add.inputs[side];
+        const Value* bias = add.node->input(1 - side);
+        if (uses[slot] != 1 || producer[slot] < 0) continue;
+        Step& source = plan.steps[producer[slot]];
+        const Tensor* b = ConstantMatrixB(source);
+        if (b == nullptr || source.outputs.size() != 1 || source.outputs[0] != slot ||
+            !IsConstantFloatVector(bias, b->dims().back())) {
+          continue;
+        }
+        source.fused_bias = &bias->tensor();
+        source.outputs[0] = add.outputs[0];
+        producer[add.outputs[0]] = producer[slot];
+        fused[i] = true;
+        break;
+      }
+    }
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       if (fused[i]) continue;
       const Step& step = plan.steps[i];
@@ -632,6 +681,7 @@ class Runner {
                       {},   pool_,        plan.keep_kernel_state ? &step.state : nullptr,
                       {},   random_seed_, recycler_};
     ctx.fused = step.fused;
+    ctx.fused_bias = step.fused_bias;
     ctx.inputs.resize(step.inputs.size(), nullptr);
     bool has_half = false, has_float = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {

@@ -69,7 +69,8 @@ void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
       tile.ldc = ldc;
       tile.alpha = epilogue.alpha;
       tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
-      if (k0 + kc >= k) tile.activation = epilogue;
+      const bool last = k0 + kc >= k;
+      if (last && epilogue.column_bias == nullptr) tile.activation = epilogue;
       for (int64_t p = p0; p < p1; ++p) {
         tile.a = a.panel(k0, kc, p);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
@@ -79,6 +80,10 @@ void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
           tile.c = c + p * mr * ldc + nb + j * nr;
           tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
           kernel.tile(tile);
+          if (last && epilogue.column_bias != nullptr) {
+            AddColumnBias(tile.c, ldc, tile.rows, tile.cols, epilogue.column_bias + nb + j * nr,
+                          epilogue);
+          }
         }
       }
     }
@@ -212,12 +217,28 @@ const float* PackedB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int n
   return data_.get() + k0 * padded_columns_ + n0 * kc;
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"),
+               optimize("vect-cost-model=dynamic"))) void
+AddColumnBias(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias,
+              const FusedActivation& activation) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    if (!activation.any()) {
+      for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
+      continue;
+    }
+    for (int64_t j = 0; j < cols; ++j) row[j] = activation.Activate(row[j] + bias[j]);
+  }
+}
+
 void GemmEmptyDepth(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilogue& epilogue) {
   for (int64_t i = 0; i < m; ++i) {
     const float bias = epilogue.row_bias != nullptr ? epilogue.row_bias[i] : 0.0f;
     float* row = c + i * ldc;
     for (int64_t j = 0; j < n; ++j) {
-      row[j] = epilogue.Activate(epilogue.beta == 0.0f ? bias : epilogue.beta * row[j] + bias);
+      float value = epilogue.beta == 0.0f ? bias : epilogue.beta * row[j] + bias;
+      if (epilogue.column_bias != nullptr) value += epilogue.column_bias[j];
+      row[j] = epilogue.Activate(value);
     }
   }
 }

@@ -133,7 +133,14 @@ struct GemmEpilogue : FusedActivation {
   float alpha = 1.0f;
   float beta = 0.0f;                // 0: C is not read (it may hold anything)
   const float* row_bias = nullptr;  // added to every element of row m: row_bias[m]
+  // Added to every element of column n once the product is complete (then the activation):
+  // column_bias[n], n counted from the first column of C.
+  const float* column_bias = nullptr;
 };
+
+// c[i * ldc + j] = activation(c[i * ldc + j] + bias[j]) over rows x cols.
+void AddColumnBias(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias,
+                   const FusedActivation& activation);
 
 // C (a.rows() x n, row stride ldc) = clamp(alpha * A * B + beta * C + row_bias).
 // Multithreaded over blocks of C when pool is set and the product is big enough.

@@ -72,6 +72,8 @@ struct PackedWeights {
 
 // Y = A * B with B an initializer: B packed once instead of block by block on every run. The
 // same panels and blocking as packing on the fly, so the same result bit for bit.
+// A bias the session fused into the node (KernelContext::fused_bias) is added by the GEMM
+// to each tile of the result as it is finished.
 bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, int64_t k,
                      float* out) {
   if (ctx.state == nullptr || !ctx.input_is_constant(1) || m <= 1 || n <= 1 || k <= 0) {
@@ -88,12 +90,15 @@ bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, i
   }
   thread_local PackedA packed;  // stays with the thread for the next product
   packed.Pack(a, k, false, m, k, ctx.pool);
-  GemmPacked(packed, cache->b, n, out, n, GemmEpilogue{}, ctx.pool);
+  GemmEpilogue epilogue;
+  if (ctx.fused_bias != nullptr) epilogue.column_bias = ctx.fused_bias->data<float>();
+  GemmPacked(packed, cache->b, n, out, n, epilogue, ctx.pool);
   return true;
 }
 
+// Returns whether the fused bias (if any) was added.
 template <typename T>
-void BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
+bool BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
                    const std::vector<int64_t>& b_offsets, int64_t m, int64_t n, int64_t k,
                    bool b_shared, Tensor& y) {
   const T* a = ctx.input(0).data<T>();
@@ -103,10 +108,10 @@ void BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
   if (b_shared) {
     // Every batch multiplies the same B and A's batches are contiguous: one taller product.
     if constexpr (std::is_same_v<T, float>) {
-      if (MatMulConstantB(ctx, a, batches * m, n, k, out)) return;
+      if (MatMulConstantB(ctx, a, batches * m, n, k, out)) return true;
     }
     AnyGemm<T>(false, false, batches * m, n, k, 1.0, a, k, b, n, 0.0, out, n, ctx.pool);
-    return;
+    return false;
   }
   const bool across_batches = batches > 1 && m * n * k < (int64_t{1} << 20);
   auto run = [&](int64_t i, ThreadPool* pool) {
@@ -120,6 +125,7 @@ void BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
   } else {
     for (int64_t i = 0; i < batches; ++i) run(i, ctx.pool);
   }
+  return false;
 }
 
 absl::Status MatMul(KernelContext& ctx) {
@@ -158,12 +164,22 @@ absl::Status MatMul(KernelContext& ctx) {
   }
   const bool b_shared = Tensor::NumElements(b_batch) == 1 &&
                         Tensor::NumElements(a_batch) == static_cast<int64_t>(a_offsets.size());
+  bool biased = false;
   OVFIX_RETURN_IF_ERROR(Dispatch(
       ctx, a.type(), kFloatTypes + TypeList<int32_t, int64_t, uint32_t, uint64_t>(), [&](auto tag) {
-        BatchedMatMul<typename decltype(tag)::type>(ctx, a_offsets, b_offsets, m, n, k, b_shared,
-                                                    y);
+        biased = BatchedMatMul<typename decltype(tag)::type>(ctx, a_offsets, b_offsets, m, n, k,
+                                                             b_shared, y);
         return absl::OkStatus();
       }));
+  if (ctx.fused_bias != nullptr && !biased) {
+    // The session fuses a bias only over float products with B of at least 2 dims.
+    if (y.type() != DataType::kFloat || b.rank() < 2 || ctx.fused_bias->numel() != n) {
+      return ctx.Error("internal: a fused bias of ", DescribeTensor(*ctx.fused_bias),
+                       " does not fit the product ", DescribeTensor(y));
+    }
+    AddColumnBias(y.data<float>(), n, y.numel() / n, n, ctx.fused_bias->data<float>(),
+                  FusedActivation{});
+  }
   return absl::OkStatus();
 }
 

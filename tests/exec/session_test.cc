@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "exec/compare.h"
 #include "exec/cpu_session.h"
 #include "exec/executor.h"
@@ -207,6 +208,76 @@ FusedAndSeparate RunFusedAndSeparate(const Model& model, const TensorMap& inputs
   r.separate = separate->Run(inputs);
   r.captured = separate->captured();
   return r;
+}
+
+// Add(MatMul(x, W), b) with W and b initializers: the bias goes into the MatMul's step
+// (either operand order; the packed product and the vector-matrix one), and the result is
+// the separate Add's bit for bit. A product that something else reads too keeps its Add.
+TEST(Session, FusedMatMulBiasMatchesSeparateSteps) {
+  constexpr int kM = 30, kK = 6, kN = 40;
+  std::vector<std::string> w_text, b_text;
+  std::vector<float> w(kK * kN), b(kN), x(kM * kK), x1(kK);
+  for (int i = 0; i < kK * kN; ++i) {
+    w[i] = std::cos(0.41f * static_cast<float>(i)) * 0.5f;
+    w_text.push_back(absl::StrCat(w[i]));
+  }
+  for (int i = 0; i < kN; ++i) {
+    b[i] = 0.05f * static_cast<float>(i) - 1.0f;
+    b_text.push_back(absl::StrCat(b[i]));
+  }
+  for (int i = 0; i < kM * kK; ++i) x[i] = std::sin(0.29f * static_cast<float>(i));
+  for (int i = 0; i < kK; ++i) x1[i] = std::sin(1.7f * static_cast<float>(i));
+  auto model = Parse(absl::StrCat(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    agraph (float[30,6] x, float[1,6] x1)
+        => (float[30,40] y, float[30,40] z, float[1,40] u, float[30,40] v, float[30,40] m4)
+        <float[6,40] w = {)",
+                                  absl::StrJoin(w_text, ","), R"(}, float[40] b = {)",
+                                  absl::StrJoin(b_text, ","), R"(}> {
+      m1 = MatMul(x, w)
+      a1 = Add(m1, b)
+      y = Relu(a1)
+      m2 = MatMul(x, w)
+      z = Add(b, m2)
+      m3 = MatMul(x1, w)
+      u = Add(m3, b)
+      m4 = MatMul(x, w)
+      v = Add(m4, b)
+    })"));
+  ASSERT_NE(model, nullptr);
+  const TensorMap inputs = {{"x", Floats({kM, kK}, x)}, {"x1", Floats({1, kK}, x1)}};
+  const FusedAndSeparate run = RunFusedAndSeparate(*model, inputs);
+  ASSERT_TRUE(run.fused.ok() && run.separate.ok()) << run.fused.status() << run.separate.status();
+  for (size_t o = 0; o < 5; ++o) {
+    const Tensor& g = (*run.fused)[o];
+    const Tensor& e = (*run.separate)[o];
+    ASSERT_EQ(g.dims(), e.dims()) << o;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
+    }
+  }
+  // Against the sums in double.
+  for (int i = 0; i < kM; ++i) {
+    for (int j = 0; j < kN; ++j) {
+      double sum = b[j];
+      for (int p = 0; p < kK; ++p) sum += double(x[i * kK + p]) * w[p * kN + j];
+      EXPECT_NEAR((*run.fused)[1].data<float>()[i * kN + j], sum, 1e-5) << i << "," << j;
+      EXPECT_NEAR((*run.fused)[0].data<float>()[i * kN + j], std::max(sum, 0.0), 1e-5);
+    }
+  }
+  for (int j = 0; j < kN; ++j) {
+    double sum = b[j];
+    for (int p = 0; p < kK; ++p) sum += double(x1[p]) * w[p * kN + j];
+    EXPECT_NEAR((*run.fused)[2].data<float>()[j], sum, 1e-5) << j;
+  }
+  // The fusion took place: only the Add of the product that is also an output ran.
+  int adds = 0;
+  SessionOptions options;
+  options.on_node_time = [&](const Node& node, double) { adds += node.op_type() == "Add"; };
+  auto counted = MakeSession(*model, options);
+  ASSERT_NE(counted, nullptr);
+  ASSERT_TRUE(counted->Run(inputs).ok());
+  EXPECT_EQ(adds, 1);
 }
 
 TEST(Session, FusedConvClampMatchesSeparateSteps) {
