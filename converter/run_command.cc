@@ -55,17 +55,17 @@ class NodeTimes {
  public:
   void Add(const Node& node, double ms) {
     Entry& e = by_node_[&node];
-    if (e.calls++ == 0) order_.push_back(&node);
+    ++e.calls;
     e.ms += ms;
     total_ += ms;
   }
 
   void Print(int runs) const {
     std::map<std::string, Entry> by_op;
-    for (const Node* node : order_) {
+    for (const auto& [node, entry] : by_node_) {
       Entry& e = by_op[node->op_type()];
-      e.ms += by_node_.at(node).ms;
-      e.calls += by_node_.at(node).calls;
+      e.ms += entry.ms;
+      e.calls += entry.calls;
     }
     std::vector<std::pair<std::string, Entry>> ops(by_op.begin(), by_op.end());
     std::sort(ops.begin(), ops.end(),
@@ -76,15 +76,13 @@ class NodeTimes {
       std::printf("  %-28s %10.3f %6.1f%% %7ld\n", op.c_str(), e.ms / runs, Share(e.ms),
                   static_cast<long>(e.calls / runs));
     }
-    std::vector<const Node*> slowest = order_;
-    std::sort(slowest.begin(), slowest.end(), [this](const Node* a, const Node* b) {
-      return by_node_.at(a).ms > by_node_.at(b).ms;
-    });
+    std::vector<std::pair<const Node*, Entry>> slowest(by_node_.begin(), by_node_.end());
+    std::sort(slowest.begin(), slowest.end(),
+              [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
     slowest.resize(std::min<size_t>(slowest.size(), 15));
     std::printf("  slowest nodes:\n");
-    for (const Node* node : slowest) {
-      std::printf("  %10.3f ms %6.1f%%  %s\n", by_node_.at(node).ms / runs,
-                  Share(by_node_.at(node).ms), node->Describe().c_str());
+    for (const auto& [node, e] : slowest) {
+      std::printf("  %10.3f ms %6.1f%%  %s\n", e.ms / runs, Share(e.ms), node->Describe().c_str());
     }
   }
 
@@ -96,7 +94,6 @@ class NodeTimes {
   double Share(double ms) const { return total_ > 0 ? 100 * ms / total_ : 0; }
 
   std::map<const Node*, Entry> by_node_;
-  std::vector<const Node*> order_;
   double total_ = 0;
 };
 

@@ -137,27 +137,21 @@ void PackedA::Reset(int64_t m, int64_t k) {
 
 void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k,
                    ThreadPool* pool) {
+  if (trans) {  // A^T is a plain K x M matrix: its rows are A's columns, copied whole
+    PackTransposed(MatrixB(a, lda, false), m, k, pool);
+    return;
+  }
   Reset(m, k);
   const int64_t panels = padded_rows_ / mr_;
   const int64_t blocks = (k + depth_block_ - 1) / depth_block_;
-  // One item per depth block and panel (trans: per depth block, whose columns of A are
-  // contiguous and copied into the panels whole).
-  const int64_t per_block = trans ? 1 : panels;
-  ParallelForEach(
-      m * k >= kMinParallelPack ? pool : nullptr, blocks * per_block, [&](int64_t item) {
-        const int64_t k0 = item / per_block * depth_block_;
-        const int64_t kc = std::min(depth_block_, k - k0);
-        float* block = data_.get() + k0 * padded_rows_;
-        if (trans) {
-          for (int64_t kk = 0; kk < kc; ++kk) {
-            PackRowIntoPanels(a + (k0 + kk) * lda, m, mr_, kc * mr_, block + kk * mr_);
-          }
-          return;
-        }
-        const int64_t p = item % per_block;
-        const int rows = static_cast<int>(std::min<int64_t>(mr_, m - p * mr_));
-        PackRowsIntoPanel(a + p * mr_ * lda + k0, lda, rows, mr_, kc, block + p * kc * mr_);
-      });
+  // One item per depth block and panel.
+  ParallelForEach(m * k >= kMinParallelPack ? pool : nullptr, blocks * panels, [&](int64_t item) {
+    const int64_t k0 = item / panels * depth_block_, p = item % panels;
+    const int64_t kc = std::min(depth_block_, k - k0);
+    const int rows = static_cast<int>(std::min<int64_t>(mr_, m - p * mr_));
+    PackRowsIntoPanel(a + p * mr_ * lda + k0, lda, rows, mr_, kc,
+                      data_.get() + k0 * padded_rows_ + p * kc * mr_);
+  });
 }
 
 void PackedA::PackTransposed(const BSource& a_t, int64_t m, int64_t k, ThreadPool* pool) {
@@ -165,7 +159,7 @@ void PackedA::PackTransposed(const BSource& a_t, int64_t m, int64_t k, ThreadPoo
   const int64_t blocks = (k + depth_block_ - 1) / depth_block_;
   // A block of A^T packed with nr = mr is a block of A packed: panel p holds rows p*mr ..
   // as kc rows of mr floats.
-  ParallelForEach(m * k >= (int64_t{1} << 16) ? pool : nullptr, blocks, [&](int64_t block) {
+  ParallelForEach(m * k >= kMinParallelPack ? pool : nullptr, blocks, [&](int64_t block) {
     const int64_t k0 = block * depth_block_;
     const int64_t kc = std::min(depth_block_, k - k0);
     float* dst = data_.get() + k0 * padded_rows_;
