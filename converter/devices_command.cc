@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "converter/command.h"
 #include "exec/opencl/opencl_runtime.h"
@@ -39,17 +41,33 @@ int RunDevices() {
     return kExitOk;
   }
   const int chosen = DefaultDevice(*devices);
-  std::printf("%-3s %-36s %-28s %-4s %-5s %10s %6s  %s\n", "#", "name", "platform", "type", "fp16",
+  std::printf("%-3s %-36s %-28s %-4s %-6s %10s %6s  %s\n", "#", "name", "platform", "type", "fp16",
               "memory", "units", "version");
+  std::vector<std::string> notes;
   for (const auto& d : *devices) {
-    std::printf("%-3d %-36s %-28s %-4s %-5s %10s %6d  %s%s\n", d.index, d.name.c_str(),
-                d.platform.c_str(), d.gpu ? "GPU" : "CPU", d.fp16 ? "yes" : "no",
+    // A GPU without the extension string may still do half arithmetic: probe it as a fp16
+    // session would.
+    std::string fp16 = d.fp16 ? "yes" : "no";
+    if (!d.fp16 && d.gpu) {
+      absl::Status half = absl::UnknownError("");
+      auto rt = exec::opencl::Runtime::Create(d.index);
+      half = rt.ok() ? (*rt)->HalfArithmetic() : rt.status();
+      if (half.ok()) {
+        fp16 = "probed";
+      } else {
+        notes.push_back(absl::StrCat("device ", d.index, ": ", half.message()));
+      }
+    }
+    std::printf("%-3d %-36s %-28s %-4s %-6s %10s %6d  %s%s\n", d.index, d.name.c_str(),
+                d.platform.c_str(), d.gpu ? "GPU" : "CPU", fp16.c_str(),
                 Memory(d.global_memory).c_str(), d.compute_units, d.version.c_str(),
                 d.index == chosen ? "  (default)" : "");
   }
+  for (const auto& n : notes) std::printf("%s\n", n.c_str());
   std::printf(
-      "choose one with --device N or OVFIX_OPENCL_DEVICE=N; fp16 'no' means "
-      "fp16-storage only (no half arithmetic)\n");
+      "choose one with --device N or OVFIX_OPENCL_DEVICE=N; fp16 'no' means fp16-storage only "
+      "(no half arithmetic), 'probed' that the device does half arithmetic without "
+      "advertising cl_khr_fp16\n");
   return kExitOk;
 }
 

@@ -261,7 +261,19 @@ int RunModel(const RunOptions& o) {
     if (!fs::exists(path)) continue;
     absl::StatusOr<Tensor> expected = ReadTensorFile(path);
     if (!expected.ok()) return fail(expected.status());
-    exec::Comparison c = exec::CompareTensors((*outputs)[k], *expected, {o.rtol, o.atol});
+    // A converted model's float16 output checked against the original's float data (the
+    // counterpart of MatchInputTypes): widened to the reference's type, which is exact.
+    const Tensor* actual = &(*outputs)[k];
+    Tensor widened;
+    if (actual->type() != expected->type() && IsFloatingPoint(actual->type()) &&
+        IsFloatingPoint(expected->type())) {
+      widened = ConvertTensor(*actual, expected->type());
+      std::printf("note: output '%s': %s compared as %s, the type of %s\n", name.c_str(),
+                  std::string(DataTypeName(actual->type())).c_str(),
+                  std::string(DataTypeName(expected->type())).c_str(), path.c_str());
+      actual = &widened;
+    }
+    exec::Comparison c = exec::CompareTensors(*actual, *expected, {o.rtol, o.atol});
     ++compared;
     all_match = all_match && c.ok;
     if (c.ok) {

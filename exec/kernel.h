@@ -55,6 +55,12 @@ struct KernelContext {
   // product is complete (so rounded as the Add would) and before `fused`.
   const Tensor* fused_bias = nullptr;
 
+  // A context with no inputs, outputs or session services: for the attribute and geometry
+  // helpers, and for callers that fill in the rest.
+  static KernelContext For(const Node& node, int opset) {
+    return {node, opset, {}, {}, nullptr, nullptr, {}, 0, nullptr, {}, nullptr};
+  }
+
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor& input(size_t i) const { return *inputs[i]; }

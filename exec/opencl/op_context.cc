@@ -1,5 +1,6 @@
 #include "exec/opencl/op_context.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ir/float16.h"
@@ -75,6 +76,51 @@ std::string OpContext::Options(std::initializer_list<std::pair<const char*, cons
   }
   if (!extra.empty()) absl::StrAppend(&options, " ", extra);
   return options;
+}
+
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(
+    const OpContext& ctx, std::initializer_list<const std::vector<int64_t>*> shapes) {
+  size_t rank = 0;
+  for (const auto* dims : shapes) rank = std::max(rank, dims->size());
+  if (rank > kMaxBroadcastRank) return ctx.Unsupported("rank above 8");
+  std::vector<int64_t> out(rank, 1);
+  for (const auto* dims : shapes) {
+    const size_t shift = rank - dims->size();
+    for (size_t i = 0; i < dims->size(); ++i) {
+      const int64_t d = (*dims)[i];
+      int64_t& o = out[shift + i];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+      } else {
+        return ctx.Error("shapes cannot be broadcast (", d, " vs ", o, ")");
+      }
+    }
+  }
+  return out;
+}
+
+cl_int8 PaddedDims(const std::vector<int64_t>& dims) {
+  cl_int8 out;
+  const size_t shift = kMaxBroadcastRank - dims.size();
+  for (int i = 0; i < kMaxBroadcastRank; ++i) {
+    out.s[i] = i < static_cast<int>(shift) ? 1 : static_cast<cl_int>(dims[i - shift]);
+  }
+  return out;
+}
+
+cl_int8 BroadcastStrides(const std::vector<int64_t>& dims, const std::vector<int64_t>& out) {
+  cl_int8 strides;
+  for (int i = 0; i < kMaxBroadcastRank; ++i) strides.s[i] = 0;
+  int64_t stride = 1;
+  const size_t shift = kMaxBroadcastRank - dims.size();
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    const int64_t d = dims[i];
+    const int64_t o = out[out.size() - dims.size() + i];
+    strides.s[shift + i] = (d == 1 && o != 1) ? 0 : static_cast<cl_int>(stride);
+    stride *= d;
+  }
+  return strides;
 }
 
 }  // namespace ovfix::exec::opencl

@@ -100,6 +100,16 @@ absl::Status SetArgs(OpContext& ctx, cl::Kernel& kernel, const Args&... args) {
   return absl::OkStatus();
 }
 
+// Numpy broadcasting for kernels that take dims and strides as int8 (rank <= 8, padded with
+// leading 1s; see BroadcastOffset in common.h.cl).
+constexpr int kMaxBroadcastRank = 8;
+// The broadcast of `shapes`, or an error naming the node (Unsupported above rank 8).
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(
+    const OpContext& ctx, std::initializer_list<const std::vector<int64_t>*> shapes);
+cl_int8 PaddedDims(const std::vector<int64_t>& dims);
+// Strides of a `dims`-shaped operand over the broadcast dims `out` (0 where it is broadcast).
+cl_int8 BroadcastStrides(const std::vector<int64_t>& dims, const std::vector<int64_t>& out);
+
 using OpFn = absl::Status (*)(OpContext&);
 
 struct OpDef {

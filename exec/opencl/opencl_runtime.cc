@@ -1,5 +1,6 @@
 #include "exec/opencl/opencl_runtime.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/match.h"
@@ -212,6 +213,67 @@ absl::StatusOr<cl::Kernel> Runtime::GetKernel(std::string_view file, std::string
     return Error(err, absl::StrCat("kernel ", std::string(kernel), " in ", std::string(file)));
   }
   return k;
+}
+
+absl::Status CheckHalfProbe(std::span<const float> out) {
+  if (out.size() != kHalfProbeOutputs) {
+    return absl::InternalError(absl::StrCat("the probe gave ", out.size(), " results"));
+  }
+  // 1 + 2^-12 is 1 in half: anything else means `half` is computed in float.
+  if (out[0] != 1.0f) {
+    return absl::FailedPreconditionError(
+        "`half` is computed in float (1 + 2^-12 gave more than 1)");
+  }
+  const double x = 0.5;
+  const double expected[kHalfProbeOutputs] = {
+      1.0, x / 3, std::exp(x), std::log(x), std::sqrt(x), std::tanh(x), x * x,
+      x,   1.0,   1.0,         1.0,         std::erf(x),  1.0};
+  const char* names[kHalfProbeOutputs] = {"add",  "divide", "exp",       "log",   "sqrt",
+                                          "tanh", "pow",    "fabs",      "floor", "ceil",
+                                          "max",  "erf",    "vector add"};
+  for (size_t i = 1; i < kHalfProbeOutputs; ++i) {
+    // Two half ulps: a half math function may be off by one, and rounds once more to half.
+    if (!(std::abs(out[i] - expected[i]) <= 2.0 / 1024 * std::abs(expected[i]))) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the probe's half ", names[i], " gave ", out[i], " for ", expected[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Runtime::HalfArithmetic() {
+  if (half_status_.has_value()) return *half_status_;
+  auto fail = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("OpenCL device '", info_.name,
+                                                   "' has no cl_khr_fp16 (half arithmetic)", why,
+                                                   "; use the fp16-storage precision instead"));
+  };
+  half_status_ = [&]() -> absl::Status {
+    if (info_.fp16) {
+      half_source_ = "advertised (cl_khr_fp16)";
+      return absl::OkStatus();
+    }
+    // CPU drivers (PoCL) that lack the extension have no half arithmetic to find.
+    if (!info_.gpu) return fail("");
+    auto kernel = GetKernel("half_probe.cl", "half_probe", "-DUSE_HALF_ARITHMETIC");
+    if (!kernel.ok()) {
+      return fail(absl::StrCat(": the probe kernel did not build: ", kernel.status().message()));
+    }
+    const float in[11] = {1.0f, 1.0f / 4096, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+    float out[kHalfProbeOutputs] = {};
+    OVFIX_ASSIGN_OR_RETURN(cl::Buffer in_buffer, Allocate(sizeof(in)));
+    OVFIX_ASSIGN_OR_RETURN(cl::Buffer out_buffer, Allocate(sizeof(out)));
+    OVFIX_RETURN_IF_ERROR(Write(in_buffer, in, sizeof(in)));
+    if (kernel->setArg(0, in_buffer) != CL_SUCCESS || kernel->setArg(1, out_buffer) != CL_SUCCESS) {
+      return fail(": the probe kernel's arguments were refused");
+    }
+    OVFIX_RETURN_IF_ERROR(Enqueue(*kernel, cl::NDRange(1), "the half-arithmetic probe"));
+    OVFIX_RETURN_IF_ERROR(Read(out_buffer, out, sizeof(out)));
+    if (absl::Status s = CheckHalfProbe(out); !s.ok()) return fail(absl::StrCat(": ", s.message()));
+    half_source_ = "probed (the device does not advertise cl_khr_fp16)";
+    return absl::OkStatus();
+  }();
+  return *half_status_;
 }
 
 absl::StatusOr<cl::Buffer> Runtime::Allocate(size_t bytes) {

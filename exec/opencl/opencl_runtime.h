@@ -8,6 +8,8 @@
 #include <CL/opencl.hpp>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +24,7 @@ struct DeviceInfo {
   std::string platform;
   std::string version;
   bool gpu = false;
-  bool fp16 = false;  // cl_khr_fp16: half arithmetic
+  bool fp16 = false;  // advertises cl_khr_fp16 (see Runtime::HalfArithmetic for the rest)
   uint64_t global_memory = 0;
   int compute_units = 0;
 };
@@ -31,6 +33,11 @@ struct DeviceInfo {
 absl::StatusOr<std::vector<DeviceInfo>> ListDevices();
 // "CL_OUT_OF_RESOURCES (-5)".
 std::string ErrorName(cl_int error);
+
+// The results of kernels/half_probe.cl (which Runtime::HalfArithmetic runs) checked against
+// what half arithmetic gives: OK, or what gave it away (e.g. `half` computed in float).
+constexpr size_t kHalfProbeOutputs = 13;
+absl::Status CheckHalfProbe(std::span<const float> out);
 
 class Runtime {
  public:
@@ -60,6 +67,14 @@ class Runtime {
   absl::Status Enqueue(cl::Kernel& kernel, const cl::NDRange& global, const std::string& what);
   absl::Status Finish();
 
+  // OK when the fp16 precision (half arithmetic) can run here: the device advertises
+  // cl_khr_fp16, or, a GPU that does not (NVIDIA's driver has half arithmetic without the
+  // extension string), builds a probe kernel with the math functions the fp16 kernels use and
+  // computes what half arithmetic gives. Probed once per runtime; the error says why not.
+  absl::Status HalfArithmetic();
+  // How half arithmetic was established: "advertised (cl_khr_fp16)" or "probed (...)".
+  const std::string& half_arithmetic_source() const { return half_source_; }
+
   // "OpenCL device 'NAME': " + message.
   absl::Status Error(cl_int code, const std::string& what) const;
 
@@ -69,6 +84,8 @@ class Runtime {
   cl::Context context_;
   cl::CommandQueue queue_;
   std::map<std::string, cl::Program> programs_;
+  std::optional<absl::Status> half_status_;
+  std::string half_source_;
 };
 
 }  // namespace ovfix::exec::opencl

@@ -57,11 +57,7 @@ class OpenclSession : public Session {
     model_ = &model;
     OVFIX_ASSIGN_OR_RETURN(auto rt, Runtime::Create(options.device));
     rt_ = std::move(rt);
-    if (options.precision == Precision::kFp16 && !rt_->device().fp16) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "OpenCL device '", rt_->device().name,
-          "' has no cl_khr_fp16 (half arithmetic); use the fp16-storage precision instead"));
-    }
+    if (options.precision == Precision::kFp16) OVFIX_RETURN_IF_ERROR(rt_->HalfArithmetic());
     return Compile(model.graph(), nullptr, main_);
   }
 
@@ -113,6 +109,9 @@ class OpenclSession : public Session {
   const TensorMap& captured() const override { return captured_; }
   std::vector<std::string> notes() const override {
     std::vector<std::string> out = {absl::StrCat("OpenCL device: ", rt_->device().name)};
+    if (options_.precision == Precision::kFp16) {
+      out.push_back(absl::StrCat("half arithmetic: ", rt_->half_arithmetic_source()));
+    }
     out.insert(out.end(), notes_.begin(), notes_.end());
     return out;
   }
@@ -375,7 +374,8 @@ class OpenclSession : public Session {
   }
 
   absl::Status RunOnCpu(Step& step, Frame& values) {
-    KernelContext ctx{*step.node, step.opset, {}, {}, nullptr, &step.state, {}};
+    KernelContext ctx = KernelContext::For(*step.node, step.opset);
+    ctx.state = &step.state;
     std::vector<Tensor> converted;
     converted.reserve(step.inputs.size());
     bool has_half = false;

@@ -26,7 +26,7 @@ cl_int4 Spatial3(const std::vector<int64_t>& v, int fill) {
 
 absl::StatusOr<SpatialGeometry> Geometry(OpContext& ctx, const std::vector<int64_t>& dims,
                                          std::vector<int64_t> kernel, bool ceil_mode) {
-  KernelContext kc{ctx.node, ctx.opset, {}, {}, nullptr, nullptr, {}};
+  KernelContext kc = KernelContext::For(ctx.node, ctx.opset);
   std::vector<int64_t> spatial(dims.begin() + 2, dims.end());
   OVFIX_ASSIGN_OR_RETURN(auto g, ReadSpatialAttributes(kc, spatial, std::move(kernel)));
   OVFIX_RETURN_IF_ERROR(ComputeConvOutput(kc, g, ceil_mode));
@@ -44,7 +44,7 @@ absl::Status Conv(OpContext& ctx) {
   if (group <= 0 || C % group != 0 || M % group != 0 || w.dims[1] * group != C) {
     return ctx.Error("channels ", C, " and weight ", w.dims[1], " do not fit group ", group);
   }
-  KernelContext kc{ctx.node, ctx.opset, {}, {}, nullptr, nullptr, {}};
+  KernelContext kc = KernelContext::For(ctx.node, ctx.opset);
   OVFIX_ASSIGN_OR_RETURN(auto kernel, KernelShape(kc, {w.dims.begin() + 2, w.dims.end()}));
   OVFIX_ASSIGN_OR_RETURN(auto g, Geometry(ctx, x.dims, kernel, false));
   std::vector<int64_t> out_dims = {x.dims[0], M};
@@ -173,6 +173,41 @@ absl::Status Gemm(OpContext& ctx) {
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M)));
 }
 
+// MatMul (numpy semantics): a 1-D A is a row [1, K] and a 1-D B a column [K, 1], their
+// unit dims dropped from the output; the dims before the last two broadcast.
+absl::Status MatMul(OpContext& ctx) {
+  const ClValue& a = ctx.input(0);
+  const ClValue& b = ctx.input(1);
+  if (!IsFloat(a) || !IsFloat(b)) return ctx.Unsupported("non-float MatMul");
+  if (a.dims.empty() || b.dims.empty()) return ctx.Error("MatMul inputs must have rank >= 1");
+  std::vector<int64_t> a_dims = a.dims, b_dims = b.dims;
+  if (a_dims.size() == 1) a_dims.insert(a_dims.begin(), 1);
+  if (b_dims.size() == 1) b_dims.push_back(1);
+  const int64_t M = a_dims[a_dims.size() - 2], K = a_dims.back();
+  const int64_t K2 = b_dims[b_dims.size() - 2], N = b_dims.back();
+  if (K != K2) return ctx.Error("inner dims differ (", K, " vs ", K2, ")");
+  const std::vector<int64_t> a_batch(a_dims.begin(), a_dims.end() - 2);
+  const std::vector<int64_t> b_batch(b_dims.begin(), b_dims.end() - 2);
+  OVFIX_ASSIGN_OR_RETURN(auto batch, BroadcastDims(ctx, {&a_batch, &b_batch}));
+  std::vector<int64_t> out_dims = batch;
+  if (a.dims.size() > 1) out_dims.push_back(M);
+  if (b.dims.size() > 1) out_dims.push_back(N);
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, a.type, out_dims));
+  OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(1));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k,
+      ctx.Kernel("conv.cl", "matmul", ctx.Options({{"A", &a}, {"B", &b}, {"Y", y}}, "-DMODE=0")));
+  if (auto s = SetArgs(ctx, k, *da, *db, *y->device, static_cast<cl_int>(M), static_cast<cl_int>(N),
+                       static_cast<cl_int>(K), PaddedDims(batch), BroadcastStrides(a_batch, batch),
+                       BroadcastStrides(b_batch, batch));
+      !s.ok()) {
+    return s;
+  }
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M),
+                                static_cast<size_t>(Tensor::NumElements(batch))));
+}
+
 absl::Status Pool(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   if (!IsFloat(x)) return ctx.Unsupported("non-float pooling");
@@ -258,6 +293,7 @@ absl::Status BatchNorm(OpContext& ctx) {
 void AddConvOps(std::vector<OpDef>& table) {
   table.push_back({"Conv", 1, kOpenVersion, Conv});
   table.push_back({"Gemm", 1, kOpenVersion, Gemm});
+  table.push_back({"MatMul", 1, kOpenVersion, MatMul});
   table.push_back({"MaxPool", 1, kOpenVersion, Pool});
   table.push_back({"AveragePool", 1, kOpenVersion, Pool});
   table.push_back({"GlobalAveragePool", 1, kOpenVersion, GlobalPool});

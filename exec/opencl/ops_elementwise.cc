@@ -11,57 +11,8 @@
 namespace ovfix::exec::opencl {
 namespace {
 
-constexpr int kMaxRank = 8;
-
 bool IsFloat(const ClValue* v) {
   return v != nullptr && (v->type == DataType::kFloat || v->type == DataType::kFloat16);
-}
-
-// Output dims of a numpy broadcast, or an error.
-absl::StatusOr<std::vector<int64_t>> BroadcastDims(OpContext& ctx,
-                                                   const std::vector<const ClValue*>& values) {
-  size_t rank = 0;
-  for (const ClValue* v : values) rank = std::max(rank, v->dims.size());
-  if (rank > kMaxRank) return ctx.Unsupported("rank above 8");
-  std::vector<int64_t> out(rank, 1);
-  for (const ClValue* v : values) {
-    const size_t shift = rank - v->dims.size();
-    for (size_t i = 0; i < v->dims.size(); ++i) {
-      const int64_t d = v->dims[i];
-      int64_t& o = out[shift + i];
-      if (d == o || d == 1) continue;
-      if (o == 1) {
-        o = d;
-      } else {
-        return ctx.Error("shapes cannot be broadcast (", d, " vs ", o, ")");
-      }
-    }
-  }
-  return out;
-}
-
-cl_int8 PaddedDims(const std::vector<int64_t>& dims) {
-  cl_int8 out;
-  const size_t shift = kMaxRank - dims.size();
-  for (int i = 0; i < kMaxRank; ++i) {
-    out.s[i] = i < static_cast<int>(shift) ? 1 : static_cast<cl_int>(dims[i - shift]);
-  }
-  return out;
-}
-
-// Strides of `v` over the broadcast output dims (0 where `v` is broadcast).
-cl_int8 BroadcastStrides(const ClValue& v, const std::vector<int64_t>& out) {
-  cl_int8 strides;
-  for (int i = 0; i < kMaxRank; ++i) strides.s[i] = 0;
-  int64_t stride = 1;
-  const size_t shift = kMaxRank - v.dims.size();
-  for (int i = static_cast<int>(v.dims.size()) - 1; i >= 0; --i) {
-    const int64_t d = v.dims[i];
-    const int64_t o = out[out.size() - v.dims.size() + i];
-    strides.s[shift + i] = (d == 1 && o != 1) ? 0 : static_cast<cl_int>(stride);
-    stride *= d;
-  }
-  return strides;
 }
 
 // "-DA_DIRECT" etc. for each operand shaped like the output (read without broadcasting).
@@ -149,7 +100,7 @@ absl::Status Binary(OpContext& ctx) {
   }
   const ClValue* a = ctx.inputs[0];
   const ClValue* b = ctx.inputs[1];
-  OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {a, b}));
+  OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {&a->dims, &b->dims}));
   const int compare_code = CodeOf(kCompare, ctx.node.op_type());
   const bool compare = compare_code >= 0;
   const int code = compare ? compare_code : CodeOf(kBinary, ctx.node.op_type());
@@ -164,7 +115,7 @@ absl::Status Binary(OpContext& ctx) {
           ctx.Options({{"A", a}, {"B", b}, {"Y", compare ? nullptr : y}},
                       absl::StrCat("-DOP=", code, DirectOptions({{"A", a}, {"B", b}}, dims)))));
   if (auto s = SetArgs(ctx, kernel, *da, *db, *y->device, PaddedDims(dims),
-                       BroadcastStrides(*a, dims), BroadcastStrides(*b, dims));
+                       BroadcastStrides(a->dims, dims), BroadcastStrides(b->dims, dims));
       !s.ok()) {
     return s;
   }
@@ -178,7 +129,7 @@ absl::Status Where(OpContext& ctx) {
   if (c->type != DataType::kBool || !IsFloat(a) || !IsFloat(b)) {
     return ctx.Unsupported("non-float Where");
   }
-  OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {c, a, b}));
+  OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {&c->dims, &a->dims, &b->dims}));
   OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, a->type, dims));
   OVFIX_ASSIGN_OR_RETURN(auto dc, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(1));
@@ -190,8 +141,8 @@ absl::Status Where(OpContext& ctx) {
                      {{"A", a}, {"B", b}, {"Y", y}},
                      absl::StrCat("-DOP=0", DirectOptions({{"A", a}, {"B", b}, {"C", c}}, dims)))));
   if (auto s = SetArgs(ctx, kernel, *dc, *da, *db, *y->device, PaddedDims(dims),
-                       BroadcastStrides(*c, dims), BroadcastStrides(*a, dims),
-                       BroadcastStrides(*b, dims));
+                       BroadcastStrides(c->dims, dims), BroadcastStrides(a->dims, dims),
+                       BroadcastStrides(b->dims, dims));
       !s.ok()) {
     return s;
   }

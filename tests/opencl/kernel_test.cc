@@ -439,6 +439,32 @@ void AddGemm(std::vector<OpCase>& cases) {
                            "float y", "y = Gemm(a, b)")));
 }
 
+void AddMatMul(std::vector<OpCase>& cases) {
+  struct MatMul {
+    std::string name;
+    Dims a, b;
+  };
+  const MatMul products[] = {
+      {"2d", {3, 5}, {5, 7}},
+      {"row_vector", {5}, {5, 7}},
+      {"column_vector", {3, 5}, {5}},
+      {"dot", {13}, {13}},
+      {"batched", {2, 3, 5}, {2, 5, 4}},
+      {"weights_shared", {2, 3, 4, 5}, {5, 6}},  // a projection: B broadcast over the batch
+      {"both_broadcast", {2, 1, 3, 5}, {1, 4, 5, 2}},
+      {"attention_like", {1, 4, 16, 8}, {1, 4, 8, 16}},
+      {"residual_mlp", {1, 64}, {64, 64}},
+  };
+  for (const MatMul& m : products) {
+    cases.push_back(Op(absl::StrCat("MatMul_", m.name), {Float("a", m.a), Float("b", m.b)},
+                       "float y", "y = MatMul(a, b)"));
+  }
+  cases.push_back(Fails(Op("MatMul_inner_mismatch", {Float("a", {3, 5}), Float("b", {4, 7})},
+                           "float y", "y = MatMul(a, b)")));
+  cases.push_back(Fails(Op("MatMul_batch_mismatch", {Float("a", {2, 3, 5}), Float("b", {3, 5, 7})},
+                           "float y", "y = MatMul(a, b)")));
+}
+
 void AddPooling(std::vector<OpCase>& cases) {
   struct Pool {
     std::string name, op;
@@ -656,6 +682,7 @@ std::vector<OpCase> AllCases() {
   AddShapeOps(cases);
   AddConv(cases);
   AddGemm(cases);
+  AddMatMul(cases);
   AddPooling(cases);
   AddReduce(cases);
   AddSoftmaxGather(cases);
@@ -693,7 +720,7 @@ std::vector<OpCase> HalfArithmeticCases() {
   // clang-format off
   for (const char* prefix :
        {"Sigmoid_", "Exp_", "Clip_both", "Add_3x1x5", "Div_", "Greater_", "Where_", "Concat_",
-        "Conv_2d_stride2", "Conv_2d_depthwise", "Conv_2d_wide_rows", "Gemm_transA_transB",
+        "Conv_2d_stride2", "Conv_2d_depthwise", "Conv_2d_wide_rows", "Gemm_transA_transB", "MatMul_both_broadcast",
         "MaxPool_resnet", "AveragePool_pads_included", "GlobalAveragePool_",
         "BatchNormalization_", "ReduceMean_", "ReduceLogSumExp_", "Softmax_opset13",
         "LogSoftmax_opset13", "Gather_axis1"}) {

@@ -356,5 +356,38 @@ TEST(ConvertWritten, RunTakesFloat32InputsForAFloat16Model) {
   fs::remove_all(dir);
 }
 
+// The same model against the original's test data, whose outputs are float32: the float16
+// outputs are compared as float (exactly widened), and a wrong value is still caught.
+TEST(ConvertWritten, RunComparesFloat16OutputsWithFloat32TestData) {
+  const fs::path dir = TempDir("run16data");
+  auto model = ParseModelText(R"(
+    m (float16[1, 4] x) => (float16[1, 4] y) { y = Relu(x) })");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string path = (dir / "half.onnx").string();
+  ASSERT_TRUE(SaveModel(**model, path).ok());
+  auto write_set = [&](const std::string& name, std::vector<float> expected) {
+    const fs::path set = dir / name;
+    fs::create_directories(set);
+    EXPECT_TRUE(
+        WriteTensorFile((set / "input_0.pb").string(),
+                        Tensor::FromVector<float>(DataType::kFloat, {1, 4}, {-1, 0.5, 2, -3}), "x")
+            .ok());
+    EXPECT_TRUE(WriteTensorFile((set / "output_0.pb").string(),
+                                Tensor::FromVector<float>(DataType::kFloat, {1, 4}, expected), "y")
+                    .ok());
+    return set.string();
+  };
+  auto good = testing::RunOvfix(
+      absl::StrCat("run ", path, " --test-data ", write_set("good", {0, 0.5, 2, 0})));
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  EXPECT_NE(good.out.find("float16 compared as float"), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("output 'y': matches"), std::string::npos) << good.out;
+  auto bad = testing::RunOvfix(
+      absl::StrCat("run ", path, " --test-data ", write_set("bad", {0, 0.5, 2, 1})));
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find("MISMATCH"), std::string::npos) << bad.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ovfix

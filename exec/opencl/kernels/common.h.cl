@@ -5,7 +5,19 @@
 #ifdef USE_HALF_ARITHMETIC
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 typedef half real_t;
-#define REAL_MAX HALF_MAX
+#define REAL_MAX ((half)65504.0f)  // HALF_MAX, which only cl_khr_fp16 defines
+// Vector conversions lane by lane (rounding to nearest even, as convert_halfN does): NVIDIA's
+// compiler has half vectors but no convert_halfN / convert_floatN for them.
+inline half8 half8_from(float8 v) {
+  return (half8)((half)v.s0, (half)v.s1, (half)v.s2, (half)v.s3, (half)v.s4, (half)v.s5,
+                 (half)v.s6, (half)v.s7);
+}
+inline float8 float8_from(half8 v) {
+  return (float8)((float)v.s0, (float)v.s1, (float)v.s2, (float)v.s3, (float)v.s4, (float)v.s5,
+                  (float)v.s6, (float)v.s7);
+}
+inline half16 half16_from(float16 v) { return (half16)(half8_from(v.lo), half8_from(v.hi)); }
+inline float16 float16_from(half16 v) { return (float16)(float8_from(v.lo), float8_from(v.hi)); }
 #else
 typedef float real_t;
 #define REAL_MAX FLT_MAX
@@ -51,6 +63,24 @@ typedef float real_t;
 #define Y_T float
 #define STORE_Y(p, i, v) ((p)[(i)] = (float)(v))
 #endif
+
+// Math built-ins on real_t, evaluated in float and rounded to real_t once. In half arithmetic
+// that is what a device's half built-ins give (within their ulp), and it also builds where
+// the compiler has half arithmetic but no half overloads of the math built-ins (NVIDIA's,
+// which does not advertise cl_khr_fp16 either). In float it is the built-in itself.
+#define REAL_MATH1(name) \
+  inline real_t r_##name(real_t x) { return (real_t)name((float)x); }
+REAL_MATH1(exp)
+REAL_MATH1(log)
+REAL_MATH1(sqrt)
+REAL_MATH1(tanh)
+REAL_MATH1(fabs)
+REAL_MATH1(floor)
+REAL_MATH1(ceil)
+REAL_MATH1(erf)
+inline real_t r_pow(real_t a, real_t b) { return (real_t)pow((float)a, (float)b); }
+inline real_t r_fmax(real_t a, real_t b) { return (real_t)fmax((float)a, (float)b); }
+inline int r_isinf(real_t x) { return isinf((float)x); }
 
 // Max and min that propagate NaN, as ONNX's reference (numpy maximum/minimum) and the CPU
 // executor do; fmax/fmin return the other operand, which would hide the NaN an fp16 overflow

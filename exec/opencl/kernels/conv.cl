@@ -24,10 +24,12 @@
 typedef CONCAT(float, TW) float_tw;
 #ifdef USE_HALF_ARITHMETIC
 typedef CONCAT(half, TW) real_tw;
-#define TO_REAL_TW(v) CONCAT(convert_half, TW)(v)
+#define TO_REAL_TW(v) CONCAT(CONCAT(half, TW), _from)(v)
+#define TO_FLOAT_TW(v) CONCAT(CONCAT(float, TW), _from)(v)
 #else
 typedef float_tw real_tw;
 #define TO_REAL_TW(v) (v)
+#define TO_FLOAT_TW(v) (v)
 #endif
 
 #ifdef A_HALF
@@ -126,7 +128,7 @@ __kernel void conv(__global const float* x, __global const float* w, __global co
   const int valid = min(TW, out_size.z - ow0);
   for (int i = 0; i < MT; ++i) {
     const long y_i = (n * M + m0 + i) * out_plane + y_pos;
-    const float_tw out = CONCAT(convert_float, TW)(acc[i]);
+    const float_tw out = TO_FLOAT_TW(acc[i]);
     if (valid == TW) {
       STORE_Y_TW(y, y_i, out);
     } else {
@@ -154,6 +156,22 @@ __kernel void gemm(__global const A_T* a, __global const B_T* b, __global const 
     out += (real_t)beta * LOAD_C(c, (long)(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j));
   }
   STORE_Y(y, (long)i * N + j, out);
+}
+
+// Batched matrix product with numpy broadcasting of the batch dims: Y[t] = A[t] B[t], A[t]
+// [M, K] and B[t] [K, N], where t indexes the broadcast batch `batch` and each operand's
+// matrix is found through its strides over it (in matrices, 0 where it is broadcast).
+// Global range: (N, M, batch count).
+__kernel void matmul(__global const A_T* a, __global const B_T* b, __global Y_T* y, int M,
+                     int N, int K, int8 batch, int8 a_strides, int8 b_strides) {
+  const int j = get_global_id(0);
+  const int i = get_global_id(1);
+  const long t = get_global_id(2);
+  const long a0 = BroadcastOffset(t, batch, a_strides) * M * K + (long)i * K;
+  const long b0 = BroadcastOffset(t, batch, b_strides) * K * N + j;
+  real_t acc = 0;
+  for (int k = 0; k < K; ++k) acc += LOAD_A(a, a0 + k) * LOAD_B(b, b0 + (long)k * N);
+  STORE_Y(y, (t * M + i) * N + j, acc);
 }
 
 // MODE 0: max; 1: average excluding pads; 2: average including pads (those at the end
@@ -213,6 +231,6 @@ __kernel void batch_norm(__global const A_T* x, __global const W_T* scale,
                          float epsilon) {
   const long i = get_global_id(0);
   const int c = (i / spatial) % C;
-  const real_t v = (LOAD_A(x, i) - LOAD_C(mean, c)) / sqrt(LOAD_C(var, c) + (real_t)epsilon);
+  const real_t v = (LOAD_A(x, i) - LOAD_C(mean, c)) / r_sqrt(LOAD_C(var, c) + (real_t)epsilon);
   STORE_Y(y, i, v * LOAD_W(scale, c) + LOAD_B(bias, c));
 }

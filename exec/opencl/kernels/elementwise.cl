@@ -1,29 +1,27 @@
 // Element-wise ops. OP selects the function at build time (-DOP=n, numbered as in
 // exec/opencl/ops_elementwise.cc); the compiler folds the switch away.
 
-inline real_t erf_approx(real_t x) { return (real_t)erf((float)x); }
-
 inline real_t unary_op(real_t x, float alpha, float beta) {
   switch (OP) {
     case 0: return x < 0 ? (real_t)0 : x;                                // Relu
     case 1: return x >= 0 ? x : x * (real_t)alpha;                       // LeakyRelu
     case 2: return min_nan(max_nan((real_t)alpha * x + (real_t)beta, 0), 1);  // HardSigmoid
     case 3: return x * min_nan(max_nan(x / (real_t)6 + (real_t)0.5, 0), 1);   // HardSwish
-    case 4: return (real_t)1 / ((real_t)1 + exp(-x));                    // Sigmoid
-    case 5: return tanh(x);                                              // Tanh
-    case 6: return sqrt(x);                                              // Sqrt
-    case 7: return exp(x);                                               // Exp
-    case 8: return erf_approx(x);                                        // Erf
-    case 9: return fabs(x);                                              // Abs
+    case 4: return (real_t)1 / ((real_t)1 + r_exp(-x));                    // Sigmoid
+    case 5: return r_tanh(x);                                              // Tanh
+    case 6: return r_sqrt(x);                                              // Sqrt
+    case 7: return r_exp(x);                                               // Exp
+    case 8: return r_erf(x);                                        // Erf
+    case 9: return r_fabs(x);                                              // Abs
     case 10: return -x;                                                  // Neg
     case 11: return min_nan(max_nan(x, (real_t)alpha), (real_t)beta);    // Clip
-    case 12: return log(x);                                              // Log
+    case 12: return r_log(x);                                              // Log
     case 13: return (real_t)1 / x;                                       // Reciprocal
     case 14: return x;                                                   // Identity / Cast float<->half
-    case 15: return x > 0 ? x : (real_t)alpha * (exp(x) - (real_t)1);    // Elu
-    case 16: return log((real_t)1 + exp(x));                             // Softplus
-    case 17: return floor(x);                                            // Floor
-    case 18: return ceil(x);                                             // Ceil
+    case 15: return x > 0 ? x : (real_t)alpha * (r_exp(x) - (real_t)1);    // Elu
+    case 16: return r_log((real_t)1 + r_exp(x));                             // Softplus
+    case 17: return r_floor(x);                                            // Floor
+    case 18: return r_ceil(x);                                             // Ceil
     default: return x;
   }
 }
@@ -57,7 +55,7 @@ inline real_t binary_op(real_t a, real_t b) {
     case 1: return a - b;
     case 2: return a * b;
     case 3: return a / b;
-    case 4: return pow(a, b);
+    case 4: return r_pow(a, b);
     case 5: return max_nan(a, b);
     case 6: return min_nan(a, b);
     case 7: return a >= 0 ? a : a * b;  // PRelu (b is the slope)

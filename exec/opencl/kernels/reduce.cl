@@ -48,17 +48,17 @@ __kernel void reduce(__global const A_T* x, __global Y_T* y, int8 dims, int8 red
       case 2: acc = max_nan(acc, v); break;
       case 3: acc = min_nan(acc, v); break;
       case 4: case 5: acc += v * v; break;
-      case 6: acc += fabs(v); break;
+      case 6: acc += r_fabs(v); break;
       case 7: acc *= v; break;
-      case 9: acc += exp(v - peak); break;
+      case 9: acc += r_exp(v - peak); break;
       default: acc += v; break;
     }
   }
   if (MODE == 1) acc /= (real_t)count;
-  if (MODE == 5) acc = sqrt(acc);
-  if (MODE == 8) acc = log(acc);
+  if (MODE == 5) acc = r_sqrt(acc);
+  if (MODE == 8) acc = r_log(acc);
   // An infinite peak is the result (exp(peak - peak) would make it NaN).
-  if (MODE == 9) acc = isinf(peak) ? peak : log(acc) + peak;
+  if (MODE == 9) acc = r_isinf(peak) ? peak : r_log(acc) + peak;
   STORE_Y(y, index, acc);
 }
 
@@ -68,12 +68,12 @@ __kernel void softmax(__global const A_T* x, __global Y_T* y, long length, long 
   const long row = get_global_id(0);
   const long base = (row / stride) * length * stride + row % stride;
   real_t peak = -REAL_MAX;
-  for (long i = 0; i < length; ++i) peak = fmax(peak, LOAD_A(x, base + i * stride));
+  for (long i = 0; i < length; ++i) peak = r_fmax(peak, LOAD_A(x, base + i * stride));
   real_t sum = 0;
-  for (long i = 0; i < length; ++i) sum += exp(LOAD_A(x, base + i * stride) - peak);
+  for (long i = 0; i < length; ++i) sum += r_exp(LOAD_A(x, base + i * stride) - peak);
   for (long i = 0; i < length; ++i) {
     const real_t v = LOAD_A(x, base + i * stride) - peak;
-    STORE_Y(y, base + i * stride, MODE == 0 ? exp(v) / sum : v - log(sum));
+    STORE_Y(y, base + i * stride, MODE == 0 ? r_exp(v) / sum : v - r_log(sum));
   }
 }
 
