@@ -51,8 +51,7 @@ absl::StatusOr<ClValue> TakeFirstAxis(ControlContext& ctx, ClValue& v, int64_t i
   out.half = v.half;
   out.dims = std::move(dims);
   const size_t bytes = out.device_bytes();
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer buffer, ctx.rt.Allocate(bytes));
-  out.device = std::make_shared<cl::Buffer>(std::move(buffer));
+  OVFIX_ASSIGN_OR_RETURN(out.device, ctx.rt.AllocateShared(bytes));
   OVFIX_RETURN_IF_ERROR(ctx.rt.Copy(*v.device, index * bytes, *out.device, 0, bytes));
   return out;
 }
@@ -95,8 +94,7 @@ absl::StatusOr<ClValue> Stack(ControlContext& ctx, std::vector<ClValue>& parts, 
   out.dims = parts[0].dims;
   out.dims.insert(out.dims.begin(), static_cast<int64_t>(parts.size()));
   const size_t part_bytes = parts[0].device_bytes();
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer buffer, ctx.rt.Allocate(out.device_bytes()));
-  out.device = std::make_shared<cl::Buffer>(std::move(buffer));
+  OVFIX_ASSIGN_OR_RETURN(out.device, ctx.rt.AllocateShared(out.device_bytes()));
   for (size_t i = 0; i < parts.size(); ++i) {
     if (auto s = ctx.rt.Copy(*parts[i].device, 0, *out.device, i * part_bytes, part_bytes);
         !s.ok()) {

@@ -12,8 +12,7 @@ absl::Status EnsureDevice(Runtime& rt, ClValue& v) {
   if (v.device) return absl::OkStatus();
   if (!v.host) return absl::InternalError("value has neither host nor device data");
   if (v.type == DataType::kString) return absl::UnimplementedError("string tensors");
-  OVFIX_ASSIGN_OR_RETURN(auto buffer, rt.Allocate(v.device_bytes()));
-  v.device = std::make_shared<cl::Buffer>(std::move(buffer));
+  OVFIX_ASSIGN_OR_RETURN(v.device, rt.AllocateShared(v.device_bytes()));
   if (v.half && v.type == DataType::kFloat) {
     const Tensor half = ConvertTensor(*v.host, DataType::kFloat16);
     return rt.Write(*v.device, half.raw(), v.device_bytes());
@@ -52,8 +51,7 @@ absl::StatusOr<ClValue*> OpContext::NewOutput(size_t i, DataType type, std::vect
   out.type = type;
   out.dims = std::move(dims);
   out.half = StoresHalf(type);
-  OVFIX_ASSIGN_OR_RETURN(auto buffer, rt.Allocate(out.device_bytes()));
-  out.device = std::make_shared<cl::Buffer>(std::move(buffer));
+  OVFIX_ASSIGN_OR_RETURN(out.device, rt.AllocateShared(out.device_bytes()));
   return &out;
 }
 

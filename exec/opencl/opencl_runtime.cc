@@ -207,12 +207,19 @@ absl::StatusOr<cl::Kernel> Runtime::GetKernel(std::string_view file, std::string
     }
     it = programs_.emplace(key, std::move(program)).first;
   }
-  cl_int err;
-  cl::Kernel k(it->second, std::string(kernel).c_str(), &err);
-  if (err != CL_SUCCESS) {
-    return Error(err, absl::StrCat("kernel ", std::string(kernel), " in ", std::string(file)));
+  // One kernel object per (program, name), reused by every launch: creating one per launch
+  // cost more than the launch itself for small ops. Arguments are set right before each
+  // enqueue, which captures them.
+  auto [kernel_it, added] = kernels_.try_emplace(absl::StrCat(key, "|", std::string(kernel)));
+  if (added) {
+    cl_int err;
+    kernel_it->second = cl::Kernel(it->second, std::string(kernel).c_str(), &err);
+    if (err != CL_SUCCESS) {
+      kernels_.erase(kernel_it);
+      return Error(err, absl::StrCat("kernel ", std::string(kernel), " in ", std::string(file)));
+    }
   }
-  return k;
+  return kernel_it->second;
 }
 
 absl::Status CheckHalfProbe(std::span<const float> out) {
@@ -281,6 +288,37 @@ absl::StatusOr<cl::Buffer> Runtime::Allocate(size_t bytes) {
   cl::Buffer b(context_, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 4), nullptr, &err);
   if (err != CL_SUCCESS) return Error(err, absl::StrCat("allocating ", bytes, " bytes"));
   return b;
+}
+
+absl::StatusOr<std::shared_ptr<cl::Buffer>> Runtime::AllocateShared(size_t bytes) {
+  // Free buffers kept at most: beyond this a released buffer is freed (a model whose sizes
+  // all differ would otherwise hold every buffer it ever used).
+  constexpr size_t kMaxFreeBytes = size_t{1} << 30;
+  cl::Buffer buffer;
+  {
+    std::lock_guard<std::mutex> lock(free_buffers_->mutex);
+    auto it = free_buffers_->by_size.find(bytes);
+    if (it != free_buffers_->by_size.end() && !it->second.empty()) {
+      buffer = std::move(it->second.back());
+      it->second.pop_back();
+      free_buffers_->bytes -= bytes;
+    }
+  }
+  if (buffer() == nullptr) {
+    OVFIX_ASSIGN_OR_RETURN(buffer, Allocate(bytes));
+  }
+  std::shared_ptr<FreeBuffers> free = free_buffers_;
+  return std::shared_ptr<cl::Buffer>(new cl::Buffer(std::move(buffer)),
+                                     [free, bytes](cl::Buffer* b) {
+                                       {
+                                         std::lock_guard<std::mutex> lock(free->mutex);
+                                         if (free->bytes + bytes <= kMaxFreeBytes) {
+                                           free->by_size[bytes].push_back(std::move(*b));
+                                           free->bytes += bytes;
+                                         }
+                                       }
+                                       delete b;
+                                     });
 }
 
 absl::Status Runtime::Write(const cl::Buffer& buffer, const void* data, size_t bytes) {

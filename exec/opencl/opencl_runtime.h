@@ -8,6 +8,7 @@
 #include <CL/opencl.hpp>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,10 +55,18 @@ class Runtime {
   cl::CommandQueue& queue() { return queue_; }
 
   // A kernel from an embedded .cl file built with `options` (e.g. "-DA_HALF"). Programs are
-  // cached by (file, options); each call returns a fresh cl::Kernel object sharing it.
+  // cached by (file, options) and kernel objects by (program, name): every call for the same
+  // kernel returns the same object, so a launcher sets all its arguments right before it
+  // enqueues (an enqueue captures them).
   absl::StatusOr<cl::Kernel> GetKernel(std::string_view file, std::string_view kernel,
                                        const std::string& options);
   absl::StatusOr<cl::Buffer> Allocate(size_t bytes);
+  // A buffer of `bytes` that goes back to the runtime's free list when the last reference
+  // is dropped, for the next request of the same size (in this run or the next): values of
+  // a run are mostly the same sizes as the last run's, and a fresh buffer per op output cost
+  // more than small kernels. Reuse is safe on the in-order queue: a kernel that writes the
+  // reused buffer is queued after every command that read it before.
+  absl::StatusOr<std::shared_ptr<cl::Buffer>> AllocateShared(size_t bytes);
   absl::Status Write(const cl::Buffer& buffer, const void* data, size_t bytes);
   absl::Status Read(const cl::Buffer& buffer, void* data, size_t bytes);
   // Copies bytes between buffers on the device (queued in order, no host transfer).
@@ -84,6 +93,14 @@ class Runtime {
   cl::Context context_;
   cl::CommandQueue queue_;
   std::map<std::string, cl::Program> programs_;
+  std::map<std::string, cl::Kernel> kernels_;
+  // Shared with the deleters of AllocateShared's buffers, which may outlive the runtime.
+  struct FreeBuffers {
+    std::mutex mutex;
+    std::map<size_t, std::vector<cl::Buffer>> by_size;
+    size_t bytes = 0;
+  };
+  std::shared_ptr<FreeBuffers> free_buffers_ = std::make_shared<FreeBuffers>();
   std::optional<absl::Status> half_status_;
   std::string half_source_;
 };

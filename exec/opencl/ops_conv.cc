@@ -86,16 +86,16 @@ absl::Status Conv(OpContext& ctx) {
   // The kernel reads float: half input and weights are widened first (the input while it is
   // padded), once per run instead of at every tap.
   cl::Buffer* input = dx;
-  cl::Buffer padded_buffer, float_weights;
+  std::shared_ptr<cl::Buffer> padded_buffer, float_weights;
   if (padded != g.input || x.half) {
     int64_t rows = x.dims[0] * C;
     for (size_t i = 0; i + 1 < padded.size(); ++i) rows *= padded[i];
     OVFIX_ASSIGN_OR_RETURN(
-        auto buffer, ctx.rt.Allocate(static_cast<size_t>(rows * padded.back()) * sizeof(float)));
-    padded_buffer = std::move(buffer);
-    input = &padded_buffer;
+        padded_buffer,
+        ctx.rt.AllocateShared(static_cast<size_t>(rows * padded.back()) * sizeof(float)));
+    input = padded_buffer.get();
     OVFIX_ASSIGN_OR_RETURN(auto pad, ctx.Kernel("conv.cl", "pad_input", options));
-    if (auto s = SetArgs(ctx, pad, *dx, padded_buffer, Spatial3(g.input, 1), Spatial3(padded, 1),
+    if (auto s = SetArgs(ctx, pad, *dx, *padded_buffer, Spatial3(g.input, 1), Spatial3(padded, 1),
                          Spatial3(g.pads_begin, 0));
         !s.ok()) {
       return s;
@@ -104,12 +104,11 @@ absl::Status Conv(OpContext& ctx) {
   }
   cl::Buffer* weights = dw;
   if (w.half) {
-    OVFIX_ASSIGN_OR_RETURN(auto buffer,
-                           ctx.rt.Allocate(static_cast<size_t>(w.numel()) * sizeof(float)));
-    float_weights = std::move(buffer);
-    weights = &float_weights;
+    OVFIX_ASSIGN_OR_RETURN(float_weights,
+                           ctx.rt.AllocateShared(static_cast<size_t>(w.numel()) * sizeof(float)));
+    weights = float_weights.get();
     OVFIX_ASSIGN_OR_RETURN(auto widen, ctx.Kernel("conv.cl", "widen_weights", options));
-    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, widen, *dw, float_weights));
+    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, widen, *dw, *float_weights));
     OVFIX_RETURN_IF_ERROR(ctx.Run(widen, cl::NDRange(static_cast<size_t>(w.numel()))));
   }
   OVFIX_ASSIGN_OR_RETURN(auto k, ctx.Kernel("conv.cl", "conv", options));

@@ -154,6 +154,66 @@ TEST(OpenclSession, FallbackToCpuIsNamed) {
   EXPECT_TRUE(named);
 }
 
+// Device buffers go back to a free list when a value dies and are handed to the next value
+// of the same size, in the same run or the next: runs with new inputs must not see the last
+// run's data, and a run's outputs must stay as they were after later runs. The model has
+// values of equal sizes alive at once (a residual), a padded Conv (its temporary buffer) and
+// a MatMul; in fp16-storage the Conv also widens its half weights into a temporary.
+TEST(OpenclSession, RepeatedRunsReusingBuffersMatchTheCpu) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  auto model = ParseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    m (float[1, 4, 6, 6] x, float[4, 4, 3, 3] w, float[6, 6] p) => (float[1, 4, 6, 6] y) {
+      c = Conv<pads = [1, 1, 1, 1]>(x, w)
+      r = Relu(c)
+      s = Add(r, x)
+      t = MatMul(s, p)
+      y = Sigmoid(t)
+    }
+  )");
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (Precision precision : {Precision::kFp32, Precision::kFp16Storage}) {
+    SCOPED_TRACE(std::string(PrecisionName(precision)));
+    SessionOptions cpu_options;
+    cpu_options.precision = precision;
+    SessionOptions cl_options = cpu_options;
+    cl_options.backend = "opencl";
+    auto cpu = CreateSession(**model, cpu_options);
+    auto cl = CreateSession(**model, cl_options);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_TRUE(cl.ok()) << cl.status();
+    const double tolerance = precision == Precision::kFp32 ? 1e-5 : 4.0 / 1024;
+    std::vector<std::vector<Tensor>> kept;
+    std::vector<std::vector<Tensor>> expected;
+    for (int run = 0; run < 3; ++run) {
+      TensorMap inputs;
+      for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {"x", {1, 4, 6, 6}}, {"w", {4, 4, 3, 3}}, {"p", {6, 6}}}) {
+        Tensor t(DataType::kFloat, dims);
+        float* data = t.data<float>();
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          data[i] =
+              static_cast<float>(((i * 37 + run * 11 + static_cast<int64_t>(name[0])) % 23) - 11) /
+              8.0f;
+        }
+        inputs[name] = t;
+      }
+      auto want = (*cpu)->Run(inputs);
+      auto got = (*cl)->Run(inputs);
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_LE(RangeError((*got)[0], (*want)[0]), tolerance) << "run " << run;
+      kept.push_back(*got);
+      expected.push_back(*want);
+    }
+    for (size_t run = 0; run < kept.size(); ++run) {
+      EXPECT_LE(RangeError(kept[run][0], expected[run][0]), tolerance) << "kept run " << run;
+    }
+    // The runs differ, so a stale buffer would have shown.
+    EXPECT_GT(RangeError(expected[0][0], expected[1][0]), 0.01);
+  }
+}
+
 TEST(OpenclSession, UnknownDeviceIsAClearError) {
   if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
   auto model = ParseModelText("m (float[1] x) => (float[1] y) { y = Relu(x) }");
