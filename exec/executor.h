@@ -51,7 +51,16 @@ struct SessionOptions {
   // runs only while the model's weights total at most this many bytes; a larger model has
   // them derived on each run, so its weights are never held a second time in memory.
   size_t kernel_state_budget = size_t{256} << 20;
+  // Set by the session, not by callers: in the fp16 precisions, a model that declares float16
+  // data itself (a converted one; ir DeclaresFloat16) keeps its float32 values float32, as a
+  // backend running it as typed does, and only its float16 values are half (computed in half
+  // arithmetic in fp16). Its fp32 islands are what the conversion kept out of fp16 on
+  // purpose; forcing them into half would report overflows the backend never sees.
+  bool float32_as_typed = false;
 };
+
+// `options` with float32_as_typed set for `model` (sessions call it when they are created).
+SessionOptions ResolvePrecision(const Model& model, SessionOptions options);
 
 using TensorMap = std::map<std::string, Tensor>;
 
@@ -66,9 +75,12 @@ class Session {
   virtual const TensorMap& captured() const = 0;
   const SessionOptions& options() const { return options_; }
   // Remarks a user should see (e.g. nodes an opencl session ran on the CPU, and why).
-  virtual std::vector<std::string> notes() const { return {}; }
+  virtual std::vector<std::string> notes() const { return PrecisionNotes(); }
 
  protected:
+  // What the precision means for this model, when it is not the plain one.
+  std::vector<std::string> PrecisionNotes() const;
+
   SessionOptions options_;
 };
 

@@ -18,6 +18,7 @@
 #include "exec/opencl/opencl_session.h"
 #include "ir/float16.h"
 #include "ir/graph.h"
+#include "ir/graph_walk.h"
 #include "ir/model.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
@@ -68,7 +69,9 @@ struct Plan {
 
 namespace {
 
-bool RoundsFloats(Precision p) { return p != Precision::kFp32; }
+bool RoundsFloats(const SessionOptions& o) {
+  return o.precision != Precision::kFp32 && !o.float32_as_typed;
+}
 
 void RoundInPlace(Tensor& t, ThreadPool* pool) {
   float* data = t.data<float>();
@@ -122,7 +125,7 @@ class Compiler {
       auto it = plan.slot_of.find(v);
       const int slot = it != plan.slot_of.end() ? it->second : NewSlot(plan, v);
       const Tensor& t = v->tensor();
-      const bool round = RoundsFloats(options_.precision) && t.type() == DataType::kFloat;
+      const bool round = RoundsFloats(options_) && t.type() == DataType::kFloat;
       if (t.type() == DataType::kFloat16) {
         plan.largest_float16_constant = std::max(plan.largest_float16_constant, t.numel());
       }
@@ -140,7 +143,7 @@ class Compiler {
     // Fused steps hide the value between them: not while every value is observed or
     // rounded.
     if (plan.widened.empty() && !options_.capture && !options_.on_value &&
-        !RoundsFloats(options_.precision)) {
+        !RoundsFloats(options_)) {
       FuseClamps(plan);
     }
     PlanReleases(plan, /*keep_all=*/parent == nullptr && options_.capture);
@@ -558,7 +561,7 @@ class Runner {
   Runner(ThreadPool* pool, BufferRecycler* recycler, const SessionOptions& options)
       : pool_(pool),
         recycler_(recycler),
-        round_(RoundsFloats(options.precision)),
+        round_(RoundsFloats(options)),
         on_value_(options.on_value ? &options.on_value : nullptr),
         on_node_time_(options.on_node_time ? &options.on_node_time : nullptr),
         random_seed_(options.random_seed) {}
@@ -853,7 +856,7 @@ CpuSession::~CpuSession() = default;
 
 absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Create(const Model& model,
                                                                const SessionOptions& options) {
-  std::unique_ptr<CpuSession> session(new CpuSession(options));
+  std::unique_ptr<CpuSession> session(new CpuSession(ResolvePrecision(model, options)));
   session->pool_ = std::make_unique<ThreadPool>(options.threads);
   session->plan_ = std::make_unique<Plan>();
   Compiler compiler(model, session->options_, session->pool_.get());
@@ -880,8 +883,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
     }
     OVFIX_RETURN_IF_ERROR(CheckInput(*v, it->second));
     RuntimeValue value = it->second;
-    if (RoundsFloats(options_.precision) && value.is_tensor() &&
-        value.tensor.type() == DataType::kFloat) {
+    if (RoundsFloats(options_) && value.is_tensor() && value.tensor.type() == DataType::kFloat) {
       value.tensor = RoundedCopy(value.tensor, pool_.get());
     }
     if (!plan.widened.empty() && plan.widened[plan.input_slots[i]]) {
@@ -938,6 +940,19 @@ absl::StatusOr<std::vector<Tensor>> CpuSession::Run(const TensorMap& inputs) {
     tensors.push_back(std::move(out[i].tensor));
   }
   return tensors;
+}
+
+SessionOptions ResolvePrecision(const Model& model, SessionOptions options) {
+  options.float32_as_typed =
+      options.precision != Precision::kFp32 && DeclaresFloat16(model.graph());
+  return options;
+}
+
+std::vector<std::string> Session::PrecisionNotes() const {
+  if (!options_.float32_as_typed) return {};
+  return {absl::StrCat(
+      "the model declares float16 data: ", std::string(PrecisionName(options_.precision)),
+      " applies to its float16 values; its float32 values stay float32")};
 }
 
 absl::StatusOr<Precision> ParsePrecision(std::string_view text) {

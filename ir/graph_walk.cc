@@ -1,5 +1,7 @@
 #include "ir/graph_walk.h"
 
+#include <algorithm>
+
 #include "ir/status_macros.h"
 
 namespace ovfix {
@@ -18,6 +20,27 @@ std::vector<Graph*> GraphsRecursive(Graph& root) {
     }
   }
   return out;
+}
+
+bool DeclaresFloat16(const Graph& root) {
+  auto half = [](const Value* v) {
+    return v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat16;
+  };
+  for (const Graph* g : GraphsRecursive(const_cast<Graph&>(root))) {
+    for (const auto* list : {&g->inputs(), &g->outputs(), &g->initializers(), &g->value_info()}) {
+      if (std::any_of(list->begin(), list->end(), half)) return true;
+    }
+    for (const Node* n : g->nodes()) {
+      if (n->op_type() == "Cast" &&
+          n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16)) {
+        return true;
+      }
+      for (size_t i = 0; i < n->num_outputs(); ++i) {
+        if (half(n->output(i))) return true;
+      }
+    }
+  }
+  return false;
 }
 
 namespace {

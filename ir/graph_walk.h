@@ -29,6 +29,11 @@ void VisitGraphs(Graph& root, const std::function<void(Graph&)>& fn);
 // linear in the graph, however many there are.
 void ListInValueInfo(Graph& g, std::span<Value* const> values);
 
+// Whether `root` or a body inside it declares float16 data: a float16 input, output,
+// initializer or typed value, or a Cast to float16. Such a model (a converted one) says
+// itself which values are fp16 and which stay fp32.
+bool DeclaresFloat16(const Graph& root);
+
 // Bytes of the weights of at least `at_least` bytes each in `g` and every body inside it.
 int64_t WeightBytes(const Graph& g, size_t at_least = 0);
 

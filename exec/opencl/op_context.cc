@@ -68,7 +68,14 @@ void OpContext::ViewOutput(size_t i, size_t j, std::vector<int64_t> dims) {
 
 std::string OpContext::Options(std::initializer_list<std::pair<const char*, const ClValue*>> args,
                                const std::string& extra) const {
-  std::string options = half_arithmetic() ? "-DUSE_HALF_ARITHMETIC" : "";
+  const ClValue* computed = nullptr;
+  for (const auto& [name, value] : args) {
+    if (value == nullptr) continue;
+    if (computed == nullptr || std::string_view(name) == "Y") computed = value;
+  }
+  const bool half =
+      computed != nullptr ? HalfArithmetic(computed->type) : HalfArithmetic(DataType::kFloat16);
+  std::string options = half ? "-DUSE_HALF_ARITHMETIC" : "";
   for (const auto& [name, value] : args) {
     if (value != nullptr && value->half) absl::StrAppend(&options, " -D", name, "_HALF");
   }

@@ -38,13 +38,19 @@ absl::Status EnsureHost(Runtime& rt, ClValue& v);
 
 class OpContext {
  public:
-  OpContext(const Node& node, int opset, Runtime& rt, Precision precision)
-      : node(node), opset(opset), rt(rt), precision(precision) {}
+  OpContext(const Node& node, int opset, Runtime& rt, Precision precision,
+            bool float32_as_typed = false)
+      : node(node),
+        opset(opset),
+        rt(rt),
+        precision(precision),
+        float32_as_typed(float32_as_typed) {}
 
   const Node& node;
   const int opset;
   Runtime& rt;
   const Precision precision;
+  const bool float32_as_typed;   // SessionOptions::float32_as_typed
   std::vector<ClValue*> inputs;  // nullptr for an omitted optional input
   std::vector<ClValue> outputs;  // one per node output
 
@@ -58,16 +64,19 @@ class OpContext {
   // Whether a tensor of this logical type is stored as half on the device.
   bool StoresHalf(DataType type) const {
     return type == DataType::kFloat16 ||
-           (type == DataType::kFloat && precision != Precision::kFp32);
+           (type == DataType::kFloat && precision != Precision::kFp32 && !float32_as_typed);
   }
-  bool half_arithmetic() const { return precision == Precision::kFp16; }
+  // Whether a kernel computing a value of this type runs in half arithmetic.
+  bool HalfArithmetic(DataType type) const {
+    return precision == Precision::kFp16 && (!float32_as_typed || type == DataType::kFloat16);
+  }
   // A new device output.
   absl::StatusOr<ClValue*> NewOutput(size_t i, DataType type, std::vector<int64_t> dims);
   // Output i shares input j's storage with new dims (Reshape and friends).
   void ViewOutput(size_t i, size_t j, std::vector<int64_t> dims);
 
   // Build options: "-DA_HALF" for each named float argument stored as half, the arithmetic
-  // type, and any extra defines.
+  // type (by the type of "Y", else of the first argument), and any extra defines.
   std::string Options(std::initializer_list<std::pair<const char*, const ClValue*>> args,
                       const std::string& extra = "") const;
   absl::StatusOr<cl::Kernel> Kernel(std::string_view file, std::string_view name,

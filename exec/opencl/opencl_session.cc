@@ -53,7 +53,7 @@ using Frame = std::vector<ClValue>;
 class OpenclSession : public Session {
  public:
   absl::Status Init(const Model& model, const SessionOptions& options) {
-    options_ = options;
+    options_ = ResolvePrecision(model, options);
     model_ = &model;
     OVFIX_ASSIGN_OR_RETURN(auto rt, Runtime::Create(options.device));
     rt_ = std::move(rt);
@@ -109,6 +109,7 @@ class OpenclSession : public Session {
   const TensorMap& captured() const override { return captured_; }
   std::vector<std::string> notes() const override {
     std::vector<std::string> out = {absl::StrCat("OpenCL device: ", rt_->device().name)};
+    for (std::string& note : PrecisionNotes()) out.push_back(std::move(note));
     if (options_.precision == Precision::kFp16) {
       out.push_back(absl::StrCat("half arithmetic: ", rt_->half_arithmetic_source()));
     }
@@ -232,13 +233,15 @@ class OpenclSession : public Session {
   // ---- running ----
 
   bool StoresHalf(DataType t) const {
-    return t == DataType::kFloat16 ||
-           (t == DataType::kFloat && options_.precision != Precision::kFp32);
+    return t == DataType::kFloat16 || (t == DataType::kFloat && RoundsFloat32());
+  }
+  bool RoundsFloat32() const {
+    return options_.precision != Precision::kFp32 && !options_.float32_as_typed;
   }
 
   // In fp16 precisions float host data is rounded to what half storage holds.
   Tensor Rounded(const Tensor& t) const {
-    if (t.type() != DataType::kFloat || options_.precision == Precision::kFp32) return t;
+    if (t.type() != DataType::kFloat || !RoundsFloat32()) return t;
     Tensor r = t.Clone();
     RoundFloatsToHalf(r.data<float>(), r.numel());
     return r;
@@ -350,7 +353,7 @@ class OpenclSession : public Session {
     }
     if (host_only) return RunOnCpu(step, values);
     if (!step.on_cpu) {
-      OpContext ctx(*step.node, step.opset, *rt_, options_.precision);
+      OpContext ctx(*step.node, step.opset, *rt_, options_.precision, options_.float32_as_typed);
       for (int s : step.inputs) ctx.inputs.push_back(s >= 0 ? &values[s] : nullptr);
       ctx.outputs.resize(step.outputs.size());
       absl::Status s = step.op->fn(ctx);

@@ -3,6 +3,7 @@
 #include "ir/graph.h"
 
 #include "gtest/gtest.h"
+#include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
@@ -145,6 +146,27 @@ TEST(TextForm, MalformedNumberIsAnError) {
     ASSERT_FALSE(m.ok()) << text;
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << text;
   }
+}
+
+// What makes a model "declare float16" (the fp16 precisions then keep its float32 values):
+// a float16 input, a Cast to float16, or either inside an If branch; not float32 alone.
+TEST(Graph, DeclaresFloat16FindsHalfDataAnywhere) {
+  EXPECT_FALSE(DeclaresFloat16(Parse(kChain)->graph()));
+  EXPECT_TRUE(
+      DeclaresFloat16(Parse("m (float16[2] x) => (float16[2] y) { y = Relu(x) }")->graph()));
+  EXPECT_TRUE(DeclaresFloat16(
+      Parse("m (float[2] x) => (float[2] y) { h = Cast<to = 10>(x)\n y = Cast<to = 1>(h) }")
+          ->graph()));
+  auto nested = Parse(R"(
+    m (bool c, float[2] x) => (float[2] y) {
+      y = If(c) <
+        then_branch = t () => (float[2] a) { h = Cast<to = 10>(x)
+                                             a = Cast<to = 1>(h) },
+        else_branch = e () => (float[2] b) { b = Relu(x) }
+      >
+    })");
+  ASSERT_NE(nested, nullptr);
+  EXPECT_TRUE(DeclaresFloat16(nested->graph()));
 }
 
 }  // namespace
