@@ -19,6 +19,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/softmax_island.h"
 
 namespace ovfix::exec {
 namespace {
@@ -524,54 +525,35 @@ TEST(Session, Float16TensorsStayFloat16) {
   EXPECT_TRUE(std::isinf(HalfBitsToFloat((*out)[0].data<uint16_t>()[1])));
 }
 
-// A softmax over {10, 11, 12}: exp(12) = 162755 is beyond fp16 (65504). The converted form
-// reads and writes float16 and keeps the Exp and the sum in float32 between Casts, as a
-// conversion's fp32 island does; the original is all float32.
-constexpr char kSoftmaxIsland[] = R"(
-    agraph (float16[3] x) => (float16[3] y) {
-      f = Cast<to = 1>(x)
-      e = Exp(f)
-      s = ReduceSum<keepdims = 1>(e)
-      p = Div(e, s)
-      y = Cast<to = 10>(p)
-    })";
-constexpr char kSoftmaxFloat[] = R"(
-    agraph (float[3] x) => (float[3] y) {
-      e = Exp(x)
-      s = ReduceSum<keepdims = 1>(e)
-      y = Div(e, s)
-    })";
-
 // In the fp16 precisions a model that declares float16 data keeps its float32 values float32
-// (the fp32 island stays finite and the softmax is right: hand-worked 0.0900, 0.2447,
-// 0.6652), and says so in a note; the same graph in float32 overflows as a GPU forcing fp16
-// would.
+// (tests/support/softmax_island.h: the island stays finite and the softmax right), and says
+// so in a note; the same graph in float32 overflows as a GPU forcing fp16 would.
 TEST(Session, Fp16PrecisionsKeepAConvertedModelsFloat32Values) {
-  const float want[3] = {0.0900306f, 0.2447285f, 0.6652410f};
+  using testing::kSoftmaxExpected;
+  using testing::kSoftmaxInput;
   for (Precision precision : {Precision::kFp16Storage, Precision::kFp16}) {
     SCOPED_TRACE(std::string(PrecisionName(precision)));
     SessionOptions options;
     options.precision = precision;
-    auto island = Parse(kSoftmaxIsland);
+    auto island = Parse(testing::kSoftmaxIsland);
     ASSERT_NE(island, nullptr);
     auto session = MakeSession(*island, options);
     ASSERT_NE(session, nullptr);
-    auto out =
-        session->Run({{"x", Tensor::FromVector<uint16_t>(
-                                DataType::kFloat16, {3},
-                                {FloatToHalfBits(10), FloatToHalfBits(11), FloatToHalfBits(12)})}});
+    Tensor x16(DataType::kFloat16, {3});
+    for (int i = 0; i < 3; ++i) x16.data<uint16_t>()[i] = FloatToHalfBits(kSoftmaxInput[i]);
+    auto out = session->Run({{"x", x16}});
     ASSERT_TRUE(out.ok()) << out.status();
     for (int i = 0; i < 3; ++i) {
-      EXPECT_NEAR(HalfBitsToFloat((*out)[0].data<uint16_t>()[i]), want[i], 1e-3) << i;
+      EXPECT_NEAR(HalfBitsToFloat((*out)[0].data<uint16_t>()[i]), kSoftmaxExpected[i], 1e-3) << i;
     }
     ASSERT_EQ(session->notes().size(), 1u);
     EXPECT_THAT(session->notes()[0], ::testing::HasSubstr("float32 values stay float32"));
 
-    auto plain = Parse(kSoftmaxFloat);
+    auto plain = Parse(testing::kSoftmaxFloat);
     ASSERT_NE(plain, nullptr);
     auto forced = MakeSession(*plain, options);
     ASSERT_NE(forced, nullptr);
-    out = forced->Run({{"x", Floats({3}, {10, 11, 12})}});
+    out = forced->Run({{"x", Floats({3}, {kSoftmaxInput, kSoftmaxInput + 3})}});
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_FALSE(std::isfinite((*out)[0].data<float>()[2]));
     EXPECT_TRUE(forced->notes().empty());

@@ -11,6 +11,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/softmax_island.h"
 
 namespace ovfix::exec {
 namespace {
@@ -217,24 +218,12 @@ TEST(OpenclSession, RepeatedRunsReusingBuffersMatchTheCpu) {
 }
 
 // As on the CPU (tests/exec/session_test.cc): fp16-storage keeps the float32 island of a
-// model that declares float16 data, so the softmax over {10, 11, 12} is right although
-// exp(12) is beyond fp16; the all-float32 model overflows.
+// model that declares float16 data (tests/support/softmax_island.h), so the softmax is right
+// although exp(12) is beyond fp16; the all-float32 model overflows.
 TEST(OpenclSession, Fp16StorageKeepsAConvertedModelsFloat32Island) {
   if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
-  auto island = ParseModelText(R"(
-    m (float16[3] x) => (float16[3] y) {
-      f = Cast<to = 1>(x)
-      e = Exp(f)
-      s = ReduceSum<keepdims = 1>(e)
-      p = Div(e, s)
-      y = Cast<to = 10>(p)
-    })");
-  auto plain = ParseModelText(R"(
-    m (float[3] x) => (float[3] y) {
-      e = Exp(x)
-      s = ReduceSum<keepdims = 1>(e)
-      y = Div(e, s)
-    })");
+  auto island = ParseModelText(testing::kSoftmaxIsland);
+  auto plain = ParseModelText(testing::kSoftmaxFloat);
   ASSERT_TRUE(island.ok() && plain.ok());
   SessionOptions options;
   options.backend = "opencl";
@@ -242,16 +231,18 @@ TEST(OpenclSession, Fp16StorageKeepsAConvertedModelsFloat32Island) {
   auto cl = CreateSession(**island, options);
   ASSERT_TRUE(cl.ok()) << cl.status();
   Tensor x16(DataType::kFloat16, {3});
-  for (int i = 0; i < 3; ++i) x16.data<uint16_t>()[i] = FloatToHalfBits(10.0f + i);
+  for (int i = 0; i < 3; ++i) x16.data<uint16_t>()[i] = FloatToHalfBits(testing::kSoftmaxInput[i]);
   auto out = (*cl)->Run({{"x", x16}});
   ASSERT_TRUE(out.ok()) << out.status();
-  const float want[3] = {0.0900306f, 0.2447285f, 0.6652410f};
   for (int i = 0; i < 3; ++i) {
-    EXPECT_NEAR(HalfBitsToFloat((*out)[0].data<uint16_t>()[i]), want[i], 1e-3) << i;
+    EXPECT_NEAR(HalfBitsToFloat((*out)[0].data<uint16_t>()[i]), testing::kSoftmaxExpected[i], 1e-3)
+        << i;
   }
   auto forced = CreateSession(**plain, options);
   ASSERT_TRUE(forced.ok()) << forced.status();
-  out = (*forced)->Run({{"x", Tensor::FromVector<float>(DataType::kFloat, {3}, {10, 11, 12})}});
+  out = (*forced)->Run(
+      {{"x", Tensor::FromVector<float>(DataType::kFloat, {3},
+                                       {testing::kSoftmaxInput, testing::kSoftmaxInput + 3})}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_FALSE(std::isfinite((*out)[0].data<float>()[2]));
 }
