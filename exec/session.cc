@@ -680,9 +680,11 @@ class Runner {
 
   absl::Status RunTensorStep(const Plan& plan, const Step& step, std::vector<RuntimeValue>& frame) {
     const Node& node = *step.node;
-    KernelContext ctx{node, step.opset,   {},
-                      {},   pool_,        plan.keep_kernel_state ? &step.state : nullptr,
-                      {},   random_seed_, recycler_};
+    KernelContext ctx = KernelContext::For(node, step.opset);
+    ctx.pool = pool_;
+    ctx.state = plan.keep_kernel_state ? &step.state : nullptr;
+    ctx.random_seed = random_seed_;
+    ctx.recycler = recycler_;
     ctx.fused = step.fused;
     ctx.fused_bias = step.fused_bias;
     ctx.inputs.resize(step.inputs.size(), nullptr);

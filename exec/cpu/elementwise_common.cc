@@ -68,9 +68,12 @@ absl::Status RunInFloat(KernelContext& ctx, KernelFn fn) {
       inputs[i] = t;
     }
   }
-  KernelContext float_ctx{
-      ctx.node, ctx.opset, std::move(inputs), std::vector<Tensor>(ctx.outputs.size()),
-      ctx.pool, ctx.state, ctx.run_subgraph};
+  KernelContext float_ctx = KernelContext::For(ctx.node, ctx.opset);
+  float_ctx.inputs = std::move(inputs);
+  float_ctx.outputs.resize(ctx.outputs.size());
+  float_ctx.pool = ctx.pool;
+  float_ctx.state = ctx.state;
+  float_ctx.run_subgraph = ctx.run_subgraph;
   OVFIX_RETURN_IF_ERROR(fn(float_ctx));
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     ctx.outputs[i] = FromFloat(float_ctx.outputs[i], low);

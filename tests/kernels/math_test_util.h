@@ -102,7 +102,7 @@ inline absl::StatusOr<std::vector<Tensor>> RunNode(
   for (const auto& a : attributes) node->SetAttribute(a);
   const KernelDef* kernel = FindKernel(run.domain, op, opset);
   if (kernel == nullptr) return absl::NotFoundError(op + " has no kernel");
-  KernelContext ctx{*node, opset, {}, {}, nullptr, nullptr, {}};
+  KernelContext ctx = KernelContext::For(*node, opset);
   for (const Tensor& t : inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
   ctx.outputs.resize(run.num_outputs);
   ctx.pool = run.pool;

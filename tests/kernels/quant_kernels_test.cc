@@ -269,8 +269,9 @@ TEST(QuantKernelsByHand, QLinearConvAddsBiasThenRounds) {
 // An all-zero input has no range; onnxruntime answers scale 1 and zero point 0 (not a 0
 // scale that the next Mul would spread as 0 or NaN).
 TEST(QuantKernelsByHand, DynamicQuantizeLinearOfZerosHasScaleOne) {
-  auto y = RunNode("DynamicQuantizeLinear", 11, {FloatTensor({3}, {0, 0, 0})}, {},
-                   NodeRun{.num_outputs = 3});
+  NodeRun run;
+  run.num_outputs = 3;
+  auto y = RunNode("DynamicQuantizeLinear", 11, {FloatTensor({3}, {0, 0, 0})}, {}, run);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ((*y)[1].data<float>()[0], 1.0f);
   EXPECT_EQ((*y)[2].data<uint8_t>()[0], 0);

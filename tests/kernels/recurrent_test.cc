@@ -65,7 +65,8 @@ absl::StatusOr<std::vector<Tensor>> RunRecurrent(
   for (const auto& a : attributes) node->SetAttribute(a);
   const KernelDef* kernel = FindKernel("", op, opset);
   if (kernel == nullptr) return absl::NotFoundError(op + " has no kernel");
-  KernelContext ctx{*node, opset, {}, {}, &math_testing::MathPool(), nullptr, {}};
+  KernelContext ctx = KernelContext::For(*node, opset);
+  ctx.pool = &math_testing::MathPool();
   for (const Tensor& t : inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
   ctx.outputs.resize(outputs.size());
   OVFIX_RETURN_IF_ERROR(kernel->fn(ctx));

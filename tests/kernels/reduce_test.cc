@@ -51,8 +51,11 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op_type, int opset,
                                           const std::vector<Tensor>& inputs,
                                           const std::vector<onnx::AttributeProto>& attributes,
                                           int num_outputs = 1, ThreadPool* pool = nullptr) {
-  return math_testing::RunNode(op_type, opset, inputs, attributes,
-                               {.pool = pool, .num_outputs = num_outputs, .name = "node"});
+  math_testing::NodeRun run;
+  run.pool = pool;
+  run.num_outputs = num_outputs;
+  run.name = "node";
+  return math_testing::RunNode(op_type, opset, inputs, attributes, run);
 }
 
 // Reduce* by the definition: gather each output's inputs, then apply the formula.
