@@ -99,10 +99,10 @@ void BenchSize(double gigabytes, int repeats, const fs::path& dir, bool python) 
   const double data_bytes = static_cast<double>(fs::file_size(model + ".data"));
   const std::string out = (dir / "out.onnx").string();
 
-  Measure validated{"ovfix convert --target gpu-fp16"};
-  Measure unvalidated{"ovfix convert --target gpu-fp16 --no-validate"};
-  Measure python_peer{"python onnx load + save"};
-  Measure copy{"plain copy of the data file"};
+  Measure validated{"ovfix convert --target gpu-fp16", {}};
+  Measure unvalidated{"ovfix convert --target gpu-fp16 --no-validate", {}};
+  Measure python_peer{"python onnx load + save", {}};
+  Measure copy{"plain copy of the data file", {}};
   const std::string script =
       absl::StrCat("import onnx; m = onnx.load('", model, "'); onnx.save(m, '", out,
                    "', save_as_external_data=True, location='out.onnx.data')");

@@ -49,9 +49,8 @@ int RunDevices() {
     // session would.
     std::string fp16 = d.fp16 ? "yes" : "no";
     if (!d.fp16 && d.gpu) {
-      absl::Status half = absl::UnknownError("");
       auto rt = exec::opencl::Runtime::Create(d.index);
-      half = rt.ok() ? (*rt)->HalfArithmetic() : rt.status();
+      const absl::Status half = rt.ok() ? (*rt)->HalfArithmetic() : rt.status();
       if (half.ok()) {
         fp16 = "probed";
       } else {

@@ -57,6 +57,10 @@ struct SessionOptions {
   // arithmetic in fp16). Its fp32 islands are what the conversion kept out of fp16 on
   // purpose; forcing them into half would report overflows the backend never sees.
   bool float32_as_typed = false;
+
+  // Whether float32 values are rounded to (stored as) half: the fp16 precisions, unless the
+  // model is typed float16 itself.
+  bool RoundsFloat32() const { return precision != Precision::kFp32 && !float32_as_typed; }
 };
 
 // `options` with float32_as_typed set for `model` (sessions call it when they are created).

@@ -69,10 +69,6 @@ struct Plan {
 
 namespace {
 
-bool RoundsFloats(const SessionOptions& o) {
-  return o.precision != Precision::kFp32 && !o.float32_as_typed;
-}
-
 void RoundInPlace(Tensor& t, ThreadPool* pool) {
   float* data = t.data<float>();
   ParallelFor(pool, t.numel(), 1 << 15,
@@ -125,7 +121,7 @@ class Compiler {
       auto it = plan.slot_of.find(v);
       const int slot = it != plan.slot_of.end() ? it->second : NewSlot(plan, v);
       const Tensor& t = v->tensor();
-      const bool round = RoundsFloats(options_) && t.type() == DataType::kFloat;
+      const bool round = options_.RoundsFloat32() && t.type() == DataType::kFloat;
       if (t.type() == DataType::kFloat16) {
         plan.largest_float16_constant = std::max(plan.largest_float16_constant, t.numel());
       }
@@ -143,7 +139,7 @@ class Compiler {
     // Fused steps hide the value between them: not while every value is observed or
     // rounded.
     if (plan.widened.empty() && !options_.capture && !options_.on_value &&
-        !RoundsFloats(options_)) {
+        !options_.RoundsFloat32()) {
       FuseClamps(plan);
     }
     PlanReleases(plan, /*keep_all=*/parent == nullptr && options_.capture);
@@ -561,7 +557,7 @@ class Runner {
   Runner(ThreadPool* pool, BufferRecycler* recycler, const SessionOptions& options)
       : pool_(pool),
         recycler_(recycler),
-        round_(RoundsFloats(options)),
+        round_(options.RoundsFloat32()),
         on_value_(options.on_value ? &options.on_value : nullptr),
         on_node_time_(options.on_node_time ? &options.on_node_time : nullptr),
         random_seed_(options.random_seed) {}
@@ -885,7 +881,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
     }
     OVFIX_RETURN_IF_ERROR(CheckInput(*v, it->second));
     RuntimeValue value = it->second;
-    if (RoundsFloats(options_) && value.is_tensor() && value.tensor.type() == DataType::kFloat) {
+    if (options_.RoundsFloat32() && value.is_tensor() && value.tensor.type() == DataType::kFloat) {
       value.tensor = RoundedCopy(value.tensor, pool_.get());
     }
     if (!plan.widened.empty() && plan.widened[plan.input_slots[i]]) {

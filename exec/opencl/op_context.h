@@ -33,26 +33,26 @@ struct ClValue {
   size_t device_bytes() const { return static_cast<size_t>(numel()) * device_element_size(); }
 };
 
+// Whether a value of this logical type is stored as half on the device in a session with
+// these options.
+inline bool StoresHalf(const SessionOptions& options, DataType type) {
+  return type == DataType::kFloat16 || (type == DataType::kFloat && options.RoundsFloat32());
+}
+
 absl::Status EnsureDevice(Runtime& rt, ClValue& v);
 absl::Status EnsureHost(Runtime& rt, ClValue& v);
 
 class OpContext {
  public:
-  OpContext(const Node& node, int opset, Runtime& rt, Precision precision,
-            bool float32_as_typed = false)
-      : node(node),
-        opset(opset),
-        rt(rt),
-        precision(precision),
-        float32_as_typed(float32_as_typed) {}
+  OpContext(const Node& node, int opset, Runtime& rt, const SessionOptions& options)
+      : node(node), opset(opset), rt(rt), options(options) {}
 
   const Node& node;
   const int opset;
   Runtime& rt;
-  const Precision precision;
-  const bool float32_as_typed;   // SessionOptions::float32_as_typed
-  std::vector<ClValue*> inputs;  // nullptr for an omitted optional input
-  std::vector<ClValue> outputs;  // one per node output
+  const SessionOptions& options;  // the session's: precision, float32_as_typed
+  std::vector<ClValue*> inputs;   // nullptr for an omitted optional input
+  std::vector<ClValue> outputs;   // one per node output
 
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   ClValue& input(size_t i) { return *inputs[i]; }
@@ -62,13 +62,11 @@ class OpContext {
   absl::StatusOr<const Tensor*> Host(size_t i);
 
   // Whether a tensor of this logical type is stored as half on the device.
-  bool StoresHalf(DataType type) const {
-    return type == DataType::kFloat16 ||
-           (type == DataType::kFloat && precision != Precision::kFp32 && !float32_as_typed);
-  }
+  bool StoresHalf(DataType type) const { return opencl::StoresHalf(options, type); }
   // Whether a kernel computing a value of this type runs in half arithmetic.
   bool HalfArithmetic(DataType type) const {
-    return precision == Precision::kFp16 && (!float32_as_typed || type == DataType::kFloat16);
+    return options.precision == Precision::kFp16 &&
+           (!options.float32_as_typed || type == DataType::kFloat16);
   }
   // A new device output.
   absl::StatusOr<ClValue*> NewOutput(size_t i, DataType type, std::vector<int64_t> dims);

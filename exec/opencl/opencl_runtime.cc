@@ -179,7 +179,12 @@ absl::Status Runtime::Error(cl_int code, const std::string& what) const {
 
 absl::StatusOr<cl::Kernel> Runtime::GetKernel(std::string_view file, std::string_view kernel,
                                               const std::string& options) {
+  // One kernel object per (program, name), reused by every launch: creating one per launch
+  // cost more than the launch itself for small ops. Arguments are set right before each
+  // enqueue, which captures them.
   const std::string key = absl::StrCat(std::string(file), "|", options);
+  std::string kernel_key = absl::StrCat(key, "|", std::string(kernel));
+  if (auto cached = kernels_.find(kernel_key); cached != kernels_.end()) return cached->second;
   auto it = programs_.find(key);
   if (it == programs_.end()) {
     std::string_view common, source;
@@ -207,19 +212,12 @@ absl::StatusOr<cl::Kernel> Runtime::GetKernel(std::string_view file, std::string
     }
     it = programs_.emplace(key, std::move(program)).first;
   }
-  // One kernel object per (program, name), reused by every launch: creating one per launch
-  // cost more than the launch itself for small ops. Arguments are set right before each
-  // enqueue, which captures them.
-  auto [kernel_it, added] = kernels_.try_emplace(absl::StrCat(key, "|", std::string(kernel)));
-  if (added) {
-    cl_int err;
-    kernel_it->second = cl::Kernel(it->second, std::string(kernel).c_str(), &err);
-    if (err != CL_SUCCESS) {
-      kernels_.erase(kernel_it);
-      return Error(err, absl::StrCat("kernel ", std::string(kernel), " in ", std::string(file)));
-    }
+  cl_int err;
+  cl::Kernel k(it->second, std::string(kernel).c_str(), &err);
+  if (err != CL_SUCCESS) {
+    return Error(err, absl::StrCat("kernel ", std::string(kernel), " in ", std::string(file)));
   }
-  return kernel_it->second;
+  return kernels_.emplace(std::move(kernel_key), std::move(k)).first->second;
 }
 
 absl::Status CheckHalfProbe(std::span<const float> out) {

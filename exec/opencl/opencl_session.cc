@@ -232,16 +232,11 @@ class OpenclSession : public Session {
 
   // ---- running ----
 
-  bool StoresHalf(DataType t) const {
-    return t == DataType::kFloat16 || (t == DataType::kFloat && RoundsFloat32());
-  }
-  bool RoundsFloat32() const {
-    return options_.precision != Precision::kFp32 && !options_.float32_as_typed;
-  }
+  bool StoresHalf(DataType t) const { return opencl::StoresHalf(options_, t); }
 
   // In fp16 precisions float host data is rounded to what half storage holds.
   Tensor Rounded(const Tensor& t) const {
-    if (t.type() != DataType::kFloat || !RoundsFloat32()) return t;
+    if (t.type() != DataType::kFloat || !options_.RoundsFloat32()) return t;
     Tensor r = t.Clone();
     RoundFloatsToHalf(r.data<float>(), r.numel());
     return r;
@@ -353,7 +348,7 @@ class OpenclSession : public Session {
     }
     if (host_only) return RunOnCpu(step, values);
     if (!step.on_cpu) {
-      OpContext ctx(*step.node, step.opset, *rt_, options_.precision, options_.float32_as_typed);
+      OpContext ctx(*step.node, step.opset, *rt_, options_);
       for (int s : step.inputs) ctx.inputs.push_back(s >= 0 ? &values[s] : nullptr);
       ctx.outputs.resize(step.outputs.size());
       absl::Status s = step.op->fn(ctx);

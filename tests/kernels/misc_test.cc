@@ -54,7 +54,9 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, int opset,
   Node* node = graph.AddNode(op, values, output_names, "node");
   for (const onnx::AttributeProto& a : attributes) node->SetAttribute(a);
   static ThreadPool pool(3);
-  KernelContext ctx{*node, opset, inputs, std::vector<Tensor>(num_outputs)};
+  KernelContext ctx = KernelContext::For(*node, opset);
+  ctx.inputs = inputs;
+  ctx.outputs.resize(num_outputs);
   ctx.pool = &pool;
   OVFIX_RETURN_IF_ERROR(def->fn(ctx));
   return ctx.outputs;

@@ -39,7 +39,9 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, int opset,
                                           std::vector<Tensor> inputs,
                                           std::vector<onnx::AttributeProto> attributes = {},
                                           int num_outputs = 1) {
-  return math_testing::RunNode(op, opset, inputs, attributes, {.num_outputs = num_outputs});
+  math_testing::NodeRun run;
+  run.num_outputs = num_outputs;
+  return math_testing::RunNode(op, opset, inputs, attributes, run);
 }
 
 // The single output of a run that must succeed.

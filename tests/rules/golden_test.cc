@@ -92,7 +92,7 @@ GoldenFile ParseGolden(const std::string& text) {
     } else if (absl::StartsWith(line, "header:")) {
       file.header = value("header:");
     } else if (absl::StartsWith(line, "case:")) {
-      file.cases.push_back({value("case:")});
+      file.cases.emplace_back().title = value("case:");
       target = nullptr;
     } else if (absl::StartsWith(line, "before:") && !file.cases.empty()) {
       target = &file.cases.back().before;
