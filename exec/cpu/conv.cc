@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/cpu/avx512_transpose.h"
 #include "exec/cpu/conv_depthwise.h"
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_im2col.h"
@@ -68,13 +69,19 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
 }
 
 // Whether to compute the transposed product Y^T = columns^T * W^T: with few output positions
-// (late layers) the maps fill the vector registers better than the positions do.
-bool UseTransposedProduct(int64_t out_size, int64_t maps) {
+// (late layers) the maps fill the register tiles better than the positions do. The product
+// then comes back through a transposition (about one cycle an element), which only a deep
+// product earns back: the multiply-adds of both are counted with the padding of their last
+// tiles (in cycles: 32 a cycle), the transposition on top of the transposed one.
+bool UseTransposedProduct(int64_t out_size, int64_t maps, int64_t depth) {
   if (out_size > 256 || maps < 16) return false;
-  const int64_t nr = CurrentGemmGeometry().nr;
-  auto padded = [nr](int64_t n) { return (n + nr - 1) / nr * nr; };
-  // Compare the work including the padding of the last register tile.
-  return padded(out_size) * maps > padded(maps) * out_size * 21 / 20;
+  const GemmGeometry& g = CurrentGemmGeometry();
+  auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
+  const double direct = static_cast<double>(padded(maps, g.mr)) * padded(out_size, g.nr) * depth;
+  const double transposed =
+      static_cast<double>(padded(out_size, g.mr)) * padded(maps, g.nr) * depth +
+      32.0 * out_size * maps;
+  return transposed < direct;
 }
 
 // min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
@@ -86,8 +93,8 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m5
 }
 
 // dst[m * rows + i] = clamp(src[i * cols + m] + bias[m]): the transposed product back in Y's
-// layout (the bias and clamp of `epilogue`).
-// Maps [m0, m1) of it.
+// layout (the bias and clamp of `epilogue`), 16 maps by 16 positions at a time through an
+// in-register transpose. Maps [m0, m1) of it.
 __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src, int64_t rows,
                                                                int64_t cols, int64_t m0, int64_t m1,
                                                                const GemmEpilogue& epilogue,
@@ -97,29 +104,32 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
   const __m512 lo = _mm512_set1_ps(epilogue.clamp_min), hi = _mm512_set1_ps(epilogue.clamp_max);
   const __m512 hs_alpha = _mm512_set1_ps(epilogue.hard_swish_alpha);
   const __m512 hs_beta = _mm512_set1_ps(epilogue.hard_swish_beta);
-  const __m512i index =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(cols)));
-  for (int64_t m = m0; m < m1; ++m) {
-    const __m512 b = _mm512_set1_ps(bias != nullptr ? bias[m] : 0.0f);
-    float* out = dst + m * rows;
+  for (int64_t m = m0; m < m1; m += 16) {
+    const int maps = static_cast<int>(std::min<int64_t>(16, m1 - m));
+    const __mmask16 map_mask = maps >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << maps) - 1);
     for (int64_t i = 0; i < rows; i += 16) {
-      const int64_t left = rows - i;
-      const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-      const __m512 v =
-          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, index, src + i * cols + m, 4);
-      __m512 x = _mm512_add_ps(v, b);
-      if (clamp) x = ClampAvx512(x, lo, hi);  // NaN stays
-      if (hard_swish) {
-        // A product, then a sum: rounded as the unfused HardSigmoid kernel.
-        __m512 product = _mm512_mul_ps(hs_alpha, x);
-        __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
-        __m512 gate = _mm512_add_ps(product, hs_beta);
-        gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
-        gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
-        x = _mm512_mul_ps(x, gate);
+      const int positions = static_cast<int>(std::min<int64_t>(16, rows - i));
+      const __mmask16 mask = positions >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << positions) - 1);
+      __m512 r[16];
+      for (int q = 0; q < 16; ++q) {
+        r[q] = q < positions ? _mm512_maskz_loadu_ps(map_mask, src + (i + q) * cols + m)
+                             : _mm512_setzero_ps();
       }
-      _mm512_mask_storeu_ps(out + i, mask, x);
+      avx512::Transpose16x16(r);
+      for (int j = 0; j < maps; ++j) {
+        __m512 x = _mm512_add_ps(r[j], _mm512_set1_ps(bias != nullptr ? bias[m + j] : 0.0f));
+        if (clamp) x = ClampAvx512(x, lo, hi);  // NaN stays
+        if (hard_swish) {
+          // A product, then a sum: rounded as the unfused HardSigmoid kernel.
+          __m512 product = _mm512_mul_ps(hs_alpha, x);
+          __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
+          __m512 gate = _mm512_add_ps(product, hs_beta);
+          gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
+          gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
+          x = _mm512_mul_ps(x, gate);
+        }
+        _mm512_mask_storeu_ps(dst + (m + j) * rows + i, mask, x);
+      }
     }
   }
 }
@@ -127,7 +137,7 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
 void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t m0, int64_t m1,
                           const GemmEpilogue& epilogue, float* dst) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 && rows * cols < (int64_t{1} << 31)) {
+  if (avx512) {
     TransposeAddBiasAvx512(src, rows, cols, m0, m1, epilogue, dst);
     return;
   }
@@ -245,7 +255,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     return absl::OkStatus();
   }
 
-  const bool transposed = UseTransposedProduct(out_size, group_maps);
+  const bool transposed = UseTransposedProduct(out_size, group_maps, depth);
   ConvWeights local;
   const ConvWeights& packed =
       GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed, local);

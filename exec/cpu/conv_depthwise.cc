@@ -243,6 +243,10 @@ void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y
   // The instruction set follows the GEMM's choice (so tests can switch both together).
   const std::string_view isa = CurrentGemmGeometry().name;
   const bool avx512 = isa == "avx512", avx2 = isa == "avx2";
+  if (avx512 && DepthwiseBlockedApplies(s)) {
+    DepthwiseConv2DBlocked(x, w, bias, y, s, pool);
+    return;
+  }
   const Layout layout = MakeLayout(s);
   const int64_t taps = s.kernel_h * s.kernel_w;
   const int64_t planes = s.batch * s.channels;

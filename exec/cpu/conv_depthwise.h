@@ -21,6 +21,13 @@ struct DepthwiseShape {
 
 // y[n, c * multiplier + j] = bias + sum over the window of x[n, c] * w[c * multiplier + j].
 // w: [channels * multiplier, 1, kernel_h, kernel_w]; bias may be null.
+// Whether DepthwiseConv2DBlocked takes the shape (AVX-512, one output map per channel, a
+// padded image of 16 channels that stays in L2).
+bool DepthwiseBlockedApplies(const DepthwiseShape& shape);
+// Blocks of 16 channels at a time, as vectors of channels (conv_depthwise_blocked.cc).
+void DepthwiseConv2DBlocked(const float* x, const float* w, const float* bias, float* y,
+                            const DepthwiseShape& shape, ThreadPool* pool);
+
 void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y,
                      const DepthwiseShape& shape, ThreadPool* pool);
 

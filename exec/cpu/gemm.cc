@@ -71,19 +71,30 @@ void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
       tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
       const bool last = k0 + kc >= k;
       if (last && epilogue.column_bias == nullptr) tile.activation = epilogue;
-      for (int64_t p = p0; p < p1; ++p) {
+      auto run_tile = [&](int64_t p, int64_t j) {
         tile.a = a.panel(k0, kc, p);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
         tile.bias = k0 == 0 && epilogue.row_bias != nullptr ? epilogue.row_bias + p * mr : nullptr;
-        for (int64_t j = 0; j * nr < nc; ++j) {
-          tile.b = block + j * kc * nr;
-          tile.c = c + p * mr * ldc + nb + j * nr;
-          tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
-          kernel.tile(tile);
-          if (last && epilogue.column_bias != nullptr) {
-            AddColumnBias(tile.c, ldc, tile.rows, tile.cols, epilogue.column_bias + nb + j * nr,
-                          epilogue);
-          }
+        tile.b = block + j * kc * nr;
+        tile.c = c + p * mr * ldc + nb + j * nr;
+        tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
+        kernel.tile(tile);
+        if (last && epilogue.column_bias != nullptr) {
+          AddColumnBias(tile.c, ldc, tile.rows, tile.cols, epilogue.column_bias + nb + j * nr,
+                        epilogue);
+        }
+      };
+      const int64_t panels_n = (nc + nr - 1) / nr;
+      if (b.prepacked()) {
+        // B comes from memory (weights packed once): each of its panels is read once and
+        // kept in L1 across the A panels, which stay in L2.
+        for (int64_t j = 0; j < panels_n; ++j) {
+          for (int64_t p = p0; p < p1; ++p) run_tile(p, j);
+        }
+      } else {
+        // B was packed into this thread's block (in L2): each A panel stays in L1 across it.
+        for (int64_t p = p0; p < p1; ++p) {
+          for (int64_t j = 0; j < panels_n; ++j) run_tile(p, j);
         }
       }
     }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cpu/conv_depthwise.h"
 #include "exec/cpu/conv_im2col.h"
 #include "exec/cpu/conv_implicit.h"
 #include "exec/cpu/gemm.h"
@@ -286,6 +287,57 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
     }
   }
   if (!ran) GTEST_SKIP() << "no AVX-512 GEMM kernel here";
+}
+
+// Depthwise convolution by blocks of 16 channels, called directly so that each case surely
+// takes it, against naive convolution, with and without the pool (bands of output rows when
+// there are fewer blocks than threads want): channel counts that leave a partial block, runs
+// of 1 to 8 output pixels in a row, strides 1, 2 and 3, dilations, asymmetric pads (more rows
+// and columns of padding than the kernel reaches, and inputs wider than the taps read),
+// batches, and a wide image whose bands must be cut to stay in cache (its rows of padding
+// differ from band to band in one thread's image).
+TEST(ConvTest, DepthwiseBlocksMatchNaive) {
+  const std::vector<ConvCase> cases = {
+      {{1, 16, 7, 7}, {16, 1, 5, 5}, 16, {1, 1}, {}, {2, 2, 2, 2}, "", true},
+      {{1, 40, 14, 14}, {40, 1, 5, 5}, 40, {2, 2}, {}, {2, 2, 2, 2}, "", true},
+      {{2, 17, 12, 11}, {17, 1, 3, 3}, 17, {2, 1}, {2, 3}, {0, 2, 3, 1}, "", true},
+      {{1, 33, 28, 28}, {33, 1, 7, 7}, 33, {1, 1}, {}, {3, 3, 3, 3}},
+      {{1, 5, 19, 23}, {5, 1, 3, 3}, 5, {3, 3}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 1, 9, 16}, {1, 1, 1, 3}, 1, {1, 2}, {}, {0, 1, 0, 1}, "", true},
+      {{1, 20, 10, 12}, {20, 1, 3, 3}, 20, {1, 1}, {}, {3, 0, 0, 4}, "", true},
+      {{1, 24, 20, 21}, {24, 1, 3, 3}, 24, {2, 2}, {}, {0, 0, 0, 0}},
+      {{1, 3, 40, 300}, {3, 1, 7, 7}, 3, {1, 1}, {}, {3, 3, 3, 3}, "", true},
+  };
+  bool ran = false;
+  for (const ConvCase& c : cases) {
+    const Resolved r = ResolveConv(c);
+    DepthwiseShape d;
+    d.batch = c.x[0];
+    d.channels = c.x[1];
+    d.in_h = c.x[2], d.in_w = c.x[3], d.out_h = r.out[0], d.out_w = r.out[1];
+    d.kernel_h = c.w[2], d.kernel_w = c.w[3];
+    d.stride_h = c.strides[0], d.stride_w = c.strides[1];
+    d.dilation_h = c.dilations.empty() ? 1 : c.dilations[0];
+    d.dilation_w = c.dilations.empty() ? 1 : c.dilations[1];
+    d.pad_top = r.pads_begin[0], d.pad_left = r.pads_begin[1];
+    if (!DepthwiseBlockedApplies(d)) continue;
+    ran = true;
+    std::mt19937 rng(31);
+    const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
+    const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
+    const auto b = RandomFloats(c.w[0], rng);
+    const std::vector<double> expected = NaiveConv(c, x, w, b, r);
+    const Dims out_dims = {c.x[0], c.w[0], r.out[0], r.out[1]};
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
+      std::vector<float> y(Tensor::NumElements(out_dims), std::numeric_limits<float>::quiet_NaN());
+      DepthwiseConv2DBlocked(x.data(), w.data(), c.bias ? b.data() : nullptr, y.data(), d, pool);
+      const std::string what = "depthwise blocks x" + ::testing::PrintToString(c.x) + " w" +
+                               ::testing::PrintToString(c.w) +
+                               (pool != nullptr ? " pool" : " no pool");
+      ExpectNear(FloatTensor(out_dims, y), out_dims, expected, 2e-5, what);
+    }
+  }
+  if (!ran) GTEST_SKIP() << "no AVX-512 here";
 }
 
 // A Relu, Clip or hard swish fused into the convolution (what the session asks for when one
