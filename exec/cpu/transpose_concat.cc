@@ -2,6 +2,8 @@
 // CopyByOffsets, the strided copy that Slice, Pad, DepthToSpace and SpaceToDepth build on.
 // Every kernel here moves elements by their bytes (or as std::string for string tensors), so
 // one instantiation per element size covers all element types, float16 included.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "exec/cpu/avx512_transpose.h"
 #include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
@@ -138,11 +141,35 @@ Tensor ScalarOfType(DataType type, double value) {
 
 namespace {
 
+// Rows [r0, r1) and columns [c0, c1) of a rows x cols matrix of 4-byte elements into its
+// transpose, 16 x 16 blocks at a time through registers.
+__attribute__((target("avx512f"))) void TransposeTile4Avx512(const float* in, float* out,
+                                                             int64_t rows, int64_t cols, int64_t r0,
+                                                             int64_t r1, int64_t c0, int64_t c1) {
+  for (int64_t r = r0; r < r1; r += 16) {
+    const int64_t nr = std::min<int64_t>(16, r1 - r);
+    const __mmask16 row_mask = nr >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
+    for (int64_t c = c0; c < c1; c += 16) {
+      const int64_t nc = std::min<int64_t>(16, c1 - c);
+      const __mmask16 column_mask = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
+      __m512 v[16];
+      for (int64_t q = 0; q < 16; ++q) {
+        v[q] = q < nr ? _mm512_maskz_loadu_ps(column_mask, in + (r + q) * cols + c)
+                      : _mm512_setzero_ps();
+      }
+      avx512::Transpose16x16(v);
+      for (int64_t j = 0; j < nc; ++j)
+        _mm512_mask_storeu_ps(out + (c + j) * rows + r, row_mask, v[j]);
+    }
+  }
+}
+
 // out[b, c, r] = in[b, r, c], in tiles so that both sides stay in cache.
 template <typename T>
 void BatchedTranspose2D(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols,
                         ThreadPool* pool) {
   constexpr int64_t kTile = 32;
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
   const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
   ParallelFor(pool, batch * row_tiles * col_tiles, 16, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
@@ -151,6 +178,13 @@ void BatchedTranspose2D(const T* in, T* out, int64_t batch, int64_t rows, int64_
       const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
       const T* in_b = in + b * rows * cols;
       T* out_b = out + b * rows * cols;
+      if constexpr (sizeof(T) == 4 && std::is_trivially_copyable_v<T>) {
+        if (avx512) {
+          TransposeTile4Avx512(reinterpret_cast<const float*>(in_b),
+                               reinterpret_cast<float*>(out_b), rows, cols, r0, r1, c0, c1);
+          continue;
+        }
+      }
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t c = c0; c < c1; ++c) out_b[c * rows + r] = in_b[r * cols + c];
       }
