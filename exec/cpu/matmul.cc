@@ -113,15 +113,17 @@ bool BatchedMatMul(KernelContext& ctx, const std::vector<int64_t>& a_offsets,
     AnyGemm<T>(false, false, batches * m, n, k, 1.0, a, k, b, n, 0.0, out, n, ctx.pool);
     return false;
   }
-  const bool across_batches = batches > 1 && m * n * k < (int64_t{1} << 20);
+  // Small products, or enough of them for every thread to take a few whole (attention heads):
+  // one per thread at a time. Otherwise one after another, each spread over the threads.
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  const bool across_batches =
+      batches > 1 && (m * n * k < (int64_t{1} << 20) || batches >= 2 * threads);
   auto run = [&](int64_t i, ThreadPool* pool) {
     AnyGemm<T>(false, false, m, n, k, 1.0, a + a_offsets[i] * m * k, k, b + b_offsets[i] * k * n, n,
                0.0, out + i * m * n, n, pool);
   };
   if (across_batches) {
-    ParallelFor(ctx.pool, batches, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) run(i, nullptr);
-    });
+    ParallelForEach(ctx.pool, batches, [&](int64_t i) { run(i, nullptr); });
   } else {
     for (int64_t i = 0; i < batches; ++i) run(i, ctx.pool);
   }

@@ -128,7 +128,11 @@ void NormalizeLine(const T* x, T* y, int64_t n) {
   }
   if constexpr (kMode == Mode::kSoftmax) {
     const double inverse = 1.0 / sum;
-    for (int64_t k = 0; k < n; ++k) y[k] = static_cast<T>(y[k] * inverse);
+    if constexpr (std::is_same_v<T, float>) {
+      ScaleInDouble(y, n, inverse);
+    } else {
+      for (int64_t k = 0; k < n; ++k) y[k] = static_cast<T>(y[k] * inverse);
+    }
   } else {
     const double log_sum = std::log(sum);
     for (int64_t k = 0; k < n; ++k)

@@ -176,7 +176,17 @@ OVFIX_INLINE double ExpShiftedSumImpl(const float* x, float shift, float* y, int
     std::memcpy(half, &e, sizeof(e));
     accumulate();
   }
-  if (i < n) {
+  if (i < n && n >= W) {
+    // The last W elements again (the same values where they overlap), summing the new ones.
+    const int64_t start = n - W;
+    const Floats<W> e = Exp<W>(Load<W>(x + start) - shift);
+    Store<W>(y + start, e);
+    Ints<W> lane;
+    for (int l = 0; l < W; ++l) lane[l] = l;
+    const Floats<W> fresh = lane >= static_cast<int32_t>(i - start) ? e : Floats<W>{};
+    std::memcpy(half, &fresh, sizeof(fresh));
+    accumulate();
+  } else if (i < n) {
     float tail[W];
     for (int l = 0; l < W; ++l)
       tail[l] = i + l < n ? x[i + l] : -std::numeric_limits<float>::infinity();
@@ -192,6 +202,21 @@ OVFIX_INLINE double ExpShiftedSumImpl(const float* x, float shift, float* y, int
   return sum;
 }
 
+// y[k] = float(double(y[k]) * factor).
+template <int W>
+OVFIX_INLINE void ScaleInDoubleImpl(float* y, int64_t n, double factor) {
+  constexpr int H = W / 2;
+  int64_t i = 0;
+  for (; i + H <= n; i += H) {
+    Floats<H> v;
+    std::memcpy(&v, y + i, sizeof(v));
+    const Doubles<H> scaled = __builtin_convertvector(v, Doubles<H>) * factor;
+    v = __builtin_convertvector(scaled, Floats<H>);
+    std::memcpy(y + i, &v, sizeof(v));
+  }
+  for (; i < n; ++i) y[i] = static_cast<float>(static_cast<double>(y[i]) * factor);
+}
+
 #undef OVFIX_INLINE
 
 struct VectorFunctions {
@@ -199,6 +224,7 @@ struct VectorFunctions {
   void (*exp)(const float*, float*, int64_t);
   float (*max)(const float*, int64_t);
   double (*exp_shifted_sum)(const float*, float, float*, int64_t);
+  void (*scale_in_double)(float*, int64_t, double);
 };
 
 #define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                 \
@@ -208,8 +234,11 @@ struct VectorFunctions {
   __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) { \
     return ExpShiftedSumImpl<W>(x, shift, y, n);                                               \
   }                                                                                            \
+  __VA_ARGS__ void ScaleInDouble##Suffix(float* y, int64_t n, double factor) {                 \
+    ScaleInDoubleImpl<W>(y, n, factor);                                                        \
+  }                                                                                            \
   constexpr VectorFunctions k##Suffix = {&Erf##Suffix, &Exp##Suffix, &Max##Suffix,             \
-                                         &ExpShiftedSum##Suffix};
+                                         &ExpShiftedSum##Suffix, &ScaleInDouble##Suffix};
 
 OVFIX_VECTOR_FUNCTIONS(Avx512, 16, __attribute__((target("avx512f,fma"))))
 OVFIX_VECTOR_FUNCTIONS(Avx2, 8, __attribute__((target("avx2,fma"))))
@@ -235,6 +264,10 @@ float MaxFloats(const float* x, int64_t n) { return Functions().max(x, n); }
 
 double ExpShiftedSum(const float* x, float shift, float* y, int64_t n) {
   return Functions().exp_shifted_sum(x, shift, y, n);
+}
+
+void ScaleInDouble(float* y, int64_t n, double factor) {
+  Functions().scale_in_double(y, n, factor);
 }
 
 }  // namespace ovfix::exec

@@ -21,4 +21,7 @@ float MaxFloats(const float* x, int64_t n);
 // y[i] = exp(x[i] - shift) for i < n; returns the sum of the y[i], accumulated in double.
 double ExpShiftedSum(const float* x, float shift, float* y, int64_t n);
 
+// y[k] = float(double(y[k]) * factor): a softmax's normalization, rounded once.
+void ScaleInDouble(float* y, int64_t n, double factor);
+
 }  // namespace ovfix::exec

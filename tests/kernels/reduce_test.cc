@@ -359,6 +359,46 @@ TEST(NormalizationTest, LayerNormalizationWithStatistics) {
   EXPECT_THAT(bad_scale.status().message(), HasSubstr("broadcast"));
 }
 
+// Rows longer than a vector and with a partial one at the end (the vectorized path), with and
+// without a bias, against the two-pass double formula; Mean and InvStdDev too.
+TEST(NormalizationTest, LayerNormalizationLongRowsMatchFormula) {
+  struct Case {
+    std::vector<int64_t> dims;
+    int64_t axis, n;
+    bool bias;
+  };
+  for (const Case& c :
+       {Case{{5, 37}, -1, 37, true}, Case{{3, 2, 200}, 1, 400, false}, Case{{2, 7}, 1, 7, true}}) {
+    const int64_t rows = Tensor::NumElements(c.dims) / c.n;
+    const std::vector<float> x = RandomFloats(rows * c.n, 11);
+    const std::vector<float> scale = RandomFloats(c.n, 12), bias = RandomFloats(c.n, 13);
+    std::vector<int64_t> param_dims(c.dims.begin() + (c.axis < 0 ? c.dims.size() - 1 : c.axis),
+                                    c.dims.end());
+    std::vector<Tensor> inputs = {FloatTensor(c.dims, x), FloatTensor(param_dims, scale)};
+    if (c.bias) inputs.push_back(FloatTensor(param_dims, bias));
+    auto result = RunOp("LayerNormalization", 17, inputs, {IntAttr("axis", c.axis)}, 3);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const std::vector<double> y = Values((*result)[0]);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, variance = 0;
+      for (int64_t i = 0; i < c.n; ++i) mean += x[r * c.n + i];
+      mean /= static_cast<double>(c.n);
+      for (int64_t i = 0; i < c.n; ++i) {
+        variance += (x[r * c.n + i] - mean) * (x[r * c.n + i] - mean);
+      }
+      const double inv_std = 1 / std::sqrt(variance / static_cast<double>(c.n) + 1e-5);
+      EXPECT_NEAR((*result)[1].GetAsDouble(r), mean, 1e-6);
+      EXPECT_NEAR((*result)[2].GetAsDouble(r), inv_std, 1e-5 * inv_std);
+      for (int64_t i = 0; i < c.n; ++i) {
+        const double expected =
+            (x[r * c.n + i] - mean) * inv_std * scale[i] + (c.bias ? bias[i] : 0.0);
+        ASSERT_NEAR(y[r * c.n + i], expected, 1e-5 * (1 + std::abs(expected)))
+            << "row " << r << " element " << i << " of " << c.n;
+      }
+    }
+  }
+}
+
 TEST(NormalizationTest, InstanceAndGroupNormalization) {
   const std::vector<float> x = RandomFloats(2 * 4 * 3, 5);
   auto instance = RunOp(
