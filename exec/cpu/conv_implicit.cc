@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,10 @@ constexpr int64_t kMaxBandBytes = int64_t{2} << 20;
 constexpr int64_t kTilesPerBlock = 12;
 // Below this many multiply-adds a convolution runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
+// A band shared by threads holds at least this many tiles' worth of columns; the threads
+// take about this many items each.
+constexpr int64_t kMinBandTiles = 4;
+constexpr int64_t kItemsPerThread = 4;
 // Output rows at least this wide: a tile then spans at most 6 rows (pieces of row).
 constexpr int64_t kMinWidth = 8;
 constexpr int kMaxSegments = 6;
@@ -149,7 +154,6 @@ bool Parallel(const Spatial3& s, int64_t maps, int64_t depth, ThreadPool* pool) 
 bool ImplicitConvApplies(const Spatial3& s, int64_t maps, int64_t depth, ThreadPool* pool) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   const GemmGeometry& g = CurrentGemmGeometry();
-  const int64_t threads = pool != nullptr ? pool->size() : 1;
   // A band of one output row (the least ImplicitConv makes) must keep its offsets in 32 bits.
   const int64_t channels = depth / std::max<int64_t>(1, s.kernel_size());
   const int64_t padded_w = s.out[2] + (s.kernel[2] - 1) * s.dilation[2] / s.stride[2];
@@ -158,9 +162,7 @@ bool ImplicitConvApplies(const Spatial3& s, int64_t maps, int64_t depth, ThreadP
       channels * s.stride[1] * s.stride[2] * padded_w * band_rows < (int64_t{1} << 30);
   return avx512 && small && std::string_view(g.name) == "avx512" && g.mr == kMr && g.nr == kNr &&
          s.in[0] == 1 && s.kernel[0] == 1 && s.pad[0] == 0 && s.out[0] == 1 && s.stride[0] == 1 &&
-         s.out[2] >= kMinWidth &&
-         // Threads take whole bands: enough rows to go round.
-         (!Parallel(s, maps, depth, pool) || s.out[1] >= 2 * threads);
+         s.out[2] >= kMinWidth;
 }
 
 void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, const Spatial3& s,
@@ -181,14 +183,22 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
   const bool parallel = Parallel(s, maps, depth, pool);
 
   // Output rows per band: enough columns to fill the tiles, a few bands per thread (taken as
-  // threads come free), a padded band that stays in cache.
+  // threads come free) while a band keeps a few tiles' worth of columns, a padded band that
+  // stays in cache.
   int64_t rows = std::max<int64_t>(1, (kBandColumns + padded_w - 1) / padded_w);
-  if (parallel) rows = std::min(rows, std::max<int64_t>(1, out_h / (4 * threads)));
+  const int64_t min_rows = (kMinBandTiles * kNr + padded_w - 1) / padded_w;
+  if (parallel) rows = std::min(rows, std::max(min_rows, out_h / (kItemsPerThread * threads)));
   rows = std::min(
       rows, std::max<int64_t>(
                 1, kMaxBandBytes / (channels * phases * padded_w * int64_t{sizeof(float)}) - halo));
   rows = std::min(rows, out_h);
   const int64_t bands = (out_h + rows - 1) / rows;
+  const int64_t panels = (maps + kMr - 1) / kMr;
+  // Too few bands to go round (small maps of late layers): the threads split the maps too,
+  // each copying a band once for its run of items.
+  const int64_t groups =
+      parallel ? std::clamp<int64_t>((kItemsPerThread * threads + bands - 1) / bands, 1, panels)
+               : 1;
   const int64_t channel_stride = (rows + halo) * padded_w;
   // The last tile reads up to kNr virtual columns past the band's end.
   const size_t buffer_size =
@@ -212,8 +222,8 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
   }
 
   const int64_t depth_block = weights.depth_block();
-  const int64_t panels = (maps + kMr - 1) / kMr;
-  auto run_band = [&](int64_t band, float* buffer, std::vector<TileMap>& tiles) {
+  // Copies band `band` of the padded input into `buffer` and maps its tiles.
+  auto fill_band = [&](int64_t band, float* buffer, std::vector<TileMap>& tiles) {
     const int64_t oh0 = band * rows, band_rows = std::min(rows, out_h - oh0);
     // The padded input rows of the band (of each phase plane a tap reads).
     for (int64_t c = 0; c < channels; ++c) {
@@ -254,6 +264,10 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
       tiles.push_back(MapTile(start, static_cast<int>(std::min<int64_t>(kNr, columns - start)), oh0,
                               padded_w, out_w));
     }
+  };
+  // Map panels [p0, p1) over a filled band.
+  auto run_band = [&](const float* buffer, const std::vector<TileMap>& tiles, int64_t p0,
+                      int64_t p1) {
     const int64_t count = static_cast<int64_t>(tiles.size());
     ImplicitArgs args;
     args.ldc = out_size;
@@ -266,7 +280,7 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
         args.kc = kc;
         args.accumulate = k0 > 0;
         args.activation = last ? FusedActivation(epilogue) : FusedActivation();
-        for (int64_t p = 0; p < panels; ++p) {
+        for (int64_t p = p0; p < p1; ++p) {
           const int rows_here = static_cast<int>(std::min<int64_t>(kMr, maps - p * kMr));
           args.a = weights.panel(k0, kc, p);
           args.c = out + p * kMr * out_size;
@@ -282,16 +296,28 @@ void ImplicitConv(const PackedA& weights, const float* image, int64_t channels, 
     }
   };
 
-  // Per thread: a padded band, and where the tiles of a band go.
+  // Per thread: a padded band, where the tiles of a band go, and which band of which call it
+  // holds.
   struct Scratch {
     std::vector<float> buffer;
     std::vector<TileMap> tiles;
+    uint64_t call = 0;
+    int64_t band = -1;
   };
   thread_local Scratch scratch;
-  ParallelForEach(parallel ? pool : nullptr, bands, [&](int64_t band) {
+  static std::atomic<uint64_t> calls{0};
+  const uint64_t call = ++calls;
+  ParallelForEach(parallel ? pool : nullptr, bands * groups, [&](int64_t item) {
     Scratch& mine = scratch;
-    if (mine.buffer.size() < buffer_size) mine.buffer.assign(buffer_size, 0.0f);
-    run_band(band, mine.buffer.data(), mine.tiles);
+    const int64_t band = item / groups, group = item % groups;
+    if (mine.call != call || mine.band != band) {
+      if (mine.buffer.size() < buffer_size) mine.buffer.assign(buffer_size, 0.0f);
+      fill_band(band, mine.buffer.data(), mine.tiles);
+      mine.call = call;
+      mine.band = band;
+    }
+    run_band(mine.buffer.data(), mine.tiles, panels * group / groups,
+             panels * (group + 1) / groups);
   });
 }
 

@@ -217,9 +217,10 @@ TEST(ConvTest, EveryGemmKernel) {
 
 // The convolution that reads its columns in place (unit strides), called directly so that each
 // case surely takes it, against naive convolution: with and without the pool (bands of rows
-// taken by threads), several depth blocks, map counts that leave a partial register tile, rows
-// narrower than a tile (a tile then spans several output rows), a kernel one column wide (no
-// padding columns), dilations, asymmetric pads, strides, 1-D, and a fused clamp or hard swish.
+// taken by threads, and runs of map panels when the rows are few), several depth blocks, map
+// counts that leave a partial register tile, rows narrower than a tile (a tile then spans
+// several output rows), a kernel one column wide (no padding columns), dilations, asymmetric
+// pads, strides, 1-D, and a fused clamp or hard swish.
 TEST(ConvTest, ImplicitGemmMatchesNaive) {
   const std::vector<ConvCase> cases = {
       {{1, 40, 30, 30}, {13, 40, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
@@ -237,6 +238,10 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
       {{1, 4, 25, 40}, {6, 4, 3, 3}, 1, {3, 2}, {2, 3}, {2, 1, 0, 3}, "", true},
       {{1, 3, 60}, {5, 3, 4}, 1, {2}, {2}, {1, 2}, "", true},
       {{1, 24, 40, 48}, {40, 24, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true},
+      // Too few rows for the threads: they split the maps as well, each band copied once per
+      // thread.
+      {{1, 16, 6, 40}, {40, 16, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 32, 7, 9}, {40, 32, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}},
   };
   struct Fused {
     bool clamp, hard_swish;

@@ -130,7 +130,9 @@ inline void ExpectNear(const Tensor& actual, const Dims& dims, const std::vector
   int reported = 0;
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.GetAsDouble(i);
-    if (std::fabs(a - expected[i]) > tolerance * (1 + std::fabs(expected[i]))) {
+    // Written so that a NaN (or an element never written, left NaN) fails unless expected.
+    const bool same = a == expected[i] || (std::isnan(a) && std::isnan(expected[i]));
+    if (!same && !(std::fabs(a - expected[i]) <= tolerance * (1 + std::fabs(expected[i])))) {
       ADD_FAILURE() << what << ": element " << i << " is " << a << ", expected " << expected[i];
       if (++reported == 5) return;
     }
