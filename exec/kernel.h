@@ -64,10 +64,16 @@ struct KernelContext {
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor& input(size_t i) const { return *inputs[i]; }
-  // The input is an initializer that no graph input can override (constant across runs).
+  // The input is the same tensor on every run: an initializer that no graph input can
+  // override, or the output of a Constant node (how many exporters write the weights of an
+  // If or Loop body).
   bool input_is_constant(size_t i) const {
     const Value* v = node.input(i);
-    return v != nullptr && v->is_initializer() && !v->is_graph_input();
+    if (v == nullptr || v->is_graph_input()) return false;
+    if (v->is_initializer()) return true;
+    const Node* producer = v->producer();
+    return producer != nullptr && producer->op_type() == "Constant" && producer->domain().empty() &&
+           producer->num_inputs() == 0;
   }
   // Allocates output i (zero-filled) and returns it.
   Tensor& Output(size_t i, DataType type, std::vector<int64_t> dims) {

@@ -13,6 +13,7 @@
 #include "exec/compare.h"
 #include "exec/cpu_session.h"
 #include "exec/executor.h"
+#include "exec/kernel.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
@@ -504,6 +505,66 @@ TEST(Session, NestedSubgraphsReadOuterValues) {
   out = session->Run({{"c", cond(false)}, {"x", Floats({2}, {1, 2})}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].data<float>()[1], -2);
+}
+
+// Weights written as Constant nodes inside an If body (as exporters inline them) count as
+// constant: a Conv and a MatMul keep them packed across runs, and every run still gives the
+// hand-worked result for its own input, whichever branch ran last.
+TEST(Session, ConstantNodeWeightsInABodyArePackedOnceAndStayRight) {
+  auto model = Parse(R"(
+    agraph (bool c, float[1,1,1,3] x, float[2,2] m) => (float[1,2,1,2] y, float[2,2] z) {
+      y = If(c) <then_branch = g1 () => (float[1,2,1,2] a) {
+                   w = Constant <value = float[2,1,1,2] {1, 2, -1, 1}> ()
+                   a = Conv(x, w)
+                 },
+                 else_branch = g2 () => (float[1,2,1,2] b) {
+                   v = Constant <value = float[2,1,1,2] {3, 0, 0, 3}> ()
+                   b = Conv(x, v)
+                 }>
+      k = Constant <value = float[2,2] {1, 2, 3, 4}> ()
+      z = MatMul(m, k)
+    })");
+  ASSERT_NE(model, nullptr);
+  // The predicate itself: a Constant node's output is constant, a graph input is not.
+  for (const Node* node : model->graph().nodes()) {
+    if (node->op_type() != "MatMul") continue;
+    const KernelContext ctx = KernelContext::For(*node, 13);
+    EXPECT_TRUE(ctx.input_is_constant(1));
+    EXPECT_FALSE(ctx.input_is_constant(0));
+  }
+  auto session = MakeSession(*model);
+  ASSERT_NE(session, nullptr);
+  auto cond = [](bool v) {
+    return Tensor::FromVector<uint8_t>(DataType::kBool, {}, {static_cast<uint8_t>(v)});
+  };
+  struct Case {
+    bool then_branch;
+    float a, b, c;
+  };
+  for (const Case& k :
+       {Case{true, 1, 2, 3}, Case{true, -2, 5, 0.5f}, Case{false, 1, 2, 3}, Case{true, 4, 0, -1}}) {
+    auto out = session->Run({{"c", cond(k.then_branch)},
+                             {"x", Floats({1, 1, 1, 3}, {k.a, k.b, k.c})},
+                             {"m", Floats({2, 2}, {k.a, k.b, k.c, 1})}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const float* y = (*out)[0].data<float>();
+    if (k.then_branch) {
+      EXPECT_EQ(y[0], k.a + 2 * k.b);
+      EXPECT_EQ(y[1], k.b + 2 * k.c);
+      EXPECT_EQ(y[2], -k.a + k.b);
+      EXPECT_EQ(y[3], -k.b + k.c);
+    } else {
+      EXPECT_EQ(y[0], 3 * k.a);
+      EXPECT_EQ(y[1], 3 * k.b);
+      EXPECT_EQ(y[2], 3 * k.b);
+      EXPECT_EQ(y[3], 3 * k.c);
+    }
+    const float* z = (*out)[1].data<float>();
+    EXPECT_EQ(z[0], k.a * 1 + k.b * 3);
+    EXPECT_EQ(z[1], k.a * 2 + k.b * 4);
+    EXPECT_EQ(z[2], k.c * 1 + 1 * 3);
+    EXPECT_EQ(z[3], k.c * 2 + 1 * 4);
+  }
 }
 
 TEST(Session, Float16TensorsStayFloat16) {
