@@ -59,4 +59,20 @@ __attribute__((target("avx512f"), always_inline)) inline void Transpose16x16(__m
   }
 }
 
+// The first n lanes (all 16 for n >= 16).
+__attribute__((target("avx512f"), always_inline)) inline __mmask16 FirstLanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n > 0 ? n : 0)) - 1);
+}
+
+// Columns [0, cols) of `rows` rows `stride` floats apart from src (the rest 0), transposed:
+// r[j] lane i is src[i * stride + j].
+__attribute__((target("avx512f"), always_inline)) inline void LoadTransposed(
+    const float* src, int64_t stride, int64_t rows, int64_t cols, __m512 r[16]) {
+  const __mmask16 mask = FirstLanes(cols);
+  for (int64_t i = 0; i < 16; ++i) {
+    r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, src + i * stride) : _mm512_setzero_ps();
+  }
+  Transpose16x16(r);
+}
+
 }  // namespace ovfix::exec::avx512

@@ -105,18 +105,12 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
   const __m512 hs_alpha = _mm512_set1_ps(epilogue.hard_swish_alpha);
   const __m512 hs_beta = _mm512_set1_ps(epilogue.hard_swish_beta);
   for (int64_t m = m0; m < m1; m += 16) {
-    const int maps = static_cast<int>(std::min<int64_t>(16, m1 - m));
-    const __mmask16 map_mask = maps >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << maps) - 1);
+    const int64_t maps = std::min<int64_t>(16, m1 - m);
     for (int64_t i = 0; i < rows; i += 16) {
-      const int positions = static_cast<int>(std::min<int64_t>(16, rows - i));
-      const __mmask16 mask = positions >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << positions) - 1);
+      const __mmask16 mask = avx512::FirstLanes(rows - i);
       __m512 r[16];
-      for (int q = 0; q < 16; ++q) {
-        r[q] = q < positions ? _mm512_maskz_loadu_ps(map_mask, src + (i + q) * cols + m)
-                             : _mm512_setzero_ps();
-      }
-      avx512::Transpose16x16(r);
-      for (int j = 0; j < maps; ++j) {
+      avx512::LoadTransposed(src + i * cols + m, cols, rows - i, maps, r);
+      for (int64_t j = 0; j < maps; ++j) {
         __m512 x = _mm512_add_ps(r[j], _mm512_set1_ps(bias != nullptr ? bias[m + j] : 0.0f));
         if (clamp) x = ClampAvx512(x, lo, hi);  // NaN stays
         if (hard_swish) {

@@ -68,12 +68,7 @@ __attribute__((target("avx512f"), always_inline)) inline void LoadPixels(const f
                                                                          int64_t stride, int count,
                                                                          int64_t p, int64_t end,
                                                                          __m512 r[16]) {
-  const int64_t left = end - p;
-  const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-  for (int i = 0; i < kLanes; ++i) {
-    r[i] = i < count ? _mm512_maskz_loadu_ps(mask, rows + i * stride + p) : _mm512_setzero_ps();
-  }
-  avx512::Transpose16x16(r);
+  avx512::LoadTransposed(rows + p, stride, count, end - p, r);
 }
 
 // N output pixels of one row, `step` floats apart in the image (SW: the column stride when it
@@ -166,7 +161,7 @@ __attribute__((target("avx512f,fma"))) void ConvolveBand(
       r[q] = q < n ? _mm512_load_ps(out + (p + q) * kLanes) : _mm512_setzero_ps();
     }
     avx512::Transpose16x16(r);
-    const __mmask16 mask = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+    const __mmask16 mask = avx512::FirstLanes(n);
     for (int i = 0; i < count; ++i) _mm512_mask_storeu_ps(y + i * out_size + p, mask, r[i]);
   }
 }

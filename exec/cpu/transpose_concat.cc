@@ -147,17 +147,11 @@ __attribute__((target("avx512f"))) void TransposeTile4Avx512(const float* in, fl
                                                              int64_t rows, int64_t cols, int64_t r0,
                                                              int64_t r1, int64_t c0, int64_t c1) {
   for (int64_t r = r0; r < r1; r += 16) {
-    const int64_t nr = std::min<int64_t>(16, r1 - r);
-    const __mmask16 row_mask = nr >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
+    const __mmask16 row_mask = avx512::FirstLanes(r1 - r);
     for (int64_t c = c0; c < c1; c += 16) {
       const int64_t nc = std::min<int64_t>(16, c1 - c);
-      const __mmask16 column_mask = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
       __m512 v[16];
-      for (int64_t q = 0; q < 16; ++q) {
-        v[q] = q < nr ? _mm512_maskz_loadu_ps(column_mask, in + (r + q) * cols + c)
-                      : _mm512_setzero_ps();
-      }
-      avx512::Transpose16x16(v);
+      avx512::LoadTransposed(in + r * cols + c, cols, r1 - r, nc, v);
       for (int64_t j = 0; j < nc; ++j)
         _mm512_mask_storeu_ps(out + (c + j) * rows + r, row_mask, v[j]);
     }

@@ -192,6 +192,10 @@ TEST(ConvTest, MatchesNaive) {
       {{2, 24, 13, 11}, {48, 24, 3, 3}, 1, {2, 2}, {1, 2}, {2, 1, 0, 2}, "", true},
       {{1, 16, 40}, {64, 16, 5}, 1, {2}, {}, {2, 1}},
       {{1, 4, 5, 6, 7}, {32, 4, 3, 2, 3}, 1, {}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, "", true},
+      // Pointwise, deep: the transposed product (partial tiles of positions and of maps);
+      // shallow: the direct one.
+      {{1, 576, 7, 7}, {100, 576, 1, 1}, 1, {}, {}, {}, "", true},
+      {{1, 48, 14, 14}, {288, 48, 1, 1}, 1, {}, {}, {}, "", true},
       // Wide enough to use several threads and blocks.
       {{1, 32, 40, 40}, {48, 32, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{1, 64, 9, 9}, {300, 64, 3, 3}, 1, {}, {}, {1, 1, 1, 1}},
@@ -357,9 +361,10 @@ TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
       {{1, 40, 30, 30}, {24, 40, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},  // 3 depth blocks
       {{1, 40, 12, 12}, {24, 40, 1, 1}, 1, {}, {}, {}, "", true},                // pointwise
       {{1, 48, 7, 7}, {64, 48, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true},        // transposed
-      {{1, 64, 9, 9}, {32, 64, 1, 1}, 1, {}, {}, {}, "", true},              // transposed pointwise
-      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},  // depthwise
-      {{1, 24, 1, 1}, {40, 24, 1, 1}, 1, {}, {}, {}, "", true},              // one pixel
+      // Transposed pointwise (deep enough for its tiles to pay for the transposition).
+      {{1, 576, 7, 7}, {96, 576, 1, 1}, 1, {}, {}, {}, "", true},
+      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},   // depthwise
+      {{1, 24, 1, 1}, {40, 24, 1, 1}, 1, {}, {}, {}, "", true},               // one pixel
       {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {2, 1}, {}, {1, 1, 1, 1}, "", true},  // groups
       {{2, 3, 20}, {5, 3, 4}, 1, {3}, {2}, {1, 2}, "", true},                 // 1-D
   };
