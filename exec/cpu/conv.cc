@@ -26,19 +26,21 @@
 namespace ovfix::exec {
 namespace {
 
-// Packed weights of every group, kept across runs when W is an initializer.
+// Packed weights of every group, kept across runs when W is constant.
 struct ConvWeights {
   // What was packed: W's initializer (the same values every run, even when the session hands
   // them over converted from float16 into a new buffer).
   const void* source = nullptr;
   std::string kernel;       // micro-kernel the packing was made for
   bool transposed = false;  // packed as B (W^T) for the transposed product
+  int64_t depth_block = 0;  // what the packing was asked for (0: the GEMM's)
   std::vector<PackedA> groups;
   std::vector<PackedB> transposed_groups;
 };
 
 const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t group, int64_t rows,
-                                    int64_t depth, bool transposed, ConvWeights& local) {
+                                    int64_t depth, bool transposed, int64_t depth_block,
+                                    ConvWeights& local) {
   ConvWeights* cache = &local;
   const void* source = w;
   if (ctx.state != nullptr && ctx.input_is_constant(1)) {
@@ -49,7 +51,7 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
   const std::string kernel = CurrentGemmGeometry().name;
   const size_t packed = transposed ? cache->transposed_groups.size() : cache->groups.size();
   if (cache->source == source && cache->kernel == kernel && cache->transposed == transposed &&
-      static_cast<int64_t>(packed) == group) {
+      cache->depth_block == depth_block && static_cast<int64_t>(packed) == group) {
     return *cache;
   }
   cache->groups.clear();
@@ -59,12 +61,13 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
     if (transposed) {
       cache->transposed_groups.emplace_back(weights, depth, true, depth, rows);
     } else {
-      cache->groups.emplace_back(weights, depth, false, rows, depth);
+      cache->groups.emplace_back(weights, depth, false, rows, depth, depth_block);
     }
   }
   cache->source = source;
   cache->kernel = kernel;
   cache->transposed = transposed;
+  cache->depth_block = depth_block;
   return *cache;
 }
 
@@ -250,9 +253,12 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
   }
 
   const bool transposed = UseTransposedProduct(out_size, group_maps, depth);
+  const bool implicit =
+      !transposed && !pointwise && ImplicitConvApplies(s, group_maps, depth, ctx.pool);
   ConvWeights local;
   const ConvWeights& packed =
-      GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed, local);
+      GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed,
+                       implicit ? ImplicitConvDepthBlock(depth) : 0, local);
   const int64_t items = batch * group;
   const int64_t macs = group_maps * depth * out_size;
   // Many small products (groups, batch): one per thread. Otherwise one after another, each
@@ -274,7 +280,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     } else if (pointwise) {
       GemmPacked(packed.groups[gi], MatrixB(image, in_size, false), out_size, out, out_size,
                  epilogue, pool);
-    } else if (ImplicitConvApplies(s, group_maps, depth, pool)) {
+    } else if (implicit) {
       ImplicitConv(packed.groups[gi], image, group_channels, s, epilogue, out, pool);
     } else {
       const float* prepared = PrepareImage(image, group_channels, s, layout, phases);

@@ -18,9 +18,13 @@
 namespace ovfix::exec {
 
 // Whether ImplicitConv takes this geometry (maps x depth weights) with the current GEMM
-// micro-kernel: 1-D or 2-D, output rows wide enough to fill the register tile,
-// the AVX-512 kernel, and enough output rows for the pool's threads when it is worth sharing.
+// micro-kernel: 1-D or 2-D, output rows wide enough to fill the register tile, and the
+// AVX-512 kernel.
 bool ImplicitConvApplies(const Spatial3& s, int64_t maps, int64_t depth, ThreadPool* pool);
+
+// The depth blocks to pack the weights in for ImplicitConv: deeper than the GEMM's (each
+// block ends in a round trip of the tile's sums through memory).
+int64_t ImplicitConvDepthBlock(int64_t depth);
 
 // out (weights.rows() maps x s.out_size() positions) = weights (maps x channels * kernel
 // size, packed) times the column matrix of `image` (channels x s.in_size()), with the

@@ -134,10 +134,11 @@ int64_t GemmDepthBlock(int64_t k) {
 
 void PackedA::Free::operator()(float* p) const { std::free(p); }
 
-void PackedA::Reset(int64_t m, int64_t k) {
+void PackedA::Reset(int64_t m, int64_t k, int64_t depth_block) {
   rows_ = m;
   depth_ = k;
-  depth_block_ = GemmDepthBlock(k);
+  depth_block_ =
+      depth_block > 0 ? std::min(depth_block, std::max<int64_t>(k, 1)) : GemmDepthBlock(k);
   mr_ = Kernel().geometry.mr;
   padded_rows_ = (m + mr_ - 1) / mr_ * mr_;
   if (capacity_ < padded_rows_ * k || data_ == nullptr) {
@@ -146,13 +147,13 @@ void PackedA::Reset(int64_t m, int64_t k) {
   }
 }
 
-void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k,
-                   ThreadPool* pool) {
+void PackedA::Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k, ThreadPool* pool,
+                   int64_t depth_block) {
   if (trans) {  // A^T is a plain K x M matrix: its rows are A's columns, copied whole
     PackTransposed(MatrixB(a, lda, false), m, k, pool);
     return;
   }
-  Reset(m, k);
+  Reset(m, k, depth_block);
   const int64_t panels = padded_rows_ / mr_;
   const int64_t blocks = (k + depth_block_ - 1) / depth_block_;
   // One item per depth block and panel.

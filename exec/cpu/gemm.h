@@ -42,13 +42,15 @@ class BSource;
 class PackedA {
  public:
   PackedA() = default;
-  PackedA(const float* a, int64_t lda, bool trans, int64_t m, int64_t k) {
-    Pack(a, lda, trans, m, k);
+  // depth_block > 0 asks for depth blocks that deep instead of the GEMM's (a convolution that
+  // reads its columns in place keeps a whole panel in L1 and wants fewer, deeper blocks).
+  PackedA(const float* a, int64_t lda, bool trans, int64_t m, int64_t k, int64_t depth_block = 0) {
+    Pack(a, lda, trans, m, k, nullptr, depth_block);
   }
   // (Re)packs, reusing the storage when it is large enough; a large A is packed in parallel
   // over the pool.
   void Pack(const float* a, int64_t lda, bool trans, int64_t m, int64_t k,
-            ThreadPool* pool = nullptr);
+            ThreadPool* pool = nullptr, int64_t depth_block = 0);
   // A given as its transpose, a K x M matrix whose blocks `a_t` packs (the transposed
   // product of a convolution: A^T is the im2col matrix); depth blocks are packed in parallel
   // over the pool.
@@ -67,7 +69,7 @@ class PackedA {
   struct Free {
     void operator()(float* p) const;
   };
-  void Reset(int64_t m, int64_t k);
+  void Reset(int64_t m, int64_t k, int64_t depth_block = 0);
   int64_t rows_ = 0, depth_ = 0, depth_block_ = 1, padded_rows_ = 0, capacity_ = 0;
   int mr_ = 1;
   std::unique_ptr<float[], Free> data_;

@@ -224,7 +224,8 @@ TEST(ConvTest, EveryGemmKernel) {
 // taken by threads, and runs of map panels when the rows are few), several depth blocks, map
 // counts that leave a partial register tile, rows narrower than a tile (a tile then spans
 // several output rows), a kernel one column wide (no padding columns), dilations, asymmetric
-// pads, strides, 1-D, and a fused clamp or hard swish.
+// pads, strides, 1-D, a fused clamp or hard swish, and weights packed in the GEMM's depth
+// blocks (without the pool) or the deeper ones of ImplicitConvDepthBlock (with it).
 TEST(ConvTest, ImplicitGemmMatchesNaive) {
   const std::vector<ConvCase> cases = {
       {{1, 40, 30, 30}, {13, 40, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
@@ -246,6 +247,8 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
       // thread.
       {{1, 16, 6, 40}, {40, 16, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{1, 32, 7, 9}, {40, 32, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}},
+      // Deeper than one block of either packing.
+      {{1, 150, 12, 16}, {20, 150, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
   };
   struct Fused {
     bool clamp, hard_swish;
@@ -271,12 +274,15 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
     const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
     const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
     const auto b = RandomFloats(maps, rng);
-    const PackedA packed(w.data(), depth, false, maps, depth);
+    // The weights as the GEMM packs them and in the deeper blocks the convolution asks for.
+    const PackedA gemm_packed(w.data(), depth, false, maps, depth);
+    const PackedA deep_packed(w.data(), depth, false, maps, depth, ImplicitConvDepthBlock(depth));
     Dims out_dims = {1, maps};
     out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
       if (!ImplicitConvApplies(s, maps, depth, pool)) continue;
       ran = true;
+      const PackedA& packed = pool != nullptr ? deep_packed : gemm_packed;
       for (const Fused& f : activations) {
         std::vector<double> expected = NaiveConv(c, x, w, b, r);
         for (double& v : expected) {
