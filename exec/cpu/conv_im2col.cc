@@ -241,6 +241,10 @@ __attribute__((target("avx512f"))) const float* SegmentedColumns::Pack(int64_t k
     int64_t c = k0 / taps_, t = k0 % taps_;
     // Addresses as integers: lane 0 of a segment may lie before the image.
     uintptr_t channel = reinterpret_cast<uintptr_t>(image_ + c * channel_stride_);
+    // Rows are stored whole (16 lanes, unmasked: masked stores are slow on some cores); the
+    // lanes past nr spill into the next row, written next. The block's very last row is
+    // stored masked: past it lies another block, perhaps another thread's.
+    const bool last_panel = p + 1 == panels;
     for (int64_t kk = 0; kk < kc; ++kk) {
       __m512 v = _mm512_setzero_ps();
       for (int64_t i = starts[t]; i < starts[t + 1]; ++i) {
@@ -249,7 +253,11 @@ __attribute__((target("avx512f"))) const float* SegmentedColumns::Pack(int64_t k
             v, static_cast<__mmask16>(segment.mask),
             reinterpret_cast<const float*>(channel + segment.offset * sizeof(float)));
       }
-      _mm512_mask_storeu_ps(out + kk * nr_, row, v);
+      if (last_panel && kk + 1 == kc) {
+        _mm512_mask_storeu_ps(out + kk * nr_, row, v);
+      } else {
+        _mm512_storeu_ps(out + kk * nr_, v);
+      }
       if (++t == taps_) {
         t = 0;
         channel += channel_stride_ * sizeof(float);
