@@ -176,8 +176,9 @@ OVFIX_INLINE double ExpShiftedSumImpl(const float* x, float shift, float* y, int
     std::memcpy(half, &e, sizeof(e));
     accumulate();
   }
-  if (i < n && n >= W) {
-    // The last W elements again (the same values where they overlap), summing the new ones.
+  if (i < n && n >= W && y != x) {
+    // The last W elements again (the same values where they overlap), summing the new ones
+    // (not in place: x there would already hold exps).
     const int64_t start = n - W;
     const Floats<W> e = Exp<W>(Load<W>(x + start) - shift);
     Store<W>(y + start, e);

@@ -19,6 +19,7 @@ void ExpFloats(const float* x, float* y, int64_t n);
 float MaxFloats(const float* x, int64_t n);
 
 // y[i] = exp(x[i] - shift) for i < n; returns the sum of the y[i], accumulated in double.
+// y may be x; otherwise the two must not overlap.
 double ExpShiftedSum(const float* x, float shift, float* y, int64_t n);
 
 // y[k] = float(double(y[k]) * factor): a softmax's normalization, rounded once.

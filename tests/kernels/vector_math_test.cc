@@ -109,6 +109,18 @@ TEST_P(VectorMath, MaxAndShiftedExpSum) {
     for (size_t i = 0; i < n; ++i) {
       EXPECT_NEAR(y[i], std::exp(static_cast<double>(x[i]) - want_max), 2e-7);
     }
+    // In place: the same values and sum.
+    std::vector<float> in_place(x.begin(), x.begin() + n);
+    EXPECT_NEAR(ExpShiftedSum(in_place.data(), want_max, in_place.data(), n), want_sum,
+                1e-6 * want_sum);
+    EXPECT_EQ(in_place, y) << n;
+    // The softmax's normalization: one rounding of the double product.
+    const double factor = 1.0 / want_sum;
+    std::vector<float> scaled = y;
+    ScaleInDouble(scaled.data(), n, factor);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(scaled[i], static_cast<float>(static_cast<double>(y[i]) * factor)) << i;
+    }
   }
   for (size_t at = 0; at < x.size(); ++at) {  // in a whole vector or in the tail
     std::vector<float> with_nan = x;
