@@ -253,8 +253,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
   }
 
   const bool transposed = UseTransposedProduct(out_size, group_maps, depth);
-  const bool implicit =
-      !transposed && !pointwise && ImplicitConvApplies(s, group_maps, depth, ctx.pool);
+  const bool implicit = !transposed && !pointwise && ImplicitConvApplies(s, depth);
   ConvWeights local;
   const ConvWeights& packed =
       GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed,

@@ -62,15 +62,6 @@ struct BlockScratch {
   int64_t key[4] = {-1, -1, -1, -1};
 };
 
-// Elements [p, p + 16) of `count` rows `stride` floats apart (those at or past `end` read as
-// 0), transposed: vector q holds element p + q of every row (rows past `count` are 0).
-__attribute__((target("avx512f"), always_inline)) inline void LoadPixels(const float* rows,
-                                                                         int64_t stride, int count,
-                                                                         int64_t p, int64_t end,
-                                                                         __m512 r[16]) {
-  avx512::LoadTransposed(rows + p, stride, count, end - p, r);
-}
-
 // N output pixels of one row, `step` floats apart in the image (SW: the column stride when it
 // is a constant, else 0 and `step` says it).
 template <int N, int SW>
@@ -126,7 +117,7 @@ __attribute__((target("avx512f,fma"))) void ConvolveBand(
     }
     dst += s.pad_left * kLanes;
     for (int64_t iw = 0; iw < columns; iw += kLanes) {
-      LoadPixels(x + ih * s.in_w, in_size, count, iw, columns, r);
+      avx512::LoadTransposed(x + ih * s.in_w + iw, in_size, count, columns - iw, r);
       const int64_t n = std::min<int64_t>(kLanes, columns - iw);
       for (int64_t q = 0; q < n; ++q) _mm512_store_ps(dst + (iw + q) * kLanes, r[q]);
     }
@@ -134,7 +125,7 @@ __attribute__((target("avx512f,fma"))) void ConvolveBand(
   // The weights of the block, a vector of channels per tap.
   float* weights = scratch.weights.Get(tap_count * kLanes);
   for (int64_t t = 0; t < tap_count; t += kLanes) {
-    LoadPixels(w, tap_count, count, t, tap_count, r);
+    avx512::LoadTransposed(w + t, tap_count, count, tap_count - t, r);
     const int64_t n = std::min<int64_t>(kLanes, tap_count - t);
     for (int64_t q = 0; q < n; ++q) _mm512_store_ps(weights + (t + q) * kLanes, r[q]);
   }
@@ -156,12 +147,8 @@ __attribute__((target("avx512f,fma"))) void ConvolveBand(
   const int64_t pixels = out_rows * s.out_w;
   y += oh0 * s.out_w;
   for (int64_t p = 0; p < pixels; p += kLanes) {
-    const int n = static_cast<int>(std::min<int64_t>(kLanes, pixels - p));
-    for (int q = 0; q < kLanes; ++q) {
-      r[q] = q < n ? _mm512_load_ps(out + (p + q) * kLanes) : _mm512_setzero_ps();
-    }
-    avx512::Transpose16x16(r);
-    const __mmask16 mask = avx512::FirstLanes(n);
+    avx512::LoadTransposed(out + p * kLanes, kLanes, pixels - p, kLanes, r);
+    const __mmask16 mask = avx512::FirstLanes(pixels - p);
     for (int i = 0; i < count; ++i) _mm512_mask_storeu_ps(y + i * out_size + p, mask, r[i]);
   }
 }

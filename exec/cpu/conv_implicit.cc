@@ -155,7 +155,7 @@ bool Parallel(const Spatial3& s, int64_t maps, int64_t depth, ThreadPool* pool) 
 
 }  // namespace
 
-bool ImplicitConvApplies(const Spatial3& s, int64_t maps, int64_t depth, ThreadPool* pool) {
+bool ImplicitConvApplies(const Spatial3& s, int64_t depth) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   const GemmGeometry& g = CurrentGemmGeometry();
   // A band of one output row (the least ImplicitConv makes) must keep its offsets in 32 bits.

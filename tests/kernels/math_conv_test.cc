@@ -280,7 +280,7 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
     Dims out_dims = {1, maps};
     out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
-      if (!ImplicitConvApplies(s, maps, depth, pool)) continue;
+      if (!ImplicitConvApplies(s, depth)) continue;
       ran = true;
       const PackedA& packed = pool != nullptr ? deep_packed : gemm_packed;
       for (const Fused& f : activations) {
