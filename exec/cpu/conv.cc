@@ -5,15 +5,13 @@
 // in place (other 1-D and 2-D kernels with rows of 8 outputs or more, conv_implicit.h) or im2col
 // blocks written straight into the packed layout. Depthwise 2-D convolution has its own direct
 // kernel; double uses a plain im2col and Dgemm.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "exec/cpu/avx512_transpose.h"
+#include "exec/cpu/conv_channels_last.h"
 #include "exec/cpu/conv_depthwise.h"
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_im2col.h"
@@ -31,16 +29,18 @@ struct ConvWeights {
   // What was packed: W's initializer (the same values every run, even when the session hands
   // them over converted from float16 into a new buffer).
   const void* source = nullptr;
-  std::string kernel;       // micro-kernel the packing was made for
-  bool transposed = false;  // packed as B (W^T) for the transposed product
-  int64_t depth_block = 0;  // what the packing was asked for (0: the GEMM's)
+  std::string kernel;          // micro-kernel the packing was made for
+  bool transposed = false;     // packed as B (W^T) for the transposed product
+  bool channels_last = false;  // packed for ChannelsLastConv
+  int64_t depth_block = 0;     // what the packing was asked for (0: the GEMM's)
   std::vector<PackedA> groups;
   std::vector<PackedB> transposed_groups;
+  std::vector<ChannelsLastWeights> channels_last_groups;
 };
 
 const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t group, int64_t rows,
-                                    int64_t depth, bool transposed, int64_t depth_block,
-                                    ConvWeights& local) {
+                                    int64_t depth, bool transposed, bool channels_last,
+                                    const Spatial3& s, int64_t depth_block, ConvWeights& local) {
   ConvWeights* cache = &local;
   const void* source = w;
   if (ctx.state != nullptr && ctx.input_is_constant(1)) {
@@ -49,16 +49,22 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
     source = ctx.node.input(1);
   }
   const std::string kernel = CurrentGemmGeometry().name;
-  const size_t packed = transposed ? cache->transposed_groups.size() : cache->groups.size();
+  const size_t packed = channels_last ? cache->channels_last_groups.size()
+                        : transposed  ? cache->transposed_groups.size()
+                                      : cache->groups.size();
   if (cache->source == source && cache->kernel == kernel && cache->transposed == transposed &&
-      cache->depth_block == depth_block && static_cast<int64_t>(packed) == group) {
+      cache->channels_last == channels_last && cache->depth_block == depth_block &&
+      static_cast<int64_t>(packed) == group) {
     return *cache;
   }
   cache->groups.clear();
   cache->transposed_groups.clear();
+  cache->channels_last_groups.clear();
   for (int64_t g = 0; g < group; ++g) {
     const float* weights = w + g * rows * depth;
-    if (transposed) {
+    if (channels_last) {
+      cache->channels_last_groups.emplace_back(weights, rows, depth / s.kernel_size(), s);
+    } else if (transposed) {
       cache->transposed_groups.emplace_back(weights, depth, true, depth, rows);
     } else {
       cache->groups.emplace_back(weights, depth, false, rows, depth, depth_block);
@@ -67,6 +73,7 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
   cache->source = source;
   cache->kernel = kernel;
   cache->transposed = transposed;
+  cache->channels_last = channels_last;
   cache->depth_block = depth_block;
   return *cache;
 }
@@ -75,75 +82,20 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
 // (late layers) the maps fill the register tiles better than the positions do. The product
 // then comes back through a transposition (about one cycle an element), which only a deep
 // product earns back: the multiply-adds of both are counted with the padding of their last
-// tiles (in cycles: 32 a cycle), the transposition on top of the transposed one.
-bool UseTransposedProduct(int64_t out_size, int64_t maps, int64_t depth) {
+// tiles (in cycles: 32 a cycle), the transposition on top of the transposed one. The
+// channels-last path (`channels_last`) cuts its tiles to the output rows (no padding) and
+// transposes each thread's part while it is in cache (counted at a quarter).
+bool UseTransposedProduct(int64_t out_size, int64_t maps, int64_t depth, bool channels_last) {
   if (out_size > 256 || maps < 16) return false;
   const GemmGeometry& g = CurrentGemmGeometry();
   auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
   const double direct = static_cast<double>(padded(maps, g.mr)) * padded(out_size, g.nr) * depth;
   const double transposed =
-      static_cast<double>(padded(out_size, g.mr)) * padded(maps, g.nr) * depth +
-      32.0 * out_size * maps;
+      channels_last
+          ? static_cast<double>(out_size) * padded(maps, g.nr) * depth + 8.0 * out_size * maps
+          : static_cast<double>(padded(out_size, g.mr)) * padded(maps, g.nr) * depth +
+                32.0 * out_size * maps;
   return transposed < direct;
-}
-
-// min(max(x, lo), hi) keeping NaN: max and min return their second operand when either is
-// NaN. (The merge-masked forms: the plain intrinsics trip g++ 12's uninitialized warning.)
-__attribute__((target("avx512f"), always_inline)) inline __m512 ClampAvx512(__m512 x, __m512 lo,
-                                                                            __m512 hi) {
-  x = _mm512_mask_max_ps(x, __mmask16(0xFFFF), lo, x);
-  return _mm512_mask_min_ps(x, __mmask16(0xFFFF), hi, x);
-}
-
-// dst[m * rows + i] = clamp(src[i * cols + m] + bias[m]): the transposed product back in Y's
-// layout (the bias and clamp of `epilogue`), 16 maps by 16 positions at a time through an
-// in-register transpose. Maps [m0, m1) of it.
-__attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src, int64_t rows,
-                                                               int64_t cols, int64_t m0, int64_t m1,
-                                                               const GemmEpilogue& epilogue,
-                                                               float* dst) {
-  const float* bias = epilogue.row_bias;
-  const bool clamp = epilogue.clamp, hard_swish = epilogue.hard_swish;
-  const __m512 lo = _mm512_set1_ps(epilogue.clamp_min), hi = _mm512_set1_ps(epilogue.clamp_max);
-  const __m512 hs_alpha = _mm512_set1_ps(epilogue.hard_swish_alpha);
-  const __m512 hs_beta = _mm512_set1_ps(epilogue.hard_swish_beta);
-  for (int64_t m = m0; m < m1; m += 16) {
-    const int64_t maps = std::min<int64_t>(16, m1 - m);
-    for (int64_t i = 0; i < rows; i += 16) {
-      const __mmask16 mask = avx512::FirstLanes(rows - i);
-      __m512 r[16];
-      avx512::LoadTransposed(src + i * cols + m, cols, rows - i, maps, r);
-      for (int64_t j = 0; j < maps; ++j) {
-        __m512 x = _mm512_add_ps(r[j], _mm512_set1_ps(bias != nullptr ? bias[m + j] : 0.0f));
-        if (clamp) x = ClampAvx512(x, lo, hi);  // NaN stays
-        if (hard_swish) {
-          // A product, then a sum: rounded as the unfused HardSigmoid kernel.
-          __m512 product = _mm512_mul_ps(hs_alpha, x);
-          __asm__("" : "+v"(product));  // keeps g++ from contracting the two into a multiply-add
-          __m512 gate = _mm512_add_ps(product, hs_beta);
-          gate = _mm512_mask_max_ps(gate, __mmask16(0xFFFF), gate, _mm512_setzero_ps());
-          gate = _mm512_mask_min_ps(gate, __mmask16(0xFFFF), gate, _mm512_set1_ps(1.0f));
-          x = _mm512_mul_ps(x, gate);
-        }
-        _mm512_mask_storeu_ps(dst + (m + j) * rows + i, mask, x);
-      }
-    }
-  }
-}
-
-void TransposeAddBiasMaps(const float* src, int64_t rows, int64_t cols, int64_t m0, int64_t m1,
-                          const GemmEpilogue& epilogue, float* dst) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) {
-    TransposeAddBiasAvx512(src, rows, cols, m0, m1, epilogue, dst);
-    return;
-  }
-  for (int64_t m = m0; m < m1; ++m) {
-    const float b = epilogue.row_bias != nullptr ? epilogue.row_bias[m] : 0.0f;
-    for (int64_t i = 0; i < rows; ++i) {
-      dst[m * rows + i] = epilogue.Activate(src[i * cols + m] + b);
-    }
-  }
 }
 
 // The whole transposed product back, the maps split over the pool.
@@ -152,8 +104,8 @@ void TransposeAddBias(const float* src, int64_t rows, int64_t cols, const GemmEp
   constexpr int64_t kMaps = 16;  // per item
   ParallelForEach(rows * cols >= (int64_t{1} << 14) ? pool : nullptr, (cols + kMaps - 1) / kMaps,
                   [&](int64_t item) {
-                    TransposeAddBiasMaps(src, rows, cols, item * kMaps,
-                                         std::min(cols, (item + 1) * kMaps), epilogue, dst);
+                    TransposeAddBiasMaps(src, cols, rows, item * kMaps,
+                                         std::min(cols, (item + 1) * kMaps), epilogue, dst, rows);
                   });
 }
 
@@ -252,11 +204,14 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     return absl::OkStatus();
   }
 
-  const bool transposed = UseTransposedProduct(out_size, group_maps, depth);
-  const bool implicit = !transposed && !pointwise && ImplicitConvApplies(s, depth);
+  const bool channels_last_applies = !pointwise && ChannelsLastConvApplies(s);
+  const bool transposed = UseTransposedProduct(out_size, group_maps, depth, channels_last_applies);
+  const bool channels_last = transposed && channels_last_applies;
+  const bool implicit =
+      !channels_last && !transposed && !pointwise && ImplicitConvApplies(s, depth);
   ConvWeights local;
   const ConvWeights& packed =
-      GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed,
+      GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed, channels_last, s,
                        implicit ? ImplicitConvDepthBlock(depth) : 0, local);
   const int64_t items = batch * group;
   const int64_t macs = group_maps * depth * out_size;
@@ -271,7 +226,10 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     GemmEpilogue epilogue{ctx.fused};
     epilogue.row_bias = bias != nullptr ? bias + gi * group_maps : nullptr;
     thread_local std::vector<float> phases;
-    if (transposed) {
+    if (channels_last) {
+      ChannelsLastConv(packed.channels_last_groups[gi], image, group_channels, s, epilogue, out,
+                       pool);
+    } else if (transposed) {
       const float* prepared =
           pointwise ? image : PrepareImage(image, group_channels, s, layout, phases);
       TransposedConv(prepared, pointwise, s, layout, packed.transposed_groups[gi], epilogue, out,

@@ -3,6 +3,7 @@
 // 1-D/2-D/3-D, constant weights packed once and kept, and every GEMM micro-kernel.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cpu/conv_channels_last.h"
 #include "exec/cpu/conv_depthwise.h"
 #include "exec/cpu/conv_im2col.h"
 #include "exec/cpu/conv_implicit.h"
@@ -219,6 +221,65 @@ TEST(ConvTest, EveryGemmKernel) {
   SelectGemmKernelForTesting(AvailableGemmKernels().front());
 }
 
+// A convolution path called directly: `run` computes case c (bias and activation from the
+// epilogue) into y. Every case it applies to, with and without the pool, with no activation,
+// a clamp and a hard swish, against naive convolution. Returns whether any case ran.
+using DirectConv =
+    std::function<void(const ConvCase& c, const Spatial3& s, const float* x, const float* w,
+                       const GemmEpilogue& epilogue, float* y, ThreadPool* pool)>;
+bool MatchesNaiveDirectly(const std::vector<ConvCase>& cases, const std::string& name,
+                          const std::function<bool(const Spatial3& s, int64_t depth)>& applies,
+                          const DirectConv& run) {
+  struct Fused {
+    bool clamp, hard_swish;
+    float a, b;
+  };
+  const std::vector<Fused> activations = {
+      {false, false, 0, 0}, {true, false, -0.25f, 0.5f}, {false, true, 1.0f / 6.0f, 0.5f}};
+  bool ran = false;
+  for (const ConvCase& c : cases) {
+    const Resolved r = ResolveConv(c);
+    SpatialGeometry g;
+    const size_t rank = c.x.size() - 2;
+    g.input.assign(c.x.begin() + 2, c.x.end());
+    g.kernel.assign(c.w.begin() + 2, c.w.end());
+    g.strides = c.strides.empty() ? Dims(rank, 1) : c.strides;
+    g.dilations = c.dilations.empty() ? Dims(rank, 1) : c.dilations;
+    g.pads_begin = r.pads_begin;
+    g.pads_end = c.pads.empty() ? Dims(rank, 0) : Dims(c.pads.begin() + rank, c.pads.end());
+    g.output = r.out;
+    const Spatial3 s(g);
+    const int64_t maps = c.w[0], depth = c.x[1] * s.kernel_size();
+    if (!applies(s, depth)) continue;
+    ran = true;
+    std::mt19937 rng(29);
+    const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
+    const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
+    const auto b = RandomFloats(maps, rng);
+    Dims out_dims = {1, maps};
+    out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
+      for (const Fused& f : activations) {
+        std::vector<double> expected = NaiveConv(c, x, w, b, r);
+        for (double& v : expected) {
+          if (f.clamp) v = std::min<double>(std::max<double>(v, f.a), f.b);
+          if (f.hard_swish) v *= std::max(0.0, std::min(1.0, f.a * v + f.b));
+        }
+        GemmEpilogue epilogue{{f.clamp, f.a, f.b, f.hard_swish, f.a, f.b}};
+        epilogue.row_bias = c.bias ? b.data() : nullptr;
+        std::vector<float> y(maps * s.out_size(), std::numeric_limits<float>::quiet_NaN());
+        run(c, s, x.data(), w.data(), epilogue, y.data(), pool);
+        const std::string what = name + " Conv x" + ::testing::PrintToString(c.x) + " w" +
+                                 ::testing::PrintToString(c.w) +
+                                 (pool != nullptr ? " pool" : " no pool") +
+                                 (f.clamp ? " clamp" : "") + (f.hard_swish ? " hard swish" : "");
+        ExpectNear(FloatTensor(out_dims, y), out_dims, expected, 2e-5, what);
+      }
+    }
+  }
+  return ran;
+}
+
 // The convolution that reads its columns in place (unit strides), called directly so that each
 // case surely takes it, against naive convolution: with and without the pool (bands of rows
 // taken by threads, and runs of map panels when the rows are few), several depth blocks, map
@@ -250,57 +311,47 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
       // Deeper than one block of either packing.
       {{1, 150, 12, 16}, {20, 150, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
   };
-  struct Fused {
-    bool clamp, hard_swish;
-    float a, b;
+  // The weights as the GEMM packs them (without the pool) and in the deeper blocks the
+  // convolution asks for (with it).
+  const bool ran = MatchesNaiveDirectly(
+      cases, "implicit", ImplicitConvApplies,
+      [](const ConvCase& c, const Spatial3& s, const float* x, const float* w,
+         const GemmEpilogue& epilogue, float* y, ThreadPool* pool) {
+        const int64_t maps = c.w[0], channels = c.x[1], depth = channels * s.kernel_size();
+        const PackedA packed(w, depth, false, maps, depth,
+                             pool != nullptr ? ImplicitConvDepthBlock(depth) : 0);
+        ImplicitConv(packed, x, channels, s, epilogue, y, pool);
+      });
+  if (!ran) GTEST_SKIP() << "no AVX-512 GEMM kernel here";
+}
+
+// The channels-last transposed convolution (late layers), called directly: rows of one to
+// several tiles (up to 12 positions each), channel counts that leave a partial block of 16,
+// map counts that leave a partial panel of 32, depths of one block and of several whose
+// pieces cross kernel taps, strides, dilations, asymmetric pads, pads wider than the kernel
+// reaches (tiles whose taps all read padding, skipped: bias alone), 1-D, 1x1 with stride 2,
+// more positions than the items split evenly.
+TEST(ConvTest, ChannelsLastMatchesNaive) {
+  const std::vector<ConvCase> cases = {
+      {{1, 64, 14, 14}, {64, 64, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 37, 7, 7}, {45, 37, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 130, 9, 5}, {33, 130, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}},
+      {{1, 20, 30, 27}, {70, 20, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 24, 13, 25}, {16, 24, 1, 1}, 1, {2, 2}, {}, {}, "", true},
+      {{1, 9, 11, 15}, {40, 9, 3, 3}, 1, {1, 1}, {2, 2}, {2, 1, 0, 3}, "", true},
+      {{1, 12, 10, 12}, {32, 12, 5, 3}, 1, {2, 3}, {1, 2}, {3, 0, 1, 2}},
+      {{1, 8, 4, 4}, {20, 8, 3, 3}, 1, {1, 1}, {}, {3, 4, 3, 4}, "", true},
+      {{1, 50, 40}, {48, 50, 5}, 1, {2}, {2}, {3, 1}, "", true},
+      {{1, 300, 6, 6}, {100, 300, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{1, 3, 16, 16}, {64, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}},
   };
-  const std::vector<Fused> activations = {
-      {false, false, 0, 0}, {true, false, -0.25f, 0.5f}, {false, true, 1.0f / 6.0f, 0.5f}};
-  bool ran = false;
-  for (const ConvCase& c : cases) {
-    const Resolved r = ResolveConv(c);
-    SpatialGeometry g;
-    const size_t rank = c.x.size() - 2;
-    g.input.assign(c.x.begin() + 2, c.x.end());
-    g.kernel.assign(c.w.begin() + 2, c.w.end());
-    g.strides = c.strides;
-    g.dilations = c.dilations.empty() ? Dims(rank, 1) : c.dilations;
-    g.pads_begin = r.pads_begin;
-    g.pads_end = c.pads.empty() ? Dims(rank, 0) : Dims(c.pads.begin() + rank, c.pads.end());
-    g.output = r.out;
-    const Spatial3 s(g);
-    const int64_t maps = c.w[0], channels = c.x[1], depth = channels * s.kernel_size();
-    std::mt19937 rng(29);
-    const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
-    const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
-    const auto b = RandomFloats(maps, rng);
-    // The weights as the GEMM packs them and in the deeper blocks the convolution asks for.
-    const PackedA gemm_packed(w.data(), depth, false, maps, depth);
-    const PackedA deep_packed(w.data(), depth, false, maps, depth, ImplicitConvDepthBlock(depth));
-    Dims out_dims = {1, maps};
-    out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
-      if (!ImplicitConvApplies(s, depth)) continue;
-      ran = true;
-      const PackedA& packed = pool != nullptr ? deep_packed : gemm_packed;
-      for (const Fused& f : activations) {
-        std::vector<double> expected = NaiveConv(c, x, w, b, r);
-        for (double& v : expected) {
-          if (f.clamp) v = std::min<double>(std::max<double>(v, f.a), f.b);
-          if (f.hard_swish) v *= std::max(0.0, std::min(1.0, f.a * v + f.b));
-        }
-        GemmEpilogue epilogue{{f.clamp, f.a, f.b, f.hard_swish, f.a, f.b}};
-        epilogue.row_bias = c.bias ? b.data() : nullptr;
-        std::vector<float> y(maps * s.out_size(), std::numeric_limits<float>::quiet_NaN());
-        ImplicitConv(packed, x.data(), channels, s, epilogue, y.data(), pool);
-        const std::string what = "implicit Conv x" + ::testing::PrintToString(c.x) + " w" +
-                                 ::testing::PrintToString(c.w) +
-                                 (pool != nullptr ? " pool" : " no pool") +
-                                 (f.clamp ? " clamp" : "") + (f.hard_swish ? " hard swish" : "");
-        ExpectNear(FloatTensor(out_dims, y), out_dims, expected, 2e-5, what);
-      }
-    }
-  }
+  const bool ran = MatchesNaiveDirectly(
+      cases, "channels-last", [](const Spatial3& s, int64_t) { return ChannelsLastConvApplies(s); },
+      [](const ConvCase& c, const Spatial3& s, const float* x, const float* w,
+         const GemmEpilogue& epilogue, float* y, ThreadPool* pool) {
+        const ChannelsLastWeights packed(w, c.w[0], c.x[1], s);
+        ChannelsLastConv(packed, x, c.x[1], s, epilogue, y, pool);
+      });
   if (!ran) GTEST_SKIP() << "no AVX-512 GEMM kernel here";
 }
 

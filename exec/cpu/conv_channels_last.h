@@ -1,0 +1,57 @@
+// Convolution with few output positions (late layers) as the transposed product
+// Y^T = columns^T * W^T, the columns read in place. The image is copied once into a zero-padded
+// channels-last buffer (pixel after pixel, the channels of a pixel contiguous), so that the row
+// of columns^T for output position p through kernel tap (kh, kw) is the C channels of one
+// pixel: the micro-kernel broadcasts them from there, no im2col. The weights are packed as B
+// (32 maps a panel) with their depth in (kh, kw, c) order. A tile is up to 12 positions of one
+// output row (their pixels stride_w * C floats apart) by 32 maps; each thread takes panels of
+// maps for runs of positions and transposes its part of the product back into Y's planes with
+// the bias and activation while it is still in cache.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/gemm.h"
+#include "exec/thread_pool.h"
+
+namespace ovfix::exec {
+
+// Whether ChannelsLastConv takes this geometry: 1-D or 2-D, pads not negative, the AVX-512
+// GEMM kernel.
+bool ChannelsLastConvApplies(const Spatial3& s);
+
+// W (maps x channels x kernel taps, ONNX's layout) packed for ChannelsLastConv: panel after
+// panel of 32 maps, each panel's whole depth (in (kh, kw, c) order) contiguous at 32 floats a
+// step (maps past the last are 0), so that a thread streams its panels front to back.
+class ChannelsLastWeights {
+ public:
+  ChannelsLastWeights(const float* w, int64_t maps, int64_t channels, const Spatial3& s);
+  int64_t maps() const { return maps_; }
+  int64_t depth() const { return depth_; }
+  const float* panel(int64_t j) const { return data_.get() + j * kPanel * depth_; }
+
+  static constexpr int64_t kPanel = 32;
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  int64_t maps_ = 0, depth_ = 0;
+  std::unique_ptr<float[], Free> data_;
+};
+
+// out (weights' maps x s.out_size() positions) = the convolution of `image` (channels planes of
+// s.in_size()) with the weights, then the epilogue's bias (row_bias, per map) and activation.
+void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, int64_t channels,
+                      const Spatial3& s, const GemmEpilogue& epilogue, float* out,
+                      ThreadPool* pool);
+
+// dst[m * ldd + i] = activation(src[i * lds + m] + row_bias[m]) for i < rows and maps
+// [m0, m1): a product of positions by maps back into planes of maps.
+void TransposeAddBiasMaps(const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
+                          const GemmEpilogue& epilogue, float* dst, int64_t ldd);
+
+}  // namespace ovfix::exec
