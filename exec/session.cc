@@ -867,6 +867,20 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Create(const Model& mode
 absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& inputs) {
   const Plan& plan = *plan_;
   const Graph& graph = *plan.graph;
+  // Outputs of earlier runs that the caller has let go of are this run's buffers. Those it
+  // still holds are looked at again next time (a caller that assigns a run's outputs over the
+  // last ones lets those go only after this run), a few runs' worth at most.
+  std::vector<Tensor> still_held;
+  for (Tensor& t : handed_out_) {
+    if (t.buffer() != nullptr && t.buffer().use_count() > 1) {
+      still_held.push_back(std::move(t));
+    } else {
+      recycler_.Give(t);
+    }
+  }
+  const size_t keep = 2 * plan.output_slots.size();
+  if (still_held.size() > keep) still_held.erase(still_held.begin(), still_held.end() - keep);
+  handed_out_ = std::move(still_held);
   std::vector<RuntimeValue> frame;
   Runner::InitFrame(plan, frame, nullptr);
   absl::flat_hash_set<std::string> known;
@@ -920,7 +934,9 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
           absl::StrCat("graph output ", QuotedName(graph.outputs()[i]), " was not computed"));
     }
     outputs.push_back(narrowed(plan.output_slots[i]));
+    if (outputs.back().is_tensor()) handed_out_.push_back(outputs.back().tensor);
   }
+  frame.clear();  // the session's references: handed_out_ is what it keeps
   return outputs;
 }
 

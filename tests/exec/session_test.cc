@@ -108,6 +108,42 @@ TEST(Session, RunsAGraph) {
   EXPECT_EQ(y[3], 28);
 }
 
+// The session reuses the buffers of outputs the caller has released (ORT's arena does the
+// same): an output the caller still holds must keep its values through later runs, however it
+// assigns them, and every run's outputs must be right.
+TEST(Session, OutputsTheCallerHoldsStayIntactAcrossRuns) {
+  auto model = Parse(kAddMul);
+  ASSERT_NE(model, nullptr);
+  auto session = MakeSession(*model);
+  ASSERT_NE(session, nullptr);
+  auto run = [&](float first) {
+    std::vector<float> x(64);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = first + static_cast<float>(i);
+    auto out = session->Run({{"x", Floats({32, 2}, x)}, {"b", Floats({2}, {10, 20})}});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[0] : Tensor();
+  };
+  auto expect_run = [](const Tensor& y, float first) {
+    ASSERT_EQ(y.numel(), 64);
+    for (int64_t i = 0; i < 64; ++i) {
+      EXPECT_EQ(y.data<float>()[i], 2 * (first + i) + (i % 2 == 0 ? 10 : 20)) << i;
+    }
+  };
+  Tensor held = run(1);
+  Tensor last;
+  for (int i = 0; i < 6; ++i) {
+    last = run(100 * i);  // the previous `last` is released only after this run
+    expect_run(last, 100 * i);
+    expect_run(held, 1);
+  }
+  held = Tensor();
+  for (int i = 0; i < 4; ++i) {
+    Tensor y = run(-7 * i);
+    expect_run(y, -7 * i);
+    expect_run(last, 500);
+  }
+}
+
 TEST(Session, UnknownBackendIsRefused) {
   auto model = Parse(kAddMul);
   ASSERT_NE(model, nullptr);
