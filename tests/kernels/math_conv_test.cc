@@ -310,6 +310,8 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
       {{1, 32, 7, 9}, {40, 32, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}},
       // Deeper than one block of either packing.
       {{1, 150, 12, 16}, {20, 150, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      // Bands too big for L2: the tiles prefetch.
+      {{1, 200, 20, 40}, {8, 200, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
   };
   // The weights as the GEMM packs them (without the pool) and in the deeper blocks the
   // convolution asks for (with it).
