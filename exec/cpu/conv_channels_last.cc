@@ -14,7 +14,7 @@
 namespace ovfix::exec {
 namespace {
 
-// The AVX-512 GEMM's register tile: its packed B panels are kNr maps wide.
+// A tile: at most kMr positions (the AVX-512 GEMM's rows) by one panel of kNr maps.
 constexpr int kMr = 12, kNr = ChannelsLastWeights::kPanel;
 // Below this many multiply-adds a convolution runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
