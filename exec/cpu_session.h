@@ -36,8 +36,8 @@ class CpuSession : public Session {
   std::unique_ptr<Plan> plan_;
   std::unique_ptr<ThreadPool> pool_;
   BufferRecycler recycler_;  // buffers of released values, for this and later runs
-  // The tensors the last run handed out: recycled by the next run once the caller has
-  // released them (a new allocation of a large output would be fresh pages on every run).
+  // Outputs handed to the caller: a later run recycles each once the caller has released it
+  // (a new allocation of a large output would be fresh pages on every run).
   std::vector<Tensor> handed_out_;
   TensorMap captured_;
 };

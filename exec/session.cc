@@ -936,7 +936,6 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
     outputs.push_back(narrowed(plan.output_slots[i]));
     if (outputs.back().is_tensor()) handed_out_.push_back(outputs.back().tensor);
   }
-  frame.clear();  // the session's references: handed_out_ is what it keeps
   return outputs;
 }
 

@@ -3,8 +3,10 @@
 // and kept in the node's state when they are an initializer) and the input is B, either the
 // image itself (1x1 kernels with unit stride and no padding), a padded copy of the image read
 // in place (other 1-D and 2-D kernels with rows of 8 outputs or more, conv_implicit.h) or im2col
-// blocks written straight into the packed layout. Depthwise 2-D convolution has its own direct
-// kernel; double uses a plain im2col and Dgemm.
+// blocks written straight into the packed layout. With few output positions the product is
+// computed transposed, from a channels-last copy of the image (conv_channels_last.h) or im2col
+// columns. Depthwise 2-D convolution has its own direct kernel; double uses a plain im2col and
+// Dgemm.
 #include <algorithm>
 #include <cstring>
 #include <memory>

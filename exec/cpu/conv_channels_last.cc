@@ -28,14 +28,21 @@ struct Piece {
   int32_t kh = 0, kw = 0;
 };
 
+// The taps [kh_lo, kh_hi) x [kw_lo, kw_hi) that reach the image for some position of a tile:
+// the others read only padding and are skipped.
+struct Reach {
+  int32_t kh_lo = 0, kh_hi = 0, kw_lo = 0, kw_hi = 0;
+  bool Skips(const Piece& p) const {
+    return p.kh < kh_lo || p.kh >= kh_hi || p.kw < kw_lo || p.kw >= kw_hi;
+  }
+};
+
 struct TileArgs {
   const float* a = nullptr;  // the tile's first position: its pixel through tap (0, 0)
   int64_t lda = 0;           // floats from one position's pixel to the next
   const Piece* pieces = nullptr;
   int64_t piece_count = 0;
-  // The taps that reach the image for some position of the tile: the others read only
-  // padding and are skipped.
-  int32_t kh_lo = 0, kh_hi = 0, kw_lo = 0, kw_hi = 0;
+  Reach reach;
   const float* b = nullptr;  // the B panel of the depth block (64-byte aligned)
   float* c = nullptr;        // the product row of the tile's first position, at the panel
   int64_t ldc = 0;
@@ -57,7 +64,7 @@ struct Tile {
     for (int64_t p = 0; p < t.piece_count; ++p) {
       const Piece& piece = t.pieces[p];
       const int64_t count = piece.count;
-      if (piece.kh < t.kh_lo || piece.kh >= t.kh_hi || piece.kw < t.kw_lo || piece.kw >= t.kw_hi) {
+      if (t.reach.Skips(piece)) {
         b += count * kNr;
         continue;
       }
@@ -205,7 +212,7 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
   struct TileSpan {
     int64_t position = 0, pixel = 0;  // first position; its pixel's offset in the buffer
     int rows = 0;
-    int32_t kh_lo = 0, kh_hi = 0, kw_lo = 0, kw_hi = 0;  // the taps it does not skip
+    Reach reach;
   };
   // The taps [lo, hi) through which some output index of [o0, o1) reads inside [0, size).
   auto reaching = [](int64_t o0, int64_t o1, int64_t stride, int64_t dilation, int64_t pad,
@@ -224,14 +231,15 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
   std::vector<TileSpan> tiles;
   const int64_t per_row = (out_w + kMr - 1) / kMr;
   for (int64_t oh = 0; oh < out_h; ++oh) {
+    const auto [kh_lo, kh_hi] = reaching(oh, oh + 1, stride_h, dilation_h, pad_top, in_h, kernel_h);
     for (int64_t i = 0, ow = 0; i < per_row; ++i) {
       const int rows = static_cast<int>(out_w / per_row + (i < out_w % per_row ? 1 : 0));
-      const auto [kh_lo, kh_hi] =
-          reaching(oh, oh + 1, stride_h, dilation_h, pad_top, in_h, kernel_h);
       const auto [kw_lo, kw_hi] =
           reaching(ow, ow + rows, stride_w, dilation_w, pad_left, in_w, kernel_w);
-      tiles.push_back({oh * out_w + ow, (oh * stride_h * padded_w + ow * stride_w) * channels, rows,
-                       kh_lo, kh_hi, kw_lo, kw_hi});
+      tiles.push_back({oh * out_w + ow,
+                       (oh * stride_h * padded_w + ow * stride_w) * channels,
+                       rows,
+                       {kh_lo, kh_hi, kw_lo, kw_hi}});
       ow += rows;
     }
   }
@@ -263,10 +271,7 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
       for (int64_t t = t0; t < t1; ++t) {
         args.a = buffer + tiles[t].pixel;
         args.c = result + tiles[t].position * ldp + panel * kNr;
-        args.kh_lo = tiles[t].kh_lo;
-        args.kh_hi = tiles[t].kh_hi;
-        args.kw_lo = tiles[t].kw_lo;
-        args.kw_hi = tiles[t].kw_hi;
+        args.reach = tiles[t].reach;
         kTiles[tiles[t].rows - 1](args);
       }
     }
