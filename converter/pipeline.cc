@@ -10,9 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "converter/calibration_data.h"
+#include "converter/inline_constant_if.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
 #include "converter/repair.h"
+#include "converter/shape_observation.h"
 #include "converter/target.h"
 #include "converter/validation.h"
 #include "ir/atomic_file.h"
@@ -128,51 +130,6 @@ bool InputsFixed(const Model& model, const ConvertOptions& o) {
     }
   }
   return true;
-}
-
-// Ops whose output dims depend on the data, not only on the input shapes: a run's dims for
-// them (and for what is computed from them) are one run's, never facts. An If's branch is
-// picked by data, so its outputs count too.
-bool DataShaped(const Node& n) {
-  static const absl::flat_hash_set<std::string> kOps = {
-      "NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop", "Scan", "If"};
-  return kOps.contains(n.op_type());
-}
-
-// Main-graph values whose dims depend on data: outputs of DataShaped ops whose dims
-// inference does not know, and everything computed from them.
-absl::flat_hash_set<const Value*> DataDependent(const Graph& g) {
-  absl::flat_hash_set<const Value*> out;
-  for (const Node* n : g.nodes()) {
-    bool dependent = false;
-    if (DataShaped(*n)) {
-      for (const Value* o : n->outputs()) dependent |= o != nullptr && !o->static_shape();
-    }
-    for (const Value* in : n->inputs()) dependent |= out.contains(in);
-    if (!dependent) continue;
-    for (const Value* o : n->outputs()) {
-      if (o != nullptr) out.insert(o);
-    }
-  }
-  return out;
-}
-
-// Shape facts from the reference run where inference left gaps (main graph values: bodies
-// are run by their holders and their values are not captured). Returns how many.
-int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed, ShapeFacts& facts) {
-  const absl::flat_hash_set<const Value*> dependent = DataDependent(model.graph());
-  std::vector<Value*> observed;
-  for (Node* n : model.graph().nodes()) {
-    for (Value* v : n->outputs()) {
-      if (v == nullptr || !v->is_tensor() || v->static_shape()) continue;
-      absl::StatusOr<Tensor> t = validator.Activation(v);
-      if (!t.ok()) continue;
-      const bool fixed = dims_fixed && !dependent.contains(v);
-      if (facts.Observe(*v, t->dims(), fixed) && !v->is_graph_output()) observed.push_back(v);
-    }
-  }
-  ListInValueInfo(model.graph(), observed);
-  return static_cast<int>(observed.size());
 }
 
 // Values whose shapes stay unknown because they depend on data, in every graph: named in the
@@ -298,6 +255,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
   ShapeFacts shape_facts;
+  std::vector<BodyName> bodies_not_run;  // by any calibration set
   bool random_inputs = false;
   if (convert.validate) {
     absl::StatusOr<CalibrationSets> sets =
@@ -321,7 +279,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     report.validated = true;
     phase("reference run");
     report.observed_shape_facts =
-        ObserveShapes(model, *validator, InputsFixed(model, convert), shape_facts);
+        ObserveShapes(model, *validator, InputsFixed(model, convert), shape_facts, bodies_not_run);
     if (report.observed_shape_facts > 0) infer(model);
   }
   if (!convert.validate) {
@@ -435,6 +393,25 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     report.islands = fp16->islands();
     phase("repair");
   }
+  // Branches the fixed shapes rule out go, so that no loader infers shapes through them.
+  absl::StatusOr<int> inlined = InlineConstantIfs(model);
+  if (!inlined.ok()) return NotRunnable(inlined.status());
+  if (*inlined > 0) {
+    report.constant_ifs_inlined = *inlined;
+    options.log(absl::StrCat("inlined ", *inlined, " If node(s) with a constant condition"));
+    // Shapes the inlined branches now show statically fold (exact: no validation needed).
+    infer(model);
+    Rewriter after(model);
+    size_t inferred_at = 0;
+    for (const char* pass : {"constant_folding", "dead_code_elimination"}) {
+      PassContext ctx{model, after, convert, nullptr, options.log, &inferred_at, &evaluator};
+      OVFIX_RETURN_IF_ERROR(MakeNativePass(pass)->Run(ctx).status());
+    }
+    after.DeleteDanglingValues();
+    if (absl::Status s = InferShapesAndCheck(model); !s.ok()) return CheckerFailure(options, s);
+    rules::ListKnownShapesInValueInfo(model.graph());
+  }
+  report.bodies_not_run = DescribeBodiesNotRun(model, bodies_not_run);
   if (options.write_output && report.outputs_match) {
     OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model, options, validator.get(), report));
     phase("write and measure the file");

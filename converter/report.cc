@@ -94,6 +94,17 @@ std::string ReportToJson(const ConversionReport& report) {
   w.Key("dynamic_values").BeginArray();
   for (const std::string& n : report.dynamic_values) w.String(n);
   w.EndArray();
+  w.Key("constant_ifs_inlined").Int(report.constant_ifs_inlined);
+  w.Key("bodies_not_run").BeginArray();
+  for (const BodyNotRun& b : report.bodies_not_run) {
+    w.BeginObject();
+    w.Key("body").String(b.body);
+    w.Key("left").BeginArray();
+    for (const std::string& l : b.left) w.String(l);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
   w.EndObject();
   if (report.repair) {
     w.Key("repair").BeginObject();
@@ -148,6 +159,15 @@ std::string SummaryTable(const ConversionReport& report) {
   if (!report.dynamic_values.empty()) {
     absl::StrAppend(&out, "stayed dynamic (shapes depend on data): ",
                     absl::StrJoin(report.dynamic_values, ", "), "\n");
+  }
+  for (const BodyNotRun& b : report.bodies_not_run) {
+    std::map<std::string, int> kinds;  // "Shape: NAME" counts as a Shape
+    for (const std::string& l : b.left) kinds[l.substr(0, l.find(':'))]++;
+    std::string left;
+    for (const auto& [kind, n] : kinds)
+      absl::StrAppend(&left, left.empty() ? "" : ", ", n, " ", kind);
+    absl::StrAppend(&out, "no calibration set ran ", b.body, " (static shape facts only): ",
+                    left.empty() ? "nothing left unconverted" : absl::StrCat("left ", left), "\n");
   }
   if (!report.islands.empty()) {
     std::map<std::string, int> per_op;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "converter/repair.h"
+#include "converter/shape_observation.h"
 #include "converter/validation.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/rewriter.h"
@@ -48,6 +49,10 @@ struct ConversionReport {
   // nor a run can fix them, so they stay dynamic in the written model.
   std::vector<std::string> dynamic_values;
   int observed_shape_facts = 0;  // values whose rank or dims came from the reference run
+  // If/Loop/Scan bodies that no calibration set ran: their rewrites used static facts only
+  // and were not measured; what the target removes elsewhere may be left there.
+  std::vector<BodyNotRun> bodies_not_run;
+  int constant_ifs_inlined = 0;  // If nodes whose condition became a constant
   bool written = false;          // the output file was written (and kept)
   double seconds = 0;
 };

@@ -136,8 +136,18 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
   // as const. The first set's activations are kept for the rewrites' validation.
   absl::flat_hash_map<std::string, MagnitudeRange> measured;
   for (size_t k = 0; k < v->sets_.size(); ++k) {
+    absl::flat_hash_set<std::string> seen_in_set;
     absl::StatusOr<exec::TensorMap> captured = CaptureActivations(
         model, v->sets_[k], exec::Precision::kFp32, [&](const Value& value, const Tensor& t) {
+          if (value.owner() != &g) {
+            auto [it, fresh] = v->body_shapes_.try_emplace(value.name(), SeenShape{t.dims()});
+            SeenShape& seen = it->second;
+            if (!fresh) {
+              seen.same_rank = seen.same_rank && seen.dims.size() == t.dims().size();
+              seen.same_dims = seen.same_dims && seen.dims == t.dims();
+            }
+            if (seen_in_set.insert(value.name()).second) ++seen.sets;
+          }
           if (t.type() != DataType::kFloat) return;
           const MagnitudeRange m = FloatMagnitudes(t.data<float>(), t.numel());
           auto [it, fresh] = measured.try_emplace(value.name(), m);

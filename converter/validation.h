@@ -37,6 +37,15 @@ struct OutputComparison {
   bool finite = true;  // every element of the converted model's output is finite
 };
 
+// The shapes the reference runs saw of one value inside an If/Loop/Scan body (a body runs
+// once per iteration or branch taken, in some sets and not in others).
+struct SeenShape {
+  std::vector<int64_t> dims;  // the first seen
+  bool same_rank = true;      // every time it was computed, with this rank
+  bool same_dims = true;      // ... and these dims
+  int sets = 0;               // how many input sets computed it (at least once)
+};
+
 struct EndToEndResult {
   std::vector<OutputComparison> outputs;
   double max_error = 0;
@@ -75,6 +84,9 @@ class ReferenceValidator : public rules::Validator {
   // when no rewrite has computed it yet.
   absl::StatusOr<Tensor> Activation(const Value* v) override;
   std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const override;
+  // What the reference runs saw of body values, by name: a body none of its values are
+  // listed for ran in no input set.
+  const absl::flat_hash_map<std::string, SeenShape>& body_shapes() const { return body_shapes_; }
   const exec::TensorMap& inputs() const { return inputs_; }
   const std::vector<exec::TensorMap>& sets() const { return sets_; }
   // The original model's outputs on set `k`, by output name.
@@ -123,6 +135,7 @@ class ReferenceValidator : public rules::Validator {
   // Of the values bodies computed, by name (a body's values have no one activation), as the
   // reference run saw them: rewrites in bodies keep a value's name only with its content.
   absl::flat_hash_map<std::string, MagnitudeRange> body_magnitudes_;
+  absl::flat_hash_map<std::string, SeenShape> body_shapes_;
   absl::flat_hash_map<const Value*, Tensor> pending_;
   // Values whose activation was computed before a rewrite upstream of them (held to the
   // tolerance, so close, but not what the current graph computes exactly).

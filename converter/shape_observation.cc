@@ -1,0 +1,197 @@
+#include "converter/shape_observation.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/graph_walk.h"
+#include "ir/op_groups.h"
+
+namespace ovfix::converter {
+namespace {
+
+using SeenShapes = absl::flat_hash_map<std::string, SeenShape>;
+
+// "holder.attribute" for `body` (its holder's name, or op type when it has none).
+std::string BodyLabel(const Graph& body) {
+  const Node* holder = body.owner_node();
+  const std::string who = holder->name().empty() ? holder->op_type() : holder->name();
+  for (const Subgraph& s : holder->subgraphs()) {
+    if (s.graph.get() != &body) continue;
+    return s.index < 0 ? absl::StrCat(who, ".", s.attribute)
+                       : absl::StrCat(who, ".", s.attribute, "[", s.index, "]");
+  }
+  return who;
+}
+
+BodyName NameOf(const Graph& body) {
+  BodyName name;
+  const Node* holder = body.owner_node();
+  for (const Subgraph& s : holder->subgraphs()) {
+    if (s.graph.get() != &body) continue;
+    // Node names survive rewrites (an output can be renamed after the graph output it feeds).
+    const std::string who = !holder->name().empty() ? holder->name()
+                            : holder->outputs().empty() || holder->output(0) == nullptr
+                                ? ""
+                                : absl::StrCat("output ", holder->output(0)->name());
+    if (!who.empty()) name.key = absl::StrCat(who, ".", s.attribute, ".", s.index);
+  }
+  for (const Graph* g = &body; g->owner_node() != nullptr; g = g->owner_node()->owner()) {
+    name.path.insert(name.path.begin(), BodyLabel(*g));
+  }
+  return name;
+}
+
+// Whether `g` is a Loop or Scan body or sits inside one: a value there is computed once per
+// iteration, and the iterations a run made say nothing of another run's.
+bool Iterated(const Graph& g) {
+  for (const Graph* at = &g; at->owner_node() != nullptr; at = at->owner_node()->owner()) {
+    if (at->owner_node()->op_type() != "If") return true;
+  }
+  return false;
+}
+
+// Whether a run executed `body`: it computed one of its values (a body without nodes has
+// nothing to convert, and counts as run).
+bool Ran(const Graph& body, const SeenShapes& seen) {
+  bool any = false;
+  for (const Node* n : body.nodes()) {
+    any = true;
+    for (const Value* o : n->outputs()) {
+      if (o != nullptr && seen.contains(o->name())) return true;
+    }
+  }
+  return !any;
+}
+
+// The rank a branch gives its output `v`: as a run saw it, else as inference knows it.
+int BranchRank(const Value* v, const SeenShapes& seen) {
+  if (auto it = seen.find(v->name()); it != seen.end()) {
+    return it->second.same_rank ? static_cast<int>(it->second.dims.size()) : -1;
+  }
+  return v->rank();
+}
+
+// Whether every branch of the If `n` gives its output `k` rank `rank`.
+bool BranchesAgree(const Node& n, size_t k, size_t rank, const SeenShapes& seen) {
+  for (const Subgraph& s : n.subgraphs()) {
+    if (k >= s.graph->outputs().size()) return false;
+    if (BranchRank(s.graph->outputs()[k], seen) != static_cast<int>(rank)) return false;
+  }
+  return true;
+}
+
+std::string NodeLabel(const Node& n) {
+  return n.name().empty() ? absl::StrCat(n.op_type(), " (unnamed)") : n.name();
+}
+
+}  // namespace
+
+bool DataShaped(const Node& n) {
+  static const absl::flat_hash_set<std::string> kOps = {
+      "NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop", "Scan", "If"};
+  return kOps.contains(n.op_type());
+}
+
+int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
+                  rules::ShapeFacts& facts, std::vector<BodyName>& not_run) {
+  const SeenShapes& seen = validator.body_shapes();
+  Graph& root = model.graph();
+  // Values whose dims depend on data, and values whose rank a run cannot tell (an If output
+  // whose branches may give other ranks), with everything computed from them; graphs come
+  // before the bodies inside them, so an outer value is sorted before a body reads it.
+  absl::flat_hash_set<const Value*> dependent, rank_unknown;
+  absl::flat_hash_set<const Graph*> skipped;  // bodies not run, and the bodies inside them
+  int count = 0;
+  for (Graph* g : GraphsRecursive(root)) {
+    const bool is_body = g != &root;
+    if (is_body && skipped.contains(g->owner_node()->owner())) {
+      skipped.insert(g);
+      continue;
+    }
+    if (is_body && !Ran(*g, seen)) {
+      skipped.insert(g);
+      not_run.push_back(NameOf(*g));
+      continue;
+    }
+    std::vector<Value*> observed;
+    for (Node* n : g->nodes()) {
+      bool depends = false, unknown = false;
+      if (DataShaped(*n)) {
+        for (const Value* o : n->outputs()) depends |= o != nullptr && !o->static_shape();
+      }
+      for (const Value* in : n->inputs()) {
+        depends |= dependent.contains(in);
+        unknown |= rank_unknown.contains(in);
+      }
+      for (size_t k = 0; k < n->outputs().size(); ++k) {
+        Value* v = n->output(k);
+        if (v == nullptr) continue;
+        if (depends) dependent.insert(v);
+        if (!v->is_tensor() || v->static_shape()) continue;
+        std::vector<int64_t> dims;
+        bool same_dims = true;
+        if (!is_body) {
+          absl::StatusOr<Tensor> t = validator.Activation(v);
+          if (!t.ok()) continue;
+          dims = t->dims();
+        } else {
+          auto it = seen.find(v->name());
+          if (it == seen.end() || !it->second.same_rank) continue;
+          dims = it->second.dims;
+          same_dims = it->second.same_dims;
+        }
+        if (unknown ||
+            (n->op_type() == "If" && v->rank() < 0 && !BranchesAgree(*n, k, dims.size(), seen))) {
+          rank_unknown.insert(v);
+          continue;
+        }
+        const bool fixed = dims_fixed && same_dims && !dependent.contains(v) && !Iterated(*g);
+        if (facts.Observe(*v, dims, fixed)) {
+          ++count;
+          if (!v->is_graph_output()) observed.push_back(v);
+        }
+      }
+    }
+    ListInValueInfo(*g, observed);
+  }
+  return count;
+}
+
+std::vector<BodyNotRun> DescribeBodiesNotRun(Model& model, const std::vector<BodyName>& not_run) {
+  std::vector<BodyNotRun> out;
+  if (not_run.empty()) return out;
+  for (Graph* body : GraphsRecursive(model.graph())) {
+    if (body == &model.graph()) continue;
+    const BodyName name = NameOf(*body);
+    // Named as in the model read: bodies around it may have been inlined since.
+    auto as_read = std::find_if(not_run.begin(), not_run.end(),
+                                [&](const BodyName& b) { return b.key == name.key; });
+    if (name.key.empty() || as_read == not_run.end()) continue;
+    BodyNotRun entry{absl::StrJoin(as_read->path, " / "), {}};
+    for (Graph* g : GraphsRecursive(*body)) {
+      for (const Node* n : g->nodes()) {
+        const bool standard = n->domain().empty() || n->domain() == "ai.onnx";
+        if (!standard) continue;
+        if (n->op_type() == "Shape" || n->op_type() == "Size") {
+          entry.left.push_back(absl::StrCat(n->op_type(), ": ", NodeLabel(*n)));
+        } else if (n->op_type() == "Squeeze" && n->inputs().size() < 2 &&
+                   !n->HasAttribute("axes")) {
+          entry.left.push_back(absl::StrCat("Squeeze without axes: ", NodeLabel(*n)));
+        } else if (InOpGroup("broadcasting", n->domain(), n->op_type())) {
+          for (const Value* in : n->inputs()) {
+            if (in == nullptr || in->rank() >= 0) continue;
+            entry.left.push_back(absl::StrCat("element-wise input of unknown rank: ", NodeLabel(*n),
+                                              " (", n->op_type(), ")"));
+            break;
+          }
+        }
+      }
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace ovfix::converter
