@@ -248,6 +248,11 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   // Types for the passes; what onnx cannot infer stays unknown (said with --verbose).
   auto infer = [&](Model& m) {
     if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
+    // Ranks onnx leaves open (reductions whose axes come from an outer graph...), then
+    // inference again from them.
+    if (rules::AddRankFacts(m.graph()) > 0) {
+      if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
+    }
   };
   infer(model);
   OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(model));
@@ -347,6 +352,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   // Final types for the saved model, and onnx's checker, on one light proto.
   if (absl::Status s = InferShapesAndCheck(model); !s.ok()) return CheckerFailure(options, s);
   phase("shape inference and onnx checker");
+  rules::AddRankFacts(model.graph());
   rules::ListKnownShapesInValueInfo(model.graph());
   report.dynamic_values = DataDependentValues(model);
   if (validator != nullptr) {

@@ -1,6 +1,9 @@
 #include "rules/shape_facts.h"
 
+#include <algorithm>
+
 #include "ir/graph_walk.h"
+#include "ir/op_groups.h"
 
 namespace ovfix::rules {
 
@@ -55,6 +58,52 @@ void ListKnownShapesInValueInfo(Graph& root) {
     }
     ListInValueInfo(*g, known);
   }
+}
+
+namespace {
+
+// The rank of `n`'s first output from its inputs' ranks, or -1.
+int RankFromInputs(const Node& n) {
+  const std::string& op = n.op_type();
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return -1;
+  auto input_rank = [&](size_t i) {
+    return i < n.inputs().size() && n.input(i) != nullptr ? n.input(i)->rank() : -1;
+  };
+  if (InOpGroup("broadcasting", n.domain(), op)) {
+    int rank = 0;
+    for (const Value* in : n.inputs()) {
+      if (in == nullptr) continue;
+      if (in->rank() < 0) return -1;
+      rank = std::max(rank, in->rank());
+    }
+    return rank;
+  }
+  const bool keeps_rank = InOpGroup("unary_math", n.domain(), op) ||
+                          InOpGroup("activation", n.domain(), op) || op == "Softmax" ||
+                          op == "LogSoftmax" || op == "Cast" || op == "Identity" ||
+                          (InOpGroup("reduction", n.domain(), op) && n.GetInt("keepdims", 1) != 0);
+  return keeps_rank ? input_rank(0) : -1;
+}
+
+}  // namespace
+
+int AddRankFacts(Graph& root) {
+  int added = 0;
+  for (Graph* g : GraphsRecursive(root)) {
+    std::vector<Value*> known;
+    for (Node* n : g->nodes()) {
+      if (n->outputs().size() != 1 || n->output(0) == nullptr) continue;
+      Value* v = n->output(0);
+      if (!v->is_tensor() || v->rank() >= 0) continue;
+      const int rank = RankFromInputs(*n);
+      if (rank < 0) continue;
+      v->set_shape(std::vector<Dim>(rank));
+      ++added;
+      if (!v->is_graph_output()) known.push_back(v);
+    }
+    ListInValueInfo(*g, known);
+  }
+  return added;
 }
 
 }  // namespace ovfix::rules

@@ -8,7 +8,10 @@ packages=(
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   clang libclang-rt-14-dev  # the fuzz build (docs/fuzzing.md): clang 14 and its libFuzzer
   clang-format              # the format check (.clang-format)
+  nodejs                    # onnxruntime, the tests' peer (scripts/test.sh installs it from npm)
 )
+# npm comes with a nodejs from elsewhere (NodeSource); Debian's nodejs needs Debian's npm.
+command -v npm > /dev/null 2>&1 || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

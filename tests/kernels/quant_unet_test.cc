@@ -16,6 +16,7 @@
 #include "ir/tensor_proto.h"
 #include "tests/kernels/math_test_util.h"
 #include "tests/kernels/ort_quantized_unet.h"
+#include "tests/support/ort_peer.h"
 
 namespace ovfix::exec {
 namespace {
@@ -48,24 +49,13 @@ TEST(BilinearResizeRounding, SumsWeightedTermsInFloatAsOnnxruntimeDoes) {
   EXPECT_EQ((*y)[0].data<float>()[15], 0.3f);
 }
 
-// onnxruntime through ../shared/tools/ort/run.js, when node and onnxruntime-node are installed
-// (build/ort/node_modules or $OVFIX_ORT_MODULES); empty path when not.
-std::string OrtModules() {
-  if (std::system("node --version > /dev/null 2>&1") != 0) return "";
-  const char* env = std::getenv("OVFIX_ORT_MODULES");
-  const std::string modules =
-      env != nullptr ? env : (fs::path(OVFIX_BINARY).parent_path() / "ort/node_modules").string();
-  return fs::exists(fs::path(modules) / "onnxruntime-node") ? modules : "";
-}
-
 class OrtQuantizedUnet : public ::testing::TestWithParam<bool> {};
 
 // The whole quantized net, ovfix against onnxruntime with its graph run as written: every
 // op in it has one right answer in float or integer arithmetic, so they must agree bit for
 // bit. Before the fix 38 (int8 weights) and 80 (uint8) of the 36864 outputs differed here.
 TEST_P(OrtQuantizedUnet, MatchesOnnxruntimeBitForBit) {
-  const std::string modules = OrtModules();
-  if (modules.empty()) GTEST_SKIP() << "node or onnxruntime-node not installed";
+  OVFIX_REQUIRE_ORT(modules);
   test_models::QuantizedUnetOptions options;
   options.size = 192;
   options.channels = 16;

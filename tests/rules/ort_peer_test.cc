@@ -3,7 +3,10 @@
 // converted for each fp32 target, and onnxruntime with its graph run exactly as written
 // (../shared/tools/ort/run.js --opt-level disabled) must give the converted model the outputs
 // it gives the original (rel. 1e-5 of each output's range). Skipped where node or
-// onnxruntime-node is not installed (build/ort/node_modules or $OVFIX_ORT_MODULES).
+// onnxruntime-node is not installed (tests/support/ort_peer.h), failed then under
+// $OVFIX_REQUIRE_ORT (scripts/test.sh).
+#include "tests/support/ort_peer.h"
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -20,14 +23,7 @@ namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string OrtModules() {
-  if (std::system("node --version > /dev/null 2>&1") != 0) return "";
-  const char* env = std::getenv("OVFIX_ORT_MODULES");
-  const std::string modules =
-      env != nullptr ? env : (fs::path(OVFIX_BINARY).parent_path() / "ort/node_modules").string();
-  return fs::exists(fs::path(modules) / "onnxruntime-node") ? modules : "";
-}
+using testing_support::RunOrt;
 
 // Encoder (stride-2 convs on 37 -> 19 -> 10), decoder upsampling to each skip's size read
 // by Shape -> Slice -> Concat, one Resize per coordinate transformation mode.
@@ -65,29 +61,10 @@ g (float[1,2,37,37] x) => (float[1,2,19,19] y0, float[1,2,19,19] y1, float[1,2,3
   return text;
 }
 
-// Runs `model` with onnxruntime as written; returns its outputs.
-std::vector<Tensor> RunOrt(const std::string& modules, const std::string& model,
-                           const std::string& input, const fs::path& out) {
-  const std::string command = "NODE_PATH='" + modules + "' node '" OVFIX_SHARED_DIR +
-                              std::string("/tools/ort/run.js' '") + model + "' '" + out.string() +
-                              "' '" + input + "' --opt-level disabled > /dev/null";
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
-  std::vector<Tensor> outputs;
-  for (int k = 0;; ++k) {
-    const fs::path file = out / absl::StrCat("output_", k, ".pb");
-    if (!fs::exists(file)) break;
-    absl::StatusOr<Tensor> t = ReadTensorFile(file.string());
-    EXPECT_TRUE(t.ok()) << t.status();
-    if (t.ok()) outputs.push_back(*std::move(t));
-  }
-  return outputs;
-}
-
 class OrtPeer : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OrtPeer, ConvertedUnetKeepsOnnxruntimeOutputs) {
-  const std::string modules = OrtModules();
-  if (modules.empty()) GTEST_SKIP() << "node or onnxruntime-node not installed";
+  OVFIX_REQUIRE_ORT(modules);
   const fs::path dir =
       fs::temp_directory_path() / absl::StrCat("ovfix_ort_peer_", ::getpid(), "_", GetParam());
   fs::create_directories(dir);
@@ -111,8 +88,8 @@ TEST_P(OrtPeer, ConvertedUnetKeepsOnnxruntimeOutputs) {
   const std::string converted = (dir / "converted.onnx").string();
   ASSERT_TRUE(SaveModel(**model, converted).ok());
 
-  const std::vector<Tensor> expected = RunOrt(modules, original, input, dir / "ort_original");
-  const std::vector<Tensor> actual = RunOrt(modules, converted, input, dir / "ort_converted");
+  const std::vector<Tensor> expected = RunOrt(modules, original, {input}, dir / "ort_original");
+  const std::vector<Tensor> actual = RunOrt(modules, converted, {input}, dir / "ort_converted");
   ASSERT_EQ(expected.size(), 4u);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
