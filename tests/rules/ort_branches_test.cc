@@ -22,6 +22,7 @@ namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::AsDeclared;
 using testing_support::RunOrt;
 
 struct Case {
@@ -71,31 +72,6 @@ void ExpectClose(const std::vector<Tensor>& actual, const std::vector<Tensor>& e
                          : ConvertTensor(actual[i], expected[i].type());  // float16 outputs
     EXPECT_LE(exec::RelativeError(a, expected[i]), tolerance) << what << ", output " << i;
   }
-}
-
-// The input files as the model in `file` declares them: float inputs of a model that
-// became float16 get float16 files (onnxruntime takes only the declared type).
-std::vector<std::string> AsDeclared(const std::string& file, const std::vector<std::string>& inputs,
-                                    const fs::path& dir) {
-  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(file);
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return inputs;
-  std::vector<std::string> out;
-  size_t k = 0;
-  for (const Value* v : (*model)->graph().inputs()) {
-    if (v->is_initializer() || k >= inputs.size()) continue;
-    absl::StatusOr<Tensor> t = ReadTensorFile(inputs[k]);
-    EXPECT_TRUE(t.ok()) << t.status();
-    if (t.ok() && IsFloatingPoint(t->type()) && t->type() != v->elem_type()) {
-      const std::string typed = (dir / absl::StrCat("typed_input_", k, ".pb")).string();
-      EXPECT_TRUE(WriteTensorFile(typed, ConvertTensor(*t, v->elem_type()), v->name()).ok());
-      out.push_back(typed);
-    } else {
-      out.push_back(inputs[k]);
-    }
-    ++k;
-  }
-  return out;
 }
 
 double Tolerance(const std::string& target) { return target == "gpu-fp16" ? 1e-2 : 1e-5; }

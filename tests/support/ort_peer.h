@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "ir/model_io.h"
 #include "ir/tensor.h"
 #include "ir/tensor_proto.h"
 
@@ -50,6 +51,39 @@ inline std::vector<Tensor> RunOrt(const std::string& modules, const std::string&
     if (t.ok()) outputs.push_back(*std::move(t));
   }
   return outputs;
+}
+
+// Runs the jobs of `jobs_file` (tests/support/ort_batch.js) in one node process.
+inline void RunOrtBatch(const std::string& modules, const std::string& jobs_file) {
+  const std::string command = "NODE_PATH='" + modules + "' node '" OVFIX_SOURCE_DIR +
+                              std::string("/tests/support/ort_batch.js' '") + jobs_file + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+// The input files as the model in `file` declares them: float inputs of a model that
+// became float16 get float16 files in `dir` (onnxruntime takes only the declared type).
+inline std::vector<std::string> AsDeclared(const std::string& file,
+                                           const std::vector<std::string>& inputs,
+                                           const std::filesystem::path& dir) {
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(file);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return inputs;
+  std::vector<std::string> out;
+  size_t k = 0;
+  for (const Value* v : (*model)->graph().inputs()) {
+    if (v->is_initializer() || k >= inputs.size()) continue;
+    absl::StatusOr<Tensor> t = ReadTensorFile(inputs[k]);
+    if (t.ok() && IsFloatingPoint(t->type()) && IsFloatingPoint(v->elem_type()) &&
+        t->type() != v->elem_type()) {
+      const std::string typed = (dir / absl::StrCat("typed_input_", k, ".pb")).string();
+      EXPECT_TRUE(WriteTensorFile(typed, ConvertTensor(*t, v->elem_type()), v->name()).ok());
+      out.push_back(typed);
+    } else {
+      out.push_back(inputs[k]);
+    }
+    ++k;
+  }
+  return out;
 }
 
 }  // namespace ovfix::testing_support
