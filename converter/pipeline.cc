@@ -405,7 +405,14 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   if (*inlined > 0) {
     report.constant_ifs_inlined = *inlined;
     options.log(absl::StrCat("inlined ", *inlined, " If node(s) with a constant condition"));
-    // Shapes the inlined branches now show statically fold (exact: no validation needed).
+    // What the runs saw of the inlined branches' values (by name; an If output whose other
+    // branch never ran had no rank fact before), then the shapes they now show fold (exact:
+    // no validation needed).
+    if (validator != nullptr) {
+      std::vector<BodyName> ignored;
+      ObserveShapes(model, *validator, InputsFixed(model, convert), shape_facts, ignored,
+                    /*bodies_only=*/true);
+    }
     infer(model);
     Rewriter after(model);
     size_t inferred_at = 0;

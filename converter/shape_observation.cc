@@ -95,7 +95,7 @@ bool DataShaped(const Node& n) {
 }
 
 int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
-                  rules::ShapeFacts& facts, std::vector<BodyName>& not_run) {
+                  rules::ShapeFacts& facts, std::vector<BodyName>& not_run, bool bodies_only) {
   const SeenShapes& seen = validator.body_shapes();
   Graph& root = model.graph();
   // Values whose dims depend on data, and values whose rank a run cannot tell (an If output
@@ -129,7 +129,7 @@ int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
         Value* v = n->output(k);
         if (v == nullptr) continue;
         if (depends) dependent.insert(v);
-        if (!v->is_tensor() || v->static_shape()) continue;
+        if (!v->is_tensor() || v->static_shape() || (bodies_only && !is_body)) continue;
         std::vector<int64_t> dims;
         bool same_dims = true;
         if (!is_body) {

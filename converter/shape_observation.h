@@ -40,8 +40,11 @@ bool DataShaped(const Node& n);
 // data and sit in no Loop body. A body value counts only where a run executed its body, an
 // If output's rank only where every branch gives that rank. Lists what it added in value_info;
 // returns how many facts, and the outermost bodies that no run executed in `not_run`.
+// With `bodies_only`, the main graph's values are left as they are (after If nodes were
+// inlined, when the model is no longer the one the validator's activations belong to).
 int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
-                  rules::ShapeFacts& facts, std::vector<BodyName>& not_run);
+                  rules::ShapeFacts& facts, std::vector<BodyName>& not_run,
+                  bool bodies_only = false);
 
 // The bodies of `not_run` that are still in `model`, with what is left in them.
 std::vector<BodyNotRun> DescribeBodiesNotRun(Model& model, const std::vector<BodyName>& not_run);
