@@ -54,6 +54,7 @@ struct CompareOptions {
   int threads = 0;
   bool all = false;
   bool random = false;
+  bool strict_device = false;  // a node on the CPU in a device run is an error
   CLI::Option* ref_option = nullptr;
   CLI::Option* test_option = nullptr;
   CLI::Option* backend_option = nullptr;
@@ -303,6 +304,9 @@ int RunCompare(CompareOptions& o) {
     side->options.device = o.device;
     side->options.threads = o.threads;
   }
+  if (o.strict_device && ref.options.backend == "cpu" && test.options.backend == "cpu") {
+    return fail("--strict-device needs a device backend (opencl) on one side");
+  }
   // fp16 rounding noise reaches ~1e-3 of a value's range after a few layers; fp32 backends
   // differ only in summation order.
   const bool half = RoundsToHalf(ref.options) || RoundsToHalf(test.options) ||
@@ -326,6 +330,9 @@ int RunCompare(CompareOptions& o) {
   }
   absl::StatusOr<exec::LayerReport> report = exec::CompareLayers(ref, test, *feeds, tolerance);
   if (!report.ok()) return fail(report.status().message());
+  if (o.strict_device && !report->cpu_fallbacks.empty()) {
+    return fail(absl::StrCat("--strict-device: ", absl::StrJoin(report->cpu_fallbacks, "; ")));
+  }
   int compared_nodes = 0;
   for (const exec::NodeComparison& n : report->nodes) {
     compared_nodes += n.state != exec::NodeState::kNotCompared;
@@ -393,6 +400,8 @@ Command AddCompareCommand(CLI::App& app) {
   sub->add_option("--threads", o->threads, "CPU worker threads (0: one per core)");
   sub->add_flag("--random", o->random,
                 "Random inputs even where the model has test_data_set_0/ beside it");
+  sub->add_flag("--strict-device", o->strict_device,
+                "Fail (exit 2) when a device run (opencl) ran any node on the CPU");
   sub->add_flag("--all", o->all, "Print every node, not only the rows around the divergence");
   return {sub, [o] { return RunCompare(*o); }, [o] { return Files(*o); }};
 }

@@ -18,6 +18,7 @@
 #include "converter/model_run.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
+#include "exec/opencl/opencl_session.h"
 #include "ir/model_io.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -38,6 +39,7 @@ struct RunOptions {
   int device = -1;  // opencl: device index (see `ovfix devices`)
   int repeat = 1;
   bool profile = false;
+  bool strict_device = false;  // a node on the CPU is an error (device backends)
   double rtol = 1e-3;
   double atol = 1e-5;
 };
@@ -213,6 +215,9 @@ int RunModel(const RunOptions& o) {
     }
     options.on_node_time = [&node_times](const Node& node, double ms) { node_times.Add(node, ms); };
   }
+  if (o.strict_device && o.backend == "cpu") {
+    return fail(absl::InvalidArgumentError("--strict-device needs a device backend (opencl)"));
+  }
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(**model, options);
   if (!session.ok()) return fail(session.status());
 
@@ -225,6 +230,15 @@ int RunModel(const RunOptions& o) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
     if (!outputs.ok()) return fail(outputs.status());
+    if (o.strict_device) {
+      // The first run shows every fallback: each node decides where it runs when it first
+      // runs.
+      const auto placement = exec::opencl::DevicePlacementOf(**session);
+      if (placement && !placement->cpu.empty()) {
+        return fail(
+            absl::FailedPreconditionError(absl::StrCat("--strict-device: ", placement->Summary())));
+      }
+    }
   }
   // Nodes an opencl session ran on the CPU, and the device it used.
   for (const std::string& note : (*session)->notes()) std::printf("note: %s\n", note.c_str());
@@ -305,6 +319,8 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
   sub->add_flag("--profile", o->profile,
                 "Print where the time went: per op type and the slowest nodes (cpu)");
+  sub->add_flag("--strict-device", o->strict_device,
+                "Fail (exit 2) when any node runs on the CPU instead of the device backend");
   sub->add_option("--rtol", o->rtol, "Relative tolerance for --test-data (default 1e-3)");
   sub->add_option("--atol", o->atol, "Absolute tolerance for --test-data (default 1e-5)");
   return {sub, [o] { return RunModel(*o); }, [o] { return Files(*o); }};

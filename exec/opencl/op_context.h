@@ -135,5 +135,7 @@ void AddElementwiseOps(std::vector<OpDef>& table);
 void AddShapeOps(std::vector<OpDef>& table);
 void AddConvOps(std::vector<OpDef>& table);
 void AddReduceOps(std::vector<OpDef>& table);
+void AddQuantOps(std::vector<OpDef>& table);
+void AddRecurrentOps(std::vector<OpDef>& table);
 
 }  // namespace ovfix::exec::opencl

@@ -10,6 +10,8 @@ const std::vector<OpDef>& AllOps() {
     AddShapeOps(t);
     AddConvOps(t);
     AddReduceOps(t);
+    AddQuantOps(t);
+    AddRecurrentOps(t);
     return t;
   }();
   return table;
