@@ -44,11 +44,11 @@ std::string Check(const Node& bn, Plan& plan) {
       (p->op_type() != "Conv" && p->op_type() != "ConvTranspose" && p->op_type() != "Gemm")) {
     return "its input is not computed by a Conv, ConvTranspose or Gemm";
   }
+  plan.producer = p;
   if (p->owner() != bn.owner()) return "its producer is in another graph";
   if (x->uses().size() != 1 || x->is_graph_output()) {
     return absl::StrCat("'", x->name(), "' has other readers than the BatchNormalization");
   }
-  plan.producer = p;
   Tensor* stats[] = {&plan.scale, &plan.shift, &plan.mean, &plan.var};
   for (int i = 0; i < 4; ++i) {
     std::optional<Tensor> t = FloatConstant(bn.input(i + 1));
