@@ -229,7 +229,7 @@ void PrintRow(const std::string& model, const char* policy, const Result& r) {
 int main(int argc, char** argv) {
   using namespace ovfix;
   using namespace ovfix::bench;
-  int scale = 1, mlp_blocks = 64;
+  int scale = 1, mlp_blocks = 640;
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

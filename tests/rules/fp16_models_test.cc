@@ -106,7 +106,8 @@ class BatchNormFolding : public ::testing::TestWithParam<std::string> {};
 TEST_P(BatchNormFolding, DetectorHasNoBatchNormLeftAndKeepsOnnxruntimeOutputs) {
   absl::StatusOr<Fp16TestModel> m = test_models::OcrDetector();
   ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_EQ(CountOp(*m->model, "BatchNormalization"), 10);
+  const int norms = CountOp(*m->model, "BatchNormalization");
+  ASSERT_EQ(norms, 22);
   auto original = CopyModel(*m->model);
   ASSERT_TRUE(original.ok());
   const fs::path dir = TempDir("bn_" + GetParam());
@@ -120,10 +121,12 @@ TEST_P(BatchNormFolding, DetectorHasNoBatchNormLeftAndKeepsOnnxruntimeOutputs) {
   int folds = 0;
   for (const rules::RewriteRecord& r : report->rewrites)
     folds += r.rule == "fold_batch_normalization";
-  EXPECT_EQ(folds, 10);
+  EXPECT_EQ(folds, norms);
   if (GetParam() != "gpu-fp16" && GetParam() != "ncnn-vulkan") {
+    // End to end through 30 layers and a steep sigmoid: within the tolerance ovfix holds fp32
+    // conversions to end to end (1e-4 of the range); each fold alone is held to 1e-5.
     ExpectSameOrtOutputs(**original, *m->model, {options.convert.input_files.begin()->second}, dir,
-                         1e-5);
+                         1e-4);
   }
   fs::remove_all(dir);
 }

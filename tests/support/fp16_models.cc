@@ -202,10 +202,19 @@ absl::StatusOr<Fp16TestModel> OcrDetector(int scale) {
   ModelBuilder& b = net.b();
   const int64_t s = scale;
   const std::string x = b.Input("image", {1, 3, 96, 192});
-  const std::string c2 = net.Cbr(net.Cbr(x, 3, 16 * s, 3, 2), 16 * s, 16 * s);        // 48x96
-  const std::string c3 = net.Cbr(net.Cbr(c2, 16 * s, 32 * s, 3, 2), 32 * s, 32 * s);  // 24x48
-  const std::string c4 = net.Cbr(net.Cbr(c3, 32 * s, 64 * s, 3, 2), 64 * s, 64 * s);  // 12x24
-  const std::string c5 = net.Cbr(net.Cbr(c4, 64 * s, 96 * s, 3, 2), 96 * s, 96 * s);  // 6x12
+  // Each stage: a stride-2 conv, then two residual conv pairs.
+  auto stage = [&](const std::string& in, int64_t cin, int64_t cout) {
+    std::string t = net.Cbr(in, cin, cout, 3, 2);
+    for (int i = 0; i < 2; ++i) {
+      const std::string r = net.Bn(net.Conv(net.Cbr(t, cout, cout), cout, cout, 3, 1, false), cout);
+      t = b.Op("Relu", {b.Op("Add", {t, r})});
+    }
+    return t;
+  };
+  const std::string c2 = stage(x, 3, 16 * s);        // 48x96
+  const std::string c3 = stage(c2, 16 * s, 32 * s);  // 24x48
+  const std::string c4 = stage(c3, 32 * s, 64 * s);  // 12x24
+  const std::string c5 = stage(c4, 64 * s, 96 * s);  // 6x12
   // FPN to 1/4 resolution.
   const int64_t f = 32 * s;
   const std::string in5 = net.Conv(c5, 96 * s, f, 1, 1, false);
@@ -220,10 +229,11 @@ absl::StatusOr<Fp16TestModel> OcrDetector(int scale) {
       {ModelBuilder::Ints("kernel_shape", {2, 2}), ModelBuilder::Ints("strides", {2, 2})});
   const std::string head_bn = net.Bn(up1, f / 2);
   const std::string h2 = b.Op("Relu", {head_bn});
-  const std::string logits =
-      b.Op("ConvTranspose",
-           {h2, b.Weight({f / 2, 1, 2, 2}, std::sqrt(6.0f / (f / 2 * 4))), b.Fill({1}, -1.0f)},
-           {ModelBuilder::Ints("kernel_shape", {2, 2}), ModelBuilder::Ints("strides", {2, 2})});
+  // A trained DB head is confident: its logits spread over about +-15.
+  const std::string logits = b.Op(
+      "ConvTranspose",
+      {h2, b.Weight({f / 2, 1, 2, 2}, 4.0f * std::sqrt(6.0f / (f / 2 * 4))), b.Fill({1}, -3.0f)},
+      {ModelBuilder::Ints("kernel_shape", {2, 2}), ModelBuilder::Ints("strides", {2, 2})});
   const std::string map = b.Op("Sigmoid", {logits});
   b.Output(map);
   OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto("page_96x192.pb"));
@@ -276,23 +286,27 @@ absl::StatusOr<Fp16TestModel> Classifier(int scale) {
   t = b.Op("MaxPool", {t},
            {ModelBuilder::Ints("kernel_shape", {3, 3}), ModelBuilder::Ints("strides", {2, 2}),
             ModelBuilder::Ints("pads", {1, 1, 1, 1})});  // 24x24
+  // ResNet-50's stages: 3, 4, 6 and 3 bottleneck blocks (1x1 down, 3x3, 1x1 up 4x).
   int64_t cin = 16 * s;
+  const int depth[] = {3, 4, 6, 3};
   for (int64_t stage = 0; stage < 4; ++stage) {
-    const int64_t cout = (16 << stage) * s;
-    for (int block = 0; block < 2; ++block) {
+    const int64_t mid = (16 << stage) * s, cout = 4 * mid;
+    for (int block = 0; block < depth[stage]; ++block) {
       const int64_t stride = stage > 0 && block == 0 ? 2 : 1;
       std::string shortcut = t;
       if (stride != 1 || cin != cout) {
         shortcut = net.Bn(net.Conv(t, cin, cout, 1, stride, false), cout);
       }
-      std::string r = net.Cbr(t, cin, cout, 3, stride);
-      r = net.Bn(net.Conv(r, cout, cout, 3, 1, false), cout);
+      std::string r = net.Cbr(t, cin, mid, 1, 1);
+      r = net.Cbr(r, mid, mid, 3, stride);
+      r = net.Bn(net.Conv(r, mid, cout, 1, 1, false), cout);
       t = b.Op("Relu", {b.Op("Add", {r, shortcut})});
       cin = cout;
     }
   }
   t = b.Op("Flatten", {b.Op("GlobalAveragePool", {t})});
-  const std::string logits = net.Linear(t, cin, 1000, 2.0f);
+  // Logits spread like a trained ImageNet classifier's (a few units, the top ones well apart).
+  const std::string logits = net.Linear(t, cin, 1000, 4.0f);
   b.Output(logits);
   OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto("chelsea_96.pb"));
   return Finish("classifier", net, x, Normalized(photo, 3), {logits + "=topk:5"});
