@@ -33,6 +33,7 @@
 #include "converter/report.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
+#include "ir/float16.h"
 #include "ir/model_io.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -111,7 +112,20 @@ absl::StatusOr<std::vector<Tensor>> RunAsFloat(const Model& model, const exec::T
   exec::SessionOptions options;
   options.threads = 2;
   OVFIX_ASSIGN_OR_RETURN(auto session, exec::CreateSession(model, options));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> out, session->Run(in));
+  exec::TensorMap typed = in;  // float inputs the converted graph declares float16
+  for (const Value* v : model.graph().inputs()) {
+    auto it = typed.find(v->name());
+    if (it == typed.end() || v->elem_type() != DataType::kFloat16 ||
+        it->second.type() != DataType::kFloat) {
+      continue;
+    }
+    Tensor half(DataType::kFloat16, it->second.dims());
+    for (int64_t i = 0; i < half.numel(); ++i) {
+      half.data<uint16_t>()[i] = FloatToHalfBits(it->second.data<float>()[i]);
+    }
+    it->second = std::move(half);
+  }
+  OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> out, session->Run(typed));
   for (Tensor& t : out) {  // float16 outputs compared as float
     if (t.type() == DataType::kFloat16) {
       Tensor f(DataType::kFloat, t.dims());

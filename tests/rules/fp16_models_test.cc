@@ -337,13 +337,8 @@ Outcome Convert(const Fp16TestModel& m, const std::string& input, bool magnitude
 class Fp16ShareBound : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Fp16ShareBound, AtMostTheMagnitudePolicysShareAndMeetsTheCriterion) {
-  absl::StatusOr<std::vector<Fp16TestModel>> all = test_models::AllFp16TestModels();
-  ASSERT_TRUE(all.ok()) << all.status();
-  const Fp16TestModel* m = nullptr;
-  for (const Fp16TestModel& candidate : *all) {
-    if (candidate.name == GetParam()) m = &candidate;
-  }
-  ASSERT_NE(m, nullptr);
+  absl::StatusOr<Fp16TestModel> m = test_models::Fp16TestModelNamed(GetParam());
+  ASSERT_TRUE(m.ok()) << m.status();
   const fs::path dir = TempDir("share_" + m->name);
   const std::string input = WriteInput(*m, dir);
   const Outcome ours = Convert(*m, input, false);

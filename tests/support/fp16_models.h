@@ -6,8 +6,9 @@
 //                    upsampling, ConvTranspose head, sigmoid probability map; one head
 //                    BatchNormalization channel has a variance of 9.79e7 (inf in fp16), as in
 //                    PaddleOCR v4's detector. Fed a photographed printed page.
-//   ctc_recognizer   CRNN-style line recognizer: conv/pool to height 1, LayerNorm, two
-//                    MatMuls, softmax over 97 classes per column. Fed one line of that page.
+//   ctc_recognizer   SVTR/CRNN-style line recognizer: conv/pool to height 1, two attention
+//                    blocks (LayerNorm, 4-head softmax attention, swish MLP), two MatMuls,
+//                    softmax over 97 classes per column. Fed one line of that page.
 //   classifier       torchvision ResNet-18 layout (BasicBlocks, downsample 1x1 conv + BN,
 //                    global pooling, Gemm to 1000 logits). Fed a photograph of a cat.
 //   residual_mlp     deep residual MLP (Gemm -> Relu -> Gemm added to the stream, `blocks`
@@ -48,8 +49,8 @@ absl::StatusOr<Fp16TestModel> Classifier(int scale = 1);
 absl::StatusOr<Fp16TestModel> ResidualMlp(int blocks = 64);
 absl::StatusOr<Fp16TestModel> Segmentation(int scale = 1);
 
-// All five at test size, in the order above.
-absl::StatusOr<std::vector<Fp16TestModel>> AllFp16TestModels();
+// One of the five at test size, by its name ("ocr_detector", ...).
+absl::StatusOr<Fp16TestModel> Fp16TestModelNamed(const std::string& name);
 
 // Sets the statistics of every BatchNormalization of `model` to the mean and variance its
 // input has over the batch and spatial dims on `inputs` (front to back, one run per

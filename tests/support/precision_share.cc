@@ -4,13 +4,20 @@
 #include <optional>
 #include <vector>
 
+#include "ir/graph_walk.h"
+
 namespace ovfix::test_models {
 namespace {
 
 std::optional<std::vector<int64_t>> Dims(const Value* v) {
   if (v == nullptr) return std::nullopt;
   if (v->is_initializer()) return v->tensor().dims();
-  return v->static_shape();
+  // A dynamic dim (the batch of a model with free batch) counts as 1.
+  const std::optional<std::vector<Dim>> shape = v->shape();
+  if (!shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const Dim& d : *shape) dims.push_back(d.known() ? d.value : 1);
+  return dims;
 }
 
 double Numel(const std::vector<int64_t>& d) {
@@ -45,26 +52,28 @@ double MultiplyAdds(const Node& n) {
 
 PrecisionShare CountPrecision(const Model& model) {
   PrecisionShare s;
-  for (const Node* n : model.graph().nodes()) {
-    if (n->op_type() == "Cast") {
-      const Value* from = n->input(0);
-      if (from != nullptr && IsFloatType(from->elem_type()) &&
-          IsFloatType(n->output(0)->elem_type())) {
-        ++s.casts;
+  for (Graph* g : GraphsRecursive(const_cast<Graph&>(model.graph()))) {
+    for (const Node* n : g->nodes()) {
+      if (n->op_type() == "Cast") {
+        const Value* from = n->input(0);
+        if (from != nullptr && IsFloatType(from->elem_type()) &&
+            IsFloatType(n->output(0)->elem_type())) {
+          ++s.casts;
+        }
+        continue;
       }
-      continue;
+      if (n->op_type() == "Constant" || !n->subgraphs().empty()) continue;
+      bool half = false, single = false;
+      for (const Value* v : n->outputs()) {
+        if (v == nullptr || !v->is_tensor()) continue;
+        half = half || v->elem_type() == DataType::kFloat16;
+        single = single || v->elem_type() == DataType::kFloat;
+      }
+      s.fp16_nodes += half;
+      s.fp32_nodes += single && !half;
+      const double macs = MultiplyAdds(*n);
+      (half ? s.fp16_macs : s.fp32_macs) += (half || single) ? macs : 0;
     }
-    if (n->op_type() == "Constant") continue;
-    bool half = false, single = false;
-    for (const Value* v : n->outputs()) {
-      if (v == nullptr || !v->is_tensor()) continue;
-      half = half || v->elem_type() == DataType::kFloat16;
-      single = single || v->elem_type() == DataType::kFloat;
-    }
-    s.fp16_nodes += half;
-    s.fp32_nodes += single && !half;
-    const double macs = MultiplyAdds(*n);
-    (half ? s.fp16_macs : s.fp32_macs) += (half || single) ? macs : 0;
   }
   return s;
 }

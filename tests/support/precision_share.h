@@ -19,7 +19,8 @@ struct PrecisionShare {
   double MacShare() const { return fp32_macs / std::max(1.0, fp16_macs + fp32_macs); }
 };
 
-// Counts `model`'s main graph; value shapes must be known (a converted model's are).
+// Counts every graph of `model` (control-flow nodes aside, their bodies counted); value
+// shapes must be known (a converted model's are).
 PrecisionShare CountPrecision(const Model& model);
 
 // Multiply-adds of one node (0 for ops other than Conv, ConvTranspose, Gemm, MatMul, or
