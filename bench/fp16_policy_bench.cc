@@ -78,6 +78,7 @@ double MeanError(const Tensor& a, const Tensor& e) {
     sum += std::abs(static_cast<double>(x[i]) - y[i]);
   }
   const double range = hi > lo ? hi - lo : std::max(1.0, std::abs(hi));
+  if (!std::isfinite(sum)) return INFINITY;  // a NaN or inf the original does not have
   return sum / std::max<int64_t>(1, e.numel()) / range;
 }
 
