@@ -243,7 +243,7 @@ absl::StatusOr<Case> TestModelCase(test_models::Fp16TestModel m, const fs::path&
 }
 
 std::string Share(double share) { return absl::StrFormat("%5.1f%%", 100 * share); }
-std::string Optional(double v, double scale, const char* format) {
+std::string Optional(double v, double scale, const absl::FormatSpec<double>& format) {
   return v < 0 ? "-" : absl::StrFormat(format, scale * v);
 }
 
@@ -252,11 +252,11 @@ void PrintRow(const std::string& model, const char* policy, const Result& r) {
     std::printf("| %s | %s | failed: %s ||||||||||\n", model.c_str(), policy, r.why.c_str());
     return;
   }
-  std::printf("| %s | %s | %d/%d %s | %s | %d | %.3g | %.2g | %.2g | %s | %s | %d | %.1f |\n",
-              model.c_str(), policy, r.share.fp32_nodes, r.share.fp16_nodes + r.share.fp32_nodes,
-              Share(r.share.NodeShare()).c_str(), Share(r.share.MacShare()).c_str(), r.share.casts,
-              r.max_error, r.mean_error, Optional(r.mask_changed, 100, "%.3f%%").c_str(),
-              Optional(r.topk_agreement, 100, "%.0f%%").c_str(), r.model_runs, r.seconds);
+  absl::PrintF("| %s | %s | %d/%d %s | %s | %d | %.3g | %.2g | %.2g | %s | %s | %d | %.1f |\n",
+               model, policy, r.share.fp32_nodes, r.share.fp16_nodes + r.share.fp32_nodes,
+               Share(r.share.NodeShare()), Share(r.share.MacShare()), r.share.casts, r.max_error,
+               r.p99_error, r.mean_error, Optional(r.mask_changed, 100, "%.3f%%"),
+               Optional(r.topk_agreement, 100, "%.0f%%"), r.model_runs, r.seconds);
 }
 
 }  // namespace
