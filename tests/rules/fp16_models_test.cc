@@ -286,6 +286,9 @@ g (float[1,2,6,6] x) => (float[1,2,6,6] y)
   const test_models::PrecisionShare share = test_models::CountPrecision(**model);
   EXPECT_EQ(share.fp32_nodes, 1);
   EXPECT_EQ(share.fp16_nodes, 4);
+  // Each Conv: 2x6x6 outputs, each a sum of 2x3x3 products; the Clip computes none.
+  EXPECT_EQ(share.fp16_macs, 2 * (2 * 6 * 6) * (2 * 3 * 3));
+  EXPECT_EQ(share.fp32_macs, 0);
   fs::remove_all(dir);
 }
 
@@ -394,7 +397,10 @@ TEST_P(Fp16ShareBound, AtMostTheMagnitudePolicysShareAndMeetsTheCriterion) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Fp16ShareBound,
                          ::testing::Values("ocr_detector", "ctc_recognizer", "classifier",
-                                           "residual_mlp", "segmentation"));
+                                           "residual_mlp", "segmentation"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace ovfix::converter
