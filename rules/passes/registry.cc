@@ -4,6 +4,7 @@
 #include "rules/passes/dead_code_elimination.h"
 #include "rules/passes/explicit_broadcast_full.h"
 #include "rules/passes/fix_input_shapes.h"
+#include "rules/passes/fold_batch_normalization.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 
@@ -30,6 +31,9 @@ const std::vector<NativePassInfo>& NativePasses() {
       Entry(kConstantFolding,
             "evaluate nodes with constant inputs (and Shape of static shapes) into initializers",
             FoldConstants),
+      Entry(kFoldBatchNormalization,
+            "fold an inference BatchNormalization into the Conv, ConvTranspose or Gemm before it",
+            FoldBatchNormalization),
       Entry(kDeadCodeElimination, "remove nodes and initializers that nothing reads",
             EliminateDeadCode),
       Entry(kLowerConv3dUnitKernel,
