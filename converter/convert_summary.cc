@@ -27,11 +27,12 @@ std::string Bytes(int64_t n) {
 }
 
 std::string Row(const std::string& label, const std::string& before, const std::string& after) {
-  return absl::StrFormat("%-28s %12s  ->  %-12s\n", label, before, after);
+  return absl::StrFormat("%-28s %12s  ->  %s\n", label, before, after);
 }
 
 std::string Rows(const ModelStats& before, const ModelStats& after) {
-  std::string out = Row("nodes", absl::StrCat(before.nodes), absl::StrCat(after.nodes));
+  std::string out = absl::StrFormat("%-28s %12s      %s\n", "", "before", "after");
+  absl::StrAppend(&out, Row("nodes", absl::StrCat(before.nodes), absl::StrCat(after.nodes)));
   // Op types whose count changed, largest change first; Casts added are one of them.
   std::map<std::string, std::pair<int64_t, int64_t>> counts;
   for (const auto& [op, n] : before.ops) counts[op].first = n;

@@ -133,7 +133,12 @@ int main(int argc, char** argv) {
       ovfix::cli::AddRulesCommand(app),   ovfix::cli::AddCompareCommand(app),
       ovfix::cli::AddDevicesCommand(app),
   };
-  for (const auto& c : commands) c.app->footer(ExitCodes(c.app->get_name()));
+  for (const auto& c : commands) {
+    c.app->footer(ExitCodes(c.app->get_name()));
+    for (CLI::App* sub : c.app->get_subcommands([](CLI::App*) { return true; })) {
+      sub->footer(ExitCodes(c.app->get_name()));
+    }
+  }
   app.footer(
       "Exit codes: 0 success, 1 the outputs changed (convert, run --test-data) or diverge "
       "(compare), 2 bad input or usage. 'ovfix help COMMAND' or 'ovfix COMMAND --help' shows "

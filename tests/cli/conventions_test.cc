@@ -191,7 +191,8 @@ TEST_F(CommandFolder, OptionsThatMatchNothingWarnInOneLine) {
 }
 
 TEST_F(CommandFolder, ConvertEndsWithASummaryAndQuietPrintsTheResultOnly) {
-  auto r = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out.onnx") + " --target gpu-fp16");
+  auto r = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out.onnx") +
+                    " --target gpu-fp16 --keep-io-types");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Not a terminal: no progress, nothing on stderr.
   EXPECT_EQ(r.err, "");
@@ -199,9 +200,13 @@ TEST_F(CommandFolder, ConvertEndsWithASummaryAndQuietPrintsTheResultOnly) {
                           "rewrites:", "time:", "end-to-end:"}) {
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
   }
-  // One Add on 4 floats: weights 16 B -> 8 B in fp16; two Casts added at the fp32 interface.
-  EXPECT_NE(r.out.find("weights                              16 B  ->  8 B"), std::string::npos)
+  // One Add on 4 floats: weights 16 B -> 8 B in fp16; two Casts added at the fp32 interface
+  // that --keep-io-types keeps.
+  EXPECT_NE(r.out.find("weights                              16 B  ->  8 B\n"), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("\n  Cast                                  0  ->  2\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fp32 share: 0% of float nodes (0 of 1)"), std::string::npos) << r.out;
   EXPECT_TRUE(absl::EndsWith(r.out, "wrote " + Path("out.onnx") + " (target gpu-fp16)\n"));
   auto quiet = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out.onnx") +
                         " --target gpu-fp16 --quiet");

@@ -50,9 +50,9 @@ std::vector<Example> UseExamples(const std::string& readme) {
       pending += " " + std::string(absl::StripAsciiWhitespace(line));
     } else if (absl::StartsWith(line, "build/ovfix ") || line == "build/ovfix") {
       pending = line;
-      out.push_back({"", line_number});
+      out.push_back({"", line_number, 0, {}});
     } else if (absl::StartsWith(line, "#> ") && !out.empty()) {
-      std::string shown = line.substr(3);
+      absl::string_view shown = absl::string_view(line).substr(3);
       int code;
       if (absl::ConsumePrefix(&shown, "exit ") && absl::SimpleAtoi(shown, &code)) {
         out.back().exit_code = code;
