@@ -108,20 +108,25 @@ std::string FirstFew(const std::vector<std::string>& items, size_t shown) {
 }
 
 std::string ActionableRollbacks(const ConversionReport& report) {
-  std::vector<std::string> lines;
+  // One line per rule: how often, the first node and the reason.
+  std::vector<std::string> rules;
+  std::map<std::string, std::pair<int, const rules::RewriteRecord*>> by_rule;
   for (const rules::RewriteRecord& r : report.rewrites) {
     if (!r.rolled_back || !absl::StrContains(r.note, "no cpu kernel")) continue;
-    lines.push_back(
-        absl::StrCat("rolled back: ", r.rule,
-                     r.matched.empty() ? "" : absl::StrCat(" at ", r.matched[0]), ": ", r.note,
-                     " (the replacement uses an op ovfix cannot run to validate it: change the "
-                     "rule, or --disable ",
-                     r.rule, ")"));
+    auto [it, added] = by_rule.try_emplace(r.rule, 0, &r);
+    if (added) rules.push_back(r.rule);
+    ++it->second.first;
   }
   std::string out;
-  for (size_t i = 0; i < lines.size() && i < 3; ++i) absl::StrAppend(&out, lines[i], "\n");
-  if (lines.size() > 3) {
-    absl::StrAppend(&out, "… and ", lines.size() - 3, " more rolled back so (--report)\n");
+  for (size_t i = 0; i < rules.size() && i < 3; ++i) {
+    const auto& [count, first] = by_rule.at(rules[i]);
+    absl::StrAppend(
+        &out, "rolled back: ", rules[i], " ", count, "x (",
+        first->matched.empty() ? "" : absl::StrCat("first at ", first->matched[0], ": "),
+        first->note, "): change the rule, or --disable ", rules[i], "\n");
+  }
+  if (rules.size() > 3) {
+    absl::StrAppend(&out, "… and ", rules.size() - 3, " more rules rolled back so (--report)\n");
   }
   return out;
 }

@@ -21,7 +21,7 @@ std::string ConvertSummary(const converter::ConversionReport& report,
                            const ConvertSummaryFacts& facts);
 
 // Rewrites rolled back for a reason the user can act on (a replacement op the CPU executor
-// has no kernel for, so the rewrite could not be validated): one line each, the first few.
+// has no kernel for, so the rewrite could not be validated): one line per rule, the first few.
 std::string ActionableRollbacks(const converter::ConversionReport& report);
 
 // "a, b, c … and N more (--report)": the first `shown` of `items`.

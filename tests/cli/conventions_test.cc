@@ -215,6 +215,28 @@ TEST_F(CommandFolder, ConvertEndsWithASummaryAndQuietPrintsTheResultOnly) {
   EXPECT_EQ(quiet.err, "");
 }
 
+// A rule whose replacement the CPU executor cannot run is rolled back, and the console says
+// so (with what to do), not only the JSON report.
+TEST_F(CommandFolder, RollbackTheUserCanFixIsOnTheConsole) {
+  testing::WriteBytes(Path("no_kernel.rules"), R"(# LeakyRelu(x) -> Multinomial(x)
+rule leaky_to_multinomial
+  match   (x) => (y) { y = LeakyRelu(x) }
+  replace (x) => (y) { y = Multinomial(x) }
+)");
+  const std::string example = std::string(OVFIX_SOURCE_DIR) + "/examples/gfpgan_modconv";
+  auto r = RunOvfix("convert " + example + "/model.onnx " + Path("out.onnx") + " --rules " +
+                    Path("no_kernel.rules"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("rolled back: leaky_to_multinomial 2x (first at LeakyRelu '/LeakyRelu': "
+                       "could not validate: "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("no cpu kernel for ai.onnx::Multinomial at opset 13): change the rule, or "
+                       "--disable leaky_to_multinomial\n"),
+            std::string::npos)
+      << r.out;
+}
+
 // The conversion the issue counted 2,580 lines for: the summary stays short.
 TEST(ConvertSummary, DeepResidualWithCalibrationPrintsAtMost40Lines) {
   const std::string dir = testing::SharedDir() + "/models/deep_residual";
