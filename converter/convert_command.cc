@@ -122,22 +122,24 @@ std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model&
   }
   absl::StatusOr<rules::RuleLibrary> library = rules::RuleLibrary::Load(f.rule_files);
   for (const std::string& d : f.disabled) {
+    const std::vector<std::shared_ptr<const rules::Rule>> selected =
+        library.ok() ? library->Select(d) : std::vector<std::shared_ptr<const rules::Rule>>{};
+    const std::vector<std::shared_ptr<const rules::Rule>> user =
+        library.ok() ? library->UserRules() : std::vector<std::shared_ptr<const rules::Rule>>{};
+    auto in = [](const auto& list, const auto& r) {
+      return std::find(list.begin(), list.end(), r) != list.end();
+    };
     bool runs = false;
     for (const converter::TargetStep& s : target->steps) {
       if (s.name == d) runs = true;
       if (runs || s.kind != converter::TargetStep::Kind::kRules || !library.ok()) continue;
-      const auto selected = library->Select(d);
       const auto step_rules = library->Select(s.name);
-      for (const auto& r : selected) {
-        runs = runs || std::find(step_rules.begin(), step_rules.end(), r) != step_rules.end();
-      }
+      for (const auto& r : selected) runs = runs || in(step_rules, r);
     }
+    // User rules run in their own step, whatever the target.
     const bool user_rule =
-        library.ok() && !library->Select(d).empty() &&
-        std::all_of(library->Select(d).begin(), library->Select(d).end(), [&](const auto& r) {
-          const auto user = library->UserRules();
-          return std::find(user.begin(), user.end(), r) != user.end();
-        });
+        !selected.empty() &&
+        std::all_of(selected.begin(), selected.end(), [&](const auto& r) { return in(user, r); });
     const bool option_pass = d == "fix_input_shapes" || d == "lower_conv3d_unit_kernel" ||
                              d == "explicit_broadcast_full";
     if (!runs && !user_rule && !option_pass) {

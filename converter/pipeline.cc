@@ -14,6 +14,7 @@
 #include "converter/node_evaluator.h"
 #include "converter/repair.h"
 #include "converter/status_line.h"
+#include "converter/take_back_on_interrupt.h"
 #include "converter/target.h"
 #include "converter/validation.h"
 #include "ir/atomic_file.h"
@@ -236,6 +237,7 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
     kept.push_back(std::make_unique<KeptFile>(*data));
   }
   if (!options.report_path.empty()) kept.push_back(std::make_unique<KeptFile>(options.report_path));
+  TakeBackOnInterrupt interrupt_guard(&kept);
   if (absl::Status s = SaveModel(model, options.output_path, options.save); !s.ok()) {
     return absl::InvalidArgumentError(s.message());
   }
