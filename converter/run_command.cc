@@ -17,6 +17,7 @@
 #include "converter/command_files.h"
 #include "converter/json_writer.h"
 #include "converter/model_run.h"
+#include "converter/status_line.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "ir/model_io.h"
@@ -286,14 +287,22 @@ int RunModel(const RunOptions& o) {
 
   absl::StatusOr<std::vector<Tensor>> outputs;
   std::vector<double> times;
+  // On a terminal, a run that lasts shows that it is running.
+  converter::StatusLine status(stderr);
   for (int r = 0; r < o.repeat; ++r) {
+    status.Set(absl::StrCat("running ", o.model, " (", o.backend, ", ", o.precision, ")"), r + 1,
+               o.repeat > 1 ? o.repeat : 0);
     const auto start = std::chrono::steady_clock::now();
     outputs = (*session)->Run(feeds);
     times.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
-    if (!outputs.ok()) return fail(outputs.status());
+    if (!outputs.ok()) {
+      status.Clear();
+      return fail(outputs.status());
+    }
   }
+  status.Clear();
   // Nodes an opencl session ran on the CPU, and the device it used.
   if (!o.json) {
     for (const std::string& note : (*session)->notes()) std::printf("note: %s\n", note.c_str());

@@ -41,6 +41,7 @@ void StatusLine::Set(const std::string& label, int done, int total) {
 void StatusLine::Clear() {
   if (out_ == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  label_.clear();  // nothing to draw until the next Set
   if (!drawn_) return;
   std::fprintf(out_, "\r%*s\r", kWidth, "");
   std::fflush(out_);

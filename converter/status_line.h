@@ -24,7 +24,7 @@ class StatusLine {
   // The step now running; its clock starts when the label changes. `total` > 0 adds
   // "done/total".
   void Set(const std::string& label, int done = 0, int total = 0);
-  // Erases the line (before printing results).
+  // Erases the line (before printing results); nothing is drawn until the next Set.
   void Clear();
 
  private:
