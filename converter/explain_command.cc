@@ -198,6 +198,11 @@ void ExplainPass(const ExplainOptions& o, const converter::ConversionReport& rep
     }
   }
   summary = absl::StrCat(applied, " rewrite(s) applied, ", rolled_back, " rolled back");
+  for (const rules::NativePassInfo& p : rules::NativePasses()) {
+    if (p.name == o.name && applied + rolled_back == 0 && !p.options.empty()) {
+      absl::StrAppend(&summary, "; it acts as its options say: ", absl::StrJoin(p.options, ", "));
+    }
+  }
 }
 
 int RunExplain(ExplainOptions& o) {
