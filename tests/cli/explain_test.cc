@@ -74,6 +74,27 @@ TEST_F(Explain, Fp16IslandsSaysWhyEachFp32NodeIsFp32) {
   EXPECT_NE(r.out.find("(target gpu-fp16;"), std::string::npos) << r.out;
 }
 
+// The case where explain once said a rank was unknown while convert applied the rule with
+// the reference run's shapes: both now see the same facts, with and without --batch.
+TEST_F(Explain, AgreesWithConvertOnDdffSqueeze) {
+  const std::string dir = testing::SharedDir() + "/models/ddff_squeeze";
+  if (!fs::exists(dir + "/model.onnx")) GTEST_SKIP() << "no " << dir;
+  for (const std::string batch : {"", " --batch 1"}) {
+    const std::string options = " --target openvino-gpu --calibration-data " + dir + batch;
+    auto convert = RunOvfix("convert " + dir + "/model.onnx " + Path("out.onnx") + options);
+    ASSERT_EQ(convert.exit_code, 0) << convert.err;
+    auto explain = RunOvfix("explain squeeze_explicit_axes " + dir + "/model.onnx" + options);
+    ASSERT_EQ(explain.exit_code, 0) << explain.err;
+    const bool applied = convert.out.find("squeeze_explicit_axes 1") != std::string::npos;
+    EXPECT_EQ(applied, !batch.empty()) << convert.out;
+    EXPECT_NE(explain.out.find(applied ? "squeeze_explicit_axes: 1 of 2 candidate nodes match"
+                                       : "squeeze_explicit_axes: 0 of 2 candidate nodes match"),
+              std::string::npos)
+        << batch << "\n"
+        << explain.out;
+  }
+}
+
 TEST_F(Explain, UnknownNameSaysWhatItMeant) {
   auto r = RunOvfix("explain fp16_island " + Path("m.onnx"));
   EXPECT_EQ(r.exit_code, 2);
