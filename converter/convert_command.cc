@@ -126,6 +126,8 @@ std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model&
         library.ok() ? library->Select(d) : std::vector<std::shared_ptr<const rules::Rule>>{};
     const std::vector<std::shared_ptr<const rules::Rule>> user =
         library.ok() ? library->UserRules() : std::vector<std::shared_ptr<const rules::Rule>>{};
+    // A name of nothing at all is the conversion's error, with a suggestion.
+    if (selected.empty() && rules::MakeNativePass(d) == nullptr) continue;
     auto in = [](const auto& list, const auto& r) {
       return std::find(list.begin(), list.end(), r) != list.end();
     };

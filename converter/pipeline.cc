@@ -22,6 +22,7 @@
 #include "ir/model_io.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
+#include "rules/closest_name.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
@@ -95,8 +96,15 @@ absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const Pipeline
   // A --disable name must name something, or a typo would silently disable nothing.
   for (const std::string& d : o.disabled) {
     if (MakeNativePass(d) == nullptr && library.Select(d).empty()) {
+      std::vector<std::string> names;
+      for (const rules::NativePassInfo& p : rules::NativePasses()) names.push_back(p.name);
+      for (const rules::RuleFile& file : library.files()) {
+        names.push_back(file.set);
+        for (const auto& r : file.rules) names.push_back(r->name);
+      }
       return absl::InvalidArgumentError(
-          absl::StrCat("--disable ", d, ": no pass, rule set, rule family or rule of that name"));
+          absl::StrCat("--disable ", d, ": no pass, rule set, rule family or rule of that name",
+                       rules::DidYouMean(d, names)));
     }
   }
   std::vector<Step> steps;

@@ -183,6 +183,12 @@ TEST_F(CommandFolder, OptionsThatMatchNothingWarnInOneLine) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(Lines(r.err), 2) << r.err;
+  // A name of nothing is an error, with the name meant.
+  auto typo = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out3.onnx") +
+                       " --disable constant_foldng");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(Lines(typo.err), 1) << typo.err;
+  EXPECT_NE(typo.err.find("(did you mean 'constant_folding'?)"), std::string::npos) << typo.err;
   // A pattern that names a node or an op type is no warning.
   auto good = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out2.onnx") +
                        " --target gpu-fp16 --keep-fp32 Add");
