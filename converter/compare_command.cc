@@ -27,6 +27,7 @@
 #include "converter/command_files.h"
 #include "converter/compare_report.h"
 #include "converter/model_run.h"
+#include "converter/status_line.h"
 #include "exec/layer_compare.h"
 #include "exec/random_inputs.h"
 #include "ir/model_io.h"
@@ -86,6 +87,8 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const CompareOptions& o, const Graph&
     if (!fs::is_directory(o.test_data)) {
       return absl::NotFoundError(absl::StrCat("--test-data ", o.test_data, " is not a folder"));
     }
+    // A set's folder, or the folder of test_data_set_*/ (the first set is compared).
+    test_data = converter::FirstTestDataSet(o.test_data);
   } else if (o.inputs.empty() && !o.random) {
     // The model zoo's layout: real inputs show real ranges (an overflow needs them).
     const fs::path beside = fs::path(o.models[0]).parent_path() / "test_data_set_0";
@@ -328,7 +331,13 @@ int RunCompare(CompareOptions& o) {
     if (two_models) converter::MatchInputTypes(test_model.graph(), *feeds, &notes);
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   }
-  absl::StatusOr<exec::LayerReport> report = exec::CompareLayers(ref, test, *feeds, tolerance);
+  absl::StatusOr<exec::LayerReport> report;
+  {
+    // Both sides run with every value captured: long on a large model.
+    converter::StatusLine status(stderr);
+    status.Set(absl::StrCat("comparing layers: ", ref.label, " vs ", test.label));
+    report = exec::CompareLayers(ref, test, *feeds, tolerance);
+  }
   if (!report.ok()) return fail(report.status().message());
   if (o.strict_device && !report->cpu_fallbacks.empty()) {
     return fail(absl::StrCat("--strict-device: ", absl::StrJoin(report->cpu_fallbacks, "; ")));
@@ -388,7 +397,8 @@ Command AddCompareCommand(CLI::App& app) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--test-data", o->test_data,
-                  "Folder with input_K.pb in graph-input order (other inputs are random)");
+                  "Folder with input_K.pb in graph-input order, or a folder of "
+                  "test_data_set_*/ folders (the first is used; other inputs are random)");
   o->rtol_option = sub->add_option(
       "--rtol", o->rtol,
       "Tolerance relative to max |reference| of each value (default 1e-4; 1e-2 with fp16)");
