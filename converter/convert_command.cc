@@ -16,6 +16,7 @@
 #include "converter/command.h"
 #include "converter/command_files.h"
 #include "converter/pipeline.h"
+#include "converter/report_html.h"
 #include "converter/save_progress.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
@@ -198,12 +199,23 @@ int RunConvert(const ConvertOptions& o) {
   if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
   std::printf("%s", converter::SummaryTable(*report).c_str());
   if (!o.report.empty()) {
-    const std::string json = converter::ReportToJson(*report);
+    // FILE.html: the page to look at; anything else: the JSON report.
+    const bool html =
+        absl::EndsWithIgnoreCase(o.report, ".html") || absl::EndsWithIgnoreCase(o.report, ".htm");
+    const std::string json =
+        html ? converter::ReportToHtml(*report) : converter::ReportToJson(*report);
     absl::Status s = WriteFileAtomically(o.report, [&](std::ostream& out) {
       out << json;
       return out ? absl::OkStatus() : absl::InternalError("write failed");
     });
     if (!s.ok()) return Fail(absl::StrCat(o.report, ": ", s.message()));
+  }
+  if (report->repair && report->repair->only_fp32) {
+    std::fprintf(stderr,
+                 "ovfix convert: only the fp32 model meets the accuracy criterion (every float "
+                 "node kept in fp32 by the repair): no fp16 model to write; %s was not written\n",
+                 o.output.c_str());
+    return kExitMismatch;
   }
   if (!report->outputs_match) {
     std::fprintf(stderr,
@@ -245,7 +257,10 @@ Command AddConvertCommand(CLI::App& app) {
                                   "Rewrite Conv3D with a unit kernel dim as Conv2D");
   sub->add_flag("--no-validate", o->no_validate,
                 "Do not run the model: no validation, no fp16 calibration");
-  sub->add_option("--report", o->report, "Write a JSON report of every rewrite and fp32 island");
+  sub->add_option(
+      "--report", o->report,
+      "Write a report: FILE.html a page (outputs, fp32 cost, repair rounds), else JSON of "
+      "every rewrite and fp32 island");
   sub->add_option("--input", o->inputs,
                   "Reference input for validation: NAME=FILE.pb (repeatable; naming an input "
                   "again starts another set; default: random inputs from a fixed seed)");
