@@ -17,7 +17,11 @@ double Numel(const std::vector<int64_t>& dims) {
 std::optional<std::vector<int64_t>> Dims(const Value* v) {
   if (v == nullptr) return std::nullopt;
   if (v->is_initializer()) return v->tensor().dims();
-  return v->static_shape();
+  const std::optional<std::vector<Dim>> shape = v->shape();
+  if (!shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const Dim& d : *shape) dims.push_back(d.known() ? d.value : 1);  // a dynamic batch: 1
+  return dims;
 }
 
 // Multiply-adds of one float node, or nullopt when its shapes are not known.

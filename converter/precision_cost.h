@@ -5,8 +5,8 @@
 // Multiply-adds: a Conv computes (input channels per group x kernel size) per output element,
 // a ConvTranspose (output channels per group x kernel size) per input element, a MatMul or
 // Gemm its inner dim per output element; every other float node counts one per output
-// element. A node whose shapes are not known counts none and is counted in
-// `nodes_without_shapes`.
+// element. Symbolic dims (a dynamic batch) count as 1; a node whose ranks are not known
+// counts none and is counted in `nodes_without_shapes`.
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 #include "converter/model_run.h"
 #include "converter/precision_cost.h"
 #include "exec/compare.h"
+#include "exec/random_inputs.h"
 #include "ir/graph_walk.h"
 #include "ir/status_macros.h"
 
@@ -213,50 +214,126 @@ bool StartsUnit(const Node& n) {
   return kOps.contains(n.op_type());
 }
 
+// A value read through the Casts the conversion put in front of it: the value of the fp32
+// graph it stands for (its name is in the fp32 activations).
+const Value* ThroughCasts(const Value* v) {
+  while (v != nullptr && v->producer() != nullptr && v->producer()->op_type() == "Cast") {
+    v = v->producer()->input(0);
+  }
+  return v;
+}
+
+bool Sums(const Node& n) {
+  return n.op_type() == "Add" || n.op_type() == "Sub" || n.op_type() == "Sum";
+}
+
+struct UnitNode {
+  const Node* node;                 // of the first conversion
+  std::string output;               // its first output's name (the keep key)
+  std::vector<std::string> inputs;  // non-weight inputs, through Casts
+  bool sums = false;                // Add, Sub, Sum: absolute errors of inputs add up
+};
+
 struct Unit {
-  std::vector<const Node*> nodes;   // of the first conversion
-  std::vector<std::string> values;  // their first outputs' names (the keep keys)
-  std::vector<std::string> reads;   // non-weight values read from outside the unit
+  std::vector<UnitNode> nodes;
 };
 
 std::vector<Unit> MakeUnits(const Graph& g, const ValueErrors& first) {
   std::vector<Unit> units;
-  std::set<std::string> inside;
   for (const Node* n : g.nodes()) {
     if (n->outputs().empty() || n->output(0) == nullptr) continue;
     if (n->op_type() == "Cast" || n->op_type() == "CastLike") continue;
     if (!first.float16.contains(n->output(0)->name())) continue;
-    if (units.empty() || StartsUnit(*n)) {
-      units.emplace_back();
-      inside.clear();
-    }
-    Unit& u = units.back();
+    if (units.empty() || StartsUnit(*n)) units.emplace_back();
+    UnitNode u{n, n->output(0)->name(), {}, Sums(*n)};
     for (const Value* v : n->inputs()) {
-      if (v == nullptr || v->is_initializer() || inside.contains(v->name())) continue;
-      u.reads.push_back(v->name());
+      const Value* source = ThroughCasts(v);
+      if (source == nullptr || source->is_initializer()) continue;
+      u.inputs.push_back(source->name());
     }
-    u.nodes.push_back(n);
-    u.values.push_back(n->output(0)->name());
-    for (const Value* v : n->outputs()) {
-      if (v != nullptr) inside.insert(v->name());
-    }
+    units.back().nodes.push_back(std::move(u));
   }
   return units;
 }
 
-// The error each unit adds in a run: the worst error of what it computes minus the worst
-// of what it reads. Weights are not reads: their rounding is part of what it adds.
-std::vector<double> AddedErrors(const std::vector<Unit>& units, const ValueErrors& errors) {
+// The denominator RelativeError divides a value's error by (exec/compare.h).
+double ErrorScale(const Tensor& t) {
+  const exec::Comparison c = exec::CompareTensors(t, t);
+  const double largest = std::max(std::abs(c.expected_min), std::abs(c.expected_max));
+  const double range = c.expected_max - c.expected_min;
+  return std::max(range > 0 ? range : (largest > 0 ? largest : 1),
+                  exec::kFloat16Resolution * largest);
+}
+
+// How much a value's error (relative to its range) weighs in the outputs' error, to first
+// order: 1 at an output; an input of an Add, Sub or Sum passes its absolute error on, so its
+// relative error weighs its range over the sum's (a residual branch far smaller than the
+// stream it joins weighs little, the stream's own rounding fully); other ops pass relative
+// error on as it is. A value read by several nodes weighs the most any of them gives it.
+struct Weights {
+  std::map<std::string, double> scale;   // ErrorScale of each fp32 value
+  std::map<std::string, double> weight;  // by value name of the first conversion
+  double Scale(const std::string& name) const {
+    auto it = scale.find(name);
+    return it == scale.end() ? 1 : it->second;
+  }
+  double Weight(const std::string& name) const {
+    auto it = weight.find(name);
+    return it == weight.end() ? 0 : it->second;
+  }
+};
+
+Weights MakeWeights(const Graph& g, const exec::TensorMap& fp32_activations) {
+  Weights w;
+  for (const auto& [name, t] : fp32_activations) {
+    if (IsFloatingPoint(t.type())) w.scale[name] = ErrorScale(t);
+  }
+  for (const Value* v : g.outputs()) w.weight[v->name()] = 1;
+  std::vector<Node*> nodes = g.NodeList();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node* n = *it;
+    double out = 0;
+    for (const Value* v : n->outputs()) {
+      if (v != nullptr) out = std::max(out, w.Weight(v->name()));
+    }
+    if (out == 0 || n->output(0) == nullptr) continue;
+    const std::string out_name = ThroughCasts(n->output(0))->name();
+    for (const Value* v : n->inputs()) {
+      if (v == nullptr || v->is_initializer()) continue;
+      double passed = out;
+      if (Sums(*n)) passed = out * w.Scale(ThroughCasts(v)->name()) / w.Scale(out_name);
+      double& to = w.weight[v->name()];
+      to = std::max(to, passed);
+    }
+  }
+  return w;
+}
+
+// The error each unit adds in a run, weighed by how much it reaches the outputs: per node,
+// its output's error minus what its inputs bring (their worst relative error; for a sum,
+// their absolute errors added up, relative to the sum's range), times the output's weight.
+// Weights are not inputs: their rounding is part of what a node adds.
+std::vector<double> AddedErrors(const std::vector<Unit>& units, const Weights& weights,
+                                const ValueErrors& errors) {
   std::vector<double> added;
   auto error_of = [&](const std::string& name) {
     auto it = errors.error.find(name);
     return it == errors.error.end() ? 0.0 : it->second;
   };
   for (const Unit& u : units) {
-    double out = 0, in = 0;
-    for (const std::string& v : u.values) out = std::max(out, error_of(v));
-    for (const std::string& v : u.reads) in = std::max(in, error_of(v));
-    added.push_back(std::max(0.0, out - in));
+    double total = 0;
+    for (const UnitNode& n : u.nodes) {
+      double in = 0;
+      for (const std::string& v : n.inputs) {
+        if (n.sums) {
+          in += error_of(v) * weights.Scale(v) / weights.Scale(n.output);
+        } else {
+          in = std::max(in, error_of(v));
+        }
+      }
+      total += std::max(0.0, error_of(n.output) - in) * weights.Weight(n.output);
+    }
+    added.push_back(total);
   }
   return added;
 }
@@ -302,14 +379,15 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
   std::vector<std::vector<int>> unit_nodes;
   for (const Unit& u : units) {
     unit_nodes.emplace_back();
-    for (const Node* n : u.nodes) {
+    for (const UnitNode& n : u.nodes) {
       unit_nodes.back().push_back(static_cast<int>(nodes.size()));
-      nodes.push_back(n);
+      nodes.push_back(n.node);
     }
   }
   UnitProbe first_probe;
   first_probe.score = std::max(Score(first_measured, tolerance), first_error / tolerance);
-  first_probe.added = AddedErrors(units, first_errors);
+  const Weights weights = MakeWeights(first->graph(), *fp32_activations);
+  first_probe.added = AddedErrors(units, weights, first_errors);
   const int max_evaluations = std::max(3, (kRepairModelRuns - 2) / std::max(1, sets));
 
   std::map<std::vector<bool>, Evaluated> evaluated;
@@ -343,7 +421,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
         "nodes), end-to-end error %.3g, score %.3g",
         evaluation, e.fp32_nodes, 100 * e.fp32_share, measured.max_error, measured.score));
     evaluated[flags] = std::move(e);
-    return UnitProbe{measured.score, AddedErrors(units, errors)};
+    return UnitProbe{measured.score, AddedErrors(units, weights, errors)};
   };
   OVFIX_ASSIGN_OR_RETURN(UnitSearch search,
                          SearchFewestUnits(static_cast<int>(nodes.size()), unit_nodes, first_probe,
