@@ -207,11 +207,23 @@ absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidat
   return worst;
 }
 
-// Ops that sum many products: a unit (chain) starts at each.
+bool Sums(const Node& n) {
+  return n.op_type() == "Add" || n.op_type() == "Sub" || n.op_type() == "Sum";
+}
+
+// A unit (chain) starts at each op that sums many products, and at each junction where two
+// computed values are added (a residual Add, with what follows it up to the next start).
 bool StartsUnit(const Node& n) {
   static const std::set<std::string> kOps = {"Conv",   "ConvTranspose", "MatMul",       "Gemm",
                                              "Einsum", "ConvInteger",   "MatMulInteger"};
-  return kOps.contains(n.op_type());
+  if (kOps.contains(n.op_type())) return true;
+  if (!Sums(n)) return false;
+  int computed = 0;
+  for (const Value* v : n.inputs()) {
+    computed += v != nullptr && !v->is_initializer() && v->producer() != nullptr &&
+                v->producer()->op_type() != "Constant";
+  }
+  return computed >= 2;
 }
 
 // A value read through the Casts the conversion put in front of it: the value of the fp32
@@ -221,10 +233,6 @@ const Value* ThroughCasts(const Value* v) {
     v = v->producer()->input(0);
   }
   return v;
-}
-
-bool Sums(const Node& n) {
-  return n.op_type() == "Add" || n.op_type() == "Sub" || n.op_type() == "Sum";
 }
 
 struct UnitNode {
@@ -256,26 +264,24 @@ std::vector<Unit> MakeUnits(const Graph& g, const ValueErrors& first) {
   return units;
 }
 
-// The denominator RelativeError divides a value's error by (exec/compare.h).
-double ErrorScale(const Tensor& t) {
-  const exec::Comparison c = exec::CompareTensors(t, t);
-  const double largest = std::max(std::abs(c.expected_min), std::abs(c.expected_max));
-  const double range = c.expected_max - c.expected_min;
-  return std::max(range > 0 ? range : (largest > 0 ? largest : 1),
-                  exec::kFloat16Resolution * largest);
-}
-
 // How much a value's error (relative to its range) weighs in the outputs' error, to first
 // order: 1 at an output; an input of an Add, Sub or Sum passes its absolute error on, so its
 // relative error weighs its range over the sum's (a residual branch far smaller than the
 // stream it joins weighs little, the stream's own rounding fully); other ops pass relative
 // error on as it is. A value read by several nodes weighs the most any of them gives it.
 struct Weights {
-  std::map<std::string, double> scale;   // ErrorScale of each fp32 value
+  std::map<std::string, double> scale;  // ErrorScale of each fp32 value
+  // Half a float16 ulp at the value's largest magnitude, relative to its scale: what
+  // rounding it to float16 costs at least.
+  std::map<std::string, double> rounding;
   std::map<std::string, double> weight;  // by value name of the first conversion
   double Scale(const std::string& name) const {
     auto it = scale.find(name);
     return it == scale.end() ? 1 : it->second;
+  }
+  double Rounding(const std::string& name) const {
+    auto it = rounding.find(name);
+    return it == rounding.end() ? 0 : it->second;
   }
   double Weight(const std::string& name) const {
     auto it = weight.find(name);
@@ -286,7 +292,14 @@ struct Weights {
 Weights MakeWeights(const Graph& g, const exec::TensorMap& fp32_activations) {
   Weights w;
   for (const auto& [name, t] : fp32_activations) {
-    if (IsFloatingPoint(t.type())) w.scale[name] = ErrorScale(t);
+    if (!IsFloatingPoint(t.type())) continue;
+    const exec::Comparison c = exec::CompareTensors(t, t);
+    const double largest = std::max(std::abs(c.expected_min), std::abs(c.expected_max));
+    const double range = c.expected_max - c.expected_min;
+    const double scale = std::max(range > 0 ? range : (largest > 0 ? largest : 1),
+                                  exec::kFloat16Resolution * largest);
+    w.scale[name] = scale;
+    w.rounding[name] = 0x1.0p-11 * largest / scale;
   }
   for (const Value* v : g.outputs()) w.weight[v->name()] = 1;
   std::vector<Node*> nodes = g.NodeList();
@@ -311,7 +324,8 @@ Weights MakeWeights(const Graph& g, const exec::TensorMap& fp32_activations) {
 
 // The error each unit adds in a run, weighed by how much it reaches the outputs: per node,
 // its output's error minus what its inputs bring (their worst relative error; for a sum,
-// their absolute errors added up, relative to the sum's range), times the output's weight.
+// their absolute errors added up, relative to the sum's range), at least the rounding of its
+// output to float16, times the output's weight.
 // Weights are not inputs: their rounding is part of what a node adds.
 std::vector<double> AddedErrors(const std::vector<Unit>& units, const Weights& weights,
                                 const ValueErrors& errors) {
@@ -331,7 +345,10 @@ std::vector<double> AddedErrors(const std::vector<Unit>& units, const Weights& w
           in = std::max(in, error_of(v));
         }
       }
-      total += std::max(0.0, error_of(n.output) - in) * weights.Weight(n.output);
+      // What a run measures of one node is the difference of two maxima, often below the
+      // rounding it surely adds (a residual Add on a stream whose error is already large).
+      const double own = std::max(error_of(n.output) - in, weights.Rounding(n.output));
+      total += std::max(0.0, own) * weights.Weight(n.output);
     }
     added.push_back(total);
   }
