@@ -70,8 +70,12 @@ std::string CostSection(const PrecisionCost& c) {
   std::string out = "<h2>What stays in fp32</h2><div class=cards>";
   absl::StrAppend(&out, Card(Percent(c.NodeShare()), absl::StrFormat("of float nodes (%d of %d)",
                                                                      c.fp32_nodes, c.float_nodes)));
-  absl::StrAppend(&out, Card(Percent(c.MultiplyAddShare()),
-                             absl::StrFormat("of %.3g multiply-adds", c.multiply_adds)));
+  const double m = c.multiply_adds;
+  const std::string macs = m >= 1e9   ? absl::StrFormat("%.2fG", m / 1e9)
+                           : m >= 1e6 ? absl::StrFormat("%.2fM", m / 1e6)
+                           : m >= 1e3 ? absl::StrFormat("%.1fk", m / 1e3)
+                                      : absl::StrFormat("%.0f", m);
+  absl::StrAppend(&out, Card(Percent(c.MultiplyAddShare()), "of " + macs + " multiply-adds"));
   absl::StrAppend(&out, Card(Bytes(static_cast<double>(c.fp32_weight_bytes)),
                              absl::StrCat("of weights in fp32 (of ",
                                           Bytes(static_cast<double>(c.weight_bytes)), ")")));
@@ -165,13 +169,13 @@ std::string RoundsPlot(const Repair& repair, double tolerance) {
     absl::StrAppend(
         &svg, absl::StrFormat("<circle cx='%.1f' cy='%.1f' r='5' fill='%s' %s><title>round %d: "
                               "%s, fp32 share %.1f%%, error %s, %s</title></circle>"
-                              "<text x='%.1f' y='%.1f'>%d</text>",
+                              "<text x='%.1f' y='%.1f'>%d%s</text>",
                               px, py, fill, h.kept ? "" : "fill-opacity='0.55'", h.round,
                               h.round == 0  ? "first conversion"
                               : h.give_back ? "give back"
                                             : "add",
                               100 * h.fp32_share, Number(h.error), h.kept ? "kept" : "not kept",
-                              px + 7, py - 6, h.round));
+                              px + 7, py - 6, h.round, h.error == 0 ? " (error 0)" : ""));
   }
   absl::StrAppend(&svg,
                   absl::StrFormat("<text x='%.0f' y='%.0f' text-anchor='middle'>fp32 share of "
