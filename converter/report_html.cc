@@ -163,19 +163,25 @@ std::string RoundsPlot(const Repair& repair, double tolerance) {
                     absl::StrFormat("%.1f %.1f", x(h.fp32_share), y(h.error)));
   }
   absl::StrAppend(&svg, "<path d='", path, "' fill='none' stroke='#4a7fc1' stroke-width='1.5'/>");
+  std::vector<std::pair<double, double>> labelled;  // where labels are, so none overlap
   for (const RepairRound& h : repair.history) {
     const double px = x(h.fp32_share), py = y(h.error);
+    bool crowded = false;
+    for (const auto& [lx, ly] : labelled)
+      crowded |= std::abs(lx - px) < 12 && std::abs(ly - py) < 10;
+    if (!crowded) labelled.push_back({px, py});
     const char* fill = !h.kept ? "#c62828" : h.error <= tolerance ? "#1a7f37" : "#4a7fc1";
     absl::StrAppend(
-        &svg, absl::StrFormat("<circle cx='%.1f' cy='%.1f' r='5' fill='%s' %s><title>round %d: "
-                              "%s, fp32 share %.1f%%, error %s, %s</title></circle>"
-                              "<text x='%.1f' y='%.1f'>%d%s</text>",
-                              px, py, fill, h.kept ? "" : "fill-opacity='0.55'", h.round,
-                              h.round == 0  ? "first conversion"
-                              : h.give_back ? "give back"
-                                            : "add",
-                              100 * h.fp32_share, Number(h.error), h.kept ? "kept" : "not kept",
-                              px + 7, py - 6, h.round, h.error == 0 ? " (error 0)" : ""));
+        &svg, absl::StrFormat(
+                  "<circle cx='%.1f' cy='%.1f' r='5' fill='%s' %s><title>round %d: "
+                  "%s, fp32 share %.1f%%, error %s, %s</title></circle>"
+                  "<text x='%.1f' y='%.1f'>%s</text>",
+                  px, py, fill, h.kept ? "" : "fill-opacity='0.55'", h.round,
+                  h.round == 0  ? "first conversion"
+                  : h.give_back ? "give back"
+                                : "add",
+                  100 * h.fp32_share, Number(h.error), h.kept ? "kept" : "not kept", px + 7, py - 6,
+                  crowded ? "" : absl::StrCat(h.round, h.error == 0 ? " (error 0)" : "")));
   }
   absl::StrAppend(&svg,
                   absl::StrFormat("<text x='%.0f' y='%.0f' text-anchor='middle'>fp32 share of "
@@ -264,8 +270,11 @@ std::string ByPositionSection(const PrecisionCost& c) {
                                         "height='%.0f' font-size='11' font-family='sans-serif'>",
                                         kW, kH));
   const double step = kW / static_cast<double>(n);
-  for (size_t i = 0; i < n; ++i) {
+  // fp16 first, fp32 over it: with thousands of nodes bars overlap, and fp32 is the news.
+  for (size_t k = 0; k < 2 * n; ++k) {
+    const size_t i = k % n;
     const NodePrecision& p = c.nodes[i];
+    if (p.fp32 != (k >= n)) continue;
     const double h = 12 + 50 * std::log1p(p.multiply_adds) / std::log1p(most);
     absl::StrAppend(&out, absl::StrFormat("<rect x='%.2f' y='%.1f' width='%.2f' height='%.1f' "
                                           "fill='%s'><title>%s</title></rect>",
