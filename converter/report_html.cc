@@ -170,18 +170,20 @@ std::string RoundsPlot(const Repair& repair, double tolerance) {
     for (const auto& [lx, ly] : labelled)
       crowded |= std::abs(lx - px) < 12 && std::abs(ly - py) < 10;
     if (!crowded) labelled.push_back({px, py});
+    const bool near_right = px > kW - kRight - 80;
     const char* fill = !h.kept ? "#c62828" : h.error <= tolerance ? "#1a7f37" : "#4a7fc1";
     absl::StrAppend(
-        &svg, absl::StrFormat(
-                  "<circle cx='%.1f' cy='%.1f' r='5' fill='%s' %s><title>round %d: "
-                  "%s, fp32 share %.1f%%, error %s, %s</title></circle>"
-                  "<text x='%.1f' y='%.1f'>%s</text>",
-                  px, py, fill, h.kept ? "" : "fill-opacity='0.55'", h.round,
-                  h.round == 0  ? "first conversion"
-                  : h.give_back ? "give back"
-                                : "add",
-                  100 * h.fp32_share, Number(h.error), h.kept ? "kept" : "not kept", px + 7, py - 6,
-                  crowded ? "" : absl::StrCat(h.round, h.error == 0 ? " (error 0)" : "")));
+        &svg,
+        absl::StrFormat("<circle cx='%.1f' cy='%.1f' r='5' fill='%s' %s><title>round %d: "
+                        "%s, fp32 share %.1f%%, error %s, %s</title></circle>"
+                        "<text x='%.1f' y='%.1f' text-anchor='%s'>%s</text>",
+                        px, py, fill, h.kept ? "" : "fill-opacity='0.55'", h.round,
+                        h.round == 0  ? "first conversion"
+                        : h.give_back ? "give back"
+                                      : "add",
+                        100 * h.fp32_share, Number(h.error), h.kept ? "kept" : "not kept",
+                        near_right ? px - 7 : px + 7, py - 6, near_right ? "end" : "start",
+                        crowded ? "" : absl::StrCat(h.round, h.error == 0 ? " (error 0)" : "")));
   }
   absl::StrAppend(&svg,
                   absl::StrFormat("<text x='%.0f' y='%.0f' text-anchor='middle'>fp32 share of "
