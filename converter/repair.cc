@@ -367,6 +367,7 @@ struct Evaluated {
   EndToEndResult end_to_end;
   std::map<std::string, double> kept_errors;  // of the nodes kept in fp32
   double fp32_share = 0;
+  bool all_fp32 = false;  // no float node of the converted model computes float16
   int fp32_nodes = 0;
 };
 
@@ -426,7 +427,9 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
     measured.score = Score(measured, tolerance);
     Evaluated e;
     e.end_to_end = measured;
-    e.fp32_share = MeasurePrecisionCost(*candidate, 0).NodeShare();
+    const PrecisionCost cost = MeasurePrecisionCost(*candidate, 0);
+    e.fp32_share = cost.NodeShare();
+    e.all_fp32 = cost.fp32_nodes == cost.float_nodes;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!flags[i]) continue;
       ++e.fp32_nodes;
@@ -479,7 +482,10 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
       result.kept.push_back(std::move(k));
     }
   }
-  result.only_fp32 = search.meets() && kept_nodes.size() == nodes.size() && !nodes.empty();
+  // Every node the search could keep, or a set whose conversion has no float16 node left
+  // (what the kept nodes leave between them goes to fp32 too): the fp32 model.
+  result.only_fp32 = search.meets() && !kept_nodes.empty() &&
+                     (kept_nodes.size() == nodes.size() || evaluated.at(search.fp32).all_fp32);
   result.within_tolerance = search.meets() && !result.only_fp32;
   result.model_runs = reference.model_runs() - runs_before;
   return result;

@@ -1,11 +1,13 @@
-// The repair looks for the fewest fp32 nodes: a round that raises the error is not kept, the
-// rounds stop at the first set that meets the criterion, nodes the last rounds did not need
-// are given back, the evaluations stay within the budget; when only the fp32 model meets
-// the criterion `ovfix convert` says so and exits 1. The cost report counts fp32 nodes,
+// The repair looks for the fewest fp32 nodes: a round that raises the error is not kept (in
+// the search on its own and on a hand-built model where it would be), the rounds stop at
+// the first set that meets the criterion, nodes the last rounds did not need are given
+// back, the evaluations stay within the budget; when only the fp32 model meets the
+// criterion `ovfix convert` says so and exits 1. The cost report counts fp32 nodes,
 // multiply-adds, weight bytes and Casts as worked out by hand, and `--report r.html` writes
 // a self-contained page with the model.
 #include "converter/repair.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "converter/precision_cost.h"
 #include "gtest/gtest.h"
 #include "ir/graph_walk.h"
@@ -238,6 +242,69 @@ TEST(RepairConvert, KeepsWhatIsNeededAndReportsTheCost) {
   EXPECT_NE(html.find("<code>y</code>"), std::string::npos);  // the output's statistics
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);  // self-contained
+  fs::remove_all(dir);
+}
+
+// The number after `"key":` in `json` (its first occurrence), or -1.
+double JsonNumber(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return -1;
+  return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
+}
+
+// y = (x @ W - x @ W) + (x + 1000 - 1000), then * 0.5: the two MatMuls (the same 64x64
+// weights near 700) round alike in fp16 and cancel exactly; x + 1000 - 1000 is what fp16
+// cannot hold. The first unit in graph order holds one MatMul and that chain, and ranks
+// first: keeping it alone in fp32 fixes the chain but breaks the cancellation, a much worse
+// error. That round is not kept; the next, with both MatMuls, meets the criterion, and the
+// final Mul stays fp16.
+TEST(RepairConvert, ARoundThatRaisesTheErrorIsNotKept) {
+  const fs::path dir = TempDir("cancel");
+  std::vector<std::string> w;
+  for (int k = 0; k < 64 * 64; ++k) {
+    const double v = (700 + ((k * 37) % 97) * 1.37) * ((k * 7) % 3 != 0 ? 1 : -1);
+    w.push_back(absl::StrFormat("%.2f", v));
+  }
+  const std::string weights = absl::StrJoin(w, ", ");
+  auto model = ParseModelText(absl::StrCat(R"(
+    m (float[1, 64] x) => (float[1, 64] y) {
+      wa = Constant <value = float[64, 64] {)",
+                                           weights, R"(}> ()
+      a = MatMul(x, wa)
+      offset = Constant <value = float[1] {1000}> ()
+      shifted = Add(x, offset)
+      back = Sub(shifted, offset)
+      wb = Constant <value = float[64, 64] {)",
+                                           weights, R"(}> ()
+      b = MatMul(x, wb)
+      diff = Sub(a, b)
+      y0 = Add(diff, back)
+      half = Constant <value = float[1] {0.5}> ()
+      y = Mul(y0, half)
+    })"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string in = (dir / "cancel.onnx").string();
+  const std::string out = (dir / "out.onnx").string();
+  ASSERT_TRUE(SaveModel(**model, in).ok());
+  auto r = testing::RunOvfix(absl::StrCat("convert ", in, " ", out,
+                                          " --target gpu-fp16 --no-repair --report ",
+                                          (dir / "first.json").string()));
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const double first = JsonNumber(ReadFile(dir / "first.json"), "max_error");
+  ASSERT_GT(first, 0.01);
+  // A tolerance a little below the first error: the first round then takes the top unit.
+  r = testing::RunOvfix(absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --tolerance ",
+                                     absl::StrFormat("%.9g", first / 1.25), " --report ",
+                                     (dir / "r.json").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string json = ReadFile(dir / "r.json");
+  const size_t round1 = json.find("{\"round\":1,\"action\":\"add\"");
+  ASSERT_NE(round1, std::string::npos) << json;
+  const std::string entry = json.substr(round1, json.find('}', round1) - round1);
+  EXPECT_GT(JsonNumber(entry, "error"), first) << entry;  // the round made it worse
+  EXPECT_NE(entry.find("\"kept\":false"), std::string::npos) << entry;
+  EXPECT_LE(JsonNumber(json, "max_error"), first / 1.25);
+  EXPECT_LT(JsonNumber(json, "fp32_node_share"), 1.0);
   fs::remove_all(dir);
 }
 
