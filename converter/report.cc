@@ -205,9 +205,16 @@ std::string SummaryTable(const ConversionReport& report) {
                                       h.fp32_nodes, 100 * h.fp32_share, Error(h.error), h.score,
                                       h.kept ? "kept" : "not kept"));
     }
-    for (const RepairedNode& k : r.kept) {
+    // A deep model can keep hundreds: the first ones here, all of them in the reports.
+    constexpr size_t kListed = 20;
+    for (size_t i = 0; i < r.kept.size() && i < kListed; ++i) {
+      const RepairedNode& k = r.kept[i];
       absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
                                             Error(k.error_before), Error(k.error_after)));
+    }
+    if (r.kept.size() > kListed) {
+      absl::StrAppend(&out, "  ... and ", r.kept.size() - kListed,
+                      " more (kept_fp32 in the JSON report)\n");
     }
   }
   if (report.end_to_end) {
