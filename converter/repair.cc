@@ -355,6 +355,8 @@ std::vector<double> AddedErrors(const std::vector<Unit>& units, const Weights& w
   return added;
 }
 
+// Stand-in until the accuracy criteria land (then: r.score, as ReferenceValidator::Compare
+// fills it): the worst error over the tolerance, infinite when an output is not finite.
 double Score(const EndToEndResult& r, double tolerance) {
   for (const OutputComparison& c : r.outputs) {
     if (!c.finite) return std::numeric_limits<double>::infinity();
