@@ -222,13 +222,11 @@ absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& 
 }
 
 // Stand-in until the accuracy criteria land: the score is the worst error over the
-// tolerance, infinite when an output is not finite.
+// tolerance (RelativeError is infinite where an output has a NaN or infinity the original
+// does not have; one the original has too is no error).
 void SetScore(EndToEndResult& r, double tolerance) {
-  bool finite = std::isfinite(r.max_error);
-  for (const OutputComparison& c : r.outputs) finite = finite && c.finite;
-  r.score = !finite         ? std::numeric_limits<double>::infinity()
-            : tolerance > 0 ? r.max_error / tolerance
-                            : (r.max_error > 0 ? std::numeric_limits<double>::infinity() : 0);
+  r.score = tolerance > 0 ? r.max_error / tolerance
+                          : (r.max_error > 0 ? std::numeric_limits<double>::infinity() : 0);
 }
 
 absl::Status NotRunnable(const absl::Status& s) {

@@ -356,13 +356,12 @@ std::vector<double> AddedErrors(const std::vector<Unit>& units, const Weights& w
 }
 
 // Stand-in until the accuracy criteria land (then: r.score, as ReferenceValidator::Compare
-// fills it): the worst error over the tolerance, infinite when an output is not finite.
+// fills it): the worst error over the tolerance. RelativeError is infinite where an output
+// has a NaN or infinity the original does not have.
 double Score(const EndToEndResult& r, double tolerance) {
-  for (const OutputComparison& c : r.outputs) {
-    if (!c.finite) return std::numeric_limits<double>::infinity();
-  }
-  if (!std::isfinite(r.max_error)) return std::numeric_limits<double>::infinity();
-  return tolerance > 0 ? r.max_error / tolerance : (r.max_error > 0 ? 1e300 : 0);
+  if (std::isnan(r.max_error)) return std::numeric_limits<double>::infinity();
+  return tolerance > 0 ? r.max_error / tolerance
+                       : (r.max_error > 0 ? std::numeric_limits<double>::infinity() : 0);
 }
 
 struct Evaluated {
