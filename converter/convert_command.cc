@@ -18,6 +18,7 @@
 #include "converter/convert_summary.h"
 #include "converter/model_stats.h"
 #include "converter/pipeline.h"
+#include "converter/report_html.h"
 #include "converter/save_progress.h"
 #include "converter/target.h"
 #include "ir/atomic_file.h"
@@ -190,7 +191,7 @@ int RunConvert(ConvertOptions& o) {
   if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
   if (!report->outputs_match && !o.report.empty()) {
     // Nothing was written: the report alone says why (exit 1).
-    const std::string json = converter::ReportToJson(*report);
+    const std::string json = converter::ReportFileText(*report, o.report);
     absl::Status s = WriteFileAtomically(o.report, [&](std::ostream& out) {
       out << json;
       return out ? absl::OkStatus() : absl::InternalError("write failed");
@@ -215,6 +216,13 @@ int RunConvert(ConvertOptions& o) {
     if (f.verbose) std::printf("%s", converter::SummaryTable(*report).c_str());
     std::printf("%s", ConvertSummary(*report, facts).c_str());
   }
+  if (report->repair && report->repair->only_fp32) {
+    std::fprintf(stderr,
+                 "ovfix convert: only the fp32 model meets the accuracy criterion (every float "
+                 "node kept in fp32 by the repair): no fp16 model to write; %s was not written\n",
+                 o.output.c_str());
+    return kExitMismatch;
+  }
   if (!report->outputs_match) {
     std::fprintf(stderr,
                  "ovfix convert: the converted model changes the outputs beyond tolerance "
@@ -235,8 +243,9 @@ Command AddConvertCommand(CLI::App& app) {
   sub->add_option("output", o->output, "Where to write the result")->required();
   AddConversionFlags(sub, o->flags);
   sub->add_option("--report", o->report,
-                  "Write a JSON report of every rewrite and fp32 island (written with the "
-                  "model, or alone when the outputs changed)");
+                  "Write a report: FILE.html a page (outputs, fp32 cost, repair rounds), else JSON "
+                  "of every rewrite and fp32 island (written with the model, or alone when the "
+                  "outputs changed)");
   sub->add_flag("--quiet,-q", o->quiet, "Print only the result line and errors");
   o->external_option = sub->add_flag(
       "--external-data,!--no-external-data", o->external_data,

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "converter/precision_cost.h"
 
 namespace ovfix::cli {
 namespace {
@@ -133,7 +134,9 @@ std::string ActionableRollbacks(const ConversionReport& report) {
 
 std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryFacts& facts) {
   std::string out = Rows(facts.before, facts.after);
-  if (facts.fp16 || facts.precision.float16 > 0) {
+  if (report.cost) {
+    absl::StrAppend(&out, converter::PrecisionCostLine(*report.cost), "\n");
+  } else if (facts.fp16 || facts.precision.float16 > 0) {
     const int floats = facts.precision.float16 + facts.precision.float32;
     absl::StrAppend(&out, absl::StrFormat("fp32 share: %.0f%% of float nodes (%d of %d)\n",
                                           100 * facts.precision.Float32Share(),
@@ -147,22 +150,7 @@ std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryF
                     FirstFew(report.dynamic_values, kListed), "\n");
   }
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
-  if (report.repair) {
-    const converter::Repair& r = *report.repair;
-    absl::StrAppend(&out,
-                    absl::StrFormat("repair: end-to-end error %s beyond the tolerance; "
-                                    "%d node(s) kept in fp32 in %d round(s), %d model "
-                                    "run(s)\n",
-                                    Error(r.error_before), r.kept.size(), r.rounds, r.model_runs));
-    for (size_t i = 0; i < r.kept.size() && i < kListed; ++i) {
-      const converter::RepairedNode& k = r.kept[i];
-      absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
-                                            Error(k.error_before), Error(k.error_after)));
-    }
-    if (r.kept.size() > kListed) {
-      absl::StrAppend(&out, "  … and ", r.kept.size() - kListed, " more (--report)\n");
-    }
-  }
+  if (report.repair) absl::StrAppend(&out, converter::RepairLines(*report.repair, kListed));
   absl::StrAppend(&out, absl::StrFormat("time: %.1f s\n", report.seconds));
   // The accuracy line as the report prints it (converter/report.h), whatever it says.
   bool accuracy = false;

@@ -1,7 +1,9 @@
 #include "converter/pipeline.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "absl/container/flat_hash_set.h"
@@ -12,7 +14,9 @@
 #include "converter/calibration_data.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
+#include "converter/precision_cost.h"
 #include "converter/repair.h"
+#include "converter/report_html.h"
 #include "converter/status_line.h"
 #include "converter/take_back_on_interrupt.h"
 #include "converter/target.h"
@@ -228,6 +232,14 @@ absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& 
       converted.message()));
 }
 
+// Stand-in until the accuracy criteria land: the score is the worst error over the
+// tolerance (RelativeError is infinite where an output has a NaN or infinity the original
+// does not have; one the original has too is no error).
+void SetScore(EndToEndResult& r, double tolerance) {
+  r.score = tolerance > 0 ? r.max_error / tolerance
+                          : (r.max_error > 0 ? std::numeric_limits<double>::infinity() : 0);
+}
+
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
@@ -258,7 +270,7 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
   auto write_report = [&]() -> absl::Status {
     if (options.report_path.empty()) return absl::OkStatus();
     if (validator != nullptr) report.model_runs = validator->model_runs();
-    const std::string json = ReportToJson(report);
+    const std::string json = ReportFileText(report, options.report_path);
     absl::Status s = WriteFileAtomically(options.report_path, [&](std::ostream& out) {
       out << json;
       return out ? absl::OkStatus() : absl::InternalError("write failed");
@@ -277,7 +289,8 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
     return NotRunnable(e2e.status());
   }
   report.end_to_end = *std::move(e2e);
-  report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+  SetScore(*report.end_to_end, report.end_to_end_tolerance);
+  report.outputs_match = report.end_to_end->meets();
   if (!report.outputs_match) {
     take_back();
     return absl::OkStatus();
@@ -316,6 +329,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   };
   // Shape inference and the passes trust the nodes' structure.
   OVFIX_RETURN_IF_ERROR(CheckNodes(model));
+  const int casts_before = CountCasts(model);
   // Types for the passes; what onnx cannot infer stays unknown (said with --verbose).
   auto infer = [&](Model& m) {
     if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
@@ -428,7 +442,8 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(*written);
     if (!e2e.ok()) return NotRunnable(e2e.status());
     report.end_to_end = *std::move(e2e);
-    report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+    SetScore(*report.end_to_end, report.end_to_end_tolerance);
+    report.outputs_match = report.end_to_end->meets();
     phase("end-to-end comparison");
   }
   if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
@@ -464,13 +479,15 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                           report.end_to_end_tolerance, reconvert, repair_log);
     if (!repaired.ok()) return NotRunnable(repaired.status());
     model = std::move(*repaired->model);
-    report.repair = Repair{repaired->kept, repaired->rounds, repaired->model_runs,
-                           report.end_to_end->max_error};
+    report.repair = Repair{repaired->kept,       repaired->rounds,
+                           repaired->model_runs, report.end_to_end->max_error,
+                           repaired->history,    repaired->only_fp32};
     report.end_to_end = repaired->end_to_end;
     report.outputs_match = repaired->within_tolerance;
     report.islands = fp16->islands();
     phase("repair");
   }
+  if (precision_changed) report.cost = MeasurePrecisionCost(model, casts_before);
   if (options.write_output && report.outputs_match) {
     progress.Set(absl::StrCat("writing and measuring ", options.output_path));
     OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model, options, validator.get(), report));

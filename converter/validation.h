@@ -40,6 +40,10 @@ struct OutputComparison {
 struct EndToEndResult {
   std::vector<OutputComparison> outputs;
   double max_error = 0;
+  // Stand-in until the accuracy criteria land: max_error / tolerance, set by whoever knows
+  // the tolerance (the pipeline, the repair). <= 1 meets the criterion; lower is better.
+  double score = 0;
+  bool meets() const { return score <= 1; }  // an infinite error (NaN, inf) is an infinite score
 };
 
 enum class CommitKind {
