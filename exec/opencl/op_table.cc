@@ -10,6 +10,9 @@ const std::vector<OpDef>& AllOps() {
     AddShapeOps(t);
     AddConvOps(t);
     AddReduceOps(t);
+    AddResizeOps(t);
+    AddConvTransposeOps(t);
+    AddDetectionOps(t);
     return t;
   }();
   return table;
