@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -144,46 +145,15 @@ void Extrapolate(const std::vector<AxisPlan>& plans, double value, std::vector<d
     }
   }
 }
-// arithmetic (resize_bilinear.h says why); false when the node is not of that kind.
+
+// Float linear resizes that onnxruntime computes in float take its arithmetic (see
+// BilinearFloatPlan); false when the node is not of that kind.
 bool TryBilinearFloat(const ResizeAttributes& a, const ResizeGeometry& g, const Tensor& x,
                       Tensor& y, ThreadPool* pool) {
-  const size_t rank = x.rank();
-  if (a.mode != ResizeMode::kLinear || x.type() != DataType::kFloat || (rank != 2 && rank != 4)) {
-    return false;
-  }
-  for (size_t i = 0; i + 2 < rank; ++i) {
-    if (g.out_dims[i] != x.dim(i) || g.scales[i] != 1.0) return false;
-  }
-  BilinearCoordinates coordinates;
-  switch (a.coordinate_mode) {
-    case ResizeCoordinateMode::kHalfPixel:
-      coordinates = BilinearCoordinates::kHalfPixel;
-      break;
-    case ResizeCoordinateMode::kPytorchHalfPixel:
-      coordinates = BilinearCoordinates::kPytorchHalfPixel;
-      break;
-    case ResizeCoordinateMode::kAsymmetric:
-      coordinates = BilinearCoordinates::kAsymmetric;
-      break;
-    case ResizeCoordinateMode::kAlignCorners:  // the same only when the output width is whole
-      if (g.out_widths[rank - 1] != static_cast<double>(g.out_dims[rank - 1]) ||
-          g.out_widths[rank - 2] != static_cast<double>(g.out_dims[rank - 2])) {
-        return false;
-      }
-      coordinates = BilinearCoordinates::kAlignCorners;
-      break;
-    default:
-      return false;
-  }
-  BilinearShape s;
-  s.planes = rank == 4 ? x.dim(0) * x.dim(1) : 1;
-  s.in_height = x.dim(rank - 2);
-  s.in_width = x.dim(rank - 1);
-  s.out_height = g.out_dims[rank - 2];
-  s.out_width = g.out_dims[rank - 1];
-  s.height_scale = static_cast<float>(g.scales[rank - 2]);
-  s.width_scale = static_cast<float>(g.scales[rank - 1]);
-  ResizeBilinearFloat(x.data<float>(), y.data<float>(), s, coordinates, pool);
+  if (x.type() != DataType::kFloat) return false;
+  const std::optional<BilinearPlan> plan = BilinearFloatPlan(a, g, x.dims());
+  if (!plan) return false;
+  ResizeBilinearFloat(x.data<float>(), y.data<float>(), plan->shape, plan->coordinates, pool);
   return true;
 }
 

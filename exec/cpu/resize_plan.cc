@@ -315,4 +315,43 @@ absl::StatusOr<ResizeGeometry> ComputeResizeGeometry(const KernelContext& ctx, R
   return g;
 }
 
+std::optional<BilinearPlan> BilinearFloatPlan(const ResizeAttributes& a, const ResizeGeometry& g,
+                                              const std::vector<int64_t>& in_dims) {
+  const size_t rank = in_dims.size();
+  if (a.mode != ResizeMode::kLinear || (rank != 2 && rank != 4)) return std::nullopt;
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (g.out_dims[i] != in_dims[i] || g.scales[i] != 1.0) return std::nullopt;
+  }
+  BilinearCoordinates coordinates;
+  switch (a.coordinate_mode) {
+    case ResizeCoordinateMode::kHalfPixel:
+      coordinates = BilinearCoordinates::kHalfPixel;
+      break;
+    case ResizeCoordinateMode::kPytorchHalfPixel:
+      coordinates = BilinearCoordinates::kPytorchHalfPixel;
+      break;
+    case ResizeCoordinateMode::kAsymmetric:
+      coordinates = BilinearCoordinates::kAsymmetric;
+      break;
+    case ResizeCoordinateMode::kAlignCorners:  // the same only when the output width is whole
+      if (g.out_widths[rank - 1] != static_cast<double>(g.out_dims[rank - 1]) ||
+          g.out_widths[rank - 2] != static_cast<double>(g.out_dims[rank - 2])) {
+        return std::nullopt;
+      }
+      coordinates = BilinearCoordinates::kAlignCorners;
+      break;
+    default:
+      return std::nullopt;
+  }
+  BilinearShape s;
+  s.planes = rank == 4 ? in_dims[0] * in_dims[1] : 1;
+  s.in_height = in_dims[rank - 2];
+  s.in_width = in_dims[rank - 1];
+  s.out_height = g.out_dims[rank - 2];
+  s.out_width = g.out_dims[rank - 1];
+  s.height_scale = static_cast<float>(g.scales[rank - 2]);
+  s.width_scale = static_cast<float>(g.scales[rank - 1]);
+  return BilinearPlan{s, coordinates};
+}
+
 }  // namespace ovfix::exec

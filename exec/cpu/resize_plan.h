@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "exec/cpu/resize_bilinear.h"
 #include "exec/kernel.h"
 #include "ir/tensor.h"
 
@@ -82,5 +84,15 @@ absl::StatusOr<ResizeGeometry> ComputeResizeGeometry(const KernelContext& ctx, R
 // the axis's roi (tf_crop_and_resize).
 AxisPlan MakeAxisPlan(const ResizeAttributes& a, int64_t in_size, int64_t out_size, double scale,
                       double out_width, double roi_start, double roi_end);
+
+// Float linear resizes of the last two axes of a rank 2 or 4 tensor (the outer ones kept) take
+// onnxruntime's float arithmetic (resize_bilinear.h says why): that path's shape and
+// coordinates, or nullopt when the node is not of that kind. The caller checks the type.
+struct BilinearPlan {
+  BilinearShape shape;
+  BilinearCoordinates coordinates;
+};
+std::optional<BilinearPlan> BilinearFloatPlan(const ResizeAttributes& a, const ResizeGeometry& g,
+                                              const std::vector<int64_t>& in_dims);
 
 }  // namespace ovfix::exec

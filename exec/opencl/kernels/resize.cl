@@ -7,6 +7,9 @@
 #define WORD uint
 #endif
 
+// resize_bilinear rounds every product and sum as onnxruntime does: no multiply-adds.
+#pragma OPENCL FP_CONTRACT OFF
+
 // Coordinates over rank-8 dims (leading 1s), from the last axis.
 inline void Coordinates(long index, int8 dims, int* coordinates) {
   int d[8] = {dims.s0, dims.s1, dims.s2, dims.s3, dims.s4, dims.s5, dims.s6, dims.s7};
@@ -67,4 +70,29 @@ __kernel void resize_extrapolate(__global Y_T* y, __global const uchar* outside,
       return;
     }
   }
+}
+
+// Bilinear resize of the last two axes as onnxruntime computes it in float (the CPU kernel's
+// ResizeBilinearFloat, exec/cpu/resize_bilinear.h): the tables are the CPU's own, and each
+// output is (dx2 * dy2) * x11 + (dx1 * dy2) * x21 + (dx2 * dy1) * x12 + (dx1 * dy1) * x22
+// summed left to right, every step rounded, so fp32 results are bit-identical to the CPU's.
+// taps: first y [out_h], second y [out_h], first x [out_w], second x [out_w]; weights: d1 y,
+// d2 y, d1 x, d2 x likewise.
+__kernel void resize_bilinear(__global const A_T* x, __global Y_T* y, __global const int* taps,
+                              __global const float* weights, long in_h, long in_w, long out_h,
+                              long out_w) {
+  const long i = get_global_id(0);
+  const long ox = i % out_w;
+  const long oy = (i / out_w) % out_h;
+  const long plane = i / (out_w * out_h);
+  const long image = plane * in_h * in_w;
+  const long row1 = image + taps[oy] * in_w, row2 = image + taps[out_h + oy] * in_w;
+  const long x1 = taps[2 * out_h + ox], x2 = taps[2 * out_h + out_w + ox];
+  const float dy1 = weights[oy], dy2 = weights[out_h + oy];
+  const float dx1 = weights[2 * out_h + ox], dx2 = weights[2 * out_h + out_w + ox];
+  const real_t t11 = (real_t)(dx2 * dy2) * LOAD_A(x, row1 + x1);
+  const real_t t21 = (real_t)(dx1 * dy2) * LOAD_A(x, row1 + x2);
+  const real_t t12 = (real_t)(dx2 * dy1) * LOAD_A(x, row2 + x1);
+  const real_t t22 = (real_t)(dx1 * dy1) * LOAD_A(x, row2 + x2);
+  STORE_Y(y, i, ((t11 + t21) + t12) + t22);
 }
