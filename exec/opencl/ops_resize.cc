@@ -1,12 +1,15 @@
 // Resize (opsets 10-18) and Upsample (7-9) on the device. Attributes, output sizes and each
 // axis's taps come from the CPU kernel's own arithmetic (exec/cpu/resize_plan.h), so every
 // mode, coordinate transformation and nearest rounding matches it by construction; the device
-// gathers (nearest) or interpolates one axis per launch (linear, cubic).
+// gathers (nearest), interpolates one axis per launch (linear, cubic), or, for the bilinear
+// resizes the CPU computes in onnxruntime's float arithmetic, does exactly that arithmetic.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/cpu/resize_bilinear.h"
 #include "exec/cpu/resize_plan.h"
 #include "exec/opencl/host_upload.h"
 #include "exec/opencl/op_context.h"
@@ -55,6 +58,33 @@ absl::Status Gather(OpContext& ctx, const std::vector<AxisPlan>& plans, cl::Buff
   OVFIX_ASSIGN_OR_RETURN(auto table, UploadVector(ctx, offsets));
   OVFIX_ASSIGN_OR_RETURN(auto k, ctx.Kernel("resize.cl", "resize_nearest", WordOption(y)));
   OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, x, *y.device, *table, PaddedDims(y.dims), starts));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(y.numel())));
+}
+
+// Float linear resizes of the last two axes that the CPU kernel computes as onnxruntime does
+// (BilinearFloatPlan): the same arithmetic, from the same tables.
+absl::Status Bilinear(OpContext& ctx, const BilinearPlan& plan, const ClValue& x, cl::Buffer& dx,
+                      ClValue& y) {
+  const BilinearShape& s = plan.shape;
+  const BilinearTaps ys =
+      MakeBilinearTaps(plan.coordinates, s.in_height, s.out_height, s.height_scale);
+  const BilinearTaps xs =
+      MakeBilinearTaps(plan.coordinates, s.in_width, s.out_width, s.width_scale);
+  std::vector<cl_int> taps;
+  std::vector<float> weights;
+  for (const BilinearTaps* t : {&ys, &xs}) {
+    taps.insert(taps.end(), t->first.begin(), t->first.end());
+    taps.insert(taps.end(), t->second.begin(), t->second.end());
+    weights.insert(weights.end(), t->d1.begin(), t->d1.end());
+    weights.insert(weights.end(), t->d2.begin(), t->d2.end());
+  }
+  OVFIX_ASSIGN_OR_RETURN(auto taps_buffer, UploadVector(ctx, taps));
+  OVFIX_ASSIGN_OR_RETURN(auto weights_buffer, UploadVector(ctx, weights));
+  OVFIX_ASSIGN_OR_RETURN(
+      auto k, ctx.Kernel("resize.cl", "resize_bilinear", ctx.Options({{"A", &x}, {"Y", &y}})));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, dx, *y.device, *taps_buffer, *weights_buffer,
+                                cl_long{s.in_height}, cl_long{s.in_width}, cl_long{s.out_height},
+                                cl_long{s.out_width}));
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(y.numel())));
 }
 
@@ -167,6 +197,11 @@ absl::Status RunResize(OpContext& ctx, ResizeForm form) {
   OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   if (identity) return ctx.rt.Copy(*dx, 0, *y->device, 0, y->device_bytes());
   if (gather) return Gather(ctx, plans, *dx, *y);
+  if (!any_outside) {
+    if (const std::optional<BilinearPlan> plan = BilinearFloatPlan(a, g, x.dims)) {
+      return Bilinear(ctx, *plan, x, *dx, *y);
+    }
+  }
   return Interpolate(ctx, a, plans, x, *dx, *y, any_outside);
 }
 
