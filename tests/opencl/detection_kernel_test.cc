@@ -143,12 +143,37 @@ void AddRoiAlign(std::vector<OpCase>& cases) {
                "y = RoiAlign(x, r, n)")));
 }
 
+// NaN and infinities (0/0 and x/0 of whole numbers, ties among the rest): TopK orders NaN
+// above every number as numpy does, NonZero counts NaN, NonMaxSuppression never selects a
+// NaN score.
+void AddSpecials(std::vector<OpCase>& cases) {
+  const std::vector<Input> ab = {Integral("a", {3, 20}, -2, 2), Integral("b", {3, 20}, -1, 1)};
+  for (const char* largest : {"1", "0"}) {
+    cases.push_back(Exact(Op(absl::StrCat("TopK_specials_largest", largest), ab, "float v, int64 i",
+                             absl::StrCat("q = Div(a, b)\nk = Constant<value = int64[1] {7}>()\n"
+                                          "v, i = TopK<largest = ",
+                                          largest, ">(q, k)"),
+                             11)));
+  }
+  cases.push_back(Exact(Op("NonZero_specials", ab, "int64 y", "q = Div(a, b)\ny = NonZero(q)")));
+  cases.push_back(Exact(Op("NonMaxSuppression_specials",
+                           {Float("boxes", {1, 20, 4}, 0, 1), Integral("a", {1, 3, 20}, -2, 2),
+                            Integral("b", {1, 3, 20}, -1, 1)},
+                           "int64 y",
+                           "s = Div(a, b)\n"
+                           "m = Constant<value = int64[1] {6}>()\n"
+                           "t = Constant<value = float[1] {0.4}>()\n"
+                           "y = NonMaxSuppression(boxes, s, m, t)",
+                           11)));
+}
+
 std::vector<OpCase> AllCases() {
   std::vector<OpCase> cases;
   AddTopK(cases);
   AddNonZero(cases);
   AddNms(cases);
   AddRoiAlign(cases);
+  AddSpecials(cases);
   return cases;
 }
 
