@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/opencl/op_context.h"
 #include "tests/opencl/matches_cpu.h"
 
 namespace ovfix::exec::matches_cpu {
@@ -191,6 +192,23 @@ INSTANTIATE_TEST_SUITE_P(HalfArithmetic, DetectionKernelTest,
                                                       "RoiAlign_avg", "RoiAlign_max"}),
                              {Precision::kFp16})),
                          [](const auto& info) { return info.param.name(); });
+
+// The OpenCL table covers the versions the CPU kernels do, no earlier.
+TEST(OpenclOpTable, DetectionResizeOpsHaveTheirVersions) {
+  EXPECT_EQ(opencl::FindOp("NonMaxSuppression", 9), nullptr);
+  EXPECT_NE(opencl::FindOp("NonMaxSuppression", 10), nullptr);
+  EXPECT_EQ(opencl::FindOp("NonZero", 8), nullptr);
+  EXPECT_NE(opencl::FindOp("NonZero", 9), nullptr);
+  EXPECT_EQ(opencl::FindOp("RoiAlign", 9), nullptr);
+  EXPECT_NE(opencl::FindOp("RoiAlign", 16), nullptr);
+  EXPECT_NE(opencl::FindOp("TopK", 1), nullptr);
+  EXPECT_NE(opencl::FindOp("ConvTranspose", 1), nullptr);
+  EXPECT_EQ(opencl::FindOp("Resize", 9), nullptr);
+  EXPECT_NE(opencl::FindOp("Resize", 18), nullptr);
+  EXPECT_EQ(opencl::FindOp("Resize", 19), nullptr);  // antialias and friends: no CPU kernel
+  EXPECT_NE(opencl::FindOp("Upsample", 7), nullptr);
+  EXPECT_EQ(opencl::FindOp("Upsample", 10), nullptr);
+}
 
 }  // namespace
 }  // namespace ovfix::exec::matches_cpu
