@@ -40,6 +40,15 @@ void AddTopK(std::vector<OpCase>& cases) {
                                           "v, i = TopK", attributes, "(x, k)"),
                              11)));
   }
+  // Sorted input (the first TopK sorts it ascending), with ties: the worst order for a scan
+  // from the start.
+  cases.push_back(
+      Exact(Op("TopK_of_sorted_input", {Integral("x", {2, 300}, -40, 40)}, "float v, int64 i",
+               "n = Constant<value = int64[1] {300}>()\n"
+               "k = Constant<value = int64[1] {20}>()\n"
+               "s, j = TopK<largest = 0>(x, n)\n"
+               "v, i = TopK(s, k)",
+               11)));
   cases.push_back(Exact(Op("TopK_opset1_attribute", {Float("x", {3, 7})}, "float v, int64 i",
                            "v, i = TopK<k = 2>(x)", 1)));
   cases.push_back(Exact(Op("TopK_opset10_input", {Float("x", {3, 7})}, "float v, int64 i",

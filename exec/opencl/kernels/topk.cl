@@ -32,8 +32,10 @@ inline int topk_before(float a, long ia, float b, long ib) {
 
 // Global range (n, lines): element i of line `line` ([outer, n, inner] around the axis) counts
 // the elements that come before it; with fewer than k it is output at that rank. The order is
-// total, so the ranks below k are taken once each. An element stops counting at k (most do,
-// early, on a large axis).
+// total, so the ranks below k are taken once each. An element stops counting at k, which most
+// do early on a large axis. Every work item visits the line in the same order (all read the
+// same element at a time), from both ends inwards (0, n - 1, 1, n - 2, ...): on sorted input
+// the elements ahead of any element lie at one end, so it stops as early as on random input.
 __kernel void topk(__global const WORD* x, __global WORD* values, __global long* indices,
                    long n, long inner, long k) {
   const long i = get_global_id(0);
@@ -41,7 +43,8 @@ __kernel void topk(__global const WORD* x, __global WORD* values, __global long*
   const long start = (line / inner) * n * inner + line % inner;
   const float v = KEY(x, start + i * inner);
   long rank = 0;
-  for (long j = 0; j < n; ++j) {
+  for (long t = 0; t < n; ++t) {
+    const long j = (t & 1) ? n - 1 - (t >> 1) : (t >> 1);
     if (j != i && topk_before(KEY(x, start + j * inner), j, v, i) && ++rank >= k) return;
   }
   const long out = (line / inner) * k * inner + line % inner + rank * inner;
