@@ -12,6 +12,9 @@ const std::vector<OpDef>& AllOps() {
     AddReduceOps(t);
     AddQuantOps(t);
     AddRecurrentOps(t);
+    AddResizeOps(t);
+    AddConvTransposeOps(t);
+    AddDetectionOps(t);
     return t;
   }();
   return table;
