@@ -752,7 +752,64 @@ absl::Status Not(OpContext& ctx) {
   return ctx.Run(kernel, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
+// OpenCL C names of the integer types a cast takes (bool as its byte); empty for the rest.
+std::string_view IntegerTypeName(DataType t) {
+  switch (t) {
+    case DataType::kInt8:
+      return "char";
+    case DataType::kUint8:
+    case DataType::kBool:
+      return "uchar";
+    case DataType::kInt16:
+      return "short";
+    case DataType::kUint16:
+      return "ushort";
+    case DataType::kInt32:
+      return "int";
+    case DataType::kUint32:
+      return "uint";
+    case DataType::kInt64:
+      return "long";
+    case DataType::kUint64:
+      return "ulong";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
+
+absl::Status CastIntegers(OpContext& ctx, DataType to) {
+  const ClValue& a = ctx.input(0);
+  const bool from_float = a.type == DataType::kFloat || a.type == DataType::kFloat16;
+  const bool to_float = to == DataType::kFloat || to == DataType::kFloat16;
+  const std::string_view from_name = IntegerTypeName(a.type), to_name = IntegerTypeName(to);
+  if ((!from_float && from_name.empty()) || (!to_float && to_name.empty())) {
+    return ctx.Unsupported("Cast from ", std::string(DataTypeName(a.type)), " to ",
+                           std::string(DataTypeName(to)));
+  }
+  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, to, a.dims));
+  std::string options = "-DCAST";
+  if (from_float) {
+    absl::StrAppend(&options, " -DFROM_KIND=0", a.half ? " -DA_HALF" : "");
+  } else {
+    absl::StrAppend(&options, " -DFROM_KIND=1 -DFROM_T=", std::string(from_name));
+  }
+  if (to_float) {
+    absl::StrAppend(&options, " -DTO_KIND=0", y->half ? " -DY_HALF" : "");
+  } else {
+    const int kind = to == DataType::kBool ? 2 : to == DataType::kUint64 ? 3 : 1;
+    std::string unsigned_name(to_name);
+    if (unsigned_name[0] != 'u') unsigned_name = "u" + unsigned_name;
+    absl::StrAppend(&options, " -DTO_KIND=", kind, " -DTO_T=", std::string(to_name),
+                    " -DUTO_T=", unsigned_name);
+  }
+  if (y->numel() == 0) return absl::OkStatus();
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * da, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(cl::Kernel k, ctx.Kernel("data.cl", "cast", options));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *da, *y->device));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(y->numel())));
+}
 
 void AddDataOps(std::vector<OpDef>& table) {
   table.push_back({"Transpose", 1, kOpenVersion, Transpose});

@@ -273,12 +273,51 @@ void AddOtherElementTypes(std::vector<DataCase>& cases) {
         "bool y");
 }
 
+// Cast to and from integers and bool. Floats reach past the int32 and 64-bit ranges (and
+// beyond half's, in fp16-storage), with +-inf and NaN: saturation, then wrapping to narrower
+// types, NaN to 0 (true for bool).
+void AddCasts(std::vector<DataCase>& cases) {
+  const std::string wide_floats =
+      "k = Constant<value = float[3] {1000.0, 3e9, 2e19}>()\n"
+      "m = Mul(x, k)\n"
+      "z = Constant<value = float {0.0}>()\n"
+      "d = Div(x, z)\n"
+      "n = Sub(d, d)\n"
+      "f = Concat<axis = 0>(m, d, n)\n";
+  const std::pair<int, std::string> to[] = {{3, "int8"},  {2, "uint8"},  {5, "int16"},
+                                            {6, "int32"}, {7, "int64"},  {13, "uint64"},
+                                            {9, "bool"},  {12, "uint32"}};
+  for (const auto& [code, name] : to) {
+    DataCase c = Unary(absl::StrCat("Cast_float_to_", name), {4, 3},
+                       wide_floats + absl::StrCat("y = Cast<to = ", code, ">(f)"));
+    c.outputs = name + " y";
+    cases.push_back(std::move(c));
+  }
+  const std::string int64_values =
+      "c = Greater(a, b)\n"
+      "i = Constant<value = int64[3, 1] {-3, 4000000000, 70000}>()\n"
+      "j = Constant<value = int64 {-9}>()\n"
+      "w = Where(c, i, j)\n";
+  const std::pair<int, std::string> from_int64[] = {
+      {1, "float"}, {10, "float16"}, {6, "int32"}, {9, "bool"}, {2, "uint8"}};
+  for (const auto& [code, name] : from_int64) {
+    DataCase c = Case(absl::StrCat("Cast_int64_to_", name), {{"a", {3, 5}}, {"b", {5}}},
+                      int64_values + absl::StrCat("y = Cast<to = ", code, ">(w)"));
+    c.outputs = name + " y";
+    cases.push_back(std::move(c));
+  }
+  DataCase b = Case("Cast_bool_to_float", {{"a", {3, 5}}, {"b", {5}}},
+                    "c = Greater(a, b)\ny = Cast<to = 1>(c)");
+  cases.push_back(std::move(b));
+}
+
 std::vector<DataCase> AllCases() {
   std::vector<DataCase> cases;
   AddStridedCopies(cases);
   AddIndexed(cases);
   AddSelections(cases);
   AddOtherElementTypes(cases);
+  AddCasts(cases);
   return cases;
 }
 

@@ -139,6 +139,69 @@ inline val_t combine(val_t a, val_t b) {
 }
 #endif
 
+// Cast to or from integer and bool types, as the CPU executor converts: floats to integers
+// truncate toward zero, NaN gives 0 and values past the 64-bit range saturate, narrower
+// integers then wrap (as every integer-to-integer conversion does); to bool is `!= 0` (NaN
+// is true); integers to float round to nearest. FROM_KIND / TO_KIND: 0 float (A_HALF /
+// Y_HALF: half storage), 1 integer or bool (FROM_T / TO_T, UTO_T the unsigned of TO_T),
+// 2 bool (TO only), 3 uint64 (TO only).
+#ifdef CAST
+#if FROM_KIND == 0
+#define CAST_VALUE_T float
+#ifdef A_HALF
+#define CAST_FROM_T half
+#define CAST_LOAD(p, i) vload_half((i), (p))
+#else
+#define CAST_FROM_T float
+#define CAST_LOAD(p, i) ((p)[(i)])
+#endif
+#else
+#define CAST_VALUE_T FROM_T
+#define CAST_FROM_T FROM_T
+#define CAST_LOAD(p, i) ((p)[(i)])
+#endif
+#if TO_KIND == 0
+#ifdef Y_HALF
+#define CAST_TO_T half
+#define CAST_STORE(p, i, v) vstore_half_rte((float)(v), (i), (p))
+#else
+#define CAST_TO_T float
+#define CAST_STORE(p, i, v) ((p)[(i)] = (float)(v))
+#endif
+#else
+#define CAST_TO_T TO_T
+#define CAST_STORE(p, i, v) ((p)[(i)] = (v))
+#endif
+
+__kernel void cast(__global const CAST_FROM_T* a, __global CAST_TO_T* y) {
+  const long i = get_global_id(0);
+  const CAST_VALUE_T v = CAST_LOAD(a, i);
+#if TO_KIND == 0
+  CAST_STORE(y, i, v);
+#elif TO_KIND == 2
+  CAST_STORE(y, i, (TO_T)(v != 0));
+#elif TO_KIND == 3 && FROM_KIND == 0
+  ulong r;
+  if (v != v) {
+    r = 0;
+  } else if (v >= 18446744073709551616.0f) {
+    r = ~0ul;
+  } else if (v >= 0) {
+    r = convert_ulong_rtz(v);
+  } else if (v <= -9223372036854775808.0f) {
+    r = 1ul << 63;
+  } else {
+    r = (ulong)convert_long_rtz(v);
+  }
+  CAST_STORE(y, i, r);
+#elif FROM_KIND == 0
+  CAST_STORE(y, i, (TO_T)(UTO_T)(ulong)convert_long_sat_rtz(v));  // NaN gives 0
+#else
+  CAST_STORE(y, i, (TO_T)(UTO_T)(ulong)(long)v);
+#endif
+}
+#endif  // CAST
+
 #ifdef REDUCE
 // A float16 tensor rounds after every step, as the CPU executor does; float storage rounds
 // once when stored.
