@@ -491,5 +491,43 @@ TEST(OpenclDataKernels, HandWorkedPadAndScatterAdd) {
   }
 }
 
+// Shape arithmetic as exporters write it, on integer initializers (which also get a device
+// copy): it stays on the host with the shape it came from, no fallback note, and the data
+// ops around it run on the device.
+TEST(OpenclDataKernels, ShapeArithmeticOnInitializersStaysOnTheHost) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  auto model = ParseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    m (float[1, 6, 4, 2] x) => (float y) <int64 one = {1}, int64 three = {3},
+                                         int64[1] zero = {0}, int64[1] lead = {1},
+                                         int64[1] rest = {-1}> {
+      s = Shape(x)
+      g = Gather<axis = 0>(s, one)
+      d = Div(g, three)
+      u = Unsqueeze(d, zero)
+      c = Concat<axis = 0>(lead, u, rest)
+      r = Reshape(x, c)
+      y = Transpose<perm = [0, 2, 1]>(r)
+    }
+  )");
+  ASSERT_TRUE(model.ok()) << model.status();
+  SessionOptions options;
+  options.backend = "opencl";
+  auto cl = CreateSession(**model, options);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  std::vector<float> values(48);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  auto out = (*cl)->Run({{"x", Tensor::FromVector<float>(DataType::kFloat, {1, 6, 4, 2}, values)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // r is [1, 2, 24]; y[0, j, i] = r[0, i, j] = 24 * i + j.
+  ASSERT_EQ((*out)[0].dims(), (std::vector<int64_t>{1, 24, 2}));
+  const auto y = (*out)[0].values<float>();
+  EXPECT_EQ(y[1], 24.0f);
+  EXPECT_EQ(y[2 * 5 + 1], 29.0f);
+  for (const std::string& note : (*cl)->notes()) {
+    EXPECT_FALSE(absl::StrContains(note, "runs on the CPU")) << note;
+  }
+}
+
 }  // namespace
 }  // namespace ovfix::exec
