@@ -110,9 +110,9 @@ absl::Status SetArgs(OpContext& ctx, cl::Kernel& kernel, const Args&... args) {
 // "-DT=uchar/ushort/uint/ulong": a value's elements as the unsigned type of their device size,
 // for the kernels of kernels/data.cl that move elements as bits (Unsupported for strings).
 absl::StatusOr<std::string> ElementBitsOption(const OpContext& ctx, const ClValue& v);
-// Cast of input 0 to `to` where either side is an integer or bool type (ops_data.cc; casts
-// between float storages are element-wise ops).
-absl::Status CastIntegers(OpContext& ctx, DataType to);
+// Cast of input 0 to `to` where either side is an integer or bool type (ops_data.cc; Cast
+// between float storages is an element-wise op, but this converts those too).
+absl::Status CastElements(OpContext& ctx, DataType to);
 
 // Numpy broadcasting for kernels that take dims and strides as int8 (rank <= 8, padded with
 // leading 1s; see BroadcastOffset in common.h.cl).

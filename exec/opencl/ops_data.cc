@@ -779,7 +779,7 @@ std::string_view IntegerTypeName(DataType t) {
 
 }  // namespace
 
-absl::Status CastIntegers(OpContext& ctx, DataType to) {
+absl::Status CastElements(OpContext& ctx, DataType to) {
   const ClValue& a = ctx.input(0);
   const bool from_float = a.type == DataType::kFloat || a.type == DataType::kFloat16;
   const bool to_float = to == DataType::kFloat || to == DataType::kFloat16;
@@ -811,6 +811,14 @@ absl::Status CastIntegers(OpContext& ctx, DataType to) {
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
+namespace {
+
+// CastLike: a Cast to the second input's type (float to float storage included: data.cl's
+// cast converts any pair).
+absl::Status CastLike(OpContext& ctx) { return CastElements(ctx, ctx.input(1).type); }
+
+}  // namespace
+
 void AddDataOps(std::vector<OpDef>& table) {
   table.push_back({"Transpose", 1, kOpenVersion, Transpose});
   table.push_back({"Slice", 1, kOpenVersion, Slice});
@@ -827,6 +835,7 @@ void AddDataOps(std::vector<OpDef>& table) {
   table.push_back({"Scatter", 9, 10, ScatterElements});
   table.push_back({"Trilu", 14, kOpenVersion, Trilu});
   table.push_back({"Not", 1, kOpenVersion, Not});
+  table.push_back({"CastLike", 15, kOpenVersion, CastLike});
 }
 
 }  // namespace ovfix::exec::opencl

@@ -58,7 +58,7 @@ absl::Status Unary(OpContext& ctx) {
   if (op == "Cast") {
     out_type = static_cast<DataType>(ctx.node.GetInt("to", 0));
     if (!IsFloat(a) || (out_type != DataType::kFloat && out_type != DataType::kFloat16)) {
-      return CastIntegers(ctx, out_type);
+      return CastElements(ctx, out_type);
     }
   } else if (!IsFloat(a)) {
     return ctx.Unsupported("non-float input");

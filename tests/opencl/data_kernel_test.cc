@@ -306,6 +306,17 @@ void AddCasts(std::vector<DataCase>& cases) {
     c.outputs = name + " y";
     cases.push_back(std::move(c));
   }
+  // CastLike takes the type of its second input (float to float16 included).
+  DataCase like_half =
+      Unary("CastLike_float_to_float16", {3, 5}, "t = Cast<to = 10>(x)\ny = CastLike(x, t)", 15);
+  like_half.outputs = "float16 y";
+  cases.push_back(std::move(like_half));
+  DataCase like_int = Unary("CastLike_float_to_int32", {3, 5},
+                            "m = Constant<value = float {1000.0}>()\nf = Mul(x, m)\n"
+                            "t = Constant<value = int32 {1}>()\ny = CastLike(f, t)",
+                            15);
+  like_int.outputs = "int32 y";
+  cases.push_back(std::move(like_int));
   DataCase b = Case("Cast_bool_to_float", {{"a", {3, 5}}, {"b", {5}}},
                     "c = Greater(a, b)\ny = Cast<to = 1>(c)");
   cases.push_back(std::move(b));
