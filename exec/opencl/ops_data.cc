@@ -5,7 +5,9 @@
 // group their updates by target so each target takes them in index order, as the CPU does.
 // Trilu and Not complete the set. Elements move as their bits (see kernels/data.cl), so
 // every element type and both float storages are exact; shape and index inputs are read on
-// the host. Bad inputs get the errors the CPU kernels give.
+// the host. Bad inputs get the errors the CPU kernels give. Cast to and from integer and bool
+// types (for ops_elementwise.cc's Cast) and CastLike convert as the CPU executor does. Cast to and from integer and bool
+// types (for ops_elementwise.cc's Cast) and CastLike convert as the CPU executor does.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -25,10 +27,6 @@ using data_movement::Strides;
 // A table entry or base offset that stands for the fill value.
 constexpr int64_t kFill = -1;
 
-absl::StatusOr<std::string> BitsOption(const OpContext& ctx, const ClValue& v) {
-  return ElementBitsOption(ctx, v);
-}
-
 std::vector<int64_t> HostInts(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsInt64(i);
@@ -40,10 +38,15 @@ absl::StatusOr<std::vector<int64_t>> InputInts(OpContext& ctx, size_t i) {
   return HostInts(*t);
 }
 
-absl::StatusOr<cl::Buffer> UploadLongs(OpContext& ctx, const std::vector<int64_t>& values) {
-  const size_t bytes = values.size() * sizeof(int64_t);
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer b, ctx.rt.Allocate(bytes));
-  OVFIX_RETURN_IF_ERROR(ctx.rt.Write(b, values.data(), bytes));
+// A device copy of `values` (offset tables, indices), made when the buffer is created: a
+// blocking write on the in-order queue would wait for every kernel queued before it.
+absl::StatusOr<std::shared_ptr<cl::Buffer>> UploadLongs(OpContext& ctx,
+                                                        std::vector<int64_t> values) {
+  if (values.empty()) values.push_back(0);  // no empty buffers
+  cl_int err = CL_SUCCESS;
+  auto b = std::make_shared<cl::Buffer>(ctx.rt.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                        values.size() * sizeof(int64_t), values.data(), &err);
+  if (err != CL_SUCCESS) return ctx.rt.Error(err, ctx.node.Describe() + ": uploading indices");
   return b;
 }
 
@@ -96,12 +99,12 @@ absl::Status CopyByTables(OpContext& ctx, size_t input, ClValue& y,
     meta[rank + d] = static_cast<int64_t>(meta.size());
     meta.insert(meta.end(), kept[d].begin(), kept[d].end());
   }
-  OVFIX_ASSIGN_OR_RETURN(std::string option, BitsOption(ctx, y));
+  OVFIX_ASSIGN_OR_RETURN(std::string option, ElementBitsOption(ctx, y));
   OVFIX_ASSIGN_OR_RETURN(cl::Buffer * x, ctx.Device(input));
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer dmeta, UploadLongs(ctx, meta));
+  OVFIX_ASSIGN_OR_RETURN(auto dmeta, UploadLongs(ctx, meta));
   OVFIX_ASSIGN_OR_RETURN(cl::Kernel k, ctx.Kernel("data.cl", "copy_tables", option));
   OVFIX_RETURN_IF_ERROR(
-      SetArgs(ctx, k, *x, *y.device, dmeta, cl_int{rank}, cl_long{base}, cl_ulong{fill}));
+      SetArgs(ctx, k, *x, *y.device, *dmeta, cl_int{rank}, cl_long{base}, cl_ulong{fill}));
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(y.numel())));
 }
 
@@ -111,7 +114,9 @@ std::vector<int64_t> Arithmetic(int64_t n, int64_t stride) {
   return v;
 }
 
-absl::Status RequireBits(OpContext& ctx, const ClValue& v) { return BitsOption(ctx, v).status(); }
+absl::Status RequireBits(OpContext& ctx, const ClValue& v) {
+  return ElementBitsOption(ctx, v).status();
+}
 
 // ---- strided copies ----
 
@@ -562,11 +567,11 @@ absl::StatusOr<int64_t> NormalizeAxis(const OpContext& ctx, int64_t axis, int64_
 absl::Status GatherBlocks(OpContext& ctx, ClValue& y, const std::vector<int64_t>& offsets,
                           int64_t block) {
   if (y.numel() == 0) return absl::OkStatus();
-  OVFIX_ASSIGN_OR_RETURN(std::string option, BitsOption(ctx, y));
+  OVFIX_ASSIGN_OR_RETURN(std::string option, ElementBitsOption(ctx, y));
   OVFIX_ASSIGN_OR_RETURN(cl::Buffer * x, ctx.Device(0));
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer doffsets, UploadLongs(ctx, offsets));
+  OVFIX_ASSIGN_OR_RETURN(auto doffsets, UploadLongs(ctx, offsets));
   OVFIX_ASSIGN_OR_RETURN(cl::Kernel k, ctx.Kernel("data.cl", "gather_blocks", option));
-  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *x, *y.device, doffsets, cl_long{block}));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *x, *y.device, *doffsets, cl_long{block}));
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(y.numel())));
 }
 
@@ -643,15 +648,15 @@ absl::Status ApplyUpdates(OpContext& ctx, const std::vector<int64_t>& targets, i
   }
   begin.push_back(static_cast<int64_t>(order.size()));
   OVFIX_ASSIGN_OR_RETURN(cl::Buffer * du, ctx.Device(2));
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer dtargets, UploadLongs(ctx, unique));
+  OVFIX_ASSIGN_OR_RETURN(auto dtargets, UploadLongs(ctx, unique));
   const cl::NDRange range(static_cast<size_t>(unique.size() * block));
   if (reduction == 0) {
     std::vector<int64_t> last(unique.size());
     for (size_t u = 0; u < unique.size(); ++u) last[u] = order[begin[u + 1] - 1];
-    OVFIX_ASSIGN_OR_RETURN(std::string option, BitsOption(ctx, *y));
-    OVFIX_ASSIGN_OR_RETURN(cl::Buffer dsources, UploadLongs(ctx, last));
+    OVFIX_ASSIGN_OR_RETURN(std::string option, ElementBitsOption(ctx, *y));
+    OVFIX_ASSIGN_OR_RETURN(auto dsources, UploadLongs(ctx, last));
     OVFIX_ASSIGN_OR_RETURN(cl::Kernel k, ctx.Kernel("data.cl", "scatter_copy", option));
-    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *du, *y->device, dtargets, dsources, cl_long{block}));
+    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *du, *y->device, *dtargets, *dsources, cl_long{block}));
     return ctx.Run(k, range);
   }
   std::string option;
@@ -671,11 +676,11 @@ absl::Status ApplyUpdates(OpContext& ctx, const std::vector<int64_t>& targets, i
       return ctx.Unsupported("scatter reduction on ", std::string(DataTypeName(data.type)));
   }
   absl::StrAppend(&option, " -DREDUCE=", reduction);
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer dbegin, UploadLongs(ctx, begin));
-  OVFIX_ASSIGN_OR_RETURN(cl::Buffer dsources, UploadLongs(ctx, order));
+  OVFIX_ASSIGN_OR_RETURN(auto dbegin, UploadLongs(ctx, begin));
+  OVFIX_ASSIGN_OR_RETURN(auto dsources, UploadLongs(ctx, order));
   OVFIX_ASSIGN_OR_RETURN(cl::Kernel k, ctx.Kernel("data.cl", "scatter_reduce", option));
   OVFIX_RETURN_IF_ERROR(
-      SetArgs(ctx, k, *du, *y->device, dtargets, dbegin, dsources, cl_long{block}));
+      SetArgs(ctx, k, *du, *y->device, *dtargets, *dbegin, *dsources, cl_long{block}));
   return ctx.Run(k, range);
 }
 
@@ -719,7 +724,7 @@ absl::Status ScatterElements(OpContext& ctx) {
 
 absl::Status Trilu(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
-  OVFIX_ASSIGN_OR_RETURN(std::string option, BitsOption(ctx, x));
+  OVFIX_ASSIGN_OR_RETURN(std::string option, ElementBitsOption(ctx, x));
   const size_t rank = x.dims.size();
   if (rank < 2) return ctx.Error("input must have rank >= 2");
   int64_t k = 0;

@@ -2,7 +2,8 @@
 // with -DT=uchar/ushort/uint/ulong for the element's size on the device, so one kernel serves
 // every element type and both float storages, exactly. Scatter reductions compute: built with
 // -DREDUCE=n and either the float macros of common.h.cl (A = updates, Y = output) or
-// -DINT_T=int/long. Each group is compiled only when its defines are given.
+// -DINT_T=int/long. Casts are built with -DCAST and their types. Each group is compiled
+// only when its defines are given.
 
 #ifdef T
 
