@@ -6,7 +6,6 @@
 // Trilu and Not complete the set. Elements move as their bits (see kernels/data.cl), so
 // every element type and both float storages are exact; shape and index inputs are read on
 // the host. Bad inputs get the errors the CPU kernels give. Cast to and from integer and bool
-// types (for ops_elementwise.cc's Cast) and CastLike convert as the CPU executor does. Cast to and from integer and bool
 // types (for ops_elementwise.cc's Cast) and CastLike convert as the CPU executor does.
 #include <algorithm>
 #include <cstring>
