@@ -8,6 +8,7 @@
 // the host. Bad inputs get the errors the CPU kernels give. Cast to and from integer and bool
 // types (for ops_elementwise.cc's Cast) and CastLike convert as the CPU executor does.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -756,6 +757,53 @@ absl::Status Not(OpContext& ctx) {
   return ctx.Run(kernel, cl::NDRange(static_cast<size_t>(y->numel())));
 }
 
+absl::Status Logic(OpContext& ctx) {
+  const ClValue& a = ctx.input(0);
+  const ClValue& b = ctx.input(1);
+  if (a.type != DataType::kBool || b.type != DataType::kBool) {
+    return ctx.Error("inputs must be bool");
+  }
+  OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {&a.dims, &b.dims}));
+  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, DataType::kBool, dims));
+  if (y->numel() == 0) return absl::OkStatus();
+  const std::string& op = ctx.node.op_type();
+  const cl_int code = op == "And" ? 0 : op == "Or" ? 1 : 2;
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * da, ctx.Device(0));
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * db, ctx.Device(1));
+  OVFIX_ASSIGN_OR_RETURN(cl::Kernel k, ctx.Kernel("data.cl", "logic", "-DT=uchar"));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *da, *db, *y->device, code, PaddedDims(dims),
+                                BroadcastStrides(a.dims, dims), BroadcastStrides(b.dims, dims)));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(y->numel())));
+}
+
+// Range of floats (integer ranges are shape arithmetic on the host). The element count is
+// worked out as the CPU executor does, in double.
+absl::Status Range(OpContext& ctx) {
+  float v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    if (!ctx.has_input(i)) return ctx.Error("start, limit and delta must be scalars");
+    OVFIX_ASSIGN_OR_RETURN(const Tensor* t, ctx.Host(i));
+    if (t->numel() != 1) return ctx.Error("start, limit and delta must be scalars");
+    if (t->type() != ctx.input(0).type) return ctx.Error("inputs differ in type");
+    if (t->type() != DataType::kFloat) {
+      return ctx.Unsupported("Range of ", std::string(DataTypeName(t->type())));
+    }
+    v[i] = t->data<float>()[0];
+  }
+  const float start = v[0], limit = v[1], delta = v[2];
+  if (delta == 0) return ctx.Error("delta is 0");
+  constexpr int64_t kMaxCount = int64_t{1} << 36;
+  const double count = std::ceil((static_cast<double>(limit) - start) / delta);
+  if (count > kMaxCount) return ctx.Error("too many elements");
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;  // NaN gives 0
+  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, DataType::kFloat, {n}));
+  if (n == 0) return absl::OkStatus();
+  OVFIX_ASSIGN_OR_RETURN(cl::Kernel k,
+                         ctx.Kernel("data.cl", "range", y->half ? "-DRANGE -DY_HALF" : "-DRANGE"));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *y->device, start, delta));
+  return ctx.Run(k, cl::NDRange(static_cast<size_t>(n)));
+}
+
 // OpenCL C names of the integer types a cast takes (bool as its byte); empty for the rest.
 std::string_view IntegerTypeName(DataType t) {
   switch (t) {
@@ -840,6 +888,11 @@ void AddDataOps(std::vector<OpDef>& table) {
   table.push_back({"Trilu", 14, kOpenVersion, Trilu});
   table.push_back({"Not", 1, kOpenVersion, Not});
   table.push_back({"CastLike", 15, kOpenVersion, CastLike});
+  table.push_back({"Range", 11, kOpenVersion, Range});
+  // Numpy broadcasting from version 7, as the group says.
+  for (const OpGroupMember& m : FindOpGroup("logical")->members) {
+    table.push_back({m.op_type, m.since_version, m.until_version, Logic});
+  }
 }
 
 }  // namespace ovfix::exec::opencl

@@ -322,6 +322,35 @@ void AddCasts(std::vector<DataCase>& cases) {
   cases.push_back(std::move(b));
 }
 
+// And, Or, Xor on device bools with broadcasting; Size; Range of floats (the element count
+// and each start + i * delta as the CPU executor rounds them).
+void AddLogicAndGenerators(std::vector<DataCase>& cases) {
+  for (const char* op : {"And", "Or", "Xor"}) {
+    DataCase c = Case(absl::StrCat(op, "_broadcast"), {{"a", {3, 1, 5}}, {"b", {4, 5}}},
+                      absl::StrCat("c = Greater(a, b)\nd = Less(b, a)\ny = ", op, "(c, d)"));
+    c.outputs = "bool y";
+    cases.push_back(std::move(c));
+  }
+  DataCase size = Unary("Size", {3, 4, 5}, "t = Neg(x)\ny = Size(t)");
+  size.outputs = "int64 y";
+  cases.push_back(std::move(size));
+  cases.push_back(Unary("Range_float", {1},
+                        "s = Constant<value = float {0.5}>()\n"
+                        "l = Constant<value = float {7.3}>()\n"
+                        "d = Constant<value = float {0.7}>()\n"
+                        "r = Range(s, l, d)\ny = Add(r, x)"));
+  cases.push_back(Unary("Range_float_negative_delta", {1},
+                        "s = Constant<value = float {3.0}>()\n"
+                        "l = Constant<value = float {-2.1}>()\n"
+                        "d = Constant<value = float {-0.3}>()\n"
+                        "r = Range(s, l, d)\ny = Add(r, x)"));
+  cases.push_back(Fails(Unary("Range_zero_delta", {1},
+                              "s = Constant<value = float {0.0}>()\n"
+                              "l = Constant<value = float {1.0}>()\n"
+                              "d = Constant<value = float {0.0}>()\n"
+                              "r = Range(s, l, d)\ny = Add(r, x)")));
+}
+
 std::vector<DataCase> AllCases() {
   std::vector<DataCase> cases;
   AddStridedCopies(cases);
@@ -329,6 +358,7 @@ std::vector<DataCase> AllCases() {
   AddSelections(cases);
   AddOtherElementTypes(cases);
   AddCasts(cases);
+  AddLogicAndGenerators(cases);
   return cases;
 }
 

@@ -97,7 +97,27 @@ __kernel void where_bits(__global const uchar* condition, __global const T* a,
                                                         : b[BroadcastOffset(i, dims, b_strides)];
 }
 
+// And (op 0), Or (1), Xor (2) on bools, with numpy broadcasting.
+__kernel void logic(__global const uchar* a, __global const uchar* b, __global uchar* y,
+                    int op, int8 dims, int8 a_strides, int8 b_strides) {
+  const long i = get_global_id(0);
+  const uchar p = a[BroadcastOffset(i, dims, a_strides)] != 0;
+  const uchar q = b[BroadcastOffset(i, dims, b_strides)] != 0;
+  y[i] = op == 0 ? (p & q) : op == 1 ? (p | q) : (p ^ q);
+}
+
 #endif  // T
+
+// Range of floats: start + i * delta in float, one rounding per step as the CPU executor
+// computes it (no fused multiply-add), stored as Y is.
+#ifdef RANGE
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void range(__global Y_T* y, float start, float delta) {
+  const long i = get_global_id(0);
+  const float step = (float)i * delta;
+  STORE_Y(y, i, start + step);
+}
+#endif  // RANGE
 
 // Scatter with a reduction (REDUCE 1 add, 2 mul, 3 max, 4 min; max and min as std::max and
 // std::min, which keep the first operand when either is NaN): the updates of one target
