@@ -143,5 +143,7 @@ void AddShapeOps(std::vector<OpDef>& table);
 void AddConvOps(std::vector<OpDef>& table);
 void AddReduceOps(std::vector<OpDef>& table);
 void AddDataOps(std::vector<OpDef>& table);
+void AddQuantOps(std::vector<OpDef>& table);
+void AddRecurrentOps(std::vector<OpDef>& table);
 
 }  // namespace ovfix::exec::opencl

@@ -11,6 +11,8 @@ const std::vector<OpDef>& AllOps() {
     AddConvOps(t);
     AddReduceOps(t);
     AddDataOps(t);
+    AddQuantOps(t);
+    AddRecurrentOps(t);
     return t;
   }();
   return table;
