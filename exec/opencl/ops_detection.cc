@@ -205,8 +205,9 @@ absl::Status NonMaxSuppression(OpContext& ctx) {
       }
     }
   }
-  // A few rows of indices: kept on the host, where the Gather/Slice arithmetic after it reads
-  // them (and uploaded by the first device op that needs them).
+  // A few rows of indices, put back on the device: they are data, not shape arithmetic, so the
+  // Gathers and Slices that read them run on the device as on a GPU backend (an integer value
+  // with a host copy would send them to the host).
   const int64_t rows = static_cast<int64_t>(selected.size()) / 3;
   Tensor t(DataType::kInt64, {rows, 3});
   std::copy(selected.begin(), selected.end(), t.data<int64_t>());
@@ -215,6 +216,8 @@ absl::Status NonMaxSuppression(OpContext& ctx) {
   out.type = DataType::kInt64;
   out.dims = t.dims();
   out.host = std::move(t);
+  OVFIX_RETURN_IF_ERROR(EnsureDevice(ctx.rt, out));
+  out.host.reset();
   return absl::OkStatus();
 }
 

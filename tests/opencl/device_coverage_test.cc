@@ -5,6 +5,8 @@
 // ConvInteger / MatMulInteger, Cast, scale products), and a two-layer LSTM as PyTorch exports
 // it. Each must run with every node on the OpenCL device (no CPU fallback, nothing computed on
 // the host) and match the CPU executor to 1e-4 of each output's range in fp32.
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +19,8 @@
 #include "exec/opencl/opencl_runtime.h"
 #include "exec/opencl/opencl_session.h"
 #include "gtest/gtest.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
 #include "ir/text_form.h"
 
 namespace ovfix::exec {
@@ -389,6 +393,20 @@ TEST_P(DeviceCoverage, EveryNodeRunsOnTheDeviceAndMatchesTheCpu) {
   ASSERT_TRUE(cl.ok()) << cl.status();
   auto expected = (*cpu)->Run({{"x", x}});
   ASSERT_TRUE(expected.ok()) << expected.status();
+  // OVFIX_WRITE_COVERAGE_MODELS=DIR writes the model with its input and the CPU's outputs as
+  // DIR/NAME/model.onnx and test_data_set_0/ (scripts/gpu_check.sh runs them on a GPU).
+  if (const char* dir = std::getenv("OVFIX_WRITE_COVERAGE_MODELS"); dir != nullptr) {
+    const std::string folder = absl::StrCat(dir, "/", c.name);
+    std::filesystem::create_directories(folder + "/test_data_set_0");
+    ASSERT_TRUE(SaveModel(**model, folder + "/model.onnx").ok());
+    ASSERT_TRUE(WriteTensorFile(folder + "/test_data_set_0/input_0.pb", x, "x").ok());
+    const Graph& g = (*model)->graph();
+    for (size_t i = 0; i < expected->size(); ++i) {
+      ASSERT_TRUE(WriteTensorFile(absl::StrCat(folder, "/test_data_set_0/output_", i, ".pb"),
+                                  (*expected)[i], g.outputs()[i]->name())
+                      .ok());
+    }
+  }
   auto actual = (*cl)->Run({{"x", x}});
   ASSERT_TRUE(actual.ok()) << actual.status();
   ASSERT_EQ(actual->size(), expected->size());
