@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "converter/accuracy.h"
 #include "converter/command.h"
 #include "converter/command_files.h"
 #include "converter/pipeline.h"
@@ -39,6 +40,7 @@ struct ConvertOptions {
   std::string report;
   std::vector<std::string> calibration_data;
   double tolerance = -1;
+  std::vector<std::string> accuracy;
   bool no_repair = false;
   bool verbose = false;
   // Options whose presence on the command line overrides the target's.
@@ -178,6 +180,11 @@ int RunConvert(const ConvertOptions& o) {
   }
   p.calibration_data = o.calibration_data;
   p.tolerance = o.tolerance;
+  for (const std::string& text : o.accuracy) {
+    if (absl::Status s = converter::AddAccuracyOption(text, p.accuracy); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+  }
   p.repair = !o.no_repair;
   p.write_output = true;
   if (o.external_option->count() > 0) {
@@ -207,7 +214,7 @@ int RunConvert(const ConvertOptions& o) {
   }
   if (!report->outputs_match) {
     std::fprintf(stderr,
-                 "ovfix convert: the converted model changes the outputs beyond tolerance "
+                 "ovfix convert: the converted model's outputs do not meet the accuracy criteria "
                  "(see above); %s was not written\n",
                  o.output.c_str());
     return kExitMismatch;
@@ -253,9 +260,15 @@ Command AddConvertCommand(CLI::App& app) {
                   "ONNX test-data folder (test_data_set_*/input_K.pb or input_K.pb) to "
                   "validate, calibrate and repair on (repeatable)");
   sub->add_option("--tolerance", o->tolerance,
-                  "End-to-end tolerance relative to each output's range (default 1e-2 for "
-                  "fp16 conversions, 1e-4 otherwise)")
+                  "Judge every output by its worst element relative to its range: the same as "
+                  "--accuracy max:X (default: --accuracy's default for fp16 conversions, "
+                  "max:1e-4 otherwise)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--accuracy", o->accuracy,
+                  "How outputs are judged: NAME=CRITERIA for one output, CRITERIA for the "
+                  "others (repeatable); CRITERIA is max:B, mean:B, p99:B, p99.9:B, "
+                  "beyond@E:S, topK:S, mask@T:S or boxes@IOU:S, joined by ','. Default for "
+                  "fp16: max:0.1,p99:0.01,mean:0.002 (docs/validation.md)");
   sub->add_flag("--no-repair", o->no_repair,
                 "Report an fp16 conversion beyond the tolerance instead of keeping the nodes "
                 "responsible in fp32");

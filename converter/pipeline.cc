@@ -218,6 +218,58 @@ absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& 
       converted.message()));
 }
 
+// The bound `criteria` put on the worst element, or -1 when they put none.
+double MaxBound(const Criteria& criteria) {
+  double bound = -1;
+  for (const Criterion& c : criteria) {
+    if (c.kind == CriterionKind::kMax) bound = bound < 0 ? c.bound : std::min(bound, c.bound);
+  }
+  return bound;
+}
+
+// --accuracy names outputs of the model, with criteria that fit their shapes (as the
+// reference run computed them).
+absl::Status CheckAccuracySpec(const AccuracySpec& spec, const ReferenceValidator& validator) {
+  const std::vector<std::pair<std::string, Tensor>>& outputs = validator.reference_outputs(0);
+  auto reference = [&](const std::string& name) -> const Tensor* {
+    for (const auto& [n, t] : outputs) {
+      if (n == name) return &t;
+    }
+    return nullptr;
+  };
+  for (const auto& [name, criteria] : spec.per_output) {
+    const Tensor* t = reference(name);
+    if (t == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& [n, unused] : outputs) names.push_back(n);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--accuracy ", name, "=", CriteriaToString(criteria), ": the model has no output '", name,
+          "' (its outputs: ", absl::StrJoin(names, ", "), ")"));
+    }
+    for (const Criterion& c : criteria) {
+      if (absl::Status s = CheckApplies(c, t->dims()); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--accuracy ", name, "=", CriteriaToString(criteria), ": output '", name,
+                         "' is ", DescribeTensor(*t), "; ", s.message()));
+      }
+    }
+  }
+  if (spec.default_criteria) {
+    for (const auto& [name, t] : outputs) {
+      if (spec.per_output.contains(name)) continue;
+      for (const Criterion& c : *spec.default_criteria) {
+        if (absl::Status s = CheckApplies(c, t.dims()); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--accuracy ", CriteriaToString(*spec.default_criteria), ": output '",
+                           name, "' is ", DescribeTensor(t), "; ", s.message(),
+                           " (name the outputs it fits: NAME=", c.ToString(), ")"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
@@ -253,7 +305,7 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
     return NotRunnable(e2e.status());
   }
   report.end_to_end = *std::move(e2e);
-  report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+  report.outputs_match = report.end_to_end->meets();
   if (!report.outputs_match) take_back();
   return absl::OkStatus();
 }
@@ -318,6 +370,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                        " (--no-validate converts without validation)"));
     }
     validator = *std::move(v);
+    OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options.accuracy, *validator));
     report.validated = true;
     phase("reference run");
     report.observed_shape_facts =
@@ -375,9 +428,12 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   report.rewrites = rewriter.records();
   phase("steps");
 
-  report.end_to_end_tolerance =
-      options.tolerance >= 0 ? options.tolerance : (precision_changed ? 1e-2 : 1e-4);
+  const Criteria fallback = options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
+                            : precision_changed    ? DefaultPrecisionCriteria()
+                                                   : MaxErrorCriteria(1e-4);
+  report.end_to_end_tolerance = MaxBound(options.accuracy.default_criteria.value_or(fallback));
   if (validator != nullptr) {
+    validator->set_accuracy(options.accuracy, fallback);
     // What the rewrites computed as they went: an estimate, logged beside the measurement.
     absl::StatusOr<EndToEndResult> estimate = validator->CompareFinalOutputs();
     if (estimate.ok()) {
@@ -397,7 +453,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(*written);
     if (!e2e.ok()) return NotRunnable(e2e.status());
     report.end_to_end = *std::move(e2e);
-    report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+    report.outputs_match = report.end_to_end->meets();
     phase("end-to-end comparison");
   }
   if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
@@ -424,8 +480,8 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     };
     OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed, SerializedCopy(model));
     absl::StatusOr<RepairResult> repaired =
-        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->max_error, *validator,
-                          report.end_to_end_tolerance, reconvert, options.log);
+        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->score, *validator,
+                          /*tolerance=*/1.0, reconvert, options.log);
     if (!repaired.ok()) return NotRunnable(repaired.status());
     model = std::move(*repaired->model);
     report.repair = Repair{repaired->kept, repaired->rounds, repaired->model_runs,

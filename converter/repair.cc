@@ -94,11 +94,7 @@ absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidat
     reference.count_model_runs(1);
     if (!out.ok()) return out.status();
     OVFIX_ASSIGN_OR_RETURN(EndToEndResult r, reference.Compare(bytes->graph(), *out, k));
-    for (size_t i = 0; i < worst.outputs.size() && i < r.outputs.size(); ++i) {
-      worst.outputs[i].error = std::max(worst.outputs[i].error, r.outputs[i].error);
-      worst.outputs[i].finite = worst.outputs[i].finite && r.outputs[i].finite;
-    }
-    worst.max_error = std::max(worst.max_error, r.max_error);
+    KeepWorst(worst, r);
   }
   return worst;
 }
@@ -131,7 +127,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
   // are not).
   OVFIX_ASSIGN_OR_RETURN(EndToEndResult measured,
                          MeasureRound(*result.model, reference, *fp32_activations, errors));
-  error = std::max(error, measured.max_error);
+  error = std::max(error, measured.score);
   while (true) {
     ++result.rounds;
     const std::vector<AddedError> added = AddedErrors(result.model->graph(), errors);
@@ -178,7 +174,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
     OVFIX_ASSIGN_OR_RETURN(measured,
                            MeasureRound(*candidate, reference, *fp32_activations, errors));
     result.model = std::move(candidate);
-    error = measured.max_error;
+    error = measured.score;
     result.end_to_end = measured;
     log(absl::StrFormat("repair round %d: %d node(s) kept in fp32, end-to-end error %.3g",
                         result.rounds, static_cast<int>(keep.size()), error));
