@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -235,16 +236,22 @@ std::string SummaryTable(const ConversionReport& report) {
   }
   if (report.end_to_end) {
     const EndToEndResult& e = *report.end_to_end;
+    // Criteria every output shares are said once; otherwise each output says its own.
+    std::set<std::string> criteria_used;
+    for (const OutputComparison& c : e.outputs) criteria_used.insert(CriteriaToString(c.criteria));
+    const std::string common = criteria_used.size() == 1 ? *criteria_used.begin() : "";
     absl::StrAppend(
-        &out, "end-to-end: score ", Error(e.score), " (<= 1 meets the criteria), max error ",
-        Error(e.max_error), " of the output range",
+        &out, "end-to-end: score ", Error(e.score), " (",
+        common.empty() ? "each output's criteria" : absl::StrCat("criteria ", common),
+        "; at most 1 meets them), max error ", Error(e.max_error), " of the output range",
         report.outputs_match ? " - outputs preserved" : " - OUTPUTS CHANGED",
         report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
     for (const OutputComparison& c : e.outputs) {
-      absl::StrAppend(&out, "  ", c.name, ": ", DescribeStatistics(c.stats),
-                      c.finite ? "" : " (non-finite)", "; ", CriteriaToString(c.criteria),
-                      " score ", Error(c.score), c.meets ? "" : " FAILS",
-                      c.set > 0 ? absl::StrCat(" (input set ", c.set, ")") : "", "\n");
+      const std::string criteria = CriteriaToString(c.criteria);
+      absl::StrAppend(
+          &out, "  ", c.name, ": ", DescribeStatistics(c.stats), c.finite ? "" : " (non-finite)",
+          "; score ", Error(c.score), criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
+          c.meets ? "" : " FAILS", c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
     }
   } else {
     absl::StrAppend(
