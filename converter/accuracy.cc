@@ -282,9 +282,9 @@ absl::StatusOr<Criteria> ParseCriteria(absl::string_view text) {
   return out;
 }
 
-const Criteria& AccuracySpec::For(const std::string& output, const Criteria& fallback) const {
-  if (auto it = per_output.find(output); it != per_output.end()) return it->second;
-  return default_criteria ? *default_criteria : fallback;
+const Criteria* AccuracySpec::Find(const std::string& output) const {
+  if (auto it = per_output.find(output); it != per_output.end()) return &it->second;
+  return default_criteria ? &*default_criteria : nullptr;
 }
 
 absl::Status AddAccuracyOption(absl::string_view text, AccuracySpec& spec) {
@@ -307,7 +307,8 @@ absl::Status AddAccuracyOption(absl::string_view text, AccuracySpec& spec) {
   return absl::OkStatus();
 }
 
-Criteria DefaultPrecisionCriteria() {
+Criteria DefaultPrecisionCriteria(int64_t elements) {
+  if (elements < kManyElements) return {{CriterionKind::kMax, 0, 0.01}};
   return {{CriterionKind::kMax, 0, 0.1},
           {CriterionKind::kPercentile, 99, 0.01},
           {CriterionKind::kMean, 0, 0.002}};

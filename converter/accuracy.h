@@ -51,17 +51,21 @@ absl::StatusOr<Criteria> ParseCriteria(absl::string_view text);
 struct AccuracySpec {
   std::optional<Criteria> default_criteria;  // unset: the conversion's default
   std::map<std::string, Criteria> per_output;
-  // The criteria for `output`, with `fallback` where neither applies.
-  const Criteria& For(const std::string& output, const Criteria& fallback) const;
+  // The criteria for `output`: its own, else the default; nullptr when neither is given.
+  const Criteria* Find(const std::string& output) const;
 };
 
 // One `--accuracy` value: `NAME=CRITERIA` (split at the last '=') or `CRITERIA` (the default).
 // Errors are one line that starts with "--accuracy TEXT: ".
 absl::Status AddAccuracyOption(absl::string_view text, AccuracySpec& spec);
 
-// The default for conversions that change precision, and why it is this is in
-// docs/validation.md: tails and typical error bounded, no element beyond a tenth of the range.
-Criteria DefaultPrecisionCriteria();
+// The default for conversions that change precision, for an output of `elements` elements;
+// why it is this is in docs/validation.md. From kManyElements on: the typical error and the
+// tail bounded, no element beyond a tenth of the range (max:0.1,p99:0.01,mean:0.002); below,
+// where 1% of the elements is less than one, the worst element at the tail's bound
+// (max:0.01).
+constexpr int64_t kManyElements = 100;
+Criteria DefaultPrecisionCriteria(int64_t elements);
 // Today's criterion: the worst element within `tolerance` of the range.
 Criteria MaxErrorCriteria(double tolerance);
 

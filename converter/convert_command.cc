@@ -268,7 +268,8 @@ Command AddConvertCommand(CLI::App& app) {
                   "How outputs are judged: NAME=CRITERIA for one output, CRITERIA for the "
                   "others (repeatable); CRITERIA is max:B, mean:B, p99:B, p99.9:B, "
                   "beyond@E:S, topK:S, mask@T:S or boxes@IOU:S, joined by ','. Default for "
-                  "fp16: max:0.1,p99:0.01,mean:0.002 (docs/validation.md)");
+                  "fp16: max:0.1,p99:0.01,mean:0.002, or max:0.01 for outputs of fewer than 100 "
+                  "elements (docs/validation.md)");
   sub->add_flag("--no-repair", o->no_repair,
                 "Report an fp16 conversion beyond the tolerance instead of keeping the nodes "
                 "responsible in fp32");

@@ -428,10 +428,17 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   report.rewrites = rewriter.records();
   phase("steps");
 
-  const Criteria fallback = options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
-                            : precision_changed    ? DefaultPrecisionCriteria()
-                                                   : MaxErrorCriteria(1e-4);
-  report.end_to_end_tolerance = MaxBound(options.accuracy.default_criteria.value_or(fallback));
+  // The default criteria; the loosest bound they put on the worst element is the reported
+  // tolerance.
+  ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
+    return options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
+           : precision_changed    ? DefaultPrecisionCriteria(elements)
+                                  : MaxErrorCriteria(1e-4);
+  };
+  report.end_to_end_tolerance =
+      options.accuracy.default_criteria
+          ? MaxBound(*options.accuracy.default_criteria)
+          : std::max(MaxBound(fallback(0)), MaxBound(fallback(kManyElements)));
   if (validator != nullptr) {
     validator->set_accuracy(options.accuracy, fallback);
     // What the rewrites computed as they went: an estimate, logged beside the measurement.

@@ -592,7 +592,7 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(const Graph& g,
       return absl::InternalError(
           absl::StrCat("output '", c.name, "' is not an output of the original model"));
     }
-    c.criteria = CriteriaFor(c.name);
+    c.criteria = CriteriaFor(c.name, ref->second.numel());
     c.stats = MeasureOutput(actual, ref->second, resolution, c.criteria, kBeyondError);
     c.error = c.stats.max;
     c.score = CriteriaScore(c.criteria, c.stats);

@@ -5,6 +5,7 @@
 // and the values a rewrite creates get the activations computed for them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -105,14 +106,16 @@ class ReferenceValidator : public rules::Validator {
   // Full runs of a model made so far (reference runs, whole-graph runs, end-to-end runs).
   int model_runs() const { return model_runs_; }
   void count_model_runs(int n) { model_runs_ += n; }
-  // The criteria each output is judged by: `spec`'s, else `fallback`. Until set: the worst
-  // element within 1e-4 of the range.
-  void set_accuracy(AccuracySpec spec, Criteria fallback) {
+  // The criteria each output is judged by: `spec`'s, else what `fallback` gives for the
+  // output's number of elements. Until set: the worst element within 1e-4 of the range.
+  using DefaultCriteria = std::function<Criteria(int64_t elements)>;
+  void set_accuracy(AccuracySpec spec, DefaultCriteria fallback) {
     accuracy_ = std::move(spec);
     fallback_ = std::move(fallback);
   }
-  const Criteria& CriteriaFor(const std::string& output) const {
-    return accuracy_.For(output, fallback_);
+  Criteria CriteriaFor(const std::string& output, int64_t elements) const {
+    const Criteria* given = accuracy_.Find(output);
+    return given != nullptr ? *given : fallback_(elements);
   }
   // Compares `outputs` (of a model whose graph is `g`) with the original's on set `set`.
   absl::StatusOr<EndToEndResult> Compare(const Graph& g, const std::vector<Tensor>& outputs,
@@ -145,7 +148,7 @@ class ReferenceValidator : public rules::Validator {
 
   Model& model_;
   AccuracySpec accuracy_;
-  Criteria fallback_ = MaxErrorCriteria(1e-4);
+  DefaultCriteria fallback_ = [](int64_t) { return MaxErrorCriteria(1e-4); };
   exec::TensorMap inputs_;  // sets_[0]
   std::vector<exec::TensorMap> sets_;
   std::vector<std::vector<std::pair<std::string, Tensor>>> set_outputs_;

@@ -162,8 +162,10 @@ TEST(AccuracyCriteria, ParsesSpecsAndNamesWhatIsWrongInOneLine) {
   AccuracySpec spec;
   ASSERT_TRUE(AddAccuracyOption("prob=mask@0.3:1e-4", spec).ok());
   ASSERT_TRUE(AddAccuracyOption("p99:0.01", spec).ok());
-  EXPECT_EQ(CriteriaToString(spec.For("prob", {})), "mask@0.3:0.0001");
-  EXPECT_EQ(CriteriaToString(spec.For("logits", {})), "p99:0.01");
+  ASSERT_NE(spec.Find("prob"), nullptr);
+  EXPECT_EQ(CriteriaToString(*spec.Find("prob")), "mask@0.3:0.0001");
+  ASSERT_NE(spec.Find("logits"), nullptr);
+  EXPECT_EQ(CriteriaToString(*spec.Find("logits")), "p99:0.01");
   for (const char* bad : {"max", "max:x", "max:-1", "maen:0.1", "p101:0.1", "top0:0", "mask:0.1",
                           "boxes@2:0", "beyond@0.1:2", "max@3:0.1", "=max:0.1", "y=max:0.1,"}) {
     const absl::Status s = AddAccuracyOption(bad, spec);
@@ -177,6 +179,14 @@ TEST(AccuracyCriteria, ParsesSpecsAndNamesWhatIsWrongInOneLine) {
 
 // Two input sets: output 'a' scores worse on the second, 'b' on the first. Each output keeps
 // the statistics of its worse set, and the result's score is the worst of all.
+// The default for fp16: an output of fewer than 100 elements is judged by its worst element
+// (1% of it is less than one element); a larger one by its tail and its typical error.
+TEST(AccuracyCriteria, DefaultFollowsTheOutputsSize) {
+  EXPECT_EQ(CriteriaToString(DefaultPrecisionCriteria(1)), "max:0.01");
+  EXPECT_EQ(CriteriaToString(DefaultPrecisionCriteria(99)), "max:0.01");
+  EXPECT_EQ(CriteriaToString(DefaultPrecisionCriteria(1000)), "max:0.1,p99:0.01,mean:0.002");
+}
+
 TEST(AccuracyCriteria, CalibrationSetsAreJudgedEach) {
   auto result = [](double score_a, double score_b, size_t set) {
     EndToEndResult r;
