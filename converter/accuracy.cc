@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -337,8 +338,30 @@ double OutputStatistics::PercentileValue(double q) const {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+namespace {
+
+// Strings that all spell numbers (a Cast to string) as float numbers, so that they are judged
+// as the numbers they hold; nullopt when one does not.
+std::optional<Tensor> NumbersOf(const Tensor& t) {
+  if (t.type() != DataType::kString) return std::nullopt;
+  std::vector<float> values;
+  for (const std::string& text : t.strings()) {
+    double v = 0;
+    if (!absl::SimpleAtod(text, &v)) return std::nullopt;
+    values.push_back(static_cast<float>(v));
+  }
+  return Tensor::FromVector(DataType::kFloat, t.dims(), values);
+}
+
+}  // namespace
+
 OutputStatistics MeasureOutput(const Tensor& actual, const Tensor& expected, double resolution,
                                const Criteria& criteria, double beyond_error) {
+  if (actual.type() == DataType::kString && expected.type() == DataType::kString &&
+      actual.strings() != expected.strings()) {
+    std::optional<Tensor> a = NumbersOf(actual), e = NumbersOf(expected);
+    if (a && e) return MeasureOutput(*a, *e, resolution, criteria, beyond_error);
+  }
   OutputStatistics s;
   s.elements = expected.numel();
   std::vector<double> qs(std::begin(kReportedPercentiles), std::end(kReportedPercentiles));
@@ -353,9 +376,16 @@ OutputStatistics MeasureOutput(const Tensor& actual, const Tensor& expected, dou
       errors_beyond.push_back(c.parameter);
     }
   }
-  s.max = exec::RelativeError(actual, expected, resolution);
-  if (actual.dims() != expected.dims() || actual.type() == DataType::kString ||
-      expected.type() == DataType::kString) {
+  const bool strings = actual.type() == DataType::kString || expected.type() == DataType::kString;
+  if (strings && actual.type() == expected.type() && actual.dims() == expected.dims() &&
+      actual.strings() == expected.strings()) {
+    // Equal strings: nothing differs.
+    for (double q : qs) s.percentiles.push_back({q, 0});
+    for (double e : errors_beyond) s.beyond.push_back({e, 0, 0});
+    return s;
+  }
+  s.max = strings ? kInfinity : exec::RelativeError(actual, expected, resolution);
+  if (actual.dims() != expected.dims() || strings) {
     // Nothing to measure element by element: every statistic is infinite.
     s.mean = kInfinity;
     s.non_finite = std::max<int64_t>(1, s.elements);

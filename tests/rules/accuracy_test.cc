@@ -151,6 +151,19 @@ TEST(AccuracyCriteria, NonFiniteTheOriginalHasNotFailsEveryCriterion) {
   EXPECT_EQ(CriteriaScore(Parse("max:0"), Measure(both, both, "max:0")), 0);
 }
 
+// String outputs: equal strings meet every criterion; words that differ meet none; strings
+// that spell numbers (a Cast to string) are judged as the numbers: 0.4699707 for 0.47 on a
+// range of 0.5 is 6e-5 of it.
+TEST(AccuracyCriteria, StringOutputsCompareExactlyOrAsTheNumbersTheySpell) {
+  const Tensor a({2}, {"monday", "tuesday"});
+  const Tensor b({2}, {"monday", "Tuesday"});
+  EXPECT_EQ(CriteriaScore(Parse("max:0"), Measure(a, a, "max:0")), 0);
+  EXPECT_TRUE(std::isinf(CriteriaScore(Parse("mean:1"), Measure(b, a, "mean:1"))));
+  const OutputStatistics s =
+      Measure(Tensor({2}, {"0.4699707", "-0.03"}), Tensor({2}, {"0.47", "-0.03"}), "max:1");
+  EXPECT_NEAR(s.max, 0.0000293 / 0.5, 1e-7);
+}
+
 TEST(AccuracyCriteria, ParsesSpecsAndNamesWhatIsWrongInOneLine) {
   const Criteria c = Parse(
       "max:0.1, p99.9:0.01,mean:2e-3,beyond@0.01:1e-3,top5:0,mask@0.3:1e-4,"
