@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <map>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -236,13 +235,24 @@ std::string SummaryTable(const ConversionReport& report) {
   }
   if (report.end_to_end) {
     const EndToEndResult& e = *report.end_to_end;
-    // Criteria every output shares are said once; otherwise each output says its own.
-    std::set<std::string> criteria_used;
-    for (const OutputComparison& c : e.outputs) criteria_used.insert(CriteriaToString(c.criteria));
-    const std::string common = criteria_used.size() == 1 ? *criteria_used.begin() : "";
+    // The criteria most outputs share are said once (when more than one output shares them,
+    // or there is one output); an output judged otherwise says its own.
+    std::map<std::string, int> uses;
+    for (const OutputComparison& c : e.outputs) uses[CriteriaToString(c.criteria)]++;
+    std::string common;
+    int most = 0;
+    for (const auto& [text, n] : uses) {
+      if (n > most) {
+        common = text;
+        most = n;
+      }
+    }
+    if (most < 2 && e.outputs.size() > 1) common.clear();
     absl::StrAppend(
         &out, "end-to-end: score ", Error(e.score), " (",
-        common.empty() ? "each output's criteria" : absl::StrCat("criteria ", common),
+        common.empty()     ? "each output's criteria"
+        : uses.size() == 1 ? absl::StrCat("criteria ", common)
+                           : absl::StrCat("criteria ", common, " unless an output names its own"),
         "; at most 1 meets them), max error ", Error(e.max_error), " of the output range",
         report.outputs_match ? " - outputs preserved" : " - OUTPUTS CHANGED",
         report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
