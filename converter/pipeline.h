@@ -44,7 +44,15 @@ struct PipelineOptions {
   // end-to-end error measured on the file written.
   bool write_output = false;
   SaveOptions save;
-  bool progress = false;  // a progress bar on stderr (when it is a terminal)
+  // The JSON report (ReportToJson), written with the model: a model is kept only once its
+  // report is written too, and a report only with its model (both or neither).
+  std::string report_path;
+  bool progress = false;  // a status line on stderr (when it is a terminal; StatusLine)
+  // Called before each step with the model as that step sees it (reference-run shape facts
+  // included) and the options the passes get; returning true ends the conversion there, with
+  // nothing written (`explain` looks at what a rule sees at its step).
+  std::function<bool(const std::string& step, Model& model, const rules::ConvertOptions& options)>
+      before_step;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

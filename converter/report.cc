@@ -159,11 +159,42 @@ std::string ReportToJson(const ConversionReport& report) {
   for (const std::string& n : report.dynamic_values) w.String(n);
   w.EndArray();
   w.EndObject();
+  if (report.cost) {
+    const PrecisionCost& c = *report.cost;
+    w.Key("precision_cost").BeginObject();
+    w.Key("float_nodes").Int(c.float_nodes);
+    w.Key("fp32_nodes").Int(c.fp32_nodes);
+    w.Key("fp32_node_share").Number(c.NodeShare());
+    w.Key("multiply_adds").Number(c.multiply_adds);
+    w.Key("fp32_multiply_adds").Number(c.fp32_multiply_adds);
+    w.Key("fp32_multiply_add_share").Number(c.MultiplyAddShare());
+    w.Key("nodes_without_shapes").Int(c.nodes_without_shapes);
+    w.Key("weight_bytes").Int(c.weight_bytes);
+    w.Key("fp32_weight_bytes").Int(c.fp32_weight_bytes);
+    w.Key("casts").Int(c.casts);
+    w.Key("casts_inserted").Int(c.casts_inserted);
+    w.EndObject();
+  }
   if (report.repair) {
     w.Key("repair").BeginObject();
     w.Key("rounds").Int(report.repair->rounds);
     w.Key("model_runs").Int(report.repair->model_runs);
     w.Key("error_before").Number(report.repair->error_before);
+    w.Key("only_fp32_meets").Bool(report.repair->only_fp32);
+    w.Key("history").BeginArray();
+    for (const RepairRound& r : report.repair->history) {
+      w.BeginObject();
+      w.Key("round").Int(r.round);
+      w.Key("action").String(r.round == 0 ? "first conversion" : r.give_back ? "give back" : "add");
+      w.Key("nodes").Int(r.nodes_changed);
+      w.Key("fp32_nodes").Int(r.fp32_nodes);
+      w.Key("fp32_share").Number(r.fp32_share);
+      w.Key("score").Number(r.score);
+      w.Key("error").Number(r.error);
+      w.Key("kept").Bool(r.kept);
+      w.EndObject();
+    }
+    w.EndArray();
     w.Key("kept_fp32").BeginArray();
     for (const RepairedNode& k : report.repair->kept) {
       w.BeginObject();
@@ -179,6 +210,31 @@ std::string ReportToJson(const ConversionReport& report) {
   }
   w.EndObject();
   return w.str() + "\n";
+}
+
+std::string RepairLines(const Repair& r, size_t listed) {
+  std::string out = absl::StrFormat(
+      "repair: end-to-end error %s beyond the tolerance; %d node(s) kept in fp32 "
+      "in %d round(s), %d model run(s)\n",
+      Error(r.error_before), r.kept.size(), r.rounds, r.model_runs);
+  for (const RepairRound& h : r.history) {
+    if (h.round == 0) continue;
+    absl::StrAppend(&out, absl::StrFormat("  round %d: %s %d node(s): %d in fp32 (%.1f%% of float "
+                                          "nodes), error %s, score %.3g - %s\n",
+                                          h.round, h.give_back ? "give back" : "add",
+                                          h.nodes_changed, h.fp32_nodes, 100 * h.fp32_share,
+                                          Error(h.error), h.score, h.kept ? "kept" : "not kept"));
+  }
+  // A deep model can keep hundreds: the first ones here, all of them in the reports.
+  for (size_t i = 0; i < r.kept.size() && i < listed; ++i) {
+    const RepairedNode& k = r.kept[i];
+    absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
+                                          Error(k.error_before), Error(k.error_after)));
+  }
+  if (r.kept.size() > listed) {
+    absl::StrAppend(&out, "  … and ", r.kept.size() - listed, " more (--report)\n");
+  }
+  return out;
 }
 
 std::string SummaryTable(const ConversionReport& report) {
@@ -220,19 +276,9 @@ std::string SummaryTable(const ConversionReport& report) {
     for (const auto& [op, n] : per_op) absl::StrAppend(&ops, ops.empty() ? "" : ", ", op, " ", n);
     absl::StrAppend(&out, "fp32 islands: ", report.islands.size(), " node(s) (", ops, ")\n");
   }
+  if (report.cost) absl::StrAppend(&out, PrecisionCostLine(*report.cost), "\n");
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
-  if (report.repair) {
-    const Repair& r = *report.repair;
-    absl::StrAppend(&out,
-                    absl::StrFormat("repair: end-to-end error %s beyond the tolerance; "
-                                    "%d node(s) kept in fp32 in %d round(s), %d model "
-                                    "run(s)\n",
-                                    Error(r.error_before), r.kept.size(), r.rounds, r.model_runs));
-    for (const RepairedNode& k : r.kept) {
-      absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
-                                            Error(k.error_before), Error(k.error_after)));
-    }
-  }
+  if (report.repair) absl::StrAppend(&out, RepairLines(*report.repair, 20));
   if (report.end_to_end) {
     const EndToEndResult& e = *report.end_to_end;
     // The criteria most outputs share are said once (when more than one output shares them,
@@ -248,13 +294,16 @@ std::string SummaryTable(const ConversionReport& report) {
       }
     }
     if (most < 2 && e.outputs.size() > 1) common.clear();
+    const bool only_fp32 = report.repair && report.repair->only_fp32;
     absl::StrAppend(
         &out, "end-to-end: score ", Error(e.score), " (",
         common.empty()     ? "each output's criteria"
         : uses.size() == 1 ? absl::StrCat("criteria ", common)
                            : absl::StrCat("criteria ", common, " unless an output names its own"),
         "; at most 1 meets them), max error ", Error(e.max_error), " of the output range",
-        report.outputs_match ? " - outputs preserved" : " - OUTPUTS CHANGED",
+        report.outputs_match ? " - outputs preserved"
+        : only_fp32          ? " - only the fp32 model meets the criterion"
+                             : " - OUTPUTS CHANGED",
         report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
     for (const OutputComparison& c : e.outputs) {
       const std::string criteria = CriteriaToString(c.criteria);

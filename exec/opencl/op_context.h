@@ -135,5 +135,10 @@ void AddElementwiseOps(std::vector<OpDef>& table);
 void AddShapeOps(std::vector<OpDef>& table);
 void AddConvOps(std::vector<OpDef>& table);
 void AddReduceOps(std::vector<OpDef>& table);
+void AddQuantOps(std::vector<OpDef>& table);
+void AddRecurrentOps(std::vector<OpDef>& table);
+void AddResizeOps(std::vector<OpDef>& table);
+void AddConvTransposeOps(std::vector<OpDef>& table);
+void AddDetectionOps(std::vector<OpDef>& table);
 
 }  // namespace ovfix::exec::opencl
