@@ -150,7 +150,7 @@ std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryF
                     FirstFew(report.dynamic_values, kListed), "\n");
   }
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
-  if (report.repair) absl::StrAppend(&out, converter::RepairLines(*report.repair, kListed));
+  if (report.repair) absl::StrAppend(&out, converter::RepairLines(*report.repair, kListed, false));
   absl::StrAppend(&out, absl::StrFormat("time: %.1f s\n", report.seconds));
   // The accuracy line as the report prints it (converter/report.h), whatever it says.
   bool accuracy = false;

@@ -212,18 +212,26 @@ std::string ReportToJson(const ConversionReport& report) {
   return w.str() + "\n";
 }
 
-std::string RepairLines(const Repair& r, size_t listed) {
+std::string RepairLines(const Repair& r, size_t listed, bool every_round) {
   std::string out = absl::StrFormat(
       "repair: end-to-end error %s beyond the tolerance; %d node(s) kept in fp32 "
       "in %d round(s), %d model run(s)\n",
       Error(r.error_before), r.kept.size(), r.rounds, r.model_runs);
+  int not_listed = 0;
   for (const RepairRound& h : r.history) {
     if (h.round == 0) continue;
+    if (!every_round && !h.kept) {
+      ++not_listed;
+      continue;
+    }
     absl::StrAppend(&out, absl::StrFormat("  round %d: %s %d node(s): %d in fp32 (%.1f%% of float "
                                           "nodes), error %s, score %.3g - %s\n",
                                           h.round, h.give_back ? "give back" : "add",
                                           h.nodes_changed, h.fp32_nodes, 100 * h.fp32_share,
                                           Error(h.error), h.score, h.kept ? "kept" : "not kept"));
+  }
+  if (not_listed > 0) {
+    absl::StrAppend(&out, "  … and ", not_listed, " round(s) not kept (--report)\n");
   }
   // A deep model can keep hundreds: the first ones here, all of them in the reports.
   for (size_t i = 0; i < r.kept.size() && i < listed; ++i) {
@@ -278,7 +286,7 @@ std::string SummaryTable(const ConversionReport& report) {
   }
   if (report.cost) absl::StrAppend(&out, PrecisionCostLine(*report.cost), "\n");
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
-  if (report.repair) absl::StrAppend(&out, RepairLines(*report.repair, 20));
+  if (report.repair) absl::StrAppend(&out, RepairLines(*report.repair, 20, true));
   if (report.end_to_end) {
     const EndToEndResult& e = *report.end_to_end;
     // The criteria most outputs share are said once (when more than one output shares them,

@@ -57,8 +57,9 @@ struct ConversionReport {
   double seconds = 0;
 };
 
-// The repair's lines of the console summary: the rounds, then the first `listed` nodes kept.
-std::string RepairLines(const Repair& repair, size_t listed);
+// The repair's lines of the console summary: its rounds (only those kept unless
+// `every_round`), then the first `listed` nodes kept.
+std::string RepairLines(const Repair& repair, size_t listed, bool every_round);
 std::string ReportToJson(const ConversionReport& report);
 // Rewrites per rule, islands, end-to-end error: a few lines for the console.
 std::string SummaryTable(const ConversionReport& report);

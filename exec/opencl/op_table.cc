@@ -10,6 +10,7 @@ const std::vector<OpDef>& AllOps() {
     AddShapeOps(t);
     AddConvOps(t);
     AddReduceOps(t);
+    AddDataOps(t);
     AddQuantOps(t);
     AddRecurrentOps(t);
     AddResizeOps(t);

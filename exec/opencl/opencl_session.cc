@@ -360,13 +360,14 @@ class OpenclSession : public Session {
       NoteFallback(step, std::string(s.message()));
       return RunOnCpu(step, values);
     }
-    // Integer values that only live on the host are shape arithmetic (Shape -> Gather ->
-    // Concat, Constant): the CPU kernel computes them where they are, no transfer.
+    // Integer values held on the host are shape arithmetic (Shape -> Gather -> Concat,
+    // Constant, integer initializers, which also have a device copy): the CPU kernel computes
+    // them where they are, no transfer.
     bool host_only = step.cpu != nullptr;
     for (int s : step.inputs) {
       if (s < 0) continue;
       const ClValue& v = values[s];
-      if (v.device || v.type == DataType::kFloat || v.type == DataType::kFloat16) host_only = false;
+      if (!v.host || v.type == DataType::kFloat || v.type == DataType::kFloat16) host_only = false;
     }
     if (host_only && !ComputesOnIntegers(step.node->op_type())) {
       if (!step.counted_host && step.node->op_type() != "Constant") {
