@@ -4,6 +4,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "converter/accuracy.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::cli {
 namespace {
@@ -70,9 +72,16 @@ void AddConversionFlags(CLI::App* sub, ConversionFlags& f) {
                   "ONNX test-data folder (test_data_set_*/input_K.pb or input_K.pb) to "
                   "validate, calibrate and repair on (repeatable)");
   sub->add_option("--tolerance", f.tolerance,
-                  "End-to-end tolerance relative to each output's range (default 1e-2 for "
-                  "fp16 conversions, 1e-4 otherwise)")
+                  "Judge every output by its worst element relative to its range: the same as "
+                  "--accuracy max:X (default: --accuracy's default for fp16 conversions, "
+                  "max:1e-4 otherwise)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--accuracy", f.accuracy,
+                  "How outputs are judged: NAME=CRITERIA for one output, CRITERIA for the "
+                  "others (repeatable); CRITERIA is max:B, mean:B, p99:B, p99.9:B, "
+                  "beyond@E:S, topK:S, mask@T:S or boxes@IOU:S, joined by ','. Default for "
+                  "fp16: max:0.1,p99:0.01,mean:0.002, or max:0.01 for outputs of fewer than 100 "
+                  "elements (docs/validation.md)");
   sub->add_flag("--no-repair", f.no_repair,
                 "Report an fp16 conversion beyond the tolerance instead of keeping the nodes "
                 "responsible in fp32");
@@ -113,6 +122,9 @@ absl::Status ToPipelineOptions(const ConversionFlags& f, converter::PipelineOpti
   }
   p.calibration_data = f.calibration_data;
   p.tolerance = f.tolerance;
+  for (const std::string& text : f.accuracy) {
+    OVFIX_RETURN_IF_ERROR(converter::AddAccuracyOption(text, p.accuracy));
+  }
   p.repair = !f.no_repair;
   return absl::OkStatus();
 }

@@ -24,6 +24,7 @@ struct ConversionFlags {
   bool no_validate = false;
   std::vector<std::string> calibration_data;
   double tolerance = -1;
+  std::vector<std::string> accuracy;  // --accuracy, as given
   bool no_repair = false;
   bool verbose = false;
   // Options whose presence on the command line overrides the target's.

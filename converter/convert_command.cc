@@ -225,7 +225,7 @@ int RunConvert(ConvertOptions& o) {
   }
   if (!report->outputs_match) {
     std::fprintf(stderr,
-                 "ovfix convert: the converted model changes the outputs beyond tolerance "
+                 "ovfix convert: the converted model's outputs do not meet the accuracy criteria "
                  "(see above); %s was not written\n",
                  o.output.c_str());
     return kExitMismatch;

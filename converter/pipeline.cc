@@ -232,12 +232,56 @@ absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& 
       converted.message()));
 }
 
-// Stand-in until the accuracy criteria land: the score is the worst error over the
-// tolerance (RelativeError is infinite where an output has a NaN or infinity the original
-// does not have; one the original has too is no error).
-void SetScore(EndToEndResult& r, double tolerance) {
-  r.score = tolerance > 0 ? r.max_error / tolerance
-                          : (r.max_error > 0 ? std::numeric_limits<double>::infinity() : 0);
+// The bound `criteria` put on the worst element, or -1 when they put none.
+double MaxBound(const Criteria& criteria) {
+  double bound = -1;
+  for (const Criterion& c : criteria) {
+    if (c.kind == CriterionKind::kMax) bound = bound < 0 ? c.bound : std::min(bound, c.bound);
+  }
+  return bound;
+}
+
+// --accuracy names outputs of the model, with criteria that fit their shapes (as the
+// reference run computed them).
+absl::Status CheckAccuracySpec(const AccuracySpec& spec, const ReferenceValidator& validator) {
+  const std::vector<std::pair<std::string, Tensor>>& outputs = validator.reference_outputs(0);
+  auto reference = [&](const std::string& name) -> const Tensor* {
+    for (const auto& [n, t] : outputs) {
+      if (n == name) return &t;
+    }
+    return nullptr;
+  };
+  for (const auto& [name, criteria] : spec.per_output) {
+    const Tensor* t = reference(name);
+    if (t == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& [n, unused] : outputs) names.push_back(n);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--accuracy ", name, "=", CriteriaToString(criteria), ": the model has no output '", name,
+          "' (its outputs: ", absl::StrJoin(names, ", "), ")"));
+    }
+    for (const Criterion& c : criteria) {
+      if (absl::Status s = CheckApplies(c, t->dims()); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--accuracy ", name, "=", CriteriaToString(criteria), ": output '", name,
+                         "' is ", DescribeTensor(*t), "; ", s.message()));
+      }
+    }
+  }
+  if (spec.default_criteria) {
+    for (const auto& [name, t] : outputs) {
+      if (spec.per_output.contains(name)) continue;
+      for (const Criterion& c : *spec.default_criteria) {
+        if (absl::Status s = CheckApplies(c, t.dims()); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--accuracy ", CriteriaToString(*spec.default_criteria), ": output '",
+                           name, "' is ", DescribeTensor(t), "; ", s.message(),
+                           " (name the outputs it fits: NAME=", c.ToString(), ")"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status NotRunnable(const absl::Status& s) {
@@ -289,7 +333,6 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
     return NotRunnable(e2e.status());
   }
   report.end_to_end = *std::move(e2e);
-  SetScore(*report.end_to_end, report.end_to_end_tolerance);
   report.outputs_match = report.end_to_end->meets();
   if (!report.outputs_match) {
     take_back();
@@ -361,6 +404,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                        " (--no-validate converts without validation)"));
     }
     validator = *std::move(v);
+    OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options.accuracy, *validator));
     report.validated = true;
     phase("reference run");
     report.observed_shape_facts =
@@ -421,9 +465,19 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   report.rewrites = rewriter.records();
   phase("steps");
 
+  // The default criteria; the loosest bound they put on the worst element is the reported
+  // tolerance.
+  ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
+    return options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
+           : precision_changed    ? DefaultPrecisionCriteria(elements)
+                                  : MaxErrorCriteria(1e-4);
+  };
   report.end_to_end_tolerance =
-      options.tolerance >= 0 ? options.tolerance : (precision_changed ? 1e-2 : 1e-4);
+      options.accuracy.default_criteria
+          ? MaxBound(*options.accuracy.default_criteria)
+          : std::max(MaxBound(fallback(0)), MaxBound(fallback(kManyElements)));
   if (validator != nullptr) {
+    validator->set_accuracy(options.accuracy, fallback);
     // What the rewrites computed as they went: an estimate, logged beside the measurement.
     absl::StatusOr<EndToEndResult> estimate = validator->CompareFinalOutputs();
     if (estimate.ok()) {
@@ -442,7 +496,6 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(*written);
     if (!e2e.ok()) return NotRunnable(e2e.status());
     report.end_to_end = *std::move(e2e);
-    SetScore(*report.end_to_end, report.end_to_end_tolerance);
     report.outputs_match = report.end_to_end->meets();
     phase("end-to-end comparison");
   }
@@ -475,8 +528,8 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
       progress.Set(m.substr(0, m.find(':')));
     };
     absl::StatusOr<RepairResult> repaired =
-        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->max_error, *validator,
-                          report.end_to_end_tolerance, reconvert, repair_log);
+        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->score, *validator,
+                          /*tolerance=*/1.0, reconvert, repair_log);
     if (!repaired.ok()) return NotRunnable(repaired.status());
     model = std::move(*repaired->model);
     report.repair = Repair{repaired->kept,       repaired->rounds,

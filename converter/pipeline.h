@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "converter/accuracy.h"
 #include "converter/calibration_data.h"
 #include "converter/report.h"
 #include "ir/model.h"
@@ -28,6 +29,10 @@ struct PipelineOptions {
   // End-to-end tolerance (relative to each output's range); < 0 picks 1e-4, or 1e-2 when
   // the conversion changed precision (fp16).
   double tolerance = -1;
+  // --accuracy: criteria per output and a default for the rest (converter/accuracy.h).
+  // Without a default: `max:tolerance` when --tolerance is given, else the default for
+  // conversions that change precision (DefaultPrecisionCriteria), else max:1e-4.
+  AccuracySpec accuracy;
   // Calibration data: ONNX test-data folders (--calibration-data) and --input sets (input
   // name -> file; convert.input_files is one more). None: random inputs.
   std::vector<std::string> calibration_data;

@@ -198,11 +198,7 @@ absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidat
     reference.count_model_runs(1);
     if (!out.ok()) return out.status();
     OVFIX_ASSIGN_OR_RETURN(EndToEndResult r, reference.Compare(bytes->graph(), *out, k));
-    for (size_t i = 0; i < worst.outputs.size() && i < r.outputs.size(); ++i) {
-      worst.outputs[i].error = std::max(worst.outputs[i].error, r.outputs[i].error);
-      worst.outputs[i].finite = worst.outputs[i].finite && r.outputs[i].finite;
-    }
-    worst.max_error = std::max(worst.max_error, r.max_error);
+    KeepWorst(worst, r);
   }
   return worst;
 }
@@ -355,13 +351,13 @@ std::vector<double> AddedErrors(const std::vector<Unit>& units, const Weights& w
   return added;
 }
 
-// Stand-in until the accuracy criteria land (then: r.score, as ReferenceValidator::Compare
-// fills it): the worst error over the tolerance. RelativeError is infinite where an output
-// has a NaN or infinity the original does not have.
+// The accuracy criteria's score (ReferenceValidator::Compare fills it; infinite where an
+// output has a NaN or infinity the original does not have), over `tolerance`: the pipeline
+// passes 1, the score's own bound.
 double Score(const EndToEndResult& r, double tolerance) {
-  if (std::isnan(r.max_error)) return std::numeric_limits<double>::infinity();
-  return tolerance > 0 ? r.max_error / tolerance
-                       : (r.max_error > 0 ? std::numeric_limits<double>::infinity() : 0);
+  if (std::isnan(r.score)) return std::numeric_limits<double>::infinity();
+  return tolerance > 0 ? r.score / tolerance
+                       : (r.score > 0 ? std::numeric_limits<double>::infinity() : 0);
 }
 
 struct Evaluated {

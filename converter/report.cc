@@ -40,6 +40,72 @@ void WriteRewrite(cli::JsonWriter& w, const RewriteRecord& r) {
 
 std::string Error(double e) { return absl::StrFormat("%.2g", e); }
 
+// One output's comparison: its criteria, score and every statistic measured.
+void WriteOutput(cli::JsonWriter& w, const OutputComparison& c) {
+  const OutputStatistics& s = c.stats;
+  w.BeginObject();
+  w.Key("name").String(c.name);
+  w.Key("error").Number(c.error);
+  w.Key("finite").Bool(c.finite);
+  w.Key("criteria").String(CriteriaToString(c.criteria));
+  w.Key("score").Number(c.score);
+  w.Key("meets").Bool(c.meets);
+  w.Key("input_set").Int(static_cast<int64_t>(c.set));
+  w.Key("elements").Int(s.elements);
+  w.Key("max").Number(s.max);
+  w.Key("mean").Number(s.mean);
+  for (const Percentile& p : s.percentiles) {
+    w.Key(absl::StrFormat("p%g", p.q)).Number(p.value);
+  }
+  w.Key("beyond").BeginArray();
+  for (const ShareBeyond& b : s.beyond) {
+    w.BeginObject();
+    w.Key("error").Number(b.error);
+    w.Key("share").Number(b.share);
+    w.Key("elements").Int(b.count);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("non_finite").Int(s.non_finite);
+  if (!s.topk.empty()) {
+    w.Key("topk").BeginArray();
+    for (const TopKAgreement& t : s.topk) {
+      w.BeginObject();
+      w.Key("k").Int(t.k);
+      w.Key("rows").Int(t.rows);
+      w.Key("differing").Int(t.differing);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  if (!s.masks.empty()) {
+    w.Key("masks").BeginArray();
+    for (const MaskAgreement& m : s.masks) {
+      w.BeginObject();
+      w.Key("threshold").Number(m.threshold);
+      w.Key("elements").Int(m.elements);
+      w.Key("flipped").Int(m.flipped);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  if (!s.boxes.empty()) {
+    w.Key("boxes").BeginArray();
+    for (const BoxAgreement& b : s.boxes) {
+      w.BeginObject();
+      w.Key("iou").Number(b.iou);
+      w.Key("reference").Int(b.reference);
+      w.Key("converted").Int(b.converted);
+      w.Key("unmatched_reference").Int(b.unmatched_reference);
+      w.Key("unmatched_converted").Int(b.unmatched_converted);
+      w.Key("worst_score_difference").Number(b.worst_score_difference);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
 }  // namespace
 
 std::string ReportToJson(const ConversionReport& report) {
@@ -73,16 +139,14 @@ std::string ReportToJson(const ConversionReport& report) {
   w.Key("enabled").Bool(report.validated);
   if (!report.validation_note.empty()) w.Key("note").String(report.validation_note);
   if (report.end_to_end) {
-    w.Key("tolerance").Number(report.end_to_end_tolerance);
-    w.Key("max_error").Number(report.end_to_end->max_error);
-    w.Key("outputs").BeginArray();
-    for (const OutputComparison& c : report.end_to_end->outputs) {
-      w.BeginObject();
-      w.Key("name").String(c.name);
-      w.Key("error").Number(c.error);
-      w.Key("finite").Bool(c.finite);
-      w.EndObject();
+    if (report.end_to_end_tolerance >= 0) {
+      w.Key("tolerance").Number(report.end_to_end_tolerance);
     }
+    w.Key("max_error").Number(report.end_to_end->max_error);
+    w.Key("score").Number(report.end_to_end->score);
+    w.Key("meets").Bool(report.end_to_end->meets());
+    w.Key("outputs").BeginArray();
+    for (const OutputComparison& c : report.end_to_end->outputs) WriteOutput(w, c);
     w.EndArray();
   }
   if (!report.calibration.empty()) w.Key("calibration").String(report.calibration);
@@ -224,18 +288,38 @@ std::string SummaryTable(const ConversionReport& report) {
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
   if (report.repair) absl::StrAppend(&out, RepairLines(*report.repair, 20, true));
   if (report.end_to_end) {
-    absl::StrAppend(&out, "end-to-end: max error ", Error(report.end_to_end->max_error),
-                    " of the output range (tolerance ", Error(report.end_to_end_tolerance), ")");
-    for (const OutputComparison& c : report.end_to_end->outputs) {
-      absl::StrAppend(&out, "; ", c.name, " ", Error(c.error), c.finite ? "" : " (non-finite)");
+    const EndToEndResult& e = *report.end_to_end;
+    // The criteria most outputs share are said once (when more than one output shares them,
+    // or there is one output); an output judged otherwise says its own.
+    std::map<std::string, int> uses;
+    for (const OutputComparison& c : e.outputs) uses[CriteriaToString(c.criteria)]++;
+    std::string common;
+    int most = 0;
+    for (const auto& [text, n] : uses) {
+      if (n > most) {
+        common = text;
+        most = n;
+      }
     }
+    if (most < 2 && e.outputs.size() > 1) common.clear();
     const bool only_fp32 = report.repair && report.repair->only_fp32;
-    absl::StrAppend(&out,
-                    report.outputs_match ? " - outputs preserved"
-                    : only_fp32          ? " - only the fp32 model meets the criterion"
-                                         : " - OUTPUTS CHANGED",
-                    report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "",
-                    "\n");
+    absl::StrAppend(
+        &out, "end-to-end: score ", Error(e.score), " (",
+        common.empty()     ? "each output's criteria"
+        : uses.size() == 1 ? absl::StrCat("criteria ", common)
+                           : absl::StrCat("criteria ", common, " unless an output names its own"),
+        "; at most 1 meets them), max error ", Error(e.max_error), " of the output range",
+        report.outputs_match ? " - outputs preserved"
+        : only_fp32          ? " - only the fp32 model meets the criterion"
+                             : " - OUTPUTS CHANGED",
+        report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
+    for (const OutputComparison& c : e.outputs) {
+      const std::string criteria = CriteriaToString(c.criteria);
+      absl::StrAppend(
+          &out, "  ", c.name, ": ", DescribeStatistics(c.stats), c.finite ? "" : " (non-finite)",
+          "; score ", Error(c.score), criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
+          c.meets ? "" : " FAILS", c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
+    }
   } else {
     absl::StrAppend(
         &out, "end-to-end: not validated",

@@ -92,18 +92,19 @@ std::string CostSection(const PrecisionCost& c) {
 std::string OutputsSection(const ConversionReport& r) {
   std::string out = "<h2>Outputs</h2>";
   if (!r.end_to_end) return out + "<p>Not validated.</p>";
-  absl::StrAppend(&out, "<p>Tolerance ", Number(r.end_to_end_tolerance),
-                  " of each output's range; score = error / tolerance (at most 1 meets it).</p>",
-                  "<table><tr><th>output</th><th>max error (of range)</th><th>score</th>"
-                  "<th>finite</th><th>verdict</th></tr>");
+  absl::StrAppend(&out,
+                  "<p>Errors relative to each output's range; score = the worst of the output's "
+                  "criteria over its bound (at most 1 meets them).</p>",
+                  "<table><tr><th>output</th><th>criteria</th><th>max error</th><th>mean</th>"
+                  "<th>p99</th><th>p99.9</th><th>score</th><th>finite</th><th>verdict</th></tr>");
   for (const OutputComparison& c : r.end_to_end->outputs) {
-    const double score = !c.finite                    ? INFINITY
-                         : r.end_to_end_tolerance > 0 ? c.error / r.end_to_end_tolerance
-                                                      : 0;
-    const bool meets = score <= 1;
-    absl::StrAppend(&out, "<tr><td><code>", Escape(c.name), "</code></td><td>", Number(c.error),
-                    "</td><td>", Number(score), "</td><td>", c.finite ? "yes" : "no",
-                    "</td><td class=", meets ? "ok>meets" : "bad>misses", "</td></tr>");
+    absl::StrAppend(&out, "<tr><td><code>", Escape(c.name), "</code></td><td><code>",
+                    Escape(CriteriaToString(c.criteria)), "</code></td><td>", Number(c.error),
+                    "</td><td>", Number(c.stats.mean), "</td><td>",
+                    Number(c.stats.PercentileValue(99)), "</td><td>",
+                    Number(c.stats.PercentileValue(99.9)), "</td><td>", Number(c.score),
+                    "</td><td>", c.finite ? "yes" : "no",
+                    "</td><td class=", c.meets ? "ok>meets" : "bad>misses", "</td></tr>");
   }
   absl::StrAppend(&out, "</table>");
   return out;
@@ -172,7 +173,7 @@ std::string RoundsPlot(const Repair& repair, double tolerance) {
       crowded |= std::abs(lx - px) < 12 && std::abs(ly - py) < 10;
     if (!crowded) labelled.push_back({px, py});
     const bool near_right = px > kW - kRight - 80;
-    const char* fill = !h.kept ? "#c62828" : h.error <= tolerance ? "#1a7f37" : "#4a7fc1";
+    const char* fill = !h.kept ? "#c62828" : h.score <= 1 ? "#1a7f37" : "#4a7fc1";
     absl::StrAppend(
         &svg,
         absl::StrFormat("<circle cx='%.1f' cy='%.1f' r='5' fill='%s' %s><title>round %d: "

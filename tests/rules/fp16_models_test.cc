@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "converter/accuracy.h"
 #include "converter/pipeline.h"
 #include "converter/report.h"
 #include "exec/compare.h"
@@ -350,6 +351,9 @@ Outcome Convert(const Fp16TestModel& m, const std::string& input, bool magnitude
   PipelineOptions options;
   options.convert.target = "gpu-fp16";
   options.convert.input_files = {{m.input_name, input}};
+  for (const std::string& spec : m.accuracy) {
+    if (!AddAccuracyOption(spec, options.accuracy).ok()) return o;
+  }
   if (magnitude_policy) {  // ModelOpt AutoCast's default, measured as it comes
     options.convert.fp16_islands = rules::ConvertOptions::Fp16Islands::kMagnitude;
     options.convert.fp16_magnitude_threshold = 512;

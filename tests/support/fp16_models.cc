@@ -237,8 +237,8 @@ absl::StatusOr<Fp16TestModel> OcrDetector(int scale) {
   const std::string map = b.Op("Sigmoid", {logits});
   b.Output(map);
   OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto("page_96x192.pb"));
-  OVFIX_ASSIGN_OR_RETURN(Fp16TestModel m,
-                         Finish("ocr_detector", net, x, Normalized(photo, 3), {map + "=mask:0.3"}));
+  OVFIX_ASSIGN_OR_RETURN(Fp16TestModel m, Finish("ocr_detector", net, x, Normalized(photo, 3),
+                                                 {map + "=mask@0.3:0.001"}));
   // A channel of the head's BatchNormalization that training left with a huge running
   // variance (PaddleOCR v4's detector has 9.79e7): the channel is all but constant.
   for (Node* n : m.model->graph().NodeList()) {
@@ -305,7 +305,7 @@ absl::StatusOr<Fp16TestModel> CtcRecognizer(int scale) {
   const std::string probs = b.Op("Softmax", {t}, {ModelBuilder::Int("axis", -1)});
   b.Output(probs);
   OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto("page_line_32x128.pb"));
-  return Finish("ctc_recognizer", net, x, Normalized(photo, 3), {probs + "=topk:1"});
+  return Finish("ctc_recognizer", net, x, Normalized(photo, 3), {probs + "=top1:0"});
 }
 
 absl::StatusOr<Fp16TestModel> Classifier(int scale) {
@@ -340,7 +340,7 @@ absl::StatusOr<Fp16TestModel> Classifier(int scale) {
   const std::string logits = net.Linear(t, cin, 1000, 4.0f);
   b.Output(logits);
   OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto("chelsea_96.pb"));
-  return Finish("classifier", net, x, Normalized(photo, 3), {logits + "=topk:5"});
+  return Finish("classifier", net, x, Normalized(photo, 3), {logits + "=top5:0"});
 }
 
 absl::StatusOr<Fp16TestModel> ResidualMlp(int blocks) {
@@ -361,7 +361,7 @@ absl::StatusOr<Fp16TestModel> ResidualMlp(int blocks) {
   OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto("astronaut_16.pb"));
   // [16, 16, 3] -> [1, 768], normalized like the others.
   Tensor image = Normalized(photo, 3);
-  return Finish("residual_mlp", net, x, image.Reshaped({1, 768}), {out + "=mean"});
+  return Finish("residual_mlp", net, x, image.Reshaped({1, 768}), {out + "=mean:0.002"});
 }
 
 absl::StatusOr<Fp16TestModel> Segmentation(int scale) {
@@ -393,7 +393,8 @@ absl::StatusOr<Fp16TestModel> Segmentation(int scale) {
   }
   OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto("coffee_64.pb"));
   std::vector<std::string> accuracy;
-  for (const std::string& m : maps) accuracy.push_back(m + "=mask:0.5");
+  for (const std::string& m : maps)
+    accuracy.push_back(m + "=mask@0.5:0.005");  // 0.5% of the pixels
   return Finish("segmentation", net, x, Normalized(photo, 3), accuracy);
 }
 

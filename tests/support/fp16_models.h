@@ -34,7 +34,7 @@ struct Fp16TestModel {
   std::string input_name;
   Tensor input;  // the photograph, normalized, in the model's input layout
   // How a user judges each output, as `--accuracy NAME=CRITERION` arguments would say it
-  // (a mask thresholded at 0.3, the top-5 classes, ...).
+  // (converter/accuracy.h: mask@0.3:0.001, a mask at 0.3; top5:0, the top-5 classes; ...).
   std::vector<std::string> accuracy;
 };
 
