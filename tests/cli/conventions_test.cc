@@ -202,7 +202,7 @@ TEST_F(CommandFolder, ConvertEndsWithASummaryAndQuietPrintsTheResultOnly) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Not a terminal: no progress, nothing on stderr.
   EXPECT_EQ(r.err, "");
-  for (const char* row : {"nodes", "  Cast", "weights", "file size", "fp32 share",
+  for (const char* row : {"nodes", "  Cast", "weights", "file size", "fp32 cost",
                           "rewrites:", "time:", "end-to-end:"}) {
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
   }
@@ -212,7 +212,11 @@ TEST_F(CommandFolder, ConvertEndsWithASummaryAndQuietPrintsTheResultOnly) {
       << r.out;
   EXPECT_NE(r.out.find("\n  Cast                                  0  ->  2\n"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("fp32 share: 0% of float nodes (0 of 1)"), std::string::npos) << r.out;
+  // The Add is fp16: no float node, multiply-add or weight byte left in fp32.
+  EXPECT_NE(r.out.find("fp32 cost: 0 of 1 float node(s) (0.0%), 0.0% of 4 multiply-adds, 0 B of "
+                       "8 B of weights, 2 Cast(s) inserted"),
+            std::string::npos)
+      << r.out;
   EXPECT_TRUE(absl::EndsWith(r.out, "wrote " + Path("out.onnx") + " (target gpu-fp16)\n"));
   auto quiet = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out.onnx") +
                         " --target gpu-fp16 --quiet");
