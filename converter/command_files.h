@@ -13,6 +13,12 @@
 
 namespace ovfix::converter {
 
+// The folder of one set in an ONNX test-data folder, for commands that run one set: the
+// folder itself when it holds input_K.pb or output_K.pb, else its first test_data_set_*/ in
+// name order (the forms `convert --calibration-data` reads); the folder as given when it has
+// neither. `sets` (when not null) gets how many sets it holds.
+std::string FirstTestDataSet(const std::string& folder, int* sets = nullptr);
+
 class CommandFiles {
  public:
   // `what` names the file in messages: "the input model", "--rules".
@@ -21,13 +27,17 @@ class CommandFiles {
   void ReadModel(const std::string& path, const Model& model, const std::string& what);
   // The tensor files of an ONNX test-data folder: FOLDER/*.pb, FOLDER/test_data_set_*/*.pb.
   void ReadTestData(const std::string& folder, const std::string& what);
-  void Write(const std::string& path, const std::string& what);
+  // An output. Its folder must exist and be writable (`makes_folder`: the command creates
+  // it, and the nearest folder above it that exists must be writable), and it must not be a
+  // folder itself: checked before the command does any work.
+  void Write(const std::string& path, const std::string& what, bool makes_folder = false);
   // An output that may replace the files in `replaces` (--in-place), and is written through
   // a symbolic link.
   void WriteInPlace(const std::string& path, const std::string& what,
                     const std::vector<std::string>& replaces);
 
-  // OK, or InvalidArgument naming the output and what it would overwrite, in one line.
+  // OK, or InvalidArgument naming the output and what it would overwrite or why it cannot be
+  // written, in one line.
   absl::Status Check() const;
 
  private:
@@ -38,6 +48,7 @@ class CommandFiles {
     File file;
     bool in_place = false;
     std::vector<std::string> replaces;
+    bool makes_folder = false;
   };
   std::vector<File> reads_;
   std::vector<Output> writes_;

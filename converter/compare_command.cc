@@ -27,6 +27,7 @@
 #include "converter/command_files.h"
 #include "converter/compare_report.h"
 #include "converter/model_run.h"
+#include "converter/status_line.h"
 #include "exec/layer_compare.h"
 #include "exec/random_inputs.h"
 #include "ir/model_io.h"
@@ -54,6 +55,7 @@ struct CompareOptions {
   int threads = 0;
   bool all = false;
   bool random = false;
+  bool strict_device = false;  // a node on the CPU in a device run is an error
   CLI::Option* ref_option = nullptr;
   CLI::Option* test_option = nullptr;
   CLI::Option* backend_option = nullptr;
@@ -85,6 +87,8 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const CompareOptions& o, const Graph&
     if (!fs::is_directory(o.test_data)) {
       return absl::NotFoundError(absl::StrCat("--test-data ", o.test_data, " is not a folder"));
     }
+    // A set's folder, or the folder of test_data_set_*/ (the first set is compared).
+    test_data = converter::FirstTestDataSet(o.test_data);
   } else if (o.inputs.empty() && !o.random) {
     // The model zoo's layout: real inputs show real ranges (an overflow needs them).
     const fs::path beside = fs::path(o.models[0]).parent_path() / "test_data_set_0";
@@ -303,6 +307,9 @@ int RunCompare(CompareOptions& o) {
     side->options.device = o.device;
     side->options.threads = o.threads;
   }
+  if (o.strict_device && ref.options.backend == "cpu" && test.options.backend == "cpu") {
+    return fail("--strict-device needs a device backend (opencl) on one side");
+  }
   // fp16 rounding noise reaches ~1e-3 of a value's range after a few layers; fp32 backends
   // differ only in summation order.
   const bool half = RoundsToHalf(ref.options) || RoundsToHalf(test.options) ||
@@ -324,8 +331,17 @@ int RunCompare(CompareOptions& o) {
     if (two_models) converter::MatchInputTypes(test_model.graph(), *feeds, &notes);
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   }
-  absl::StatusOr<exec::LayerReport> report = exec::CompareLayers(ref, test, *feeds, tolerance);
+  absl::StatusOr<exec::LayerReport> report;
+  {
+    // Both sides run with every value captured: long on a large model.
+    converter::StatusLine status(stderr);
+    status.Set(absl::StrCat("comparing layers: ", ref.label, " vs ", test.label));
+    report = exec::CompareLayers(ref, test, *feeds, tolerance);
+  }
   if (!report.ok()) return fail(report.status().message());
+  if (o.strict_device && !report->cpu_fallbacks.empty()) {
+    return fail(absl::StrCat("--strict-device: ", absl::StrJoin(report->cpu_fallbacks, "; ")));
+  }
   int compared_nodes = 0;
   for (const exec::NodeComparison& n : report->nodes) {
     compared_nodes += n.state != exec::NodeState::kNotCompared;
@@ -381,7 +397,8 @@ Command AddCompareCommand(CLI::App& app) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--test-data", o->test_data,
-                  "Folder with input_K.pb in graph-input order (other inputs are random)");
+                  "Folder with input_K.pb in graph-input order, or a folder of "
+                  "test_data_set_*/ folders (the first is used; other inputs are random)");
   o->rtol_option = sub->add_option(
       "--rtol", o->rtol,
       "Tolerance relative to max |reference| of each value (default 1e-4; 1e-2 with fp16)");
@@ -393,6 +410,8 @@ Command AddCompareCommand(CLI::App& app) {
   sub->add_option("--threads", o->threads, "CPU worker threads (0: one per core)");
   sub->add_flag("--random", o->random,
                 "Random inputs even where the model has test_data_set_0/ beside it");
+  sub->add_flag("--strict-device", o->strict_device,
+                "Fail (exit 2) when a device run (opencl) ran any node on the CPU");
   sub->add_flag("--all", o->all, "Print every node, not only the rows around the divergence");
   return {sub, [o] { return RunCompare(*o); }, [o] { return Files(*o); }};
 }

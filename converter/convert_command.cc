@@ -1,7 +1,8 @@
 // `ovfix convert IN OUT [--target NAME] ...`: load, run the target's rewrite pipeline with
 // validated rewrites, and save. The command owns what every output needs: refusing to
-// overwrite the input, writing only when the conversion kept the outputs (exit 1 when it
-// did not), atomic writes, external data, the JSON report.
+// overwrite the input, checking every output path before the first model run, writing only
+// when the conversion kept the outputs (exit 1 when it did not), the model and its report
+// written together (both or neither), atomic writes, external data.
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,42 +11,33 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "converter/command.h"
 #include "converter/command_files.h"
+#include "converter/conversion_flags.h"
+#include "converter/convert_summary.h"
+#include "converter/model_stats.h"
 #include "converter/pipeline.h"
+#include "converter/report_html.h"
 #include "converter/save_progress.h"
+#include "converter/target.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
+#include "re2/re2.h"
+#include "rules/passes/registry.h"
+#include "rules/rule_set.h"
 
 namespace ovfix::cli {
 namespace {
 
 struct ConvertOptions {
-  std::string input;
+  ConversionFlags flags;
   std::string output;
   bool external_data = false;  // with external_option: --external-data or --no-external-data
   std::string external_location;
   bool in_place = false;
-  std::string target = "generic";
-  std::vector<std::string> rule_files, disabled, input_shapes, keep_fp32, inputs;
-  int64_t batch = -1;
-  bool keep_io_types = false;
-  std::string broadcast = "rank";
-  bool lower_conv3d = false;
-  bool no_validate = false;
   std::string report;
-  std::vector<std::string> calibration_data;
-  double tolerance = -1;
-  bool no_repair = false;
-  bool verbose = false;
-  // Options whose presence on the command line overrides the target's.
-  CLI::Option* batch_option = nullptr;
-  CLI::Option* keep_io_option = nullptr;
-  CLI::Option* broadcast_option = nullptr;
-  CLI::Option* lower_option = nullptr;
+  bool quiet = false;
   CLI::Option* external_option = nullptr;
 };
 
@@ -54,67 +46,33 @@ int Fail(const std::string& message) { return BadInput("convert", message); }
 // The files a conversion reads or writes: its errors name one of them, the model when they
 // name none (converter/bad_input.h).
 std::vector<std::string> Files(const ConvertOptions& o) {
-  std::vector<std::string> files = {o.input, o.output, o.report};
-  if (absl::StrContains(o.target, '/') || absl::EndsWith(o.target, ".target")) {
-    files.push_back(o.target);
-  }
-  files.insert(files.end(), o.rule_files.begin(), o.rule_files.end());
-  files.insert(files.end(), o.calibration_data.begin(), o.calibration_data.end());
-  for (const std::string& text : o.inputs) files.push_back(text.substr(text.find('=') + 1));
+  std::vector<std::string> files = {o.flags.input, o.output, o.report};
+  for (const std::string& f : FlagFiles(o.flags)) files.push_back(f);
   return files;
 }
 
-// "NAME=VALUE" split at the first '=' (file paths may contain one, input names hardly).
-bool SplitAssignment(const std::string& text, std::string& name, std::string& value) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return false;
-  name = text.substr(0, eq);
-  value = text.substr(eq + 1);
-  return true;
-}
-
-absl::Status ParseInputShapes(const std::vector<std::string>& given,
-                              std::map<std::string, std::vector<int64_t>>& out) {
-  for (const std::string& text : given) {
-    std::string name, dims;
-    if (!SplitAssignment(text, name, dims)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input-shape ", text, ": expected NAME=DIMS, e.g. x=1x3x224x224"));
-    }
-    std::vector<int64_t> shape;
-    for (absl::string_view d : absl::StrSplit(dims, absl::ByAnyChar("x,"))) {
-      int64_t n;
-      if (!absl::SimpleAtoi(d, &n) || n < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--input-shape ", text, ": '", std::string(d), "' is not a dim (use 1x3x224x224)"));
-      }
-      shape.push_back(n);
-    }
-    out[name] = shape;
-  }
-  return absl::OkStatus();
-}
-
 // Every file the conversion reads and writes: nothing is written when an output would
-// replace an input or another output (the input model and its data only with --in-place).
+// replace an input or another output (the input model and its data only with --in-place),
+// or cannot be written at all (a missing folder): checked before the first model run.
 absl::Status CheckFiles(const ConvertOptions& o, const Model& model, const SaveOptions& save) {
   namespace fs = std::filesystem;
-  if (!o.in_place && SameFile(o.input, o.output)) {
+  const ConversionFlags& f = o.flags;
+  if (!o.in_place && SameFile(f.input, o.output)) {
     return absl::InvalidArgumentError(
         o.output + ": output is the input model; pass --in-place to overwrite it");
   }
   converter::CommandFiles files;
-  files.ReadModel(o.input, model, "the input model");
-  for (const std::string& f : o.rule_files) files.Read(f, "--rules");
-  if (fs::exists(o.target)) files.Read(o.target, "--target");
-  for (const std::string& text : o.inputs) {
+  files.ReadModel(f.input, model, "the input model");
+  for (const std::string& r : f.rule_files) files.Read(r, "--rules");
+  if (fs::exists(f.target)) files.Read(f.target, "--target");
+  for (const std::string& text : f.inputs) {
     std::string name, file;
     if (SplitAssignment(text, name, file)) files.Read(file, "--input " + name);
   }
-  for (const std::string& dir : o.calibration_data) files.ReadTestData(dir, "--calibration-data");
+  for (const std::string& dir : f.calibration_data) files.ReadTestData(dir, "--calibration-data");
   const std::string model_what = "the output model";
   if (o.in_place) {
-    files.WriteInPlace(o.output, model_what, {o.input});
+    files.WriteInPlace(o.output, model_what, {f.input});
   } else {
     files.Write(o.output, model_what);
   }
@@ -135,84 +93,144 @@ absl::Status CheckFiles(const ConvertOptions& o, const Model& model, const SaveO
   return files.Check();
 }
 
-int RunConvert(const ConvertOptions& o) {
+// One line each for options that name nothing in this conversion: a --keep-fp32 pattern that
+// matches no node (or a target without fp16), a --disable name the target does not run.
+std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model& model) {
+  std::vector<std::string> warnings;
+  absl::StatusOr<converter::Target> target = converter::LoadTarget(f.target);
+  if (!target.ok()) return warnings;  // the conversion says why
+  bool fp16 = false;
+  for (const auto& [name, value] : target->options)
+    fp16 = fp16 || (name == "fp16" && value == "true");
+  for (const std::string& pattern : f.keep_fp32) {
+    RE2 re(pattern, RE2::Quiet);
+    if (!re.ok()) continue;  // the fp16 pass says why
+    if (!fp16) {
+      warnings.push_back(absl::StrCat("--keep-fp32 '", pattern, "' has no effect: target ",
+                                      f.target, " does not convert to fp16"));
+      continue;
+    }
+    bool any = false;
+    for (const Node* n : model.graph().nodes()) {
+      any = any || RE2::FullMatch(n->name(), re) || RE2::FullMatch(n->op_type(), re);
+      if (any) break;
+    }
+    if (!any) {
+      warnings.push_back(absl::StrCat("--keep-fp32 '", pattern,
+                                      "' matches no node name or op type of the model (the "
+                                      "whole name must match)"));
+    }
+  }
+  absl::StatusOr<rules::RuleLibrary> library = rules::RuleLibrary::Load(f.rule_files);
+  for (const std::string& d : f.disabled) {
+    const std::vector<std::shared_ptr<const rules::Rule>> selected =
+        library.ok() ? library->Select(d) : std::vector<std::shared_ptr<const rules::Rule>>{};
+    const std::vector<std::shared_ptr<const rules::Rule>> user =
+        library.ok() ? library->UserRules() : std::vector<std::shared_ptr<const rules::Rule>>{};
+    // A name of nothing at all is the conversion's error, with a suggestion.
+    if (selected.empty() && rules::MakeNativePass(d) == nullptr) continue;
+    auto in = [](const auto& list, const auto& r) {
+      return std::find(list.begin(), list.end(), r) != list.end();
+    };
+    bool runs = false;
+    for (const converter::TargetStep& s : target->steps) {
+      if (s.name == d) runs = true;
+      if (runs || s.kind != converter::TargetStep::Kind::kRules || !library.ok()) continue;
+      const auto step_rules = library->Select(s.name);
+      for (const auto& r : selected) runs = runs || in(step_rules, r);
+    }
+    // User rules run in their own step, whatever the target.
+    const bool user_rule =
+        !selected.empty() &&
+        std::all_of(selected.begin(), selected.end(), [&](const auto& r) { return in(user, r); });
+    const bool option_pass = d == "fix_input_shapes" || d == "lower_conv3d_unit_kernel" ||
+                             d == "explicit_broadcast_full";
+    if (!runs && !user_rule && !option_pass) {
+      warnings.push_back(absl::StrCat("--disable ", d, " disables nothing: target ", f.target,
+                                      " does not run it"));
+    }
+  }
+  return warnings;
+}
+
+int RunConvert(ConvertOptions& o) {
   namespace fs = std::filesystem;
+  const ConversionFlags& f = o.flags;
   if (fs::is_directory(o.output)) return Fail(o.output + ": is a folder, not a file name");
   if (o.external_option->count() > 0 && !o.external_data && !o.external_location.empty()) {
     return Fail("--external-data-name names a data file that --no-external-data refuses");
   }
 
   converter::PipelineOptions p;
-  p.input_path = o.input;
+  if (absl::Status s = ToPipelineOptions(f, p); !s.ok()) return Fail(std::string(s.message()));
   p.output_path = o.output;
-  p.rule_files = o.rule_files;
-  p.progress = true;
-  if (o.verbose) p.log = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
-  rules::ConvertOptions& c = p.convert;
-  c.target = o.target;
-  c.batch = o.batch;
-  c.keep_fp32 = o.keep_fp32;
-  c.keep_io_types = o.keep_io_types;
-  // --broadcast is checked against the choices as it is read; this cannot fail.
-  absl::StatusOr<rules::ConvertOptions::Broadcast> broadcast = rules::ParseBroadcast(o.broadcast);
-  if (!broadcast.ok()) return Fail("--broadcast: " + std::string(broadcast.status().message()));
-  c.broadcast = *broadcast;
-  c.lower_conv3d_unit_kernel = o.lower_conv3d;
-  c.disabled = o.disabled;
-  c.validate = !o.no_validate;
-  if (o.batch_option->count() > 0) p.set_by_user.insert("batch");
-  if (o.keep_io_option->count() > 0) p.set_by_user.insert("keep_io_types");
-  if (o.broadcast_option->count() > 0) p.set_by_user.insert("broadcast");
-  if (o.lower_option->count() > 0) p.set_by_user.insert("lower_conv3d_unit_kernel");
-  if (absl::Status s = ParseInputShapes(o.input_shapes, c.input_shapes); !s.ok()) {
-    return Fail(std::string(s.message()));
-  }
-  // --input NAME=FILE, repeatable; naming an input again starts another set.
-  for (const std::string& text : o.inputs) {
-    std::string name, file;
-    if (!SplitAssignment(text, name, file)) {
-      return Fail(absl::StrCat("--input ", text, ": expected NAME=FILE.pb"));
-    }
-    if (p.input_sets.empty() || p.input_sets.back().contains(name)) p.input_sets.emplace_back();
-    p.input_sets.back()[name] = file;
-  }
-  p.calibration_data = o.calibration_data;
-  p.tolerance = o.tolerance;
-  p.repair = !o.no_repair;
+  p.progress = !o.quiet;
   p.write_output = true;
+  p.report_path = o.report;
   if (o.external_option->count() > 0) {
     p.save.external_data = o.external_data ? ExternalDataMode::kAlways : ExternalDataMode::kNever;
   } else if (!o.external_location.empty()) {
     p.save.external_data = ExternalDataMode::kAlways;
   }
   p.save.external_location = o.external_location;
-  SaveProgress progress(stderr, "writing " + o.output);
+  SaveProgress progress(o.quiet ? nullptr : stderr, "writing " + o.output);
   p.save.progress = [&progress](uint64_t done, uint64_t total) { progress.Update(done, total); };
 
-  auto model = LoadModel(o.input);
+  auto model = LoadModel(f.input);
   if (!model.ok()) return BadInput("convert", model.status().message(), Files(o));
   if (absl::Status s = CheckFiles(o, **model, p.save); !s.ok()) {
     return BadInput("convert", s.message(), Files(o));
   }
+  ConvertSummaryFacts facts;
+  facts.before = converter::MeasureModel(**model);
+  facts.before.file_bytes = converter::FileBytes(f.input, (*model)->external_data_files());
+  for (const std::string& w : UnmatchedOptions(f, **model)) {
+    if (!o.quiet) std::fprintf(stderr, "ovfix convert: warning: %s\n", w.c_str());
+  }
   absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
   if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
-  std::printf("%s", converter::SummaryTable(*report).c_str());
-  if (!o.report.empty()) {
-    const std::string json = converter::ReportToJson(*report);
+  if (!report->outputs_match && !o.report.empty()) {
+    // Nothing was written: the report alone says why (exit 1).
+    const std::string json = converter::ReportFileText(*report, o.report);
     absl::Status s = WriteFileAtomically(o.report, [&](std::ostream& out) {
       out << json;
       return out ? absl::OkStatus() : absl::InternalError("write failed");
     });
     if (!s.ok()) return Fail(absl::StrCat(o.report, ": ", s.message()));
   }
+  if (!o.quiet) {
+    facts.after = converter::MeasureModel(**model);
+    if (report->written) {
+      absl::StatusOr<std::string> data = ExternalDataFile(o.output, p.save);
+      std::vector<std::string> data_files;
+      if (data.ok() && fs::exists(*data) && WritesExternalData(**model, p.save)) {
+        data_files.push_back(*data);
+      }
+      facts.after.file_bytes = converter::FileBytes(o.output, data_files);
+    }
+    facts.precision = converter::CountFloatNodes(**model);
+    for (const auto& [name, value] :
+         converter::LoadTarget(f.target).value_or(converter::Target{}).options) {
+      facts.fp16 = facts.fp16 || (name == "fp16" && value == "true");
+    }
+    if (f.verbose) std::printf("%s", converter::SummaryTable(*report).c_str());
+    std::printf("%s", ConvertSummary(*report, facts).c_str());
+  }
+  if (report->repair && report->repair->only_fp32) {
+    std::fprintf(stderr,
+                 "ovfix convert: only the fp32 model meets the accuracy criterion (every float "
+                 "node kept in fp32 by the repair): no fp16 model to write; %s was not written\n",
+                 o.output.c_str());
+    return kExitMismatch;
+  }
   if (!report->outputs_match) {
     std::fprintf(stderr,
-                 "ovfix convert: the converted model changes the outputs beyond tolerance "
+                 "ovfix convert: the converted model's outputs do not meet the accuracy criteria "
                  "(see above); %s was not written\n",
                  o.output.c_str());
     return kExitMismatch;
   }
-  std::printf("wrote %s (target %s)\n", o.output.c_str(), o.target.c_str());
+  std::printf("wrote %s (target %s)\n", o.output.c_str(), f.target.c_str());
   return kExitOk;
 }
 
@@ -221,45 +239,14 @@ int RunConvert(const ConvertOptions& o) {
 Command AddConvertCommand(CLI::App& app) {
   auto o = std::make_shared<ConvertOptions>();
   auto* sub = app.add_subcommand("convert", "Rewrite a model for a target and save it");
-  sub->add_option("input", o->input, "The .onnx model to read")->required();
+  sub->add_option("input", o->flags.input, "The .onnx model to read")->required();
   sub->add_option("output", o->output, "Where to write the result")->required();
-  sub->add_option("--target", o->target,
-                  "Target profile: gpu-fp16, tensorrt, openvino-gpu, ncnn-vulkan, generic, "
-                  "or a .target file (default generic)");
-  sub->add_option("--rules", o->rule_files, "A rule file to apply too (repeatable)");
-  sub->add_option("--disable", o->disabled,
-                  "Skip a pass, rule set, rule family or rule (repeatable)");
-  o->batch_option = sub->add_option("--batch", o->batch, "Fix the first dim of dynamic inputs to N")
-                        ->check(CLI::PositiveNumber);
-  sub->add_option("--input-shape", o->input_shapes,
-                  "Fix an input's shape: NAME=1x3x224x224 (repeatable)");
-  sub->add_option("--keep-fp32", o->keep_fp32,
-                  "Keep nodes whose whole name or op type matches REGEX in fp32 (repeatable)");
-  o->keep_io_option = sub->add_flag("--keep-io-types", o->keep_io_types,
-                                    "Keep fp32 model inputs and outputs (Casts inside)");
-  o->broadcast_option = sub->add_option("--broadcast", o->broadcast,
-                                        "rank: equal-rank element-wise inputs; full: identical "
-                                        "shapes (Expand)")
-                            ->check(CLI::IsMember({"rank", "full"}));
-  o->lower_option = sub->add_flag("--lower-conv3d-unit-kernel", o->lower_conv3d,
-                                  "Rewrite Conv3D with a unit kernel dim as Conv2D");
-  sub->add_flag("--no-validate", o->no_validate,
-                "Do not run the model: no validation, no fp16 calibration");
-  sub->add_option("--report", o->report, "Write a JSON report of every rewrite and fp32 island");
-  sub->add_option("--input", o->inputs,
-                  "Reference input for validation: NAME=FILE.pb (repeatable; naming an input "
-                  "again starts another set; default: random inputs from a fixed seed)");
-  sub->add_option("--calibration-data", o->calibration_data,
-                  "ONNX test-data folder (test_data_set_*/input_K.pb or input_K.pb) to "
-                  "validate, calibrate and repair on (repeatable)");
-  sub->add_option("--tolerance", o->tolerance,
-                  "End-to-end tolerance relative to each output's range (default 1e-2 for "
-                  "fp16 conversions, 1e-4 otherwise)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_flag("--no-repair", o->no_repair,
-                "Report an fp16 conversion beyond the tolerance instead of keeping the nodes "
-                "responsible in fp32");
-  sub->add_flag("--verbose", o->verbose, "Print what each pass did on stderr");
+  AddConversionFlags(sub, o->flags);
+  sub->add_option("--report", o->report,
+                  "Write a report: FILE.html a page (outputs, fp32 cost, repair rounds), else JSON "
+                  "of every rewrite and fp32 island (written with the model, or alone when the "
+                  "outputs changed)");
+  sub->add_flag("--quiet,-q", o->quiet, "Print only the result line and errors");
   o->external_option = sub->add_flag(
       "--external-data,!--no-external-data", o->external_data,
       "Write weights to a data file beside the model, or (--no-external-data) all inline. "

@@ -3,12 +3,14 @@
 // fp16-storage works everywhere).
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "converter/command.h"
+#include "converter/json_writer.h"
 #include "exec/opencl/opencl_runtime.h"
 
 namespace ovfix::cli {
@@ -30,8 +32,41 @@ int DefaultDevice(const std::vector<exec::opencl::DeviceInfo>& devices) {
   return 0;
 }
 
-int RunDevices() {
+// The devices as one JSON object: {"devices": [...], "default": N, "error": "..."}.
+int PrintJson(const absl::StatusOr<std::vector<exec::opencl::DeviceInfo>>& devices) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("devices").BeginArray();
+  if (devices.ok()) {
+    for (const auto& d : *devices) {
+      std::string fp16 = d.fp16 ? "yes" : "no";
+      if (!d.fp16 && d.gpu) {
+        auto rt = exec::opencl::Runtime::Create(d.index);
+        if (rt.ok() && (*rt)->HalfArithmetic().ok()) fp16 = "probed";
+      }
+      w.BeginObject();
+      w.Key("index").Int(d.index);
+      w.Key("name").String(d.name);
+      w.Key("platform").String(d.platform);
+      w.Key("type").String(d.gpu ? "GPU" : "CPU");
+      w.Key("fp16").String(fp16);
+      w.Key("global_memory").Int(static_cast<int64_t>(d.global_memory));
+      w.Key("compute_units").Int(d.compute_units);
+      w.Key("version").String(d.version);
+      w.EndObject();
+    }
+  }
+  w.EndArray();
+  if (devices.ok() && !devices->empty()) w.Key("default").Int(DefaultDevice(*devices));
+  if (!devices.ok()) w.Key("error").String(std::string(devices.status().message()));
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+  return kExitOk;
+}
+
+int RunDevices(bool json) {
   absl::StatusOr<std::vector<exec::opencl::DeviceInfo>> devices = exec::opencl::ListDevices();
+  if (json) return PrintJson(devices);
   if (!devices.ok() || devices->empty()) {
     std::printf("no OpenCL devices found%s%s\n", devices.ok() ? "" : ": ",
                 devices.ok() ? "" : std::string(devices.status().message()).c_str());
@@ -74,7 +109,9 @@ int RunDevices() {
 
 Command AddDevicesCommand(CLI::App& app) {
   auto* sub = app.add_subcommand("devices", "List the OpenCL devices, with their fp16 support");
-  return {sub, [] { return RunDevices(); }};
+  auto json = std::make_shared<bool>(false);
+  sub->add_flag("--json", *json, "Print the devices as one JSON object");
+  return {sub, [json] { return RunDevices(*json); }};
 }
 
 }  // namespace ovfix::cli

@@ -1,32 +1,49 @@
-// `ovfix explain RULE MODEL [--rules FILE]...`: for every candidate node of the model (a node
-// whose op is the root op of the rule's pattern), whether the rule matches there and, when
-// it does not, why. RULE is a rule, a family (all ops of a `for` rule) or a rule set.
+// `ovfix explain NAME MODEL [conversion options]`: what a rule or a pass does to a model, as
+// `convert` would run it. For a rule (a rule, a family, or a rule set): every candidate node
+// (a node whose op is the root op of the rule's pattern) and whether the rule matches there
+// and, when it does not, why; seen at the step of the target that runs the rule, after the
+// steps before it and with the shape facts of the reference run, so that explain and convert
+// agree. For a pass: what it did; for fp16_islands, why each node it kept in fp32 is fp32.
+//
+// Without --target, the first built-in target that runs NAME (generic, then gpu-fp16,
+// tensorrt, openvino-gpu, ncnn-vulkan).
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "converter/command.h"
+#include "converter/conversion_flags.h"
+#include "converter/pipeline.h"
+#include "converter/target.h"
 #include "ir/model_io.h"
-#include "ir/node_check.h"
-#include "ir/shape_inference.h"
+#include "re2/re2.h"
+#include "rules/closest_name.h"
+#include "rules/passes/registry.h"
 #include "rules/rule_apply.h"
 #include "rules/rule_set.h"
 
 namespace ovfix::cli {
 namespace {
 
+constexpr size_t kDefaultLines = 40;
+
 struct ExplainOptions {
-  std::string rule;
-  std::string model;
-  std::vector<std::string> rule_files;
+  ConversionFlags flags;
+  std::string name;
+  std::string node_filter;
+  bool summary_only = false;
+  bool all = false;
 };
 
+using RuleList = std::vector<std::shared_ptr<const rules::Rule>>;
+
 int Fail(const ExplainOptions& o, absl::string_view message) {
-  std::vector<std::string> files = {o.model};
-  files.insert(files.end(), o.rule_files.begin(), o.rule_files.end());
+  std::vector<std::string> files = {o.flags.input};
+  for (const std::string& f : FlagFiles(o.flags)) files.push_back(f);
   return BadInput("explain", message, files);
 }
 
@@ -46,70 +63,258 @@ std::string Bindings(const rules::Rule& rule, const rules::RuleMatch& m) {
   return absl::StrJoin(parts, ", ");
 }
 
-int RunExplain(const ExplainOptions& o) {
-  auto library = rules::RuleLibrary::Load(o.rule_files);
-  if (!library.ok()) return BadInput("", library.status().message());
-  const auto selected = library->Select(o.rule);
-  if (selected.empty()) {
-    return Fail(o, absl::StrCat("no rule, rule family or rule set named '", o.rule,
-                                "' (see 'ovfix rules list')"));
+bool Intersects(const RuleList& a, const RuleList& b) {
+  for (const auto& r : a) {
+    if (std::find(b.begin(), b.end(), r) != b.end()) return true;
   }
-  auto model = LoadModel(o.model);
-  if (!model.ok()) return Fail(o, model.status().message());
-  // As `convert` does before its passes: the matcher's helpers trust the nodes' structure.
-  if (absl::Status s = CheckNodes(**model); !s.ok()) return Fail(o, s.message());
-  if (auto s = InferShapes(**model); !s.ok()) {
-    std::printf("note: %s; rules that need shapes may not match\n",
-                std::string(s.message()).c_str());
+  return false;
+}
+
+// The step of `target` that runs `selected` (or the pass `name`), or "".
+std::string StepOf(const converter::Target& target, const rules::RuleLibrary& library,
+                   const std::string& name, const RuleList& selected) {
+  for (const converter::TargetStep& s : target.steps) {
+    if (s.name == name) return s.name;
+    if (s.kind == converter::TargetStep::Kind::kRules &&
+        Intersects(selected, library.Select(s.name))) {
+      return s.name;
+    }
   }
-  if (absl::Status s = CheckNodesAgainstRanks(**model); !s.ok()) return Fail(o, s.message());
-  const rules::HelperContext context{**model, nullptr};
-  int candidates = 0, matched = 0, without_candidates = 0;
+  return "";
+}
+
+// Prints lines, the first kDefaultLines of them unless --all, and says what was left out.
+class Lines {
+ public:
+  explicit Lines(bool all) : all_(all) {}
+  void Add(const std::string& line) {
+    if (all_ || shown_ < kDefaultLines) {
+      std::printf("%s\n", line.c_str());
+      ++shown_;
+    } else {
+      ++left_out_;
+    }
+  }
+  void Finish() const {
+    if (left_out_ > 0) {
+      std::printf("… and %zu more lines (--all prints them, --node REGEX picks nodes)\n",
+                  left_out_);
+    }
+  }
+
+ private:
+  bool all_;
+  size_t shown_ = 0, left_out_ = 0;
+};
+
+struct Tally {
+  int candidates = 0, matched = 0, without_candidates = 0, filtered_out = 0;
+};
+
+void ExplainRules(const ExplainOptions& o, const RuleList& selected, Model& model,
+                  const rules::ConvertOptions& options, const RE2* filter, Lines& out,
+                  Tally& tally) {
+  const rules::HelperContext context{model, &options};
   for (const auto& rule : selected) {
     const rules::TemplateNode& root = rule->pattern.root_node();
     std::vector<std::string> lines;
-    for (Node* node : (*model)->graph().nodes()) {
+    int candidates = 0;
+    for (Node* node : model.graph().nodes()) {
       const bool same_domain = (node->domain().empty() || node->domain() == "ai.onnx")
                                    ? root.domain.empty()
                                    : node->domain() == root.domain;
       if (node->op_type() != root.op_type || !same_domain) continue;
       ++candidates;
+      if (filter != nullptr && !RE2::PartialMatch(node->name(), *filter) &&
+          !RE2::PartialMatch(node->Describe(), *filter)) {
+        ++tally.filtered_out;
+        continue;
+      }
+      ++tally.candidates;
       std::string why;
       auto m = rules::MatchRule(*rule, node, context, why);
       if (m) {
-        ++matched;
+        ++tally.matched;
         lines.push_back(
             absl::StrCat("  ", node->Describe(), ": matches (", Bindings(*rule, *m), ")"));
       } else {
         lines.push_back(absl::StrCat("  ", node->Describe(), ": no match: ", why));
       }
     }
-    if (lines.empty()) {
-      ++without_candidates;
+    if (candidates == 0) {
+      ++tally.without_candidates;
       if (selected.size() > 1) continue;
       lines.push_back(absl::StrCat("  no ", root.op_type, " node in the model"));
     }
-    std::printf("%s  (%s:%d)\n  # %s\n%s\n", rule->name.c_str(), rule->file.c_str(), rule->line,
-                rule->algebra.c_str(), absl::StrJoin(lines, "\n").c_str());
+    if (lines.empty() || o.summary_only) continue;
+    out.Add(absl::StrCat(rule->name, "  (", rule->file, ":", rule->line, ")"));
+    out.Add(absl::StrCat("  # ", rule->algebra));
+    for (const std::string& line : lines) out.Add(line);
   }
-  if (selected.size() > 1 && without_candidates > 0) {
-    std::printf("(%d of %zu rules have no candidate node)\n", without_candidates, selected.size());
+}
+
+// What a pass did in a conversion: the fp32 nodes and why (fp16_islands), or its rewrites.
+void ExplainPass(const ExplainOptions& o, const converter::ConversionReport& report,
+                 const RE2* filter, Lines& out, std::string& summary) {
+  auto picked = [&](const std::string& text) {
+    return filter == nullptr || RE2::PartialMatch(text, *filter);
+  };
+  if (o.name == "fp16_islands") {
+    std::map<std::string, int> reasons;
+    int shown = 0;
+    for (const rules::IslandNode& i : report.islands) {
+      if (!picked(i.node)) continue;
+      ++shown;
+      ++reasons[i.reason];
+      if (!o.summary_only) out.Add(absl::StrCat("  ", i.node, ": fp32: ", i.reason));
+    }
+    std::vector<std::pair<std::string, int>> rows(reasons.begin(), reasons.end());
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < rows.size() && i < 4; ++i) {
+      parts.push_back(absl::StrCat(rows[i].first, " ", rows[i].second));
+    }
+    if (rows.size() > 4) parts.push_back(absl::StrCat("… ", rows.size() - 4, " more reasons"));
+    summary =
+        absl::StrCat(shown, " node(s) kept in fp32",
+                     parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, "; "), ")"));
+    return;
   }
-  std::printf("%d of %d candidate nodes match\n", matched, candidates);
+  int applied = 0, rolled_back = 0;
+  for (const rules::RewriteRecord& r : report.rewrites) {
+    if (r.rule != o.name) continue;
+    const std::string at = r.matched.empty() ? "(graph)" : r.matched[0];
+    if (!picked(at)) continue;
+    (r.rolled_back ? rolled_back : applied)++;
+    if (o.summary_only) continue;
+    if (r.rolled_back) {
+      out.Add(absl::StrCat("  ", at, ": rolled back: ", r.note));
+    } else {
+      out.Add(absl::StrCat(
+          "  ", at, ": ", r.created.empty() ? "removed" : "rewritten",
+          r.created.empty() ? "" : absl::StrCat(" as ", absl::StrJoin(r.created, ", ")),
+          r.note.empty() ? "" : absl::StrCat(" (", r.note, ")")));
+    }
+  }
+  summary = absl::StrCat(applied, " rewrite(s) applied, ", rolled_back, " rolled back");
+  for (const rules::NativePassInfo& p : rules::NativePasses()) {
+    if (p.name == o.name && applied + rolled_back == 0 && !p.options.empty()) {
+      absl::StrAppend(&summary, "; it acts as its options say: ", absl::StrJoin(p.options, ", "));
+    }
+  }
+}
+
+int RunExplain(ExplainOptions& o) {
+  ConversionFlags& f = o.flags;
+  auto library = rules::RuleLibrary::Load(f.rule_files);
+  if (!library.ok()) return BadInput("", library.status().message());
+  const RuleList selected = library->Select(o.name);
+  const bool pass = rules::MakeNativePass(o.name) != nullptr;
+  if (selected.empty() && !pass) {
+    std::vector<std::string> names;
+    for (const rules::NativePassInfo& p : rules::NativePasses()) names.push_back(p.name);
+    for (const auto& file : library->files()) {
+      names.push_back(file.set);
+      for (const auto& r : file.rules) names.push_back(r->name);
+    }
+    return Fail(o, absl::StrCat("no rule, rule family, rule set or pass named '", o.name, "'",
+                                rules::DidYouMean(o.name, names), " (see 'ovfix rules list')"));
+  }
+  std::unique_ptr<RE2> filter;
+  if (!o.node_filter.empty()) {
+    filter = std::make_unique<RE2>(o.node_filter, RE2::Quiet);
+    if (!filter->ok()) {
+      return Fail(
+          o, absl::StrCat("--node '", o.node_filter, "': not a valid regex: ", filter->error()));
+    }
+  }
+  // The target: as given, or the first built-in one that runs the rule or pass.
+  std::string step;
+  if (f.target_option->count() == 0) {
+    for (const char* name : {"generic", "gpu-fp16", "tensorrt", "openvino-gpu", "ncnn-vulkan"}) {
+      absl::StatusOr<converter::Target> t = converter::LoadTarget(name);
+      if (!t.ok()) continue;
+      step = StepOf(*t, *library, o.name, selected);
+      if (!step.empty()) {
+        f.target = name;
+        break;
+      }
+    }
+  } else {
+    absl::StatusOr<converter::Target> t = converter::LoadTarget(f.target);
+    if (!t.ok()) return Fail(o, t.status().message());
+    step = StepOf(*t, *library, o.name, selected);
+  }
+  const bool user_rules = !selected.empty() && Intersects(selected, library->UserRules());
+  if (user_rules) step = "user_rules";
+
+  converter::PipelineOptions p;
+  if (absl::Status s = ToPipelineOptions(f, p); !s.ok()) return Fail(o, s.message());
+  p.progress = true;
+  auto model = LoadModel(f.input);
+  if (!model.ok()) return Fail(o, model.status().message());
+
+  Lines out(o.all);
+  Tally tally;
+  std::string where;
+  bool explained = false;
+  if (!pass) {
+    p.before_step = [&](const std::string& name, Model& m, const rules::ConvertOptions& options) {
+      if (!step.empty() && name != step) return false;
+      where = step.empty() ? absl::StrCat("target ", f.target,
+                                          " does not run it: as its first step sees the model")
+                           : absl::StrCat("target ", f.target, ", step ", step);
+      ExplainRules(o, selected, m, options, filter.get(), out, tally);
+      explained = true;
+      return true;
+    };
+  }
+  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
+  if (!report.ok()) return Fail(o, report.status().message());
+  std::string summary;
+  if (pass) {
+    where = absl::StrCat("target ", f.target, step.empty() ? " (which does not run it)" : "");
+    ExplainPass(o, *report, filter.get(), out, summary);
+  } else {
+    if (!explained) {
+      // Every step ran without reaching the rule's (a --disable'd step): the final model.
+      ExplainRules(o, selected, **model, p.convert, filter.get(), out, tally);
+      where = absl::StrCat("target ", f.target, ", after its steps");
+    }
+    summary = absl::StrCat(tally.matched, " of ", tally.candidates, " candidate nodes match");
+    if (selected.size() > 1 && tally.without_candidates > 0) {
+      absl::StrAppend(&summary, "; ", tally.without_candidates, " of ", selected.size(),
+                      " rules have no candidate node");
+    }
+    if (tally.filtered_out > 0) {
+      absl::StrAppend(&summary, "; ", tally.filtered_out, " left out by --node");
+    }
+  }
+  out.Finish();
+  std::printf("%s: %s (%s; %s)\n", o.name.c_str(), summary.c_str(), where.c_str(),
+              report->calibration.empty() ? "not run: no shape facts from a run"
+                                          : report->calibration.c_str());
   return kExitOk;
 }
 
 }  // namespace
 
 Command AddExplainCommand(CLI::App& app) {
-  auto options = std::make_shared<ExplainOptions>();
-  auto* sub = app.add_subcommand("explain",
-                                 "Show, node by node, whether a rule matches a model and why not");
-  sub->add_option("rule", options->rule, "A rule, a rule family or a rule set")->required();
-  sub->add_option("model", options->model, "The .onnx model")->required();
-  sub->add_option("--rules", options->rule_files, "Also load this rule file (repeatable)");
-  return {sub, [options] { return RunExplain(*options); },
-          [options] { return std::vector<std::string>{options->model}; }};
+  auto o = std::make_shared<ExplainOptions>();
+  auto* sub = app.add_subcommand(
+      "explain",
+      "Show, node by node, whether a rule matches a model and why not, as convert sees the "
+      "model at the rule's step; or what a pass did (fp16_islands: why each fp32 node is fp32)");
+  sub->add_option("name", o->name, "A rule, a rule family, a rule set or a pass")->required();
+  sub->add_option("model", o->flags.input, "The .onnx model")->required();
+  sub->add_option("--node", o->node_filter,
+                  "Only nodes whose name or description contains a match of REGEX");
+  sub->add_flag("--summary", o->summary_only, "Print only the one-line summary");
+  sub->add_flag("--all", o->all, "Print every line (default: the first 40)");
+  AddConversionFlags(sub, o->flags);
+  return {sub, [o] { return RunExplain(*o); },
+          [o] { return std::vector<std::string>{o->flags.input}; }};
 }
 
 }  // namespace ovfix::cli

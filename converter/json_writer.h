@@ -31,6 +31,7 @@ class JsonWriter {
     return *this;
   }
   JsonWriter& Key(std::string_view key) {
+    last_key_ = key;
     Separate();
     Quote(key);
     out_ += ':';
@@ -52,9 +53,18 @@ class JsonWriter {
     out_ += v ? "true" : "false";
     return *this;
   }
-  // Non-finite numbers have no JSON spelling: written as strings "inf", "-inf", "nan".
+  // Non-finite numbers have no JSON spelling: written as null, and after a key KEY also
+  // "KEY_non_finite": "inf", "-inf" or "nan", so that a reader of numbers meets only numbers
+  // and nulls and can still tell an overflow from a missing value.
   JsonWriter& Number(double v) {
-    if (!std::isfinite(v)) return String(std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
+    if (!std::isfinite(v)) {
+      const bool keyed = after_key_;
+      const std::string key = last_key_;
+      Separate();
+      out_ += "null";
+      if (keyed) Key(key + "_non_finite").String(std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
+      return *this;
+    }
     Separate();
     absl::StrAppend(&out_, absl::StrFormat("%.9g", v));
     return *this;
@@ -112,6 +122,7 @@ class JsonWriter {
   }
 
   std::string out_;
+  std::string last_key_;
   std::vector<bool> first_;
   bool after_key_ = false;
 };

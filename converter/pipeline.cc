@@ -1,7 +1,9 @@
 #include "converter/pipeline.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "absl/container/flat_hash_set.h"
@@ -13,8 +15,12 @@
 #include "converter/inline_constant_if.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
+#include "converter/precision_cost.h"
 #include "converter/repair.h"
+#include "converter/report_html.h"
 #include "converter/shape_observation.h"
+#include "converter/status_line.h"
+#include "converter/take_back_on_interrupt.h"
 #include "converter/target.h"
 #include "converter/validation.h"
 #include "ir/atomic_file.h"
@@ -22,6 +28,7 @@
 #include "ir/model_io.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
+#include "rules/closest_name.h"
 #include "rules/light_proto.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/registry.h"
@@ -95,8 +102,15 @@ absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const Pipeline
   // A --disable name must name something, or a typo would silently disable nothing.
   for (const std::string& d : o.disabled) {
     if (MakeNativePass(d) == nullptr && library.Select(d).empty()) {
+      std::vector<std::string> names;
+      for (const rules::NativePassInfo& p : rules::NativePasses()) names.push_back(p.name);
+      for (const rules::RuleFile& file : library.files()) {
+        names.push_back(file.set);
+        for (const auto& r : file.rules) names.push_back(r->name);
+      }
       return absl::InvalidArgumentError(
-          absl::StrCat("--disable ", d, ": no pass, rule set, rule family or rule of that name"));
+          absl::StrCat("--disable ", d, ": no pass, rule set, rule family or rule of that name",
+                       rules::DidYouMean(d, names)));
     }
   }
   std::vector<Step> steps;
@@ -175,6 +189,58 @@ absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& 
       converted.message()));
 }
 
+// The bound `criteria` put on the worst element, or -1 when they put none.
+double MaxBound(const Criteria& criteria) {
+  double bound = -1;
+  for (const Criterion& c : criteria) {
+    if (c.kind == CriterionKind::kMax) bound = bound < 0 ? c.bound : std::min(bound, c.bound);
+  }
+  return bound;
+}
+
+// --accuracy names outputs of the model, with criteria that fit their shapes (as the
+// reference run computed them).
+absl::Status CheckAccuracySpec(const AccuracySpec& spec, const ReferenceValidator& validator) {
+  const std::vector<std::pair<std::string, Tensor>>& outputs = validator.reference_outputs(0);
+  auto reference = [&](const std::string& name) -> const Tensor* {
+    for (const auto& [n, t] : outputs) {
+      if (n == name) return &t;
+    }
+    return nullptr;
+  };
+  for (const auto& [name, criteria] : spec.per_output) {
+    const Tensor* t = reference(name);
+    if (t == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& [n, unused] : outputs) names.push_back(n);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--accuracy ", name, "=", CriteriaToString(criteria), ": the model has no output '", name,
+          "' (its outputs: ", absl::StrJoin(names, ", "), ")"));
+    }
+    for (const Criterion& c : criteria) {
+      if (absl::Status s = CheckApplies(c, t->dims()); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--accuracy ", name, "=", CriteriaToString(criteria), ": output '", name,
+                         "' is ", DescribeTensor(*t), "; ", s.message()));
+      }
+    }
+  }
+  if (spec.default_criteria) {
+    for (const auto& [name, t] : outputs) {
+      if (spec.per_output.contains(name)) continue;
+      for (const Criterion& c : *spec.default_criteria) {
+        if (absl::Status s = CheckApplies(c, t.dims()); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--accuracy ", CriteriaToString(*spec.default_criteria), ": output '",
+                           name, "' is ", DescribeTensor(t), "; ", s.message(),
+                           " (name the outputs it fits: NAME=", c.ToString(), ")"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
@@ -186,22 +252,36 @@ absl::Status NotRunnable(const absl::Status& s) {
 absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
                              ReferenceValidator* validator, ConversionReport& report) {
   std::vector<std::unique_ptr<KeptFile>> kept;
-  if (validator != nullptr) {
-    kept.push_back(std::make_unique<KeptFile>(options.output_path));
-    absl::StatusOr<std::string> data = ExternalDataFile(options.output_path, options.save);
-    if (data.ok() && WritesExternalData(model, options.save)) {
-      kept.push_back(std::make_unique<KeptFile>(*data));
-    }
+  kept.push_back(std::make_unique<KeptFile>(options.output_path));
+  absl::StatusOr<std::string> data = ExternalDataFile(options.output_path, options.save);
+  if (data.ok() && WritesExternalData(model, options.save)) {
+    kept.push_back(std::make_unique<KeptFile>(*data));
   }
+  if (!options.report_path.empty()) kept.push_back(std::make_unique<KeptFile>(options.report_path));
+  TakeBackOnInterrupt interrupt_guard(&kept);
   if (absl::Status s = SaveModel(model, options.output_path, options.save); !s.ok()) {
     return absl::InvalidArgumentError(s.message());
   }
   report.written = true;
-  if (validator == nullptr) return absl::OkStatus();
   auto take_back = [&] {
     for (const auto& k : kept) k->Restore();
     report.written = false;
   };
+  // The report goes with the model: a model whose report cannot be written is taken back.
+  auto write_report = [&]() -> absl::Status {
+    if (options.report_path.empty()) return absl::OkStatus();
+    if (validator != nullptr) report.model_runs = validator->model_runs();
+    const std::string json = ReportFileText(report, options.report_path);
+    absl::Status s = WriteFileAtomically(options.report_path, [&](std::ostream& out) {
+      out << json;
+      return out ? absl::OkStatus() : absl::InternalError("write failed");
+    });
+    if (s.ok()) return s;
+    take_back();
+    return absl::InvalidArgumentError(absl::StrCat(options.report_path, ": ", s.message(), " (",
+                                                   options.output_path, " was not kept)"));
+  };
+  if (validator == nullptr) return write_report();
   absl::StatusOr<std::unique_ptr<Model>> written = LoadModel(options.output_path);
   absl::StatusOr<EndToEndResult> e2e =
       written.ok() ? validator->CompareEndToEnd(**written) : written.status();
@@ -210,9 +290,12 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
     return NotRunnable(e2e.status());
   }
   report.end_to_end = *std::move(e2e);
-  report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
-  if (!report.outputs_match) take_back();
-  return absl::OkStatus();
+  report.outputs_match = report.end_to_end->meets();
+  if (!report.outputs_match) {
+    take_back();
+    return absl::OkStatus();
+  }
+  return write_report();
 }
 
 }  // namespace
@@ -230,6 +313,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   report.output = options.output_path;
   report.target = options.convert.target;
 
+  StatusLine progress(options.progress ? stderr : nullptr);
   OVFIX_ASSIGN_OR_RETURN(Target target, LoadTarget(options.convert.target));
   ConvertOptions convert = options.convert;
   OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options.set_by_user, convert));
@@ -245,6 +329,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   };
   // Shape inference and the passes trust the nodes' structure.
   OVFIX_RETURN_IF_ERROR(CheckNodes(model));
+  const int casts_before = CountCasts(model);
   // Types for the passes; what onnx cannot infer stays unknown (said with --verbose).
   auto infer = [&](Model& m) {
     if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
@@ -269,6 +354,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     report.calibration = sets->description;
     random_inputs = absl::StartsWith(sets->description, "no calibration data");
     convert.fp16_calibrated_on_data = !random_inputs;
+    progress.Set("reference run of the model");
     absl::StatusOr<std::unique_ptr<ReferenceValidator>> v =
         ReferenceValidator::Create(model, std::move(sets->sets));
     if (!v.ok()) {
@@ -281,6 +367,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                        " (--no-validate converts without validation)"));
     }
     validator = *std::move(v);
+    OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options.accuracy, *validator));
     report.validated = true;
     phase("reference run");
     report.observed_shape_facts =
@@ -295,7 +382,6 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   rewriter.set_shape_facts(&shape_facts);
   rewriter.set_observer(validator.get());
   CpuNodeEvaluator evaluator;
-  ProgressBar progress(options.progress ? stderr : nullptr);
   bool precision_changed = false;
   // The graph right before the fp16 conversion, for the repair to convert again.
   std::unique_ptr<Model> before_fp16;
@@ -310,7 +396,11 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
         fp16_step = i;
       }
     }
-    progress.Update(static_cast<int>(i), static_cast<int>(steps.size()), step.name);
+    if (options.before_step && options.before_step(step.name, model, convert)) {
+      report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      return report;
+    }
+    progress.Set(step.name, static_cast<int>(i) + 1, static_cast<int>(steps.size()));
     const size_t before = rewriter.records().size();
     const auto step_start = Clock::now();
     PassContext ctx{model,       rewriter,           convert,   validator.get(),
@@ -333,14 +423,24 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
       precision_changed = precision_changed || *committed > 0;
     }
   }
-  progress.Update(static_cast<int>(steps.size()), static_cast<int>(steps.size()), "checking");
+  progress.Set("onnx checker and end-to-end comparison");
   rewriter.DeleteDanglingValues();
   report.rewrites = rewriter.records();
   phase("steps");
 
+  // The default criteria; the loosest bound they put on the worst element is the reported
+  // tolerance.
+  ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
+    return options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
+           : precision_changed    ? DefaultPrecisionCriteria(elements)
+                                  : MaxErrorCriteria(1e-4);
+  };
   report.end_to_end_tolerance =
-      options.tolerance >= 0 ? options.tolerance : (precision_changed ? 1e-2 : 1e-4);
+      options.accuracy.default_criteria
+          ? MaxBound(*options.accuracy.default_criteria)
+          : std::max(MaxBound(fallback(0)), MaxBound(fallback(kManyElements)));
   if (validator != nullptr) {
+    validator->set_accuracy(options.accuracy, fallback);
     // What the rewrites computed as they went: an estimate, logged beside the measurement.
     absl::StatusOr<EndToEndResult> estimate = validator->CompareFinalOutputs();
     if (estimate.ok()) {
@@ -348,7 +448,6 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                                   estimate->max_error));
     }
   }
-  progress.Finish();
   // Final types for the saved model, and onnx's checker, on one light proto.
   if (absl::Status s = InferShapesAndCheck(model); !s.ok()) return CheckerFailure(options, s);
   phase("shape inference and onnx checker");
@@ -361,7 +460,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(*written);
     if (!e2e.ok()) return NotRunnable(e2e.status());
     report.end_to_end = *std::move(e2e);
-    report.outputs_match = report.end_to_end->max_error <= report.end_to_end_tolerance;
+    report.outputs_match = report.end_to_end->meets();
     phase("end-to-end comparison");
   }
   if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
@@ -387,13 +486,19 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
       return copy;
     };
     OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed, SerializedCopy(model));
+    progress.Set("repair");
+    auto repair_log = [&](const std::string& m) {
+      options.log(m);
+      progress.Set(m.substr(0, m.find(':')));
+    };
     absl::StatusOr<RepairResult> repaired =
-        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->max_error, *validator,
-                          report.end_to_end_tolerance, reconvert, options.log);
+        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->score, *validator,
+                          /*tolerance=*/1.0, reconvert, repair_log);
     if (!repaired.ok()) return NotRunnable(repaired.status());
     model = std::move(*repaired->model);
-    report.repair = Repair{repaired->kept, repaired->rounds, repaired->model_runs,
-                           report.end_to_end->max_error};
+    report.repair = Repair{repaired->kept,       repaired->rounds,
+                           repaired->model_runs, report.end_to_end->max_error,
+                           repaired->history,    repaired->only_fp32};
     report.end_to_end = repaired->end_to_end;
     report.outputs_match = repaired->within_tolerance;
     report.islands = fp16->islands();
@@ -425,7 +530,9 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     rules::ListKnownShapesInValueInfo(model.graph());
   }
   report.bodies_not_run = DescribeBodiesNotRun(model, bodies_not_run);
+  if (precision_changed) report.cost = MeasurePrecisionCost(model, casts_before);
   if (options.write_output && report.outputs_match) {
+    progress.Set(absl::StrCat("writing and measuring ", options.output_path));
     OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model, options, validator.get(), report));
     phase("write and measure the file");
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "converter/accuracy.h"
 #include "converter/calibration_data.h"
 #include "converter/report.h"
 #include "ir/model.h"
@@ -28,6 +29,10 @@ struct PipelineOptions {
   // End-to-end tolerance (relative to each output's range); < 0 picks 1e-4, or 1e-2 when
   // the conversion changed precision (fp16).
   double tolerance = -1;
+  // --accuracy: criteria per output and a default for the rest (converter/accuracy.h).
+  // Without a default: `max:tolerance` when --tolerance is given, else the default for
+  // conversions that change precision (DefaultPrecisionCriteria), else max:1e-4.
+  AccuracySpec accuracy;
   // Calibration data: ONNX test-data folders (--calibration-data) and --input sets (input
   // name -> file; convert.input_files is one more). None: random inputs.
   std::vector<std::string> calibration_data;
@@ -39,7 +44,15 @@ struct PipelineOptions {
   // end-to-end error measured on the file written.
   bool write_output = false;
   SaveOptions save;
-  bool progress = false;  // a progress bar on stderr (when it is a terminal)
+  // The JSON report (ReportToJson), written with the model: a model is kept only once its
+  // report is written too, and a report only with its model (both or neither).
+  std::string report_path;
+  bool progress = false;  // a status line on stderr (when it is a terminal; StatusLine)
+  // Called before each step with the model as that step sees it (reference-run shape facts
+  // included) and the options the passes get; returning true ends the conversion there, with
+  // nothing written (`explain` looks at what a rule sees at its step).
+  std::function<bool(const std::string& step, Model& model, const rules::ConvertOptions& options)>
+      before_step;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

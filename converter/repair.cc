@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "converter/model_run.h"
+#include "converter/precision_cost.h"
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "ir/graph_walk.h"
@@ -15,10 +18,140 @@
 namespace ovfix::converter {
 namespace {
 
-constexpr int kMaxRounds = 6;
-// Each round aims below this share of the tolerance, so that the next measurement (on every
-// input set, of the bytes written) does not land just above it.
-constexpr double kAim = 0.7;
+// The least share of the units an add round takes, doubled each round: bounds the rounds
+// whatever the estimates say.
+constexpr double kFirstRoundShare = 0.02;
+
+std::vector<int> Kept(const std::vector<bool>& fp32) {
+  std::vector<int> out;
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    if (fp32[i]) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+std::pair<std::vector<int>, std::vector<int>> Halves(const std::vector<int>& nodes) {
+  const auto mid = nodes.begin() + static_cast<std::ptrdiff_t>(nodes.size() / 2);
+  return {std::vector<int>(nodes.begin(), mid), std::vector<int>(mid, nodes.end())};
+}
+
+}  // namespace
+
+absl::StatusOr<UnitSearch> SearchFewestUnits(int nodes, const std::vector<std::vector<int>>& units,
+                                             const UnitProbe& first, int max_evaluations,
+                                             const EvaluateUnits& evaluate) {
+  UnitSearch s;
+  s.fp32.assign(nodes, false);
+  s.round_of.assign(nodes, 0);
+  s.score = first.score;
+  if (first.score <= 1 || units.empty()) return s;
+  const int unit_count = static_cast<int>(units.size());
+  std::vector<bool> unit_kept(unit_count, false);
+  std::vector<double> added = first.added;
+  added.resize(unit_count, 0);
+  int evaluations = 0;
+  // Leave two evaluations to give nodes back when there are enough.
+  const int add_limit = max_evaluations > 3 ? max_evaluations - 2 : max_evaluations;
+  size_t at_least =
+      std::max<size_t>(1, static_cast<size_t>(std::ceil(kFirstRoundShare * unit_count)));
+  std::vector<int> last_round;  // the nodes of the last kept add round, best-ranked unit first
+  int round = 0;
+  while (!s.meets() && evaluations < add_limit) {
+    std::vector<int> order;  // units still float16, best-ranked first
+    for (int i = 0; i < unit_count; ++i) {
+      if (!unit_kept[i]) order.push_back(i);
+    }
+    if (order.empty()) break;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return added[a] > added[b]; });
+    double total = 0;
+    for (int i : order) total += std::max(0.0, added[i]);
+    // If the error went down in proportion to the added error taken away, this share would
+    // bring the score to 0.8: taking a little more than needed saves a round.
+    const double share = std::isfinite(s.score) ? std::clamp(1 - 0.8 / s.score, 0.2, 0.95) : 0.95;
+    size_t take = 0;
+    double covered = 0;
+    while (take < order.size() && (take < at_least || covered < share * total)) {
+      covered += std::max(0.0, added[order[take]]);
+      ++take;
+    }
+    ++round;
+    ++evaluations;
+    if (evaluations == add_limit) take = order.size();  // the last add round: all that is left
+    UnitRound r;
+    r.fp32 = s.fp32;
+    std::vector<int> taken;
+    for (size_t k = 0; k < take; ++k) {
+      for (int n : units[order[k]]) {
+        r.fp32[n] = true;
+        taken.push_back(n);
+      }
+    }
+    r.changed = static_cast<int>(taken.size());
+    OVFIX_ASSIGN_OR_RETURN(UnitProbe probe, evaluate(r.fp32));
+    r.score = probe.score;
+    // A round that does not lower the score is not kept: rounding errors that cancelled
+    // can stop cancelling when one side becomes exact.
+    if (probe.score < s.score) {
+      r.kept = true;
+      s.fp32 = r.fp32;
+      s.score = probe.score;
+      added = probe.added;
+      added.resize(unit_count, 0);
+      for (size_t k = 0; k < take; ++k) unit_kept[order[k]] = true;
+      last_round = taken;
+      for (int n : taken) s.round_of[n] = round;
+      at_least *= 2;
+    } else {
+      // The same base again with more of the ranking: the units tried stay candidates.
+      at_least = std::max(at_least * 2, 2 * take);
+    }
+    s.rounds.push_back(std::move(r));
+  }
+  if (!s.meets()) return s;
+
+  // Give back: the last round's lower-ranked half, then its upper half, then each earlier
+  // round's nodes (latest first); a chunk that cannot go is split in two, down to single
+  // nodes, so a unit can be given back in part.
+  std::deque<std::vector<int>> chunks;
+  if (last_round.size() > 1) {
+    auto [upper, lower] = Halves(last_round);
+    chunks.push_back(std::move(lower));
+    chunks.push_back(std::move(upper));
+  }
+  for (int r = round - 1; r >= 1; --r) {
+    std::vector<int> earlier;
+    for (int n : Kept(s.fp32)) {
+      if (s.round_of[n] == r) earlier.push_back(n);
+    }
+    if (!earlier.empty()) chunks.push_back(std::move(earlier));
+  }
+  while (!chunks.empty() && evaluations < max_evaluations) {
+    std::vector<int> chunk = std::move(chunks.front());
+    chunks.pop_front();
+    UnitRound r;
+    r.fp32 = s.fp32;
+    for (int n : chunk) r.fp32[n] = false;
+    r.give_back = true;
+    r.changed = static_cast<int>(chunk.size());
+    ++evaluations;
+    OVFIX_ASSIGN_OR_RETURN(UnitProbe probe, evaluate(r.fp32));
+    r.score = probe.score;
+    if (probe.score <= 1) {
+      r.kept = true;
+      s.fp32 = r.fp32;
+      s.score = probe.score;
+      for (int n : chunk) s.round_of[n] = 0;
+    } else if (chunk.size() > 1) {
+      auto [upper, lower] = Halves(chunk);
+      chunks.push_back(std::move(lower));
+      chunks.push_back(std::move(upper));
+    }
+    s.rounds.push_back(std::move(r));
+  }
+  return s;
+}
+
+namespace {
 
 // What a measuring run learnt: each float value's error against fp32, and which values the
 // converted model holds as float16 (the run's types: a graph read back from bytes need not
@@ -40,41 +173,12 @@ ValueErrors Compare(const exec::TensorMap& converted, const exec::TensorMap& fp3
   return errors;
 }
 
-struct AddedError {
-  const Node* node;
-  double added;  // its output's error minus its inputs' worst
-  double error;  // its output's error
-};
-
-// The float16 nodes of `g` (Casts aside) and the error each adds. Weights are not inputs
-// here: their rounding is part of what the node adds.
-std::vector<AddedError> AddedErrors(const Graph& g, const ValueErrors& errors) {
-  std::vector<AddedError> added;
-  for (const Node* n : g.nodes()) {
-    if (n->outputs().empty() || n->output(0) == nullptr) continue;
-    if (n->op_type() == "Cast" || n->op_type() == "CastLike") continue;
-    if (!errors.float16.contains(n->output(0)->name())) continue;
-    auto out = errors.error.find(n->output(0)->name());
-    if (out == errors.error.end()) continue;
-    double in = 0;
-    for (const Value* v : n->inputs()) {
-      if (v == nullptr || v->is_initializer()) continue;
-      if (auto it = errors.error.find(v->name()); it != errors.error.end()) {
-        in = std::max(in, it->second);
-      }
-    }
-    if (out->second > in) added.push_back({n, out->second - in, out->second});
-  }
-  std::sort(added.begin(), added.end(),
-            [](const AddedError& a, const AddedError& b) { return a.added > b.added; });
-  return added;
-}
-
 // Captures every activation of `model`'s serialized bytes on the first set and compares its
-// outputs on every set; `errors` gets each value's error against `fp32_activations`.
+// outputs on every set (only the first when `first_set_only`); `errors` gets each value's
+// error against `fp32_activations`.
 absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidator& reference,
                                             const exec::TensorMap& fp32_activations,
-                                            ValueErrors& errors) {
+                                            bool first_set_only, ValueErrors& errors) {
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> bytes, SerializedCopy(model));
   absl::StatusOr<exec::TensorMap> captured =
       CaptureActivations(*bytes, reference.sets()[0], exec::Precision::kFp32);
@@ -88,27 +192,181 @@ absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidat
     outputs.push_back(it->second);
   }
   OVFIX_ASSIGN_OR_RETURN(EndToEndResult worst, reference.Compare(bytes->graph(), outputs, 0));
-  for (size_t k = 1; k < reference.sets().size(); ++k) {
+  for (size_t k = 1; !first_set_only && k < reference.sets().size(); ++k) {
     absl::StatusOr<std::vector<Tensor>> out =
         RunAsTyped(*bytes, reference.sets()[k], exec::kValidationSeed);
     reference.count_model_runs(1);
     if (!out.ok()) return out.status();
     OVFIX_ASSIGN_OR_RETURN(EndToEndResult r, reference.Compare(bytes->graph(), *out, k));
-    for (size_t i = 0; i < worst.outputs.size() && i < r.outputs.size(); ++i) {
-      worst.outputs[i].error = std::max(worst.outputs[i].error, r.outputs[i].error);
-      worst.outputs[i].finite = worst.outputs[i].finite && r.outputs[i].finite;
-    }
-    worst.max_error = std::max(worst.max_error, r.max_error);
+    KeepWorst(worst, r);
   }
   return worst;
 }
 
-bool HasFloat16Output(const Node& n) {
-  for (const Value* v : n.outputs()) {
-    if (v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat16) return true;
-  }
-  return false;
+bool Sums(const Node& n) {
+  return n.op_type() == "Add" || n.op_type() == "Sub" || n.op_type() == "Sum";
 }
+
+// A unit (chain) starts at each op that sums many products, and at each junction where two
+// computed values are added (a residual Add, with what follows it up to the next start).
+bool StartsUnit(const Node& n) {
+  static const std::set<std::string> kOps = {"Conv",   "ConvTranspose", "MatMul",       "Gemm",
+                                             "Einsum", "ConvInteger",   "MatMulInteger"};
+  if (kOps.contains(n.op_type())) return true;
+  if (!Sums(n)) return false;
+  int computed = 0;
+  for (const Value* v : n.inputs()) {
+    computed += v != nullptr && !v->is_initializer() && v->producer() != nullptr &&
+                v->producer()->op_type() != "Constant";
+  }
+  return computed >= 2;
+}
+
+// A value read through the Casts the conversion put in front of it: the value of the fp32
+// graph it stands for (its name is in the fp32 activations).
+const Value* ThroughCasts(const Value* v) {
+  while (v != nullptr && v->producer() != nullptr && v->producer()->op_type() == "Cast") {
+    v = v->producer()->input(0);
+  }
+  return v;
+}
+
+struct UnitNode {
+  const Node* node;                 // of the first conversion
+  std::string output;               // its first output's name (the keep key)
+  std::vector<std::string> inputs;  // non-weight inputs, through Casts
+  bool sums = false;                // Add, Sub, Sum: absolute errors of inputs add up
+};
+
+struct Unit {
+  std::vector<UnitNode> nodes;
+};
+
+std::vector<Unit> MakeUnits(const Graph& g, const ValueErrors& first) {
+  std::vector<Unit> units;
+  for (const Node* n : g.nodes()) {
+    if (n->outputs().empty() || n->output(0) == nullptr) continue;
+    if (n->op_type() == "Cast" || n->op_type() == "CastLike") continue;
+    if (!first.float16.contains(n->output(0)->name())) continue;
+    if (units.empty() || StartsUnit(*n)) units.emplace_back();
+    UnitNode u{n, n->output(0)->name(), {}, Sums(*n)};
+    for (const Value* v : n->inputs()) {
+      const Value* source = ThroughCasts(v);
+      if (source == nullptr || source->is_initializer()) continue;
+      u.inputs.push_back(source->name());
+    }
+    units.back().nodes.push_back(std::move(u));
+  }
+  return units;
+}
+
+// How much a value's error (relative to its range) weighs in the outputs' error, to first
+// order: 1 at an output; an input of an Add, Sub or Sum passes its absolute error on, so its
+// relative error weighs its range over the sum's (a residual branch far smaller than the
+// stream it joins weighs little, the stream's own rounding fully); other ops pass relative
+// error on as it is. A value read by several nodes weighs the most any of them gives it.
+struct Weights {
+  std::map<std::string, double> scale;  // ErrorScale of each fp32 value
+  // Half a float16 ulp at the value's largest magnitude, relative to its scale: what
+  // rounding it to float16 costs at least.
+  std::map<std::string, double> rounding;
+  std::map<std::string, double> weight;  // by value name of the first conversion
+  double Scale(const std::string& name) const {
+    auto it = scale.find(name);
+    return it == scale.end() ? 1 : it->second;
+  }
+  double Rounding(const std::string& name) const {
+    auto it = rounding.find(name);
+    return it == rounding.end() ? 0 : it->second;
+  }
+  double Weight(const std::string& name) const {
+    auto it = weight.find(name);
+    return it == weight.end() ? 0 : it->second;
+  }
+};
+
+Weights MakeWeights(const Graph& g, const exec::TensorMap& fp32_activations) {
+  Weights w;
+  for (const auto& [name, t] : fp32_activations) {
+    if (!IsFloatingPoint(t.type())) continue;
+    const exec::Comparison c = exec::CompareTensors(t, t);
+    const double largest = std::max(std::abs(c.expected_min), std::abs(c.expected_max));
+    const double range = c.expected_max - c.expected_min;
+    const double scale = std::max(range > 0 ? range : (largest > 0 ? largest : 1),
+                                  exec::kFloat16Resolution * largest);
+    w.scale[name] = scale;
+    w.rounding[name] = 0x1.0p-11 * largest / scale;
+  }
+  for (const Value* v : g.outputs()) w.weight[v->name()] = 1;
+  std::vector<Node*> nodes = g.NodeList();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node* n = *it;
+    double out = 0;
+    for (const Value* v : n->outputs()) {
+      if (v != nullptr) out = std::max(out, w.Weight(v->name()));
+    }
+    if (out == 0 || n->output(0) == nullptr) continue;
+    const std::string out_name = ThroughCasts(n->output(0))->name();
+    for (const Value* v : n->inputs()) {
+      if (v == nullptr || v->is_initializer()) continue;
+      double passed = out;
+      if (Sums(*n)) passed = out * w.Scale(ThroughCasts(v)->name()) / w.Scale(out_name);
+      double& to = w.weight[v->name()];
+      to = std::max(to, passed);
+    }
+  }
+  return w;
+}
+
+// The error each unit adds in a run, weighed by how much it reaches the outputs: per node,
+// its output's error minus what its inputs bring (their worst relative error; for a sum,
+// their absolute errors added up, relative to the sum's range), at least the rounding of its
+// output to float16, times the output's weight.
+// Weights are not inputs: their rounding is part of what a node adds.
+std::vector<double> AddedErrors(const std::vector<Unit>& units, const Weights& weights,
+                                const ValueErrors& errors) {
+  std::vector<double> added;
+  auto error_of = [&](const std::string& name) {
+    auto it = errors.error.find(name);
+    return it == errors.error.end() ? 0.0 : it->second;
+  };
+  for (const Unit& u : units) {
+    double total = 0;
+    for (const UnitNode& n : u.nodes) {
+      double in = 0;
+      for (const std::string& v : n.inputs) {
+        if (n.sums) {
+          in += error_of(v) * weights.Scale(v) / weights.Scale(n.output);
+        } else {
+          in = std::max(in, error_of(v));
+        }
+      }
+      // What a run measures of one node is the difference of two maxima, often below the
+      // rounding it surely adds (a residual Add on a stream whose error is already large).
+      const double own = std::max(error_of(n.output) - in, weights.Rounding(n.output));
+      total += std::max(0.0, own) * weights.Weight(n.output);
+    }
+    added.push_back(total);
+  }
+  return added;
+}
+
+// The accuracy criteria's score (ReferenceValidator::Compare fills it; infinite where an
+// output has a NaN or infinity the original does not have), over `tolerance`: the pipeline
+// passes 1, the score's own bound.
+double Score(const EndToEndResult& r, double tolerance) {
+  if (std::isnan(r.score)) return std::numeric_limits<double>::infinity();
+  return tolerance > 0 ? r.score / tolerance
+                       : (r.score > 0 ? std::numeric_limits<double>::infinity() : 0);
+}
+
+struct Evaluated {
+  EndToEndResult end_to_end;
+  std::map<std::string, double> kept_errors;  // of the nodes kept in fp32
+  double fp32_share = 0;
+  bool all_fp32 = false;  // no float node of the converted model computes float16
+  int fp32_nodes = 0;
+};
 
 }  // namespace
 
@@ -117,82 +375,115 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
                                                double tolerance, const Reconvert& reconvert,
                                                const std::function<void(const std::string&)>& log) {
   const int runs_before = reference.model_runs();
+  const int sets = static_cast<int>(reference.sets().size());
   RepairResult result;
-  result.model = std::move(first);
   absl::StatusOr<exec::TensorMap> fp32_activations =
       CaptureActivations(fp32, reference.sets()[0], exec::Precision::kFp32);
   reference.count_model_runs(1);
   if (!fp32_activations.ok()) return fp32_activations.status();
 
-  std::map<std::string, std::string> keep;
-  ValueErrors errors;
-  double error = first_error;
-  // The first round measures the model that failed (its error is known, its activations
-  // are not).
-  OVFIX_ASSIGN_OR_RETURN(EndToEndResult measured,
-                         MeasureRound(*result.model, reference, *fp32_activations, errors));
-  error = std::max(error, measured.max_error);
-  while (true) {
-    ++result.rounds;
-    const std::vector<AddedError> added = AddedErrors(result.model->graph(), errors);
-    const bool everything = result.rounds > kMaxRounds || added.empty();
-    if (everything) {
-      // Nothing left to single out: every node still in float16 goes to fp32, in bodies too
-      // (whose values the captured runs do not see).
-      for (const Graph* graph : GraphsRecursive(result.model->graph())) {
-        for (const Node* n : graph->nodes()) {
-          if (n->outputs().empty() || n->output(0) == nullptr) continue;
-          const bool float16 = graph == &result.model->graph()
-                                   ? errors.float16.contains(n->output(0)->name())
-                                   : HasFloat16Output(*n);
-          if (float16) keep.emplace(n->output(0)->name(), "repair: every float node kept");
-        }
-      }
-    } else {
-      double total = 0;
-      for (const AddedError& a : added) total += a.added;
-      const double share = std::clamp(1 - kAim * tolerance / error, 0.3, 0.95);
-      // Errors relative to each value's own range do not add up exactly across values, so
-      // each round also keeps at least a growing share of the float16 nodes: 2%, 4%, 8%...
-      // of them, which bounds the rounds whatever the estimate.
-      int float16_nodes = 0;
-      for (const Node* n : result.model->graph().nodes()) {
-        float16_nodes += !n->outputs().empty() && n->output(0) != nullptr &&
-                         errors.float16.contains(n->output(0)->name());
-      }
-      const size_t at_least = static_cast<size_t>(
-          std::ceil(float16_nodes * 0.02 * static_cast<double>(1 << (result.rounds - 1))));
-      double covered = 0;
-      size_t chosen = 0;
-      for (const AddedError& a : added) {
-        if (covered >= share * total && chosen >= at_least) break;
-        ++chosen;
-        covered += a.added;
-        const std::string& out = a.node->output(0)->name();
-        keep[out] = absl::StrFormat("repair: adds %.3g error (round %d)", a.added, result.rounds);
-        result.kept.push_back(
-            {a.node->Describe(), a.node->op_type(), out, a.error, 0, result.rounds});
-      }
-    }
-    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> candidate, reconvert(keep));
-    OVFIX_ASSIGN_OR_RETURN(measured,
-                           MeasureRound(*candidate, reference, *fp32_activations, errors));
-    result.model = std::move(candidate);
-    error = measured.max_error;
-    result.end_to_end = measured;
-    log(absl::StrFormat("repair round %d: %d node(s) kept in fp32, end-to-end error %.3g",
-                        result.rounds, static_cast<int>(keep.size()), error));
-    if (error <= tolerance) {
-      result.within_tolerance = true;
-      break;
-    }
-    if (everything) break;
-  }
-  for (RepairedNode& k : result.kept) {
-    if (auto it = errors.error.find(k.output); it != errors.error.end()) {
-      k.error_after = it->second;
+  // The conversion that failed: its score over every set is known, its activations are
+  // not (one run on the first set).
+  ValueErrors first_errors;
+  OVFIX_ASSIGN_OR_RETURN(
+      EndToEndResult first_measured,
+      MeasureRound(*first, reference, *fp32_activations, /*first_set_only=*/true, first_errors));
+  const std::vector<Unit> units = MakeUnits(first->graph(), first_errors);
+  // The nodes the search keeps or gives back, and each unit's nodes among them.
+  std::vector<const Node*> nodes;
+  std::vector<std::vector<int>> unit_nodes;
+  for (const Unit& u : units) {
+    unit_nodes.emplace_back();
+    for (const UnitNode& n : u.nodes) {
+      unit_nodes.back().push_back(static_cast<int>(nodes.size()));
+      nodes.push_back(n.node);
     }
   }
+  UnitProbe first_probe;
+  first_probe.score = std::max(Score(first_measured, tolerance), first_error / tolerance);
+  const Weights weights = MakeWeights(first->graph(), *fp32_activations);
+  first_probe.added = AddedErrors(units, weights, first_errors);
+  const int max_evaluations = std::max(3, (kRepairModelRuns - 2) / std::max(1, sets));
+
+  std::map<std::vector<bool>, Evaluated> evaluated;
+  auto keep_map = [&](const std::vector<bool>& flags) {
+    std::map<std::string, std::string> keep;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (flags[i]) keep[nodes[i]->output(0)->name()] = "repair: kept to meet the criterion";
+    }
+    return keep;
+  };
+  int evaluation = 0;
+  auto evaluate = [&](const std::vector<bool>& flags) -> absl::StatusOr<UnitProbe> {
+    ++evaluation;
+    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> candidate, reconvert(keep_map(flags)));
+    ValueErrors errors;
+    OVFIX_ASSIGN_OR_RETURN(
+        EndToEndResult measured,
+        MeasureRound(*candidate, reference, *fp32_activations, /*first_set_only=*/false, errors));
+    measured.score = Score(measured, tolerance);
+    Evaluated e;
+    e.end_to_end = measured;
+    const PrecisionCost cost = MeasurePrecisionCost(*candidate, 0);
+    e.fp32_share = cost.NodeShare();
+    e.all_fp32 = cost.fp32_nodes == cost.float_nodes;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!flags[i]) continue;
+      ++e.fp32_nodes;
+      const std::string& v = nodes[i]->output(0)->name();
+      if (auto it = errors.error.find(v); it != errors.error.end()) e.kept_errors[v] = it->second;
+    }
+    log(absl::StrFormat(
+        "repair evaluation %d: %d node(s) from the first conversion in fp32 (%.1f%% of float "
+        "nodes), end-to-end error %.3g, score %.3g",
+        evaluation, e.fp32_nodes, 100 * e.fp32_share, measured.max_error, measured.score));
+    evaluated[flags] = std::move(e);
+    return UnitProbe{measured.score, AddedErrors(units, weights, errors)};
+  };
+  OVFIX_ASSIGN_OR_RETURN(UnitSearch search,
+                         SearchFewestUnits(static_cast<int>(nodes.size()), unit_nodes, first_probe,
+                                           max_evaluations, evaluate));
+
+  // Round 0: the conversion that failed, for the plot of error against fp32 share.
+  result.history.push_back({0, false, 0, 0, MeasurePrecisionCost(*first, 0).NodeShare(),
+                            first_probe.score, std::max(first_error, first_measured.max_error),
+                            true});
+  int round = 0;
+  for (const UnitRound& r : search.rounds) {
+    const Evaluated& e = evaluated.at(r.fp32);
+    result.history.push_back({++round, r.give_back, r.changed, e.fp32_nodes, e.fp32_share, r.score,
+                              e.end_to_end.max_error, r.kept});
+  }
+  result.rounds = round;
+  const std::vector<int> kept_nodes = Kept(search.fp32);
+  if (kept_nodes.empty()) {
+    // Nothing kept (the search could not start): the failed conversion stands.
+    result.model = std::move(first);
+    result.end_to_end = first_measured;
+    result.end_to_end.score = first_probe.score;
+  } else {
+    // The set found, converted again (deterministic: the model measured).
+    OVFIX_ASSIGN_OR_RETURN(result.model, reconvert(keep_map(search.fp32)));
+    const Evaluated& e = evaluated.at(search.fp32);
+    result.end_to_end = e.end_to_end;
+    for (int i : kept_nodes) {
+      const Node* n = nodes[i];
+      const std::string& out = n->output(0)->name();
+      RepairedNode k{n->Describe(), n->op_type(), out, 0, 0, search.round_of[i]};
+      if (auto it = first_errors.error.find(out); it != first_errors.error.end()) {
+        k.error_before = it->second;
+      }
+      if (auto it = e.kept_errors.find(out); it != e.kept_errors.end()) {
+        k.error_after = it->second;
+      }
+      result.kept.push_back(std::move(k));
+    }
+  }
+  // Every node the search could keep, or a set whose conversion has no float16 node left
+  // (what the kept nodes leave between them goes to fp32 too): the fp32 model.
+  result.only_fp32 = search.meets() && !kept_nodes.empty() &&
+                     (kept_nodes.size() == nodes.size() || evaluated.at(search.fp32).all_fp32);
+  result.within_tolerance = search.meets() && !result.only_fp32;
   result.model_runs = reference.model_runs() - runs_before;
   return result;
 }

@@ -1,14 +1,30 @@
-// Repair to tolerance: when the fp16 conversion's end-to-end error exceeds the tolerance,
-// find the nodes responsible, keep them in fp32, convert again and measure again, until the
-// model is within tolerance.
+// Repair to the criterion: when the fp16 conversion misses the accuracy criterion, find the
+// fewest nodes whose keeping in fp32 makes it meet, keep those, and convert again.
 //
-// Which nodes: one run of the converted model with every activation captured, beside the
-// fp32 activations of the same graph, gives each value's error (relative to its range).
-// A node's own contribution is how much error it adds: its output's error minus the worst
-// error of its inputs. The nodes that add the most, enough of them to cover the share of the
-// total that must go, are kept in fp32; the next round measures again (the errors of what is
-// left move once those are exact). Each round costs one run per input set; after
-// `kMaxRounds` rounds every float node is kept (the fp32 model, which reproduces itself).
+// Units. The float16 nodes of the failed conversion (Casts aside) are grouped in graph order
+// into chains that start at each node that computes a sum over many products (Conv,
+// ConvTranspose, MatMul, Gemm, Einsum): a block between two convolutions, with its
+// normalization, activation and residual Add; a decomposed normalization has no such node
+// and stays one unit. The repair adds whole units and gives back units or single nodes.
+//
+// Search (SearchFewestUnits, independent of models so that its rules are tested on their
+// own). Each evaluation converts with a set of units in fp32 and measures the criterion's
+// score on every input set (lower is better, <= 1 meets it); one run of it, with every
+// activation captured, also ranks the units left by the error each adds (its values' error
+// against fp32 minus that of the values it reads). Then:
+//   1. Add: the best-ranked units, enough of them to cover the share of the added error
+//      that must go, and at least a share of the units that doubles each round, join the
+//      set. A round whose score is not lower than the best so far is not kept (its units
+//      stay candidates; the next round takes more of them from the kept set). The rounds
+//      stop at the first set that meets the criterion: the smallest found.
+//   2. Give back: the nodes of the last round (lower-ranked half first), then those of
+//      earlier rounds, are given back in halves; a give-back that still meets the criterion
+//      is kept, one that does not is split further (down to single nodes, so part of a unit
+//      can go) while evaluations remain.
+// At most `max_evaluations` evaluations (the caller derives it from a budget of model runs).
+// The last add round allowed takes every unit left, so the search ends with a set that
+// meets the criterion whenever the fp32 model does; when that set is every node, only the
+// fp32 model met it and the repair says so (`only_fp32`) instead of writing it.
 #pragma once
 
 #include <functional>
@@ -27,24 +43,79 @@ struct RepairedNode {
   std::string node;  // Describe() in the converted model
   std::string op_type;
   std::string output;       // the name of its first output (what the repair keys it by)
-  double error_before = 0;  // its output's error in the round that chose it
+  double error_before = 0;  // its output's error in the first conversion
   double error_after = 0;   // in the final model
   int round = 0;
 };
 
+// One evaluation of the repair: what it tried and what it measured. Round 0 is the
+// conversion that failed.
+struct RepairRound {
+  int round = 0;
+  bool give_back = false;  // gave units back (else added units)
+  int nodes_changed = 0;   // added or given back
+  int fp32_nodes = 0;      // float16 nodes of the first conversion kept in fp32
+  double fp32_share = 0;   // of the converted model's float nodes, Casts aside
+  double score = 0;        // the criterion's (max_error / tolerance); <= 1 meets it
+  double error = 0;        // worst output error
+  bool kept = false;       // the round's set became the repair's
+};
+
 struct RepairResult {
-  std::unique_ptr<Model> model;  // within tolerance, or the last attempt
+  std::unique_ptr<Model> model;  // meets the criterion, or the best attempt
   EndToEndResult end_to_end;     // of its serialized bytes
   std::vector<RepairedNode> kept;
+  std::vector<RepairRound> history;
   int rounds = 0;
   int model_runs = 0;
   bool within_tolerance = false;
+  // Only every float node in fp32 met the criterion: no fp16 conversion to write.
+  bool only_fp32 = false;
 };
+
+// --- The search, on units of nodes ---
+
+// What one evaluation measured: the score of the set, and for each unit an estimate of
+// the error it adds (higher: more likely needed in fp32); ignored for kept units.
+struct UnitProbe {
+  double score = 0;
+  std::vector<double> added;
+};
+// Converts with the flagged nodes in fp32 and measures.
+using EvaluateUnits = std::function<absl::StatusOr<UnitProbe>(const std::vector<bool>& fp32)>;
+
+struct UnitRound {
+  std::vector<bool> fp32;  // per node
+  double score = 0;
+  bool give_back = false;
+  int changed = 0;  // nodes added or given back
+  bool kept = false;
+};
+
+struct UnitSearch {
+  std::vector<bool> fp32;  // per node: the set found (none when the first probe met)
+  double score = 0;
+  std::vector<UnitRound> rounds;
+  std::vector<int> round_of;  // per node: the add round that took it (0: not kept)
+  bool meets() const { return score <= 1; }
+};
+
+// `nodes` nodes grouped in `units` (lists of node indices); `first`: the probe of the
+// conversion with no node in fp32.
+absl::StatusOr<UnitSearch> SearchFewestUnits(int nodes, const std::vector<std::vector<int>>& units,
+                                             const UnitProbe& first, int max_evaluations,
+                                             const EvaluateUnits& evaluate);
+
+// --- The repair, on a model ---
 
 // Converts a copy of the fp32 graph with the given nodes kept in fp32 (by first output
 // name, with the reason): the pipeline's steps from the fp16 conversion on.
 using Reconvert = std::function<absl::StatusOr<std::unique_ptr<Model>>(
     const std::map<std::string, std::string>& keep)>;
+
+// At most this many full model runs for a repair (each evaluation runs the model once per
+// input set; at least three evaluations whatever the number of sets).
+constexpr int kRepairModelRuns = 20;
 
 // `fp32` is the graph as it was right before the fp16 conversion; `first` the conversion
 // that failed, `first_error` its measured end-to-end error; `reference` holds the input sets

@@ -40,6 +40,72 @@ void WriteRewrite(cli::JsonWriter& w, const RewriteRecord& r) {
 
 std::string Error(double e) { return absl::StrFormat("%.2g", e); }
 
+// One output's comparison: its criteria, score and every statistic measured.
+void WriteOutput(cli::JsonWriter& w, const OutputComparison& c) {
+  const OutputStatistics& s = c.stats;
+  w.BeginObject();
+  w.Key("name").String(c.name);
+  w.Key("error").Number(c.error);
+  w.Key("finite").Bool(c.finite);
+  w.Key("criteria").String(CriteriaToString(c.criteria));
+  w.Key("score").Number(c.score);
+  w.Key("meets").Bool(c.meets);
+  w.Key("input_set").Int(static_cast<int64_t>(c.set));
+  w.Key("elements").Int(s.elements);
+  w.Key("max").Number(s.max);
+  w.Key("mean").Number(s.mean);
+  for (const Percentile& p : s.percentiles) {
+    w.Key(absl::StrFormat("p%g", p.q)).Number(p.value);
+  }
+  w.Key("beyond").BeginArray();
+  for (const ShareBeyond& b : s.beyond) {
+    w.BeginObject();
+    w.Key("error").Number(b.error);
+    w.Key("share").Number(b.share);
+    w.Key("elements").Int(b.count);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("non_finite").Int(s.non_finite);
+  if (!s.topk.empty()) {
+    w.Key("topk").BeginArray();
+    for (const TopKAgreement& t : s.topk) {
+      w.BeginObject();
+      w.Key("k").Int(t.k);
+      w.Key("rows").Int(t.rows);
+      w.Key("differing").Int(t.differing);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  if (!s.masks.empty()) {
+    w.Key("masks").BeginArray();
+    for (const MaskAgreement& m : s.masks) {
+      w.BeginObject();
+      w.Key("threshold").Number(m.threshold);
+      w.Key("elements").Int(m.elements);
+      w.Key("flipped").Int(m.flipped);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  if (!s.boxes.empty()) {
+    w.Key("boxes").BeginArray();
+    for (const BoxAgreement& b : s.boxes) {
+      w.BeginObject();
+      w.Key("iou").Number(b.iou);
+      w.Key("reference").Int(b.reference);
+      w.Key("converted").Int(b.converted);
+      w.Key("unmatched_reference").Int(b.unmatched_reference);
+      w.Key("unmatched_converted").Int(b.unmatched_converted);
+      w.Key("worst_score_difference").Number(b.worst_score_difference);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
 }  // namespace
 
 std::string ReportToJson(const ConversionReport& report) {
@@ -73,16 +139,14 @@ std::string ReportToJson(const ConversionReport& report) {
   w.Key("enabled").Bool(report.validated);
   if (!report.validation_note.empty()) w.Key("note").String(report.validation_note);
   if (report.end_to_end) {
-    w.Key("tolerance").Number(report.end_to_end_tolerance);
-    w.Key("max_error").Number(report.end_to_end->max_error);
-    w.Key("outputs").BeginArray();
-    for (const OutputComparison& c : report.end_to_end->outputs) {
-      w.BeginObject();
-      w.Key("name").String(c.name);
-      w.Key("error").Number(c.error);
-      w.Key("finite").Bool(c.finite);
-      w.EndObject();
+    if (report.end_to_end_tolerance >= 0) {
+      w.Key("tolerance").Number(report.end_to_end_tolerance);
     }
+    w.Key("max_error").Number(report.end_to_end->max_error);
+    w.Key("score").Number(report.end_to_end->score);
+    w.Key("meets").Bool(report.end_to_end->meets());
+    w.Key("outputs").BeginArray();
+    for (const OutputComparison& c : report.end_to_end->outputs) WriteOutput(w, c);
     w.EndArray();
   }
   if (!report.calibration.empty()) w.Key("calibration").String(report.calibration);
@@ -106,11 +170,42 @@ std::string ReportToJson(const ConversionReport& report) {
   }
   w.EndArray();
   w.EndObject();
+  if (report.cost) {
+    const PrecisionCost& c = *report.cost;
+    w.Key("precision_cost").BeginObject();
+    w.Key("float_nodes").Int(c.float_nodes);
+    w.Key("fp32_nodes").Int(c.fp32_nodes);
+    w.Key("fp32_node_share").Number(c.NodeShare());
+    w.Key("multiply_adds").Number(c.multiply_adds);
+    w.Key("fp32_multiply_adds").Number(c.fp32_multiply_adds);
+    w.Key("fp32_multiply_add_share").Number(c.MultiplyAddShare());
+    w.Key("nodes_without_shapes").Int(c.nodes_without_shapes);
+    w.Key("weight_bytes").Int(c.weight_bytes);
+    w.Key("fp32_weight_bytes").Int(c.fp32_weight_bytes);
+    w.Key("casts").Int(c.casts);
+    w.Key("casts_inserted").Int(c.casts_inserted);
+    w.EndObject();
+  }
   if (report.repair) {
     w.Key("repair").BeginObject();
     w.Key("rounds").Int(report.repair->rounds);
     w.Key("model_runs").Int(report.repair->model_runs);
     w.Key("error_before").Number(report.repair->error_before);
+    w.Key("only_fp32_meets").Bool(report.repair->only_fp32);
+    w.Key("history").BeginArray();
+    for (const RepairRound& r : report.repair->history) {
+      w.BeginObject();
+      w.Key("round").Int(r.round);
+      w.Key("action").String(r.round == 0 ? "first conversion" : r.give_back ? "give back" : "add");
+      w.Key("nodes").Int(r.nodes_changed);
+      w.Key("fp32_nodes").Int(r.fp32_nodes);
+      w.Key("fp32_share").Number(r.fp32_share);
+      w.Key("score").Number(r.score);
+      w.Key("error").Number(r.error);
+      w.Key("kept").Bool(r.kept);
+      w.EndObject();
+    }
+    w.EndArray();
     w.Key("kept_fp32").BeginArray();
     for (const RepairedNode& k : report.repair->kept) {
       w.BeginObject();
@@ -126,6 +221,39 @@ std::string ReportToJson(const ConversionReport& report) {
   }
   w.EndObject();
   return w.str() + "\n";
+}
+
+std::string RepairLines(const Repair& r, size_t listed, bool every_round) {
+  std::string out = absl::StrFormat(
+      "repair: end-to-end error %s beyond the tolerance; %d node(s) kept in fp32 "
+      "in %d round(s), %d model run(s)\n",
+      Error(r.error_before), r.kept.size(), r.rounds, r.model_runs);
+  int not_listed = 0;
+  for (const RepairRound& h : r.history) {
+    if (h.round == 0) continue;
+    if (!every_round && !h.kept) {
+      ++not_listed;
+      continue;
+    }
+    absl::StrAppend(&out, absl::StrFormat("  round %d: %s %d node(s): %d in fp32 (%.1f%% of float "
+                                          "nodes), error %s, score %.3g - %s\n",
+                                          h.round, h.give_back ? "give back" : "add",
+                                          h.nodes_changed, h.fp32_nodes, 100 * h.fp32_share,
+                                          Error(h.error), h.score, h.kept ? "kept" : "not kept"));
+  }
+  if (not_listed > 0) {
+    absl::StrAppend(&out, "  … and ", not_listed, " round(s) not kept (--report)\n");
+  }
+  // A deep model can keep hundreds: the first ones here, all of them in the reports.
+  for (size_t i = 0; i < r.kept.size() && i < listed; ++i) {
+    const RepairedNode& k = r.kept[i];
+    absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
+                                          Error(k.error_before), Error(k.error_after)));
+  }
+  if (r.kept.size() > listed) {
+    absl::StrAppend(&out, "  … and ", r.kept.size() - listed, " more (--report)\n");
+  }
+  return out;
 }
 
 std::string SummaryTable(const ConversionReport& report) {
@@ -176,28 +304,42 @@ std::string SummaryTable(const ConversionReport& report) {
     for (const auto& [op, n] : per_op) absl::StrAppend(&ops, ops.empty() ? "" : ", ", op, " ", n);
     absl::StrAppend(&out, "fp32 islands: ", report.islands.size(), " node(s) (", ops, ")\n");
   }
+  if (report.cost) absl::StrAppend(&out, PrecisionCostLine(*report.cost), "\n");
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
-  if (report.repair) {
-    const Repair& r = *report.repair;
-    absl::StrAppend(&out,
-                    absl::StrFormat("repair: end-to-end error %s beyond the tolerance; "
-                                    "%d node(s) kept in fp32 in %d round(s), %d model "
-                                    "run(s)\n",
-                                    Error(r.error_before), r.kept.size(), r.rounds, r.model_runs));
-    for (const RepairedNode& k : r.kept) {
-      absl::StrAppend(&out, absl::StrFormat("  kept fp32: %-50s error %s -> %s\n", k.node,
-                                            Error(k.error_before), Error(k.error_after)));
-    }
-  }
+  if (report.repair) absl::StrAppend(&out, RepairLines(*report.repair, 20, true));
   if (report.end_to_end) {
-    absl::StrAppend(&out, "end-to-end: max error ", Error(report.end_to_end->max_error),
-                    " of the output range (tolerance ", Error(report.end_to_end_tolerance), ")");
-    for (const OutputComparison& c : report.end_to_end->outputs) {
-      absl::StrAppend(&out, "; ", c.name, " ", Error(c.error), c.finite ? "" : " (non-finite)");
+    const EndToEndResult& e = *report.end_to_end;
+    // The criteria most outputs share are said once (when more than one output shares them,
+    // or there is one output); an output judged otherwise says its own.
+    std::map<std::string, int> uses;
+    for (const OutputComparison& c : e.outputs) uses[CriteriaToString(c.criteria)]++;
+    std::string common;
+    int most = 0;
+    for (const auto& [text, n] : uses) {
+      if (n > most) {
+        common = text;
+        most = n;
+      }
     }
-    absl::StrAppend(&out, report.outputs_match ? " - outputs preserved" : " - OUTPUTS CHANGED",
-                    report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "",
-                    "\n");
+    if (most < 2 && e.outputs.size() > 1) common.clear();
+    const bool only_fp32 = report.repair && report.repair->only_fp32;
+    absl::StrAppend(
+        &out, "end-to-end: score ", Error(e.score), " (",
+        common.empty()     ? "each output's criteria"
+        : uses.size() == 1 ? absl::StrCat("criteria ", common)
+                           : absl::StrCat("criteria ", common, " unless an output names its own"),
+        "; at most 1 meets them), max error ", Error(e.max_error), " of the output range",
+        report.outputs_match ? " - outputs preserved"
+        : only_fp32          ? " - only the fp32 model meets the criterion"
+                             : " - OUTPUTS CHANGED",
+        report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
+    for (const OutputComparison& c : e.outputs) {
+      const std::string criteria = CriteriaToString(c.criteria);
+      absl::StrAppend(
+          &out, "  ", c.name, ": ", DescribeStatistics(c.stats), c.finite ? "" : " (non-finite)",
+          "; score ", Error(c.score), criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
+          c.meets ? "" : " FAILS", c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
+    }
   } else {
     absl::StrAppend(
         &out, "end-to-end: not validated",

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/precision_cost.h"
 #include "converter/repair.h"
 #include "converter/shape_observation.h"
 #include "converter/validation.h"
@@ -29,7 +30,9 @@ struct Repair {
   std::vector<RepairedNode> kept;
   int rounds = 0;
   int model_runs = 0;
-  double error_before = 0;  // end to end, before the repair
+  double error_before = 0;           // end to end, before the repair
+  std::vector<RepairRound> history;  // each evaluation, in order
+  bool only_fp32 = false;            // only every float node in fp32 met the criterion
 };
 
 struct ConversionReport {
@@ -42,6 +45,8 @@ struct ConversionReport {
   std::string calibration;      // where the inputs came from, one line
   std::optional<EndToEndResult> end_to_end;
   std::optional<Repair> repair;
+  // What the fp16 conversion left in fp32 (nodes, multiply-adds, weights, Casts), when it ran.
+  std::optional<PrecisionCost> cost;
   int model_runs = 0;  // full runs of the model (reference, end to end, repair)
   double end_to_end_tolerance = 0;
   bool outputs_match = true;
@@ -57,6 +62,9 @@ struct ConversionReport {
   double seconds = 0;
 };
 
+// The repair's lines of the console summary: its rounds (only those kept unless
+// `every_round`), then the first `listed` nodes kept.
+std::string RepairLines(const Repair& repair, size_t listed, bool every_round);
 std::string ReportToJson(const ConversionReport& report);
 // Rewrites per rule, islands, end-to-end error: a few lines for the console.
 std::string SummaryTable(const ConversionReport& report);

@@ -13,10 +13,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "converter/command.h"
+#include "converter/json_writer.h"
 #include "ir/op_groups.h"
 #include "rules/embedded_files.h"
 #include "rules/helpers.h"
 #include "rules/op_versions.h"
+#include "rules/passes/registry.h"
 #include "rules/rule_set.h"
 
 namespace ovfix::cli {
@@ -25,6 +27,7 @@ namespace {
 struct RulesOptions {
   std::vector<std::string> rule_files;  // list: --rules
   std::vector<std::string> check_files;
+  bool json = false;  // list: --json
 };
 
 // What a target is for: its `description` line, else its first comment line.
@@ -42,9 +45,88 @@ std::string TargetSummary(std::string_view contents) {
   return comment;
 }
 
+// Everything `rules list` shows, as one JSON object on stdout.
+int PrintListJson(const rules::RuleLibrary& library) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("rule_sets").BeginArray();
+  for (const auto& file : library.files()) {
+    w.BeginObject();
+    w.Key("name").String(file.set);
+    w.Key("path").String(file.path);
+    w.Key("rules").BeginArray();
+    for (const auto& rule : file.rules) {
+      w.BeginObject();
+      w.Key("name").String(rule->name);
+      w.Key("family").String(rule->family);
+      w.Key("line").Int(rule->line);
+      w.Key("benefit").Int(rule->benefit);
+      w.Key("algebra").String(rule->algebra);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("passes").BeginArray();
+  for (const rules::NativePassInfo& p : rules::NativePasses()) {
+    w.BeginObject();
+    w.Key("name").String(p.name);
+    w.Key("description").String(p.description);
+    w.Key("options").BeginArray();
+    for (const std::string& option : p.options) w.String(option);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("targets").BeginArray();
+  for (const auto& file : rules::EmbeddedFiles()) {
+    const std::string path(file.path);
+    if (!absl::StartsWith(path, "targets/")) continue;
+    w.BeginObject();
+    w.Key("name").String(std::filesystem::path(path).stem().string());
+    w.Key("description").String(TargetSummary(file.contents));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("helpers").BeginArray();
+  for (const auto& helper : rules::AllHelpers()) {
+    w.BeginObject();
+    w.Key("signature").String(helper.signature);
+    w.Key("description").String(helper.description);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("op_groups").BeginArray();
+  for (const OpGroup& group : AllOpGroups()) {
+    w.BeginObject();
+    w.Key("name").String(group.name);
+    w.Key("description").String(group.description);
+    w.Key("ops").BeginArray();
+    for (const OpGroupMember& m : group.members) w.String(m.op_type);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("builders").BeginArray();
+  for (const rules::Builder& b : rules::AllBuilders()) {
+    w.BeginObject();
+    w.Key("name").String(b.name);
+    w.Key("op_type").String(b.op_type);
+    w.Key("argument").String(b.argument);
+    w.Key("input_since").Int(b.input_since);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+  return kExitOk;
+}
+
 int RunList(const RulesOptions& o) {
   auto library = rules::RuleLibrary::Load(o.rule_files);
   if (!library.ok()) return BadInput("", library.status().message());
+  if (o.json) return PrintListJson(*library);
   std::printf("Rules (rule sets by file; `for` rules list their ops):\n");
   for (const auto& file : library->files()) {
     std::printf("\n%s  (%s)\n", file.set.c_str(), file.path.c_str());
@@ -61,6 +143,13 @@ int RunList(const RulesOptions& o) {
                   ops.empty() ? "" : absl::StrCat(".{", absl::StrJoin(ops, ","), "}").c_str(),
                   rule.line, rule.benefit, rule.algebra.c_str());
       i = j;
+    }
+  }
+  std::printf("\nPasses (native; in targets as `pass NAME`, and for --disable):\n");
+  for (const rules::NativePassInfo& p : rules::NativePasses()) {
+    std::printf("  %-26s %s\n", p.name.c_str(), p.description.c_str());
+    if (!p.options.empty()) {
+      std::printf("  %-26s options: %s\n", "", absl::StrJoin(p.options, ", ").c_str());
     }
   }
   std::printf("\nTargets (--target NAME):\n");
@@ -115,8 +204,10 @@ Command AddRulesCommand(CLI::App& app) {
   auto options = std::make_shared<RulesOptions>();
   auto* sub = app.add_subcommand("rules", "List the rules, targets and helpers; check rule files");
   sub->require_subcommand(1);
-  auto* list = sub->add_subcommand("list", "Show every rule (with its algebra), target and helper");
+  auto* list = sub->add_subcommand(
+      "list", "Show every rule (with its algebra), pass (with its options), target and helper");
   list->add_option("--rules", options->rule_files, "Also load this rule file (repeatable)");
+  list->add_flag("--json", options->json, "Print the list as one JSON object");
   auto* check = sub->add_subcommand("check", "Parse rule files; errors as FILE:LINE:COL (exit 2)");
   check->add_option("files", options->check_files, "Rule files")->required();
   return {sub, [options, list] { return list->parsed() ? RunList(*options) : RunCheck(*options); }};

@@ -15,9 +15,12 @@
 #include "absl/strings/str_format.h"
 #include "converter/command.h"
 #include "converter/command_files.h"
+#include "converter/json_writer.h"
 #include "converter/model_run.h"
+#include "converter/status_line.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
+#include "exec/opencl/opencl_session.h"
 #include "ir/model_io.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -38,8 +41,20 @@ struct RunOptions {
   int device = -1;  // opencl: device index (see `ovfix devices`)
   int repeat = 1;
   bool profile = false;
+  bool strict_device = false;  // a node on the CPU is an error (device backends)
   double rtol = 1e-3;
   double atol = 1e-5;
+  bool json = false;
+};
+
+// What --json prints: per output its summary and, with --test-data, its comparison.
+struct OutputRecord {
+  std::string name, type;
+  double min = 0, max = 0, mean = 0;
+  int64_t non_finite = 0;
+  bool compared = false, matches = false;
+  std::string comparison;  // DescribeComparison, or the mismatch
+  double max_abs_error = 0, max_rel_error = 0;
 };
 
 // The files a run reads or writes: its errors name one of them, the model when they name
@@ -137,10 +152,12 @@ absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& gra
 }
 
 // "logits  float[1,1000]  min -3.1 max 9.2 mean 0.013 non-finite 0"
-void PrintSummary(const std::string& name, const Tensor& t) {
+void PrintSummary(const std::string& name, const Tensor& t, OutputRecord& record, bool print) {
+  record.name = name;
+  record.type = DescribeTensor(t);
   std::string line = absl::StrFormat("%-24s %-20s", name, DescribeTensor(t));
   if (t.type() == DataType::kString) {
-    std::printf("%s\n", line.c_str());
+    if (print) std::printf("%s\n", line.c_str());
     return;
   }
   double min = 0, max = 0, sum = 0;
@@ -157,6 +174,11 @@ void PrintSummary(const std::string& name, const Tensor& t) {
     ++finite;
   }
   const double mean = finite > 0 ? sum / static_cast<double>(finite) : 0.0;
+  record.min = min;
+  record.max = max;
+  record.mean = mean;
+  record.non_finite = non_finite;
+  if (!print) return;
   std::printf("%s min %.6g max %.6g mean %.6g non-finite %lld\n", line.c_str(), min, max, mean,
               static_cast<long long>(non_finite));
 }
@@ -177,9 +199,56 @@ absl::Status CheckFiles(const RunOptions& o, const Model& model) {
   }
   if (!o.test_data.empty()) files.ReadTestData(o.test_data, "--test-data");
   for (size_t k = 0; k < model.graph().outputs().size(); ++k) {
-    files.Write(OutputFile(o, k), "--output-dir");
+    files.Write(OutputFile(o, k), "--output-dir", /*makes_folder=*/true);
   }
   return files.Check();
+}
+
+void PrintJson(const RunOptions& o, const std::vector<OutputRecord>& records,
+               const std::vector<double>& times, const std::vector<std::string>& notes,
+               const std::vector<std::string>& session_notes, bool compared, bool all_match) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("model").String(o.model);
+  w.Key("backend").String(o.backend);
+  w.Key("precision").String(o.precision);
+  if (!o.test_data.empty()) w.Key("test_data").String(o.test_data);
+  w.Key("outputs").BeginArray();
+  for (const OutputRecord& r : records) {
+    w.BeginObject();
+    w.Key("name").String(r.name);
+    w.Key("type").String(r.type);
+    w.Key("min").Number(r.min);
+    w.Key("max").Number(r.max);
+    w.Key("mean").Number(r.mean);
+    w.Key("non_finite").Int(r.non_finite);
+    if (r.compared) {
+      w.Key("matches").Bool(r.matches);
+      w.Key("comparison").String(r.comparison);
+      w.Key("max_abs_error").Number(r.max_abs_error);
+      w.Key("max_rel_error").Number(r.max_rel_error);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  if (!o.test_data.empty()) {
+    w.Key("compared").Bool(compared);
+    w.Key("matches").Bool(all_match);
+  }
+  w.Key("runs").Int(static_cast<int64_t>(times.size()));
+  double best = times.empty() ? 0 : times[0], total = 0;
+  for (double t : times) {
+    best = std::min(best, t);
+    total += t;
+  }
+  w.Key("mean_ms").Number(times.empty() ? 0 : total / times.size());
+  w.Key("best_ms").Number(best);
+  w.Key("notes").BeginArray();
+  for (const std::string& n : notes) w.String(n);
+  for (const std::string& n : session_notes) w.String(n);
+  w.EndArray();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
 }
 
 int RunModel(const RunOptions& o) {
@@ -199,7 +268,9 @@ int RunModel(const RunOptions& o) {
   // float32 data for a converted model's float16 inputs (and the like) is converted.
   std::vector<std::string> conversions;
   const exec::TensorMap feeds = converter::MatchInputTypes(graph, *read, &conversions);
-  for (const std::string& note : conversions) std::printf("note: %s\n", note.c_str());
+  if (!o.json) {
+    for (const std::string& note : conversions) std::printf("note: %s\n", note.c_str());
+  }
 
   exec::SessionOptions options;
   options.backend = o.backend;
@@ -213,23 +284,47 @@ int RunModel(const RunOptions& o) {
     }
     options.on_node_time = [&node_times](const Node& node, double ms) { node_times.Add(node, ms); };
   }
+  if (o.strict_device && o.backend == "cpu") {
+    return fail(absl::InvalidArgumentError("--strict-device needs a device backend (opencl)"));
+  }
   absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(**model, options);
   if (!session.ok()) return fail(session.status());
 
   absl::StatusOr<std::vector<Tensor>> outputs;
   std::vector<double> times;
+  // On a terminal, a run that lasts shows that it is running.
+  converter::StatusLine status(stderr);
   for (int r = 0; r < o.repeat; ++r) {
+    status.Set(absl::StrCat("running ", o.model, " (", o.backend, ", ", o.precision, ")"), r + 1,
+               o.repeat > 1 ? o.repeat : 0);
     const auto start = std::chrono::steady_clock::now();
     outputs = (*session)->Run(feeds);
     times.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
-    if (!outputs.ok()) return fail(outputs.status());
+    if (!outputs.ok()) {
+      status.Clear();
+      return fail(outputs.status());
+    }
+    if (o.strict_device) {
+      // The first run shows every fallback: each node decides where it runs when it first
+      // runs.
+      const auto placement = exec::opencl::DevicePlacementOf(**session);
+      if (placement && !placement->cpu.empty()) {
+        status.Clear();
+        return fail(
+            absl::FailedPreconditionError(absl::StrCat("--strict-device: ", placement->Summary())));
+      }
+    }
   }
+  status.Clear();
   // Nodes an opencl session ran on the CPU, and the device it used.
-  for (const std::string& note : (*session)->notes()) std::printf("note: %s\n", note.c_str());
+  if (!o.json) {
+    for (const std::string& note : (*session)->notes()) std::printf("note: %s\n", note.c_str());
+  }
+  std::vector<OutputRecord> records(outputs->size());
   for (size_t k = 0; k < outputs->size(); ++k) {
-    PrintSummary(graph.outputs()[k]->name(), (*outputs)[k]);
+    PrintSummary(graph.outputs()[k]->name(), (*outputs)[k], records[k], !o.json);
   }
   if (o.repeat > 1) {
     double best = times[0], total = 0;
@@ -237,11 +332,13 @@ int RunModel(const RunOptions& o) {
       best = std::min(best, t);
       total += t;
     }
-    std::printf("ran %d times (%s, %s): mean %.3f ms, best %.3f ms\n", o.repeat, o.backend.c_str(),
-                o.precision.c_str(), total / o.repeat, best);
+    if (!o.json) {
+      std::printf("ran %d times (%s, %s): mean %.3f ms, best %.3f ms\n", o.repeat,
+                  o.backend.c_str(), o.precision.c_str(), total / o.repeat, best);
+    }
   }
 
-  if (o.profile) node_times.Print(o.repeat);
+  if (o.profile && !o.json) node_times.Print(o.repeat);
 
   if (!o.output_dir.empty()) {
     std::error_code error;
@@ -252,7 +349,10 @@ int RunModel(const RunOptions& o) {
     }
   }
 
-  if (o.test_data.empty()) return kExitOk;
+  if (o.test_data.empty()) {
+    if (o.json) PrintJson(o, records, times, conversions, (*session)->notes(), false, true);
+    return kExitOk;
+  }
   bool all_match = true;
   int compared = 0;
   for (size_t k = 0; k < outputs->size(); ++k) {
@@ -268,21 +368,33 @@ int RunModel(const RunOptions& o) {
     if (actual->type() != expected->type() && IsFloatingPoint(actual->type()) &&
         IsFloatingPoint(expected->type())) {
       widened = ConvertTensor(*actual, expected->type());
-      std::printf("note: output '%s': %s compared as %s, the type of %s\n", name.c_str(),
-                  std::string(DataTypeName(actual->type())).c_str(),
-                  std::string(DataTypeName(expected->type())).c_str(), path.c_str());
+      const std::string note = absl::StrFormat("output '%s': %s compared as %s, the type of %s",
+                                               name, std::string(DataTypeName(actual->type())),
+                                               std::string(DataTypeName(expected->type())), path);
+      if (!o.json) std::printf("note: %s\n", note.c_str());
+      conversions.push_back(note);
       actual = &widened;
     }
     exec::Comparison c = exec::CompareTensors(*actual, *expected, {o.rtol, o.atol});
     ++compared;
     all_match = all_match && c.ok;
+    records[k].compared = true;
+    records[k].matches = c.ok;
+    records[k].comparison = c.ok ? exec::DescribeComparison(c) : c.message;
+    records[k].max_abs_error = c.max_abs_error;
+    records[k].max_rel_error = c.max_rel_error;
+    if (o.json) continue;
     if (c.ok) {
       std::printf("output '%s': matches (%s)\n", name.c_str(), exec::DescribeComparison(c).c_str());
     } else {
       std::printf("output '%s': MISMATCH: %s\n", name.c_str(), c.message.c_str());
     }
   }
-  if (compared == 0) std::printf("no output_K.pb in %s to compare with\n", o.test_data.c_str());
+  if (compared == 0 && !o.json) {
+    std::printf("no output_K.pb in %s to compare with\n", o.test_data.c_str());
+  }
+  if (o.json)
+    PrintJson(o, records, times, conversions, (*session)->notes(), compared > 0, all_match);
   return all_match ? kExitOk : kExitMismatch;
 }
 
@@ -296,7 +408,8 @@ Command AddRunCommand(CLI::App& app) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--test-data", o->test_data,
-                  "Folder with input_K.pb (graph-input order) and output_K.pb to compare with");
+                  "Folder with input_K.pb (graph-input order) and output_K.pb to compare with, "
+                  "or a folder of test_data_set_*/ folders (the first is run)");
   sub->add_option("--output-dir", o->output_dir, "Write the outputs there as output_K.pb");
   sub->add_option("--precision", o->precision, "fp32, fp16-storage or fp16");
   sub->add_option("--backend", o->backend, "Executor backend: cpu or opencl");
@@ -305,9 +418,27 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
   sub->add_flag("--profile", o->profile,
                 "Print where the time went: per op type and the slowest nodes (cpu)");
+  sub->add_flag("--strict-device", o->strict_device,
+                "Fail (exit 2) when any node runs on the CPU instead of the device backend");
   sub->add_option("--rtol", o->rtol, "Relative tolerance for --test-data (default 1e-3)");
   sub->add_option("--atol", o->atol, "Absolute tolerance for --test-data (default 1e-5)");
-  return {sub, [o] { return RunModel(*o); }, [o] { return Files(*o); }};
+  sub->add_flag("--json", o->json, "Print the outputs (and comparisons) as one JSON object");
+  return {sub,
+          [o] {
+            // The folder forms convert --calibration-data and compare take: a set's folder, or
+            // the folder that holds test_data_set_*/ (the first set is run).
+            RunOptions resolved = *o;
+            int sets = 0;
+            if (!o->test_data.empty()) {
+              resolved.test_data = converter::FirstTestDataSet(o->test_data, &sets);
+            }
+            if (sets > 1 && !o->json) {
+              std::printf("note: --test-data %s holds %d sets; running %s\n", o->test_data.c_str(),
+                          sets, resolved.test_data.c_str());
+            }
+            return RunModel(resolved);
+          },
+          [o] { return Files(*o); }};
 }
 
 }  // namespace ovfix::cli

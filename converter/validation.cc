@@ -24,6 +24,9 @@ namespace {
 
 bool IsFloat(DataType t) { return IsFloatingPoint(t); }
 
+// The error whose share of elements every output reports (beyond@ criteria add others).
+constexpr double kBeyondError = 0.01;
+
 // The range covering both: the larger largest, the smaller nonzero smallest.
 MagnitudeRange Wider(const MagnitudeRange& a, const MagnitudeRange& b) {
   MagnitudeRange r;
@@ -546,15 +549,26 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& 
     OVFIX_ASSIGN_OR_RETURN(EndToEndResult result, Compare(final_model.graph(), *outputs, k));
     if (k == 0) {
       worst = std::move(result);
-      continue;
+    } else {
+      KeepWorst(worst, result);
     }
-    for (size_t i = 0; i < worst.outputs.size() && i < result.outputs.size(); ++i) {
-      worst.outputs[i].error = std::max(worst.outputs[i].error, result.outputs[i].error);
-      worst.outputs[i].finite = worst.outputs[i].finite && result.outputs[i].finite;
-    }
-    worst.max_error = std::max(worst.max_error, result.max_error);
   }
   return worst;
+}
+
+void KeepWorst(EndToEndResult& worst, const EndToEndResult& other) {
+  for (size_t i = 0; i < worst.outputs.size() && i < other.outputs.size(); ++i) {
+    OutputComparison& w = worst.outputs[i];
+    const OutputComparison& o = other.outputs[i];
+    const double error = std::max(w.error, o.error);
+    const bool finite = w.finite && o.finite;
+    if (o.score > w.score || std::isnan(o.score)) w = o;
+    w.error = error;
+    w.finite = finite;
+  }
+  worst.max_error = std::max(worst.max_error, other.max_error);
+  worst.score = std::max(worst.score, other.score);
+  if (std::isnan(other.score)) worst.score = other.score;
 }
 
 bool ReferenceValidator::ComputesFloat16(const Graph& g) {
@@ -588,13 +602,19 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(const Graph& g,
       return absl::InternalError(
           absl::StrCat("output '", c.name, "' is not an output of the original model"));
     }
-    c.error = exec::RelativeError(actual, ref->second, resolution);
+    c.criteria = CriteriaFor(c.name, ref->second.numel());
+    c.stats = MeasureOutput(actual, ref->second, resolution, c.criteria, kBeyondError);
+    c.error = c.stats.max;
+    c.score = CriteriaScore(c.criteria, c.stats);
+    c.meets = c.score <= 1;
+    c.set = set;
     if (IsFloat(actual.type())) {
       const int64_t n = actual.numel();
       for (int64_t k = 0; k < n && c.finite; ++k) {
         c.finite = std::isfinite(actual.GetAsDouble(k));
       }
     }
+    result.score = std::max(result.score, c.score);
     result.max_error = std::max(result.max_error, c.error);
     result.outputs.push_back(std::move(c));
   }

@@ -5,6 +5,7 @@
 // and the values a rewrite creates get the activations computed for them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "converter/accuracy.h"
 #include "exec/executor.h"
 #include "ir/float16.h"
 #include "ir/model.h"
@@ -33,8 +35,15 @@ absl::StatusOr<exec::TensorMap> CaptureActivations(
 
 struct OutputComparison {
   std::string name;
-  double error = 0;    // RelativeError against the reference
+  double error = 0;    // RelativeError against the reference (stats.max)
   bool finite = true;  // every element of the converted model's output is finite
+  // Everything measured (on the input set that scored worst), the criteria it was judged
+  // by, and the worst measure over them relative to its bound: <= 1 meets them.
+  OutputStatistics stats;
+  Criteria criteria;
+  double score = 0;
+  bool meets = true;
+  size_t set = 0;  // the input set `stats` and `score` are of
 };
 
 // The shapes the reference runs saw of one value inside an If/Loop/Scan body (a body runs
@@ -48,8 +57,21 @@ struct SeenShape {
 
 struct EndToEndResult {
   std::vector<OutputComparison> outputs;
-  double max_error = 0;
+  double max_error = 0;  // the largest `error`
+  double score = 0;      // the worst output's score (over input sets, the worst set's)
+  // Every output meets its criteria: no NaN or infinity the original does not have either.
+  bool meets() const {
+    if (!(score <= 1)) return false;
+    for (const OutputComparison& c : outputs) {
+      if (c.stats.non_finite > 0 || !c.meets) return false;
+    }
+    return true;
+  }
 };
+
+// Folds the comparison of another input set into `worst`: per output the set that scored
+// worse, and the largest error; a calibration set is judged on its own, never averaged in.
+void KeepWorst(EndToEndResult& worst, const EndToEndResult& other);
 
 enum class CommitKind {
   kHeld,        // measured, within the fp32 tolerance
@@ -96,6 +118,17 @@ class ReferenceValidator : public rules::Validator {
   // Full runs of a model made so far (reference runs, whole-graph runs, end-to-end runs).
   int model_runs() const { return model_runs_; }
   void count_model_runs(int n) { model_runs_ += n; }
+  // The criteria each output is judged by: `spec`'s, else what `fallback` gives for the
+  // output's number of elements. Until set: the worst element within 1e-4 of the range.
+  using DefaultCriteria = std::function<Criteria(int64_t elements)>;
+  void set_accuracy(AccuracySpec spec, DefaultCriteria fallback) {
+    accuracy_ = std::move(spec);
+    fallback_ = std::move(fallback);
+  }
+  Criteria CriteriaFor(const std::string& output, int64_t elements) const {
+    const Criteria* given = accuracy_.Find(output);
+    return given != nullptr ? *given : fallback_(elements);
+  }
   // Compares `outputs` (of a model whose graph is `g`) with the original's on set `set`.
   absl::StatusOr<EndToEndResult> Compare(const Graph& g, const std::vector<Tensor>& outputs,
                                          size_t set) const;
@@ -126,6 +159,8 @@ class ReferenceValidator : public rules::Validator {
   static bool ComputesFloat16(const Graph& g);
 
   Model& model_;
+  AccuracySpec accuracy_;
+  DefaultCriteria fallback_ = [](int64_t) { return MaxErrorCriteria(1e-4); };
   exec::TensorMap inputs_;  // sets_[0]
   std::vector<exec::TensorMap> sets_;
   std::vector<std::vector<std::pair<std::string, Tensor>>> set_outputs_;

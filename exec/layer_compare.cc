@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "exec/opencl/opencl_session.h"
 #include "ir/constant.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
@@ -353,6 +354,13 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
   }
   for (const std::string& note : test_session->notes()) {
     report.notes.push_back(absl::StrCat(test.label, ": ", note));
+  }
+  for (const auto& [label, session] :
+       {std::pair{&ref.label, ref_session}, std::pair{&test.label, test_session}}) {
+    const auto placement = opencl::DevicePlacementOf(*session);
+    if (placement && !placement->cpu.empty()) {
+      report.cpu_fallbacks.push_back(absl::StrCat(*label, ": ", placement->Summary()));
+    }
   }
   if (test.options.precision != Precision::kFp32) {
     report.weights = FindUnrepresentableWeights(*test.model);

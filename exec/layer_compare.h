@@ -91,6 +91,8 @@ struct LayerReport {
   // Graph inputs and outputs that differ, and remarks (e.g. nodes that ran on the CPU).
   std::vector<ValueComparison> graph_inputs;
   std::vector<std::string> notes;
+  // Per device side that ran nodes on the CPU: "LABEL: runs on the CPU: N of M nodes (...)".
+  std::vector<std::string> cpu_fallbacks;
   int compared_values = 0;
   int diverged_values = 0;
   bool all_within() const { return diverged_values == 0; }

@@ -16,6 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "onnx/defs/schema.h"
+#include "rules/closest_name.h"
 
 namespace ovfix::rules {
 namespace {
@@ -126,6 +128,10 @@ class RuleFileParser {
   bool ReadGraph(Span& span, int keyword_line, int keyword_column);
   bool ReadExpression(Span& span);
   void Build(const RawRule& raw, RuleFile& out);
+  // Reports every op of `graph` that onnx does not know (in onnx's domains) and every domain
+  // that looks like a misspelling of one of onnx's; false when there was one.
+  bool CheckOpNames(const Span& span, const onnx::GraphProto& graph, const char* where,
+                    const std::string& placeholder);
   bool BuildOne(const RawRule& raw, const OpVersionRange* op, const std::string& placeholder,
                 const std::vector<OpVersionRange>& versions, const onnx::GraphProto& match,
                 const onnx::GraphProto& replace, RuleFile& out);
@@ -524,6 +530,56 @@ std::string GroupNames() {
   return absl::StrJoin(names, ", ");
 }
 
+// onnx's domains ("" is ai.onnx) and the op types of each, from onnx's schema registry.
+const std::map<std::string, std::vector<std::string>>& OnnxOpsByDomain() {
+  static const auto* kOps = [] {
+    auto* ops = new std::map<std::string, std::vector<std::string>>();
+    for (const auto& [domain, range] :
+         onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map()) {
+      (*ops)[domain];
+    }
+    for (const onnx::OpSchema& schema : onnx::OpSchemaRegistry::get_all_schemas()) {
+      (*ops)[schema.domain()].push_back(schema.Name());
+    }
+    return ops;
+  }();
+  return *kOps;
+}
+
+bool RuleFileParser::CheckOpNames(const Span& span, const onnx::GraphProto& graph,
+                                  const char* where, const std::string& placeholder) {
+  const auto& known = OnnxOpsByDomain();
+  bool good = true;
+  for (const onnx::NodeProto& n : graph.node()) {
+    const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    if (domain.empty() && (IsGroupName(n.op_type()) || n.op_type() == placeholder)) continue;
+    auto ops = known.find(domain);
+    if (ops == known.end()) {
+      std::vector<std::string> domains;
+      for (const auto& [d, list] : known) domains.push_back(d.empty() ? "ai.onnx" : d);
+      const std::string closest = ClosestName(domain, domains);
+      if (closest.empty() && !absl::StartsWith(domain, "ai.onnx")) continue;  // a custom domain
+      auto [line, column] = Locate(span, domain);
+      Error(line, column,
+            absl::StrCat("unknown domain '", domain, "' of ", n.op_type(), " in ", where,
+                         closest.empty() ? "" : absl::StrCat(" (did you mean '", closest, "'?)"),
+                         "; onnx's domains are ", absl::StrJoin(domains, ", ")));
+      good = false;
+      continue;
+    }
+    if (std::find(ops->second.begin(), ops->second.end(), n.op_type()) != ops->second.end()) {
+      continue;
+    }
+    auto [line, column] = Locate(span, n.op_type());
+    Error(line, column,
+          absl::StrCat("unknown op '", n.op_type(), "' in ", where,
+                       domain.empty() ? "" : absl::StrCat(" (domain ", domain, ")"),
+                       DidYouMean(n.op_type(), ops->second)));
+    good = false;
+  }
+  return good;
+}
+
 bool RuleFileParser::CheckOps(const std::vector<RawOp>& raw, bool groups,
                               std::vector<OpVersionRange>& out) {
   for (const RawOp& o : raw) {
@@ -586,6 +642,10 @@ void RuleFileParser::Build(const RawRule& raw, RuleFile& out) {
     return;
   }
   std::vector<OpVersionRange> ops, versions;
+  // Every misspelt op of both graphs is reported before the rule is given up.
+  const bool match_ops = CheckOpNames(*raw.match, match, "the match", raw.placeholder);
+  const bool replace_ops = CheckOpNames(*raw.replace, replace, "the replacement", raw.placeholder);
+  if (!match_ops || !replace_ops) return;
   if (!CheckOps(raw.ops, true, ops) || !CheckOps(raw.versions, false, versions)) return;
   std::string placeholder = raw.placeholder;
   if (!placeholder.empty()) {

@@ -9,7 +9,8 @@
 #       there: registers NVIDIA's OpenCL driver when no loader file names it, then writes to
 #       LOG_DIR the OpenCL tests' log and, per model of MODELS_DIR (NAME/model.onnx,
 #       NAME/test_data_set_0), runs in fp32, fp16-storage and fp16 against the test data,
-#       `compare` cpu:fp32 against opencl:fp16, the gpu-fp16 conversion run in fp16, and times.
+#       `compare` cpu:fp32 against opencl:fp16, the gpu-fp16 conversion run in fp16, and times;
+#       the same for the OpenCL tests' device-coverage models (written by the test binary).
 #       The test binary looks for the models where it was built (../shared beside the
 #       checkout): link MODELS_DIR's parent there for its model tests.
 set -euo pipefail
@@ -52,14 +53,22 @@ run() {
   fi
   local ovfix=$dir/bin/ovfix
   "$ovfix" devices | tee "$logs/devices.txt"
-  "$dir/bin/ovfix_opencl_tests" >"$logs/opencl_tests.log" 2>&1 || true
+  # The device-coverage models (one per class of export: window attention, detector,
+  # segmentation, quantized conv net, LSTM) are written beside the shared ones.
+  OVFIX_WRITE_COVERAGE_MODELS=$dir/coverage "$dir/bin/ovfix_opencl_tests" \
+    >"$logs/opencl_tests.log" 2>&1 || true
   grep -E '^\[  (PASSED|FAILED)' "$logs/opencl_tests.log" || true
-  local names=("$@")
-  if [ ${#names[@]} -eq 0 ]; then
-    for m in "$models"/*/model.onnx; do names+=("$(basename "$(dirname "$m")")"); done
+  local paths=()
+  if [ $# -eq 0 ]; then
+    for m in "$models"/*/model.onnx "$dir"/coverage/*/model.onnx; do
+      [ -f "$m" ] && paths+=("$(dirname "$m")")
+    done
+  else
+    for name in "$@"; do paths+=("$models/$name"); done
   fi
-  for name in "${names[@]}"; do
-    local model=$models/$name/model.onnx data=$models/$name/test_data_set_0
+  for path in "${paths[@]}"; do
+    local name model=$path/model.onnx data=$path/test_data_set_0
+    name=$(basename "$path")
     {
       for precision in fp32 fp16-storage fp16; do
         echo "--- $name opencl:$precision"

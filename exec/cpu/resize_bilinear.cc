@@ -10,15 +10,6 @@
 namespace ovfix::exec {
 namespace {
 
-// The two input positions an output position reads, and their weights: d1 is the distance to
-// the first (the weight of the second), d2 the distance to the second. Float throughout.
-struct Taps {
-  std::vector<int64_t> first, second;
-  std::vector<int32_t> first32, second32;  // the same, for vector loads
-  bool ascending = true;                   // first and second never decrease
-  std::vector<float> d1, d2;
-};
-
 float OriginalCoordinate(BilinearCoordinates mode, int64_t position, float scale, int64_t in_size,
                          int64_t out_size) {
   const float x = static_cast<float>(position);
@@ -36,31 +27,6 @@ float OriginalCoordinate(BilinearCoordinates mode, int64_t position, float scale
   return 0.0f;
 }
 
-Taps MakeTaps(BilinearCoordinates mode, int64_t in_size, int64_t out_size, float scale) {
-  Taps t;
-  t.first.resize(out_size);
-  t.second.resize(out_size);
-  t.d1.resize(out_size);
-  t.d2.resize(out_size);
-  const float last = static_cast<float>(in_size - 1);
-  for (int64_t j = 0; j < out_size; ++j) {
-    const float x = std::clamp(OriginalCoordinate(mode, j, scale, in_size, out_size), 0.0f, last);
-    const int64_t first = std::min(static_cast<int64_t>(x), in_size - 1);
-    const int64_t second = std::min(first + 1, in_size - 1);
-    t.first[j] = first;
-    t.second[j] = second;
-    // At the last position both taps are the same element: half of it twice.
-    t.d1[j] = first == second ? 0.5f : std::fabs(x - static_cast<float>(first));
-    t.d2[j] = first == second ? 0.5f : std::fabs(x - static_cast<float>(second));
-  }
-  for (int64_t j = 1; j < out_size; ++j) {
-    if (t.first[j] < t.first[j - 1] || t.second[j] < t.second[j - 1]) t.ascending = false;
-  }
-  t.first32.assign(t.first.begin(), t.first.end());
-  t.second32.assign(t.second.begin(), t.second.end());
-  return t;
-}
-
 // The first `count` floats from `row` (at most 16; the rest zero).
 __attribute__((target("avx512f"), always_inline)) inline __m512 LoadFirst(const float* row,
                                                                           int64_t count) {
@@ -74,9 +40,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 LoadFirst(const 
 // multiply-adds). When the 16 outputs read fewer than 32 consecutive inputs (upsampling,
 // mild downsampling) the inputs come from two loads and a permute, else from gathers.
 __attribute__((target("avx512f"))) void BilinearRowAvx512(const float* row1, const float* row2,
-                                                          float dy1, float dy2, const Taps& xs,
-                                                          int64_t in_width, int64_t width,
-                                                          float* dst) {
+                                                          float dy1, float dy2,
+                                                          const BilinearTaps& xs, int64_t in_width,
+                                                          int64_t width, float* dst) {
   const __m512 vdy1 = _mm512_set1_ps(dy1), vdy2 = _mm512_set1_ps(dy2);
   for (int64_t x = 0; x < width; x += 16) {
     const int64_t left = width - x;
@@ -120,10 +86,36 @@ __attribute__((target("avx512f"))) void BilinearRowAvx512(const float* row1, con
 
 }  // namespace
 
+BilinearTaps MakeBilinearTaps(BilinearCoordinates mode, int64_t in_size, int64_t out_size,
+                              float scale) {
+  BilinearTaps t;
+  t.first.resize(out_size);
+  t.second.resize(out_size);
+  t.d1.resize(out_size);
+  t.d2.resize(out_size);
+  const float last = static_cast<float>(in_size - 1);
+  for (int64_t j = 0; j < out_size; ++j) {
+    const float x = std::clamp(OriginalCoordinate(mode, j, scale, in_size, out_size), 0.0f, last);
+    const int64_t first = std::min(static_cast<int64_t>(x), in_size - 1);
+    const int64_t second = std::min(first + 1, in_size - 1);
+    t.first[j] = first;
+    t.second[j] = second;
+    // At the last position both taps are the same element: half of it twice.
+    t.d1[j] = first == second ? 0.5f : std::fabs(x - static_cast<float>(first));
+    t.d2[j] = first == second ? 0.5f : std::fabs(x - static_cast<float>(second));
+  }
+  for (int64_t j = 1; j < out_size; ++j) {
+    if (t.first[j] < t.first[j - 1] || t.second[j] < t.second[j - 1]) t.ascending = false;
+  }
+  t.first32.assign(t.first.begin(), t.first.end());
+  t.second32.assign(t.second.begin(), t.second.end());
+  return t;
+}
+
 void ResizeBilinearFloat(const float* in, float* out, const BilinearShape& s,
                          BilinearCoordinates coordinates, ThreadPool* pool) {
-  const Taps ys = MakeTaps(coordinates, s.in_height, s.out_height, s.height_scale);
-  const Taps xs = MakeTaps(coordinates, s.in_width, s.out_width, s.width_scale);
+  const BilinearTaps ys = MakeBilinearTaps(coordinates, s.in_height, s.out_height, s.height_scale);
+  const BilinearTaps xs = MakeBilinearTaps(coordinates, s.in_width, s.out_width, s.width_scale);
   const int64_t rows = s.planes * s.out_height;
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   const bool vector = avx512 && s.in_width <= (int64_t{1} << 31) / sizeof(float);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "exec/thread_pool.h"
 
@@ -24,6 +25,19 @@ struct BilinearShape {
   int64_t in_height = 1, in_width = 1, out_height = 1, out_width = 1;
   float height_scale = 1, width_scale = 1;  // output / input, as onnxruntime reads them
 };
+
+// The two input positions an output position reads along one axis, and their weights: d1 is
+// the distance to the first (the weight of the second), d2 the distance to the second. Float
+// throughout, as onnxruntime computes them; the OpenCL kernel reads the same tables.
+struct BilinearTaps {
+  std::vector<int64_t> first, second;
+  std::vector<int32_t> first32, second32;  // the same, for vector loads
+  bool ascending = true;                   // first and second never decrease
+  std::vector<float> d1, d2;
+};
+
+BilinearTaps MakeBilinearTaps(BilinearCoordinates mode, int64_t in_size, int64_t out_size,
+                              float scale);
 
 // in: planes x in_height x in_width; out: planes x out_height x out_width.
 void ResizeBilinearFloat(const float* in, float* out, const BilinearShape& shape,

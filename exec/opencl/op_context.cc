@@ -83,6 +83,22 @@ std::string OpContext::Options(std::initializer_list<std::pair<const char*, cons
   return options;
 }
 
+absl::StatusOr<std::string> ElementBitsOption(const OpContext& ctx, const ClValue& v) {
+  if (v.type == DataType::kString) return ctx.Unsupported("string tensors");
+  switch (v.device_element_size()) {
+    case 1:
+      return std::string("-DT=uchar");
+    case 2:
+      return std::string("-DT=ushort");
+    case 4:
+      return std::string("-DT=uint");
+    case 8:
+      return std::string("-DT=ulong");
+    default:
+      return ctx.Unsupported(std::string(DataTypeName(v.type)), " elements");
+  }
+}
+
 absl::StatusOr<std::vector<int64_t>> BroadcastDims(
     const OpContext& ctx, std::initializer_list<const std::vector<int64_t>*> shapes) {
   size_t rank = 0;

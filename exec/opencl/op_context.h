@@ -107,6 +107,13 @@ absl::Status SetArgs(OpContext& ctx, cl::Kernel& kernel, const Args&... args) {
   return absl::OkStatus();
 }
 
+// "-DT=uchar/ushort/uint/ulong": a value's elements as the unsigned type of their device size,
+// for the kernels of kernels/data.cl that move elements as bits (Unsupported for strings).
+absl::StatusOr<std::string> ElementBitsOption(const OpContext& ctx, const ClValue& v);
+// Cast of input 0 to `to` where either side is an integer or bool type (ops_data.cc; Cast
+// between float storages is an element-wise op, but this converts those too).
+absl::Status CastElements(OpContext& ctx, DataType to);
+
 // Numpy broadcasting for kernels that take dims and strides as int8 (rank <= 8, padded with
 // leading 1s; see BroadcastOffset in common.h.cl).
 constexpr int kMaxBroadcastRank = 8;
@@ -135,5 +142,11 @@ void AddElementwiseOps(std::vector<OpDef>& table);
 void AddShapeOps(std::vector<OpDef>& table);
 void AddConvOps(std::vector<OpDef>& table);
 void AddReduceOps(std::vector<OpDef>& table);
+void AddDataOps(std::vector<OpDef>& table);
+void AddQuantOps(std::vector<OpDef>& table);
+void AddRecurrentOps(std::vector<OpDef>& table);
+void AddResizeOps(std::vector<OpDef>& table);
+void AddConvTransposeOps(std::vector<OpDef>& table);
+void AddDetectionOps(std::vector<OpDef>& table);
 
 }  // namespace ovfix::exec::opencl

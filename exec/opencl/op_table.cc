@@ -10,6 +10,12 @@ const std::vector<OpDef>& AllOps() {
     AddShapeOps(t);
     AddConvOps(t);
     AddReduceOps(t);
+    AddDataOps(t);
+    AddQuantOps(t);
+    AddRecurrentOps(t);
+    AddResizeOps(t);
+    AddConvTransposeOps(t);
+    AddDetectionOps(t);
     return t;
   }();
   return table;

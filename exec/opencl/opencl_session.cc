@@ -1,9 +1,11 @@
 #include "exec/opencl/opencl_session.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "exec/kernel.h"
 #include "exec/opencl/control_flow.h"
 #include "exec/opencl/op_context.h"
@@ -14,6 +16,12 @@
 
 namespace ovfix::exec::opencl {
 namespace {
+
+// Integer ops that are real computation, not shape arithmetic: they run on the device even
+// when their inputs come from the host (a quantized model's uint8 graph input).
+bool ComputesOnIntegers(std::string_view op_type) {
+  return op_type == "ConvInteger" || op_type == "MatMulInteger" || op_type == "DequantizeLinear";
+}
 
 struct Plan;
 
@@ -27,7 +35,8 @@ struct Step {
   std::vector<int> implicit_inputs;  // slots its subgraphs read from this graph
   std::vector<int> release;          // slots whose last reader is this step
   bool on_cpu = false;               // no OpenCL op, or the op declined this node
-  bool noted = false;                // its CPU fallback is in notes()
+  bool noted = false;                // its CPU fallback is in placement_
+  bool counted_host = false;         // counted in placement_.host
   std::shared_ptr<void> state;
   std::vector<std::unique_ptr<Plan>> subgraphs;  // in the order of node->subgraphs()
 };
@@ -113,8 +122,15 @@ class OpenclSession : public Session {
     if (options_.precision == Precision::kFp16) {
       out.push_back(absl::StrCat("half arithmetic: ", rt_->half_arithmetic_source()));
     }
-    out.insert(out.end(), notes_.begin(), notes_.end());
+    const std::string fallbacks = Placement().Summary();
+    if (!fallbacks.empty()) out.push_back(fallbacks);
     return out;
+  }
+
+  DevicePlacement Placement() const {
+    DevicePlacement placement = placement_;
+    placement.nodes = CountNodes(main_);
+    return placement;
   }
 
  private:
@@ -144,6 +160,14 @@ class OpenclSession : public Session {
     PlanReleases(plan);
     plan.slot_of.clear();
     return absl::OkStatus();
+  }
+
+  static int CountNodes(const Plan& plan) {
+    int count = static_cast<int>(plan.steps.size());
+    for (const Step& step : plan.steps) {
+      for (const auto& sub : step.subgraphs) count += CountNodes(*sub);
+    }
+    return count;
   }
 
   int NewSlot(Plan& plan, const Value* v) {
@@ -333,20 +357,25 @@ class OpenclSession : public Session {
       absl::Status s = RunControlFlowStep(step, values);
       if (!absl::IsUnimplemented(s) || step.cpu == nullptr) return s;
       step.on_cpu = true;
-      step.noted = true;
-      notes_.push_back(
-          absl::StrCat(step.node->Describe(), ": runs on the CPU (", s.message(), ")"));
+      NoteFallback(step, std::string(s.message()));
       return RunOnCpu(step, values);
     }
-    // Integer values that only live on the host are shape arithmetic (Shape -> Gather ->
-    // Concat, Constant): the CPU kernel computes them where they are, no transfer.
+    // Integer values held on the host are shape arithmetic (Shape -> Gather -> Concat,
+    // Constant, integer initializers, which also have a device copy): the CPU kernel computes
+    // them where they are, no transfer.
     bool host_only = step.cpu != nullptr;
     for (int s : step.inputs) {
       if (s < 0) continue;
       const ClValue& v = values[s];
-      if (v.device || v.type == DataType::kFloat || v.type == DataType::kFloat16) host_only = false;
+      if (!v.host || v.type == DataType::kFloat || v.type == DataType::kFloat16) host_only = false;
     }
-    if (host_only) return RunOnCpu(step, values);
+    if (host_only && !ComputesOnIntegers(step.node->op_type())) {
+      if (!step.counted_host && step.node->op_type() != "Constant") {
+        step.counted_host = true;
+        ++placement_.host;
+      }
+      return RunOnCpu(step, values);
+    }
     if (!step.on_cpu) {
       OpContext ctx(*step.node, step.opset, *rt_, options_);
       for (int s : step.inputs) ctx.inputs.push_back(s >= 0 ? &values[s] : nullptr);
@@ -360,15 +389,17 @@ class OpenclSession : public Session {
       }
       if (!absl::IsUnimplemented(s) || step.cpu == nullptr) return s;
       step.on_cpu = true;
-      step.noted = true;
-      notes_.push_back(
-          absl::StrCat(step.node->Describe(), ": runs on the CPU (", s.message(), ")"));
+      NoteFallback(step, std::string(s.message()));
     }
-    if (!step.noted) {
-      step.noted = true;
-      notes_.push_back(absl::StrCat(step.node->Describe(), ": no OpenCL kernel, runs on the CPU"));
-    }
+    NoteFallback(step, "no OpenCL kernel");
     return RunOnCpu(step, values);
+  }
+
+  // Records the step's CPU fallback the first time it happens.
+  void NoteFallback(Step& step, std::string reason) {
+    if (step.noted) return;
+    step.noted = true;
+    placement_.cpu.push_back({step.node->Describe(), step.node->op_type(), std::move(reason)});
   }
 
   absl::Status RunOnCpu(Step& step, Frame& values) {
@@ -435,11 +466,44 @@ class OpenclSession : public Session {
   const Model* model_ = nullptr;
   std::unique_ptr<Runtime> rt_;
   Plan main_;
-  std::vector<std::string> notes_;
+  DevicePlacement placement_;
   TensorMap captured_;
 };
 
 }  // namespace
+
+std::string DevicePlacement::Summary() const {
+  if (cpu.empty()) return "";
+  // Op types in the order they first fell back, each with its count and reasons.
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<int, std::vector<std::string>>> by_op;
+  for (const CpuFallback& f : cpu) {
+    auto [it, added] = by_op.try_emplace(f.op_type);
+    if (added) order.push_back(f.op_type);
+    ++it->second.first;
+    std::vector<std::string>& reasons = it->second.second;
+    if (std::find(reasons.begin(), reasons.end(), f.reason) == reasons.end()) {
+      reasons.push_back(f.reason);
+    }
+  }
+  std::vector<std::string> parts;
+  for (const std::string& op : order) {
+    const auto& [count, reasons] = by_op.at(op);
+    std::vector<std::string> shown(reasons.begin(),
+                                   reasons.begin() + std::min<size_t>(reasons.size(), 2));
+    if (reasons.size() > shown.size()) shown.push_back("...");
+    parts.push_back(absl::StrCat(op, count > 1 ? absl::StrCat(" x", count) : "", ": ",
+                                 absl::StrJoin(shown, "; ")));
+  }
+  return absl::StrCat("runs on the CPU: ", cpu.size(), " of ", nodes, " nodes (",
+                      absl::StrJoin(parts, ", "), ")");
+}
+
+std::optional<DevicePlacement> DevicePlacementOf(const Session& session) {
+  const auto* opencl = dynamic_cast<const OpenclSession*>(&session);
+  if (opencl == nullptr) return std::nullopt;
+  return opencl->Placement();
+}
 
 absl::StatusOr<std::unique_ptr<Session>> CreateOpenclSession(const Model& model,
                                                              const SessionOptions& options) {

@@ -1,5 +1,6 @@
 // Element-wise ops on the device: unary math and activations, binary arithmetic and
-// comparisons with numpy broadcasting, Where, Concat, Cast between float storages.
+// comparisons with numpy broadcasting, Where, Concat, Cast between float storages. Where and
+// Concat of other element types move bits (kernels/data.cl).
 #include <algorithm>
 #include <limits>
 #include <span>
@@ -57,7 +58,7 @@ absl::Status Unary(OpContext& ctx) {
   if (op == "Cast") {
     out_type = static_cast<DataType>(ctx.node.GetInt("to", 0));
     if (!IsFloat(a) || (out_type != DataType::kFloat && out_type != DataType::kFloat16)) {
-      return ctx.Unsupported("Cast between non-float types");
+      return CastElements(ctx, out_type);
     }
   } else if (!IsFloat(a)) {
     return ctx.Unsupported("non-float input");
@@ -126,20 +127,25 @@ absl::Status Where(OpContext& ctx) {
   const ClValue* c = ctx.inputs[0];
   const ClValue* a = ctx.inputs[1];
   const ClValue* b = ctx.inputs[2];
-  if (c->type != DataType::kBool || !IsFloat(a) || !IsFloat(b)) {
-    return ctx.Unsupported("non-float Where");
-  }
+  if (c->type != DataType::kBool) return ctx.Error("condition must be bool");
+  const bool bits = !IsFloat(a) || !IsFloat(b);
+  if (bits && a->type != b->type) return ctx.Error("branches differ in type");
   OVFIX_ASSIGN_OR_RETURN(auto dims, BroadcastDims(ctx, {&c->dims, &a->dims, &b->dims}));
   OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, a->type, dims));
   OVFIX_ASSIGN_OR_RETURN(auto dc, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(1));
   OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(2));
-  OVFIX_ASSIGN_OR_RETURN(
-      auto kernel,
-      ctx.Kernel("elementwise.cl", "where",
-                 ctx.Options(
-                     {{"A", a}, {"B", b}, {"Y", y}},
-                     absl::StrCat("-DOP=0", DirectOptions({{"A", a}, {"B", b}, {"C", c}}, dims)))));
+  absl::StatusOr<cl::Kernel> found;
+  if (bits) {
+    OVFIX_ASSIGN_OR_RETURN(std::string option, ElementBitsOption(ctx, *y));
+    found = ctx.Kernel("data.cl", "where_bits", option);
+  } else {
+    found = ctx.Kernel(
+        "elementwise.cl", "where",
+        ctx.Options({{"A", a}, {"B", b}, {"Y", y}},
+                    absl::StrCat("-DOP=0", DirectOptions({{"A", a}, {"B", b}, {"C", c}}, dims))));
+  }
+  OVFIX_ASSIGN_OR_RETURN(auto kernel, std::move(found));
   if (auto s = SetArgs(ctx, kernel, *dc, *da, *db, *y->device, PaddedDims(dims),
                        BroadcastStrides(c->dims, dims), BroadcastStrides(a->dims, dims),
                        BroadcastStrides(b->dims, dims));
@@ -151,7 +157,7 @@ absl::Status Where(OpContext& ctx) {
 
 absl::Status Concat(OpContext& ctx) {
   const ClValue* first = ctx.inputs[0];
-  if (!IsFloat(first)) return ctx.Unsupported("non-float Concat");
+  if (first == nullptr) return ctx.Error("input 0 is missing");
   const int64_t rank = static_cast<int64_t>(first->dims.size());
   int64_t axis = ctx.node.GetInt("axis", 0);
   if (axis < 0) axis += rank;
@@ -176,8 +182,15 @@ absl::Status Concat(OpContext& ctx) {
     const ClValue* v = ctx.inputs[i];
     const cl_long inner = v->dims[axis] * after;
     OVFIX_ASSIGN_OR_RETURN(auto dv, ctx.Device(i));
-    OVFIX_ASSIGN_OR_RETURN(auto kernel, ctx.Kernel("elementwise.cl", "concat_part",
-                                                   ctx.Options({{"A", v}, {"Y", y}}, "-DOP=0")));
+    absl::StatusOr<cl::Kernel> found;
+    if (IsFloat(first)) {
+      found =
+          ctx.Kernel("elementwise.cl", "concat_part", ctx.Options({{"A", v}, {"Y", y}}, "-DOP=0"));
+    } else {
+      OVFIX_ASSIGN_OR_RETURN(std::string option, ElementBitsOption(ctx, *y));
+      found = ctx.Kernel("data.cl", "copy_part", option);
+    }
+    OVFIX_ASSIGN_OR_RETURN(auto kernel, std::move(found));
     if (inner > 0) {
       OVFIX_RETURN_IF_ERROR(SetArgs(ctx, kernel, *dv, *y->device, inner, out_inner, offset));
       OVFIX_RETURN_IF_ERROR(ctx.Run(kernel, cl::NDRange(static_cast<size_t>(v->numel()))));

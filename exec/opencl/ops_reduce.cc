@@ -104,8 +104,8 @@ absl::Status Softmax(OpContext& ctx) {
 
 absl::Status Gather(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
-  // Shape arithmetic on host-side integers is left to the CPU kernel (no device involved).
-  if (!IsFloat(x)) return ctx.Unsupported("non-float Gather");
+  // Shape arithmetic on host-side integers never gets here (the session runs it on the CPU);
+  // integers and bools on the device move as bits (kernels/data.cl).
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   int64_t axis = ctx.node.GetInt("axis", 0);
   if (axis < 0) axis += rank;
@@ -128,8 +128,14 @@ absl::Status Gather(OpContext& ctx) {
   OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto di, ctx.rt.Allocate(static_cast<size_t>(idx.nbytes())));
   OVFIX_RETURN_IF_ERROR(ctx.rt.Write(di, idx.raw(), idx.nbytes()));
-  OVFIX_ASSIGN_OR_RETURN(
-      auto k, ctx.Kernel("reduce.cl", "gather", ctx.Options({{"A", &x}, {"Y", y}}, "-DMODE=0")));
+  absl::StatusOr<cl::Kernel> found;
+  if (IsFloat(x)) {
+    found = ctx.Kernel("reduce.cl", "gather", ctx.Options({{"A", &x}, {"Y", y}}, "-DMODE=0"));
+  } else {
+    OVFIX_ASSIGN_OR_RETURN(std::string option, ElementBitsOption(ctx, x));
+    found = ctx.Kernel("data.cl", "gather_bits", option);
+  }
+  OVFIX_ASSIGN_OR_RETURN(auto k, std::move(found));
   if (auto s = SetArgs(ctx, k, *dx, di, *y->device, cl_long{idx.numel()}, cl_long{x.dims[axis]},
                        cl_long{inner});
       !s.ok()) {

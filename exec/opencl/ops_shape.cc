@@ -1,6 +1,6 @@
 // Ops that only change how a buffer is seen (Reshape, Flatten, Squeeze, Unsqueeze, Identity,
-// Dropout in inference) share the input's device buffer; Shape reads dims only. None of them
-// moves data.
+// Dropout in inference) share the input's device buffer; Shape and Size read dims only. None of
+// them moves data.
 #include <algorithm>
 
 #include "exec/opencl/op_context.h"
@@ -137,6 +137,16 @@ absl::Status Shape(OpContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status Size(OpContext& ctx) {
+  Tensor t(DataType::kInt64, {});
+  t.data<int64_t>()[0] = ctx.input(0).numel();
+  ClValue& out = ctx.outputs[0];
+  out = ClValue{};
+  out.type = DataType::kInt64;
+  out.host = std::move(t);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddShapeOps(std::vector<OpDef>& table) {
@@ -147,6 +157,7 @@ void AddShapeOps(std::vector<OpDef>& table) {
   table.push_back({"Identity", 1, kOpenVersion, Identity});
   table.push_back({"Dropout", 1, kOpenVersion, Identity});
   table.push_back({"Shape", 1, kOpenVersion, Shape});
+  table.push_back({"Size", 1, kOpenVersion, Size});
 }
 
 }  // namespace ovfix::exec::opencl

@@ -4,20 +4,27 @@
 #include "rules/passes/dead_code_elimination.h"
 #include "rules/passes/explicit_broadcast_full.h"
 #include "rules/passes/fix_input_shapes.h"
+#include "rules/passes/fold_batch_normalization.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 
 namespace ovfix::rules {
 namespace {
 
-NativePassInfo Entry(std::string name, std::string description, FunctionPass::Function run) {
-  return {name, description,
-          [=] { return std::make_unique<FunctionPass>(name, description, run); }};
+NativePassInfo Entry(std::string name, std::string description, FunctionPass::Function run,
+                     std::vector<std::string> options = {}) {
+  return {name, description, [=] { return std::make_unique<FunctionPass>(name, description, run); },
+          std::move(options)};
 }
 
 NativePassInfo Fp16IslandsEntry() {
   Fp16IslandsPass pass;
-  return {pass.name(), pass.description(), [] { return std::make_unique<Fp16IslandsPass>(); }};
+  return {
+      pass.name(),
+      pass.description(),
+      [] { return std::make_unique<Fp16IslandsPass>(); },
+      {"fp16 (target option)", "keep_fp32 (--keep-fp32 REGEX)", "keep_io_types (--keep-io-types)",
+       "fp16_islands structural|magnitude", "fp16_magnitude_threshold N"}};
 }
 
 }  // namespace
@@ -26,18 +33,21 @@ const std::vector<NativePassInfo>& NativePasses() {
   static const std::vector<NativePassInfo> kPasses = {
       Entry(kFixInputShapes,
             "fix dynamic dims of graph inputs (--batch, --input-shape) and re-infer shapes",
-            FixInputShapes),
+            FixInputShapes, {"batch (--batch N)", "input shapes (--input-shape NAME=DIMS)"}),
       Entry(kConstantFolding,
             "evaluate nodes with constant inputs (and Shape of static shapes) into initializers",
-            FoldConstants),
+            FoldConstants, {"fold_size_limit N (elements of a folded constant)"}),
+      Entry(kFoldBatchNormalization,
+            "fold an inference BatchNormalization into the Conv, ConvTranspose or Gemm before it",
+            FoldBatchNormalization),
       Entry(kDeadCodeElimination, "remove nodes and initializers that nothing reads",
             EliminateDeadCode),
       Entry(kLowerConv3dUnitKernel,
             "rewrite a Conv3D with a unit kernel dim as a Conv2D between Reshape/Transpose",
-            LowerConv3dUnitKernel),
+            LowerConv3dUnitKernel, {"lower_conv3d_unit_kernel (--lower-conv3d-unit-kernel)"}),
       Entry(kExplicitBroadcastFull,
             "--broadcast full: expand element-wise inputs to identical shapes",
-            ExpandBroadcastsFull),
+            ExpandBroadcastsFull, {"broadcast rank|full (--broadcast)"}),
       Fp16IslandsEntry(),
   };
   return kPasses;

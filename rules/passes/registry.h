@@ -16,6 +16,9 @@ struct NativePassInfo {
   std::string name;
   std::string description;
   std::function<std::unique_ptr<Pass>()> make;
+  // The options the pass reads, as target files spell them, with the command line's flag:
+  // "batch (--batch N)".
+  std::vector<std::string> options = {};
 };
 
 // Every native pass, in the order of the list.

@@ -1,5 +1,6 @@
 // `ovfix rules check`: op group and op version errors as FILE:LINE:COL, exit 2; a good file OK.
 // `ovfix rules list` shows the op groups and builders.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -54,6 +55,40 @@ rule empty_range
   std::filesystem::remove(path);
 }
 
+TEST(RulesCheck, ReportsEveryUnknownOpAndDomainInOneRun) {
+  const std::string path = WriteRules("misspelt.rules", R"(# HardSwish(x) -> x * HardSigmoid(x)
+rule misspelt_pattern
+  match   (x) => (y) { y = HardSwsh(x) }
+  replace (x) => (y) { s = HardSigmoid(x)  y = Mul(x, s) }
+
+# Erf(x) -> Erf(x)
+rule misspelt_replacement
+  match   (x) => (y) { y = Erf(x) }
+  replace (x) => (y) { y = Erff(x) }
+
+# Relu(x) -> Relu(x)
+rule misspelt_domain
+  match   (x) => (y) { y = Relu(x) }
+  replace (x) => (y) { y = ai.onx.Relu(x) }
+)");
+  const CommandResult r = RunOvfix("rules check " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(path + ":3:28: unknown op 'HardSwsh' in the match (did you mean "
+                              "'HardSwish'?)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(path + ":9:28: unknown op 'Erff' in the replacement (did you mean 'Erf'?)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("unknown domain 'ai.onx' of Relu in the replacement (did you mean "
+                       "'ai.onnx'?)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;
+  std::filesystem::remove(path);
+}
+
 TEST(RulesCheck, TheExampleRuleFilesAreGood) {
   for (const char* example :
        {"examples/rules/hardswish.rules", "examples/rules/scalar_operands.rules"}) {
@@ -73,6 +108,17 @@ TEST(RulesList, ShowsOpGroupsAndBuilders) {
   EXPECT_NE(r.out.find("Max (8), Min (8), Sum (8), Mean (8)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("unsqueeze(data, axes)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Unsqueeze, axes an input from version 13"), std::string::npos) << r.out;
+}
+
+TEST(RulesList, ShowsPassesWithTheirOptions) {
+  const CommandResult r = RunOvfix("rules list");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Passes (native;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  fp16_islands "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("options: fp16 (target option), keep_fp32 (--keep-fp32 REGEX)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("options: batch (--batch N)"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -211,16 +211,16 @@ void AddUnary(std::vector<OpCase>& cases) {
                      "y = Clip(x, lo, hi)"));
   cases.push_back(
       Host(Op("Clip_int64", {Integral("x", {3, 5}, DataType::kInt64)}, "int64 y", "y = Clip(x)")));
-  // Cast between float storages runs on the device (overflow to inf and subnormals included);
-  // to integers it falls back.
+  // Cast between float storages runs on the device (overflow to inf and subnormals included),
+  // and so does a cast to integers (more in data_kernel_test.cc).
   cases.push_back(Exact(Op("Cast_float_to_float16", {Float("x", {3, 7}, -70000, 70000)},
                            "float16 y", "y = Cast<to = 10>(x)")));
   cases.push_back(Exact(Op("Cast_float_to_float16_small", {Float("x", {13}, -1e-4, 1e-4)},
                            "float16 y", "y = Cast<to = 10>(x)")));
   cases.push_back(Exact(Op("Cast_float16_to_float", {{"x", DataType::kFloat16, {2, 13}, -100, 100}},
                            "float y", "y = Cast<to = 1>(x)")));
-  cases.push_back(FallsBack("Cast", Exact(Op("Cast_float_to_int32", {Float("x", {3, 7}, -9, 9)},
-                                             "int32 y", "y = Cast<to = 6>(x)"))));
+  cases.push_back(Exact(
+      Op("Cast_float_to_int32", {Float("x", {3, 7}, -9, 9)}, "int32 y", "y = Cast<to = 6>(x)")));
 }
 
 void AddBinary(std::vector<OpCase>& cases) {

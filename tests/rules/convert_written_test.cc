@@ -281,14 +281,17 @@ TEST(ConvertWritten, DeepResidualIsRepairedToTolerance) {
 }
 
 // A graph fp16 cannot hold (x + 1000 - 1000 loses x's fraction): repaired by default (both
-// nodes kept in fp32, listed with their errors), exit 1 and nothing written with --no-repair.
+// nodes kept in fp32, listed with their errors; the Mul after them stays fp16), exit 1 and
+// nothing written with --no-repair.
 TEST(ConvertWritten, RepairKeepsTheNodesResponsible) {
   const fs::path dir = TempDir("repair");
   auto model = ParseModelText(R"(
     m (float[1, 64] x) => (float[1, 64] y) {
       offset = Constant <value = float[1] {1000}> ()
+      half = Constant <value = float[1] {0.5}> ()
       shifted = Add(x, offset)
-      y = Sub(shifted, offset)
+      back = Sub(shifted, offset)
+      y = Mul(back, half)
     })");
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string in = (dir / "offset.onnx").string();

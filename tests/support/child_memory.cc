@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,9 +37,18 @@ ChildRun RunWatchingMemory(const std::vector<std::string>& argv) {
   const int out_fd = ::mkstemp(out_template);
   if (out_fd < 0) return run;
   ::unlink(out_template);
+  // Closed on exec: its end of file tells the parent that the child runs the program. Until
+  // then the forked child maps the parent's anonymous pages (the test binary's memory,
+  // counted in the child's RssAnon), so sampling starts only after the exec.
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    ::close(out_fd);
+    return run;
+  }
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    ::close(exec_pipe[0]);
     const int null_fd = ::open("/dev/null", O_RDONLY);
     ::dup2(null_fd, 0);
     ::dup2(out_fd, 1);
@@ -47,12 +57,20 @@ ChildRun RunWatchingMemory(const std::vector<std::string>& argv) {
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execv(args[0], args.data());
+    const char failed = 1;
+    (void)!::write(exec_pipe[1], &failed, 1);
     ::_exit(127);
   }
+  ::close(exec_pipe[1]);
   if (pid < 0) {
+    ::close(exec_pipe[0]);
     ::close(out_fd);
     return run;
   }
+  char exec_failed = 0;
+  while (::read(exec_pipe[0], &exec_failed, 1) < 0 && errno == EINTR) {
+  }
+  ::close(exec_pipe[0]);
   int status = 0;
   while (::waitpid(pid, &status, WNOHANG) == 0) {
     // A zombie has no RssAnon line: only a live process's samples count.

@@ -1,0 +1,142 @@
+#include "converter/precision_cost.h"
+
+#include "absl/strings/str_format.h"
+#include "ir/graph_walk.h"
+
+namespace ovfix::converter {
+namespace {
+
+bool IsFloatType(DataType t) { return t == DataType::kFloat16 || t == DataType::kFloat; }
+
+double Numel(const std::vector<int64_t>& dims) {
+  double n = 1;
+  for (int64_t d : dims) n *= static_cast<double>(d);
+  return n;
+}
+
+std::optional<std::vector<int64_t>> Dims(const Value* v) {
+  if (v == nullptr) return std::nullopt;
+  if (v->is_initializer()) return v->tensor().dims();
+  const std::optional<std::vector<Dim>> shape = v->shape();
+  if (!shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const Dim& d : *shape) dims.push_back(d.known() ? d.value : 1);  // a dynamic batch: 1
+  return dims;
+}
+
+// Multiply-adds of one float node, or nullopt when its shapes are not known.
+std::optional<double> MultiplyAdds(const Node& n) {
+  const std::optional<std::vector<int64_t>> out = Dims(n.output(0));
+  if (!out) return std::nullopt;
+  const std::string& op = n.op_type();
+  if (op == "Conv" || op == "ConvTranspose") {
+    const std::optional<std::vector<int64_t>> w = Dims(n.input(1));
+    if (!w || w->empty() || (*w)[0] <= 0) return std::nullopt;
+    const double per_filter = Numel(*w) / static_cast<double>((*w)[0]);
+    if (op == "Conv") return Numel(*out) * per_filter;
+    // ConvTranspose: W is [C, M/group, k...]; each input element meets M/group x k taps.
+    const std::optional<std::vector<int64_t>> x = Dims(n.input(0));
+    if (!x) return std::nullopt;
+    return Numel(*x) * per_filter;
+  }
+  if (op == "MatMul" || op == "Gemm") {
+    const std::optional<std::vector<int64_t>> a = Dims(n.input(0));
+    if (!a || a->empty()) return std::nullopt;
+    int64_t inner = a->back();
+    if (op == "Gemm" && n.GetInt("transA", 0) != 0) inner = (*a)[0];
+    return Numel(*out) * static_cast<double>(inner);
+  }
+  return Numel(*out);
+}
+
+int64_t FloatBytes(const Tensor& t, bool& fp32) {
+  fp32 = t.type() == DataType::kFloat;
+  return IsFloatType(t.type()) ? static_cast<int64_t>(t.nbytes()) : 0;
+}
+
+std::string Bytes(double b) {
+  if (b >= 1e9) return absl::StrFormat("%.1f GB", b / 1e9);
+  if (b >= 1e6) return absl::StrFormat("%.1f MB", b / 1e6);
+  if (b >= 1e3) return absl::StrFormat("%.1f kB", b / 1e3);
+  return absl::StrFormat("%.0f B", b);
+}
+
+std::string Count(double n) {
+  if (n >= 1e9) return absl::StrFormat("%.2fG", n / 1e9);
+  if (n >= 1e6) return absl::StrFormat("%.2fM", n / 1e6);
+  if (n >= 1e3) return absl::StrFormat("%.1fk", n / 1e3);
+  return absl::StrFormat("%.0f", n);
+}
+
+}  // namespace
+
+int CountCasts(const Model& model) {
+  int casts = 0;
+  for (Graph* g : GraphsRecursive(const_cast<Graph&>(model.graph()))) {
+    for (const Node* n : g->nodes()) casts += n->op_type() == "Cast" || n->op_type() == "CastLike";
+  }
+  return casts;
+}
+
+PrecisionCost MeasurePrecisionCost(const Model& converted, int casts_before) {
+  PrecisionCost cost;
+  cost.casts = CountCasts(converted);
+  cost.casts_inserted = std::max(0, cost.casts - casts_before);
+  for (Graph* g : GraphsRecursive(const_cast<Graph&>(converted.graph()))) {
+    const bool main = g == &converted.graph();
+    for (const Value* v : g->initializers()) {
+      bool fp32 = false;
+      const int64_t bytes = FloatBytes(v->tensor(), fp32);
+      cost.weight_bytes += bytes;
+      if (fp32) cost.fp32_weight_bytes += bytes;
+    }
+    for (const Node* n : g->nodes()) {
+      if (n->op_type() == "Constant") {
+        absl::StatusOr<Tensor> t = n->GetTensor("value");
+        if (t.ok()) {
+          bool fp32 = false;
+          const int64_t bytes = FloatBytes(*t, fp32);
+          cost.weight_bytes += bytes;
+          if (fp32) cost.fp32_weight_bytes += bytes;
+        }
+        continue;
+      }
+      // As CountFloatNodes counts: Casts and control flow aside.
+      if (n->op_type() == "Cast" || n->op_type() == "CastLike" || !n->subgraphs().empty()) {
+        continue;
+      }
+      bool half = false, single = false;
+      for (const Value* v : n->outputs()) {
+        if (v == nullptr || !v->is_tensor()) continue;
+        half = half || v->elem_type() == DataType::kFloat16;
+        single = single || v->elem_type() == DataType::kFloat;
+      }
+      if (!half && !single) continue;
+      const bool fp32 = !half;
+      const std::optional<double> macs = MultiplyAdds(*n);
+      if (!macs) cost.nodes_without_shapes++;
+      ++cost.float_nodes;
+      cost.fp32_nodes += fp32;
+      cost.multiply_adds += macs.value_or(0);
+      if (fp32) cost.fp32_multiply_adds += macs.value_or(0);
+      if (main) cost.nodes.push_back({n->Describe(), n->op_type(), fp32, macs.value_or(0)});
+    }
+  }
+  return cost;
+}
+
+std::string PrecisionCostLine(const PrecisionCost& c) {
+  std::string line = absl::StrFormat(
+      "fp32 cost: %d of %d float node(s) (%.1f%%), %.1f%% of %s multiply-adds, %s of %s of "
+      "weights, %d Cast(s) inserted",
+      c.fp32_nodes, c.float_nodes, 100 * c.NodeShare(), 100 * c.MultiplyAddShare(),
+      Count(c.multiply_adds), Bytes(static_cast<double>(c.fp32_weight_bytes)),
+      Bytes(static_cast<double>(c.weight_bytes)), c.casts_inserted);
+  if (c.nodes_without_shapes > 0) {
+    line += absl::StrFormat(" (%d node(s) of unknown shape not in the multiply-adds)",
+                            c.nodes_without_shapes);
+  }
+  return line;
+}
+
+}  // namespace ovfix::converter

@@ -1,0 +1,343 @@
+// RNN, GRU and LSTM on the device (opsets 7-18, `layout` from 14): the CPU kernel's problem
+// (exec/cpu/recurrent.cc: directions, layout, sequence_lens, clip, input_forget, peepholes,
+// linear_before_reset, the activation list with its alphas and betas) with the same checks
+// and messages, computed by kernels/recurrent.cl: one projection of every step's input, then
+// one launch per time step for both directions (GRU without linear_before_reset: two, as its
+// reset product needs every unit's reset gate first).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "exec/kernel.h"
+#include "exec/opencl/op_context.h"
+#include "ir/status_macros.h"
+
+namespace ovfix::exec::opencl {
+namespace {
+
+enum class Cell { kRnn = 0, kGru = 1, kLstm = 2 };
+enum Input { kX, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
+enum Output { kY, kYH, kYC };
+
+int64_t GateCount(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4; }
+
+const std::vector<std::string>& DefaultActivations(Cell cell) {
+  static const std::vector<std::string> kRnn = {"Tanh"};
+  static const std::vector<std::string> kGru = {"Sigmoid", "Tanh"};
+  static const std::vector<std::string> kLstm = {"Sigmoid", "Tanh", "Tanh"};
+  return cell == Cell::kRnn ? kRnn : cell == Cell::kGru ? kGru : kLstm;
+}
+
+// The activation functions in the numbering of recurrent.cl's activate().
+struct ActivationSpec {
+  const char* name;
+  bool takes_alpha, takes_beta;
+  float default_alpha, default_beta;
+};
+constexpr ActivationSpec kActivationSpecs[] = {
+    {"Relu", false, false, 0.0f, 0.0f},      {"Tanh", false, false, 0.0f, 0.0f},
+    {"Sigmoid", false, false, 0.0f, 0.0f},   {"Affine", true, true, 1.0f, 0.0f},
+    {"LeakyRelu", true, false, 0.01f, 0.0f}, {"ThresholdedRelu", true, false, 1.0f, 0.0f},
+    {"ScaledTanh", true, true, 1.0f, 1.0f},  {"HardSigmoid", true, true, 0.2f, 0.5f},
+    {"Elu", true, false, 1.0f, 0.0f},        {"Softsign", false, false, 0.0f, 0.0f},
+    {"Softplus", false, false, 0.0f, 0.0f},
+};
+
+// Three activation slots per direction (unused ones are Tanh).
+struct Activations {
+  std::vector<int32_t> kinds;
+  std::vector<float> alphas, betas;
+};
+
+absl::StatusOr<Activations> ReadActivations(OpContext& ctx, Cell cell, int64_t directions) {
+  const std::vector<std::string>& defaults = DefaultActivations(cell);
+  std::vector<std::string> names = ctx.node.GetStrings("activations");
+  if (names.empty()) {
+    for (int64_t d = 0; d < directions; ++d) {
+      names.insert(names.end(), defaults.begin(), defaults.end());
+    }
+  }
+  const size_t expected = defaults.size() * static_cast<size_t>(directions);
+  if (names.size() != expected) {
+    return ctx.Error("activations lists ", names.size(), " functions, expected ", expected);
+  }
+  const std::vector<float> alphas = ctx.node.GetFloats("activation_alpha");
+  const std::vector<float> betas = ctx.node.GetFloats("activation_beta");
+  size_t next_alpha = 0, next_beta = 0;
+  Activations out;
+  out.kinds.assign(3 * directions, 1);
+  out.alphas.assign(3 * directions, 0.0f);
+  out.betas.assign(3 * directions, 0.0f);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto* spec = std::find_if(
+        std::begin(kActivationSpecs), std::end(kActivationSpecs),
+        [&](const ActivationSpec& s) { return absl::EqualsIgnoreCase(s.name, names[i]); });
+    if (spec == std::end(kActivationSpecs)) {
+      return ctx.Error("unknown activation '", names[i], "'");
+    }
+    const size_t slot = i / defaults.size() * 3 + i % defaults.size();
+    out.kinds[slot] = static_cast<int32_t>(spec - std::begin(kActivationSpecs));
+    out.alphas[slot] = spec->default_alpha;
+    out.betas[slot] = spec->default_beta;
+    if (spec->takes_alpha && next_alpha < alphas.size()) out.alphas[slot] = alphas[next_alpha++];
+    if (spec->takes_beta && next_beta < betas.size()) out.betas[slot] = betas[next_beta++];
+  }
+  return out;
+}
+
+struct Problem {
+  Cell cell = Cell::kRnn;
+  int64_t seq_length = 0, batch = 0, input_size = 0, hidden = 0, num_directions = 1;
+  bool reverse = false, batch_first = false, linear_before_reset = false, input_forget = false;
+  float clip = std::numeric_limits<float>::infinity();
+  Activations activations;
+  std::vector<int32_t> lengths;
+
+  int64_t gates() const { return GateCount(cell); }
+  std::vector<int64_t> y_dims() const {
+    return batch_first ? std::vector<int64_t>{batch, seq_length, num_directions, hidden}
+                       : std::vector<int64_t>{seq_length, num_directions, batch, hidden};
+  }
+  std::vector<int64_t> state_dims() const {
+    return batch_first ? std::vector<int64_t>{batch, num_directions, hidden}
+                       : std::vector<int64_t>{num_directions, batch, hidden};
+  }
+};
+
+std::string Describe(const ClValue& v) {
+  return absl::StrCat(std::string(DataTypeName(v.type)), "[", absl::StrJoin(v.dims, ","), "]");
+}
+
+absl::Status CheckInput(OpContext& ctx, size_t index, const char* name,
+                        const std::vector<int64_t>& dims) {
+  if (!ctx.has_input(index)) return absl::OkStatus();
+  const ClValue& t = ctx.input(index);
+  if (t.type != ctx.input(kX).type) {
+    return ctx.Error(name, " is ", Describe(t), " but X is ",
+                     std::string(DataTypeName(ctx.input(kX).type)));
+  }
+  if (t.dims != dims) {
+    return ctx.Error(name, " is ", Describe(t), ", expected shape [", absl::StrJoin(dims, ","),
+                     "]");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Problem> ReadProblem(OpContext& ctx, Cell cell) {
+  if (!ctx.has_input(kX) || !ctx.has_input(kW) || !ctx.has_input(kR)) {
+    return ctx.Error("expects inputs X, W and R");
+  }
+  const ClValue& x = ctx.input(kX);
+  const ClValue& r = ctx.input(kR);
+  if (x.type == DataType::kDouble) return ctx.Unsupported("double");
+  if (x.type != DataType::kFloat && x.type != DataType::kFloat16) {
+    return ctx.Error("unsupported element type ", std::string(DataTypeName(x.type)));
+  }
+  if (x.dims.size() != 3) return ctx.Error("X must be 3-D, got ", Describe(x));
+  if (r.dims.size() != 3) return ctx.Error("R must be 3-D, got ", Describe(r));
+
+  Problem p;
+  p.cell = cell;
+  const std::string direction = ctx.node.GetString("direction", "forward");
+  if (direction == "bidirectional") {
+    p.num_directions = 2;
+  } else if (direction == "reverse") {
+    p.reverse = true;
+  } else if (direction != "forward") {
+    return ctx.Error("unknown direction '", direction, "'");
+  }
+  const int64_t layout = ctx.opset >= 14 ? ctx.node.GetInt("layout", 0) : 0;
+  if (layout != 0 && layout != 1) return ctx.Error("layout must be 0 or 1, got ", layout);
+  p.batch_first = layout == 1;
+  p.seq_length = x.dims[p.batch_first ? 1 : 0];
+  p.batch = x.dims[p.batch_first ? 0 : 1];
+  p.input_size = x.dims[2];
+  p.hidden = ctx.node.GetInt("hidden_size", r.dims[2]);
+  if (p.hidden <= 0) return ctx.Error("hidden_size must be positive, got ", p.hidden);
+  if (cell == Cell::kGru) p.linear_before_reset = ctx.node.GetInt("linear_before_reset", 0) != 0;
+  if (cell == Cell::kLstm) p.input_forget = ctx.node.GetInt("input_forget", 0) != 0;
+  if (ctx.node.HasAttribute("clip")) {
+    p.clip = ctx.node.GetFloat("clip", 0.0f);
+    if (!(p.clip > 0)) return ctx.Error("clip must be positive, got ", p.clip);
+  }
+  const int64_t d = p.num_directions, h = p.hidden, gh = p.gates() * h;
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kW, "W", {d, gh, p.input_size}));
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kR, "R", {d, gh, h}));
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kB, "B", {d, 2 * gh}));
+  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialH, "initial_h", p.state_dims()));
+  if (cell == Cell::kLstm) {
+    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialC, "initial_c", p.state_dims()));
+    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
+  }
+  p.lengths.assign(p.batch, static_cast<int32_t>(p.seq_length));
+  if (ctx.has_input(kSequenceLens)) {
+    OVFIX_ASSIGN_OR_RETURN(const Tensor* lens, ctx.Host(kSequenceLens));
+    if ((lens->type() != DataType::kInt32 && lens->type() != DataType::kInt64) ||
+        lens->dims() != std::vector<int64_t>{p.batch}) {
+      return ctx.Error("sequence_lens is ", DescribeTensor(*lens), ", expected int32[", p.batch,
+                       "]");
+    }
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t length = lens->GetAsInt64(b);
+      if (length < 0 || length > p.seq_length) {
+        return ctx.Error("sequence_lens[", b, "] is ", length, ", outside [0, ", p.seq_length, "]");
+      }
+      p.lengths[b] = static_cast<int32_t>(length);
+    }
+  }
+  OVFIX_ASSIGN_OR_RETURN(p.activations, ReadActivations(ctx, cell, p.num_directions));
+  return p;
+}
+
+template <typename T>
+absl::StatusOr<std::shared_ptr<cl::Buffer>> Upload(OpContext& ctx, const std::vector<T>& values) {
+  const size_t bytes = std::max<size_t>(1, values.size()) * sizeof(T);
+  OVFIX_ASSIGN_OR_RETURN(auto buffer, ctx.rt.AllocateShared(bytes));
+  if (!values.empty()) OVFIX_RETURN_IF_ERROR(ctx.rt.Write(*buffer, values.data(), bytes));
+  return buffer;
+}
+
+absl::StatusOr<std::shared_ptr<cl::Buffer>> Scratch(OpContext& ctx, int64_t floats) {
+  return ctx.rt.AllocateShared(static_cast<size_t>(std::max<int64_t>(1, floats)) * sizeof(float));
+}
+
+bool Wants(const OpContext& ctx, size_t output) {
+  return output < ctx.outputs.size() && ctx.node.output(output) != nullptr;
+}
+
+template <Cell kCell>
+absl::Status Recurrent(OpContext& ctx) {
+  OVFIX_ASSIGN_OR_RETURN(Problem p, ReadProblem(ctx, kCell));
+  const ClValue& x = ctx.input(kX);
+  ClValue *y = nullptr, *y_h = nullptr, *y_c = nullptr;
+  if (Wants(ctx, kY)) {
+    OVFIX_ASSIGN_OR_RETURN(y, ctx.NewOutput(kY, x.type, p.y_dims()));
+  }
+  if (Wants(ctx, kYH)) {
+    OVFIX_ASSIGN_OR_RETURN(y_h, ctx.NewOutput(kYH, x.type, p.state_dims()));
+  }
+  if (kCell == Cell::kLstm && Wants(ctx, kYC)) {
+    OVFIX_ASSIGN_OR_RETURN(y_c, ctx.NewOutput(kYC, x.type, p.state_dims()));
+  }
+  if (p.batch == 0) return absl::OkStatus();
+  const int64_t n = p.hidden, gh = p.gates() * n, dirs = p.num_directions;
+  const int64_t rows = p.seq_length * p.batch;
+  const bool two_phase = kCell == Cell::kGru && !p.linear_before_reset;
+
+  OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(kX));
+  OVFIX_ASSIGN_OR_RETURN(auto dw, ctx.Device(kW));
+  OVFIX_ASSIGN_OR_RETURN(auto dr, ctx.Device(kR));
+  const bool has_bias = ctx.has_input(kB);
+  const bool has_peephole = kCell == Cell::kLstm && ctx.has_input(kP);
+  const bool has_initial_h = ctx.has_input(kInitialH);
+  const bool has_initial_c = kCell == Cell::kLstm && ctx.has_input(kInitialC);
+  cl::Buffer* db = dw;  // any valid buffer for an absent input
+  cl::Buffer* dp = dw;
+  cl::Buffer* dh0 = dx;
+  cl::Buffer* dc0 = dx;
+  if (has_bias) {
+    OVFIX_ASSIGN_OR_RETURN(db, ctx.Device(kB));
+  }
+  if (has_peephole) {
+    OVFIX_ASSIGN_OR_RETURN(dp, ctx.Device(kP));
+  }
+  if (has_initial_h) {
+    OVFIX_ASSIGN_OR_RETURN(dh0, ctx.Device(kInitialH));
+  }
+  if (has_initial_c) {
+    OVFIX_ASSIGN_OR_RETURN(dc0, ctx.Device(kInitialC));
+  }
+
+  OVFIX_ASSIGN_OR_RETURN(auto x_parts, Scratch(ctx, dirs * rows * gh));
+  OVFIX_ASSIGN_OR_RETURN(auto h0, Scratch(ctx, dirs * p.batch * n));
+  OVFIX_ASSIGN_OR_RETURN(auto h1, Scratch(ctx, dirs * p.batch * n));
+  OVFIX_ASSIGN_OR_RETURN(auto c, Scratch(ctx, dirs * p.batch * n));
+  OVFIX_ASSIGN_OR_RETURN(auto gru_z, Scratch(ctx, two_phase ? dirs * p.batch * n : 1));
+  OVFIX_ASSIGN_OR_RETURN(auto gru_rh, Scratch(ctx, two_phase ? dirs * p.batch * n : 1));
+  OVFIX_ASSIGN_OR_RETURN(auto lengths, Upload(ctx, p.lengths));
+  OVFIX_ASSIGN_OR_RETURN(auto kinds, Upload(ctx, p.activations.kinds));
+  OVFIX_ASSIGN_OR_RETURN(auto alphas, Upload(ctx, p.activations.alphas));
+  OVFIX_ASSIGN_OR_RETURN(auto betas, Upload(ctx, p.activations.betas));
+
+  const ClValue* out = y != nullptr ? y : y_h != nullptr ? y_h : y_c;
+  const ClValue* initial =
+      has_initial_h ? &ctx.input(kInitialH) : (has_initial_c ? &ctx.input(kInitialC) : nullptr);
+  const std::string base =
+      ctx.Options({{"A", &x}, {"W", &ctx.input(kW)}, {"C", initial}, {"Y", out}},
+                  absl::StrCat("-DCELL=", static_cast<int>(kCell)));
+  const auto options = [&](int phase) { return absl::StrCat(base, " -DPHASE=", phase); };
+  const int main_phase = two_phase ? 1 : 0;
+  const cl_int batch = static_cast<cl_int>(p.batch), num_dirs = static_cast<cl_int>(dirs);
+  const cl_int seq = static_cast<cl_int>(p.seq_length), batch_first = p.batch_first;
+  const cl::NDRange units(static_cast<size_t>(n), static_cast<size_t>(p.batch),
+                          static_cast<size_t>(dirs));
+
+  OVFIX_ASSIGN_OR_RETURN(auto project,
+                         ctx.Kernel("recurrent.cl", "input_projection", options(main_phase)));
+  if (rows > 0) {
+    const cl_int reset_bias_from =
+        static_cast<cl_int>(kCell == Cell::kGru && p.linear_before_reset ? 2 * n : gh);
+    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, project, *dx, *dw, *db, cl_int{has_bias}, *x_parts,
+                                  static_cast<cl_int>(rows), static_cast<cl_int>(gh),
+                                  static_cast<cl_int>(p.input_size), reset_bias_from));
+    OVFIX_RETURN_IF_ERROR(
+        ctx.Run(project, cl::NDRange(static_cast<size_t>(gh), static_cast<size_t>(rows),
+                                     static_cast<size_t>(dirs))));
+  }
+  OVFIX_ASSIGN_OR_RETURN(auto init, ctx.Kernel("recurrent.cl", "init_state", options(main_phase)));
+  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, init, *dh0, cl_int{has_initial_h}, *dc0, cl_int{has_initial_c},
+                                *h0, *c, num_dirs, batch, batch_first));
+  OVFIX_RETURN_IF_ERROR(ctx.Run(init, units));
+  const int32_t max_length = *std::max_element(p.lengths.begin(), p.lengths.end());
+  const int32_t min_length = *std::min_element(p.lengths.begin(), p.lengths.end());
+  if (y != nullptr && min_length < p.seq_length && y->numel() > 0) {
+    // Steps past an entry's length stay zero.
+    OVFIX_ASSIGN_OR_RETURN(auto zero, ctx.Kernel("recurrent.cl", "fill_zero", options(main_phase)));
+    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, zero, *y->device));
+    OVFIX_RETURN_IF_ERROR(ctx.Run(zero, cl::NDRange(static_cast<size_t>(y->numel()))));
+  }
+  cl::Buffer* y_buffer = y != nullptr ? y->device.get() : x_parts.get();
+  std::vector<int> phases = two_phase ? std::vector<int>{1, 2} : std::vector<int>{0};
+  std::vector<cl::Kernel> steps;
+  for (int phase : phases) {
+    OVFIX_ASSIGN_OR_RETURN(auto k, ctx.Kernel("recurrent.cl", "recurrent_step", options(phase)));
+    steps.push_back(k);
+  }
+  std::shared_ptr<cl::Buffer> h_in = h0, h_out = h1;
+  for (int32_t s = 0; s < max_length; ++s) {
+    for (cl::Kernel& k : steps) {
+      OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *x_parts, *dr, *db, cl_int{has_bias}, *dp,
+                                    cl_int{has_peephole}, *h_in, *h_out, *c, *gru_z, *gru_rh,
+                                    *lengths, *y_buffer, cl_int{y != nullptr}, cl_int{s}, seq,
+                                    batch, num_dirs, cl_int{p.reverse}, batch_first, p.clip,
+                                    cl_int{p.input_forget}, *kinds, *alphas, *betas));
+      OVFIX_RETURN_IF_ERROR(ctx.Run(k, units));
+    }
+    std::swap(h_in, h_out);
+  }
+  if (y_h != nullptr || y_c != nullptr) {
+    OVFIX_ASSIGN_OR_RETURN(auto final_state,
+                           ctx.Kernel("recurrent.cl", "final_state", options(main_phase)));
+    cl::Buffer* yh = y_h != nullptr ? y_h->device.get() : y_buffer;
+    cl::Buffer* yc = y_c != nullptr ? y_c->device.get() : y_buffer;
+    OVFIX_RETURN_IF_ERROR(SetArgs(ctx, final_state, *h_in, *c, *lengths, *yh,
+                                  cl_int{y_h != nullptr}, *yc, cl_int{y_c != nullptr}, num_dirs,
+                                  batch, batch_first));
+    OVFIX_RETURN_IF_ERROR(ctx.Run(final_state, units));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddRecurrentOps(std::vector<OpDef>& table) {
+  table.push_back({"RNN", 7, kLatestOpset, Recurrent<Cell::kRnn>});
+  table.push_back({"GRU", 7, kLatestOpset, Recurrent<Cell::kGru>});
+  table.push_back({"LSTM", 7, kLatestOpset, Recurrent<Cell::kLstm>});
+}
+
+}  // namespace ovfix::exec::opencl

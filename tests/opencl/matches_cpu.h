@@ -1,0 +1,269 @@
+// A one-node (or few-node) model run on the OpenCL executor and on the CPU executor with the
+// same random inputs, in one precision: the outputs must agree (to the precision's
+// resolution, or exactly) and the node must run where the case says. The harness of the
+// kernel tests of Resize, ConvTranspose and the detection ops (the pattern of
+// kernel_test.cc, which keeps its own).
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "exec/compare.h"
+#include "exec/executor.h"
+#include "exec/opencl/opencl_runtime.h"
+#include "gtest/gtest.h"
+#include "ir/float16.h"
+#include "ir/text_form.h"
+
+namespace ovfix::exec::matches_cpu {
+
+using Dims = std::vector<int64_t>;
+
+// A random graph input, uniform in [low, high]; integer types (and float inputs marked
+// `integral`) get whole numbers, so orderings see ties.
+struct Input {
+  std::string name;
+  DataType type = DataType::kFloat;
+  Dims dims;
+  double low = -2, high = 2;
+  bool integral = false;
+};
+
+inline Input Float(std::string name, Dims dims, double low = -2, double high = 2) {
+  return {std::move(name), DataType::kFloat, std::move(dims), low, high};
+}
+inline Input Integral(std::string name, Dims dims, double low, double high,
+                      DataType type = DataType::kFloat) {
+  return {std::move(name), type, std::move(dims), low, high, true};
+}
+
+enum class Placement {
+  kDevice,    // the kernels claim this configuration: no fallback note
+  kFallback,  // the op's kernel declines it: one note naming the op, and the right answer
+  kError,     // bad input: both backends return an error (and neither crashes)
+};
+
+struct OpCase {
+  std::string name;  // unique; letters, digits and '_'
+  int opset = 13;
+  std::vector<Input> inputs;
+  std::string outputs;  // declarations, e.g. "float y"
+  std::string body;     // the nodes, ONNX text
+  Placement where = Placement::kDevice;
+  bool exact = false;  // data movement, indices: bit-exact
+  // The same float operations in the same order as the CPU: bit-exact in fp32 and
+  // fp16-storage (half arithmetic rounds differently).
+  bool exact_in_float = false;
+  std::string fallback_op;
+};
+
+inline OpCase Op(std::string name, std::vector<Input> inputs, std::string outputs, std::string body,
+                 int opset = 13) {
+  OpCase c;
+  c.name = std::move(name);
+  c.opset = opset;
+  c.inputs = std::move(inputs);
+  c.outputs = std::move(outputs);
+  c.body = std::move(body);
+  return c;
+}
+inline OpCase Exact(OpCase c) {
+  c.exact = true;
+  return c;
+}
+inline OpCase ExactInFloat(OpCase c) {
+  c.exact_in_float = true;
+  return c;
+}
+inline OpCase FallsBack(std::string op, OpCase c) {
+  c.where = Placement::kFallback;
+  c.fallback_op = std::move(op);
+  return c;
+}
+inline OpCase Fails(OpCase c) {
+  c.where = Placement::kError;
+  return c;
+}
+
+// A case in one precision: the tests' parameter.
+struct KernelCase {
+  OpCase op;
+  Precision precision;
+  std::string name() const {
+    const char* suffix[] = {"fp32", "fp16_storage", "fp16"};
+    return absl::StrCat(op.name, "_", suffix[static_cast<int>(precision)]);
+  }
+};
+
+// What gtest prints for the parameter.
+inline void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.name(); }
+
+inline std::vector<KernelCase> InPrecisions(const std::vector<OpCase>& ops,
+                                            std::initializer_list<Precision> precisions) {
+  std::vector<KernelCase> out;
+  for (const OpCase& op : ops) {
+    for (Precision p : precisions) out.push_back({op, p});
+  }
+  return out;
+}
+
+// The first case whose name starts with each prefix: the half-arithmetic runs (GPUs only).
+inline std::vector<OpCase> FirstOfEach(const std::vector<OpCase>& all,
+                                       std::initializer_list<const char*> prefixes) {
+  std::vector<OpCase> out;
+  for (const char* prefix : prefixes) {
+    for (const OpCase& c : all) {
+      if (absl::StartsWith(c.name, prefix)) {
+        out.push_back(c);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+inline std::string ModelText(const OpCase& c) {
+  std::vector<std::string> inputs;
+  for (const Input& in : c.inputs) {
+    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
+                                  absl::StrJoin(in.dims, ","), "] ", in.name));
+  }
+  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
+                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+}
+
+inline TensorMap RandomInputs(const OpCase& c) {
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>()(c.name)));
+  TensorMap out;
+  for (const Input& in : c.inputs) {
+    Tensor t(in.type, in.dims);
+    std::uniform_real_distribution<double> real(in.low, in.high);
+    std::uniform_int_distribution<int64_t> whole(static_cast<int64_t>(in.low),
+                                                 static_cast<int64_t>(in.high));
+    const bool integer = in.integral || !IsFloatingPoint(in.type);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = integer ? static_cast<double>(whole(rng)) : real(rng);
+      switch (in.type) {
+        case DataType::kFloat:
+          t.data<float>()[i] = static_cast<float>(v);
+          break;
+        case DataType::kFloat16:
+          t.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(v));
+          break;
+        case DataType::kInt64:
+          t.data<int64_t>()[i] = static_cast<int64_t>(v);
+          break;
+        case DataType::kInt32:
+          t.data<int32_t>()[i] = static_cast<int32_t>(v);
+          break;
+        case DataType::kBool:
+          t.data<uint8_t>()[i] = v > 0;
+          break;
+        default:
+          break;
+      }
+    }
+    out[in.name] = std::move(t);
+  }
+  return out;
+}
+
+// Max abs error relative to the reference's range (or its magnitude where that is larger).
+inline double RangeError(const Comparison& c) {
+  const double range = std::max(c.expected_max - c.expected_min,
+                                std::max(std::abs(c.expected_max), std::abs(c.expected_min)));
+  return c.max_abs_error / std::max(range, 1e-30);
+}
+
+inline double Tolerance(Precision precision) {
+  constexpr double kHalfUlp = 1.0 / 1024;  // relative spacing of halfs in [1, 2)
+  switch (precision) {
+    case Precision::kFp32:
+      return 1e-5;
+    case Precision::kFp16Storage:
+      return 3 * kHalfUlp;  // both round the same float results; ties may land apart
+    case Precision::kFp16:
+      return 16 * kHalfUlp;  // half arithmetic rounds every step, not just stored tensors
+  }
+  return 0;
+}
+
+inline bool HaveOpencl() {
+  static const bool have = [] {
+    auto devices = opencl::ListDevices();
+    return devices.ok() && !devices->empty();
+  }();
+  return have;
+}
+
+// The test body: both executors on the case's random inputs.
+inline void ExpectMatchesCpu(const KernelCase& param) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  const OpCase& c = param.op;
+  const Precision precision = param.precision;
+  const std::string text = ModelText(c);
+  SCOPED_TRACE(text);
+  auto model = ParseModelText(text);
+  ASSERT_TRUE(model.ok()) << model.status();
+  SessionOptions cpu_options;
+  cpu_options.precision = precision;
+  cpu_options.threads = 1;
+  SessionOptions cl_options = cpu_options;
+  cl_options.backend = "opencl";
+  auto cl = CreateSession(**model, cl_options);
+  if (precision == Precision::kFp16 && !cl.ok() &&
+      absl::StrContains(cl.status().message(), "cl_khr_fp16")) {
+    GTEST_SKIP() << "the device has no half arithmetic";
+  }
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  auto cpu = CreateSession(**model, cpu_options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+
+  const TensorMap inputs = RandomInputs(c);
+  auto expected = (*cpu)->Run(inputs);
+  auto actual = (*cl)->Run(inputs);
+  if (c.where == Placement::kError) {
+    EXPECT_FALSE(expected.ok()) << "the CPU executor accepted a bad input";
+    EXPECT_FALSE(actual.ok()) << "the OpenCL executor accepted a bad input";
+    return;
+  }
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(actual.ok()) << actual.status();
+  ASSERT_EQ(actual->size(), expected->size());
+  for (size_t i = 0; i < actual->size(); ++i) {
+    const Tensor& a = (*actual)[i];
+    const Tensor& e = (*expected)[i];
+    ASSERT_EQ(a.type(), e.type()) << "output " << i;
+    ASSERT_EQ(a.dims(), e.dims()) << "output " << i;
+    const Comparison cmp = CompareTensors(a, e, {0, 0});
+    EXPECT_EQ(cmp.non_finite_differences, 0) << "output " << i << ": " << cmp.message;
+    const bool exact = c.exact || (c.exact_in_float && precision != Precision::kFp16);
+    if (exact || !IsFloatingPoint(e.type())) {
+      EXPECT_TRUE(cmp.ok) << "output " << i << ": " << cmp.message;
+    } else {
+      EXPECT_LE(RangeError(cmp), Tolerance(precision))
+          << "output " << i << ": " << DescribeComparison(cmp) << ", reference in ["
+          << cmp.expected_min << ", " << cmp.expected_max << "]";
+    }
+  }
+
+  std::vector<std::string> fallbacks;
+  for (const std::string& note : (*cl)->notes()) {
+    if (absl::StrContains(note, "runs on the CPU")) fallbacks.push_back(note);
+  }
+  if (c.where == Placement::kDevice) {
+    EXPECT_TRUE(fallbacks.empty()) << absl::StrJoin(fallbacks, "\n");
+  } else if (c.where == Placement::kFallback) {
+    ASSERT_EQ(fallbacks.size(), 1u) << absl::StrJoin(fallbacks, "\n");
+    EXPECT_TRUE(absl::StrContains(fallbacks[0], c.fallback_op)) << fallbacks[0];
+  }
+}
+
+}  // namespace ovfix::exec::matches_cpu

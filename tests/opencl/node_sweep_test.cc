@@ -1,0 +1,262 @@
+// The ONNX backend node tests (OVFIX_SHARED_DIR/onnx-node-tests) on the OpenCL backend: every
+// test whose nodes all have OpenCL kernels (tensor inputs and outputs only) runs in fp32 on
+// the device, and must match output_K.pb as on the cpu session (rtol 1e-3, atol 1e-5) with
+// every node on the device: no CPU fallback, no node computed on the host.
+//
+//   OpenclConformance.ShardK       the names in tests/opencl_conformance_pass.txt, split over
+//                                  kShards tests (ctest runs them side by side): these must
+//                                  pass (the list only ever grows)
+//   OpenclConformanceSummary.All   runs every eligible test, prints counts by outcome and each
+//                                  failure; with OVFIX_WRITE_OPENCL_PASS_LIST=FILE writes the
+//                                  passing names there (refused if a listed test now fails)
+//
+// PoCL builds programs slowly; sessions of one process share the runtime's program cache
+// only per session, so each test builds its own (PoCL's on-disk cache makes rebuilds quick).
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "exec/compare.h"
+#include "exec/executor.h"
+#include "exec/opencl/control_flow.h"
+#include "exec/opencl/op_context.h"
+#include "exec/opencl/opencl_runtime.h"
+#include "exec/opencl/opencl_session.h"
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+
+namespace ovfix::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kTestRoot[] = OVFIX_SHARED_DIR "/onnx-node-tests";
+const char kPassList[] = OVFIX_SOURCE_DIR "/tests/opencl_conformance_pass.txt";
+constexpr int kShards = 4;
+
+bool HaveOpencl() {
+  static const bool have = [] {
+    auto devices = opencl::ListDevices();
+    return devices.ok() && !devices->empty();
+  }();
+  return have;
+}
+
+std::vector<std::string> AllTestNames() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(kTestRoot, error)) {
+    if (fs::exists(entry.path() / "model.onnx")) names.push_back(entry.path().filename());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> ListedTestNames() {
+  std::vector<std::string> names;
+  std::ifstream in(kPassList);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') names.push_back(line);
+  }
+  return names;
+}
+
+// Expected outputs drawn from numpy's random generator: a pass would be luck.
+bool IsNondeterministic(const std::string& name) {
+  return absl::StrContains(name, "bernoulli") || (absl::StartsWith(name, "test_training_dropout") &&
+                                                  !absl::StrContains(name, "zero_ratio"));
+}
+
+enum class Outcome { kPass, kNotEligible, kLoadError, kRunError, kMismatch, kFallback, kHost };
+
+const char* OutcomeName(Outcome o) {
+  static constexpr const char* kNames[] = {"pass",
+                                           "no OpenCL kernel for every node",
+                                           "load error",
+                                           "run error",
+                                           "wrong result",
+                                           "ran nodes on the CPU",
+                                           "computed nodes on the host"};
+  return kNames[static_cast<size_t>(o)];
+}
+
+struct Result {
+  Outcome outcome = Outcome::kPass;
+  std::string message;
+};
+
+// The first node of `graph` (or its subgraphs) without an OpenCL kernel, or "".
+std::string MissingKernel(const Graph& graph, const Model& model) {
+  for (const Node* node : graph.nodes()) {
+    const bool onnx = node->domain().empty() || node->domain() == "ai.onnx";
+    const int opset = static_cast<int>(model.OpsetVersion(node->domain()));
+    if (!onnx || (opencl::FindOp(node->op_type(), opset) == nullptr &&
+                  !opencl::IsControlFlowOp(node->op_type()))) {
+      return absl::StrCat(node->op_type(), "-", opset);
+    }
+    for (const Subgraph& sub : node->subgraphs()) {
+      std::string missing = MissingKernel(*sub.graph, model);
+      if (!missing.empty()) return missing;
+    }
+  }
+  return "";
+}
+
+// A tensor file for `value`: onnx 1.12's generators store bfloat16 data as uint16 (same bits,
+// other type).
+absl::StatusOr<Tensor> ReadValueFile(const std::string& path, const Value& value) {
+  absl::StatusOr<Tensor> t = ReadTensorFile(path);
+  if (t.ok() && t->type() == DataType::kUint16 && value.elem_type() == DataType::kBfloat16) {
+    return Tensor(DataType::kBfloat16, t->dims(), t->buffer());
+  }
+  return t;
+}
+
+Result RunOne(const std::string& name) {
+  const fs::path dir = fs::path(kTestRoot) / name;
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel((dir / "model.onnx").string());
+  if (!model.ok()) return {Outcome::kLoadError, std::string(model.status().message())};
+  const Graph& graph = (*model)->graph();
+  if (std::string missing = MissingKernel(graph, **model); !missing.empty()) {
+    return {Outcome::kNotEligible, missing};
+  }
+  std::vector<const Value*> inputs;
+  for (const Value* v : graph.inputs()) {
+    if (!v->is_initializer()) inputs.push_back(v);
+  }
+  for (const std::vector<Value*>* values : {&graph.inputs(), &graph.outputs()}) {
+    for (const Value* v : *values) {
+      if (!v->is_tensor()) return {Outcome::kNotEligible, "a sequence or optional value"};
+    }
+  }
+  SessionOptions options;
+  options.backend = "opencl";
+  absl::StatusOr<std::unique_ptr<Session>> session = CreateSession(**model, options);
+  if (!session.ok()) return {Outcome::kLoadError, std::string(session.status().message())};
+  std::vector<fs::path> data_sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_")) {
+      data_sets.push_back(entry.path());
+    }
+  }
+  std::sort(data_sets.begin(), data_sets.end());
+  for (const fs::path& data : data_sets) {
+    TensorMap feeds;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const fs::path file = data / absl::StrCat("input_", k, ".pb");
+      if (!fs::exists(file)) continue;  // an optional input the test leaves out
+      absl::StatusOr<Tensor> t = ReadValueFile(file.string(), *inputs[k]);
+      if (!t.ok()) {
+        return {Outcome::kLoadError, absl::StrCat(file.string(), ": ", t.status().message())};
+      }
+      feeds[inputs[k]->name()] = std::move(*t);
+    }
+    absl::StatusOr<std::vector<Tensor>> out = (*session)->Run(feeds);
+    if (!out.ok()) {
+      return {Outcome::kRunError,
+              absl::StrCat(data.filename().string(), ": ", out.status().message())};
+    }
+    for (size_t k = 0; k < graph.outputs().size(); ++k) {
+      const fs::path file = data / absl::StrCat("output_", k, ".pb");
+      absl::StatusOr<Tensor> expected = ReadValueFile(file.string(), *graph.outputs()[k]);
+      if (!expected.ok()) {
+        return {Outcome::kLoadError,
+                absl::StrCat(file.string(), ": ", expected.status().message())};
+      }
+      if (k >= out->size()) return {Outcome::kMismatch, "too few outputs"};
+      const Comparison c = CompareTensors((*out)[k], *expected);
+      if (!c.ok) {
+        return {Outcome::kMismatch, absl::StrCat(data.filename().string(), " output ", k, " '",
+                                                 graph.outputs()[k]->name(), "': ", c.message)};
+      }
+    }
+  }
+  const auto placement = opencl::DevicePlacementOf(**session);
+  if (!placement) return {Outcome::kRunError, "not an opencl session"};
+  if (!placement->cpu.empty()) return {Outcome::kFallback, placement->Summary()};
+  if (placement->host > 0) {
+    return {Outcome::kHost, absl::StrCat(placement->host, " of ", placement->nodes, " nodes")};
+  }
+  return {};
+}
+
+class OpenclConformance : public ::testing::TestWithParam<int> {};
+
+TEST_P(OpenclConformance, ListedTestsPass) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  if (!fs::exists(kTestRoot)) GTEST_SKIP() << "no " << kTestRoot;
+  const std::vector<std::string> listed = ListedTestNames();
+  ASSERT_FALSE(listed.empty()) << "no names in " << kPassList;
+  for (size_t i = static_cast<size_t>(GetParam()); i < listed.size(); i += kShards) {
+    const std::string& name = listed[i];
+    if (!fs::exists(fs::path(kTestRoot) / name)) {
+      ADD_FAILURE() << name << " is listed in " << kPassList << " but missing from " << kTestRoot;
+      continue;
+    }
+    const Result r = RunOne(name);
+    EXPECT_EQ(r.outcome, Outcome::kPass)
+        << name << ": " << OutcomeName(r.outcome) << ": " << r.message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shard, OpenclConformance, ::testing::Range(0, kShards));
+
+// Runs every test (not a ctest test of its own: ovfix_opencl_tests
+// --gtest_filter='OpenclConformanceSummary.*' --gtest_also_run_disabled_tests).
+TEST(OpenclConformanceSummary, DISABLED_All) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  if (!fs::exists(kTestRoot)) GTEST_SKIP() << "no " << kTestRoot;
+  const char* filter = std::getenv("OVFIX_CONFORMANCE_FILTER");
+  const std::vector<std::string> listed = ListedTestNames();
+  const std::set<std::string> listed_set(listed.begin(), listed.end());
+  std::map<Outcome, int> counts;
+  std::vector<std::string> passing;
+  int total = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (const std::string& name : AllTestNames()) {
+    if (filter != nullptr && !absl::StrContains(name, filter)) continue;
+    ++total;
+    const Result r = RunOne(name);
+    ++counts[r.outcome];
+    if (r.outcome == Outcome::kPass) {
+      if (!IsNondeterministic(name)) passing.push_back(name);
+    } else if (r.outcome != Outcome::kNotEligible || listed_set.contains(name)) {
+      std::printf("FAIL %s [%s]%s: %s\n", name.c_str(), OutcomeName(r.outcome),
+                  listed_set.contains(name) ? " (LISTED)" : "", r.message.substr(0, 300).c_str());
+    }
+  }
+  std::printf("opencl conformance: %d of %d pass", counts[Outcome::kPass], total);
+  for (const auto& [outcome, count] : counts) {
+    if (outcome != Outcome::kPass) std::printf(", %d %s", count, OutcomeName(outcome));
+  }
+  std::printf(" (%zu listed; %.1f s)\n", listed.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (const char* path = std::getenv("OVFIX_WRITE_OPENCL_PASS_LIST"); path != nullptr && *path) {
+    ASSERT_EQ(filter, nullptr) << "refusing to write a pass list from a filtered run";
+    const std::set<std::string> now(passing.begin(), passing.end());
+    std::vector<std::string> dropped;
+    for (const std::string& name : listed) {
+      if (!now.contains(name)) dropped.push_back(name);
+    }
+    ASSERT_TRUE(dropped.empty()) << "refusing to write " << path << ": " << dropped.size()
+                                 << " listed test(s) no longer pass: "
+                                 << absl::StrJoin(dropped, ", ");
+    std::ofstream out(path);
+    for (const std::string& name : passing) out << name << "\n";
+    ASSERT_TRUE(out.good()) << "cannot write " << path;
+    std::printf("wrote %zu names to %s\n", passing.size(), path);
+  }
+}
+
+}  // namespace
+}  // namespace ovfix::exec

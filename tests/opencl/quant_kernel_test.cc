@@ -1,0 +1,459 @@
+// The OpenCL quantization and recurrent kernels (exec/opencl/ops_quant.cc, ops_recurrent.cc)
+// against the CPU executor: a small model per case, random inputs (whole multiples of a half
+// step where rounding ties matter), run on both backends in fp32, fp16-storage and fp16 (half
+// arithmetic, where the device has it). Integer outputs and the quantization ops' float
+// outputs must be the same bits; the recurrent ops' outputs agree to float (or half)
+// rounding. Every case must run on the device: no CPU fallback in the session's placement.
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "exec/compare.h"
+#include "exec/executor.h"
+#include "exec/opencl/opencl_runtime.h"
+#include "exec/opencl/opencl_session.h"
+#include "gtest/gtest.h"
+#include "ir/float16.h"
+#include "ir/text_form.h"
+
+namespace ovfix::exec {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// A graph input: uniform in [low, high], in steps of `step` when step > 0 (ties for the
+// rounding of quantization), every 7th value NaN with `nan`.
+struct Input {
+  std::string name;
+  DataType type = DataType::kFloat;
+  Dims dims;
+  double low = -2, high = 2, step = 0;
+  bool nan = false;
+};
+
+enum class Expect { kExact, kClose, kError, kFallback };
+
+struct Case {
+  std::string name;
+  int opset = 13;
+  std::vector<Input> inputs;
+  std::string outputs;  // "uint8 y, float s"
+  std::string body;
+  Expect expect = Expect::kExact;
+};
+
+std::string ModelText(const Case& c) {
+  std::vector<std::string> inputs;
+  for (const Input& in : c.inputs) {
+    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
+                                  absl::StrJoin(in.dims, ","), "] ", in.name));
+  }
+  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
+                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+}
+
+TensorMap RandomInputs(const Case& c) {
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>()(c.name)));
+  TensorMap out;
+  for (const Input& in : c.inputs) {
+    Tensor t(in.type, in.dims);
+    std::uniform_real_distribution<double> real(in.low, in.high);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = real(rng);
+      if (in.step > 0) v = std::round(v / in.step) * in.step;
+      if (!IsFloatingPoint(in.type)) v = std::round(v);
+      if (in.nan && i % 7 == 3) v = NAN;
+      switch (in.type) {
+        case DataType::kFloat:
+          t.data<float>()[i] = static_cast<float>(v);
+          break;
+        case DataType::kUint8:
+          t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+          break;
+        case DataType::kInt8:
+          t.data<int8_t>()[i] = static_cast<int8_t>(v);
+          break;
+        case DataType::kInt32:
+          t.data<int32_t>()[i] = static_cast<int32_t>(v);
+          break;
+        case DataType::kInt64:
+          t.data<int64_t>()[i] = static_cast<int64_t>(v);
+          break;
+        default:
+          break;
+      }
+    }
+    out[in.name] = std::move(t);
+  }
+  return out;
+}
+
+Input F(std::string name, Dims dims, double low = -2, double high = 2, double step = 0) {
+  return {std::move(name), DataType::kFloat, std::move(dims), low, high, step};
+}
+Input U8(std::string name, Dims dims) {
+  return {std::move(name), DataType::kUint8, std::move(dims), 0, 255};
+}
+Input I8(std::string name, Dims dims) {
+  return {std::move(name), DataType::kInt8, std::move(dims), -128, 127};
+}
+
+std::vector<Case> QuantCases() {
+  std::vector<Case> cases;
+  // x / 0.5 over multiples of 0.25: every other quotient is a tie (round half to even), and
+  // [-100, 100] saturates both 8-bit types.
+  cases.push_back({"QuantizeLinear_uint8_ties",
+                   13,
+                   {F("x", {3, 4, 5}, -100, 100, 0.25)},
+                   "uint8 y",
+                   "s = Constant<value = float {0.5}>()\n"
+                   "z = Constant<value = uint8 {128}>()\n"
+                   "y = QuantizeLinear(x, s, z)"});
+  cases.push_back({"QuantizeLinear_int8_nan",
+                   13,
+                   {{"x", DataType::kFloat, {2, 33}, -100, 100, 0.25, true}},
+                   "int8 y",
+                   "s = Constant<value = float {0.5}>()\n"
+                   "z = Constant<value = int8 {-3}>()\n"
+                   "y = QuantizeLinear(x, s, z)"});
+  cases.push_back({"QuantizeLinear_default_zero_opset10",
+                   10,
+                   {F("x", {17}, -3, 300)},
+                   "uint8 y",
+                   "s = Constant<value = float {1.3}>()\ny = QuantizeLinear(x, s)"});
+  cases.push_back({"QuantizeLinear_per_axis",
+                   13,
+                   {F("x", {2, 3, 4}, -50, 50, 0.125)},
+                   "int8 y",
+                   "s = Constant<value = float[3] {0.25, 0.5, 0.75}>()\n"
+                   "z = Constant<value = int8[3] {0, 5, -7}>()\n"
+                   "y = QuantizeLinear<axis = 1>(x, s, z)"});
+  cases.push_back({"QuantizeLinear_per_last_axis",
+                   13,
+                   {F("x", {3, 2}, -50, 50, 0.125)},
+                   "uint8 y",
+                   "s = Constant<value = float[2] {0.25, 0.375}>()\n"
+                   "z = Constant<value = uint8[2] {10, 200}>()\n"
+                   "y = QuantizeLinear<axis = -1>(x, s, z)"});
+  cases.push_back({"DequantizeLinear_uint8",
+                   13,
+                   {U8("x", {4, 9})},
+                   "float y",
+                   "s = Constant<value = float {0.037}>()\n"
+                   "z = Constant<value = uint8 {131}>()\n"
+                   "y = DequantizeLinear(x, s, z)"});
+  cases.push_back({"DequantizeLinear_int8_per_axis",
+                   13,
+                   {I8("x", {2, 3, 5})},
+                   "float y",
+                   "s = Constant<value = float[3] {0.1, 0.02, 3.5}>()\n"
+                   "z = Constant<value = int8[3] {1, -2, 0}>()\n"
+                   "y = DequantizeLinear<axis = 1>(x, s, z)"});
+  cases.push_back({"DequantizeLinear_int32",
+                   13,
+                   {{"x", DataType::kInt32, {11}, -100000, 100000}},
+                   "float y",
+                   "s = Constant<value = float {0.0013}>()\ny = DequantizeLinear(x, s)"});
+  cases.push_back({"DynamicQuantizeLinear_small",
+                   11,
+                   {F("x", {2, 3, 7}, -3, 5)},
+                   "uint8 y, float s, uint8 z",
+                   "y, s, z = DynamicQuantizeLinear(x)"});
+  cases.push_back({"DynamicQuantizeLinear_positive",
+                   11,
+                   {F("x", {5, 5}, 0.5, 9)},
+                   "uint8 y, float s, uint8 z",
+                   "y, s, z = DynamicQuantizeLinear(x)"});
+  // More than one slice of the range pass, with NaNs (skipped by the range).
+  cases.push_back({"DynamicQuantizeLinear_large_nan",
+                   11,
+                   {{"x", DataType::kFloat, {3, 4100}, -7, 2, 0, true}},
+                   "uint8 y, float s, uint8 z",
+                   "y, s, z = DynamicQuantizeLinear(x)"});
+  cases.push_back({"DynamicQuantizeLinear_zeros",
+                   11,
+                   {F("x", {6}, 0, 0)},
+                   "uint8 y, float s, uint8 z",
+                   "y, s, z = DynamicQuantizeLinear(x)"});
+  cases.push_back({"MatMulInteger_uint8_int8",
+                   10,
+                   {U8("a", {3, 7}), I8("b", {7, 5})},
+                   "int32 y",
+                   "za = Constant<value = uint8 {12}>()\n"
+                   "zb = Constant<value = int8 {-5}>()\n"
+                   "y = MatMulInteger(a, b, za, zb)"});
+  cases.push_back({"MatMulInteger_batched_per_row_and_column",
+                   10,
+                   {U8("a", {2, 1, 3, 6}), U8("b", {4, 6, 5})},
+                   "int32 y",
+                   "za = Constant<value = uint8[3] {1, 100, 255}>()\n"
+                   "zb = Constant<value = uint8[5] {0, 7, 128, 9, 250}>()\n"
+                   "y = MatMulInteger(a, b, za, zb)"});
+  cases.push_back({"MatMulInteger_no_zero_points_vector",
+                   10,
+                   {I8("a", {6}), I8("b", {2, 6, 3})},
+                   "int32 y",
+                   "y = MatMulInteger(a, b)"});
+  // As onnxruntime's dynamic quantizer writes a convolution.
+  cases.push_back({"ConvInteger_dynamic_quantized",
+                   11,
+                   {F("x", {1, 3, 9, 8})},
+                   "int32 y",
+                   "q, s, z = DynamicQuantizeLinear(x)\n"
+                   "w = Constant<value = uint8[4, 3, 3, 3] {" +
+                       [] {
+                         std::vector<std::string> v;
+                         for (int i = 0; i < 108; ++i) v.push_back(std::to_string(i * 37 % 256));
+                         return absl::StrJoin(v, ", ");
+                       }() +
+                       "}>()\n"
+                       "wz = Constant<value = uint8 {131}>()\n"
+                       "y = ConvInteger<pads = [1, 1, 1, 1]>(q, w, z, wz)"});
+  cases.push_back({"ConvInteger_strides_dilations_group",
+                   10,
+                   {U8("x", {2, 4, 11, 10}), U8("w", {6, 2, 3, 2})},
+                   "int32 y",
+                   "xz = Constant<value = uint8 {7}>()\n"
+                   "wz = Constant<value = uint8[6] {0, 1, 2, 250, 128, 9}>()\n"
+                   "y = ConvInteger<group = 2, strides = [2, 1], dilations = [1, 2], "
+                   "pads = [0, 2, 1, 1]>(x, w, xz, wz)"});
+  cases.push_back({"ConvInteger_int8_1d_same_upper",
+                   10,
+                   {I8("x", {1, 3, 13}), I8("w", {2, 3, 4})},
+                   "int32 y",
+                   "xz = Constant<value = int8 {-4}>()\n"
+                   "y = ConvInteger<auto_pad = \"SAME_UPPER\", strides = [2]>(x, w, xz)"});
+  cases.push_back({"ConvInteger_3d_no_zero_points",
+                   10,
+                   {U8("x", {1, 2, 4, 5, 3}), I8("w", {3, 2, 2, 3, 2})},
+                   "int32 y",
+                   "y = ConvInteger(x, w)"});
+  cases.push_back({"ConvInteger_bad_group",
+                   10,
+                   {U8("x", {1, 3, 5, 5}), U8("w", {2, 2, 3, 3})},
+                   "int32 y",
+                   "y = ConvInteger<group = 2>(x, w)",
+                   Expect::kError});
+  cases.push_back({"QuantizeLinear_int32_falls_back",
+                   13,
+                   {{"x", DataType::kInt32, {9}, -500, 500}},
+                   "uint8 y",
+                   "s = Constant<value = float {3.0}>()\n"
+                   "z = Constant<value = uint8 {0}>()\n"
+                   "y = QuantizeLinear(x, s, z)",
+                   Expect::kFallback});
+  return cases;
+}
+
+std::vector<Case> RecurrentCases() {
+  std::vector<Case> cases;
+  const auto close = [](Case c) {
+    c.expect = Expect::kClose;
+    return c;
+  };
+  // An exporter's LSTM: forward, weights constant-folded into inputs, every output.
+  cases.push_back(close({"LSTM_forward",
+                         13,
+                         {F("x", {5, 2, 3}), F("w", {1, 16, 3}, -0.5, 0.5),
+                          F("r", {1, 16, 4}, -0.5, 0.5), F("b", {1, 32}, -0.5, 0.5)},
+                         "float y, float yh, float yc",
+                         "y, yh, yc = LSTM<hidden_size = 4>(x, w, r, b)"}));
+  cases.push_back(close({"LSTM_bidirectional_all_inputs",
+                         13,
+                         {F("x", {4, 3, 2}),
+                          F("w", {2, 12, 2}, -0.5, 0.5),
+                          F("r", {2, 12, 3}, -0.5, 0.5),
+                          F("b", {2, 24}, -0.5, 0.5),
+                          {"lens", DataType::kInt32, {3}, 0, 4},
+                          F("h0", {2, 3, 3}),
+                          F("c0", {2, 3, 3}),
+                          F("p", {2, 9}, -0.5, 0.5)},
+                         "float y, float yh, float yc",
+                         "y, yh, yc = LSTM<hidden_size = 3, direction = \"bidirectional\">("
+                         "x, w, r, b, lens, h0, c0, p)"}));
+  cases.push_back(close({"LSTM_reverse_clip_input_forget_activations",
+                         13,
+                         {F("x", {3, 2, 4}, -3, 3), F("w", {1, 20, 4}), F("r", {1, 20, 5})},
+                         "float y",
+                         "y = LSTM<hidden_size = 5, direction = \"reverse\", clip = 1.5, "
+                         "input_forget = 1, activations = [\"HardSigmoid\", \"LeakyRelu\", "
+                         "\"Softsign\"], activation_alpha = [0.3, 0.2], "
+                         "activation_beta = [0.4]>(x, w, r)"}));
+  cases.push_back(close({"LSTM_batch_first",
+                         14,
+                         {F("x", {2, 4, 3}), F("w", {2, 8, 3}, -0.5, 0.5),
+                          F("r", {2, 8, 2}, -0.5, 0.5), F("h0", {2, 2, 2})},
+                         "float y, float yh",
+                         "y, yh = LSTM<hidden_size = 2, direction = \"bidirectional\", "
+                         "layout = 1>(x, w, r, , , h0)"}));
+  cases.push_back(close({"GRU_linear_before_reset",
+                         13,
+                         {F("x", {4, 2, 3}),
+                          F("w", {2, 12, 3}, -0.5, 0.5),
+                          F("r", {2, 12, 4}, -0.5, 0.5),
+                          F("b", {2, 24}, -0.5, 0.5),
+                          {"lens", DataType::kInt32, {2}, 1, 4}},
+                         "float y, float yh",
+                         "y, yh = GRU<hidden_size = 4, direction = \"bidirectional\", "
+                         "linear_before_reset = 1>(x, w, r, b, lens)"}));
+  cases.push_back(
+      close({"GRU_reset_product",
+             13,
+             {F("x", {3, 2, 3}), F("w", {1, 9, 3}, -0.5, 0.5), F("r", {1, 9, 3}, -0.5, 0.5),
+              F("b", {1, 18}, -0.5, 0.5), F("h0", {1, 2, 3})},
+             "float y, float yh",
+             "y, yh = GRU<hidden_size = 3>(x, w, r, b, , h0)"}));
+  cases.push_back(
+      close({"RNN_relu_reverse",
+             13,
+             {F("x", {3, 2, 3}), F("w", {1, 4, 3}, -0.5, 0.5), F("r", {1, 4, 4}, -0.5, 0.5)},
+             "float y, float yh",
+             "y, yh = RNN<hidden_size = 4, direction = \"reverse\", "
+             "activations = [\"Relu\"]>(x, w, r)"}));
+  cases.push_back({"LSTM_bad_weight_shape",
+                   13,
+                   {F("x", {2, 1, 3}), F("w", {1, 15, 3}), F("r", {1, 16, 4})},
+                   "float y",
+                   "y = LSTM<hidden_size = 4>(x, w, r)",
+                   Expect::kError});
+  return cases;
+}
+
+struct KernelCase {
+  Case c;
+  Precision precision;
+};
+
+void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.c.name; }
+
+std::vector<KernelCase> AllCases() {
+  std::vector<KernelCase> out;
+  for (const auto& cases : {QuantCases(), RecurrentCases()}) {
+    for (const Case& c : cases) {
+      for (Precision p : {Precision::kFp32, Precision::kFp16Storage, Precision::kFp16}) {
+        // Errors and fallbacks are the same in every precision.
+        if (p != Precision::kFp32 &&
+            (c.expect == Expect::kError || c.expect == Expect::kFallback)) {
+          continue;
+        }
+        out.push_back({c, p});
+      }
+    }
+  }
+  return out;
+}
+
+bool HaveOpencl() {
+  static const bool have = [] {
+    auto devices = opencl::ListDevices();
+    return devices.ok() && !devices->empty();
+  }();
+  return have;
+}
+
+double Tolerance(Precision precision) {
+  constexpr double kHalfUlp = 1.0 / 1024;
+  switch (precision) {
+    case Precision::kFp32:
+      return 1e-5;
+    case Precision::kFp16Storage:
+      return 3 * kHalfUlp;
+    case Precision::kFp16:
+      return 16 * kHalfUlp;
+  }
+  return 0;
+}
+
+class QuantKernelTest : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(QuantKernelTest, MatchesCpu) {
+  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  const Case& c = GetParam().c;
+  const Precision precision = GetParam().precision;
+  const std::string text = ModelText(c);
+  SCOPED_TRACE(text);
+  auto model = ParseModelText(text);
+  ASSERT_TRUE(model.ok()) << model.status();
+  SessionOptions cpu_options;
+  cpu_options.precision = precision;
+  cpu_options.threads = 1;
+  SessionOptions cl_options = cpu_options;
+  cl_options.backend = "opencl";
+  auto cl = CreateSession(**model, cl_options);
+  if (precision == Precision::kFp16 && !cl.ok() &&
+      absl::StrContains(cl.status().message(), "cl_khr_fp16")) {
+    GTEST_SKIP() << "the device has no half arithmetic";
+  }
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  auto cpu = CreateSession(**model, cpu_options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  const TensorMap inputs = RandomInputs(c);
+  auto expected = (*cpu)->Run(inputs);
+  auto actual = (*cl)->Run(inputs);
+  if (c.expect == Expect::kError) {
+    EXPECT_FALSE(expected.ok()) << "the CPU executor accepted a bad input";
+    ASSERT_FALSE(actual.ok()) << "the OpenCL executor accepted a bad input";
+    // The device kernel's own check, not the CPU kernel's after a fallback.
+    const auto placement = opencl::DevicePlacementOf(**cl);
+    ASSERT_TRUE(placement.has_value());
+    EXPECT_TRUE(placement->cpu.empty()) << placement->Summary();
+    return;
+  }
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(actual.ok()) << actual.status();
+  ASSERT_EQ(actual->size(), expected->size());
+  for (size_t i = 0; i < actual->size(); ++i) {
+    const Tensor& a = (*actual)[i];
+    const Tensor& e = (*expected)[i];
+    ASSERT_EQ(a.type(), e.type()) << "output " << i;
+    ASSERT_EQ(a.dims(), e.dims()) << "output " << i;
+    const Comparison cmp = CompareTensors(a, e, {0, 0});
+    if (c.expect == Expect::kClose) {
+      EXPECT_EQ(cmp.non_finite_differences, 0) << "output " << i << ": " << cmp.message;
+      EXPECT_LE(RelativeError(a, e), Tolerance(precision))
+          << "output " << i << ": " << DescribeComparison(cmp);
+    } else {
+      EXPECT_TRUE(cmp.ok) << "output " << i << ": " << cmp.message;
+    }
+  }
+  const auto placement = opencl::DevicePlacementOf(**cl);
+  ASSERT_TRUE(placement.has_value());
+  if (c.expect == Expect::kFallback) {
+    ASSERT_EQ(placement->cpu.size(), 1u) << placement->Summary();
+    EXPECT_TRUE(absl::StrContains(placement->Summary(), "runs on the CPU: 1 of"))
+        << placement->Summary();
+  } else {
+    EXPECT_TRUE(placement->cpu.empty()) << placement->Summary();
+    EXPECT_EQ(placement->host, 0) << "a node ran on the host";
+  }
+}
+
+std::string CaseName(const ::testing::TestParamInfo<KernelCase>& info) {
+  return absl::StrCat(info.param.c.name, "_",
+                      PrecisionName(info.param.precision) == "fp32"
+                          ? "fp32"
+                          : (info.param.precision == Precision::kFp16 ? "fp16" : "fp16_storage"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, QuantKernelTest, ::testing::ValuesIn(AllCases()), CaseName);
+
+// One line for every fallback of a session: the count, the total, and each op with its
+// count and reason.
+TEST(DevicePlacement, SummaryIsOneLineWithCountsAndReasons) {
+  opencl::DevicePlacement placement;
+  placement.nodes = 12;
+  EXPECT_EQ(placement.Summary(), "");
+  placement.cpu = {{"node a", "Transpose", "no OpenCL kernel"},
+                   {"node b", "Resize", "antialias"},
+                   {"node c", "Transpose", "no OpenCL kernel"}};
+  EXPECT_EQ(placement.Summary(),
+            "runs on the CPU: 3 of 12 nodes (Transpose x2: no OpenCL kernel, Resize: antialias)");
+}
+
+}  // namespace
+}  // namespace ovfix::exec
