@@ -152,8 +152,7 @@ TEST(OpenclSession, FallbackToCpuIsNamed) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].values<float>()[1], 2.0f);
   bool named = false;
-  for (const auto& note : (*cl)->notes())
-    named = named || note.find("Round") != std::string::npos;
+  for (const auto& note : (*cl)->notes()) named = named || note.find("Round") != std::string::npos;
   EXPECT_TRUE(named);
 }
 
