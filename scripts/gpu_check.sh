@@ -55,8 +55,9 @@ run() {
   "$ovfix" devices | tee "$logs/devices.txt"
   # The device-coverage models (one per class of export: window attention, detector,
   # segmentation, quantized conv net, LSTM) are written beside the shared ones.
-  OVFIX_WRITE_COVERAGE_MODELS=$dir/coverage "$dir/bin/ovfix_opencl_tests" \
-    >"$logs/opencl_tests.log" 2>&1 || true
+  # OVFIX_TESTS_TIMEOUT (seconds) bounds the test binary on a short lease.
+  OVFIX_WRITE_COVERAGE_MODELS=$dir/coverage timeout "${OVFIX_TESTS_TIMEOUT:-1800}" \
+    "$dir/bin/ovfix_opencl_tests" >"$logs/opencl_tests.log" 2>&1 || true
   grep -E '^\[  (PASSED|FAILED)' "$logs/opencl_tests.log" || true
   local paths=()
   if [ $# -eq 0 ]; then
