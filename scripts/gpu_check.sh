@@ -36,9 +36,10 @@ bundle() {
 run() {
   local archive=$1 models=$2 logs=$3
   shift 3
-  local dir
-  dir=$(mktemp -d)
-  trap 'rm -rf "$dir"' EXIT
+  # Global: the EXIT trap runs after this function's locals are gone.
+  run_dir=$(mktemp -d)
+  trap 'rm -rf "$run_dir"' EXIT
+  local dir=$run_dir
   tar -C "$dir" -xJf "$archive"
   export LD_LIBRARY_PATH=$dir/lib
   mkdir -p "$logs"

@@ -216,7 +216,19 @@ __kernel void cast(__global const CAST_FROM_T* a, __global CAST_TO_T* y) {
   }
   CAST_STORE(y, i, r);
 #elif FROM_KIND == 0
-  CAST_STORE(y, i, (TO_T)(UTO_T)(ulong)convert_long_sat_rtz(v));  // NaN gives 0
+  // NaN gives 0 and values beyond the 64-bit range saturate, as on the CPU, spelt out:
+  // NVIDIA's convert_long_sat_rtz gave 0 for some of them.
+  long r;
+  if (v != v) {
+    r = 0;
+  } else if (v >= 9223372036854775808.0f) {
+    r = LONG_MAX;
+  } else if (v <= -9223372036854775808.0f) {
+    r = LONG_MIN;
+  } else {
+    r = convert_long_rtz(v);
+  }
+  CAST_STORE(y, i, (TO_T)(UTO_T)(ulong)r);
 #else
   CAST_STORE(y, i, (TO_T)(UTO_T)(ulong)(long)v);
 #endif
