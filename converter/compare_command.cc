@@ -10,7 +10,9 @@
 // (first) model when it has one (the model zoo's layout: real inputs, real ranges; an fp16
 // overflow often needs them). Inputs still missing, or all with --random, are random from a
 // fixed seed (floats in [-1, 1), integers in [0, 4), symbolic dims 1), so two runs compare
-// the same thing. Exit codes: 0 every value within tolerance, 1 a divergence, 2 bad input or
+// the same thing. The final outputs get the verdict convert and `run --test-data` give
+// (converter/output_verdict.h). Exit codes: 0 the final outputs meet the accuracy criteria
+// (and, with --rtol/--atol given, every value is within them), 1 they do not, 2 bad input or
 // usage.
 #include <algorithm>
 #include <cmath>
@@ -26,7 +28,9 @@
 #include "converter/command.h"
 #include "converter/command_files.h"
 #include "converter/compare_report.h"
+#include "converter/conversion_flags.h"
 #include "converter/model_run.h"
+#include "converter/output_verdict.h"
 #include "converter/status_line.h"
 #include "exec/layer_compare.h"
 #include "exec/random_inputs.h"
@@ -50,6 +54,7 @@ struct CompareOptions {
   std::vector<std::string> inputs;  // NAME=FILE.pb
   std::string test_data;
   double rtol = 0, atol = 0;
+  std::vector<std::string> accuracy;  // --accuracy, as given
   std::string json, html;
   int device = -1;
   int threads = 0;
@@ -318,6 +323,11 @@ int RunCompare(CompareOptions& o) {
   if (o.rtol_option->count() > 0) tolerance.rtol = o.rtol;
   if (o.atol_option->count() > 0) tolerance.atol = o.atol;
   if (tolerance.rtol < 0 || tolerance.atol < 0) return fail("--rtol and --atol must be >= 0");
+  // Given, --rtol/--atol are element-wise criteria on every value, as they always were; the
+  // final outputs are judged by the accuracy criteria convert uses in any case.
+  const bool elementwise = o.rtol_option->count() > 0 || o.atol_option->count() > 0;
+  converter::AccuracySpec accuracy;
+  if (absl::Status s = ParseAccuracyFlags(o.accuracy, accuracy); !s.ok()) return fail(s.message());
 
   CompareContext context{o.models[0], two_models ? o.models[1] : o.models[0], ""};
   absl::StatusOr<exec::TensorMap> feeds = ReadInputs(o, (*ref_model)->graph(), context.inputs);
@@ -371,7 +381,30 @@ int RunCompare(CompareOptions& o) {
     if (auto s = WriteCompareHtml(o.html, *report, context); !s.ok()) return fail(s.message());
   }
   std::printf("%s\n", Summary(*report).c_str());
-  return report->all_within() ? kExitOk : kExitMismatch;
+  // The verdict on the final outputs, by convert's criteria and its defaults for the precision
+  // involved (a float16 model or a side that rounds to float16).
+  if (absl::Status s = converter::CheckAccuracySpec(accuracy, report->ref_outputs); !s.ok()) {
+    return fail(s.message());
+  }
+  bool outputs_meet = true;
+  for (const auto& [name, expected] : report->ref_outputs) {
+    auto actual = std::find_if(report->test_outputs.begin(), report->test_outputs.end(),
+                               [&](const auto& t) { return t.first == name; });
+    if (actual == report->test_outputs.end()) {
+      std::printf("output '%s': not computed by %s FAILS\n", name.c_str(), test.label.c_str());
+      outputs_meet = false;
+      continue;
+    }
+    const converter::OutputVerdict verdict =
+        converter::JudgeOutput(name, actual->second, expected, half, accuracy);
+    outputs_meet = outputs_meet && verdict.meets;
+    std::printf("output '%s': %s%s\n", name.c_str(), converter::DescribeVerdict(verdict).c_str(),
+                verdict.meets ? " - meets the criteria" : " FAILS");
+  }
+  std::printf("%s\n", outputs_meet ? "final outputs meet the accuracy criteria"
+                                   : "final outputs FAIL the accuracy criteria");
+  const bool within = outputs_meet && (!elementwise || report->all_within());
+  return within ? kExitOk : kExitMismatch;
 }
 
 }  // namespace
@@ -401,9 +434,14 @@ Command AddCompareCommand(CLI::App& app) {
                   "test_data_set_*/ folders (the first is used; other inputs are random)");
   o->rtol_option = sub->add_option(
       "--rtol", o->rtol,
-      "Tolerance relative to max |reference| of each value (default 1e-4; 1e-2 with fp16)");
-  o->atol_option =
-      sub->add_option("--atol", o->atol, "Absolute tolerance (default 1e-5; 1e-3 with fp16)");
+      "Tolerance relative to max |reference| of each value, for the layer-by-layer search "
+      "(default 1e-4; 1e-2 with fp16); given, an element-wise criterion every value must "
+      "meet besides --accuracy");
+  o->atol_option = sub->add_option(
+      "--atol", o->atol,
+      "Absolute tolerance of the layer-by-layer search (default 1e-5; 1e-3 with fp16); given, "
+      "a criterion as --rtol");
+  AddAccuracyFlag(sub, o->accuracy);
   sub->add_option("--json", o->json, "Write the report as JSON to FILE");
   sub->add_option("--html", o->html, "Write a self-contained HTML page with a plot to FILE");
   sub->add_option("--device", o->device, "OpenCL device index (see 'ovfix devices')");

@@ -42,6 +42,23 @@ bool SplitAssignment(const std::string& text, std::string& name, std::string& va
   return true;
 }
 
+void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy) {
+  sub->add_option("--accuracy", accuracy,
+                  "How outputs are judged: NAME=CRITERIA for one output, CRITERIA for the "
+                  "others (repeatable); CRITERIA is max:B, mean:B, p99:B, p99.9:B, "
+                  "beyond@E:S, topK:S, mask@T:S or boxes@IOU:S, joined by ','. Default where "
+                  "fp16 is involved: max:0.1,p99:0.01,mean:0.002, or max:0.01 for outputs of "
+                  "fewer than 100 elements; max:1e-4 otherwise (docs/validation.md)");
+}
+
+absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
+                                converter::AccuracySpec& spec) {
+  for (const std::string& text : accuracy) {
+    OVFIX_RETURN_IF_ERROR(converter::AddAccuracyOption(text, spec));
+  }
+  return absl::OkStatus();
+}
+
 void AddConversionFlags(CLI::App* sub, ConversionFlags& f) {
   f.target_option = sub->add_option("--target", f.target,
                                     "Target profile: gpu-fp16, tensorrt, openvino-gpu, "
@@ -76,12 +93,7 @@ void AddConversionFlags(CLI::App* sub, ConversionFlags& f) {
                   "--accuracy max:X (default: --accuracy's default for fp16 conversions, "
                   "max:1e-4 otherwise)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--accuracy", f.accuracy,
-                  "How outputs are judged: NAME=CRITERIA for one output, CRITERIA for the "
-                  "others (repeatable); CRITERIA is max:B, mean:B, p99:B, p99.9:B, "
-                  "beyond@E:S, topK:S, mask@T:S or boxes@IOU:S, joined by ','. Default for "
-                  "fp16: max:0.1,p99:0.01,mean:0.002, or max:0.01 for outputs of fewer than 100 "
-                  "elements (docs/validation.md)");
+  AddAccuracyFlag(sub, f.accuracy);
   sub->add_flag("--no-repair", f.no_repair,
                 "Report an fp16 conversion beyond the tolerance instead of keeping the nodes "
                 "responsible in fp32");
@@ -122,9 +134,7 @@ absl::Status ToPipelineOptions(const ConversionFlags& f, converter::PipelineOpti
   }
   p.calibration_data = f.calibration_data;
   p.tolerance = f.tolerance;
-  for (const std::string& text : f.accuracy) {
-    OVFIX_RETURN_IF_ERROR(converter::AddAccuracyOption(text, p.accuracy));
-  }
+  OVFIX_RETURN_IF_ERROR(ParseAccuracyFlags(f.accuracy, p.accuracy));
   p.repair = !f.no_repair;
   return absl::OkStatus();
 }

@@ -35,6 +35,12 @@ struct ConversionFlags {
   CLI::Option* lower_option = nullptr;
 };
 
+// `--accuracy NAME=CRITERIA|CRITERIA` (repeatable), as convert, run and compare take it, and
+// what the values say (errors: one line starting "--accuracy TEXT: ").
+void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy);
+absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
+                                converter::AccuracySpec& spec);
+
 // Registers the options on `sub` (not the model argument).
 void AddConversionFlags(CLI::App* sub, ConversionFlags& flags);
 

@@ -15,6 +15,7 @@
 #include "converter/inline_constant_if.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
+#include "converter/output_verdict.h"
 #include "converter/precision_cost.h"
 #include "converter/repair.h"
 #include "converter/report_html.h"
@@ -198,49 +199,6 @@ double MaxBound(const Criteria& criteria) {
   return bound;
 }
 
-// --accuracy names outputs of the model, with criteria that fit their shapes (as the
-// reference run computed them).
-absl::Status CheckAccuracySpec(const AccuracySpec& spec, const ReferenceValidator& validator) {
-  const std::vector<std::pair<std::string, Tensor>>& outputs = validator.reference_outputs(0);
-  auto reference = [&](const std::string& name) -> const Tensor* {
-    for (const auto& [n, t] : outputs) {
-      if (n == name) return &t;
-    }
-    return nullptr;
-  };
-  for (const auto& [name, criteria] : spec.per_output) {
-    const Tensor* t = reference(name);
-    if (t == nullptr) {
-      std::vector<std::string> names;
-      for (const auto& [n, unused] : outputs) names.push_back(n);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--accuracy ", name, "=", CriteriaToString(criteria), ": the model has no output '", name,
-          "' (its outputs: ", absl::StrJoin(names, ", "), ")"));
-    }
-    for (const Criterion& c : criteria) {
-      if (absl::Status s = CheckApplies(c, t->dims()); !s.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--accuracy ", name, "=", CriteriaToString(criteria), ": output '", name,
-                         "' is ", DescribeTensor(*t), "; ", s.message()));
-      }
-    }
-  }
-  if (spec.default_criteria) {
-    for (const auto& [name, t] : outputs) {
-      if (spec.per_output.contains(name)) continue;
-      for (const Criterion& c : *spec.default_criteria) {
-        if (absl::Status s = CheckApplies(c, t.dims()); !s.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--accuracy ", CriteriaToString(*spec.default_criteria), ": output '",
-                           name, "' is ", DescribeTensor(t), "; ", s.message(),
-                           " (name the outputs it fits: NAME=", c.ToString(), ")"));
-        }
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status NotRunnable(const absl::Status& s) {
   return absl::InternalError(absl::StrCat(
       "the converted model does not run on the CPU executor (a bug in ovfix): ", s.message()));
@@ -367,7 +325,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                        " (--no-validate converts without validation)"));
     }
     validator = *std::move(v);
-    OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options.accuracy, *validator));
+    OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options.accuracy, validator->reference_outputs(0)));
     report.validated = true;
     phase("reference run");
     report.observed_shape_facts =
@@ -432,8 +390,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   // tolerance.
   ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
     return options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
-           : precision_changed    ? DefaultPrecisionCriteria(elements)
-                                  : MaxErrorCriteria(1e-4);
+                                  : DefaultCriteriaFor(precision_changed, elements);
   };
   report.end_to_end_tolerance =
       options.accuracy.default_criteria

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,14 @@
 #include "absl/strings/str_format.h"
 #include "converter/command.h"
 #include "converter/command_files.h"
+#include "converter/conversion_flags.h"
 #include "converter/json_writer.h"
 #include "converter/model_run.h"
+#include "converter/output_verdict.h"
 #include "converter/status_line.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
+#include "exec/layer_compare.h"
 #include "exec/opencl/opencl_session.h"
 #include "ir/model_io.h"
 #include "ir/status_macros.h"
@@ -42,8 +46,12 @@ struct RunOptions {
   int repeat = 1;
   bool profile = false;
   bool strict_device = false;  // a node on the CPU is an error (device backends)
+  // --rtol/--atol: element-wise criteria, judged as before the accuracy criteria existed
+  // (given, they replace the default criteria; --accuracy still applies beside them).
   double rtol = 1e-3;
   double atol = 1e-5;
+  bool elementwise = false;
+  std::vector<std::string> accuracy;  // --accuracy, as given
   bool json = false;
 };
 
@@ -55,6 +63,7 @@ struct OutputRecord {
   bool compared = false, matches = false;
   std::string comparison;  // DescribeComparison, or the mismatch
   double max_abs_error = 0, max_rel_error = 0;
+  std::optional<converter::OutputVerdict> verdict;  // the accuracy criteria's
 };
 
 // The files a run reads or writes: its errors name one of them, the model when they name
@@ -227,6 +236,13 @@ void PrintJson(const RunOptions& o, const std::vector<OutputRecord>& records,
       w.Key("comparison").String(r.comparison);
       w.Key("max_abs_error").Number(r.max_abs_error);
       w.Key("max_rel_error").Number(r.max_rel_error);
+      if (r.verdict) {
+        const converter::OutputStatistics& s = r.verdict->stats;
+        w.Key("criteria").String(converter::CriteriaToString(r.verdict->criteria));
+        w.Key("score").Number(r.verdict->score);
+        w.Key("meets_criteria").Bool(r.verdict->meets);
+        w.Key("statistics").String(converter::DescribeStatistics(s));
+      }
     }
     w.EndObject();
   }
@@ -263,6 +279,11 @@ int RunModel(const RunOptions& o) {
   if (!precision.ok()) return fail(precision.status());
   if (o.repeat < 1) return fail(absl::InvalidArgumentError("--repeat must be at least 1"));
   if (absl::Status s = CheckFiles(o, **model); !s.ok()) return fail(s);
+  converter::AccuracySpec accuracy;
+  if (absl::Status s = ParseAccuracyFlags(o.accuracy, accuracy); !s.ok()) return fail(s);
+  if (!o.accuracy.empty() && o.test_data.empty()) {
+    return fail(absl::InvalidArgumentError("--accuracy judges outputs against --test-data"));
+  }
   absl::StatusOr<exec::TensorMap> read = ReadInputs(o, graph);
   if (!read.ok()) return fail(read.status());
   // float32 data for a converted model's float16 inputs (and the like) is converted.
@@ -353,14 +374,30 @@ int RunModel(const RunOptions& o) {
     if (o.json) PrintJson(o, records, times, conversions, (*session)->notes(), false, true);
     return kExitOk;
   }
+  // The criteria convert judges by, with its defaults for the precision involved: a model
+  // that holds float16 data (a conversion) or a run that rounds to float16.
+  const bool float16 = *precision != exec::Precision::kFp32 || exec::HasFloat16Values(**model);
+  std::vector<std::pair<std::string, Tensor>> expected_outputs;
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    const std::string path = (fs::path(o.test_data) / absl::StrCat("output_", k, ".pb")).string();
+    if (!fs::exists(path)) continue;
+    absl::StatusOr<Tensor> expected = ReadTensorFile(path);
+    if (!expected.ok()) return fail(expected.status());
+    expected_outputs.emplace_back(graph.outputs()[k]->name(), *std::move(expected));
+  }
+  if (absl::Status s = converter::CheckAccuracySpec(accuracy, expected_outputs); !s.ok()) {
+    return fail(s);
+  }
+  const bool judge_by_criteria = !o.elementwise || !o.accuracy.empty();
   bool all_match = true;
   int compared = 0;
   for (size_t k = 0; k < outputs->size(); ++k) {
     const std::string path = (fs::path(o.test_data) / absl::StrCat("output_", k, ".pb")).string();
     const std::string& name = graph.outputs()[k]->name();
-    if (!fs::exists(path)) continue;
-    absl::StatusOr<Tensor> expected = ReadTensorFile(path);
-    if (!expected.ok()) return fail(expected.status());
+    auto found = std::find_if(expected_outputs.begin(), expected_outputs.end(),
+                              [&](const auto& e) { return e.first == name; });
+    if (found == expected_outputs.end()) continue;
+    const Tensor* expected = &found->second;
     // A converted model's float16 output checked against the original's float data (the
     // counterpart of MatchInputTypes): widened to the reference's type, which is exact.
     const Tensor* actual = &(*outputs)[k];
@@ -376,18 +413,30 @@ int RunModel(const RunOptions& o) {
       actual = &widened;
     }
     exec::Comparison c = exec::CompareTensors(*actual, *expected, {o.rtol, o.atol});
+    converter::OutputVerdict verdict =
+        converter::JudgeOutput(name, *actual, *expected, float16, accuracy);
+    const bool matches = (!o.elementwise || c.ok) && (!judge_by_criteria || verdict.meets);
     ++compared;
-    all_match = all_match && c.ok;
+    all_match = all_match && matches;
     records[k].compared = true;
-    records[k].matches = c.ok;
+    records[k].matches = matches;
     records[k].comparison = c.ok ? exec::DescribeComparison(c) : c.message;
     records[k].max_abs_error = c.max_abs_error;
     records[k].max_rel_error = c.max_rel_error;
+    records[k].verdict = verdict;
     if (o.json) continue;
-    if (c.ok) {
-      std::printf("output '%s': matches (%s)\n", name.c_str(), exec::DescribeComparison(c).c_str());
-    } else {
-      std::printf("output '%s': MISMATCH: %s\n", name.c_str(), c.message.c_str());
+    // The line convert prints of the output, then the element-wise check when asked for.
+    std::printf("output '%s': %s%s\n", name.c_str(), converter::DescribeVerdict(verdict).c_str(),
+                !judge_by_criteria ? ""
+                : verdict.meets    ? " - meets the criteria"
+                                   : " FAILS");
+    if (o.elementwise) {
+      if (c.ok) {
+        std::printf("output '%s': matches (%s)\n", name.c_str(),
+                    exec::DescribeComparison(c).c_str());
+      } else {
+        std::printf("output '%s': MISMATCH: %s\n", name.c_str(), c.message.c_str());
+      }
     }
   }
   if (compared == 0 && !o.json) {
@@ -420,14 +469,21 @@ Command AddRunCommand(CLI::App& app) {
                 "Print where the time went: per op type and the slowest nodes (cpu)");
   sub->add_flag("--strict-device", o->strict_device,
                 "Fail (exit 2) when any node runs on the CPU instead of the device backend");
-  sub->add_option("--rtol", o->rtol, "Relative tolerance for --test-data (default 1e-3)");
-  sub->add_option("--atol", o->atol, "Absolute tolerance for --test-data (default 1e-5)");
+  AddAccuracyFlag(sub, o->accuracy);
+  CLI::Option* rtol = sub->add_option(
+      "--rtol", o->rtol,
+      "Element-wise criterion for --test-data: |got - want| <= atol + rtol*|want| for every "
+      "element (default 1e-3 once --rtol or --atol is given); replaces the default --accuracy "
+      "criteria, not those given");
+  CLI::Option* atol = sub->add_option(
+      "--atol", o->atol, "Absolute part of the element-wise criterion (default 1e-5; see --rtol)");
   sub->add_flag("--json", o->json, "Print the outputs (and comparisons) as one JSON object");
   return {sub,
-          [o] {
+          [o, rtol, atol] {
             // The folder forms convert --calibration-data and compare take: a set's folder, or
             // the folder that holds test_data_set_*/ (the first set is run).
             RunOptions resolved = *o;
+            resolved.elementwise = rtol->count() > 0 || atol->count() > 0;
             int sets = 0;
             if (!o->test_data.empty()) {
               resolved.test_data = converter::FirstTestDataSet(o->test_data, &sets);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "converter/calibration_data.h"
 #include "converter/model_run.h"
+#include "converter/output_verdict.h"
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "ir/float16.h"
@@ -23,9 +24,6 @@ namespace ovfix::converter {
 namespace {
 
 bool IsFloat(DataType t) { return IsFloatingPoint(t); }
-
-// The error whose share of elements every output reports (beyond@ criteria add others).
-constexpr double kBeyondError = 0.01;
 
 // The range covering both: the larger largest, the smaller nonzero smallest.
 MagnitudeRange Wider(const MagnitudeRange& a, const MagnitudeRange& b) {
@@ -591,7 +589,7 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(const Graph& g,
                                                            size_t set) const {
   const std::vector<std::pair<std::string, Tensor>>& reference = set_outputs_.at(set);
   EndToEndResult result;
-  const double resolution = ComputesFloat16(g) ? exec::kFloat16Resolution : 0;
+  const double resolution = ResolutionFor(ComputesFloat16(g));
   for (size_t i = 0; i < g.outputs().size() && i < outputs.size(); ++i) {
     OutputComparison c;
     c.name = g.outputs()[i]->name();
@@ -603,7 +601,7 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(const Graph& g,
           absl::StrCat("output '", c.name, "' is not an output of the original model"));
     }
     c.criteria = CriteriaFor(c.name, ref->second.numel());
-    c.stats = MeasureOutput(actual, ref->second, resolution, c.criteria, kBeyondError);
+    c.stats = MeasureOutput(actual, ref->second, resolution, c.criteria, kReportedBeyondError);
     c.error = c.stats.max;
     c.score = CriteriaScore(c.criteria, c.stats);
     c.meets = c.score <= 1;

@@ -349,6 +349,14 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
                                        test_session->captured(), tolerance);
   report.ref_label = ref.label;
   report.test_label = test.label;
+  for (const Value* v : ref.model->graph().outputs()) {
+    const TensorMap& r = ref_session->captured();
+    const TensorMap& t = test_session->captured();
+    if (auto it = r.find(v->name()); it != r.end())
+      report.ref_outputs.emplace_back(v->name(), it->second);
+    if (auto it = t.find(v->name()); it != t.end())
+      report.test_outputs.emplace_back(v->name(), it->second);
+  }
   for (const std::string& note : ref_session->notes()) {
     report.notes.push_back(absl::StrCat(ref.label, ": ", note));
   }
@@ -390,8 +398,9 @@ Tensor ConvertFeed(const Tensor& feed, DataType wanted) {
   return feed;
 }
 
-bool HasFloat16Values(const Model& model) {
-  const Graph& graph = model.graph();
+namespace {
+
+bool GraphHasFloat16Values(const Graph& graph) {
   auto is_half = [](const Value* v) {
     return v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat16;
   };
@@ -409,8 +418,17 @@ bool HasFloat16Values(const Model& model) {
     for (const Value* v : node->outputs()) {
       if (is_half(v)) return true;
     }
+    // A conversion that left a model's main level in float32 may compute in float16 in a
+    // loop body (silero_vad).
+    for (const Subgraph& body : node->subgraphs()) {
+      if (body.graph != nullptr && GraphHasFloat16Values(*body.graph)) return true;
+    }
   }
   return false;
 }
+
+}  // namespace
+
+bool HasFloat16Values(const Model& model) { return GraphHasFloat16Values(model.graph()); }
 
 }  // namespace ovfix::exec

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -96,6 +97,10 @@ struct LayerReport {
   int compared_values = 0;
   int diverged_values = 0;
   bool all_within() const { return diverged_values == 0; }
+  // The reference model's graph outputs as each side computed them (by the reference's output
+  // names; an output the test side did not compute is absent there), for the verdict on
+  // final outputs.
+  std::vector<std::pair<std::string, Tensor>> ref_outputs, test_outputs;
 };
 
 // Walks `ref_graph`'s nodes in topological order over two sets of captured values (by name)
@@ -120,7 +125,7 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
 // set of inputs drives an original and its fp16 conversion.
 Tensor ConvertFeed(const Tensor& feed, DataType wanted);
 
-// Whether any value or initializer of the model's main graph is float16.
+// Whether any value or initializer of the model is float16, in its main graph or a body.
 bool HasFloat16Values(const Model& model);
 
 }  // namespace ovfix::exec
