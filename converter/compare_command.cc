@@ -380,7 +380,6 @@ int RunCompare(CompareOptions& o) {
   if (!o.html.empty()) {
     if (auto s = WriteCompareHtml(o.html, *report, context); !s.ok()) return fail(s.message());
   }
-  std::printf("%s\n", Summary(*report).c_str());
   // The verdict on the final outputs, by convert's criteria and its defaults for the precision
   // involved (a float16 model or a side that rounds to float16).
   if (absl::Status s = converter::CheckAccuracySpec(accuracy, report->ref_outputs); !s.ok()) {
@@ -401,8 +400,9 @@ int RunCompare(CompareOptions& o) {
     std::printf("output '%s': %s%s\n", name.c_str(), converter::DescribeVerdict(verdict).c_str(),
                 verdict.meets ? " - meets the criteria" : " FAILS");
   }
-  std::printf("%s\n", outputs_meet ? "final outputs meet the accuracy criteria"
-                                   : "final outputs FAIL the accuracy criteria");
+  // The summary last: the layer search's finding, then the verdict the exit code follows.
+  std::printf("%s; final outputs %s\n", Summary(*report).c_str(),
+              outputs_meet ? "meet the accuracy criteria" : "FAIL the accuracy criteria");
   const bool within = outputs_meet && (!elementwise || report->all_within());
   return within ? kExitOk : kExitMismatch;
 }

@@ -384,11 +384,13 @@ TEST(ConvertWritten, RunComparesFloat16OutputsWithFloat32TestData) {
       absl::StrCat("run ", path, " --test-data ", write_set("good", {0, 0.5, 2, 0})));
   EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
   EXPECT_NE(good.out.find("float16 compared as float"), std::string::npos) << good.out;
-  EXPECT_NE(good.out.find("output 'y': matches"), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("output 'y': max 0, "), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("meets the criteria"), std::string::npos) << good.out;
   auto bad = testing::RunOvfix(
       absl::StrCat("run ", path, " --test-data ", write_set("bad", {0, 0.5, 2, 1})));
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
-  EXPECT_NE(bad.out.find("MISMATCH"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("output 'y': max 0.5, "), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find(" FAILS"), std::string::npos) << bad.out;
   fs::remove_all(dir);
 }
 
