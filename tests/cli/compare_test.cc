@@ -238,7 +238,7 @@ TEST(CompareCli, RunProfileShowsWhereTheTimeWent) {
       EXPECT_LE(slowest[i].first, slowest[i - 1].first) << r.out;
     }
   }
-  EXPECT_NE(r.out.find("output 'logits': matches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(max:0.0001) - meets the criteria"), std::string::npos) << r.out;
 
   auto refused = RunOvfix("run " + WithTestData("resnet18") + " --profile --backend opencl");
   EXPECT_EQ(refused.exit_code, 2) << refused.out;

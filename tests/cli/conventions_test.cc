@@ -127,7 +127,7 @@ TEST_F(CommandFolder, RunTakesTheFolderThatHoldsTheSets) {
   WriteSet("data/test_data_set_0");
   auto r = RunOvfix("run " + Path("tiny.onnx") + " --test-data " + Path("data"));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("output 'y': matches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("output 'y': max 0, "), std::string::npos) << r.out;
   auto compare = RunOvfix("compare " + Path("tiny.onnx") + " " + Path("tiny.onnx") +
                           " --test-data " + Path("data"));
   EXPECT_EQ(compare.exit_code, 0) << compare.out << compare.err;
