@@ -352,6 +352,10 @@ int RunCompare(CompareOptions& o) {
   if (o.strict_device && !report->cpu_fallbacks.empty()) {
     return fail(absl::StrCat("--strict-device: ", absl::StrJoin(report->cpu_fallbacks, "; ")));
   }
+  // --accuracy names outputs the model has, with criteria that fit them (before any report).
+  if (absl::Status s = converter::CheckAccuracySpec(accuracy, report->ref_outputs); !s.ok()) {
+    return fail(s.message());
+  }
   int compared_nodes = 0;
   for (const exec::NodeComparison& n : report->nodes) {
     compared_nodes += n.state != exec::NodeState::kNotCompared;
@@ -382,9 +386,6 @@ int RunCompare(CompareOptions& o) {
   }
   // The verdict on the final outputs, by convert's criteria and its defaults for the precision
   // involved (a float16 model or a side that rounds to float16).
-  if (absl::Status s = converter::CheckAccuracySpec(accuracy, report->ref_outputs); !s.ok()) {
-    return fail(s.message());
-  }
   bool outputs_meet = true;
   for (const auto& [name, expected] : report->ref_outputs) {
     auto actual = std::find_if(report->test_outputs.begin(), report->test_outputs.end(),

@@ -21,10 +21,12 @@ namespace {
 // What exit code 1 means for each command (the others: 0 success, 2 bad input or usage).
 const std::map<std::string, std::string>& MismatchMeaning() {
   static const std::map<std::string, std::string> kMeaning = {
-      {"run", "an output differs from --test-data's output_K.pb"},
+      {"run", "an output fails its accuracy criteria against --test-data's output_K.pb"},
       {"convert",
        "the converted model changes the outputs beyond the tolerance (nothing is written)"},
-      {"compare", "a value diverges beyond the tolerance"},
+      {"compare",
+       "a final output fails its accuracy criteria (or, with --rtol/--atol, a value diverges "
+       "beyond them)"},
   };
   return kMeaning;
 }

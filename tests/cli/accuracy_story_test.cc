@@ -147,6 +147,19 @@ TEST(AccuracyStory, RunAccuracyErrorsAreOneLineExitTwo) {
     EXPECT_TRUE(absl::StartsWith(r.err, std::string("ovfix run: --accuracy ") + bad)) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+  // compare takes --accuracy as run does, and checks it before it writes any report.
+  const auto dir = testing::TempDir("accuracy_story_compare");
+  const std::string json = (dir / "r.json").string();
+  auto compare =
+      RunOvfix("compare " + ModelDir("resnet18") + "/model.onnx " + ModelDir("resnet18") +
+               "/model.onnx --accuracy nope=max:1 --json " + json);
+  EXPECT_EQ(compare.exit_code, 2) << compare.out << compare.err;
+  EXPECT_TRUE(absl::StartsWith(compare.err,
+                               "ovfix compare: --accuracy nope=max:1: the model "
+                               "has no output 'nope'"))
+      << compare.err;
+  EXPECT_FALSE(fs::exists(json));
+  fs::remove_all(dir);
 }
 
 }  // namespace
