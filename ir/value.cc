@@ -70,6 +70,11 @@ void Value::set_tensor(Tensor t) {
   set_elem_type(t.type());
   set_shape(t.dims());
   initializer_ = std::move(t);
+  // The file's form no longer describes it: a new tensor can sit at the address the file's
+  // bytes had (reused memory, or the same buffer written anew), and the writer would then
+  // write the values read from the file (typed fields) instead of its bytes.
+  source_proto_.reset();
+  source_bytes_ = nullptr;
 }
 
 std::string DescribeType(const Value& v) {

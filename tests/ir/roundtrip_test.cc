@@ -49,6 +49,47 @@ TEST(RoundTrip, EverySharedModelSavesEqual) {
   std::filesystem::remove_all(dir);
 }
 
+// A weight read from typed fields (float_data) and then set anew at the same address (the
+// same buffer written with new values, as reused memory can give) is written from its bytes.
+TEST(RoundTrip, AnInitializerSetAnewIsWrittenFromItsBytes) {
+  onnx::ModelProto proto;
+  proto.set_ir_version(8);
+  proto.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = proto.mutable_graph();
+  g->set_name("g");
+  onnx::TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->add_float_data(1.0f);
+  w->add_float_data(2.0f);
+  onnx::NodeProto* node = g->add_node();
+  node->set_op_type("Identity");
+  node->add_input("w");
+  node->add_output("y");
+  onnx::ValueInfoProto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto model = ModelFromProto(std::move(proto), ".", "typed_fields.onnx");
+  ASSERT_TRUE(model.ok()) << model.status();
+  Value* v = (*model)->graph().FindValue("w");
+  ASSERT_NE(v, nullptr);
+  Tensor t = v->tensor();
+  t.data<float>()[0] = 5.0f;
+  t.data<float>()[1] = 7.0f;
+  v->set_tensor(t);
+  const auto dir = testing::TempDir("set_anew");
+  const std::string out = (dir / "m.onnx").string();
+  ASSERT_TRUE(SaveModel(**model, out).ok());
+  auto read = LoadModel(out);
+  ASSERT_TRUE(read.ok()) << read.status();
+  const Tensor& written = (*read)->graph().FindValue("w")->tensor();
+  ASSERT_EQ(written.numel(), 2);
+  EXPECT_EQ(written.data<float>()[0], 5.0f);
+  EXPECT_EQ(written.data<float>()[1], 7.0f);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RoundTrip, ExternalDataWrittenAndReadBack) {
   const std::string path = testing::SharedDir() + "/models/resnet18/model.onnx";
   if (!std::filesystem::exists(path)) GTEST_SKIP();
