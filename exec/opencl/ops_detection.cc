@@ -9,17 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "exec/cpu/roi_align_attributes.h"
 #include "exec/opencl/host_upload.h"
+#include "exec/opencl/kernel_args.h"
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
-
-bool IsFloat(const ClValue& v) {
-  return v.type == DataType::kFloat || v.type == DataType::kFloat16;
-}
 
 absl::StatusOr<int64_t> NormalizeAxis(const OpContext& ctx, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) {
@@ -235,22 +233,9 @@ absl::Status RoiAlign(OpContext& ctx) {
       batch_indices.dims.size() != 1 || batch_indices.dims[0] != num_rois) {
     return ctx.Error("expected X [N,C,H,W], rois [R,4] and batch_indices [R]");
   }
-  const std::string mode = ctx.node.GetString("mode", "avg");
-  if (mode != "avg" && mode != "max") return ctx.Error("unsupported mode '", mode, "'");
-  // Opset 10 had no attribute and behaved as output_half_pixel.
-  const std::string transform = ctx.node.GetString(
-      "coordinate_transformation_mode", ctx.opset >= 16 ? "half_pixel" : "output_half_pixel");
-  if (transform != "half_pixel" && transform != "output_half_pixel") {
-    return ctx.Error("unsupported coordinate_transformation_mode '", transform, "'");
-  }
-  const bool half_pixel = transform == "half_pixel";
-  const int64_t out_h = ctx.node.GetInt("output_height", 1);
-  const int64_t out_w = ctx.node.GetInt("output_width", 1);
-  const int64_t sampling_ratio = ctx.node.GetInt("sampling_ratio", 0);
-  const double spatial_scale = ctx.node.GetFloat("spatial_scale", 1.0f);
-  if (out_h < 1 || out_w < 1 || sampling_ratio < 0) {
-    return ctx.Error("output sizes must be positive and sampling_ratio not negative");
-  }
+  OVFIX_ASSIGN_OR_RETURN(const RoiAlignAttributes attributes,
+                         ReadRoiAlignAttributes(KernelContext::For(ctx.node, ctx.opset)));
+  const auto& [mode, half_pixel, out_h, out_w, sampling_ratio, spatial_scale] = attributes;
   if (!IsFloat(x) || !IsFloat(rois)) return ctx.Unsupported("non-float RoiAlign");
   if (batch_indices.type != DataType::kInt64) return ctx.Unsupported("non-int64 batch_indices");
   const int64_t batch = x.dims[0], channels = x.dims[1], height = x.dims[2], width = x.dims[3];

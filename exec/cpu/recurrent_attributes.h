@@ -1,0 +1,51 @@
+// RNN, GRU and LSTM: the cell kinds and the attributes every backend reads the same way
+// (direction, layout, hidden_size, linear_before_reset, input_forget, clip) with the sizes
+// they imply. The CPU kernel and the OpenCL one share them.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "exec/kernel.h"
+
+namespace ovfix::exec {
+
+// The values are recurrent.cl's cell numbering.
+enum class RecurrentCell { kRnn = 0, kGru = 1, kLstm = 2 };
+
+// Gates per cell, in the order of the rows of W, R and B: RNN i; GRU z, r, h; LSTM i, o, f, c.
+int64_t GateCount(RecurrentCell cell);
+
+// The activations of one direction when the node names none: f (RNN), f, g (GRU), f, g, h (LSTM).
+const std::vector<std::string>& DefaultActivations(RecurrentCell cell);
+
+struct RecurrentAttributes {
+  RecurrentCell cell = RecurrentCell::kRnn;
+  int64_t seq_length = 0, batch = 0, input_size = 0, hidden = 0, num_directions = 1;
+  bool reverse = false;      // direction "reverse" (bidirectional reverses direction 1)
+  bool batch_first = false;  // layout 1: X [batch, seq, input], states [batch, dirs, hidden]
+  bool linear_before_reset = false;  // GRU
+  bool input_forget = false;         // LSTM: f = 1 - i
+  float clip = std::numeric_limits<float>::infinity();
+
+  int64_t gates() const { return GateCount(cell); }
+  std::vector<int64_t> y_dims() const {
+    return batch_first ? std::vector<int64_t>{batch, seq_length, num_directions, hidden}
+                       : std::vector<int64_t>{seq_length, num_directions, batch, hidden};
+  }
+  std::vector<int64_t> state_dims() const {
+    return batch_first ? std::vector<int64_t>{batch, num_directions, hidden}
+                       : std::vector<int64_t>{num_directions, batch, hidden};
+  }
+};
+
+// The attributes of a `cell` node with X of `x_dims` and R of `r_dims` (both 3-D).
+absl::StatusOr<RecurrentAttributes> ReadRecurrentAttributes(const KernelContext& ctx,
+                                                            RecurrentCell cell,
+                                                            const std::vector<int64_t>& x_dims,
+                                                            const std::vector<int64_t>& r_dims);
+
+}  // namespace ovfix::exec
