@@ -398,10 +398,9 @@ std::vector<DataCase> HalfArithmeticCases() {
 std::string ModelText(const DataCase& c) {
   std::vector<std::string> inputs;
   for (const auto& [name, dims] : c.inputs) {
-    inputs.push_back(absl::StrCat("float[", absl::StrJoin(dims, ","), "] ", name));
+    inputs.push_back(matches_cpu::Declaration(DataType::kFloat, dims, name));
   }
-  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
-                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+  return matches_cpu::ModelText(c.opset, inputs, c.outputs, c.body);
 }
 
 TensorMap RandomInputs(const DataCase& c) {

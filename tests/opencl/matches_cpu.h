@@ -152,14 +152,23 @@ inline std::vector<OpCase> FirstOfEach(const std::vector<OpCase>& all,
   return out;
 }
 
+// "float[2,3] x": a graph input's declaration in ONNX text.
+inline std::string Declaration(DataType type, const Dims& dims, const std::string& name) {
+  return absl::StrCat(std::string(DataTypeName(type)), "[", absl::StrJoin(dims, ","), "] ", name);
+}
+
+// A model of one graph `m` in ONNX text.
+inline std::string ModelText(int opset, const std::vector<std::string>& input_declarations,
+                             const std::string& outputs, const std::string& body) {
+  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", opset, "]>\nm (",
+                      absl::StrJoin(input_declarations, ", "), ") => (", outputs, ") {\n", body,
+                      "\n}\n");
+}
+
 inline std::string ModelText(const OpCase& c) {
   std::vector<std::string> inputs;
-  for (const Input& in : c.inputs) {
-    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
-                                  absl::StrJoin(in.dims, ","), "] ", in.name));
-  }
-  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
-                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+  for (const Input& in : c.inputs) inputs.push_back(Declaration(in.type, in.dims, in.name));
+  return ModelText(c.opset, inputs, c.outputs, c.body);
 }
 
 inline TensorMap RandomInputs(const OpCase& c) {

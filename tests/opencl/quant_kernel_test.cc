@@ -52,11 +52,9 @@ struct Case {
 std::string ModelText(const Case& c) {
   std::vector<std::string> inputs;
   for (const Input& in : c.inputs) {
-    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
-                                  absl::StrJoin(in.dims, ","), "] ", in.name));
+    inputs.push_back(matches_cpu::Declaration(in.type, in.dims, in.name));
   }
-  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
-                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+  return matches_cpu::ModelText(c.opset, inputs, c.outputs, c.body);
 }
 
 TensorMap RandomInputs(const Case& c) {
