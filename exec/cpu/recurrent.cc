@@ -29,48 +29,7 @@ using Cell = RecurrentCell;
 
 // ---- activation functions (the list every recurrent op shares) ----
 
-enum class ActivationKind {
-  kRelu,
-  kTanh,
-  kSigmoid,
-  kAffine,
-  kLeakyRelu,
-  kThresholdedRelu,
-  kScaledTanh,
-  kHardSigmoid,
-  kElu,
-  kSoftsign,
-  kSoftplus,
-};
-
-// An activation that takes alpha (beta) consumes the next value of activation_alpha
-// (activation_beta), in the order of the activations list, or else takes the default of the
-// ONNX operator of the same name.
-struct ActivationSpec {
-  const char* name;
-  ActivationKind kind;
-  bool takes_alpha, takes_beta;
-  float default_alpha, default_beta;
-};
-
-constexpr ActivationSpec kActivationSpecs[] = {
-    {"Relu", ActivationKind::kRelu, false, false, 0.0f, 0.0f},
-    {"Tanh", ActivationKind::kTanh, false, false, 0.0f, 0.0f},
-    {"Sigmoid", ActivationKind::kSigmoid, false, false, 0.0f, 0.0f},
-    {"Affine", ActivationKind::kAffine, true, true, 1.0f, 0.0f},
-    {"LeakyRelu", ActivationKind::kLeakyRelu, true, false, 0.01f, 0.0f},
-    {"ThresholdedRelu", ActivationKind::kThresholdedRelu, true, false, 1.0f, 0.0f},
-    {"ScaledTanh", ActivationKind::kScaledTanh, true, true, 1.0f, 1.0f},
-    {"HardSigmoid", ActivationKind::kHardSigmoid, true, true, 0.2f, 0.5f},
-    {"Elu", ActivationKind::kElu, true, false, 1.0f, 0.0f},
-    {"Softsign", ActivationKind::kSoftsign, false, false, 0.0f, 0.0f},
-    {"Softplus", ActivationKind::kSoftplus, false, false, 0.0f, 0.0f},
-};
-
-struct Activation {
-  ActivationKind kind = ActivationKind::kTanh;
-  float alpha = 0.0f, beta = 0.0f;
-
+struct Activation : RecurrentActivation {
   // The formulas as the recurrent ops' spec writes them (ThresholdedRelu keeps x == alpha).
   template <typename T>
   T operator()(T x) const {
@@ -102,37 +61,6 @@ struct Activation {
     return x;
   }
 };
-
-// The activations of every direction, `defaults.size()` per direction, with their parameters.
-absl::StatusOr<std::vector<Activation>> ReadActivations(const KernelContext& ctx,
-                                                        const std::vector<std::string>& defaults,
-                                                        int64_t num_directions) {
-  std::vector<std::string> names = ctx.node.GetStrings("activations");
-  if (names.empty()) {
-    for (int64_t d = 0; d < num_directions; ++d) {
-      names.insert(names.end(), defaults.begin(), defaults.end());
-    }
-  }
-  const size_t expected = defaults.size() * static_cast<size_t>(num_directions);
-  if (names.size() != expected) {
-    return ctx.Error("activations lists ", names.size(), " functions, expected ", expected);
-  }
-  const std::vector<float> alphas = ctx.node.GetFloats("activation_alpha");
-  const std::vector<float> betas = ctx.node.GetFloats("activation_beta");
-  size_t next_alpha = 0, next_beta = 0;
-  std::vector<Activation> activations;
-  for (const std::string& name : names) {
-    const auto* spec =
-        std::find_if(std::begin(kActivationSpecs), std::end(kActivationSpecs),
-                     [&](const ActivationSpec& s) { return absl::EqualsIgnoreCase(s.name, name); });
-    if (spec == std::end(kActivationSpecs)) return ctx.Error("unknown activation '", name, "'");
-    Activation activation{spec->kind, spec->default_alpha, spec->default_beta};
-    if (spec->takes_alpha && next_alpha < alphas.size()) activation.alpha = alphas[next_alpha++];
-    if (spec->takes_beta && next_beta < betas.size()) activation.beta = betas[next_beta++];
-    activations.push_back(activation);
-  }
-  return activations;
-}
 
 // ---- the problem: sizes, attributes and where each (step, direction, batch entry) lives ----
 
@@ -223,8 +151,9 @@ absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
     }
   }
 
-  OVFIX_ASSIGN_OR_RETURN(p.activations,
-                         ReadActivations(ctx, DefaultActivations(cell), p.num_directions));
+  OVFIX_ASSIGN_OR_RETURN(const std::vector<RecurrentActivation> activations,
+                         ReadRecurrentActivations(ctx, cell, p.num_directions));
+  for (const RecurrentActivation& a : activations) p.activations.push_back(Activation{a});
   return p;
 }
 

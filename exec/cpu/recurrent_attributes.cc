@@ -1,5 +1,10 @@
 #include "exec/cpu/recurrent_attributes.h"
 
+#include <algorithm>
+#include <iterator>
+
+#include "absl/strings/match.h"
+
 namespace ovfix::exec {
 
 int64_t GateCount(RecurrentCell cell) {
@@ -19,6 +24,62 @@ const std::vector<std::string>& DefaultActivations(RecurrentCell cell) {
   static const std::vector<std::string> kGru = {"Sigmoid", "Tanh"};
   static const std::vector<std::string> kLstm = {"Sigmoid", "Tanh", "Tanh"};
   return cell == RecurrentCell::kRnn ? kRnn : cell == RecurrentCell::kGru ? kGru : kLstm;
+}
+
+namespace {
+
+struct ActivationSpec {
+  const char* name;
+  ActivationKind kind;
+  bool takes_alpha, takes_beta;
+  float default_alpha, default_beta;
+};
+
+constexpr ActivationSpec kActivationSpecs[] = {
+    {"Relu", ActivationKind::kRelu, false, false, 0.0f, 0.0f},
+    {"Tanh", ActivationKind::kTanh, false, false, 0.0f, 0.0f},
+    {"Sigmoid", ActivationKind::kSigmoid, false, false, 0.0f, 0.0f},
+    {"Affine", ActivationKind::kAffine, true, true, 1.0f, 0.0f},
+    {"LeakyRelu", ActivationKind::kLeakyRelu, true, false, 0.01f, 0.0f},
+    {"ThresholdedRelu", ActivationKind::kThresholdedRelu, true, false, 1.0f, 0.0f},
+    {"ScaledTanh", ActivationKind::kScaledTanh, true, true, 1.0f, 1.0f},
+    {"HardSigmoid", ActivationKind::kHardSigmoid, true, true, 0.2f, 0.5f},
+    {"Elu", ActivationKind::kElu, true, false, 1.0f, 0.0f},
+    {"Softsign", ActivationKind::kSoftsign, false, false, 0.0f, 0.0f},
+    {"Softplus", ActivationKind::kSoftplus, false, false, 0.0f, 0.0f},
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<RecurrentActivation>> ReadRecurrentActivations(const KernelContext& ctx,
+                                                                          RecurrentCell cell,
+                                                                          int64_t num_directions) {
+  const std::vector<std::string>& defaults = DefaultActivations(cell);
+  std::vector<std::string> names = ctx.node.GetStrings("activations");
+  if (names.empty()) {
+    for (int64_t d = 0; d < num_directions; ++d) {
+      names.insert(names.end(), defaults.begin(), defaults.end());
+    }
+  }
+  const size_t expected = defaults.size() * static_cast<size_t>(num_directions);
+  if (names.size() != expected) {
+    return ctx.Error("activations lists ", names.size(), " functions, expected ", expected);
+  }
+  const std::vector<float> alphas = ctx.node.GetFloats("activation_alpha");
+  const std::vector<float> betas = ctx.node.GetFloats("activation_beta");
+  size_t next_alpha = 0, next_beta = 0;
+  std::vector<RecurrentActivation> activations;
+  for (const std::string& name : names) {
+    const auto* spec =
+        std::find_if(std::begin(kActivationSpecs), std::end(kActivationSpecs),
+                     [&](const ActivationSpec& s) { return absl::EqualsIgnoreCase(s.name, name); });
+    if (spec == std::end(kActivationSpecs)) return ctx.Error("unknown activation '", name, "'");
+    RecurrentActivation activation{spec->kind, spec->default_alpha, spec->default_beta};
+    if (spec->takes_alpha && next_alpha < alphas.size()) activation.alpha = alphas[next_alpha++];
+    if (spec->takes_beta && next_beta < betas.size()) activation.beta = betas[next_beta++];
+    activations.push_back(activation);
+  }
+  return activations;
 }
 
 absl::StatusOr<RecurrentAttributes> ReadRecurrentAttributes(const KernelContext& ctx,

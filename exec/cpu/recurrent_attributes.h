@@ -42,6 +42,34 @@ struct RecurrentAttributes {
   }
 };
 
+// The activation functions, in the numbering of recurrent.cl's activate().
+enum class ActivationKind {
+  kRelu,
+  kTanh,
+  kSigmoid,
+  kAffine,
+  kLeakyRelu,
+  kThresholdedRelu,
+  kScaledTanh,
+  kHardSigmoid,
+  kElu,
+  kSoftsign,
+  kSoftplus,
+};
+
+struct RecurrentActivation {
+  ActivationKind kind = ActivationKind::kTanh;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+// The activations of every direction, DefaultActivations(cell).size() per direction, with
+// their parameters: one that takes alpha (beta) consumes the next value of activation_alpha
+// (activation_beta), in the order of the activations list, or else takes the default of the
+// ONNX operator of the same name.
+absl::StatusOr<std::vector<RecurrentActivation>> ReadRecurrentActivations(const KernelContext& ctx,
+                                                                          RecurrentCell cell,
+                                                                          int64_t num_directions);
+
 // The attributes of a `cell` node with X of `x_dims` and R of `r_dims` (both 3-D).
 absl::StatusOr<RecurrentAttributes> ReadRecurrentAttributes(const KernelContext& ctx,
                                                             RecurrentCell cell,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/cpu/roi_align_attributes.h"
+#include "exec/cpu/topk_count.h"
 #include "exec/opencl/host_upload.h"
 #include "exec/opencl/kernel_args.h"
 #include "exec/opencl/op_context.h"
@@ -33,19 +34,12 @@ absl::Status TopK(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", -1), rank));
-  int64_t k;
-  if (ctx.opset < 10) {
-    if (!ctx.node.HasAttribute("k")) return ctx.Error("attribute k is required");
-    k = ctx.node.GetInt("k", 0);
-  } else {
-    if (!ctx.has_input(1)) return ctx.Error("missing input K");
-    OVFIX_ASSIGN_OR_RETURN(const Tensor* k_tensor, ctx.Host(1));
-    if (k_tensor->numel() != 1 ||
-        (k_tensor->type() != DataType::kInt64 && k_tensor->type() != DataType::kInt32)) {
-      return ctx.Error("K must hold one int64, got ", DescribeTensor(*k_tensor));
-    }
-    k = k_tensor->GetAsInt64(0);
+  const Tensor* k_input = nullptr;
+  if (ctx.opset >= 10 && ctx.has_input(1)) {
+    OVFIX_ASSIGN_OR_RETURN(k_input, ctx.Host(1));
   }
+  OVFIX_ASSIGN_OR_RETURN(const int64_t k,
+                         ReadTopKCount(KernelContext::For(ctx.node, ctx.opset), k_input));
   int64_t outer = 1, n = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : d == axis ? n : inner) *= x.dims[d];
   if (k < 0 || k > n) {

@@ -25,21 +25,6 @@ using Cell = RecurrentCell;
 enum Input { kX, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
 enum Output { kY, kYH, kYC };
 
-// The activation functions in the numbering of recurrent.cl's activate().
-struct ActivationSpec {
-  const char* name;
-  bool takes_alpha, takes_beta;
-  float default_alpha, default_beta;
-};
-constexpr ActivationSpec kActivationSpecs[] = {
-    {"Relu", false, false, 0.0f, 0.0f},      {"Tanh", false, false, 0.0f, 0.0f},
-    {"Sigmoid", false, false, 0.0f, 0.0f},   {"Affine", true, true, 1.0f, 0.0f},
-    {"LeakyRelu", true, false, 0.01f, 0.0f}, {"ThresholdedRelu", true, false, 1.0f, 0.0f},
-    {"ScaledTanh", true, true, 1.0f, 1.0f},  {"HardSigmoid", true, true, 0.2f, 0.5f},
-    {"Elu", true, false, 1.0f, 0.0f},        {"Softsign", false, false, 0.0f, 0.0f},
-    {"Softplus", false, false, 0.0f, 0.0f},
-};
-
 // Three activation slots per direction (unused ones are Tanh).
 struct Activations {
   std::vector<int32_t> kinds;
@@ -47,37 +32,19 @@ struct Activations {
 };
 
 absl::StatusOr<Activations> ReadActivations(OpContext& ctx, Cell cell, int64_t directions) {
-  const std::vector<std::string>& defaults = DefaultActivations(cell);
-  std::vector<std::string> names = ctx.node.GetStrings("activations");
-  if (names.empty()) {
-    for (int64_t d = 0; d < directions; ++d) {
-      names.insert(names.end(), defaults.begin(), defaults.end());
-    }
-  }
-  const size_t expected = defaults.size() * static_cast<size_t>(directions);
-  if (names.size() != expected) {
-    return ctx.Error("activations lists ", names.size(), " functions, expected ", expected);
-  }
-  const std::vector<float> alphas = ctx.node.GetFloats("activation_alpha");
-  const std::vector<float> betas = ctx.node.GetFloats("activation_beta");
-  size_t next_alpha = 0, next_beta = 0;
+  OVFIX_ASSIGN_OR_RETURN(
+      const std::vector<RecurrentActivation> read,
+      ReadRecurrentActivations(KernelContext::For(ctx.node, ctx.opset), cell, directions));
+  const size_t per_direction = DefaultActivations(cell).size();
   Activations out;
   out.kinds.assign(3 * directions, 1);
   out.alphas.assign(3 * directions, 0.0f);
   out.betas.assign(3 * directions, 0.0f);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const auto* spec = std::find_if(
-        std::begin(kActivationSpecs), std::end(kActivationSpecs),
-        [&](const ActivationSpec& s) { return absl::EqualsIgnoreCase(s.name, names[i]); });
-    if (spec == std::end(kActivationSpecs)) {
-      return ctx.Error("unknown activation '", names[i], "'");
-    }
-    const size_t slot = i / defaults.size() * 3 + i % defaults.size();
-    out.kinds[slot] = static_cast<int32_t>(spec - std::begin(kActivationSpecs));
-    out.alphas[slot] = spec->default_alpha;
-    out.betas[slot] = spec->default_beta;
-    if (spec->takes_alpha && next_alpha < alphas.size()) out.alphas[slot] = alphas[next_alpha++];
-    if (spec->takes_beta && next_beta < betas.size()) out.betas[slot] = betas[next_beta++];
+  for (size_t i = 0; i < read.size(); ++i) {
+    const size_t slot = i / per_direction * 3 + i % per_direction;
+    out.kinds[slot] = static_cast<int32_t>(read[i].kind);
+    out.alphas[slot] = read[i].alpha;
+    out.betas[slot] = read[i].beta;
   }
   return out;
 }
