@@ -363,24 +363,7 @@ std::vector<DataCase> AllCases() {
   return cases;
 }
 
-struct Param {
-  DataCase op;
-  Precision precision;
-  std::string name() const {
-    const char* suffix[] = {"fp32", "fp16_storage", "fp16"};
-    return absl::StrCat(op.name, "_", suffix[static_cast<int>(precision)]);
-  }
-};
-void PrintTo(const Param& p, std::ostream* os) { *os << p.name(); }
-
-std::vector<Param> InPrecisions(const std::vector<DataCase>& cases,
-                                std::initializer_list<Precision> precisions) {
-  std::vector<Param> out;
-  for (const DataCase& c : cases) {
-    for (Precision p : precisions) out.push_back({c, p});
-  }
-  return out;
-}
+using Param = matches_cpu::InPrecision<DataCase>;
 
 // Half arithmetic (GPUs with it only; skipped elsewhere): one case per kernel.
 std::vector<DataCase> HalfArithmeticCases() {
@@ -426,12 +409,12 @@ TEST_P(DataKernelTest, MatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, DataKernelTest,
-                         ::testing::ValuesIn(InPrecisions(AllCases(), {Precision::kFp32,
-                                                                       Precision::kFp16Storage})),
+                         ::testing::ValuesIn(matches_cpu::InPrecisions(
+                             AllCases(), {Precision::kFp32, Precision::kFp16Storage})),
                          [](const auto& info) { return info.param.name(); });
 INSTANTIATE_TEST_SUITE_P(HalfArithmetic, DataKernelTest,
-                         ::testing::ValuesIn(InPrecisions(HalfArithmeticCases(),
-                                                          {Precision::kFp16})),
+                         ::testing::ValuesIn(matches_cpu::InPrecisions(HalfArithmeticCases(),
+                                                                       {Precision::kFp16})),
                          [](const auto& info) { return info.param.name(); });
 
 // Hand-worked values, independent of the CPU executor: a reflect pad and a scatter-add with

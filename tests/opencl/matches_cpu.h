@@ -116,23 +116,30 @@ inline OpCase Fails(OpCase c) {
 }
 
 // A case in one precision: the tests' parameter.
-struct KernelCase {
-  OpCase op;
+template <typename Case>
+struct InPrecision {
+  Case op;
   Precision precision;
   std::string name() const {
     const char* suffix[] = {"fp32", "fp16_storage", "fp16"};
     return absl::StrCat(op.name, "_", suffix[static_cast<int>(precision)]);
   }
 };
+using KernelCase = InPrecision<OpCase>;
 
 // What gtest prints for the parameter.
-inline void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.name(); }
+template <typename Case>
+void PrintTo(const InPrecision<Case>& c, std::ostream* os) {
+  *os << c.name();
+}
 
-inline std::vector<KernelCase> InPrecisions(const std::vector<OpCase>& ops,
+// Every case in each of `precisions`.
+template <typename Case>
+std::vector<InPrecision<Case>> InPrecisions(const std::vector<Case>& cases,
                                             std::initializer_list<Precision> precisions) {
-  std::vector<KernelCase> out;
-  for (const OpCase& op : ops) {
-    for (Precision p : precisions) out.push_back({op, p});
+  std::vector<InPrecision<Case>> out;
+  for (const Case& c : cases) {
+    for (Precision p : precisions) out.push_back({c, p});
   }
   return out;
 }

@@ -324,12 +324,7 @@ std::vector<Case> RecurrentCases() {
   return cases;
 }
 
-struct KernelCase {
-  Case c;
-  Precision precision;
-};
-
-void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.c.name; }
+using KernelCase = matches_cpu::InPrecision<Case>;
 
 std::vector<KernelCase> AllCases() {
   std::vector<KernelCase> out;
@@ -351,7 +346,7 @@ std::vector<KernelCase> AllCases() {
 class QuantKernelTest : public ::testing::TestWithParam<KernelCase> {};
 
 TEST_P(QuantKernelTest, MatchesCpu) {
-  const Case& c = GetParam().c;
+  const Case& c = GetParam().op;
   matches_cpu::Expectation expect;
   // Placement is checked below, on the session's own account of it.
   expect.where = c.expect == Expect::kError ? matches_cpu::Placement::kError
@@ -378,14 +373,8 @@ TEST_P(QuantKernelTest, MatchesCpu) {
   }
 }
 
-std::string CaseName(const ::testing::TestParamInfo<KernelCase>& info) {
-  return absl::StrCat(info.param.c.name, "_",
-                      PrecisionName(info.param.precision) == "fp32"
-                          ? "fp32"
-                          : (info.param.precision == Precision::kFp16 ? "fp16" : "fp16_storage"));
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, QuantKernelTest, ::testing::ValuesIn(AllCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Ops, QuantKernelTest, ::testing::ValuesIn(AllCases()),
+                         [](const auto& info) { return info.param.name(); });
 
 // One line for every fallback of a session: the count, the total, and each op with its
 // count and reason.
