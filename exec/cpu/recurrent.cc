@@ -134,22 +134,9 @@ absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
     OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
   }
 
-  p.lengths.assign(p.batch, p.seq_length);
-  if (ctx.has_input(kSequenceLens)) {
-    const Tensor& lens = ctx.input(kSequenceLens);
-    if ((lens.type() != DataType::kInt32 && lens.type() != DataType::kInt64) ||
-        lens.dims() != std::vector<int64_t>{p.batch}) {
-      return ctx.Error("sequence_lens is ", DescribeTensor(lens), ", expected int32[", p.batch,
-                       "]");
-    }
-    for (int64_t b = 0; b < p.batch; ++b) {
-      p.lengths[b] = lens.GetAsInt64(b);
-      if (p.lengths[b] < 0 || p.lengths[b] > p.seq_length) {
-        return ctx.Error("sequence_lens[", b, "] is ", p.lengths[b], ", outside [0, ", p.seq_length,
-                         "]");
-      }
-    }
-  }
+  OVFIX_ASSIGN_OR_RETURN(
+      p.lengths, ReadSequenceLengths(
+                     ctx, ctx.has_input(kSequenceLens) ? &ctx.input(kSequenceLens) : nullptr, p));
 
   OVFIX_ASSIGN_OR_RETURN(const std::vector<RecurrentActivation> activations,
                          ReadRecurrentActivations(ctx, cell, p.num_directions));

@@ -115,4 +115,23 @@ absl::StatusOr<RecurrentAttributes> ReadRecurrentAttributes(const KernelContext&
   return p;
 }
 
+absl::StatusOr<std::vector<int64_t>> ReadSequenceLengths(const KernelContext& ctx,
+                                                         const Tensor* lens,
+                                                         const RecurrentAttributes& p) {
+  std::vector<int64_t> lengths(p.batch, p.seq_length);
+  if (lens == nullptr) return lengths;
+  if ((lens->type() != DataType::kInt32 && lens->type() != DataType::kInt64) ||
+      lens->dims() != std::vector<int64_t>{p.batch}) {
+    return ctx.Error("sequence_lens is ", DescribeTensor(*lens), ", expected int32[", p.batch, "]");
+  }
+  for (int64_t b = 0; b < p.batch; ++b) {
+    lengths[b] = lens->GetAsInt64(b);
+    if (lengths[b] < 0 || lengths[b] > p.seq_length) {
+      return ctx.Error("sequence_lens[", b, "] is ", lengths[b], ", outside [0, ", p.seq_length,
+                       "]");
+    }
+  }
+  return lengths;
+}
+
 }  // namespace ovfix::exec

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "exec/kernel.h"
+#include "ir/tensor.h"
 
 namespace ovfix::exec {
 
@@ -75,5 +76,11 @@ absl::StatusOr<RecurrentAttributes> ReadRecurrentAttributes(const KernelContext&
                                                             RecurrentCell cell,
                                                             const std::vector<int64_t>& x_dims,
                                                             const std::vector<int64_t>& r_dims);
+
+// Each batch entry's sequence length: input sequence_lens (`lens`, null when absent: all
+// seq_length), int32 or int64 of [batch], each in [0, seq_length].
+absl::StatusOr<std::vector<int64_t>> ReadSequenceLengths(const KernelContext& ctx,
+                                                         const Tensor* lens,
+                                                         const RecurrentAttributes& p);
 
 }  // namespace ovfix::exec

@@ -100,22 +100,13 @@ absl::StatusOr<Problem> ReadProblem(OpContext& ctx, Cell cell) {
     OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialC, "initial_c", p.state_dims()));
     OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
   }
-  p.lengths.assign(p.batch, static_cast<int32_t>(p.seq_length));
+  const Tensor* lens = nullptr;
   if (ctx.has_input(kSequenceLens)) {
-    OVFIX_ASSIGN_OR_RETURN(const Tensor* lens, ctx.Host(kSequenceLens));
-    if ((lens->type() != DataType::kInt32 && lens->type() != DataType::kInt64) ||
-        lens->dims() != std::vector<int64_t>{p.batch}) {
-      return ctx.Error("sequence_lens is ", DescribeTensor(*lens), ", expected int32[", p.batch,
-                       "]");
-    }
-    for (int64_t b = 0; b < p.batch; ++b) {
-      const int64_t length = lens->GetAsInt64(b);
-      if (length < 0 || length > p.seq_length) {
-        return ctx.Error("sequence_lens[", b, "] is ", length, ", outside [0, ", p.seq_length, "]");
-      }
-      p.lengths[b] = static_cast<int32_t>(length);
-    }
+    OVFIX_ASSIGN_OR_RETURN(lens, ctx.Host(kSequenceLens));
   }
+  OVFIX_ASSIGN_OR_RETURN(const std::vector<int64_t> lengths,
+                         ReadSequenceLengths(KernelContext::For(ctx.node, ctx.opset), lens, p));
+  p.lengths.assign(lengths.begin(), lengths.end());  // int32 for the kernel; at most seq_length
   OVFIX_ASSIGN_OR_RETURN(p.activations, ReadActivations(ctx, cell, p.num_directions));
   return p;
 }
