@@ -37,6 +37,7 @@
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "onnx/onnx-data_pb.h"
+#include "tests/support/node_tests.h"
 
 namespace ovfix::exec {
 namespace {
@@ -46,31 +47,11 @@ namespace fs = std::filesystem;
 const char kTestRoot[] = OVFIX_SHARED_DIR "/onnx-node-tests";
 const char kPassList[] = OVFIX_SOURCE_DIR "/tests/conformance_pass.txt";
 
-std::vector<std::string> AllTestNames() {
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(kTestRoot, error)) {
-    if (fs::exists(entry.path() / "model.onnx")) names.push_back(entry.path().filename());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> AllTestNames() { return node_tests::TestNames(kTestRoot); }
 
-std::vector<std::string> ListedTestNames() {
-  std::vector<std::string> names;
-  std::ifstream in(kPassList);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line[0] != '#') names.push_back(line);
-  }
-  return names;
-}
+std::vector<std::string> ListedTestNames() { return node_tests::ReadNameList(kPassList); }
 
-// Tests whose expected outputs come from numpy's random generator: a pass would be luck, so
-// they never enter the pass list.
-bool IsNondeterministic(const std::string& name) {
-  return absl::StrContains(name, "bernoulli") || (absl::StartsWith(name, "test_training_dropout") &&
-                                                  !absl::StrContains(name, "zero_ratio"));
-}
+using node_tests::IsNondeterministic;
 
 // ---- reading test data: TensorProto, SequenceProto or OptionalProto files ----
 
@@ -101,12 +82,8 @@ absl::StatusOr<RuntimeValue> ReadValueFile(const std::string& path, const onnx::
     if (proto.has_sequence_value()) return ValueFromSequence(proto.sequence_value());
     return RuntimeValue::None();
   }
-  OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
-  // onnx 1.12's generators store bfloat16 data as uint16: same bits, other type.
-  if (t.type() == DataType::kUint16 &&
-      type.tensor_type().elem_type() == onnx::TensorProto::BFLOAT16) {
-    return RuntimeValue(Tensor(DataType::kBfloat16, t.dims(), t.buffer()));
-  }
+  OVFIX_ASSIGN_OR_RETURN(Tensor t, node_tests::ReadTensor(path, type.tensor_type().elem_type() ==
+                                                                    onnx::TensorProto::BFLOAT16));
   return RuntimeValue(std::move(t));
 }
 
@@ -169,14 +146,7 @@ Result RunOne(const std::string& name) {
   for (const Value* v : graph.inputs()) {
     if (!v->is_initializer()) inputs.push_back(v);
   }
-  std::vector<fs::path> data_sets;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_")) {
-      data_sets.push_back(entry.path());
-    }
-  }
-  std::sort(data_sets.begin(), data_sets.end());
-  for (const fs::path& data : data_sets) {
+  for (const fs::path& data : node_tests::DataSets(dir)) {
     ValueMap feeds;
     for (size_t k = 0; k < inputs.size(); ++k) {
       const fs::path file = data / absl::StrCat("input_", k, ".pb");
@@ -282,20 +252,7 @@ TEST(Summary, AllTests) {
   std::printf(" (%zu listed)\n", listed.size());
   if (const char* path = std::getenv("OVFIX_WRITE_PASS_LIST"); path != nullptr && *path) {
     ASSERT_EQ(filter, nullptr) << "refusing to write a pass list from a filtered run";
-    // The list only grows: a listed test that fails now is a regression to fix, not a line
-    // to drop.
-    std::set<std::string> now(passing.begin(), passing.end());
-    std::vector<std::string> dropped;
-    for (const std::string& name : listed) {
-      if (!now.contains(name)) dropped.push_back(name);
-    }
-    ASSERT_TRUE(dropped.empty()) << "refusing to write " << path << ": " << dropped.size()
-                                 << " listed test(s) no longer pass: "
-                                 << absl::StrJoin(dropped, ", ");
-    std::ofstream out(path);
-    for (const std::string& name : passing) out << name << "\n";
-    ASSERT_TRUE(out.good()) << "cannot write " << path;
-    std::printf("wrote %zu names to %s\n", passing.size(), path);
+    node_tests::WritePassList(path, listed, passing);
   }
 }
 

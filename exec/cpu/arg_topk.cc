@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/cpu/dispatch.h"
+#include "exec/cpu/topk_count.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
 
@@ -148,19 +149,9 @@ absl::Status TopKKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(input.rank());
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", -1), rank));
-  int64_t k;
-  if (ctx.opset < 10) {
-    if (!ctx.node.HasAttribute("k")) return ctx.Error("attribute k is required");
-    k = ctx.node.GetInt("k", 0);
-  } else {
-    if (!ctx.has_input(1)) return ctx.Error("missing input K");
-    const Tensor& k_tensor = ctx.input(1);
-    if (k_tensor.numel() != 1 ||
-        (k_tensor.type() != DataType::kInt64 && k_tensor.type() != DataType::kInt32)) {
-      return ctx.Error("K must hold one int64, got ", DescribeTensor(k_tensor));
-    }
-    k = k_tensor.GetAsInt64(0);
-  }
+  OVFIX_ASSIGN_OR_RETURN(
+      const int64_t k,
+      ReadTopKCount(ctx, ctx.opset >= 10 && ctx.has_input(1) ? &ctx.input(1) : nullptr));
   const Lines lines = SplitAt(input.dims(), axis);
   if (k < 0 || k > lines.n) {
     return ctx.Error("k = ", k, " is out of range for axis ", axis, " of size ", lines.n);

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "exec/cpu/misc_kernels.h"
+#include "exec/cpu/roi_align_attributes.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
@@ -211,22 +213,8 @@ absl::Status RoiAlign(KernelContext& ctx) {
       batch_indices.dim(0) != num_rois) {
     return ctx.Error("expected X [N,C,H,W], rois [R,4] and batch_indices [R]");
   }
-  const std::string mode = ctx.node.GetString("mode", "avg");
-  if (mode != "avg" && mode != "max") return ctx.Error("unsupported mode '", mode, "'");
-  // Opset 10 had no attribute and behaved as output_half_pixel.
-  const std::string transform = ctx.node.GetString(
-      "coordinate_transformation_mode", ctx.opset >= 16 ? "half_pixel" : "output_half_pixel");
-  if (transform != "half_pixel" && transform != "output_half_pixel") {
-    return ctx.Error("unsupported coordinate_transformation_mode '", transform, "'");
-  }
-  const bool half_pixel = transform == "half_pixel";
-  const int64_t out_h = ctx.node.GetInt("output_height", 1);
-  const int64_t out_w = ctx.node.GetInt("output_width", 1);
-  const int64_t sampling_ratio = ctx.node.GetInt("sampling_ratio", 0);
-  const double spatial_scale = ctx.node.GetFloat("spatial_scale", 1.0f);
-  if (out_h < 1 || out_w < 1 || sampling_ratio < 0) {
-    return ctx.Error("output sizes must be positive and sampling_ratio not negative");
-  }
+  OVFIX_ASSIGN_OR_RETURN(const RoiAlignAttributes attributes, ReadRoiAlignAttributes(ctx));
+  const auto& [mode, half_pixel, out_h, out_w, sampling_ratio, spatial_scale] = attributes;
   const int64_t batch = x.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);
   for (int64_t r = 0; r < num_rois; ++r) {
     const int64_t b = batch_indices.GetAsInt64(r);

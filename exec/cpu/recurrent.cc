@@ -18,79 +18,18 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "exec/cpu/gemm.h"
+#include "exec/cpu/recurrent_attributes.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec {
 namespace {
 
-enum class Cell { kRnn, kGru, kLstm };
-
-// Gates per cell, in the order of the rows of W, R and B: RNN i; GRU z, r, h; LSTM i, o, f, c.
-int64_t GateCount(Cell cell) {
-  switch (cell) {
-    case Cell::kRnn:
-      return 1;
-    case Cell::kGru:
-      return 3;
-    case Cell::kLstm:
-      return 4;
-  }
-  return 0;
-}
-
-// The activations of one direction when the node names none: f (RNN), f, g (GRU), f, g, h (LSTM).
-const std::vector<std::string>& DefaultActivations(Cell cell) {
-  static const std::vector<std::string> kRnn = {"Tanh"};
-  static const std::vector<std::string> kGru = {"Sigmoid", "Tanh"};
-  static const std::vector<std::string> kLstm = {"Sigmoid", "Tanh", "Tanh"};
-  return cell == Cell::kRnn ? kRnn : cell == Cell::kGru ? kGru : kLstm;
-}
+using Cell = RecurrentCell;
 
 // ---- activation functions (the list every recurrent op shares) ----
 
-enum class ActivationKind {
-  kRelu,
-  kTanh,
-  kSigmoid,
-  kAffine,
-  kLeakyRelu,
-  kThresholdedRelu,
-  kScaledTanh,
-  kHardSigmoid,
-  kElu,
-  kSoftsign,
-  kSoftplus,
-};
-
-// An activation that takes alpha (beta) consumes the next value of activation_alpha
-// (activation_beta), in the order of the activations list, or else takes the default of the
-// ONNX operator of the same name.
-struct ActivationSpec {
-  const char* name;
-  ActivationKind kind;
-  bool takes_alpha, takes_beta;
-  float default_alpha, default_beta;
-};
-
-constexpr ActivationSpec kActivationSpecs[] = {
-    {"Relu", ActivationKind::kRelu, false, false, 0.0f, 0.0f},
-    {"Tanh", ActivationKind::kTanh, false, false, 0.0f, 0.0f},
-    {"Sigmoid", ActivationKind::kSigmoid, false, false, 0.0f, 0.0f},
-    {"Affine", ActivationKind::kAffine, true, true, 1.0f, 0.0f},
-    {"LeakyRelu", ActivationKind::kLeakyRelu, true, false, 0.01f, 0.0f},
-    {"ThresholdedRelu", ActivationKind::kThresholdedRelu, true, false, 1.0f, 0.0f},
-    {"ScaledTanh", ActivationKind::kScaledTanh, true, true, 1.0f, 1.0f},
-    {"HardSigmoid", ActivationKind::kHardSigmoid, true, true, 0.2f, 0.5f},
-    {"Elu", ActivationKind::kElu, true, false, 1.0f, 0.0f},
-    {"Softsign", ActivationKind::kSoftsign, false, false, 0.0f, 0.0f},
-    {"Softplus", ActivationKind::kSoftplus, false, false, 0.0f, 0.0f},
-};
-
-struct Activation {
-  ActivationKind kind = ActivationKind::kTanh;
-  float alpha = 0.0f, beta = 0.0f;
-
+struct Activation : RecurrentActivation {
   // The formulas as the recurrent ops' spec writes them (ThresholdedRelu keeps x == alpha).
   template <typename T>
   T operator()(T x) const {
@@ -123,54 +62,16 @@ struct Activation {
   }
 };
 
-// The activations of every direction, `defaults.size()` per direction, with their parameters.
-absl::StatusOr<std::vector<Activation>> ReadActivations(const KernelContext& ctx,
-                                                        const std::vector<std::string>& defaults,
-                                                        int64_t num_directions) {
-  std::vector<std::string> names = ctx.node.GetStrings("activations");
-  if (names.empty()) {
-    for (int64_t d = 0; d < num_directions; ++d) {
-      names.insert(names.end(), defaults.begin(), defaults.end());
-    }
-  }
-  const size_t expected = defaults.size() * static_cast<size_t>(num_directions);
-  if (names.size() != expected) {
-    return ctx.Error("activations lists ", names.size(), " functions, expected ", expected);
-  }
-  const std::vector<float> alphas = ctx.node.GetFloats("activation_alpha");
-  const std::vector<float> betas = ctx.node.GetFloats("activation_beta");
-  size_t next_alpha = 0, next_beta = 0;
-  std::vector<Activation> activations;
-  for (const std::string& name : names) {
-    const auto* spec =
-        std::find_if(std::begin(kActivationSpecs), std::end(kActivationSpecs),
-                     [&](const ActivationSpec& s) { return absl::EqualsIgnoreCase(s.name, name); });
-    if (spec == std::end(kActivationSpecs)) return ctx.Error("unknown activation '", name, "'");
-    Activation activation{spec->kind, spec->default_alpha, spec->default_beta};
-    if (spec->takes_alpha && next_alpha < alphas.size()) activation.alpha = alphas[next_alpha++];
-    if (spec->takes_beta && next_beta < betas.size()) activation.beta = betas[next_beta++];
-    activations.push_back(activation);
-  }
-  return activations;
-}
-
 // ---- the problem: sizes, attributes and where each (step, direction, batch entry) lives ----
 
 enum Input { kX, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
 enum Output { kY, kYH, kYC };
 
-struct Problem {
-  Cell cell = Cell::kRnn;
-  int64_t seq_length = 0, batch = 0, input_size = 0, hidden = 0, num_directions = 1;
-  bool reverse = false;      // direction "reverse" (bidirectional reverses direction 1)
-  bool batch_first = false;  // layout 1: X [batch, seq, input], states [batch, dirs, hidden]
-  bool linear_before_reset = false;  // GRU
-  bool input_forget = false;         // LSTM: f = 1 - i
-  double clip = std::numeric_limits<double>::infinity();
+// The attributes with the activations and sequence lengths read.
+struct Problem : RecurrentAttributes {
   std::vector<Activation> activations;  // per direction, in the order f, g, h
   std::vector<int64_t> lengths;         // per batch entry
 
-  int64_t gates() const { return GateCount(cell); }
   int64_t activations_per_direction() const {
     return static_cast<int64_t>(DefaultActivations(cell).size());
   }
@@ -188,14 +89,6 @@ struct Problem {
   // Offset of the hidden_size values of initial_h / initial_c / Y_h / Y_c for (d, b).
   int64_t StateOffset(int64_t d, int64_t b) const {
     return (batch_first ? b * num_directions + d : d * batch + b) * hidden;
-  }
-  std::vector<int64_t> y_dims() const {
-    return batch_first ? std::vector<int64_t>{batch, seq_length, num_directions, hidden}
-                       : std::vector<int64_t>{seq_length, num_directions, batch, hidden};
-  }
-  std::vector<int64_t> state_dims() const {
-    return batch_first ? std::vector<int64_t>{batch, num_directions, hidden}
-                       : std::vector<int64_t>{num_directions, batch, hidden};
   }
 };
 
@@ -228,29 +121,8 @@ absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
   if (r.rank() != 3) return ctx.Error("R must be 3-D, got ", DescribeTensor(r));
 
   Problem p;
-  p.cell = cell;
-  const std::string direction = ctx.node.GetString("direction", "forward");
-  if (direction == "bidirectional") {
-    p.num_directions = 2;
-  } else if (direction == "reverse") {
-    p.reverse = true;
-  } else if (direction != "forward") {
-    return ctx.Error("unknown direction '", direction, "'");
-  }
-  const int64_t layout = ctx.opset >= 14 ? ctx.node.GetInt("layout", 0) : 0;
-  if (layout != 0 && layout != 1) return ctx.Error("layout must be 0 or 1, got ", layout);
-  p.batch_first = layout == 1;
-  p.seq_length = x.dim(p.batch_first ? 1 : 0);
-  p.batch = x.dim(p.batch_first ? 0 : 1);
-  p.input_size = x.dim(2);
-  p.hidden = ctx.node.GetInt("hidden_size", r.dim(2));
-  if (p.hidden <= 0) return ctx.Error("hidden_size must be positive, got ", p.hidden);
-  if (cell == Cell::kGru) p.linear_before_reset = ctx.node.GetInt("linear_before_reset", 0) != 0;
-  if (cell == Cell::kLstm) p.input_forget = ctx.node.GetInt("input_forget", 0) != 0;
-  if (ctx.node.HasAttribute("clip")) {
-    p.clip = ctx.node.GetFloat("clip", 0.0f);
-    if (!(p.clip > 0)) return ctx.Error("clip must be positive, got ", p.clip);
-  }
+  OVFIX_ASSIGN_OR_RETURN(static_cast<RecurrentAttributes&>(p),
+                         ReadRecurrentAttributes(ctx, cell, x.dims(), r.dims()));
 
   const int64_t d = p.num_directions, h = p.hidden, gh = p.gates() * h;
   OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kW, "W", {d, gh, p.input_size}));
@@ -262,25 +134,13 @@ absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
     OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
   }
 
-  p.lengths.assign(p.batch, p.seq_length);
-  if (ctx.has_input(kSequenceLens)) {
-    const Tensor& lens = ctx.input(kSequenceLens);
-    if ((lens.type() != DataType::kInt32 && lens.type() != DataType::kInt64) ||
-        lens.dims() != std::vector<int64_t>{p.batch}) {
-      return ctx.Error("sequence_lens is ", DescribeTensor(lens), ", expected int32[", p.batch,
-                       "]");
-    }
-    for (int64_t b = 0; b < p.batch; ++b) {
-      p.lengths[b] = lens.GetAsInt64(b);
-      if (p.lengths[b] < 0 || p.lengths[b] > p.seq_length) {
-        return ctx.Error("sequence_lens[", b, "] is ", p.lengths[b], ", outside [0, ", p.seq_length,
-                         "]");
-      }
-    }
-  }
+  OVFIX_ASSIGN_OR_RETURN(
+      p.lengths, ReadSequenceLengths(
+                     ctx, ctx.has_input(kSequenceLens) ? &ctx.input(kSequenceLens) : nullptr, p));
 
-  OVFIX_ASSIGN_OR_RETURN(p.activations,
-                         ReadActivations(ctx, DefaultActivations(cell), p.num_directions));
+  OVFIX_ASSIGN_OR_RETURN(const std::vector<RecurrentActivation> activations,
+                         ReadRecurrentActivations(ctx, cell, p.num_directions));
+  for (const RecurrentActivation& a : activations) p.activations.push_back(Activation{a});
   return p;
 }
 

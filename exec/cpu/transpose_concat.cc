@@ -9,14 +9,17 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "exec/cpu/avx512_transpose.h"
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/split_sizes.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 #include "ir/type_list.h"
 
 namespace ovfix::exec {
@@ -352,35 +355,14 @@ absl::Status Split(KernelContext& ctx) {
   const int64_t n_out = static_cast<int64_t>(ctx.outputs.size());
   if (n_out == 0) return ctx.Error("no outputs");
   const int64_t dim = x.dim(axis);
-  std::vector<int64_t> sizes;
+  std::optional<std::vector<int64_t>> given;
   if (ctx.has_input(1)) {
-    sizes = ToInt64s(ctx.input(1));
+    given = ToInt64s(ctx.input(1));
   } else if (ctx.node.HasAttribute("split")) {
-    sizes = ctx.node.GetInts("split");
-  } else if (ctx.node.HasAttribute("num_outputs")) {
-    // Opset 18: as equal as possible, the last part smaller.
-    if (ctx.node.GetInt("num_outputs", 0) != n_out) {
-      return ctx.Error("num_outputs does not match the number of outputs");
-    }
-    const int64_t chunk = (dim + n_out - 1) / n_out;
-    for (int64_t k = 0, left = dim; k < n_out; ++k, left -= chunk) {
-      sizes.push_back(std::clamp<int64_t>(left, 0, chunk));
-    }
-  } else {
-    if (dim % n_out != 0) {
-      return ctx.Error("axis dim ", dim, " does not split into ", n_out, " equal parts");
-    }
-    sizes.assign(n_out, dim / n_out);
+    given = ctx.node.GetInts("split");
   }
-  if (static_cast<int64_t>(sizes.size()) != n_out) {
-    return ctx.Error("split has ", sizes.size(), " entries for ", n_out, " outputs");
-  }
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0) return ctx.Error("negative split size ", s);
-    total += s;
-  }
-  if (total != dim) return ctx.Error("split sizes sum to ", total, ", axis dim is ", dim);
+  OVFIX_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes,
+                         SplitSizes(ctx, dim, n_out, std::move(given)));
   const int64_t outer = Product(x.dims(), 0, axis);
   const int64_t inner = Product(x.dims(), axis + 1, x.rank());
   int64_t offset = 0;

@@ -5,26 +5,13 @@
 #include <vector>
 
 #include "exec/cpu/conv_transpose_geometry.h"
+#include "exec/opencl/kernel_args.h"
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
-
-bool IsFloat(const ClValue& v) {
-  return v.type == DataType::kFloat || v.type == DataType::kFloat16;
-}
-
-// Spatial values padded to three (d, h, w) with `fill` in front.
-cl_int4 Spatial3(const std::vector<int64_t>& v, int fill) {
-  cl_int4 out;
-  const size_t shift = 3 - v.size();
-  for (int i = 0; i < 3; ++i)
-    out.s[i] = i < static_cast<int>(shift) ? fill : static_cast<cl_int>(v[i - shift]);
-  out.s[3] = 0;
-  return out;
-}
 
 absl::Status ConvTranspose(OpContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("needs inputs X and W");

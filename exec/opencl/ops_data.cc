@@ -11,8 +11,11 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/slice_pad_geometry.h"
+#include "exec/cpu/split_sizes.h"
 #include "exec/opencl/op_context.h"
 #include "ir/float16.h"
 #include "ir/op_groups.h"
@@ -159,81 +162,37 @@ absl::Status Transpose(OpContext& ctx) {
   return CopyByTables(ctx, 0, *y, std::move(tables));
 }
 
-// Axes in [-rank, rank) to [0, rank); fails on one out of range or repeated.
-absl::Status NormalizeAxes(const OpContext& ctx, std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<bool> seen(rank, false);
-  for (int64_t& a : axes) {
-    if (a < -rank || a >= rank) return ctx.Error("axis ", a, " out of range for rank ", rank);
-    if (a < 0) a += rank;
-    if (seen[a]) return ctx.Error("repeated axis ", a);
-    seen[a] = true;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Slice(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
   const int64_t rank = static_cast<int64_t>(x.dims.size());
-  std::vector<int64_t> starts, ends, axes, steps;
-  bool have_axes = false, have_steps = false;
+  std::vector<int64_t> starts, ends;
+  std::optional<std::vector<int64_t>> axes, steps;
   if (ctx.opset < 10) {
     starts = ctx.node.GetInts("starts");
     ends = ctx.node.GetInts("ends");
-    have_axes = ctx.node.HasAttribute("axes");
-    axes = ctx.node.GetInts("axes");
+    if (ctx.node.HasAttribute("axes")) axes = ctx.node.GetInts("axes");
   } else {
     if (!ctx.has_input(1) || !ctx.has_input(2)) return ctx.Error("starts and ends are required");
     OVFIX_ASSIGN_OR_RETURN(starts, InputInts(ctx, 1));
     OVFIX_ASSIGN_OR_RETURN(ends, InputInts(ctx, 2));
-    if ((have_axes = ctx.has_input(3))) {
+    if (ctx.has_input(3)) {
       OVFIX_ASSIGN_OR_RETURN(axes, InputInts(ctx, 3));
     }
-    if ((have_steps = ctx.has_input(4))) {
+    if (ctx.has_input(4)) {
       OVFIX_ASSIGN_OR_RETURN(steps, InputInts(ctx, 4));
     }
   }
-  const size_t n = starts.size();
-  if (!have_axes) {
-    axes.resize(n);
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (!have_steps) steps.assign(n, 1);
-  if (ends.size() != n || axes.size() != n || steps.size() != n) {
-    return ctx.Error("starts, ends, axes and steps differ in length");
-  }
-  OVFIX_RETURN_IF_ERROR(NormalizeAxes(ctx, axes, rank));
-  std::vector<int64_t> first(rank, 0), step(rank, 1), out_dims = x.dims;
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t a = axes[i], dim = x.dims[a];
-    if (steps[i] == 0) return ctx.Error("step is 0 on axis ", a);
-    const int64_t st =
-        std::clamp<int64_t>(steps[i], -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
-    int64_t b = starts[i], e = ends[i];
-    if (b < 0) b += dim;
-    if (e < 0) e += dim;
-    int64_t count = 0;
-    if (dim == 0) {
-      b = 0;
-    } else if (st > 0) {
-      b = std::clamp<int64_t>(b, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      count = e > b ? (e - b - 1) / st + 1 : 0;
-    } else {
-      // Backwards the first element is at most dim - 1 and the exclusive end may be -1.
-      b = std::clamp<int64_t>(b, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      count = b > e ? (b - e - 1) / -st + 1 : 0;
-    }
-    first[a] = b;
-    step[a] = st;
-    out_dims[a] = count;
-  }
-  if (out_dims == x.dims &&
-      std::all_of(step.begin(), step.end(), [](int64_t s) { return s == 1; })) {
-    ctx.ViewOutput(0, 0, out_dims);
+  OVFIX_ASSIGN_OR_RETURN(const SliceGeometry g,
+                         PlanSlice(KernelContext::For(ctx.node, ctx.opset), x.dims, starts, ends,
+                                   std::move(axes), std::move(steps)));
+  if (g.IsWhole(x.dims)) {
+    ctx.ViewOutput(0, 0, g.dims);
     return absl::OkStatus();
   }
+  const std::vector<int64_t>& first = g.first;
+  const std::vector<int64_t>& step = g.step;
+  const std::vector<int64_t>& out_dims = g.dims;
   OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, x.type, out_dims));
   const std::vector<int64_t> strides = Strides(x.dims);
   std::vector<std::vector<int64_t>> tables(rank);
@@ -242,20 +201,6 @@ absl::Status Slice(OpContext& ctx) {
     for (int64_t i = 0; i < out_dims[d]; ++i) tables[d][i] = (first[d] + i * step[d]) * strides[d];
   }
   return CopyByTables(ctx, 0, *y, std::move(tables));
-}
-
-// Where output index `o` of a padded dim reads from, for an input dim of `dim` with `before`
-// pad entries ahead of it; kFill for constant padding (the CPU kernel's rule).
-int64_t PadSource(int64_t o, int64_t before, int64_t dim, std::string_view mode) {
-  int64_t i = o - before;
-  if (i >= 0 && i < dim) return i;
-  if (mode == "constant") return kFill;
-  if (mode == "edge") return i < 0 ? 0 : dim - 1;
-  if (dim == 1) return 0;  // reflect: period 2 * (dim - 1), end elements not repeated
-  const int64_t period = 2 * (dim - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return i < dim ? i : period - i;
 }
 
 absl::Status Pad(OpContext& ctx) {
@@ -286,28 +231,11 @@ absl::Status Pad(OpContext& ctx) {
       OVFIX_ASSIGN_OR_RETURN(axes, InputInts(ctx, 3));
     }
   }
-  if (axes.empty() && !(ctx.opset >= 18 && ctx.has_input(3))) {
-    axes.resize(rank);
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  OVFIX_RETURN_IF_ERROR(NormalizeAxes(ctx, axes, rank));
-  if (pads.size() != 2 * axes.size()) {
-    return ctx.Error("pads has ", pads.size(), " entries, expected ", 2 * axes.size());
-  }
-  std::vector<int64_t> before(rank, 0), out_dims = x.dims;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = axes[i], b = pads[i], e = pads[i + axes.size()];
-    constexpr int64_t kMaxPad = int64_t{1} << 48;
-    if (b < -kMaxPad || b > kMaxPad || e < -kMaxPad || e > kMaxPad) {
-      return ctx.Error("pads out of range");
-    }
-    before[a] = b;
-    out_dims[a] = x.dims[a] + b + e;
-    if (out_dims[a] < 0) return ctx.Error("pads remove more than the whole of axis ", a);
-    if (mode != "constant" && x.dims[a] == 0 && out_dims[a] > 0) {
-      return ctx.Error("cannot ", mode, "-pad the empty axis ", a);
-    }
-  }
+  OVFIX_ASSIGN_OR_RETURN(const PadGeometry g,
+                         PlanPad(KernelContext::For(ctx.node, ctx.opset), x.dims, pads,
+                                 std::move(axes), ctx.opset >= 18 && ctx.has_input(3), mode));
+  const std::vector<int64_t>& before = g.before;
+  const std::vector<int64_t>& out_dims = g.dims;
   if (!data_movement::IsAllocatable(out_dims, x.type)) return ctx.Error("output too large");
   OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, x.type, out_dims));
   const std::vector<int64_t> strides = Strides(x.dims);
@@ -316,7 +244,7 @@ absl::Status Pad(OpContext& ctx) {
     tables[d].resize(out_dims[d]);
     for (int64_t o = 0; o < out_dims[d]; ++o) {
       const int64_t i = PadSource(o, before[d], x.dims[d], mode);
-      tables[d][o] = i == kFill ? kFill : i * strides[d];
+      tables[d][o] = i == data_movement::kFill ? kFill : i * strides[d];
     }
   }
   return CopyByTables(ctx, 0, *y, std::move(tables), FillBits(x, &value));
@@ -394,35 +322,15 @@ absl::Status Split(OpContext& ctx) {
   const int64_t n_out = static_cast<int64_t>(ctx.outputs.size());
   if (n_out == 0) return ctx.Error("no outputs");
   const int64_t dim = x.dims[axis];
-  std::vector<int64_t> sizes;
+  std::optional<std::vector<int64_t>> given;
   if (ctx.has_input(1)) {
-    OVFIX_ASSIGN_OR_RETURN(sizes, InputInts(ctx, 1));
+    OVFIX_ASSIGN_OR_RETURN(given, InputInts(ctx, 1));
   } else if (ctx.node.HasAttribute("split")) {
-    sizes = ctx.node.GetInts("split");
-  } else if (ctx.node.HasAttribute("num_outputs")) {
-    // Opset 18: as equal as possible, the last part smaller.
-    if (ctx.node.GetInt("num_outputs", 0) != n_out) {
-      return ctx.Error("num_outputs does not match the number of outputs");
-    }
-    const int64_t chunk = (dim + n_out - 1) / n_out;
-    for (int64_t k = 0, left = dim; k < n_out; ++k, left -= chunk) {
-      sizes.push_back(std::clamp<int64_t>(left, 0, chunk));
-    }
-  } else {
-    if (dim % n_out != 0) {
-      return ctx.Error("axis dim ", dim, " does not split into ", n_out, " equal parts");
-    }
-    sizes.assign(n_out, dim / n_out);
+    given = ctx.node.GetInts("split");
   }
-  if (static_cast<int64_t>(sizes.size()) != n_out) {
-    return ctx.Error("split has ", sizes.size(), " entries for ", n_out, " outputs");
-  }
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0) return ctx.Error("negative split size ", s);
-    total += s;
-  }
-  if (total != dim) return ctx.Error("split sizes sum to ", total, ", axis dim is ", dim);
+  OVFIX_ASSIGN_OR_RETURN(
+      const std::vector<int64_t> sizes,
+      SplitSizes(KernelContext::For(ctx.node, ctx.opset), dim, n_out, std::move(given)));
   // Each output is a slice along the axis: outer rows of `dim * inner` elements in the input.
   const int64_t outer = Product(x.dims, 0, axis);
   const int64_t inner = Product(x.dims, axis + 1, rank);

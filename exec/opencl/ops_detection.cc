@@ -9,17 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "exec/cpu/roi_align_attributes.h"
+#include "exec/cpu/topk_count.h"
 #include "exec/opencl/host_upload.h"
+#include "exec/opencl/kernel_args.h"
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
-
-bool IsFloat(const ClValue& v) {
-  return v.type == DataType::kFloat || v.type == DataType::kFloat16;
-}
 
 absl::StatusOr<int64_t> NormalizeAxis(const OpContext& ctx, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) {
@@ -35,19 +34,12 @@ absl::Status TopK(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", -1), rank));
-  int64_t k;
-  if (ctx.opset < 10) {
-    if (!ctx.node.HasAttribute("k")) return ctx.Error("attribute k is required");
-    k = ctx.node.GetInt("k", 0);
-  } else {
-    if (!ctx.has_input(1)) return ctx.Error("missing input K");
-    OVFIX_ASSIGN_OR_RETURN(const Tensor* k_tensor, ctx.Host(1));
-    if (k_tensor->numel() != 1 ||
-        (k_tensor->type() != DataType::kInt64 && k_tensor->type() != DataType::kInt32)) {
-      return ctx.Error("K must hold one int64, got ", DescribeTensor(*k_tensor));
-    }
-    k = k_tensor->GetAsInt64(0);
+  const Tensor* k_input = nullptr;
+  if (ctx.opset >= 10 && ctx.has_input(1)) {
+    OVFIX_ASSIGN_OR_RETURN(k_input, ctx.Host(1));
   }
+  OVFIX_ASSIGN_OR_RETURN(const int64_t k,
+                         ReadTopKCount(KernelContext::For(ctx.node, ctx.opset), k_input));
   int64_t outer = 1, n = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : d == axis ? n : inner) *= x.dims[d];
   if (k < 0 || k > n) {
@@ -235,22 +227,9 @@ absl::Status RoiAlign(OpContext& ctx) {
       batch_indices.dims.size() != 1 || batch_indices.dims[0] != num_rois) {
     return ctx.Error("expected X [N,C,H,W], rois [R,4] and batch_indices [R]");
   }
-  const std::string mode = ctx.node.GetString("mode", "avg");
-  if (mode != "avg" && mode != "max") return ctx.Error("unsupported mode '", mode, "'");
-  // Opset 10 had no attribute and behaved as output_half_pixel.
-  const std::string transform = ctx.node.GetString(
-      "coordinate_transformation_mode", ctx.opset >= 16 ? "half_pixel" : "output_half_pixel");
-  if (transform != "half_pixel" && transform != "output_half_pixel") {
-    return ctx.Error("unsupported coordinate_transformation_mode '", transform, "'");
-  }
-  const bool half_pixel = transform == "half_pixel";
-  const int64_t out_h = ctx.node.GetInt("output_height", 1);
-  const int64_t out_w = ctx.node.GetInt("output_width", 1);
-  const int64_t sampling_ratio = ctx.node.GetInt("sampling_ratio", 0);
-  const double spatial_scale = ctx.node.GetFloat("spatial_scale", 1.0f);
-  if (out_h < 1 || out_w < 1 || sampling_ratio < 0) {
-    return ctx.Error("output sizes must be positive and sampling_ratio not negative");
-  }
+  OVFIX_ASSIGN_OR_RETURN(const RoiAlignAttributes attributes,
+                         ReadRoiAlignAttributes(KernelContext::For(ctx.node, ctx.opset)));
+  const auto& [mode, half_pixel, out_h, out_w, sampling_ratio, spatial_scale] = attributes;
   if (!IsFloat(x) || !IsFloat(rois)) return ctx.Unsupported("non-float RoiAlign");
   if (batch_indices.type != DataType::kInt64) return ctx.Unsupported("non-int64 batch_indices");
   const int64_t batch = x.dims[0], channels = x.dims[1], height = x.dims[2], width = x.dims[3];

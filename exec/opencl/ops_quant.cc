@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_join.h"
 #include "exec/cpu/conv_geometry.h"
+#include "exec/opencl/host_upload.h"
+#include "exec/opencl/kernel_args.h"
 #include "exec/opencl/op_context.h"
 #include "ir/status_macros.h"
 
@@ -31,15 +33,6 @@ const char* ClType(DataType t) {
 // Float division must round correctly for the quotients to quantize as on the CPU.
 std::string QuantOptions(int group, const std::string& extra) {
   return absl::StrCat("-cl-fp32-correctly-rounded-divide-sqrt -DGROUP=", group, " ", extra);
-}
-
-// A small host array on the device for one launch.
-template <typename T>
-absl::StatusOr<std::shared_ptr<cl::Buffer>> Upload(OpContext& ctx, const std::vector<T>& values) {
-  const size_t bytes = std::max<size_t>(1, values.size()) * sizeof(T);
-  OVFIX_ASSIGN_OR_RETURN(auto buffer, ctx.rt.AllocateShared(bytes));
-  if (!values.empty()) OVFIX_RETURN_IF_ERROR(ctx.rt.Write(*buffer, values.data(), bytes));
-  return buffer;
 }
 
 // Scale and zero point per tensor, or per slice along `axis` (opset 13): as the CPU's
@@ -86,8 +79,8 @@ absl::StatusOr<Quantization> ReadQuantization(OpContext& ctx, const ClValue& x) 
 absl::Status RunQuantization(OpContext& ctx, const char* name, int group,
                              const std::string& options, const Quantization& q, ClValue& y) {
   OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
-  OVFIX_ASSIGN_OR_RETURN(auto scales, Upload(ctx, q.scales));
-  OVFIX_ASSIGN_OR_RETURN(auto zeros, Upload(ctx, q.zero_points));
+  OVFIX_ASSIGN_OR_RETURN(auto scales, UploadVector(ctx, q.scales));
+  OVFIX_ASSIGN_OR_RETURN(auto zeros, UploadVector(ctx, q.zero_points));
   OVFIX_ASSIGN_OR_RETURN(auto k, ctx.Kernel("quant.cl", name, QuantOptions(group, options)));
   OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *dx, *scales, *zeros, *y.device,
                                 static_cast<cl_long>(q.inner),
@@ -230,8 +223,8 @@ absl::Status MatMulInteger(OpContext& ctx) {
   if (y->numel() == 0) return absl::OkStatus();
   OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(1));
-  OVFIX_ASSIGN_OR_RETURN(auto za, Upload(ctx, a_zeros));
-  OVFIX_ASSIGN_OR_RETURN(auto zb, Upload(ctx, b_zeros));
+  OVFIX_ASSIGN_OR_RETURN(auto za, UploadVector(ctx, a_zeros));
+  OVFIX_ASSIGN_OR_RETURN(auto zb, UploadVector(ctx, b_zeros));
   OVFIX_ASSIGN_OR_RETURN(auto k,
                          ctx.Kernel("quant.cl", "matmul_integer",
                                     QuantOptions(4, absl::StrCat("-DA_Q=", ClType(a.type),
@@ -242,17 +235,6 @@ absl::Status MatMulInteger(OpContext& ctx) {
                                 BroadcastStrides(b_batch, batch)));
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M),
                                 static_cast<size_t>(Tensor::NumElements(batch))));
-}
-
-// Spatial values padded to three (d, h, w) with `fill` in front.
-cl_int4 Spatial3(const std::vector<int64_t>& v, int fill) {
-  cl_int4 out;
-  const size_t shift = 3 - v.size();
-  for (int i = 0; i < 3; ++i) {
-    out.s[i] = i < static_cast<int>(shift) ? fill : static_cast<cl_int>(v[i - shift]);
-  }
-  out.s[3] = 0;
-  return out;
 }
 
 // Input `index`'s zero point for filter i: one value or `count` of the operand's type; 0 when
@@ -309,7 +291,7 @@ absl::Status ConvInteger(OpContext& ctx) {
   if (y->numel() == 0) return absl::OkStatus();
   OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto dw, ctx.Device(1));
-  OVFIX_ASSIGN_OR_RETURN(auto zw, Upload(ctx, w_zeros));
+  OVFIX_ASSIGN_OR_RETURN(auto zw, UploadVector(ctx, w_zeros));
   OVFIX_ASSIGN_OR_RETURN(auto k,
                          ctx.Kernel("quant.cl", "conv_integer",
                                     QuantOptions(5, absl::StrCat("-DA_Q=", ClType(x.type),

@@ -12,40 +12,18 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "exec/cpu/recurrent_attributes.h"
 #include "exec/kernel.h"
+#include "exec/opencl/host_upload.h"
 #include "exec/opencl/op_context.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
 
-enum class Cell { kRnn = 0, kGru = 1, kLstm = 2 };
+using Cell = RecurrentCell;
 enum Input { kX, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
 enum Output { kY, kYH, kYC };
-
-int64_t GateCount(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4; }
-
-const std::vector<std::string>& DefaultActivations(Cell cell) {
-  static const std::vector<std::string> kRnn = {"Tanh"};
-  static const std::vector<std::string> kGru = {"Sigmoid", "Tanh"};
-  static const std::vector<std::string> kLstm = {"Sigmoid", "Tanh", "Tanh"};
-  return cell == Cell::kRnn ? kRnn : cell == Cell::kGru ? kGru : kLstm;
-}
-
-// The activation functions in the numbering of recurrent.cl's activate().
-struct ActivationSpec {
-  const char* name;
-  bool takes_alpha, takes_beta;
-  float default_alpha, default_beta;
-};
-constexpr ActivationSpec kActivationSpecs[] = {
-    {"Relu", false, false, 0.0f, 0.0f},      {"Tanh", false, false, 0.0f, 0.0f},
-    {"Sigmoid", false, false, 0.0f, 0.0f},   {"Affine", true, true, 1.0f, 0.0f},
-    {"LeakyRelu", true, false, 0.01f, 0.0f}, {"ThresholdedRelu", true, false, 1.0f, 0.0f},
-    {"ScaledTanh", true, true, 1.0f, 1.0f},  {"HardSigmoid", true, true, 0.2f, 0.5f},
-    {"Elu", true, false, 1.0f, 0.0f},        {"Softsign", false, false, 0.0f, 0.0f},
-    {"Softplus", false, false, 0.0f, 0.0f},
-};
 
 // Three activation slots per direction (unused ones are Tanh).
 struct Activations {
@@ -54,58 +32,27 @@ struct Activations {
 };
 
 absl::StatusOr<Activations> ReadActivations(OpContext& ctx, Cell cell, int64_t directions) {
-  const std::vector<std::string>& defaults = DefaultActivations(cell);
-  std::vector<std::string> names = ctx.node.GetStrings("activations");
-  if (names.empty()) {
-    for (int64_t d = 0; d < directions; ++d) {
-      names.insert(names.end(), defaults.begin(), defaults.end());
-    }
-  }
-  const size_t expected = defaults.size() * static_cast<size_t>(directions);
-  if (names.size() != expected) {
-    return ctx.Error("activations lists ", names.size(), " functions, expected ", expected);
-  }
-  const std::vector<float> alphas = ctx.node.GetFloats("activation_alpha");
-  const std::vector<float> betas = ctx.node.GetFloats("activation_beta");
-  size_t next_alpha = 0, next_beta = 0;
+  OVFIX_ASSIGN_OR_RETURN(
+      const std::vector<RecurrentActivation> read,
+      ReadRecurrentActivations(KernelContext::For(ctx.node, ctx.opset), cell, directions));
+  const size_t per_direction = DefaultActivations(cell).size();
   Activations out;
   out.kinds.assign(3 * directions, 1);
   out.alphas.assign(3 * directions, 0.0f);
   out.betas.assign(3 * directions, 0.0f);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const auto* spec = std::find_if(
-        std::begin(kActivationSpecs), std::end(kActivationSpecs),
-        [&](const ActivationSpec& s) { return absl::EqualsIgnoreCase(s.name, names[i]); });
-    if (spec == std::end(kActivationSpecs)) {
-      return ctx.Error("unknown activation '", names[i], "'");
-    }
-    const size_t slot = i / defaults.size() * 3 + i % defaults.size();
-    out.kinds[slot] = static_cast<int32_t>(spec - std::begin(kActivationSpecs));
-    out.alphas[slot] = spec->default_alpha;
-    out.betas[slot] = spec->default_beta;
-    if (spec->takes_alpha && next_alpha < alphas.size()) out.alphas[slot] = alphas[next_alpha++];
-    if (spec->takes_beta && next_beta < betas.size()) out.betas[slot] = betas[next_beta++];
+  for (size_t i = 0; i < read.size(); ++i) {
+    const size_t slot = i / per_direction * 3 + i % per_direction;
+    out.kinds[slot] = static_cast<int32_t>(read[i].kind);
+    out.alphas[slot] = read[i].alpha;
+    out.betas[slot] = read[i].beta;
   }
   return out;
 }
 
-struct Problem {
-  Cell cell = Cell::kRnn;
-  int64_t seq_length = 0, batch = 0, input_size = 0, hidden = 0, num_directions = 1;
-  bool reverse = false, batch_first = false, linear_before_reset = false, input_forget = false;
-  float clip = std::numeric_limits<float>::infinity();
+// The attributes with the activations and sequence lengths read.
+struct Problem : RecurrentAttributes {
   Activations activations;
   std::vector<int32_t> lengths;
-
-  int64_t gates() const { return GateCount(cell); }
-  std::vector<int64_t> y_dims() const {
-    return batch_first ? std::vector<int64_t>{batch, seq_length, num_directions, hidden}
-                       : std::vector<int64_t>{seq_length, num_directions, batch, hidden};
-  }
-  std::vector<int64_t> state_dims() const {
-    return batch_first ? std::vector<int64_t>{batch, num_directions, hidden}
-                       : std::vector<int64_t>{num_directions, batch, hidden};
-  }
 };
 
 std::string Describe(const ClValue& v) {
@@ -141,29 +88,9 @@ absl::StatusOr<Problem> ReadProblem(OpContext& ctx, Cell cell) {
   if (r.dims.size() != 3) return ctx.Error("R must be 3-D, got ", Describe(r));
 
   Problem p;
-  p.cell = cell;
-  const std::string direction = ctx.node.GetString("direction", "forward");
-  if (direction == "bidirectional") {
-    p.num_directions = 2;
-  } else if (direction == "reverse") {
-    p.reverse = true;
-  } else if (direction != "forward") {
-    return ctx.Error("unknown direction '", direction, "'");
-  }
-  const int64_t layout = ctx.opset >= 14 ? ctx.node.GetInt("layout", 0) : 0;
-  if (layout != 0 && layout != 1) return ctx.Error("layout must be 0 or 1, got ", layout);
-  p.batch_first = layout == 1;
-  p.seq_length = x.dims[p.batch_first ? 1 : 0];
-  p.batch = x.dims[p.batch_first ? 0 : 1];
-  p.input_size = x.dims[2];
-  p.hidden = ctx.node.GetInt("hidden_size", r.dims[2]);
-  if (p.hidden <= 0) return ctx.Error("hidden_size must be positive, got ", p.hidden);
-  if (cell == Cell::kGru) p.linear_before_reset = ctx.node.GetInt("linear_before_reset", 0) != 0;
-  if (cell == Cell::kLstm) p.input_forget = ctx.node.GetInt("input_forget", 0) != 0;
-  if (ctx.node.HasAttribute("clip")) {
-    p.clip = ctx.node.GetFloat("clip", 0.0f);
-    if (!(p.clip > 0)) return ctx.Error("clip must be positive, got ", p.clip);
-  }
+  OVFIX_ASSIGN_OR_RETURN(
+      static_cast<RecurrentAttributes&>(p),
+      ReadRecurrentAttributes(KernelContext::For(ctx.node, ctx.opset), cell, x.dims, r.dims));
   const int64_t d = p.num_directions, h = p.hidden, gh = p.gates() * h;
   OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kW, "W", {d, gh, p.input_size}));
   OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kR, "R", {d, gh, h}));
@@ -173,32 +100,15 @@ absl::StatusOr<Problem> ReadProblem(OpContext& ctx, Cell cell) {
     OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialC, "initial_c", p.state_dims()));
     OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
   }
-  p.lengths.assign(p.batch, static_cast<int32_t>(p.seq_length));
+  const Tensor* lens = nullptr;
   if (ctx.has_input(kSequenceLens)) {
-    OVFIX_ASSIGN_OR_RETURN(const Tensor* lens, ctx.Host(kSequenceLens));
-    if ((lens->type() != DataType::kInt32 && lens->type() != DataType::kInt64) ||
-        lens->dims() != std::vector<int64_t>{p.batch}) {
-      return ctx.Error("sequence_lens is ", DescribeTensor(*lens), ", expected int32[", p.batch,
-                       "]");
-    }
-    for (int64_t b = 0; b < p.batch; ++b) {
-      const int64_t length = lens->GetAsInt64(b);
-      if (length < 0 || length > p.seq_length) {
-        return ctx.Error("sequence_lens[", b, "] is ", length, ", outside [0, ", p.seq_length, "]");
-      }
-      p.lengths[b] = static_cast<int32_t>(length);
-    }
+    OVFIX_ASSIGN_OR_RETURN(lens, ctx.Host(kSequenceLens));
   }
+  OVFIX_ASSIGN_OR_RETURN(const std::vector<int64_t> lengths,
+                         ReadSequenceLengths(KernelContext::For(ctx.node, ctx.opset), lens, p));
+  p.lengths.assign(lengths.begin(), lengths.end());  // int32 for the kernel; at most seq_length
   OVFIX_ASSIGN_OR_RETURN(p.activations, ReadActivations(ctx, cell, p.num_directions));
   return p;
-}
-
-template <typename T>
-absl::StatusOr<std::shared_ptr<cl::Buffer>> Upload(OpContext& ctx, const std::vector<T>& values) {
-  const size_t bytes = std::max<size_t>(1, values.size()) * sizeof(T);
-  OVFIX_ASSIGN_OR_RETURN(auto buffer, ctx.rt.AllocateShared(bytes));
-  if (!values.empty()) OVFIX_RETURN_IF_ERROR(ctx.rt.Write(*buffer, values.data(), bytes));
-  return buffer;
 }
 
 absl::StatusOr<std::shared_ptr<cl::Buffer>> Scratch(OpContext& ctx, int64_t floats) {
@@ -258,10 +168,10 @@ absl::Status Recurrent(OpContext& ctx) {
   OVFIX_ASSIGN_OR_RETURN(auto c, Scratch(ctx, dirs * p.batch * n));
   OVFIX_ASSIGN_OR_RETURN(auto gru_z, Scratch(ctx, two_phase ? dirs * p.batch * n : 1));
   OVFIX_ASSIGN_OR_RETURN(auto gru_rh, Scratch(ctx, two_phase ? dirs * p.batch * n : 1));
-  OVFIX_ASSIGN_OR_RETURN(auto lengths, Upload(ctx, p.lengths));
-  OVFIX_ASSIGN_OR_RETURN(auto kinds, Upload(ctx, p.activations.kinds));
-  OVFIX_ASSIGN_OR_RETURN(auto alphas, Upload(ctx, p.activations.alphas));
-  OVFIX_ASSIGN_OR_RETURN(auto betas, Upload(ctx, p.activations.betas));
+  OVFIX_ASSIGN_OR_RETURN(auto lengths, UploadVector(ctx, p.lengths));
+  OVFIX_ASSIGN_OR_RETURN(auto kinds, UploadVector(ctx, p.activations.kinds));
+  OVFIX_ASSIGN_OR_RETURN(auto alphas, UploadVector(ctx, p.activations.alphas));
+  OVFIX_ASSIGN_OR_RETURN(auto betas, UploadVector(ctx, p.activations.betas));
 
   const ClValue* out = y != nullptr ? y : y_h != nullptr ? y_h : y_c;
   const ClValue* initial =

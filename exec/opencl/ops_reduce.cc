@@ -1,16 +1,13 @@
 // Reductions, Softmax/LogSoftmax and Gather on the device.
 #include <algorithm>
 
+#include "exec/opencl/kernel_args.h"
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
-
-bool IsFloat(const ClValue& v) {
-  return v.type == DataType::kFloat || v.type == DataType::kFloat16;
-}
 
 int ReduceMode(std::string_view op) {
   static const std::pair<std::string_view, int> kModes[] = {

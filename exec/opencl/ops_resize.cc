@@ -12,16 +12,13 @@
 #include "exec/cpu/resize_bilinear.h"
 #include "exec/cpu/resize_plan.h"
 #include "exec/opencl/host_upload.h"
+#include "exec/opencl/kernel_args.h"
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
 namespace {
-
-bool IsFloat(const ClValue& v) {
-  return v.type == DataType::kFloat || v.type == DataType::kFloat16;
-}
 
 // Per-axis tables laid end to end for the rank-8 kernels: axis k of the padded rank starts at
 // starts.s[k]; the leading padded axes get one entry of `fill`.

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/text_form.h"
+#include "tests/opencl/matches_cpu.h"
 
 namespace ovfix::exec {
 namespace {
@@ -362,24 +363,7 @@ std::vector<DataCase> AllCases() {
   return cases;
 }
 
-struct Param {
-  DataCase op;
-  Precision precision;
-  std::string name() const {
-    const char* suffix[] = {"fp32", "fp16_storage", "fp16"};
-    return absl::StrCat(op.name, "_", suffix[static_cast<int>(precision)]);
-  }
-};
-void PrintTo(const Param& p, std::ostream* os) { *os << p.name(); }
-
-std::vector<Param> InPrecisions(const std::vector<DataCase>& cases,
-                                std::initializer_list<Precision> precisions) {
-  std::vector<Param> out;
-  for (const DataCase& c : cases) {
-    for (Precision p : precisions) out.push_back({c, p});
-  }
-  return out;
-}
+using Param = matches_cpu::InPrecision<DataCase>;
 
 // Half arithmetic (GPUs with it only; skipped elsewhere): one case per kernel.
 std::vector<DataCase> HalfArithmeticCases() {
@@ -397,10 +381,9 @@ std::vector<DataCase> HalfArithmeticCases() {
 std::string ModelText(const DataCase& c) {
   std::vector<std::string> inputs;
   for (const auto& [name, dims] : c.inputs) {
-    inputs.push_back(absl::StrCat("float[", absl::StrJoin(dims, ","), "] ", name));
+    inputs.push_back(matches_cpu::Declaration(DataType::kFloat, dims, name));
   }
-  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
-                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+  return matches_cpu::ModelText(c.opset, inputs, c.outputs, c.body);
 }
 
 TensorMap RandomInputs(const DataCase& c) {
@@ -415,94 +398,29 @@ TensorMap RandomInputs(const DataCase& c) {
   return out;
 }
 
-bool HaveOpencl() {
-  static const bool have = [] {
-    auto devices = opencl::ListDevices();
-    return devices.ok() && !devices->empty();
-  }();
-  return have;
-}
-
-double Tolerance(Precision precision) {
-  constexpr double kHalfUlp = 1.0 / 1024;
-  switch (precision) {
-    case Precision::kFp32:
-      return 1e-5;
-    case Precision::kFp16Storage:
-      return 3 * kHalfUlp;
-    case Precision::kFp16:
-      return 16 * kHalfUlp;
-  }
-  return 0;
-}
-
 class DataKernelTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(DataKernelTest, MatchesCpu) {
-  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
   const DataCase& c = GetParam().op;
-  const Precision precision = GetParam().precision;
-  const std::string text = ModelText(c);
-  SCOPED_TRACE(text);
-  auto model = ParseModelText(text);
-  ASSERT_TRUE(model.ok()) << model.status();
-  SessionOptions cpu_options;
-  cpu_options.precision = precision;
-  cpu_options.threads = 1;
-  SessionOptions cl_options = cpu_options;
-  cl_options.backend = "opencl";
-  auto cl = CreateSession(**model, cl_options);
-  if (precision == Precision::kFp16 && !cl.ok() &&
-      absl::StrContains(cl.status().message(), "cl_khr_fp16")) {
-    GTEST_SKIP() << "the device has no half arithmetic";
-  }
-  ASSERT_TRUE(cl.ok()) << cl.status();
-  auto cpu = CreateSession(**model, cpu_options);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  const TensorMap inputs = RandomInputs(c);
-  auto expected = (*cpu)->Run(inputs);
-  auto actual = (*cl)->Run(inputs);
-  if (c.fails) {
-    EXPECT_FALSE(expected.ok()) << "the CPU executor accepted a bad input";
-    EXPECT_FALSE(actual.ok()) << "the OpenCL executor accepted a bad input";
-    return;
-  }
-  ASSERT_TRUE(expected.ok()) << expected.status();
-  ASSERT_TRUE(actual.ok()) << actual.status();
-  ASSERT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size(); ++i) {
-    const Tensor& a = (*actual)[i];
-    const Tensor& e = (*expected)[i];
-    ASSERT_EQ(a.type(), e.type()) << "output " << i;
-    ASSERT_EQ(a.dims(), e.dims()) << "output " << i;
-    const Comparison cmp = CompareTensors(a, e, {0, 0});
-    if (c.exact) {
-      EXPECT_TRUE(cmp.ok) << "output " << i << ": " << cmp.message;
-    } else {
-      const double range = std::max({cmp.expected_max - cmp.expected_min,
-                                     std::abs(cmp.expected_max), std::abs(cmp.expected_min)});
-      EXPECT_LE(cmp.max_abs_error / std::max(range, 1e-30), Tolerance(precision))
-          << "output " << i << ": " << DescribeComparison(cmp);
-    }
-  }
-  for (const std::string& note : (*cl)->notes()) {
-    EXPECT_FALSE(absl::StrContains(note, "runs on the CPU")) << note;
-  }
+  matches_cpu::Expectation expect;
+  expect.where = c.fails ? matches_cpu::Placement::kError : matches_cpu::Placement::kDevice;
+  expect.agreement = c.exact ? matches_cpu::Agreement::kExact : matches_cpu::Agreement::kRange;
+  matches_cpu::ExpectBackendsAgree(ModelText(c), RandomInputs(c), GetParam().precision, expect);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, DataKernelTest,
-                         ::testing::ValuesIn(InPrecisions(AllCases(), {Precision::kFp32,
-                                                                       Precision::kFp16Storage})),
+                         ::testing::ValuesIn(matches_cpu::InPrecisions(
+                             AllCases(), {Precision::kFp32, Precision::kFp16Storage})),
                          [](const auto& info) { return info.param.name(); });
 INSTANTIATE_TEST_SUITE_P(HalfArithmetic, DataKernelTest,
-                         ::testing::ValuesIn(InPrecisions(HalfArithmeticCases(),
-                                                          {Precision::kFp16})),
+                         ::testing::ValuesIn(matches_cpu::InPrecisions(HalfArithmeticCases(),
+                                                                       {Precision::kFp16})),
                          [](const auto& info) { return info.param.name(); });
 
 // Hand-worked values, independent of the CPU executor: a reflect pad and a scatter-add with
 // a repeated index.
 TEST(OpenclDataKernels, HandWorkedPadAndScatterAdd) {
-  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  if (!matches_cpu::HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
   auto model = ParseModelText(R"(
     <ir_version: 8, opset_import: ["" : 18]>
     m (float[4] x, float[3] u) => (float pad, float scatter) {
@@ -536,7 +454,7 @@ TEST(OpenclDataKernels, HandWorkedPadAndScatterAdd) {
 // copy): it stays on the host with the shape it came from, no fallback note, and the data
 // ops around it run on the device.
 TEST(OpenclDataKernels, ShapeArithmeticOnInitializersStaysOnTheHost) {
-  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
+  if (!matches_cpu::HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
   auto model = ParseModelText(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     m (float[1, 6, 4, 2] x) => (float y) <int64 one = {1}, int64 three = {3},

@@ -6,157 +6,20 @@
 // configuration the kernels decline), or wherever the session likes (host-side integers).
 // Runs on whatever OpenCL device is present (PoCL's CPU device on test machines).
 #include <cmath>
-#include <functional>
-#include <initializer_list>
-#include <iterator>
-#include <ostream>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "exec/compare.h"
-#include "exec/executor.h"
-#include "exec/opencl/opencl_runtime.h"
-#include "gtest/gtest.h"
-#include "ir/float16.h"
-#include "ir/text_form.h"
+#include "tests/opencl/matches_cpu.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::matches_cpu {
 namespace {
-
-using Dims = std::vector<int64_t>;
-
-// A random graph input, uniform in [low, high]; integer types (and float inputs marked
-// `integral`) get whole numbers, so comparisons see ties. With `specials` = 2 or 3, every 5th
-// value is inf, -inf (or NaN) in turn: what fp16 overflow feeds the layers after it.
-struct Input {
-  std::string name;
-  DataType type = DataType::kFloat;
-  Dims dims;
-  double low = -2, high = 2;
-  bool integral = false;
-  int specials = 0;
-};
-
-Input Float(std::string name, Dims dims, double low = -2, double high = 2) {
-  return {std::move(name), DataType::kFloat, std::move(dims), low, high};
-}
-Input Integral(std::string name, Dims dims, DataType type = DataType::kFloat) {
-  return {std::move(name), type, std::move(dims), -2, 2, true};
-}
-Input Bool(std::string name, Dims dims) {
-  return {std::move(name), DataType::kBool, std::move(dims), 0, 1, true};
-}
-Input WithSpecials(Input in, int kinds = 3) {
-  in.specials = kinds;
-  return in;
-}
-
-enum class Placement {
-  kDevice,    // the kernels claim this configuration: no fallback note
-  kFallback,  // the op's kernel declines it: one note naming the op, and the right answer
-  kAnywhere,  // host-side integer arithmetic: no claim about where it runs
-  kError,     // bad input: both backends return an error (and neither crashes)
-};
-
-struct OpCase {
-  std::string name;  // unique; letters, digits and '_'
-  int opset = 13;
-  std::vector<Input> inputs;
-  std::string outputs;  // declarations, e.g. "float y"
-  std::string body;     // the node (and any Constant it reads), ONNX text
-  Placement where = Placement::kDevice;
-  bool exact = false;       // data movement: bit-exact
-  std::string fallback_op;  // kFallback: the op type the note names
-};
-
-OpCase Op(std::string name, std::vector<Input> inputs, std::string outputs, std::string body,
-          int opset = 13) {
-  OpCase c;
-  c.name = std::move(name);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  c.outputs = std::move(outputs);
-  c.body = std::move(body);
-  return c;
-}
-OpCase Exact(OpCase c) {
-  c.exact = true;
-  return c;
-}
-// Integer data: the session computes it on the host; exact.
-OpCase Host(OpCase c) {
-  c.where = Placement::kAnywhere;
-  c.exact = true;
-  return c;
-}
-OpCase FallsBack(std::string op, OpCase c) {
-  c.where = Placement::kFallback;
-  c.fallback_op = std::move(op);
-  return c;
-}
-OpCase Fails(OpCase c) {
-  c.where = Placement::kError;
-  return c;
-}
 
 std::string DimsName(const Dims& dims) {
   return dims.empty() ? "scalar" : absl::StrJoin(dims, "x");
 }
 std::string AxisName(int64_t axis) { return absl::StrCat(axis < 0 ? "m" : "", std::abs(axis)); }
-
-std::string ModelText(const OpCase& c) {
-  std::vector<std::string> inputs;
-  for (const Input& in : c.inputs) {
-    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
-                                  absl::StrJoin(in.dims, ","), "] ", in.name));
-  }
-  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
-                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
-}
-
-TensorMap RandomInputs(const OpCase& c) {
-  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>()(c.name)));
-  TensorMap out;
-  for (const Input& in : c.inputs) {
-    Tensor t(in.type, in.dims);
-    std::uniform_real_distribution<double> real(in.low, in.high);
-    std::uniform_int_distribution<int64_t> whole(static_cast<int64_t>(in.low),
-                                                 static_cast<int64_t>(in.high));
-    const bool integer = in.integral || !IsFloatingPoint(in.type);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      double v = integer ? static_cast<double>(whole(rng)) : real(rng);
-      if (in.specials > 0 && i % 5 == 2) {
-        const double specials[] = {INFINITY, -INFINITY, NAN};
-        v = specials[(i / 5) % in.specials];
-      }
-      switch (in.type) {
-        case DataType::kFloat:
-          t.data<float>()[i] = static_cast<float>(v);
-          break;
-        case DataType::kFloat16:
-          t.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(v));
-          break;
-        case DataType::kInt64:
-          t.data<int64_t>()[i] = static_cast<int64_t>(v);
-          break;
-        case DataType::kInt32:
-          t.data<int32_t>()[i] = static_cast<int32_t>(v);
-          break;
-        case DataType::kBool:
-          t.data<uint8_t>()[i] = v > 0;
-          break;
-        default:
-          break;
-      }
-    }
-    out[in.name] = std::move(t);
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------
 // The cases. Where the kernel is the same code whatever the shape (element-wise ops, the
@@ -690,146 +553,25 @@ std::vector<OpCase> AllCases() {
   return cases;
 }
 
-// A case in one precision: the test's parameter.
-struct KernelCase {
-  OpCase op;
-  Precision precision;
-  std::string name() const {
-    const char* suffix[] = {"fp32", "fp16_storage", "fp16"};
-    return absl::StrCat(op.name, "_", suffix[static_cast<int>(precision)]);
-  }
-};
-
-// What gtest prints for the parameter (ctest shows it beside each test's name).
-void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.name(); }
-
-std::vector<KernelCase> InPrecisions(const std::vector<OpCase>& ops,
-                                     std::initializer_list<Precision> precisions) {
-  std::vector<KernelCase> out;
-  for (const OpCase& op : ops) {
-    for (Precision p : precisions) out.push_back({op, p});
-  }
-  return out;
-}
-
 // Half arithmetic exists on GPUs only (PoCL's CPU device has no cl_khr_fp16: these skip
 // there): the first case whose name starts with each of these covers every kernel source.
 std::vector<OpCase> HalfArithmeticCases() {
-  const std::vector<OpCase> all = AllCases();
-  std::vector<OpCase> out;
   // clang-format off
-  for (const char* prefix :
-       {"Sigmoid_", "Exp_", "Clip_both", "Add_3x1x5", "Div_", "Greater_", "Where_", "Concat_",
-        "Conv_2d_stride2", "Conv_2d_depthwise", "Conv_2d_wide_rows", "Gemm_transA_transB", "MatMul_both_broadcast",
-        "MaxPool_resnet", "AveragePool_pads_included", "GlobalAveragePool_",
-        "BatchNormalization_", "ReduceMean_", "ReduceLogSumExp_", "Softmax_opset13",
-        "LogSoftmax_opset13", "Gather_axis1"}) {
-    // clang-format on
-    for (const OpCase& c : all) {
-      if (absl::StartsWith(c.name, prefix)) {
-        out.push_back(c);
-        break;
-      }
-    }
-  }
-  return out;
+  return FirstOfEach(AllCases(),
+      {"Sigmoid_", "Exp_", "Clip_both", "Add_3x1x5", "Div_", "Greater_", "Where_", "Concat_",
+       "Conv_2d_stride2", "Conv_2d_depthwise", "Conv_2d_wide_rows", "Gemm_transA_transB", "MatMul_both_broadcast",
+       "MaxPool_resnet", "AveragePool_pads_included", "GlobalAveragePool_",
+       "BatchNormalization_", "ReduceMean_", "ReduceLogSumExp_", "Softmax_opset13",
+       "LogSoftmax_opset13", "Gather_axis1"});
+  // clang-format on
 }
 
 // ---------------------------------------------------------------------------------------
 // The test.
 
-// Max abs error relative to the reference's range, or to its magnitude where that is larger
-// (a sum of squares lands in a narrow band far from 0: float rounding scales with the values,
-// not with their spread).
-double RangeError(const Comparison& c) {
-  const double range = std::max(c.expected_max - c.expected_min,
-                                std::max(std::abs(c.expected_max), std::abs(c.expected_min)));
-  return c.max_abs_error / std::max(range, 1e-30);
-}
-
-double Tolerance(Precision precision) {
-  constexpr double kHalfUlp = 1.0 / 1024;  // relative spacing of halfs in [1, 2)
-  switch (precision) {
-    case Precision::kFp32:
-      return 1e-5;
-    case Precision::kFp16Storage:
-      return 3 * kHalfUlp;  // both round the same float results; ties may land apart
-    case Precision::kFp16:
-      return 16 * kHalfUlp;  // half arithmetic rounds every step, not just stored tensors
-  }
-  return 0;
-}
-
-bool HaveOpencl() {
-  static const bool have = [] {
-    auto devices = opencl::ListDevices();
-    return devices.ok() && !devices->empty();
-  }();
-  return have;
-}
-
 class KernelTest : public ::testing::TestWithParam<KernelCase> {};
 
-TEST_P(KernelTest, MatchesCpu) {
-  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
-  const OpCase& c = GetParam().op;
-  const Precision precision = GetParam().precision;
-  const std::string text = ModelText(c);
-  SCOPED_TRACE(text);
-  auto model = ParseModelText(text);
-  ASSERT_TRUE(model.ok()) << model.status();
-  SessionOptions cpu_options;
-  cpu_options.precision = precision;
-  cpu_options.threads = 1;
-  SessionOptions cl_options = cpu_options;
-  cl_options.backend = "opencl";
-  auto cl = CreateSession(**model, cl_options);
-  if (precision == Precision::kFp16 && !cl.ok() &&
-      absl::StrContains(cl.status().message(), "cl_khr_fp16")) {
-    GTEST_SKIP() << "the device has no half arithmetic";
-  }
-  ASSERT_TRUE(cl.ok()) << cl.status();
-  auto cpu = CreateSession(**model, cpu_options);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-
-  const TensorMap inputs = RandomInputs(c);
-  auto expected = (*cpu)->Run(inputs);
-  auto actual = (*cl)->Run(inputs);
-  if (c.where == Placement::kError) {
-    EXPECT_FALSE(expected.ok()) << "the CPU executor accepted a bad input";
-    EXPECT_FALSE(actual.ok()) << "the OpenCL executor accepted a bad input";
-    return;
-  }
-  ASSERT_TRUE(expected.ok()) << expected.status();
-  ASSERT_TRUE(actual.ok()) << actual.status();
-  ASSERT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size(); ++i) {
-    const Tensor& a = (*actual)[i];
-    const Tensor& e = (*expected)[i];
-    ASSERT_EQ(a.type(), e.type()) << "output " << i;
-    ASSERT_EQ(a.dims(), e.dims()) << "output " << i;
-    const Comparison cmp = CompareTensors(a, e, {0, 0});
-    EXPECT_EQ(cmp.non_finite_differences, 0) << "output " << i << ": " << cmp.message;
-    if (c.exact) {
-      EXPECT_TRUE(cmp.ok) << "output " << i << ": " << cmp.message;
-    } else {
-      EXPECT_LE(RangeError(cmp), Tolerance(precision))
-          << "output " << i << ": " << DescribeComparison(cmp) << ", reference in ["
-          << cmp.expected_min << ", " << cmp.expected_max << "]";
-    }
-  }
-
-  std::vector<std::string> fallbacks;
-  for (const std::string& note : (*cl)->notes()) {
-    if (absl::StrContains(note, "runs on the CPU")) fallbacks.push_back(note);
-  }
-  if (c.where == Placement::kDevice) {
-    EXPECT_TRUE(fallbacks.empty()) << absl::StrJoin(fallbacks, "\n");
-  } else if (c.where == Placement::kFallback) {
-    ASSERT_EQ(fallbacks.size(), 1u) << absl::StrJoin(fallbacks, "\n");
-    EXPECT_TRUE(absl::StrContains(fallbacks[0], c.fallback_op)) << fallbacks[0];
-  }
-}
+TEST_P(KernelTest, MatchesCpu) { ExpectMatchesCpu(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Ops, KernelTest,
                          ::testing::ValuesIn(InPrecisions(AllCases(), {Precision::kFp32,
@@ -868,4 +610,4 @@ TEST(OpenclKernels, MaxOfMinusInfinity) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::matches_cpu

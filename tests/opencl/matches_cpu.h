@@ -1,12 +1,14 @@
 // A one-node (or few-node) model run on the OpenCL executor and on the CPU executor with the
 // same random inputs, in one precision: the outputs must agree (to the precision's
-// resolution, or exactly) and the node must run where the case says. The harness of the
-// kernel tests of Resize, ConvTranspose and the detection ops (the pattern of
-// kernel_test.cc, which keeps its own).
+// resolution, or exactly) and the node must run where the case says. The harness of every
+// OpenCL kernel test: ExpectBackendsAgree is the comparison itself; OpCase/KernelCase and
+// ExpectMatchesCpu the case description most of them share.
 #pragma once
 
 #include <cmath>
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -27,13 +29,16 @@ namespace ovfix::exec::matches_cpu {
 using Dims = std::vector<int64_t>;
 
 // A random graph input, uniform in [low, high]; integer types (and float inputs marked
-// `integral`) get whole numbers, so orderings see ties.
+// `integral`) get whole numbers, so orderings and comparisons see ties. With `specials` = 2
+// or 3, every 5th value is inf, -inf (or NaN) in turn: what fp16 overflow feeds the layers
+// after it.
 struct Input {
   std::string name;
   DataType type = DataType::kFloat;
   Dims dims;
   double low = -2, high = 2;
   bool integral = false;
+  int specials = 0;
 };
 
 inline Input Float(std::string name, Dims dims, double low = -2, double high = 2) {
@@ -43,10 +48,22 @@ inline Input Integral(std::string name, Dims dims, double low, double high,
                       DataType type = DataType::kFloat) {
   return {std::move(name), type, std::move(dims), low, high, true};
 }
+// Whole numbers in [-2, 2].
+inline Input Integral(std::string name, Dims dims, DataType type = DataType::kFloat) {
+  return Integral(std::move(name), std::move(dims), -2, 2, type);
+}
+inline Input Bool(std::string name, Dims dims) {
+  return {std::move(name), DataType::kBool, std::move(dims), 0, 1, true};
+}
+inline Input WithSpecials(Input in, int kinds = 3) {
+  in.specials = kinds;
+  return in;
+}
 
 enum class Placement {
   kDevice,    // the kernels claim this configuration: no fallback note
   kFallback,  // the op's kernel declines it: one note naming the op, and the right answer
+  kAnywhere,  // host-side integer arithmetic (or placement checked by the test): no claim
   kError,     // bad input: both backends return an error (and neither crashes)
 };
 
@@ -61,7 +78,7 @@ struct OpCase {
   // The same float operations in the same order as the CPU: bit-exact in fp32 and
   // fp16-storage (half arithmetic rounds differently).
   bool exact_in_float = false;
-  std::string fallback_op;
+  std::string fallback_op;  // kFallback: the op type the note names
 };
 
 inline OpCase Op(std::string name, std::vector<Input> inputs, std::string outputs, std::string body,
@@ -82,6 +99,12 @@ inline OpCase ExactInFloat(OpCase c) {
   c.exact_in_float = true;
   return c;
 }
+// Integer data: the session computes it on the host; exact.
+inline OpCase Host(OpCase c) {
+  c.where = Placement::kAnywhere;
+  c.exact = true;
+  return c;
+}
 inline OpCase FallsBack(std::string op, OpCase c) {
   c.where = Placement::kFallback;
   c.fallback_op = std::move(op);
@@ -93,23 +116,30 @@ inline OpCase Fails(OpCase c) {
 }
 
 // A case in one precision: the tests' parameter.
-struct KernelCase {
-  OpCase op;
+template <typename Case>
+struct InPrecision {
+  Case op;
   Precision precision;
   std::string name() const {
     const char* suffix[] = {"fp32", "fp16_storage", "fp16"};
     return absl::StrCat(op.name, "_", suffix[static_cast<int>(precision)]);
   }
 };
+using KernelCase = InPrecision<OpCase>;
 
 // What gtest prints for the parameter.
-inline void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.name(); }
+template <typename Case>
+void PrintTo(const InPrecision<Case>& c, std::ostream* os) {
+  *os << c.name();
+}
 
-inline std::vector<KernelCase> InPrecisions(const std::vector<OpCase>& ops,
+// Every case in each of `precisions`.
+template <typename Case>
+std::vector<InPrecision<Case>> InPrecisions(const std::vector<Case>& cases,
                                             std::initializer_list<Precision> precisions) {
-  std::vector<KernelCase> out;
-  for (const OpCase& op : ops) {
-    for (Precision p : precisions) out.push_back({op, p});
+  std::vector<InPrecision<Case>> out;
+  for (const Case& c : cases) {
+    for (Precision p : precisions) out.push_back({c, p});
   }
   return out;
 }
@@ -129,14 +159,23 @@ inline std::vector<OpCase> FirstOfEach(const std::vector<OpCase>& all,
   return out;
 }
 
+// "float[2,3] x": a graph input's declaration in ONNX text.
+inline std::string Declaration(DataType type, const Dims& dims, const std::string& name) {
+  return absl::StrCat(std::string(DataTypeName(type)), "[", absl::StrJoin(dims, ","), "] ", name);
+}
+
+// A model of one graph `m` in ONNX text.
+inline std::string ModelText(int opset, const std::vector<std::string>& input_declarations,
+                             const std::string& outputs, const std::string& body) {
+  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", opset, "]>\nm (",
+                      absl::StrJoin(input_declarations, ", "), ") => (", outputs, ") {\n", body,
+                      "\n}\n");
+}
+
 inline std::string ModelText(const OpCase& c) {
   std::vector<std::string> inputs;
-  for (const Input& in : c.inputs) {
-    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
-                                  absl::StrJoin(in.dims, ","), "] ", in.name));
-  }
-  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
-                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+  for (const Input& in : c.inputs) inputs.push_back(Declaration(in.type, in.dims, in.name));
+  return ModelText(c.opset, inputs, c.outputs, c.body);
 }
 
 inline TensorMap RandomInputs(const OpCase& c) {
@@ -149,7 +188,11 @@ inline TensorMap RandomInputs(const OpCase& c) {
                                                  static_cast<int64_t>(in.high));
     const bool integer = in.integral || !IsFloatingPoint(in.type);
     for (int64_t i = 0; i < t.numel(); ++i) {
-      const double v = integer ? static_cast<double>(whole(rng)) : real(rng);
+      double v = integer ? static_cast<double>(whole(rng)) : real(rng);
+      if (in.specials > 0 && i % 5 == 2) {
+        const double specials[] = {INFINITY, -INFINITY, NAN};
+        v = specials[(i / 5) % in.specials];
+      }
       switch (in.type) {
         case DataType::kFloat:
           t.data<float>()[i] = static_cast<float>(v);
@@ -175,7 +218,9 @@ inline TensorMap RandomInputs(const OpCase& c) {
   return out;
 }
 
-// Max abs error relative to the reference's range (or its magnitude where that is larger).
+// Max abs error relative to the reference's range, or to its magnitude where that is larger
+// (a sum of squares lands in a narrow band far from 0: float rounding scales with the values,
+// not with their spread).
 inline double RangeError(const Comparison& c) {
   const double range = std::max(c.expected_max - c.expected_min,
                                 std::max(std::abs(c.expected_max), std::abs(c.expected_min)));
@@ -203,12 +248,28 @@ inline bool HaveOpencl() {
   return have;
 }
 
-// The test body: both executors on the case's random inputs.
-inline void ExpectMatchesCpu(const KernelCase& param) {
+// How the OpenCL outputs must agree with the CPU's.
+enum class Agreement {
+  kExact,     // bit-exact
+  kRange,     // RangeError within Tolerance(precision)
+  kRelative,  // RelativeError (exec/compare.h) within Tolerance(precision)
+};
+
+struct Expectation {
+  Placement where = Placement::kDevice;
+  std::string fallback_op;  // kFallback: the op type the one fallback note names
+  Agreement agreement = Agreement::kRange;
+  bool integer_outputs_exact = true;  // non-float outputs bit-exact whatever `agreement`
+};
+
+// Runs the model `text` on the CPU and OpenCL executors with `inputs` in `precision` and
+// checks `expect`. Skips without an OpenCL device, and in fp16 without half arithmetic.
+// Where `opencl_session` is given it receives the OpenCL session, for the caller's further
+// checks (after testing HasFatalFailure() and IsSkipped()).
+inline void ExpectBackendsAgree(const std::string& text, const TensorMap& inputs,
+                                Precision precision, const Expectation& expect,
+                                std::unique_ptr<Session>* opencl_session = nullptr) {
   if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
-  const OpCase& c = param.op;
-  const Precision precision = param.precision;
-  const std::string text = ModelText(c);
   SCOPED_TRACE(text);
   auto model = ParseModelText(text);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -226,10 +287,11 @@ inline void ExpectMatchesCpu(const KernelCase& param) {
   auto cpu = CreateSession(**model, cpu_options);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
 
-  const TensorMap inputs = RandomInputs(c);
   auto expected = (*cpu)->Run(inputs);
   auto actual = (*cl)->Run(inputs);
-  if (c.where == Placement::kError) {
+  const std::vector<std::string> notes = (*cl)->notes();
+  if (opencl_session != nullptr) *opencl_session = std::move(*cl);
+  if (expect.where == Placement::kError) {
     EXPECT_FALSE(expected.ok()) << "the CPU executor accepted a bad input";
     EXPECT_FALSE(actual.ok()) << "the OpenCL executor accepted a bad input";
     return;
@@ -244,9 +306,12 @@ inline void ExpectMatchesCpu(const KernelCase& param) {
     ASSERT_EQ(a.dims(), e.dims()) << "output " << i;
     const Comparison cmp = CompareTensors(a, e, {0, 0});
     EXPECT_EQ(cmp.non_finite_differences, 0) << "output " << i << ": " << cmp.message;
-    const bool exact = c.exact || (c.exact_in_float && precision != Precision::kFp16);
-    if (exact || !IsFloatingPoint(e.type())) {
+    if (expect.agreement == Agreement::kExact ||
+        (expect.integer_outputs_exact && !IsFloatingPoint(e.type()))) {
       EXPECT_TRUE(cmp.ok) << "output " << i << ": " << cmp.message;
+    } else if (expect.agreement == Agreement::kRelative) {
+      EXPECT_LE(RelativeError(a, e), Tolerance(precision))
+          << "output " << i << ": " << DescribeComparison(cmp);
     } else {
       EXPECT_LE(RangeError(cmp), Tolerance(precision))
           << "output " << i << ": " << DescribeComparison(cmp) << ", reference in ["
@@ -255,15 +320,26 @@ inline void ExpectMatchesCpu(const KernelCase& param) {
   }
 
   std::vector<std::string> fallbacks;
-  for (const std::string& note : (*cl)->notes()) {
+  for (const std::string& note : notes) {
     if (absl::StrContains(note, "runs on the CPU")) fallbacks.push_back(note);
   }
-  if (c.where == Placement::kDevice) {
+  if (expect.where == Placement::kDevice) {
     EXPECT_TRUE(fallbacks.empty()) << absl::StrJoin(fallbacks, "\n");
-  } else if (c.where == Placement::kFallback) {
+  } else if (expect.where == Placement::kFallback) {
     ASSERT_EQ(fallbacks.size(), 1u) << absl::StrJoin(fallbacks, "\n");
-    EXPECT_TRUE(absl::StrContains(fallbacks[0], c.fallback_op)) << fallbacks[0];
+    EXPECT_TRUE(absl::StrContains(fallbacks[0], expect.fallback_op)) << fallbacks[0];
   }
+}
+
+// The test body of an OpCase: both executors on the case's random inputs.
+inline void ExpectMatchesCpu(const KernelCase& param) {
+  const OpCase& c = param.op;
+  Expectation expect;
+  expect.where = c.where;
+  expect.fallback_op = c.fallback_op;
+  const bool exact = c.exact || (c.exact_in_float && param.precision != Precision::kFp16);
+  expect.agreement = exact ? Agreement::kExact : Agreement::kRange;
+  ExpectBackendsAgree(ModelText(c), RandomInputs(c), param.precision, expect);
 }
 
 }  // namespace ovfix::exec::matches_cpu

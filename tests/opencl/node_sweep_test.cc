@@ -34,6 +34,7 @@
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
+#include "tests/support/node_tests.h"
 
 namespace ovfix::exec {
 namespace {
@@ -52,30 +53,11 @@ bool HaveOpencl() {
   return have;
 }
 
-std::vector<std::string> AllTestNames() {
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(kTestRoot, error)) {
-    if (fs::exists(entry.path() / "model.onnx")) names.push_back(entry.path().filename());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> AllTestNames() { return node_tests::TestNames(kTestRoot); }
 
-std::vector<std::string> ListedTestNames() {
-  std::vector<std::string> names;
-  std::ifstream in(kPassList);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line[0] != '#') names.push_back(line);
-  }
-  return names;
-}
+std::vector<std::string> ListedTestNames() { return node_tests::ReadNameList(kPassList); }
 
-// Expected outputs drawn from numpy's random generator: a pass would be luck.
-bool IsNondeterministic(const std::string& name) {
-  return absl::StrContains(name, "bernoulli") || (absl::StartsWith(name, "test_training_dropout") &&
-                                                  !absl::StrContains(name, "zero_ratio"));
-}
+using node_tests::IsNondeterministic;
 
 enum class Outcome { kPass, kNotEligible, kLoadError, kRunError, kMismatch, kFallback, kHost };
 
@@ -112,14 +94,9 @@ std::string MissingKernel(const Graph& graph, const Model& model) {
   return "";
 }
 
-// A tensor file for `value`: onnx 1.12's generators store bfloat16 data as uint16 (same bits,
-// other type).
+// A tensor file for `value`.
 absl::StatusOr<Tensor> ReadValueFile(const std::string& path, const Value& value) {
-  absl::StatusOr<Tensor> t = ReadTensorFile(path);
-  if (t.ok() && t->type() == DataType::kUint16 && value.elem_type() == DataType::kBfloat16) {
-    return Tensor(DataType::kBfloat16, t->dims(), t->buffer());
-  }
-  return t;
+  return node_tests::ReadTensor(path, value.elem_type() == DataType::kBfloat16);
 }
 
 Result RunOne(const std::string& name) {
@@ -143,14 +120,7 @@ Result RunOne(const std::string& name) {
   options.backend = "opencl";
   absl::StatusOr<std::unique_ptr<Session>> session = CreateSession(**model, options);
   if (!session.ok()) return {Outcome::kLoadError, std::string(session.status().message())};
-  std::vector<fs::path> data_sets;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_")) {
-      data_sets.push_back(entry.path());
-    }
-  }
-  std::sort(data_sets.begin(), data_sets.end());
-  for (const fs::path& data : data_sets) {
+  for (const fs::path& data : node_tests::DataSets(dir)) {
     TensorMap feeds;
     for (size_t k = 0; k < inputs.size(); ++k) {
       const fs::path file = data / absl::StrCat("input_", k, ".pb");
@@ -243,18 +213,7 @@ TEST(OpenclConformanceSummary, DISABLED_All) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (const char* path = std::getenv("OVFIX_WRITE_OPENCL_PASS_LIST"); path != nullptr && *path) {
     ASSERT_EQ(filter, nullptr) << "refusing to write a pass list from a filtered run";
-    const std::set<std::string> now(passing.begin(), passing.end());
-    std::vector<std::string> dropped;
-    for (const std::string& name : listed) {
-      if (!now.contains(name)) dropped.push_back(name);
-    }
-    ASSERT_TRUE(dropped.empty()) << "refusing to write " << path << ": " << dropped.size()
-                                 << " listed test(s) no longer pass: "
-                                 << absl::StrJoin(dropped, ", ");
-    std::ofstream out(path);
-    for (const std::string& name : passing) out << name << "\n";
-    ASSERT_TRUE(out.good()) << "cannot write " << path;
-    std::printf("wrote %zu names to %s\n", passing.size(), path);
+    node_tests::WritePassList(path, listed, passing);
   }
 }
 

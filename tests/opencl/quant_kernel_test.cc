@@ -5,6 +5,7 @@
 // outputs must be the same bits; the recurrent ops' outputs agree to float (or half)
 // rounding. Every case must run on the device: no CPU fallback in the session's placement.
 #include <cmath>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/text_form.h"
+#include "tests/opencl/matches_cpu.h"
 
 namespace ovfix::exec {
 namespace {
@@ -50,11 +52,9 @@ struct Case {
 std::string ModelText(const Case& c) {
   std::vector<std::string> inputs;
   for (const Input& in : c.inputs) {
-    inputs.push_back(absl::StrCat(std::string(DataTypeName(in.type)), "[",
-                                  absl::StrJoin(in.dims, ","), "] ", in.name));
+    inputs.push_back(matches_cpu::Declaration(in.type, in.dims, in.name));
   }
-  return absl::StrCat("<ir_version: 8, opset_import: [\"\" : ", c.opset, "]>\nm (",
-                      absl::StrJoin(inputs, ", "), ") => (", c.outputs, ") {\n", c.body, "\n}\n");
+  return matches_cpu::ModelText(c.opset, inputs, c.outputs, c.body);
 }
 
 TensorMap RandomInputs(const Case& c) {
@@ -324,12 +324,7 @@ std::vector<Case> RecurrentCases() {
   return cases;
 }
 
-struct KernelCase {
-  Case c;
-  Precision precision;
-};
-
-void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.c.name; }
+using KernelCase = matches_cpu::InPrecision<Case>;
 
 std::vector<KernelCase> AllCases() {
   std::vector<KernelCase> out;
@@ -348,82 +343,27 @@ std::vector<KernelCase> AllCases() {
   return out;
 }
 
-bool HaveOpencl() {
-  static const bool have = [] {
-    auto devices = opencl::ListDevices();
-    return devices.ok() && !devices->empty();
-  }();
-  return have;
-}
-
-double Tolerance(Precision precision) {
-  constexpr double kHalfUlp = 1.0 / 1024;
-  switch (precision) {
-    case Precision::kFp32:
-      return 1e-5;
-    case Precision::kFp16Storage:
-      return 3 * kHalfUlp;
-    case Precision::kFp16:
-      return 16 * kHalfUlp;
-  }
-  return 0;
-}
-
 class QuantKernelTest : public ::testing::TestWithParam<KernelCase> {};
 
 TEST_P(QuantKernelTest, MatchesCpu) {
-  if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
-  const Case& c = GetParam().c;
-  const Precision precision = GetParam().precision;
-  const std::string text = ModelText(c);
-  SCOPED_TRACE(text);
-  auto model = ParseModelText(text);
-  ASSERT_TRUE(model.ok()) << model.status();
-  SessionOptions cpu_options;
-  cpu_options.precision = precision;
-  cpu_options.threads = 1;
-  SessionOptions cl_options = cpu_options;
-  cl_options.backend = "opencl";
-  auto cl = CreateSession(**model, cl_options);
-  if (precision == Precision::kFp16 && !cl.ok() &&
-      absl::StrContains(cl.status().message(), "cl_khr_fp16")) {
-    GTEST_SKIP() << "the device has no half arithmetic";
-  }
-  ASSERT_TRUE(cl.ok()) << cl.status();
-  auto cpu = CreateSession(**model, cpu_options);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  const TensorMap inputs = RandomInputs(c);
-  auto expected = (*cpu)->Run(inputs);
-  auto actual = (*cl)->Run(inputs);
-  if (c.expect == Expect::kError) {
-    EXPECT_FALSE(expected.ok()) << "the CPU executor accepted a bad input";
-    ASSERT_FALSE(actual.ok()) << "the OpenCL executor accepted a bad input";
-    // The device kernel's own check, not the CPU kernel's after a fallback.
-    const auto placement = opencl::DevicePlacementOf(**cl);
-    ASSERT_TRUE(placement.has_value());
-    EXPECT_TRUE(placement->cpu.empty()) << placement->Summary();
-    return;
-  }
-  ASSERT_TRUE(expected.ok()) << expected.status();
-  ASSERT_TRUE(actual.ok()) << actual.status();
-  ASSERT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size(); ++i) {
-    const Tensor& a = (*actual)[i];
-    const Tensor& e = (*expected)[i];
-    ASSERT_EQ(a.type(), e.type()) << "output " << i;
-    ASSERT_EQ(a.dims(), e.dims()) << "output " << i;
-    const Comparison cmp = CompareTensors(a, e, {0, 0});
-    if (c.expect == Expect::kClose) {
-      EXPECT_EQ(cmp.non_finite_differences, 0) << "output " << i << ": " << cmp.message;
-      EXPECT_LE(RelativeError(a, e), Tolerance(precision))
-          << "output " << i << ": " << DescribeComparison(cmp);
-    } else {
-      EXPECT_TRUE(cmp.ok) << "output " << i << ": " << cmp.message;
-    }
-  }
-  const auto placement = opencl::DevicePlacementOf(**cl);
+  const Case& c = GetParam().op;
+  matches_cpu::Expectation expect;
+  // Placement is checked below, on the session's own account of it.
+  expect.where = c.expect == Expect::kError ? matches_cpu::Placement::kError
+                                            : matches_cpu::Placement::kAnywhere;
+  expect.agreement = c.expect == Expect::kClose ? matches_cpu::Agreement::kRelative
+                                                : matches_cpu::Agreement::kExact;
+  expect.integer_outputs_exact = false;  // quantized outputs may round a tie apart
+  std::unique_ptr<Session> cl;
+  matches_cpu::ExpectBackendsAgree(ModelText(c), RandomInputs(c), GetParam().precision, expect,
+                                   &cl);
+  if (HasFatalFailure() || IsSkipped() || cl == nullptr) return;
+  const auto placement = opencl::DevicePlacementOf(*cl);
   ASSERT_TRUE(placement.has_value());
-  if (c.expect == Expect::kFallback) {
+  if (c.expect == Expect::kError) {
+    // The device kernel's own check, not the CPU kernel's after a fallback.
+    EXPECT_TRUE(placement->cpu.empty()) << placement->Summary();
+  } else if (c.expect == Expect::kFallback) {
     ASSERT_EQ(placement->cpu.size(), 1u) << placement->Summary();
     EXPECT_TRUE(absl::StrContains(placement->Summary(), "runs on the CPU: 1 of"))
         << placement->Summary();
@@ -433,14 +373,8 @@ TEST_P(QuantKernelTest, MatchesCpu) {
   }
 }
 
-std::string CaseName(const ::testing::TestParamInfo<KernelCase>& info) {
-  return absl::StrCat(info.param.c.name, "_",
-                      PrecisionName(info.param.precision) == "fp32"
-                          ? "fp32"
-                          : (info.param.precision == Precision::kFp16 ? "fp16" : "fp16_storage"));
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, QuantKernelTest, ::testing::ValuesIn(AllCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Ops, QuantKernelTest, ::testing::ValuesIn(AllCases()),
+                         [](const auto& info) { return info.param.name(); });
 
 // One line for every fallback of a session: the count, the total, and each op with its
 // count and reason.
