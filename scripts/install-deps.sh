@@ -8,6 +8,9 @@ packages=(
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   clang libclang-rt-14-dev  # the fuzz build (docs/fuzzing.md): clang 14 and its libFuzzer
   clang-format              # the format check (.clang-format)
+  # The Python module (python/, docs/python.md) and its tests; the build skips the module
+  # without python3-dev and pybind11-dev.
+  python3-dev pybind11-dev python3-onnx python3-numpy python3-pytest
 )
 missing=()
 for p in "${packages[@]}"; do
