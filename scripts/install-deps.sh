@@ -9,6 +9,9 @@ packages=(
   clang libclang-rt-14-dev  # the fuzz build (docs/fuzzing.md): clang 14 and its libFuzzer
   clang-format              # the format check (.clang-format)
   nodejs                    # onnxruntime, the tests' peer (scripts/test.sh installs it from npm)
+  # The Python module (python/, docs/python.md) and its tests; the build skips the module
+  # without python3-dev and pybind11-dev.
+  python3-dev pybind11-dev python3-onnx python3-numpy python3-pytest
 )
 # npm comes with a nodejs from elsewhere (NodeSource); Debian's nodejs needs Debian's npm.
 command -v npm > /dev/null 2>&1 || packages+=(npm)

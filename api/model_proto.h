@@ -1,0 +1,34 @@
+// What the API's calls share: models and tensors between ONNX's protos and ovfix's IR, and
+// the scratch folder a conversion in memory writes through.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "exec/executor.h"
+#include "ir/model.h"
+#include "ovfix/ovfix.h"
+
+namespace ovfix::api {
+
+// The IR of a ModelProto held in memory (external data refused: there is no folder).
+absl::StatusOr<std::unique_ptr<Model>> ModelFromMemory(const onnx::ModelProto& proto);
+
+absl::StatusOr<exec::TensorMap> TensorsFromProtos(const NamedTensors& tensors);
+
+// A fresh folder under $TMPDIR, removed with everything in it when this goes away.
+class ScratchFolder {
+ public:
+  ScratchFolder();
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  bool ok() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace ovfix::api

@@ -1,0 +1,40 @@
+# `cmake --install build --prefix P` and `cpack -G DEB` (README): the ovfix binary, the
+# library ovfix::ovfix with its header and CMake package (find_package(ovfix)), the Python
+# module (python/CMakeLists.txt), and the built-in rule files and targets. The library has
+# those compiled in (rules/CMakeLists.txt); the installed copies are for reading and for
+# starting custom rule files and targets from.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS ovfix RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ovfix_api EXPORT ovfixTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ovfix DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set(OVFIX_RULES_INSTALL_DIR ${CMAKE_INSTALL_DATADIR}/ovfix)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/rules/builtin/ DESTINATION ${OVFIX_RULES_INSTALL_DIR}/rules)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/rules/targets/ DESTINATION ${OVFIX_RULES_INSTALL_DIR}/targets)
+
+set(OVFIX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ovfix)
+install(EXPORT ovfixTargets NAMESPACE ovfix:: DESTINATION ${OVFIX_CMAKE_INSTALL_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ovfixConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/ovfixConfig.cmake INSTALL_DESTINATION ${OVFIX_CMAKE_INSTALL_DIR}
+  PATH_VARS OVFIX_RULES_INSTALL_DIR)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ovfixConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ovfixConfig.cmake ${PROJECT_BINARY_DIR}/ovfixConfigVersion.cmake
+  DESTINATION ${OVFIX_CMAKE_INSTALL_DIR})
+
+# The Debian package: `cd build && cpack -G DEB`. The dependencies are the runtime packages
+# of what ovfix links plus the -dev packages find_package(ovfix) needs.
+set(CPACK_PACKAGE_NAME ovfix)
+set(CPACK_PACKAGE_VENDOR "ovfix")
+set(CPACK_PACKAGE_CONTACT "ovfix maintainers <ovfix@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+  "Rewrites ONNX models to run correctly on GPU and fp16 backends (CLI, C++ library, Python)")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+  "libonnx1, libprotobuf32, libabsl20220623, libre2-9, ocl-icd-libopencl1, libstdc++6, libgcc-s1, libc6, libonnx-dev, libprotobuf-dev, libabsl-dev, libre2-dev, ocl-icd-opencl-dev, pkg-config, python3, python3-onnx, python3-numpy")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pocl-opencl-icd")
+include(CPack)
