@@ -214,7 +214,13 @@ absl::Status RoiAlign(KernelContext& ctx) {
     return ctx.Error("expected X [N,C,H,W], rois [R,4] and batch_indices [R]");
   }
   OVFIX_ASSIGN_OR_RETURN(const RoiAlignAttributes attributes, ReadRoiAlignAttributes(ctx));
-  const auto& [mode, half_pixel, out_h, out_w, sampling_ratio, spatial_scale] = attributes;
+  // Named copies, not a structured binding: the lambda below captures them (clang 14, which
+  // builds the fuzz targets, cannot capture bindings).
+  const std::string& mode = attributes.mode;
+  const bool half_pixel = attributes.half_pixel;
+  const int64_t out_h = attributes.output_height, out_w = attributes.output_width;
+  const int64_t sampling_ratio = attributes.sampling_ratio;
+  const double spatial_scale = attributes.spatial_scale;
   const int64_t batch = x.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);
   for (int64_t r = 0; r < num_rois; ++r) {
     const int64_t b = batch_indices.GetAsInt64(r);
