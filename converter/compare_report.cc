@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "converter/html_escape.h"
 #include "converter/json_writer.h"
 #include "ir/atomic_file.h"
 
@@ -73,32 +74,6 @@ void WriteWeight(JsonWriter& json, const WeightIssue& w) {
   json.Key("example_fp16").Number(w.example_fp16);
   json.Key("problem").String(w.problem);
   json.EndObject();
-}
-
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 std::string Number(double v) {
@@ -184,7 +159,8 @@ std::string ErrorPlot(const LayerReport& report) {
                           "<text x=\"%.1f\" y=\"%g\" font-size=\"12\" fill=\"#d62728\" "
                           "text-anchor=\"%s\">first divergence: %s</text>\n",
                           x, kTop, x, kTop + plot_h, x + (x > kWidth / 2 ? -4 : 4), kTop - 8,
-                          x > kWidth / 2 ? "end" : "start", Escape(NodeLabel(*first)));
+                          x > kWidth / 2 ? "end" : "start",
+                          converter::HtmlEscape(NodeLabel(*first)));
   }
   for (const NodeComparison* n : points) {
     const bool is_first = n == first;
@@ -195,7 +171,8 @@ std::string ErrorPlot(const LayerReport& report) {
                           "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>#%d %s "
                           "(%s): rel error %s</title></circle>\n",
                           x_of(n->index), y_of(n->rel_error), is_first ? 6 : 3, color, n->index,
-                          Escape(NodeLabel(*n)), Escape(n->op_type), Number(n->rel_error));
+                          converter::HtmlEscape(NodeLabel(*n)), converter::HtmlEscape(n->op_type),
+                          Number(n->rel_error));
   }
   absl::StrAppendFormat(&svg,
                         "<text x=\"%g\" y=\"%g\" font-size=\"12\" text-anchor=\"middle\">node "
@@ -279,19 +256,23 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
       "tr.nc{color:#999}\n"
       ".summary{font-size:16px;margin:12px 0}\n"
       "</style></head><body>\n<h1>ovfix compare</h1>\n";
-  absl::StrAppend(&html, "<p>reference <b>", Escape(report.ref_label),
-                  "</b>: ", Escape(context.ref_model), "<br>test <b>", Escape(report.test_label),
-                  "</b>: ", Escape(context.test_model), "<br>inputs: ", Escape(context.inputs),
+  absl::StrAppend(&html, "<p>reference <b>", converter::HtmlEscape(report.ref_label),
+                  "</b>: ", converter::HtmlEscape(context.ref_model), "<br>test <b>",
+                  converter::HtmlEscape(report.test_label),
+                  "</b>: ", converter::HtmlEscape(context.test_model),
+                  "<br>inputs: ", converter::HtmlEscape(context.inputs),
                   "<br>tolerance: |test - ref| &le; atol + rtol &times; max|ref|, rtol ",
                   Number(report.tolerance.rtol), ", atol ", Number(report.tolerance.atol),
                   "</p>\n<p class=\"summary\">");
   if (report.first_divergence >= 0) {
     const NodeComparison& n = report.nodes[report.first_divergence];
-    absl::StrAppend(&html, "First divergence: <b>", Escape(n.description), "</b> (#", n.index, ")");
+    absl::StrAppend(&html, "First divergence: <b>", converter::HtmlEscape(n.description), "</b> (#",
+                    n.index, ")");
     if (!n.outputs.empty()) {
       for (const ValueComparison& v : n.outputs) {
         if (!v.within) {
-          absl::StrAppend(&html, ": output '", Escape(v.name), "': ", Escape(v.problem));
+          absl::StrAppend(&html, ": output '", converter::HtmlEscape(v.name),
+                          "': ", converter::HtmlEscape(v.problem));
           break;
         }
       }
@@ -315,13 +296,14 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
                             : n.state == NodeState::kNotCompared ? "nc"
                                                                  : "";
     const bool compared = n.state != NodeState::kNotCompared;
-    absl::StrAppend(&html, "<tr class=\"", row_class, "\"", first ? " id=\"first\"" : "", "><td>",
-                    n.index, "</td><td class=\"l\">", Escape(NodeLabel(n)), "</td><td class=\"l\">",
-                    Escape(n.op_type), "</td><td>", compared ? Number(n.max_abs_error) : "",
-                    "</td><td>", compared ? Number(n.rel_error) : "", "</td><td>",
-                    compared ? absl::StrFormat("%.6f", n.cosine) : "", "</td><td>",
-                    compared ? absl::StrCat(n.ref_non_finite, "/", n.test_non_finite) : "",
-                    "</td><td class=\"l\">", Escape(StatusText(report, n)), "</td></tr>\n");
+    absl::StrAppend(
+        &html, "<tr class=\"", row_class, "\"", first ? " id=\"first\"" : "", "><td>", n.index,
+        "</td><td class=\"l\">", converter::HtmlEscape(NodeLabel(n)), "</td><td class=\"l\">",
+        converter::HtmlEscape(n.op_type), "</td><td>", compared ? Number(n.max_abs_error) : "",
+        "</td><td>", compared ? Number(n.rel_error) : "", "</td><td>",
+        compared ? absl::StrFormat("%.6f", n.cosine) : "", "</td><td>",
+        compared ? absl::StrCat(n.ref_non_finite, "/", n.test_non_finite) : "",
+        "</td><td class=\"l\">", converter::HtmlEscape(StatusText(report, n)), "</td></tr>\n");
   }
   html += "</table>\n";
   bool inputs_differ = false;
@@ -330,7 +312,8 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
     html += "<h2>Graph inputs that differ</h2>\n<ul>\n";
     for (const ValueComparison& v : report.graph_inputs) {
       if (!v.within)
-        absl::StrAppend(&html, "<li>", Escape(v.name), ": ", Escape(v.problem), "</li>\n");
+        absl::StrAppend(&html, "<li>", converter::HtmlEscape(v.name), ": ",
+                        converter::HtmlEscape(v.problem), "</li>\n");
     }
     html += "</ul>\n";
   }
@@ -342,16 +325,17 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
         "<table><tr><th class=\"l\">name</th><th class=\"l\">source</th><th>elements</th>"
         "<th class=\"l\">problem</th></tr>\n";
     for (const WeightIssue& w : report.weights) {
-      absl::StrAppend(&html, "<tr><td class=\"l\">", Escape(w.name), "</td><td class=\"l\">",
-                      Escape(w.source), "</td><td>", w.elements, "</td><td class=\"l\">",
-                      Escape(w.problem), "</td></tr>\n");
+      absl::StrAppend(&html, "<tr><td class=\"l\">", converter::HtmlEscape(w.name),
+                      "</td><td class=\"l\">", converter::HtmlEscape(w.source), "</td><td>",
+                      w.elements, "</td><td class=\"l\">", converter::HtmlEscape(w.problem),
+                      "</td></tr>\n");
     }
     html += "</table>\n";
   }
   if (!report.notes.empty()) {
     html += "<h2>Notes</h2>\n<ul>\n";
     for (const std::string& note : report.notes) {
-      absl::StrAppend(&html, "<li>", Escape(note), "</li>\n");
+      absl::StrAppend(&html, "<li>", converter::HtmlEscape(note), "</li>\n");
     }
     html += "</ul>\n";
   }

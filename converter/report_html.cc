@@ -7,32 +7,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "converter/html_escape.h"
 
 namespace ovfix::converter {
 namespace {
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string Number(double v) {
   if (std::isinf(v)) return "inf";
@@ -98,8 +76,8 @@ std::string OutputsSection(const ConversionReport& r) {
                   "<table><tr><th>output</th><th>criteria</th><th>max error</th><th>mean</th>"
                   "<th>p99</th><th>p99.9</th><th>score</th><th>finite</th><th>verdict</th></tr>");
   for (const OutputComparison& c : r.end_to_end->outputs) {
-    absl::StrAppend(&out, "<tr><td><code>", Escape(c.name), "</code></td><td><code>",
-                    Escape(CriteriaToString(c.criteria)), "</code></td><td>", Number(c.error),
+    absl::StrAppend(&out, "<tr><td><code>", HtmlEscape(c.name), "</code></td><td><code>",
+                    HtmlEscape(CriteriaToString(c.criteria)), "</code></td><td>", Number(c.error),
                     "</td><td>", Number(c.stats.mean), "</td><td>",
                     Number(c.stats.PercentileValue(99)), "</td><td>",
                     Number(c.stats.PercentileValue(99.9)), "</td><td>", Number(c.score),
@@ -249,7 +227,7 @@ std::string ByOpSection(const PrecisionCost& c) {
       "<tr><th>op</th><th>fp32</th><th>of</th><th></th></tr>";
   for (const auto& [op, n] : sorted) {
     absl::StrAppend(
-        &out, "<tr><td>", Escape(op), "</td><td>", n.fp32, "</td><td>", n.all,
+        &out, "<tr><td>", HtmlEscape(op), "</td><td>", n.fp32, "</td><td>", n.all,
         "</td><td style='text-align:left'><span class=bar style='width:", 300 * n.fp32 / widest,
         "px'></span><span class=bar16 style='width:", 300 * (n.all - n.fp32) / widest,
         "px'></span></td></tr>");
@@ -283,7 +261,7 @@ std::string ByPositionSection(const PrecisionCost& c) {
     absl::StrAppend(&out, absl::StrFormat("<rect x='%.2f' y='%.1f' width='%.2f' height='%.1f' "
                                           "fill='%s'><title>%s</title></rect>",
                                           i * step, kBase - h, std::max(step, 0.6), h,
-                                          p.fp32 ? "#e8833a" : "#4a7fc1", Escape(p.node)));
+                                          p.fp32 ? "#e8833a" : "#4a7fc1", HtmlEscape(p.node)));
   }
   absl::StrAppend(&out, absl::StrFormat("<text x='0' y='%.0f'>first node</text><text x='%.0f' "
                                         "y='%.0f' text-anchor='end'>last node (%d)</text></svg>",
@@ -296,9 +274,10 @@ std::string ByPositionSection(const PrecisionCost& c) {
 std::string ReportToHtml(const ConversionReport& r) {
   std::string out = absl::StrCat(
       "<!DOCTYPE html>\n<html lang=en><head><meta charset='utf-8'><title>ovfix convert: ",
-      Escape(r.input), "</title><style>", kStyle, "</style></head><body>");
-  absl::StrAppend(&out, "<h1>ovfix convert <code>", Escape(r.input), "</code> &rarr; <code>",
-                  Escape(r.output), "</code></h1><p>Target <b>", Escape(r.target), "</b>. ");
+      HtmlEscape(r.input), "</title><style>", kStyle, "</style></head><body>");
+  absl::StrAppend(&out, "<h1>ovfix convert <code>", HtmlEscape(r.input), "</code> &rarr; <code>",
+                  HtmlEscape(r.output), "</code></h1><p>Target <b>", HtmlEscape(r.target),
+                  "</b>. ");
   if (!r.validated) {
     absl::StrAppend(&out, "Not validated.");
   } else if (r.outputs_match) {
@@ -316,7 +295,7 @@ std::string ReportToHtml(const ConversionReport& r) {
                     "<span class=bad>Outputs changed beyond the tolerance</span>; "
                     "nothing was written.");
   }
-  absl::StrAppend(&out, " ", Escape(r.calibration),
+  absl::StrAppend(&out, " ", HtmlEscape(r.calibration),
                   r.validated ? absl::StrCat(" ", r.model_runs, " model run(s).") : "", "</p>");
   if (r.cost) absl::StrAppend(&out, CostSection(*r.cost));
   absl::StrAppend(&out, OutputsSection(r));
