@@ -38,11 +38,21 @@ absl::StatusOr<bool> ParseBool(const std::string& v) {
 
 // Sets one option; the error says what is wrong with the value.
 absl::Status SetOption(const std::string& key, const std::string& v, ConvertOptions& o) {
-  if (key == "fp16" || key == "keep_io_types" || key == "lower_conv3d_unit_kernel") {
+  if (key == "fp16") {
+    OVFIX_ASSIGN_OR_RETURN(o.fp16, ParseBool(v));
+    o.precision = o.fp16 ? ConvertOptions::Precision::kFp16 : ConvertOptions::Precision::kFp32;
+    return absl::OkStatus();
+  }
+  if (key == "precision") {
+    OVFIX_ASSIGN_OR_RETURN(o.precision, rules::ParsePrecision(v));
+    o.fp16 = o.precision == ConvertOptions::Precision::kFp16;
+    return absl::OkStatus();
+  }
+  if (key == "keep_io_types" || key == "lower_conv3d_unit_kernel" || key == "islands_honoured") {
     OVFIX_ASSIGN_OR_RETURN(bool b, ParseBool(v));
-    (key == "fp16"            ? o.fp16
-     : key == "keep_io_types" ? o.keep_io_types
-                              : o.lower_conv3d_unit_kernel) = b;
+    (key == "keep_io_types"              ? o.keep_io_types
+     : key == "lower_conv3d_unit_kernel" ? o.lower_conv3d_unit_kernel
+                                         : o.islands_honoured) = b;
     return absl::OkStatus();
   }
   if (key == "fp16_magnitude_threshold") {

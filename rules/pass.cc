@@ -18,6 +18,26 @@ absl::StatusOr<ConvertOptions::Broadcast> ParseBroadcast(std::string_view text) 
       absl::StrCat("expected rank or full, got '", std::string(text), "'"));
 }
 
+std::string_view PrecisionName(ConvertOptions::Precision precision) {
+  switch (precision) {
+    case ConvertOptions::Precision::kFp16:
+      return "fp16";
+    case ConvertOptions::Precision::kBf16:
+      return "bf16";
+    case ConvertOptions::Precision::kFp32:
+      break;
+  }
+  return "fp32";
+}
+
+absl::StatusOr<ConvertOptions::Precision> ParsePrecision(std::string_view text) {
+  if (text == "fp32") return ConvertOptions::Precision::kFp32;
+  if (text == "fp16") return ConvertOptions::Precision::kFp16;
+  if (text == "bf16") return ConvertOptions::Precision::kBf16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown precision '", std::string(text), "' (expected fp32, fp16 or bf16)"));
+}
+
 std::string_view Fp16IslandsName(ConvertOptions::Fp16Islands islands) {
   return islands == ConvertOptions::Fp16Islands::kMagnitude ? "magnitude" : "structural";
 }

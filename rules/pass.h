@@ -24,8 +24,16 @@ struct ConvertOptions {
   // Static shapes.
   int64_t batch = -1;                                        // --batch N
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape NAME=1x3x224x224
-  // fp16.
+  // The float type the converted model computes in, with fp32 islands where that type cannot
+  // hold a value: kFp32 leaves precision alone. `fp16` is true exactly when precision is
+  // kFp16 (target files may say either `option fp16 true` or `option precision fp16`).
+  enum class Precision { kFp32, kFp16, kBf16 };
+  Precision precision = Precision::kFp32;
   bool fp16 = false;
+  // Whether the backend runs the model's fp32 islands (Casts to float) as written. False for
+  // backends that pick their own float type for every tensor (OpenVINO GPU, ncnn on Vulkan
+  // with fp16 storage): there only values that stay within fp16's range are safe.
+  bool islands_honoured = true;
   std::vector<std::string> keep_fp32;  // --keep-fp32 REGEX (names or op types)
   // Nodes to keep in fp32, by the name of their first output, with the reason (repair).
   std::map<std::string, std::string> keep_fp32_outputs;
@@ -57,6 +65,8 @@ struct ConvertOptions {
 // "structural", "magnitude"), and back: InvalidArgument naming the choices.
 std::string_view BroadcastName(ConvertOptions::Broadcast broadcast);
 absl::StatusOr<ConvertOptions::Broadcast> ParseBroadcast(std::string_view text);
+std::string_view PrecisionName(ConvertOptions::Precision precision);  // "fp32", "fp16", "bf16"
+absl::StatusOr<ConvertOptions::Precision> ParsePrecision(std::string_view text);
 std::string_view Fp16IslandsName(ConvertOptions::Fp16Islands islands);
 absl::StatusOr<ConvertOptions::Fp16Islands> ParseFp16Islands(std::string_view text);
 
