@@ -388,9 +388,13 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
 
   // The default criteria; the loosest bound they put on the worst element is the reported
   // tolerance.
+  // A model that computed in float16 already is judged against its float32 math, as a
+  // precision change is, whatever the target does.
+  const bool float16_judged =
+      precision_changed || (validator != nullptr && validator->float32_reference());
   ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
     return options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
-                                  : DefaultCriteriaFor(precision_changed, elements);
+                                  : DefaultCriteriaFor(float16_judged, elements);
   };
   report.end_to_end_tolerance =
       options.accuracy.default_criteria
@@ -398,6 +402,9 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
           : std::max(MaxBound(fallback(0)), MaxBound(fallback(kManyElements)));
   if (validator != nullptr) {
     validator->set_accuracy(options.accuracy, fallback);
+    if (validator->float32_reference()) {
+      options.log("the model computes in float16: its outputs are judged against its float32 math");
+    }
     // What the rewrites computed as they went: an estimate, logged beside the measurement.
     absl::StatusOr<EndToEndResult> estimate = validator->CompareFinalOutputs();
     if (estimate.ok()) {

@@ -11,11 +11,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "converter/calibration_data.h"
+#include "converter/float32_reference.h"
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "ir/float16.h"
+#include "ir/graph_walk.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
@@ -174,6 +176,27 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
       const Value* value = g.FindValue(name);
       if (value == nullptr || (value->is_initializer() && !value->is_graph_input())) continue;
       v->activations_[value] = tensor;
+    }
+  }
+  // A model that computes in float16 itself is judged against its float32 math (converter/
+  // float32_reference.h); its own fp16 run stays the activations rewrites are checked on.
+  if (DeclaresFloat16(g)) {
+    absl::StatusOr<std::unique_ptr<Model>> widened = Float32Copy(model);
+    std::vector<std::vector<std::pair<std::string, Tensor>>> float32_outputs;
+    for (size_t k = 0; widened.ok() && k < v->sets_.size(); ++k) {
+      absl::StatusOr<std::vector<Tensor>> outputs =
+          RunAsTyped(**widened, v->sets_[k], exec::kValidationSeed);
+      ++v->model_runs_;
+      if (!outputs.ok() || outputs->size() != g.outputs().size()) break;
+      std::vector<std::pair<std::string, Tensor>> named;
+      for (size_t i = 0; i < outputs->size(); ++i) {
+        named.emplace_back(g.outputs()[i]->name(), std::move((*outputs)[i]));
+      }
+      float32_outputs.push_back(std::move(named));
+    }
+    if (float32_outputs.size() == v->sets_.size()) {
+      v->set_outputs_ = std::move(float32_outputs);
+      v->float32_reference_ = true;
     }
   }
   for (const auto& [value, tensor] : v->activations_) {

@@ -115,6 +115,10 @@ class ReferenceValidator : public rules::Validator {
   const std::vector<std::pair<std::string, Tensor>>& reference_outputs(size_t k) const {
     return set_outputs_.at(k);
   }
+  // Whether the reference outputs are the float32 math of a model that computes in float16
+  // (converter/float32_reference.h) rather than its own run: its outputs are then judged as
+  // a precision change's.
+  bool float32_reference() const { return float32_reference_; }
   // Full runs of a model made so far (reference runs, whole-graph runs, end-to-end runs).
   int model_runs() const { return model_runs_; }
   void count_model_runs(int n) { model_runs_ += n; }
@@ -165,6 +169,7 @@ class ReferenceValidator : public rules::Validator {
   std::vector<exec::TensorMap> sets_;
   std::vector<std::vector<std::pair<std::string, Tensor>>> set_outputs_;
   int model_runs_ = 0;
+  bool float32_reference_ = false;
   absl::flat_hash_map<const Value*, Tensor> activations_;
   absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes_;  // of activations_ entries
   // Of the values bodies computed, by name (a body's values have no one activation), as the
