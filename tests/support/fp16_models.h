@@ -9,8 +9,10 @@
 //   ctc_recognizer   SVTR/CRNN-style line recognizer: conv/pool to height 1, two attention
 //                    blocks (LayerNorm, 4-head softmax attention, swish MLP), two MatMuls,
 //                    softmax over 97 classes per column. Fed one line of that page.
-//   classifier       torchvision ResNet-18 layout (BasicBlocks, downsample 1x1 conv + BN,
-//                    global pooling, Gemm to 1000 logits). Fed a photograph of a cat.
+//   classifier       torchvision ResNet-50 layout (3, 4, 6, 3 bottleneck blocks, downsample
+//                    1x1 conv + BN, global pooling, Gemm to 1000 logits); each block's last
+//                    BatchNormalization has the small gammas training leaves there. Fed a
+//                    photograph of a cat; judged by its top 5 and the default criteria.
 //   residual_mlp     deep residual MLP (Gemm -> Relu -> Gemm added to the stream, `blocks`
 //                    of them) on a 16x16 photograph flattened to 768 features.
 //   segmentation     UNet with nearest upsampling and Concat skips, three sigmoid maps
