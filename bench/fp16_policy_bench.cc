@@ -261,14 +261,15 @@ std::string Optional(double v, double scale, const absl::FormatSpec<double>& for
 
 void PrintRow(const std::string& model, const char* policy, const Result& r) {
   if (!r.ok) {
-    std::printf("| %s | %s | failed: %s ||||||||||\n", model.c_str(), policy, r.why.c_str());
+    std::printf("| %s | %s | failed: %s |||||||||||\n", model.c_str(), policy, r.why.c_str());
     return;
   }
-  absl::PrintF("| %s | %s | %d/%d %s | %s | %d | %.3g | %.2g | %.2g | %s | %s | %d | %.1f |\n",
+  absl::PrintF("| %s | %s | %d/%d %s | %s | %d | %.3g | %.2g | %.2g | %s | %s | %s | %d | %.1f |\n",
                model, policy, r.share.fp32_nodes, r.share.fp16_nodes + r.share.fp32_nodes,
                Share(r.share.NodeShare()), Share(r.share.MacShare()), r.share.casts, r.max_error,
                r.p99_error, r.mean_error, Optional(r.mask_changed, 100, "%.3f%%"),
-               Optional(r.topk_agreement, 100, "%.0f%%"), r.model_runs, r.seconds);
+               Optional(r.topk_agreement, 100, "%.0f%%"), r.meets ? "yes" : "no", r.model_runs,
+               r.seconds);
 }
 
 }  // namespace
@@ -302,8 +303,8 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
   std::printf(
       "| model | policy | fp32 nodes | fp32 MACs | Casts | max err (range) | p99 err | mean err | "
-      "mask changed | top-k agree | model runs | wall s |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "mask changed | top-k agree | meets criteria | model runs | wall s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int comparable = 0, met = 0;
   for (const std::string& name : names) {
     absl::StatusOr<Case> c;
