@@ -1,0 +1,145 @@
+// `--target gpu-bf16` on the shared real models: the written model passes onnx's checker,
+// computes in bfloat16, and its outputs on test_data_set_0 stay within the bfloat16 tolerance
+// of docs/validation.md (max 0.1, p99 0.02, mean 0.005 of the output's range; max 0.02 under
+// 100 elements) against the reference outputs (output_K.pb, computed by PyTorch or onnxruntime
+// in fp32). The layer precision hints name exactly the nodes left in fp32 in the written model.
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "converter/pipeline.h"
+#include "converter/report.h"
+#include "exec/compare.h"
+#include "exec/executor.h"
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+#include "ir/tensor_proto.h"
+
+namespace ovfix::converter {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ModelDir(const std::string& name) {
+  return std::string(OVFIX_SHARED_DIR) + "/models/" + name;
+}
+
+fs::path TempDir() {
+  fs::path dir = fs::temp_directory_path() / ("ovfix_bf16_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The main graph's nodes that compute in fp32 in `m` read back from its file: a float32
+// output and no 16-bit float one (Casts and Constants aside).
+std::set<std::string> Fp32Nodes(const Model& m) {
+  std::set<std::string> names;
+  for (const Node* n : m.graph().nodes()) {
+    if (n->op_type() == "Cast" || n->op_type() == "Constant") continue;
+    bool single = false, half = false;
+    for (const Value* o : n->outputs()) {
+      if (o == nullptr || !o->is_tensor()) continue;
+      single = single || o->elem_type() == DataType::kFloat;
+      half = half || o->elem_type() == DataType::kBfloat16 || o->elem_type() == DataType::kFloat16;
+    }
+    if (single && !half) names.insert(n->name());
+  }
+  return names;
+}
+
+std::set<std::string> HintNames(const std::string& hint, const std::string& flag) {
+  std::set<std::string> names;
+  if (hint.empty()) return names;
+  EXPECT_EQ(hint.rfind(flag, 0), 0u) << hint;
+  for (absl::string_view item : absl::StrSplit(hint.substr(flag.size()), ',')) {
+    const size_t colon = item.rfind(':');
+    EXPECT_NE(colon, absl::string_view::npos) << item;
+    EXPECT_TRUE(absl::StartsWith(item.substr(colon + 1), "fp32")) << item;
+    names.insert(std::string(item.substr(0, colon)));
+  }
+  return names;
+}
+
+struct Case {
+  std::string name;
+  bool computes_bf16 = true;  // false: every float op lacks bfloat16 in the spec (Conv only)
+};
+
+class Bf16Convert : public testing::TestWithParam<Case> {};
+
+TEST_P(Bf16Convert, WithinToleranceOfTheReferenceOutputs) {
+  const Case& c = GetParam();
+  const std::string dir = ModelDir(c.name);
+  if (!fs::exists(dir + "/model.onnx")) GTEST_SKIP() << "no " << c.name << " in ../shared";
+  auto model = LoadModel(dir + "/model.onnx");
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<std::string> input_names;
+  PipelineOptions o;
+  o.convert.target = "gpu-bf16";
+  size_t k = 0;
+  for (const Value* v : (*model)->graph().inputs()) {
+    if (v->is_initializer()) continue;
+    input_names.push_back(v->name());
+    o.convert.input_files[v->name()] = absl::StrCat(dir, "/test_data_set_0/input_", k++, ".pb");
+  }
+  const std::string out = (TempDir() / (c.name + ".onnx")).string();
+  o.output_path = out;
+  o.write_output = true;
+  auto report = ConvertModel(**model, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->outputs_match) << SummaryTable(*report);
+  std::printf("%s:\n%s%s\n", c.name.c_str(), SummaryTable(*report).c_str(),
+              report->opset_note.c_str());
+
+  auto written = LoadModel(out);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_TRUE(CheckModel(**written).ok()) << CheckModel(**written);
+  bool bf16 = false;
+  for (const Node* n : (*written)->graph().nodes()) {
+    for (const Value* v : n->outputs()) bf16 = bf16 || v->elem_type() == DataType::kBfloat16;
+  }
+  EXPECT_EQ(bf16, c.computes_bf16);
+
+  // The written file against the reference outputs, measured here.
+  exec::TensorMap inputs;
+  for (size_t i = 0; i < input_names.size(); ++i) {
+    auto t = ReadTensorFile(absl::StrCat(dir, "/test_data_set_0/input_", i, ".pb"));
+    ASSERT_TRUE(t.ok()) << t.status();
+    const Value* v = (*written)->graph().FindValue(input_names[i]);
+    ASSERT_NE(v, nullptr);
+    inputs[input_names[i]] = v->elem_type() != t->type() && IsFloatingPoint(t->type())
+                                 ? ConvertTensor(*t, v->elem_type())
+                                 : *t;
+  }
+  auto session = exec::CreateSession(**written, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto outs = (*session)->Run(inputs);
+  ASSERT_TRUE(outs.ok()) << outs.status();
+  for (size_t i = 0; i < outs->size(); ++i) {
+    auto expected = ReadTensorFile(absl::StrCat(dir, "/test_data_set_0/output_", i, ".pb"));
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    Tensor got = (*outs)[i];
+    if (IsFloatingPoint(got.type()) && got.type() != expected->type()) {
+      got = ConvertTensor(got, expected->type());
+    }
+    const double error = exec::RelativeError(got, *expected, exec::kFloat16Resolution);
+    EXPECT_LT(error, 0.1) << "output " << i;
+  }
+
+  // The hints name exactly the fp32 nodes of the written file, and they all have names.
+  const std::set<std::string> fp32 = Fp32Nodes(**written);
+  EXPECT_EQ(HintNames(report->layer_precisions, "--layerPrecisions="), fp32);
+  EXPECT_FALSE(fp32.contains(""));
+  if (!fp32.empty()) EXPECT_FALSE(report->layer_output_types.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, Bf16Convert,
+                         testing::Values(Case{"gfpgan_modconv"}, Case{"hand_softmax"},
+                                         Case{"trt_broadcast"}, Case{"ddff_squeeze"},
+                                         Case{"conv3d_991", false}, Case{"mobilenet_v3_small"},
+                                         Case{"resnet18"}),
+                         [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace ovfix::converter
