@@ -302,18 +302,44 @@ class Decider {
     }
   }
 
-  // A node whose float inputs (two or more, not constants) all come from islands joins them.
+  // A node whose float inputs (two or more, not constants) all come from islands joins them;
+  // so does one whose every float input comes from islands and whose every reader is one (a
+  // Relu between two Convs the spec keeps fp32): a Cast pair around it would cost more than
+  // its bfloat16 arithmetic saves. Repeated until nothing joins.
   void Closure(const std::vector<Node*>& nodes) {
-    for (const Node* n : nodes) {
-      if (islands_.contains(n) || !IsFloatNode(*n)) continue;
-      int from_islands = 0, others = 0;
-      for (const Value* v : n->inputs()) {
-        if (!IsFloat32(v) || IsConstant(v)) continue;
-        const Node* p = v->producer();
-        (p != nullptr && islands_.contains(p)) ? ++from_islands : ++others;
+    for (bool joined = true; joined;) {
+      joined = false;
+      for (const Node* n : nodes) {
+        if (islands_.contains(n) || !IsFloatNode(*n)) continue;
+        int from_islands = 0, others = 0;
+        for (const Value* v : n->inputs()) {
+          if (!IsFloat32(v) || IsConstant(v)) continue;
+          const Node* p = v->producer();
+          (p != nullptr && islands_.contains(p)) ? ++from_islands : ++others;
+        }
+        if (others > 0 || from_islands == 0) continue;
+        if (from_islands >= 2) {
+          Mark(n, "all its float inputs come from fp32 islands");
+          joined = true;
+        } else if (OnlyIslandsRead(*n)) {
+          Mark(n, "between fp32 islands (a Cast pair would cost more than it saves)");
+          joined = true;
+        }
       }
-      if (from_islands >= 2 && others == 0) Mark(n, "all its float inputs come from fp32 islands");
     }
+  }
+
+  bool OnlyIslandsRead(const Node& n) const {
+    bool read = false;
+    for (const Value* o : n.outputs()) {
+      if (o == nullptr || !IsFloat32(o)) continue;
+      if (o->is_graph_output()) return false;
+      for (const Use& u : o->uses()) {
+        if (!islands_.contains(u.node)) return false;
+        read = true;
+      }
+    }
+    return read;
   }
 
   // Float made from non-float inputs that only islands read stays float.

@@ -27,7 +27,10 @@
 //   integers from floats     Cast to an integer type, Round/Floor/Ceil and the arithmetic
 //                            feeding them (bfloat16 holds integers exactly only up to 256)
 //   angles                   the arithmetic computing the angle of Sin/Cos
-//   closure / pull           as for fp16 (fp16_island_rules.h)
+//   closure                  every float input from islands and two or more of them, or one
+//                            whose readers are all islands (no Cast pair around a Relu
+//                            between two fp32 Convs); repeated until nothing joins
+//   pull                     as for fp16 (fp16_island_rules.h)
 // Not islands: MatMul, Gemm, Conv (where the spec allows it), Einsum. The policy assumes the
 // backend accumulates their products in fp32, as bf16 tensor cores (Ampere and later) and
 // oneDNN's AMX/AVX512-BF16 kernels do; only their outputs are rounded to bfloat16. ovfix's CPU

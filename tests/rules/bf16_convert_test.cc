@@ -137,7 +137,7 @@ TEST_P(Bf16Convert, WithinToleranceOfTheReferenceOutputs) {
 INSTANTIATE_TEST_SUITE_P(SharedModels, Bf16Convert,
                          testing::Values(Case{"gfpgan_modconv"}, Case{"hand_softmax"},
                                          Case{"trt_broadcast"}, Case{"ddff_squeeze"},
-                                         Case{"conv3d_991", false}, Case{"mobilenet_v3_small"},
+                                         Case{"conv3d_991"}, Case{"mobilenet_v3_small"},
                                          Case{"resnet18"}),
                          [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
 
