@@ -3,7 +3,11 @@
 // of docs/validation.md (max 0.1, p99 0.02, mean 0.005 of the output's range; max 0.02 under
 // 100 elements) against the reference outputs (output_K.pb, computed by PyTorch or onnxruntime
 // in fp32). The layer precision hints name exactly the nodes left in fp32 in the written model.
+// onnxruntime (1.30, CPU provider) loads the written model; its CPU provider has no bfloat16
+// kernel for most ops (Gemm, Add, Relu, Mul...), so where it refuses to run, the refusal must
+// be that and nothing else (a model it could not read or type would fail before).
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
+#include "tests/support/ort_peer.h"
 
 namespace ovfix::converter {
 namespace {
@@ -132,6 +137,54 @@ TEST_P(Bf16Convert, WithinToleranceOfTheReferenceOutputs) {
   EXPECT_EQ(HintNames(report->layer_precisions, "--layerPrecisions="), fp32);
   EXPECT_FALSE(fp32.contains(""));
   if (!fp32.empty()) EXPECT_FALSE(report->layer_output_types.empty());
+}
+
+// With --keep-io-types (float inputs and outputs, so that run.js can feed and read them).
+TEST_P(Bf16Convert, OnnxruntimeLoadsTheWrittenModel) {
+  const Case& c = GetParam();
+  const std::string dir = ModelDir(c.name);
+  if (!fs::exists(dir + "/model.onnx")) GTEST_SKIP() << "no " << c.name << " in ../shared";
+  const std::string modules = testing_support::OrtModules();
+  if (modules.empty()) {
+    if (testing_support::OrtRequired()) FAIL() << "onnxruntime-node is not installed";
+    GTEST_SKIP() << "no node or onnxruntime-node";
+  }
+  auto model = LoadModel(dir + "/model.onnx");
+  ASSERT_TRUE(model.ok()) << model.status();
+  PipelineOptions o;
+  o.convert.target = "gpu-bf16";
+  o.convert.keep_io_types = true;
+  o.set_by_user = {"keep_io_types"};
+  std::vector<std::string> inputs;
+  for (const Value* v : (*model)->graph().inputs()) {
+    if (v->is_initializer()) continue;
+    inputs.push_back(absl::StrCat(dir, "/test_data_set_0/input_", inputs.size(), ".pb"));
+    o.convert.input_files[v->name()] = inputs.back();
+  }
+  const fs::path tmp = TempDir() / (c.name + "_ort");
+  fs::create_directories(tmp);
+  o.output_path = (tmp / "model.onnx").string();
+  o.write_output = true;
+  auto report = ConvertModel(**model, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(report->outputs_match);
+  std::string command =
+      absl::StrCat("NODE_PATH='", modules, "' node '", OVFIX_SHARED_DIR, "/tools/ort/run.js' '",
+                   o.output_path, "' '", tmp.string(), "'");
+  for (const std::string& in : inputs) absl::StrAppend(&command, " '", in, "'");
+  const std::string log = (tmp / "ort.log").string();
+  absl::StrAppend(&command, " --opt-level disabled > '", log, "' 2>&1");
+  const int rc = std::system(command.c_str());
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (rc == 0) {
+    auto expected = ReadTensorFile(absl::StrCat(dir, "/test_data_set_0/output_0.pb"));
+    auto got = ReadTensorFile((tmp / "output_0.pb").string());
+    ASSERT_TRUE(expected.ok() && got.ok());
+    EXPECT_LT(exec::RelativeError(*got, *expected, exec::kFloat16Resolution), 0.1);
+  } else {
+    EXPECT_NE(text.find("Could not find an implementation"), std::string::npos) << text;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, Bf16Convert,
