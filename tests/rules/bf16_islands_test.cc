@@ -9,6 +9,7 @@
 
 #include "converter/node_evaluator.h"
 #include "converter/pipeline.h"
+#include "converter/report.h"
 #include "converter/validation.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
@@ -224,6 +225,33 @@ TEST(Bf16Islands, OpsWithoutBfloat16InTheSpecStayFp32) {
     EXPECT_NE(n->op_type(), "Relu");
   }
   EXPECT_TRUE(conv);
+}
+
+// (x + 1000) - 1000 with constants: no rule sees a cancellation between two variables, so the
+// policy leaves both in bfloat16, where x + 1000 is spaced 4 apart and x is lost. The
+// end-to-end check fails and the repair keeps what it needs in fp32, as it does for fp16.
+TEST(Bf16Islands, RepairKeepsWhatThePolicyMissed) {
+  auto m = Parse(R"(
+    m (float[1, 256] x) => (float[1, 256] y) {
+      k = Constant<value = float[1] {1000}>()
+      shifted = Add(x, k)
+      back = Sub(shifted, k)
+      y = Relu(back)
+    })");
+  converter::PipelineOptions o;
+  o.convert.target = "gpu-bf16";
+  auto report = converter::ConvertModel(*m, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->outputs_match) << converter::SummaryTable(*report);
+  ASSERT_TRUE(report->repair.has_value());
+  EXPECT_FALSE(report->repair->kept.empty());
+  ASSERT_TRUE(report->end_to_end.has_value());
+  EXPECT_LT(report->end_to_end->max_error, 0.02);
+  bool add_fp32 = false;
+  for (const Node* n : m->graph().nodes()) {
+    if (n->op_type() == "Add") add_fp32 = n->output(0)->elem_type() == DataType::kFloat;
+  }
+  EXPECT_TRUE(add_fp32);
 }
 
 }  // namespace
