@@ -227,6 +227,28 @@ TEST(Bf16Islands, OpsWithoutBfloat16InTheSpecStayFp32) {
   EXPECT_TRUE(conv);
 }
 
+// A window whose output type its output_datatype attribute sets stays fp32 (retyping its
+// output to bfloat16 would contradict the attribute; onnx's checker refuses it).
+TEST(Bf16Islands, OutputsTypedByAnAttributeStayFp32) {
+  auto m = Parse(R"(
+    m (int64 n, float[10] x) => (float[10] y) {
+      w = HannWindow<output_datatype = 1>(n)
+      y = Mul(w, x)
+    })");
+  IslandOptions o;
+  o.opset = 17;
+  auto islands = DecideBf16Islands(m->graph(), o);
+  ASSERT_TRUE(islands.ok()) << islands.status();
+  bool window = false;
+  for (const auto& [n, why] : *islands) {
+    if (n->op_type() == "HannWindow") {
+      window = true;
+      EXPECT_NE(why.find("attribute"), std::string::npos) << why;
+    }
+  }
+  EXPECT_TRUE(window);
+}
+
 // (x + 1000) - 1000 with constants: no rule sees a cancellation between two variables, so the
 // policy leaves both in bfloat16, where x + 1000 is spaced 4 apart and x is lost. The
 // end-to-end check fails and the repair keeps what it needs in fp32, as it does for fp16.
