@@ -13,6 +13,7 @@
 #include "converter/validation.h"
 #include "exec/executor.h"
 #include "gtest/gtest.h"
+#include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "ir/text_form.h"
 #include "rules/passes/bf16_island_rules.h"
@@ -274,6 +275,39 @@ TEST(Bf16Islands, RepairKeepsWhatThePolicyMissed) {
     if (n->op_type() == "Add") add_fp32 = n->output(0)->elem_type() == DataType::kFloat;
   }
   EXPECT_TRUE(add_fp32);
+}
+
+// The TensorRT hints name each fp32 node of the written model; nodes without a name (the text
+// form gives none) get one, kept in the file, so that the hint matches a layer.
+TEST(Bf16Islands, LayerHintsNameUnnamedFp32Nodes) {
+  auto m = Parse(R"(
+    m (float[4, 64] x) => (float[4, 64] y) {
+      mean = ReduceMean<axes = [1], keepdims = 1>(x)
+      d = Sub(x, mean)
+      y = Relu(d)
+    })");
+  converter::PipelineOptions o;
+  o.convert.target = "gpu-bf16";
+  const std::string out = ::testing::TempDir() + "/bf16_hints.onnx";
+  o.output_path = out;
+  o.write_output = true;
+  auto report = converter::ConvertModel(*m, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(report->written);
+  auto written = LoadModel(out);
+  ASSERT_TRUE(written.ok()) << written.status();
+  std::string want_precisions = "--layerPrecisions=", want_types = "--layerOutputTypes=";
+  int fp32 = 0;
+  for (const Node* n : (*written)->graph().nodes()) {
+    if (n->op_type() == "Cast" || n->output(0)->elem_type() != DataType::kFloat) continue;
+    ASSERT_FALSE(n->name().empty()) << n->op_type();
+    const std::string sep = fp32++ > 0 ? "," : "";
+    want_precisions += sep + n->name() + ":fp32";
+    want_types += sep + n->name() + ":fp32";
+  }
+  EXPECT_EQ(fp32, 2);  // ReduceMean and the Sub that centres x
+  EXPECT_EQ(report->layer_precisions, want_precisions);
+  EXPECT_EQ(report->layer_output_types, want_types);
 }
 
 }  // namespace
