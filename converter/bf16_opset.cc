@@ -64,7 +64,8 @@ absl::StatusOr<OpsetRaise> RaiseOpsetForBfloat16(Model& model) {
   r.from = r.to = model.OpsetVersion("");
   if (r.from < 1) return r;
   const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  const int64_t newest = ranges.count(onnx::ONNX_DOMAIN) ? ranges.at(onnx::ONNX_DOMAIN).second : r.from;
+  const int64_t newest =
+      ranges.count(onnx::ONNX_DOMAIN) ? ranges.at(onnx::ONNX_DOMAIN).second : r.from;
   r.lacking_before = r.lacking_after = NodesLackingBfloat16(model, r.from);
   if (r.lacking_before == 0) return r;
   int64_t best = r.from;
