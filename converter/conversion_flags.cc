@@ -61,7 +61,7 @@ absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
 
 void AddConversionFlags(CLI::App* sub, ConversionFlags& f) {
   f.target_option = sub->add_option("--target", f.target,
-                                    "Target profile: gpu-fp16, tensorrt, openvino-gpu, "
+                                    "Target profile: gpu-fp16, gpu-bf16, tensorrt, openvino-gpu, "
                                     "ncnn-vulkan, generic, or a .target file (default generic)");
   sub->add_option("--rules", f.rule_files, "A rule file to apply too (repeatable)");
   sub->add_option("--disable", f.disabled,

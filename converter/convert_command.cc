@@ -101,7 +101,7 @@ std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model&
   if (!target.ok()) return warnings;  // the conversion says why
   bool fp16 = false;
   for (const auto& [name, value] : target->options)
-    fp16 = fp16 || (name == "fp16" && value == "true");
+    fp16 = fp16 || (name == "fp16" && value == "true") || (name == "precision" && value != "fp32");
   for (const std::string& pattern : f.keep_fp32) {
     RE2 re(pattern, RE2::Quiet);
     if (!re.ok()) continue;  // the fp16 pass says why
@@ -211,7 +211,8 @@ int RunConvert(ConvertOptions& o) {
     facts.precision = converter::CountFloatNodes(**model);
     for (const auto& [name, value] :
          converter::LoadTarget(f.target).value_or(converter::Target{}).options) {
-      facts.fp16 = facts.fp16 || (name == "fp16" && value == "true");
+      facts.fp16 = facts.fp16 || (name == "fp16" && value == "true") ||
+                   (name == "precision" && value != "fp32");
     }
     if (f.verbose) std::printf("%s", converter::SummaryTable(*report).c_str());
     std::printf("%s", ConvertSummary(*report, facts).c_str());

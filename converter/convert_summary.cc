@@ -145,6 +145,7 @@ std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryF
   absl::StrAppend(&out, RewriteLine(report));
   absl::StrAppend(&out, ActionableRollbacks(report));
   if (!report.islands.empty()) absl::StrAppend(&out, IslandLine(report));
+  if (!report.opset_note.empty()) absl::StrAppend(&out, "bf16: ", report.opset_note, "\n");
   if (!report.dynamic_values.empty()) {
     absl::StrAppend(&out, "stayed dynamic (shapes depend on data): ",
                     FirstFew(report.dynamic_values, kListed), "\n");

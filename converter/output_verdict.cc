@@ -11,6 +11,13 @@ Criteria DefaultCriteriaFor(bool float16, int64_t elements) {
   return float16 ? DefaultPrecisionCriteria(elements) : MaxErrorCriteria(1e-4);
 }
 
+Criteria DefaultBfloat16Criteria(int64_t elements) {
+  if (elements < kManyElements) return {{CriterionKind::kMax, 0, 0.02}};
+  return {{CriterionKind::kMax, 0, 0.1},
+          {CriterionKind::kPercentile, 99, 0.02},
+          {CriterionKind::kMean, 0, 0.005}};
+}
+
 double ResolutionFor(bool float16) { return float16 ? exec::kFloat16Resolution : 0; }
 
 OutputVerdict JudgeOutput(const std::string& name, const Tensor& actual, const Tensor& expected,

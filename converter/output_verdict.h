@@ -23,6 +23,9 @@ constexpr double kReportedBeyondError = 0.01;
 // convert's default for fp16 conversions, else the worst element within 1e-4 of the range
 // (convert's default for targets that keep fp32). docs/validation.md says why.
 Criteria DefaultCriteriaFor(bool float16, int64_t elements);
+// The default criteria of a bfloat16 conversion (docs/validation.md argues them): bfloat16
+// rounds 4 times coarser than float16, so each bound is looser.
+Criteria DefaultBfloat16Criteria(int64_t elements);
 
 // The resolution errors are measured at: float16's where float16 is involved (an output of
 // zeros rounds to zeros, and a range is never finer than what float16 can hold).

@@ -11,8 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/bf16_opset.h"
 #include "converter/calibration_data.h"
 #include "converter/inline_constant_if.h"
+#include "converter/layer_precision_hints.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
 #include "converter/output_verdict.h"
@@ -299,6 +301,12 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   };
   infer(model);
   OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(model));
+  if (convert.precision == ConvertOptions::Precision::kBf16) {
+    OVFIX_ASSIGN_OR_RETURN(const OpsetRaise raise, RaiseOpsetForBfloat16(model));
+    report.opset_note = raise.note;
+    if (!raise.note.empty()) options.log(absl::StrCat("bf16: ", raise.note));
+    if (raise.to != raise.from) infer(model);
+  }
   size_t types_inferred_at = 0;  // no rewrite recorded yet
   phase("setup and shape inference");
   std::unique_ptr<ReferenceValidator> validator;
@@ -393,8 +401,11 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   const bool float16_judged =
       precision_changed || (validator != nullptr && validator->float32_reference());
   ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
-    return options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
-                                  : DefaultCriteriaFor(float16_judged, elements);
+    if (options.tolerance >= 0) return MaxErrorCriteria(options.tolerance);
+    if (precision_changed && convert.precision == ConvertOptions::Precision::kBf16) {
+      return DefaultBfloat16Criteria(elements);
+    }
+    return DefaultCriteriaFor(float16_judged, elements);
   };
   report.end_to_end_tolerance =
       options.accuracy.default_criteria
@@ -497,7 +508,22 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     rules::ListKnownShapesInValueInfo(model.graph());
   }
   report.bodies_not_run = DescribeBodiesNotRun(model, bodies_not_run);
-  if (precision_changed) report.cost = MeasurePrecisionCost(model, casts_before);
+  if (precision_changed) {
+    report.cost = MeasurePrecisionCost(model, casts_before);
+    // Names the unnamed fp32 nodes (written with the model) so that the hints match them.
+    const LayerPrecisionHints hints = MakeLayerPrecisionHints(model);
+    report.layer_precisions = hints.layer_precisions;
+    report.layer_output_types = hints.layer_output_types;
+    if (!hints.layer_precisions.empty()) {
+      options.log(
+          absl::StrCat("TensorRT without strong typing: trtexec --precisionConstraints=obey ",
+                       hints.layer_precisions, " ", hints.layer_output_types));
+    }
+    for (const std::string& name : hints.unquotable) {
+      options.log(
+          absl::StrCat("layer hints leave out fp32 node '", name, "': its name holds ',' or ':'"));
+    }
+  }
   if (options.write_output && report.outputs_match) {
     progress.Set(absl::StrCat("writing and measuring ", options.output_path));
     OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model, options, validator.get(), report));

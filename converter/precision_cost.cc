@@ -6,7 +6,10 @@
 namespace ovfix::converter {
 namespace {
 
-bool IsFloatType(DataType t) { return t == DataType::kFloat16 || t == DataType::kFloat; }
+// bfloat16 counts as float16 does: a 16-bit float.
+bool IsFloatType(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBfloat16 || t == DataType::kFloat;
+}
 
 double Numel(const std::vector<int64_t>& dims) {
   double n = 1;
@@ -108,7 +111,8 @@ PrecisionCost MeasurePrecisionCost(const Model& converted, int casts_before) {
       bool half = false, single = false;
       for (const Value* v : n->outputs()) {
         if (v == nullptr || !v->is_tensor()) continue;
-        half = half || v->elem_type() == DataType::kFloat16;
+        half =
+            half || v->elem_type() == DataType::kFloat16 || v->elem_type() == DataType::kBfloat16;
         single = single || v->elem_type() == DataType::kFloat;
       }
       if (!half && !single) continue;

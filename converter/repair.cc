@@ -164,7 +164,9 @@ struct ValueErrors {
 ValueErrors Compare(const exec::TensorMap& converted, const exec::TensorMap& fp32) {
   ValueErrors errors;
   for (const auto& [name, t] : converted) {
-    if (t.type() == DataType::kFloat16) errors.float16.insert(name);
+    if (t.type() == DataType::kFloat16 || t.type() == DataType::kBfloat16) {
+      errors.float16.insert(name);  // bfloat16 too: the repair is the same for both
+    }
     if (!IsFloatingPoint(t.type())) continue;
     auto it = fp32.find(name);
     if (it == fp32.end() || it->second.dims() != t.dims()) continue;

@@ -135,6 +135,11 @@ std::string ReportToJson(const ConversionReport& report) {
     w.EndObject();
   }
   w.EndArray();
+  if (!report.opset_note.empty()) w.Key("opset").String(report.opset_note);
+  if (!report.layer_precisions.empty()) {
+    w.Key("layer_precisions").String(report.layer_precisions);
+    w.Key("layer_output_types").String(report.layer_output_types);
+  }
   w.Key("validation").BeginObject();
   w.Key("enabled").Bool(report.validated);
   if (!report.validation_note.empty()) w.Key("note").String(report.validation_note);
@@ -380,7 +385,8 @@ FloatNodeCounts CountFloatNodes(const Model& model) {
       bool half = false, single = false;
       for (const Value* v : n->outputs()) {
         if (v == nullptr || !v->is_tensor()) continue;
-        half = half || v->elem_type() == DataType::kFloat16;
+        half =
+            half || v->elem_type() == DataType::kFloat16 || v->elem_type() == DataType::kBfloat16;
         single = single || v->elem_type() == DataType::kFloat;
       }
       count.float16 += half;

@@ -58,7 +58,14 @@ struct ConversionReport {
   // and were not measured; what the target removes elsewhere may be left there.
   std::vector<BodyNotRun> bodies_not_run;
   int constant_ifs_inlined = 0;  // If nodes whose condition became a constant
-  bool written = false;          // the output file was written (and kept)
+  // bfloat16: whether the opset was raised so that more ops accept bfloat16, and what stays
+  // fp32 for want of it (one line; empty when the conversion is not to bfloat16).
+  std::string opset_note;
+  // trtexec's --layerPrecisions / --layerOutputTypes naming the fp32 nodes of the written
+  // model, for TensorRT builds that are not strongly typed (layer_precision_hints.h); empty
+  // when the precision did not change or nothing stays fp32.
+  std::string layer_precisions, layer_output_types;
+  bool written = false;  // the output file was written (and kept)
   double seconds = 0;
 };
 

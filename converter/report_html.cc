@@ -298,6 +298,16 @@ std::string ReportToHtml(const ConversionReport& r) {
   absl::StrAppend(&out, " ", HtmlEscape(r.calibration),
                   r.validated ? absl::StrCat(" ", r.model_runs, " model run(s).") : "", "</p>");
   if (r.cost) absl::StrAppend(&out, CostSection(*r.cost));
+  if (!r.opset_note.empty()) {
+    absl::StrAppend(&out, "<p class=muted>", HtmlEscape(r.opset_note), ".</p>");
+  }
+  if (!r.layer_precisions.empty()) {
+    absl::StrAppend(&out,
+                    "<h2>TensorRT layer precisions</h2><p class=muted>For builds that are not "
+                    "strongly typed: trtexec --precisionConstraints=obey with</p><p><code>",
+                    HtmlEscape(r.layer_precisions), "</code></p><p><code>",
+                    HtmlEscape(r.layer_output_types), "</code></p>");
+  }
   absl::StrAppend(&out, OutputsSection(r));
   if (r.repair) absl::StrAppend(&out, RepairSection(r));
   if (r.cost) absl::StrAppend(&out, ByOpSection(*r.cost), ByPositionSection(*r.cost));

@@ -39,9 +39,12 @@ MagnitudeRange Wider(const MagnitudeRange& a, const MagnitudeRange& b) {
   return r;
 }
 
+// A Cast to float16 or bfloat16: a conversion to lower precision.
 bool CastsToFloat16(const Node* n) {
-  return n->op_type() == "Cast" && n->domain().empty() &&
-         n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16);
+  if (n->op_type() != "Cast" || !n->domain().empty()) return false;
+  const int64_t to = n->GetInt("to", 0);
+  return to == static_cast<int64_t>(DataType::kFloat16) ||
+         to == static_cast<int64_t>(DataType::kBfloat16);
 }
 
 // The nodes of the main graph `g` whose bodies hold nodes the rewrite created or changed.
@@ -406,7 +409,8 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
     }
     if (after.type() != it->second.type()) last_changes_precision_ = true;
     const bool half = last_changes_precision_ || after.type() == DataType::kFloat16 ||
-                      it->second.type() == DataType::kFloat16;
+                      it->second.type() == DataType::kFloat16 ||
+                      after.type() == DataType::kBfloat16;
     error = std::max(error,
                      exec::RelativeError(after, it->second, half ? exec::kFloat16Resolution : 0));
     return absl::OkStatus();
@@ -593,15 +597,17 @@ void KeepWorst(EndToEndResult& worst, const EndToEndResult& other) {
 }
 
 bool ReferenceValidator::ComputesFloat16(const Graph& g) {
+  // bfloat16 counts too: any 16-bit float is measured against half precision's resolution.
+  auto half = [](DataType t) { return t == DataType::kFloat16 || t == DataType::kBfloat16; };
   for (const Value* v : g.inputs()) {
-    if (v->elem_type() == DataType::kFloat16) return true;
+    if (half(v->elem_type())) return true;
   }
   for (const Value* v : g.initializers()) {
-    if (v->tensor().type() == DataType::kFloat16) return true;
+    if (half(v->tensor().type())) return true;
   }
   for (const Node* n : g.nodes()) {
     for (const Value* o : n->outputs()) {
-      if (o != nullptr && o->elem_type() == DataType::kFloat16) return true;
+      if (o != nullptr && half(o->elem_type())) return true;
     }
   }
   return false;

@@ -401,8 +401,10 @@ Tensor ConvertFeed(const Tensor& feed, DataType wanted) {
 namespace {
 
 bool GraphHasFloat16Values(const Graph& graph) {
+  // bfloat16 too: a 16-bit float model is judged as one.
   auto is_half = [](const Value* v) {
-    return v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat16;
+    return v != nullptr && v->is_tensor() &&
+           (v->elem_type() == DataType::kFloat16 || v->elem_type() == DataType::kBfloat16);
   };
   for (const Value* v : graph.inputs()) {
     if (is_half(v)) return true;
@@ -412,7 +414,8 @@ bool GraphHasFloat16Values(const Graph& graph) {
   }
   for (const Node* node : graph.nodes()) {
     if (node->op_type() == "Cast" &&
-        node->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16)) {
+        (node->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16) ||
+         node->GetInt("to", 0) == static_cast<int64_t>(DataType::kBfloat16))) {
       return true;
     }
     for (const Value* v : node->outputs()) {

@@ -125,7 +125,8 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
 // set of inputs drives an original and its fp16 conversion.
 Tensor ConvertFeed(const Tensor& feed, DataType wanted);
 
-// Whether any value or initializer of the model is float16, in its main graph or a body.
+// Whether any value or initializer of the model is float16 or bfloat16, in its main graph or a
+// body.
 bool HasFloat16Values(const Model& model);
 
 }  // namespace ovfix::exec

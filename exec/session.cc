@@ -684,7 +684,7 @@ class Runner {
     ctx.fused = step.fused;
     ctx.fused_bias = step.fused_bias;
     ctx.inputs.resize(step.inputs.size(), nullptr);
-    bool has_half = false, has_float = false;
+    bool has_half = false, has_float = false, has_bfloat16 = false;
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       if (step.inputs[i] < 0) continue;
       RuntimeValue& v = frame[step.inputs[i]];
@@ -700,17 +700,26 @@ class Runner {
       ctx.inputs[i] = &v.tensor;
       has_half = has_half || v.tensor.type() == DataType::kFloat16;
       has_float = has_float || v.tensor.type() == DataType::kFloat;
+      has_bfloat16 = has_bfloat16 || v.tensor.type() == DataType::kBfloat16;
     }
     std::vector<Tensor> converted;
     // In a widened plan a type-generic kernel may see a float16 constant beside a widened
     // value (Pad's value, ScatterND's updates): both go as float.
     const bool as_float = has_half && (step.kernel->float16 == Float16Mode::kAsFloat ||
                                        (!plan.widened.empty() && has_float));
-    if (as_float) {
+    // bfloat16 the same way, never widened: a kernel computing in float gets its bfloat16
+    // inputs as float (exact) and its outputs are rounded back to bfloat16 (nearest even) where
+    // the model types them bfloat16: bf16 storage, fp32 arithmetic and accumulation.
+    const bool bfloat16_as_float =
+        has_bfloat16 && !has_half && step.kernel->float16 == Float16Mode::kAsFloat;
+    if (as_float || bfloat16_as_float) {
       converted.reserve(ctx.inputs.size());
       for (const Tensor*& in : ctx.inputs) {
-        if (in != nullptr && in->type() == DataType::kFloat16) {
+        if (in != nullptr && in->type() == DataType::kFloat16 && as_float) {
           converted.push_back(AsFloat(*in, plan.largest_float16_constant));
+          in = &converted.back();
+        } else if (in != nullptr && in->type() == DataType::kBfloat16 && bfloat16_as_float) {
+          converted.push_back(ConvertTensor(*in, DataType::kFloat));
           in = &converted.back();
         }
       }
@@ -750,6 +759,8 @@ class Runner {
       } else if (t.type() == DataType::kFloat) {
         if (as_float && node.output(i)->elem_type() != DataType::kFloat)
           t = ConvertTensor(t, DataType::kFloat16);
+        if (bfloat16_as_float && node.output(i)->elem_type() != DataType::kFloat)
+          t = ConvertTensor(t, DataType::kBfloat16);
         if (round_ && t.type() == DataType::kFloat && !SharesInputBuffer(t, ctx)) {
           RoundInPlace(t, pool_);
         }

@@ -10,6 +10,7 @@
 #include "ir/tensor_proto.h"
 #include "onnx/defs/attr_proto_util.h"
 #include "rules/light_proto.h"
+#include "rules/passes/bf16_island_rules.h"
 #include "rules/passes/fp16_island_rules.h"
 #include "rules/passes/graph_edit.h"
 
@@ -22,13 +23,17 @@ bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_
 
 // The type input `i` of `n` must have after the conversion; kUndefined when any float type
 // will do (the op only looks at the shape).
-DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands, int64_t opset) {
+// `half` is the type the conversion computes in (float16, or bfloat16).
+DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands, int64_t opset,
+                  DataType half) {
   if (n.owner() != &g) return DataType::kFloat;  // subgraphs are not converted
   if ((Is(n, "Shape") || Is(n, "Size")) && i == 0) return DataType::kUndefined;
   if (islands.contains(&n)) return DataType::kFloat;
   // Inputs that the spec types as float whatever the data type is (Resize's scales,
   // QLinearConv's scales, IsInf's input before opset 20).
-  return SpecAllowsFloat16(n, opset, false, i) ? DataType::kFloat16 : DataType::kFloat;
+  const bool allowed = half == DataType::kBfloat16 ? SpecAllowsBfloat16(n, opset, false, i)
+                                                   : SpecAllowsFloat16(n, opset, false, i);
+  return allowed ? half : DataType::kFloat;
 }
 
 // The node of the main graph that holds `n` (itself, or the If/Loop/Scan around it).
@@ -76,8 +81,9 @@ MagnitudeRange RangeOf(const Tensor& t) {
 // rounding would make, so that the sum still stays off zero. The islands leave such an Add
 // in fp16 only where calibration saw the other operand 2^10 times larger than that
 // (fp16_island_rules.cc); nullopt for any other constant.
-std::optional<Tensor> HalfEpsilon(const Value* v, const Tensor& t) {
-  constexpr float kMinNormal = 6.103515625e-05f;  // 2^-14
+std::optional<Tensor> HalfEpsilon(const Value* v, const Tensor& t, DataType type) {
+  if (type != DataType::kFloat16) return std::nullopt;  // bfloat16 has float's range
+  constexpr float kMinNormal = 6.103515625e-05f;        // 2^-14
   if (t.type() != DataType::kFloat || t.numel() != 1 || !v->has_uses()) return std::nullopt;
   const float x = t.data<float>()[0];
   if (!(std::abs(x) > 0 && std::abs(x) < kMinNormal)) return std::nullopt;
@@ -98,13 +104,14 @@ std::optional<Tensor> HalfEpsilon(const Value* v, const Tensor& t) {
 // its float16 nodes.
 class Converter {
  public:
-  Converter(PassContext& ctx, Graph& g, const Islands& islands)
+  Converter(PassContext& ctx, Graph& g, const Islands& islands, DataType half)
       : ctx_(ctx),
         r_(ctx.rewriter),
         g_(g),
         body_(g.owner_node() != nullptr),
         islands_(islands),
-        opset_(ctx.model.OpsetVersion("")) {}
+        opset_(ctx.model.OpsetVersion("")),
+        half_(half) {}
 
   void Run() {
     Plan();
@@ -112,14 +119,14 @@ class Converter {
     if (body_ || ctx_.options.keep_io_types) CastOutputsBack();
     for (Value* v : float_values_) {
       if (v->is_initializer() && !v->is_graph_input()) {
-        if (type_after_[v] == DataType::kFloat16) {
-          std::optional<Tensor> epsilon = HalfEpsilon(v, v->tensor());
-          r_.SetInitializer(v, epsilon ? *std::move(epsilon)
-                                       : ConvertTensorLazily(v->tensor(), DataType::kFloat16));
+        if (type_after_[v] == half_) {
+          std::optional<Tensor> epsilon = HalfEpsilon(v, v->tensor(), half_);
+          r_.SetInitializer(
+              v, epsilon ? *std::move(epsilon) : ConvertTensorLazily(v->tensor(), half_));
           ++weights_;
         }
-      } else if (type_after_[v] == DataType::kFloat16) {
-        r_.SetType(v, WithElemType(v->type(), DataType::kFloat16));
+      } else if (type_after_[v] == half_) {
+        r_.SetType(v, WithElemType(v->type(), half_));
       }
     }
     for (Node* n : nodes) {
@@ -151,7 +158,7 @@ class Converter {
     auto wanted = [&](const Value* v, DataType t) {
       bool all = v->has_uses(), any = false;
       for (const Use& u : v->uses()) {
-        const bool want = Required(*u.node, u.input_index, g_, islands_, opset_) == t;
+        const bool want = Required(*u.node, u.input_index, g_, islands_, opset_, half_) == t;
         all = all && want;
         any = any || want;
       }
@@ -161,8 +168,8 @@ class Converter {
       if (!v->is_initializer() || v->is_graph_input()) {
         // An input only fp32 islands read stays float: rounding it would buy nothing.
         const bool only_float_readers = wanted(v, DataType::kFloat).second;
-        add(v, body_ || ctx_.options.keep_io_types || only_float_readers ? DataType::kFloat
-                                                                         : DataType::kFloat16);
+        add(v,
+            body_ || ctx_.options.keep_io_types || only_float_readers ? DataType::kFloat : half_);
       }
     }
     if (body_) {
@@ -176,11 +183,11 @@ class Converter {
       if (v->is_graph_input()) continue;
       // fp16 when every reader wants fp16; else fp32 with an fp16 copy for fp16 readers.
       const bool all_half = v->has_uses() && !wanted(v, DataType::kFloat).first;
-      add(v, all_half ? DataType::kFloat16 : DataType::kFloat);
+      add(v, all_half ? half_ : DataType::kFloat);
     }
     for (Node* n : g_.nodes()) {
       for (Value* o : n->outputs()) {
-        add(o, islands_.contains(n) ? DataType::kFloat : DataType::kFloat16);
+        add(o, islands_.contains(n) ? DataType::kFloat : half_);
       }
     }
   }
@@ -190,7 +197,7 @@ class Converter {
     const std::vector<Value*> outputs = g_.outputs();
     for (Value* v : outputs) {
       auto it = type_after_.find(v);
-      if (it == type_after_.end() || it->second != DataType::kFloat16 || v->is_graph_input()) {
+      if (it == type_after_.end() || it->second != half_ || v->is_graph_input()) {
         continue;
       }
       Node* cast = r_.CreateNode(g_, "Cast", {v}, {v->name() + "_fp32"}, nullptr,
@@ -204,14 +211,14 @@ class Converter {
   // Ops whose output type comes from an attribute follow the conversion.
   void RetypeAttributes(Node* n) {
     const int64_t kFloatCode = static_cast<int64_t>(DataType::kFloat);
-    const int64_t kHalfCode = static_cast<int64_t>(DataType::kFloat16);
+    const int64_t kHalfCode = static_cast<int64_t>(half_);
     if (Is(*n, "Cast") && n->GetInt("to", 0) == kFloatCode) {
       r_.SetAttribute(n, onnx::MakeAttribute("to", kHalfCode));
       return;
     }
     if (Is(*n, "ConstantOfShape") && !n->HasAttribute("value")) {
       // The default value is a float 0: spell it as a float16 0.
-      r_.SetAttribute(n, TensorAttribute("value", Tensor(DataType::kFloat16, {1})));
+      r_.SetAttribute(n, TensorAttribute("value", Tensor(half_, {1})));
       return;
     }
     if (Is(*n, "Constant") || Is(*n, "ConstantOfShape")) {
@@ -219,10 +226,9 @@ class Converter {
           a != nullptr && a->has_t() && a->t().data_type() == kFloatCode) {
         absl::StatusOr<Tensor> t = n->GetTensor("value");
         if (t.ok()) {
-          std::optional<Tensor> epsilon = HalfEpsilon(n->output(0), *t);
-          r_.SetAttribute(
-              n, TensorAttribute("value", epsilon ? *std::move(epsilon)
-                                                  : ConvertTensor(*t, DataType::kFloat16)));
+          std::optional<Tensor> epsilon = HalfEpsilon(n->output(0), *t, half_);
+          r_.SetAttribute(n, TensorAttribute("value", epsilon ? *std::move(epsilon)
+                                                              : ConvertTensor(*t, half_)));
         }
         return;
       }
@@ -236,7 +242,7 @@ class Converter {
         Tensor t = Tensor::FromVector<float>(DataType::kFloat, dims, values);
         r_.RemoveAttribute(n, "value_float");
         r_.RemoveAttribute(n, "value_floats");
-        r_.SetAttribute(n, TensorAttribute("value", ConvertTensor(t, DataType::kFloat16)));
+        r_.SetAttribute(n, TensorAttribute("value", ConvertTensor(t, half_)));
       }
     }
   }
@@ -247,24 +253,24 @@ class Converter {
     Value* v = n->input(i);
     auto it = type_after_.find(v);
     if (v == nullptr || it == type_after_.end()) return;
-    const DataType need = Required(*n, i, g_, islands_, opset_);
+    const DataType need = Required(*n, i, g_, islands_, opset_, half_);
     if (need == DataType::kUndefined || need == it->second) return;
     Value*& converted = converted_[{v, need}];
     if (converted == nullptr) {
-      const std::string suffix = need == DataType::kFloat16 ? "_fp16" : "_fp32";
+      const std::string suffix = need == half_ ? "_" + HalfName() : "_fp32";
       if (v->is_initializer() && !v->is_graph_input()) {
         std::optional<Tensor> epsilon;
-        if (need == DataType::kFloat16 && (Is(*n, "Add") || Is(*n, "Sub"))) {
-          epsilon = HalfEpsilon(v, v->tensor());  // read by fp32 nodes too, by fp16 Adds here
+        if (need == half_ && (Is(*n, "Add") || Is(*n, "Sub"))) {
+          // read by fp32 nodes too, by fp16 Adds here
+          epsilon = HalfEpsilon(v, v->tensor(), half_);
         }
         converted = r_.CreateInitializer(
             g_, v->name() + suffix,
             epsilon ? *std::move(epsilon) : ConvertTensorLazily(v->tensor(), need));
-        if (need == DataType::kFloat16) ++weights_;
+        if (need == half_) ++weights_;
       } else {
-        Node* cast =
-            r_.CreateNode(g_, "Cast", {v}, {v->name() + suffix}, TopLevel(n, g_),
-                          v->name() + (need == DataType::kFloat16 ? "/to_fp16" : "/to_fp32"));
+        Node* cast = r_.CreateNode(g_, "Cast", {v}, {v->name() + suffix}, TopLevel(n, g_),
+                                   v->name() + (need == half_ ? "/to_" + HalfName() : "/to_fp32"));
         r_.SetAttribute(cast, onnx::MakeAttribute("to", static_cast<int64_t>(need)));
         r_.SetType(cast->output(0), WithElemType(v->type(), need));
         converted = cast->output(0);
@@ -274,12 +280,15 @@ class Converter {
     r_.SetInput(n, i, converted);
   }
 
+  std::string HalfName() const { return half_ == DataType::kBfloat16 ? "bf16" : "fp16"; }
+
   PassContext& ctx_;
   Rewriter& r_;
   Graph& g_;
   const bool body_;
   const Islands& islands_;
   int64_t opset_;
+  const DataType half_;  // float16 or bfloat16
   std::vector<Value*> float_values_;
   absl::flat_hash_map<const Value*, DataType> type_after_;
   absl::flat_hash_map<std::pair<const Value*, DataType>, Value*> converted_;
@@ -328,8 +337,12 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   // conversion of the graph around it left them (float).
   ctx.rewriter.Begin(name());
   int casts = 0, weights = 0;
+  // bfloat16 keeps float's range and loses precision instead: its own island policy.
+  const bool bf16 = ctx.options.precision == ConvertOptions::Precision::kBf16;
+  const DataType half = bf16 ? DataType::kBfloat16 : DataType::kFloat16;
   for (Graph* graph : GraphsRecursive(g)) {
-    absl::StatusOr<Islands> islands = DecideIslands(*graph, options);
+    absl::StatusOr<Islands> islands =
+        bf16 ? DecideBf16Islands(*graph, options) : DecideIslands(*graph, options);
     if (!islands.ok()) {
       ctx.rewriter.Rollback(std::string(islands.status().message()));
       return islands.status();
@@ -339,15 +352,16 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
         islands_.push_back({n->Describe(), n->op_type(), it->second});
       }
     }
-    Converter converter(ctx, *graph, *islands);
+    Converter converter(ctx, *graph, *islands, half);
     converter.Run();
     casts += converter.casts();
     weights += converter.weights();
   }
   const bool committed = FinishRewrite(ctx);
   RewriteRecord& record = ctx.rewriter.records().back();
-  const std::string summary = absl::StrCat(islands_.size(), " node(s) kept in fp32, ", casts,
-                                           " Cast(s) inserted, ", weights, " weight(s) in float16");
+  const std::string summary =
+      absl::StrCat(islands_.size(), " node(s) kept in fp32, ", casts, " Cast(s) inserted, ",
+                   weights, " weight(s) in ", bf16 ? "bfloat16" : "float16");
   record.note = record.note.empty() ? summary : absl::StrCat(summary, "; ", record.note);
   if (!committed) return 0;
   ctx.log(absl::StrCat(name(), ": ", summary));

@@ -1,0 +1,412 @@
+#include "rules/passes/bf16_island_rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ir/constant.h"
+#include "onnx/defs/data_type_utils.h"
+#include "onnx/defs/schema.h"
+#include "re2/re2.h"
+
+namespace ovfix::rules {
+namespace {
+
+using Islands = absl::flat_hash_map<const Node*, std::string>;
+
+bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_type() == op; }
+
+bool IsFloatNode(const Node& n) {
+  for (const Value* v : n.inputs()) {
+    if (IsFloat32(v)) return true;
+  }
+  for (const Value* v : n.outputs()) {
+    if (IsFloat32(v)) return true;
+  }
+  return false;
+}
+
+// Reductions that add their elements up (ReduceMax/Min pick one: exact in bfloat16).
+bool IsSummingReduction(const Node& n) {
+  static const absl::flat_hash_set<std::string> kSums = {
+      "ReduceSum", "ReduceMean",   "ReduceSumSquare", "ReduceL1",
+      "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceProd"};
+  return n.domain().empty() && kSums.contains(n.op_type());
+}
+
+bool IsNormalization(const Node& n) {
+  static const absl::flat_hash_set<std::string> kNormalizations = {
+      "LayerNormalization", "InstanceNormalization",     "GroupNormalization",
+      "LpNormalization",    "MeanVarianceNormalization", "BatchNormalization"};
+  return n.domain().empty() && kNormalizations.contains(n.op_type());
+}
+
+// Elements added up per output of a reduction: numel(input) / numel(output), nullopt when a
+// dim is unknown.
+std::optional<int64_t> ElementsPerOutput(const Node& n) {
+  const Value* in = n.input(0);
+  const Value* out = n.output(0);
+  if (in == nullptr || out == nullptr) return std::nullopt;
+  const std::optional<std::vector<int64_t>> a = in->static_shape(), b = out->static_shape();
+  if (!a || !b) return std::nullopt;
+  int64_t na = 1, nb = 1;
+  for (int64_t d : *a) na *= d;
+  for (int64_t d : *b) nb *= d;
+  if (nb <= 0) return std::nullopt;
+  return na / nb;
+}
+
+// The only non-constant input of `n`, or nullptr when it has none or several.
+const Value* SoleVariableInput(const Node& n) {
+  const Value* found = nullptr;
+  for (const Value* v : n.inputs()) {
+    if (v == nullptr || IsConstant(v)) continue;
+    if (found != nullptr && found != v) return nullptr;
+    found = v;
+  }
+  return found;
+}
+
+// A float output whose type parameter in onnx's schema no input shares: an attribute sets it
+// (a window's output_datatype), so retyping it would contradict the node. Cast and the
+// constants are retyped with their attribute.
+bool OutputTypeFromAttribute(const Node& n, int64_t opset) {
+  if (!n.domain().empty() || Is(n, "Cast") || Is(n, "Constant") || Is(n, "ConstantOfShape")) {
+    return false;
+  }
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
+  if (schema == nullptr || schema->outputs().empty()) return false;
+  for (size_t i = 0; i < n.outputs().size(); ++i) {
+    if (!IsFloat32(n.output(i))) continue;
+    const std::string& param =
+        schema->outputs()[std::min(i, schema->outputs().size() - 1)].GetTypeStr();
+    bool shared = false;
+    for (const auto& input : schema->inputs()) shared = shared || input.GetTypeStr() == param;
+    if (!shared) return true;
+  }
+  return false;
+}
+
+// What the spec fixes: an op with no bfloat16 at this opset, or typed by an attribute.
+std::string SpecReason(const Node& n, int64_t opset) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
+  if (!n.subgraphs().empty()) {
+    return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
+  }
+  if (Is(n, "Range")) return "float Range";
+  static const absl::flat_hash_set<std::string> kTypeFromAttribute = {
+      "RandomNormal",      "RandomUniform", "RandomNormalLike",
+      "RandomUniformLike", "Multinomial",   "Bernoulli"};
+  if (kTypeFromAttribute.contains(n.op_type()) || (Is(n, "EyeLike") && n.HasAttribute("dtype")) ||
+      OutputTypeFromAttribute(n, opset)) {
+    return "output type set by an attribute";
+  }
+  if (n.op_type() == "Constant" && n.HasAttribute("sparse_value")) return "sparse constant";
+  bool allowed = true;
+  for (size_t i = 0; i < n.outputs().size(); ++i) {
+    if (IsFloat32(n.output(i))) allowed = allowed && SpecAllowsBfloat16(n, opset, true, i);
+  }
+  // The first input carries the data of every op that has no float output (Shape aside).
+  if (!n.inputs().empty() && IsFloat32(n.input(0)) && !Is(n, "Shape") && !Is(n, "Size")) {
+    allowed = allowed && SpecAllowsBfloat16(n, opset, false, 0);
+  }
+  if (!allowed)
+    return absl::StrCat("no bfloat16 in the ONNX spec for ", n.op_type(), " at opset ", opset);
+  return "";
+}
+
+class Decider {
+ public:
+  Decider(const Graph& g, const IslandOptions& o) : g_(g), o_(o) {}
+
+  absl::StatusOr<Islands> Run() {
+    std::vector<std::unique_ptr<RE2>> patterns;
+    for (const std::string& p : o_.keep_fp32) {
+      auto re = std::make_unique<RE2>(p, RE2::Quiet);
+      if (!re->ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--keep-fp32 '", p, "': not a valid regex: ", re->error()));
+      }
+      patterns.push_back(std::move(re));
+    }
+    const std::vector<Node*> nodes = g_.NodeList();
+    for (const Node* n : nodes) {
+      if (!IsFloatNode(*n)) continue;
+      if (!n->outputs().empty() && n->output(0) != nullptr) {
+        if (auto it = o_.keep_outputs.find(n->output(0)->name()); it != o_.keep_outputs.end()) {
+          Mark(n, it->second);
+        }
+      }
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (RE2::FullMatch(n->name(), *patterns[i]) || RE2::FullMatch(n->op_type(), *patterns[i])) {
+          Mark(n, absl::StrCat("--keep-fp32 '", o_.keep_fp32[i], "'"));
+          break;
+        }
+      }
+      if (std::string why = SpecReason(*n, o_.opset); !why.empty()) Mark(n, std::move(why));
+    }
+    if (!o_.structural) return std::move(islands_);
+    for (const Node* n : nodes) {
+      if (IsFloatNode(*n)) OpKind(*n);
+    }
+    for (const Node* n : nodes) {
+      if (IsFloatNode(*n)) Centering(*n);
+    }
+    ResidualStreams(nodes);
+    if (o_.observed) {
+      for (const Node* n : nodes) {
+        if (IsFloatNode(*n)) Cancellation(*n);
+      }
+    }
+    for (const Node* n : nodes) {
+      if (IsFloatNode(*n)) IntegerFeeding(*n);
+    }
+    for (const Node* n : nodes) AngleFeeding(*n);
+    Closure(nodes);
+    Pull(nodes);
+    return std::move(islands_);
+  }
+
+ private:
+  void Mark(const Node* n, std::string reason) {
+    if (n->owner() == &g_) islands_.try_emplace(n, std::move(reason));
+  }
+
+  void OpKind(const Node& n) {
+    if (IsSummingReduction(n) && IsFloat32(n.input(0))) {
+      const std::optional<int64_t> count = ElementsPerOutput(n);
+      if (count && *count <= kShortSum) return;
+      Mark(&n,
+           count ? absl::StrCat("long sum (", n.op_type(), " of ", *count, " elements per output)")
+                 : absl::StrCat("long sum (", n.op_type(), ", element count unknown)"));
+    } else if (Is(n, "CumSum")) {
+      Mark(&n, "long sum (CumSum)");
+    } else if (IsNormalization(n)) {
+      Mark(&n, absl::StrCat("normalization statistics (", n.op_type(), ")"));
+    } else if (Is(n, "Softmax") || Is(n, "LogSoftmax")) {
+      Mark(&n, absl::StrCat("softmax denominator (", n.op_type(), ")"));
+    }
+  }
+
+  // Sub(x, m) where m is a mean of x (through shape ops): x - mean(x).
+  void Centering(const Node& n) {
+    if (!Is(n, "Sub") || n.inputs().size() != 2) return;
+    for (int i = 0; i < 2; ++i) {
+      const Value* x = n.input(i);
+      const Value* m = n.input(1 - i);
+      if (x == nullptr || m == nullptr || IsConstant(x) || IsConstant(m)) continue;
+      const Node* p = m->producer();
+      for (int step = 0; step < 4 && p != nullptr; ++step) {
+        static const absl::flat_hash_set<std::string> kShape = {"Reshape", "Unsqueeze", "Squeeze",
+                                                                "Expand", "Identity"};
+        if (!p->domain().empty() || !kShape.contains(p->op_type())) break;
+        p = p->input(0) != nullptr ? p->input(0)->producer() : nullptr;
+      }
+      if (p != nullptr && p->domain().empty() &&
+          (p->op_type() == "ReduceMean" || p->op_type() == "ReduceSum") && p->input(0) == x) {
+        Mark(&n, absl::StrCat("centering: subtracts ", p->Describe(),
+                              " from its input (a small difference of large values)"));
+        return;
+      }
+    }
+  }
+
+  // A chain of Adds of two variable inputs, each reading the one before (a residual stream:
+  // x + f(x), block after block) is a sum across layers: more than kShortSum of them and
+  // the stream's bfloat16 rounding (2^-9 of it per block) outgrows what the branches add.
+  void ResidualStreams(const std::vector<Node*>& nodes) {
+    auto chained_add = [&](const Node& n) {
+      if (!Is(n, "Add") || n.inputs().size() != 2) return false;
+      for (const Value* v : n.inputs()) {
+        if (v == nullptr || IsConstant(v) || !IsFloat32(v)) return false;
+      }
+      return true;
+    };
+    absl::flat_hash_map<const Node*, int> depth;  // Adds of the chain up to and with this one
+    absl::flat_hash_map<const Node*, const Node*> previous;
+    for (const Node* n : nodes) {  // graph order: producers first
+      if (!chained_add(*n)) continue;
+      int d = 1;
+      for (const Value* v : n->inputs()) {
+        const Node* p = v->producer();
+        if (auto it = depth.find(p); p != nullptr && it != depth.end() && it->second + 1 > d) {
+          d = it->second + 1;
+          previous[n] = p;
+        }
+      }
+      depth[n] = d;
+    }
+    absl::flat_hash_set<const Node*> marked;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      auto d = depth.find(*it);
+      if (d == depth.end() || d->second <= kShortSum || marked.contains(*it)) continue;
+      const std::string why = absl::StrCat("residual stream of ", d->second,
+                                           " chained Adds (a long sum across layers)");
+      for (const Node* q = *it; q != nullptr && marked.insert(q).second;) {
+        Mark(q, why);
+        auto p = previous.find(q);
+        q = p == previous.end() ? nullptr : p->second;
+      }
+    }
+  }
+
+  // An Add/Sub of two variable inputs whose result calibration saw far below its inputs.
+  void Cancellation(const Node& n) {
+    if (!(Is(n, "Add") || Is(n, "Sub")) || n.inputs().size() != 2) return;
+    double in = 0;
+    for (const Value* v : n.inputs()) {
+      if (v == nullptr || IsConstant(v) || !IsFloat32(v)) return;
+      const std::optional<MagnitudeRange> r = o_.observed(v);
+      if (!r || r->nan) return;
+      in = std::max(in, static_cast<double>(r->largest));
+    }
+    const std::optional<MagnitudeRange> out = o_.observed(n.output(0));
+    if (!out || out->nan || !std::isfinite(in) || in == 0) return;
+    if (in < kCancellation * out->largest) return;
+    Mark(&n, absl::StrFormat("cancellation: observed inputs up to %.3g, output up to %.3g "
+                             "(bfloat16 keeps 8 bits of the inputs)",
+                             in, out->largest));
+  }
+
+  void IntegerFeeding(const Node& n) {
+    const bool to_integer = Is(n, "Cast") && IsFloat32(n.input(0)) &&
+                            IsInteger(static_cast<DataType>(n.GetInt("to", 0)));
+    const bool rounds =
+        (Is(n, "Round") || Is(n, "Floor") || Is(n, "Ceil")) && IsFloat32(n.input(0));
+    if (!to_integer && !rounds) return;
+    static const absl::flat_hash_set<std::string> kArithmetic = {
+        "Mul",   "Div",   "Add",  "Sub",     "Neg",     "Abs",       "Clip",    "Max",     "Min",
+        "Round", "Floor", "Ceil", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+    MarkWithFeeding(n,
+                    absl::StrCat("computes integers from floats (", n.Describe(),
+                                 "; bfloat16 holds integers exactly only up to 256)"),
+                    kArithmetic);
+  }
+
+  void AngleFeeding(const Node& n) {
+    if (!(Is(n, "Sin") || Is(n, "Cos")) || !IsFloat32(n.input(0))) return;
+    static const absl::flat_hash_set<std::string> kAngleArithmetic = {
+        "Mul",     "Div",       "Add",     "Sub",    "Neg",   "MatMul",
+        "Einsum",  "Concat",    "Reshape", "Expand", "Tile",  "Transpose",
+        "Squeeze", "Unsqueeze", "Flatten", "Gather", "Slice", "Identity"};
+    MarkWithFeeding(n, absl::StrCat("angle of ", n.Describe(), " (bfloat16 cannot resolve it)"),
+                    kAngleArithmetic);
+  }
+
+  // Marks `n`, then the nodes of `through` that compute its variable float inputs, back up to
+  // a few steps.
+  void MarkWithFeeding(const Node& n, const std::string& why,
+                       const absl::flat_hash_set<std::string>& through) {
+    Mark(&n, why);
+    constexpr int kMaxDepth = 8;
+    std::vector<std::pair<const Node*, int>> stack = {{&n, 0}};
+    absl::flat_hash_set<const Node*> seen = {&n};
+    while (!stack.empty()) {
+      const auto [node, depth] = stack.back();
+      stack.pop_back();
+      if (depth == kMaxDepth) continue;
+      for (const Value* v : node->inputs()) {
+        if (!IsFloat32(v) || IsConstant(v)) continue;
+        const Node* p = v->producer();
+        if (p == nullptr || p->owner() != &g_ || !p->domain().empty() ||
+            !through.contains(p->op_type()) || !seen.insert(p).second) {
+          continue;
+        }
+        Mark(p, why);
+        stack.emplace_back(p, depth + 1);
+      }
+    }
+  }
+
+  // A node whose float inputs (two or more, not constants) all come from islands joins them;
+  // so does one whose every float input comes from islands and whose every reader is one (a
+  // Relu between two Convs the spec keeps fp32): a Cast pair around it would cost more than
+  // its bfloat16 arithmetic saves. Repeated until nothing joins.
+  void Closure(const std::vector<Node*>& nodes) {
+    for (bool joined = true; joined;) {
+      joined = false;
+      for (const Node* n : nodes) {
+        if (islands_.contains(n) || !IsFloatNode(*n)) continue;
+        int from_islands = 0, others = 0;
+        for (const Value* v : n->inputs()) {
+          if (!IsFloat32(v) || IsConstant(v)) continue;
+          const Node* p = v->producer();
+          (p != nullptr && islands_.contains(p)) ? ++from_islands : ++others;
+        }
+        if (others > 0 || from_islands == 0) continue;
+        if (from_islands >= 2) {
+          Mark(n, "all its float inputs come from fp32 islands");
+          joined = true;
+        } else if (OnlyIslandsRead(*n)) {
+          Mark(n, "between fp32 islands (a Cast pair would cost more than it saves)");
+          joined = true;
+        }
+      }
+    }
+  }
+
+  bool OnlyIslandsRead(const Node& n) const {
+    bool read = false;
+    for (const Value* o : n.outputs()) {
+      if (o == nullptr || !IsFloat32(o)) continue;
+      if (o->is_graph_output()) return false;
+      for (const Use& u : o->uses()) {
+        if (!islands_.contains(u.node)) return false;
+        read = true;
+      }
+    }
+    return read;
+  }
+
+  // Float made from non-float inputs that only islands read stays float.
+  void Pull(const std::vector<Node*>& nodes) {
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      const Node* n = *it;
+      if (islands_.contains(n) || !IsFloatNode(*n)) continue;
+      bool float_inputs = false;
+      for (const Value* v : n->inputs()) float_inputs = float_inputs || IsFloat32(v);
+      if (float_inputs) continue;
+      bool only_islands = true, read = false;
+      for (const Value* o : n->outputs()) {
+        if (!IsFloat32(o)) continue;
+        if (o->is_graph_output()) only_islands = false;
+        for (const Use& u : o->uses()) {
+          read = true;
+          only_islands = only_islands && islands_.contains(u.node);
+        }
+      }
+      if (read && only_islands) Mark(n, "makes float that only fp32 islands read");
+    }
+  }
+
+  const Graph& g_;
+  const IslandOptions& o_;
+  Islands islands_;
+};
+
+}  // namespace
+
+bool SpecAllowsBfloat16(const Node& n, int64_t opset, bool output, size_t index) {
+  const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  if (!domain.empty()) return true;
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), domain);
+  if (schema == nullptr) return true;
+  const auto& formals = output ? schema->outputs() : schema->inputs();
+  if (formals.empty()) return true;
+  const onnx::OpSchema::FormalParameter& formal = formals[std::min(index, formals.size() - 1)];
+  static const onnx::DataType kBfloat16 = onnx::Utils::DataTypeUtils::ToType("tensor(bfloat16)");
+  return formal.GetTypes().contains(kBfloat16);
+}
+
+absl::StatusOr<Islands> DecideBf16Islands(const Graph& g, const IslandOptions& options) {
+  return Decider(g, options).Run();
+}
+
+}  // namespace ovfix::rules
