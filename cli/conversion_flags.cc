@@ -1,4 +1,4 @@
-#include "converter/conversion_flags.h"
+#include "cli/conversion_flags.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -6,30 +6,43 @@
 #include "absl/strings/str_split.h"
 #include "converter/accuracy.h"
 #include "ir/status_macros.h"
+#include "rules/conversion_options.h"
 
 namespace ovfix::cli {
 namespace {
 
-absl::Status ParseInputShapes(const std::vector<std::string>& given,
-                              std::map<std::string, std::vector<int64_t>>& out) {
-  for (const std::string& text : given) {
-    std::string name, dims;
-    if (!SplitAssignment(text, name, dims)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input-shape ", text, ": expected NAME=DIMS, e.g. x=1x3x224x224"));
-    }
-    std::vector<int64_t> shape;
-    for (absl::string_view d : absl::StrSplit(dims, absl::ByAnyChar("x,"))) {
-      int64_t n;
-      if (!absl::SimpleAtoi(d, &n) || n < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--input-shape ", text, ": '", std::string(d), "' is not a dim (use 1x3x224x224)"));
-      }
-      shape.push_back(n);
-    }
-    out[name] = shape;
+using rules::OptionSpec;
+
+// Where an option's values go: the typed members the commands read, else `values`.
+std::vector<std::string>* BoundList(ConversionFlags& f, std::string_view name) {
+  if (name == "rules") return &f.rule_files;
+  if (name == "disable") return &f.disabled;
+  if (name == "keep_fp32") return &f.keep_fp32;
+  if (name == "input") return &f.inputs;
+  if (name == "calibration_data") return &f.calibration_data;
+  if (name == "accuracy") return &f.accuracy;
+  return nullptr;
+}
+
+bool Repeatable(const OptionSpec& spec) {
+  return spec.type == OptionSpec::Type::kList || spec.type == OptionSpec::Type::kMap;
+}
+
+// The texts given for `spec` (each occurrence of a list or map option; the last of others).
+std::vector<std::string> Given(const ConversionFlags& f, const OptionSpec& spec) {
+  if (spec.type == OptionSpec::Type::kBool) {
+    auto it = f.switches.find(spec.name);
+    if (it == f.switches.end() || !it->second) return {};
+    return {FlagName(spec).starts_with("--no-") ? "false" : "true"};
   }
-  return absl::OkStatus();
+  auto it = f.options.find(spec.name);
+  if (it == f.options.end() || it->second->count() == 0) return {};
+  if (spec.name == "target") return {f.target};
+  if (!Repeatable(spec)) return {f.scalars.find(spec.name)->second};
+  const std::vector<std::string>* list = BoundList(const_cast<ConversionFlags&>(f), spec.name);
+  if (list == nullptr) list = &f.values.find(spec.name)->second;
+  std::vector<std::string> given = *list;
+  return given;
 }
 
 }  // namespace
@@ -43,12 +56,9 @@ bool SplitAssignment(const std::string& text, std::string& name, std::string& va
 }
 
 void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy) {
-  sub->add_option("--accuracy", accuracy,
-                  "How outputs are judged: NAME=CRITERIA for one output, CRITERIA for the "
-                  "others (repeatable); CRITERIA is max:B, mean:B, p99:B, p99.9:B, "
-                  "beyond@E:S, topK:S, mask@T:S or boxes@IOU:S, joined by ','. Default where "
-                  "fp16 is involved: max:0.1,p99:0.01,mean:0.002, or max:0.01 for outputs of "
-                  "fewer than 100 elements; max:1e-4 otherwise (docs/validation.md)");
+  const OptionSpec* spec = rules::FindOption("accuracy");
+  sub->add_option(FlagName(*spec), accuracy, std::string(spec->help))
+      ->type_name(std::string(spec->value_name));
 }
 
 absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
@@ -60,43 +70,34 @@ absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
 }
 
 void AddConversionFlags(CLI::App* sub, ConversionFlags& f) {
-  f.target_option = sub->add_option("--target", f.target,
-                                    "Target profile: gpu-fp16, tensorrt, openvino-gpu, "
-                                    "ncnn-vulkan, generic, or a .target file (default generic)");
-  sub->add_option("--rules", f.rule_files, "A rule file to apply too (repeatable)");
-  sub->add_option("--disable", f.disabled,
-                  "Skip a pass, rule set, rule family or rule (repeatable)");
-  f.batch_option = sub->add_option("--batch", f.batch, "Fix the first dim of dynamic inputs to N")
-                       ->check(CLI::PositiveNumber);
-  sub->add_option("--input-shape", f.input_shapes,
-                  "Fix an input's shape: NAME=1x3x224x224 (repeatable)");
-  sub->add_option("--keep-fp32", f.keep_fp32,
-                  "Keep nodes whose whole name or op type matches REGEX in fp32 (repeatable)");
-  f.keep_io_option = sub->add_flag("--keep-io-types", f.keep_io_types,
-                                   "Keep fp32 model inputs and outputs (Casts inside)");
-  f.broadcast_option = sub->add_option("--broadcast", f.broadcast,
-                                       "rank: equal-rank element-wise inputs; full: identical "
-                                       "shapes (Expand)")
-                           ->check(CLI::IsMember({"rank", "full"}));
-  f.lower_option = sub->add_flag("--lower-conv3d-unit-kernel", f.lower_conv3d,
-                                 "Rewrite Conv3D with a unit kernel dim as Conv2D");
-  sub->add_flag("--no-validate", f.no_validate,
-                "Do not run the model: no validation, no fp16 calibration");
-  sub->add_option("--input", f.inputs,
-                  "Reference input for validation: NAME=FILE.pb (repeatable; naming an input "
-                  "again starts another set; default: random inputs from a fixed seed)");
-  sub->add_option("--calibration-data", f.calibration_data,
-                  "ONNX test-data folder (test_data_set_*/input_K.pb or input_K.pb) to "
-                  "validate, calibrate and repair on (repeatable)");
-  sub->add_option("--tolerance", f.tolerance,
-                  "Judge every output by its worst element relative to its range: the same as "
-                  "--accuracy max:X (default: --accuracy's default for fp16 conversions, "
-                  "max:1e-4 otherwise)")
-      ->check(CLI::NonNegativeNumber);
-  AddAccuracyFlag(sub, f.accuracy);
-  sub->add_flag("--no-repair", f.no_repair,
-                "Report an fp16 conversion beyond the tolerance instead of keeping the nodes "
-                "responsible in fp32");
+  for (const OptionSpec& spec : rules::ConversionOptionTable()) {
+    if (!spec.on_command_line) continue;
+    const std::string flag = FlagName(spec), help(spec.help);
+    CLI::Option* option = nullptr;
+    if (spec.type == OptionSpec::Type::kBool) {
+      option = sub->add_flag(flag, f.switches[std::string(spec.name)], help);
+    } else if (spec.name == "target") {
+      option = f.target_option = sub->add_option(flag, f.target, help);
+    } else if (!Repeatable(spec)) {
+      option = sub->add_option(flag, f.scalars[std::string(spec.name)], help);
+    } else {
+      std::vector<std::string>* list = BoundList(f, spec.name);
+      if (list == nullptr) list = &f.values[std::string(spec.name)];
+      option = sub->add_option(flag, *list, help);
+    }
+    // The value's form is the table's (the checks say nothing more in --help).
+    auto quiet = [](CLI::Validator v) { return v.description(""); };
+    if (spec.type == OptionSpec::Type::kEnum) {
+      option->check(
+          quiet(CLI::IsMember(std::vector<std::string>(spec.choices.begin(), spec.choices.end()))));
+    } else if (spec.type == OptionSpec::Type::kInt) {
+      option->check(quiet(CLI::PositiveNumber));
+    } else if (spec.type == OptionSpec::Type::kDouble) {
+      option->check(quiet(CLI::NonNegativeNumber));
+    }
+    if (!spec.value_name.empty()) option->type_name(std::string(spec.value_name));
+    f.options[std::string(spec.name)] = option;
+  }
   sub->add_flag("--verbose", f.verbose, "Print what each pass did on stderr");
 }
 
@@ -106,23 +107,20 @@ absl::Status ToPipelineOptions(const ConversionFlags& f, converter::PipelineOpti
   if (f.verbose) p.log = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
   rules::ConvertOptions& c = p.convert;
   c.target = f.target;
-  c.batch = f.batch;
-  c.keep_fp32 = f.keep_fp32;
-  c.keep_io_types = f.keep_io_types;
-  // --broadcast is checked against the choices as it is read; this cannot fail.
-  absl::StatusOr<rules::ConvertOptions::Broadcast> broadcast = rules::ParseBroadcast(f.broadcast);
-  if (!broadcast.ok()) {
-    return absl::InvalidArgumentError("--broadcast: " + std::string(broadcast.status().message()));
+  // The options of ConvertOptions, through the table; given ones win over the target's.
+  for (const OptionSpec& spec : rules::ConversionOptionTable()) {
+    if (!spec.on_command_line || spec.set == nullptr || spec.name == "target") continue;
+    const std::vector<std::string> given = Given(f, spec);
+    for (const std::string& text : given) {
+      if (absl::Status s = spec.set(text, c); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(FlagName(spec), spec.type == OptionSpec::Type::kBool ? "" : " " + text,
+                         ": ", s.message()));
+      }
+    }
+    if (!given.empty()) p.set_by_user.insert(std::string(spec.name));
   }
-  c.broadcast = *broadcast;
-  c.lower_conv3d_unit_kernel = f.lower_conv3d;
-  c.disabled = f.disabled;
-  c.validate = !f.no_validate;
-  if (f.batch_option->count() > 0) p.set_by_user.insert("batch");
-  if (f.keep_io_option->count() > 0) p.set_by_user.insert("keep_io_types");
-  if (f.broadcast_option->count() > 0) p.set_by_user.insert("broadcast");
-  if (f.lower_option->count() > 0) p.set_by_user.insert("lower_conv3d_unit_kernel");
-  if (absl::Status s = ParseInputShapes(f.input_shapes, c.input_shapes); !s.ok()) return s;
+  // The options the pipeline reads itself.
   // --input NAME=FILE, repeatable; naming an input again starts another set.
   for (const std::string& text : f.inputs) {
     std::string name, file;
@@ -133,9 +131,14 @@ absl::Status ToPipelineOptions(const ConversionFlags& f, converter::PipelineOpti
     p.input_sets.back()[name] = file;
   }
   p.calibration_data = f.calibration_data;
-  p.tolerance = f.tolerance;
+  if (std::vector<std::string> t = Given(f, *rules::FindOption("tolerance")); !t.empty()) {
+    // Checked as a non-negative number as it is read.
+    if (!absl::SimpleAtod(t.back(), &p.tolerance)) {
+      return absl::InvalidArgumentError(absl::StrCat("--tolerance ", t.back(), ": not a number"));
+    }
+  }
   OVFIX_RETURN_IF_ERROR(ParseAccuracyFlags(f.accuracy, p.accuracy));
-  p.repair = !f.no_repair;
+  p.repair = Given(f, *rules::FindOption("repair")).empty();
   return absl::OkStatus();
 }
 
