@@ -4,6 +4,7 @@
 // (converter/pass_manager.h) plans the precision phase from it on any target.
 #include "rules/conversion_options.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -267,6 +268,24 @@ TEST(PassManager, RefusesIncompatibleCombinations) {
             "(add --precision fp16)");
   EXPECT_TRUE(PlanFor("generic", "fp16", {"keep_io_types"}).ok());
   EXPECT_TRUE(PlanFor("gpu-fp16", "", {"keep_io_types"}).ok());
+}
+
+// On the command line: one line on stderr, exit 2, nothing written.
+TEST(PassManager, CommandLineRefusesInOneLine) {
+  const std::string model = std::string(OVFIX_SHARED_DIR) + "/models/trt_broadcast/model.onnx";
+  if (!fs::exists(model)) GTEST_SKIP() << "no trt_broadcast in ../shared";
+  const fs::path out = fs::temp_directory_path() / absl::StrCat("ovfix_refused_", ::getpid());
+  for (const std::string& args : {"--target tensorrt --precision bf16", "--keep-io-types"}) {
+    testing::CommandResult r =
+        testing::RunOvfix(absl::StrCat("convert ", model, " ", out.string(), " ", args));
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(args == "--keep-io-types" ? "--keep-io-types applies to reduced precision"
+                                                   : "bf16 is not supported yet"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
 }
 
 }  // namespace
