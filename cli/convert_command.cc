@@ -98,8 +98,10 @@ absl::Status CheckFiles(const ConvertOptions& o, const Model& model, const SaveO
 bool ReducesPrecision(const ConversionFlags& f) {
   rules::ConvertOptions options;
   std::set<std::string> set_by_user;
-  if (auto it = f.values.find("precision"); it != f.values.end() && !it->second.empty()) {
-    if (!rules::SetOption("precision", it->second.back(), options).ok()) return false;
+  if (auto it = f.options.find("precision"); it != f.options.end() && it->second->count() > 0) {
+    if (!rules::SetOption("precision", f.scalars.find("precision")->second, options).ok()) {
+      return false;
+    }
     set_by_user.insert("precision");
   }
   absl::StatusOr<converter::Target> target = converter::LoadTarget(f.target);
@@ -159,7 +161,13 @@ std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model&
         std::all_of(selected.begin(), selected.end(), [&](const auto& r) { return in(user, r); });
     const bool option_pass = d == "fix_input_shapes" || d == "lower_conv3d_unit_kernel" ||
                              d == "explicit_broadcast_full";
-    if (!runs && !user_rule && !option_pass) {
+    // The precision phase runs on any target that converts to a reduced precision.
+    bool precision_phase = fp16 && d == "fp16_islands";
+    if (fp16 && library.ok()) {
+      const auto cleanup = library->Select("cast_cleanup");
+      for (const auto& r : selected) precision_phase = precision_phase || in(cleanup, r);
+    }
+    if (!runs && !user_rule && !option_pass && !precision_phase) {
       warnings.push_back(absl::StrCat("--disable ", d, " disables nothing: target ", f.target,
                                       " does not run it"));
     }

@@ -288,5 +288,24 @@ TEST(PassManager, CommandLineRefusesInOneLine) {
   }
 }
 
+// The warnings about options that do nothing follow --precision: the precision phase runs on
+// tensorrt with --precision fp16, and not without it.
+TEST(PassManager, CommandLineWarningsFollowThePrecision) {
+  const std::string model = std::string(OVFIX_SHARED_DIR) + "/models/hand_softmax/model.onnx";
+  if (!fs::exists(model)) GTEST_SKIP() << "no hand_softmax in ../shared";
+  const fs::path out = fs::temp_directory_path() / absl::StrCat("ovfix_warned_", ::getpid());
+  const std::string convert = absl::StrCat("convert ", model, " ", out.string(), " --no-validate ");
+  testing::CommandResult fp16 =
+      testing::RunOvfix(convert + "--target tensorrt --precision fp16 --disable cast_cleanup");
+  EXPECT_EQ(fp16.exit_code, 0) << fp16.err;
+  EXPECT_EQ(fp16.err.find("disables nothing"), std::string::npos) << fp16.err;
+  testing::CommandResult fp32 =
+      testing::RunOvfix(convert + "--target tensorrt --disable fp16_islands");
+  EXPECT_EQ(fp32.exit_code, 0) << fp32.err;
+  EXPECT_NE(fp32.err.find("--disable fp16_islands disables nothing"), std::string::npos)
+      << fp32.err;
+  fs::remove(out);
+}
+
 }  // namespace
 }  // namespace ovfix::rules
