@@ -8,11 +8,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/model_proto.h"
+#include "converter/accuracy.h"
 #include "converter/pipeline.h"
 #include "converter/report.h"
 #include "converter/report_html.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
+#include "ir/status_macros.h"
+#include "rules/conversion_options.h"
 
 namespace ovfix {
 namespace {
@@ -37,33 +40,41 @@ absl::Status WriteCalibrationSets(const std::vector<NamedTensors>& sets, const s
   return absl::OkStatus();
 }
 
+// Sets option `name` (rules/conversion_options.h) from `text` as the command line does: the
+// option wins over the target's. Errors name the option.
+absl::Status Set(std::string_view name, const std::string& text, converter::PipelineOptions& p) {
+  if (absl::Status s = rules::SetOption(name, text, p.convert); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(name), ": ", s.message()));
+  }
+  p.set_by_user.insert(std::string(name));
+  return absl::OkStatus();
+}
+
+std::string BoolText(bool b) { return b ? "true" : "false"; }
+
 absl::StatusOr<converter::PipelineOptions> ToPipelineOptions(const ConversionOptions& o) {
   converter::PipelineOptions p;
   p.rule_files = o.rule_files;
   if (o.log) p.log = o.log;
   rules::ConvertOptions& c = p.convert;
   c.target = o.target;
-  if (o.batch) {
-    if (*o.batch <= 0) return absl::InvalidArgumentError("batch: must be a positive number");
-    c.batch = *o.batch;
-    p.set_by_user.insert("batch");
-  }
+  if (o.batch) OVFIX_RETURN_IF_ERROR(Set("batch", absl::StrCat(*o.batch), p));
   c.input_shapes = o.input_shapes;
   c.keep_fp32 = o.keep_fp32;
-  if (o.keep_io_types) {
-    c.keep_io_types = *o.keep_io_types;
-    p.set_by_user.insert("keep_io_types");
-  }
-  if (o.broadcast) {
-    absl::StatusOr<rules::ConvertOptions::Broadcast> b = rules::ParseBroadcast(*o.broadcast);
-    if (!b.ok())
-      return absl::InvalidArgumentError("broadcast: " + std::string(b.status().message()));
-    c.broadcast = *b;
-    p.set_by_user.insert("broadcast");
-  }
+  if (o.keep_io_types) OVFIX_RETURN_IF_ERROR(Set("keep_io_types", BoolText(*o.keep_io_types), p));
+  if (o.broadcast) OVFIX_RETURN_IF_ERROR(Set("broadcast", *o.broadcast, p));
   if (o.lower_conv3d_unit_kernel) {
-    c.lower_conv3d_unit_kernel = *o.lower_conv3d_unit_kernel;
-    p.set_by_user.insert("lower_conv3d_unit_kernel");
+    OVFIX_RETURN_IF_ERROR(
+        Set("lower_conv3d_unit_kernel", BoolText(*o.lower_conv3d_unit_kernel), p));
+  }
+  if (o.precision) OVFIX_RETURN_IF_ERROR(Set("precision", *o.precision, p));
+  if (o.fp16_islands) OVFIX_RETURN_IF_ERROR(Set("fp16_islands", *o.fp16_islands, p));
+  if (o.fp16_magnitude_threshold) {
+    OVFIX_RETURN_IF_ERROR(
+        Set("fp16_magnitude_threshold", absl::StrCat(*o.fp16_magnitude_threshold), p));
+  }
+  if (o.fold_size_limit) {
+    OVFIX_RETURN_IF_ERROR(Set("fold_size_limit", absl::StrCat(*o.fold_size_limit), p));
   }
   c.disabled = o.disable;
   c.validate = o.validate;
@@ -71,6 +82,9 @@ absl::StatusOr<converter::PipelineOptions> ToPipelineOptions(const ConversionOpt
   if (o.tolerance) {
     if (!(*o.tolerance >= 0)) return absl::InvalidArgumentError("tolerance: must be >= 0");
     p.tolerance = *o.tolerance;
+  }
+  for (const std::string& text : o.accuracy) {
+    if (absl::Status s = converter::AddAccuracyOption(text, p.accuracy); !s.ok()) return s;
   }
   p.repair = o.repair;
   p.write_output = true;

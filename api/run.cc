@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "api/model_proto.h"
+#include "converter/calibration_data.h"
 #include "converter/model_run.h"
 #include "converter/validation.h"
 #include "exec/compare.h"

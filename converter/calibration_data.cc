@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "converter/validation.h"
+#include "exec/random_inputs.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
@@ -121,6 +121,42 @@ absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
   result.description = absl::StrCat("calibration: ", sets.size(), " input set(s)",
                                     folders.empty() ? "" : " from ", absl::StrJoin(folders, ", "));
   return result;
+}
+
+absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
+                                                    const rules::ConvertOptions& options) {
+  const Graph& g = model.graph();
+  for (const auto& [name, file] : options.input_files) {
+    const Value* v = g.FindValue(name);
+    if (v == nullptr || !v->is_graph_input()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", name, "=", file, ": the model has no input '", name, "'"));
+    }
+  }
+  exec::RandomInputOptions random_options;
+  random_options.ranges.int_high = 1;  // valid indices and counts for most models
+  random_options.shapes = options.input_shapes;
+  random_options.batch = options.batch;
+  exec::SeededRandom random(random_options.seed);
+  exec::TensorMap inputs;
+  for (const Value* v : g.inputs()) {
+    if (v->is_initializer()) continue;
+    if (!v->is_tensor()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", v->name(), "' is ", DescribeType(*v),
+          ", not a tensor: validation runs take tensors (--no-validate converts without)"));
+    }
+    if (auto it = options.input_files.find(v->name()); it != options.input_files.end()) {
+      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadInputFile(*v, it->second));
+      inputs.emplace(v->name(), std::move(t));
+      continue;
+    }
+    OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, exec::RandomInputDims(*v, random_options));
+    OVFIX_ASSIGN_OR_RETURN(Tensor t, exec::RandomTensor(v->elem_type(), dims, random, v->name(),
+                                                        random_options.ranges));
+    inputs.emplace(v->name(), std::move(t));
+  }
+  return inputs;
 }
 
 }  // namespace ovfix::converter

@@ -27,6 +27,12 @@ absl::StatusOr<std::vector<InputFiles>> FindCalibrationSets(const Graph& g, cons
 // every declared dim. Errors name the file and the problem in one line.
 absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file);
 
+// Inputs for reference and calibration runs: the --input files, else deterministic random
+// tensors (fixed seed) shaped as declared, with --input-shape dims where given and other
+// symbolic dims set to --batch (first dim) or 1.
+absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
+                                                    const rules::ConvertOptions& options);
+
 struct CalibrationSets {
   std::vector<exec::TensorMap> sets;
   std::string description;  // one line for the console and the report

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
@@ -18,6 +19,7 @@
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
 #include "converter/output_verdict.h"
+#include "converter/pass_manager.h"
 #include "converter/precision_cost.h"
 #include "converter/repair.h"
 #include "converter/report_html.h"
@@ -42,98 +44,15 @@ namespace ovfix::converter {
 
 using rules::CheckLightProto;
 using rules::ConvertOptions;
-using rules::Fp16IslandsPass;
 using rules::InferShapesAndCheck;
 using rules::InferShapesLight;
 using rules::LightModelProto;
 using rules::MakeNativePass;
-using rules::MakeRuleSetPass;
-using rules::Pass;
 using rules::PassContext;
 using rules::Rewriter;
-using rules::Rule;
 using rules::RuleLibrary;
 using rules::ShapeFacts;
 namespace {
-
-struct Step {
-  std::string name;
-  std::unique_ptr<Pass> pass;
-};
-
-bool HasPass(const std::vector<TargetStep>& steps, std::string_view name) {
-  for (const TargetStep& s : steps) {
-    if (s.kind == TargetStep::Kind::kPass && s.name == name) return true;
-  }
-  return false;
-}
-
-// Index of the first step named `name`, or steps.size().
-size_t Find(const std::vector<TargetStep>& steps, std::string_view name) {
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].name == name) return i;
-  }
-  return steps.size();
-}
-
-// The target's steps, with what the options ask for and the target does not list: fixing
-// input shapes first, conv3d lowering and full broadcasts, user rules before the fp16
-// conversion (they are written against the float model) or at the end.
-std::vector<TargetStep> PlanSteps(const Target& target, const ConvertOptions& o, bool user_rules) {
-  std::vector<TargetStep> steps = target.steps;
-  auto insert = [&](size_t at, TargetStep s) {
-    steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(std::min(at, steps.size())), s);
-  };
-  if ((o.batch > 0 || !o.input_shapes.empty()) && !HasPass(steps, "fix_input_shapes")) {
-    insert(0, {TargetStep::Kind::kPass, "fix_input_shapes", 0});
-  }
-  if (o.lower_conv3d_unit_kernel && !HasPass(steps, "lower_conv3d_unit_kernel")) {
-    insert(Find(steps, "fix_input_shapes") + 1,
-           {TargetStep::Kind::kPass, "lower_conv3d_unit_kernel", 0});
-  }
-  if (o.broadcast == ConvertOptions::Broadcast::kFull &&
-      !HasPass(steps, "explicit_broadcast_full")) {
-    insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kPass, "explicit_broadcast_full", 0});
-  }
-  if (user_rules) insert(Find(steps, "fp16_islands"), {TargetStep::Kind::kRules, "--rules", 0});
-  return steps;
-}
-
-absl::StatusOr<std::vector<Step>> MakeSteps(const Target& target, const PipelineOptions& options,
-                                            const RuleLibrary& library) {
-  const ConvertOptions& o = options.convert;
-  // A --disable name must name something, or a typo would silently disable nothing.
-  for (const std::string& d : o.disabled) {
-    if (MakeNativePass(d) == nullptr && library.Select(d).empty()) {
-      std::vector<std::string> names;
-      for (const rules::NativePassInfo& p : rules::NativePasses()) names.push_back(p.name);
-      for (const rules::RuleFile& file : library.files()) {
-        names.push_back(file.set);
-        for (const auto& r : file.rules) names.push_back(r->name);
-      }
-      return absl::InvalidArgumentError(
-          absl::StrCat("--disable ", d, ": no pass, rule set, rule family or rule of that name",
-                       rules::DidYouMean(d, names)));
-    }
-  }
-  std::vector<Step> steps;
-  for (const TargetStep& s : PlanSteps(target, o, !options.rule_files.empty())) {
-    if (std::find(o.disabled.begin(), o.disabled.end(), s.name) != o.disabled.end()) continue;
-    if (s.kind == TargetStep::Kind::kPass) {
-      steps.push_back({s.name, MakeNativePass(s.name)});
-      continue;
-    }
-    std::vector<std::shared_ptr<const Rule>> rules =
-        s.name == "--rules" ? library.UserRules() : library.Select(s.name);
-    if (rules.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          target.path, ":", s.line, ": no rule set, rule family or rule named '", s.name, "'"));
-    }
-    const std::string name = s.name == "--rules" ? "user_rules" : s.name;
-    steps.push_back({name, MakeRuleSetPass(name, std::move(rules))});
-  }
-  return steps;
-}
 
 // Whether every input's dims are known once the options apply: then the reference run's
 // dims are those of every run, and observed dims are facts (not only ranks).
@@ -265,273 +184,369 @@ absl::Status CheckModel(const Model& model) {
   return CheckLightProto(proto);
 }
 
-absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options) {
+namespace {
+
+// One conversion: the state its phases share. The pass manager plans the steps and says
+// which phases run (converter/pass_manager.h); each phase is one method here.
+class Conversion {
+ public:
+  Conversion(Model& model, const PipelineOptions& options)
+      : model_(model), options_(options), progress_(options.progress ? stderr : nullptr) {}
+
+  absl::StatusOr<ConversionReport> Run();
+
+ private:
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  ConversionReport report;
-  report.input = options.input_path;
-  report.output = options.output_path;
-  report.target = options.convert.target;
 
-  StatusLine progress(options.progress ? stderr : nullptr);
-  OVFIX_ASSIGN_OR_RETURN(Target target, LoadTarget(options.convert.target));
-  ConvertOptions convert = options.convert;
-  OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options.set_by_user, convert));
-  absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options.rule_files);
-  if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
-  OVFIX_ASSIGN_OR_RETURN(std::vector<Step> steps, MakeSteps(target, options, *library));
+  absl::Status Setup();
+  absl::Status Calibrate();
+  // Sets `ended` when options.before_step ends the conversion before a step.
+  absl::Status RunSteps(bool& ended);
+  absl::Status Check();
+  absl::Status RepairToCriteria();
+  absl::Status Finish();
+  absl::Status Write();
 
-  auto phase = [&, last = Clock::now()](const char* what) mutable {
-    const auto now = Clock::now();
-    options.log(absl::StrFormat("%s: %.1f ms", what,
-                                1e3 * std::chrono::duration<double>(now - last).count()));
-    last = now;
-  };
-  // Shape inference and the passes trust the nodes' structure.
-  OVFIX_RETURN_IF_ERROR(CheckNodes(model));
-  const int casts_before = CountCasts(model);
   // Types for the passes; what onnx cannot infer stays unknown (said with --verbose).
-  auto infer = [&](Model& m) {
-    if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
-    // Ranks onnx leaves open (reductions whose axes come from an outer graph...), then
-    // inference again from them.
-    if (rules::AddRankFacts(m.graph()) > 0) {
-      if (absl::Status s = InferShapesLight(m); !s.ok()) options.log(std::string(s.message()));
-    }
-  };
-  infer(model);
-  OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(model));
-  if (convert.precision == ConvertOptions::Precision::kBf16) {
-    OVFIX_ASSIGN_OR_RETURN(const OpsetRaise raise, RaiseOpsetForBfloat16(model));
-    report.opset_note = raise.note;
-    if (!raise.note.empty()) options.log(absl::StrCat("bf16: ", raise.note));
-    if (raise.to != raise.from) infer(model);
-  }
-  size_t types_inferred_at = 0;  // no rewrite recorded yet
-  phase("setup and shape inference");
-  std::unique_ptr<ReferenceValidator> validator;
-  ShapeFacts shape_facts;
-  std::vector<BodyName> bodies_not_run;  // by any calibration set
-  bool random_inputs = false;
-  if (convert.validate) {
-    absl::StatusOr<CalibrationSets> sets =
-        LoadCalibrationSets(model, options.calibration_data, options.input_sets, convert);
-    if (!sets.ok()) return absl::InvalidArgumentError(sets.status().message());
-    report.calibration = sets->description;
-    random_inputs = absl::StartsWith(sets->description, "no calibration data");
-    convert.fp16_calibrated_on_data = !random_inputs;
-    progress.Set("reference run of the model");
-    absl::StatusOr<std::unique_ptr<ReferenceValidator>> v =
-        ReferenceValidator::Create(model, std::move(sets->sets));
-    if (!v.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("validation needs a run of the model on the CPU executor, which failed: ",
-                       v.status().message(),
-                       random_inputs ? " (random inputs have symbolic dims set to 1: fix them with "
-                                       "--input-shape NAME=DIMS, or give --calibration-data DIR)"
-                                     : "",
-                       " (--no-validate converts without validation)"));
-    }
-    validator = *std::move(v);
-    OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options.accuracy, validator->reference_outputs(0)));
-    report.validated = true;
-    phase("reference run");
-    report.observed_shape_facts =
-        ObserveShapes(model, *validator, InputsFixed(model, convert), shape_facts, bodies_not_run);
-    if (report.observed_shape_facts > 0) infer(model);
-  }
-  if (!convert.validate) {
-    report.validation_note = "--no-validate";
-  }
+  void Infer(Model& m) const;
+  // Logs the time since the last phase ended.
+  void PhaseDone(const char* what);
 
-  Rewriter rewriter(model);
-  rewriter.set_shape_facts(&shape_facts);
-  rewriter.set_observer(validator.get());
-  CpuNodeEvaluator evaluator;
-  bool precision_changed = false;
-  // The graph right before the fp16 conversion, for the repair to convert again.
-  std::unique_ptr<Model> before_fp16;
-  size_t fp16_step = steps.size();
+  Model& model_;
+  const PipelineOptions& options_;
+  StatusLine progress_;
+  const Clock::time_point start_ = Clock::now();
+  Clock::time_point last_ = start_;
+  ConversionReport report_;
+  ConvertOptions convert_;
+  std::optional<PassManager> manager_;
+  int casts_before_ = 0;
+  size_t types_inferred_at_ = 0;  // no rewrite recorded yet
+  std::unique_ptr<ReferenceValidator> validator_;
+  ShapeFacts shape_facts_;
+  std::vector<BodyName> bodies_not_run_;  // by any calibration set
+  CpuNodeEvaluator evaluator_;
+  bool precision_changed_ = false;
+  // The graph right before the precision phase, for the repair to convert again.
+  std::unique_ptr<Model> before_precision_;
+  // The steps' rewriter, which the validator observes: it lives as long as the validator.
+  std::optional<Rewriter> rewriter_;
+};
+
+void Conversion::Infer(Model& m) const {
+  if (absl::Status s = InferShapesLight(m); !s.ok()) options_.log(std::string(s.message()));
+  // Ranks onnx leaves open (reductions whose axes come from an outer graph...), then
+  // inference again from them.
+  if (rules::AddRankFacts(m.graph()) > 0) {
+    if (absl::Status s = InferShapesLight(m); !s.ok()) options_.log(std::string(s.message()));
+  }
+}
+
+void Conversion::PhaseDone(const char* what) {
+  const auto now = Clock::now();
+  options_.log(absl::StrFormat("%s: %.1f ms", what,
+                               1e3 * std::chrono::duration<double>(now - last_).count()));
+  last_ = now;
+}
+
+absl::Status Conversion::Setup() {
+  report_.input = options_.input_path;
+  report_.output = options_.output_path;
+  report_.target = options_.convert.target;
+  OVFIX_ASSIGN_OR_RETURN(Target target, LoadTarget(options_.convert.target));
+  convert_ = options_.convert;
+  OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options_.set_by_user, convert_));
+  absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options_.rule_files);
+  if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
+  OVFIX_ASSIGN_OR_RETURN(manager_, PassManager::Plan(target, convert_, options_.set_by_user,
+                                                     !options_.rule_files.empty(), *library));
+  // Shape inference and the passes trust the nodes' structure.
+  OVFIX_RETURN_IF_ERROR(CheckNodes(model_));
+  casts_before_ = CountCasts(model_);
+  Infer(model_);
+  OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(model_));
+  if (convert_.precision == ConvertOptions::Precision::kBf16) {
+    OVFIX_ASSIGN_OR_RETURN(const OpsetRaise raise, RaiseOpsetForBfloat16(model_));
+    report_.opset_note = raise.note;
+    if (!raise.note.empty()) options_.log(absl::StrCat("bf16: ", raise.note));
+    if (raise.to != raise.from) Infer(model_);
+  }
+  PhaseDone("setup and shape inference");
+  if (!convert_.validate) report_.validation_note = "--no-validate";
+  return absl::OkStatus();
+}
+
+// The calibration phase: the reference run on the calibration data, which every rewrite is
+// validated against and the precision phase calibrates on.
+absl::Status Conversion::Calibrate() {
+  absl::StatusOr<CalibrationSets> sets =
+      LoadCalibrationSets(model_, options_.calibration_data, options_.input_sets, convert_);
+  if (!sets.ok()) return absl::InvalidArgumentError(sets.status().message());
+  report_.calibration = sets->description;
+  const bool random_inputs = absl::StartsWith(sets->description, "no calibration data");
+  convert_.fp16_calibrated_on_data = !random_inputs;
+  progress_.Set("reference run of the model");
+  absl::StatusOr<std::unique_ptr<ReferenceValidator>> v =
+      ReferenceValidator::Create(model_, std::move(sets->sets));
+  if (!v.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validation needs a run of the model on the CPU executor, which failed: ",
+                     v.status().message(),
+                     random_inputs ? " (random inputs have symbolic dims set to 1: fix them with "
+                                     "--input-shape NAME=DIMS, or give --calibration-data DIR)"
+                                   : "",
+                     " (--no-validate converts without validation)"));
+  }
+  validator_ = *std::move(v);
+  OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options_.accuracy, validator_->reference_outputs(0)));
+  report_.validated = true;
+  PhaseDone("reference run");
+  report_.observed_shape_facts = ObserveShapes(model_, *validator_, InputsFixed(model_, convert_),
+                                               shape_facts_, bodies_not_run_);
+  if (report_.observed_shape_facts > 0) Infer(model_);
+  return absl::OkStatus();
+}
+
+absl::Status Conversion::RunSteps(bool& ended) {
+  rewriter_.emplace(model_);
+  Rewriter& rewriter = *rewriter_;
+  rewriter.set_shape_facts(&shape_facts_);
+  rewriter.set_observer(validator_.get());
+  std::vector<PlannedStep>& steps = manager_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
-    Step& step = steps[i];
-    if (validator != nullptr && options.repair && before_fp16 == nullptr &&
-        dynamic_cast<Fp16IslandsPass*>(step.pass.get()) != nullptr) {
-      absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(model);
-      if (copy.ok()) {
-        before_fp16 = *std::move(copy);
-        fp16_step = i;
-      }
+    PlannedStep& step = steps[i];
+    if (i == manager_->precision_step() && validator_ != nullptr && options_.repair) {
+      absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(model_);
+      if (copy.ok()) before_precision_ = *std::move(copy);
     }
-    if (options.before_step && options.before_step(step.name, model, convert)) {
-      report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      return report;
+    if (options_.before_step && options_.before_step(step.name, model_, convert_)) {
+      ended = true;
+      return absl::OkStatus();
     }
-    progress.Set(step.name, static_cast<int>(i) + 1, static_cast<int>(steps.size()));
+    progress_.Set(step.name, static_cast<int>(i) + 1, static_cast<int>(steps.size()));
     const size_t before = rewriter.records().size();
     const auto step_start = Clock::now();
-    PassContext ctx{model,       rewriter,           convert,   validator.get(),
-                    options.log, &types_inferred_at, &evaluator};
-    absl::StatusOr<int> committed = step.pass->Run(ctx);
-    if (!committed.ok()) {
-      return absl::Status(committed.status().code(),
-                          absl::StrCat(step.name, ": ", committed.status().message()));
-    }
+    PassContext ctx{model_,           rewriter,     convert_,
+                    validator_.get(), options_.log, &types_inferred_at_,
+                    &evaluator_};
+    OVFIX_ASSIGN_OR_RETURN(int committed, manager_->RunStep(i, ctx));
     StepReport s{step.name};
     for (size_t k = before; k < rewriter.records().size(); ++k) {
       (rewriter.records()[k].rolled_back ? s.rolled_back : s.rewrites)++;
     }
     s.seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
-    options.log(absl::StrFormat("%s: %d rewrite(s), %d rolled back, %.1f ms", s.name, s.rewrites,
-                                s.rolled_back, 1e3 * s.seconds));
-    report.steps.push_back(s);
-    if (auto* fp16 = dynamic_cast<Fp16IslandsPass*>(step.pass.get()); fp16 != nullptr) {
-      report.islands = fp16->islands();
-      precision_changed = precision_changed || *committed > 0;
+    options_.log(absl::StrFormat("%s: %d rewrite(s), %d rolled back, %.1f ms", s.name, s.rewrites,
+                                 s.rolled_back, 1e3 * s.seconds));
+    report_.steps.push_back(s);
+    if (step.pass.get() == manager_->precision_pass()) {
+      report_.islands = manager_->precision_pass()->islands();
+      precision_changed_ = precision_changed_ || committed > 0;
     }
   }
-  progress.Set("onnx checker and end-to-end comparison");
+  progress_.Set("onnx checker and end-to-end comparison");
   rewriter.DeleteDanglingValues();
-  report.rewrites = rewriter.records();
-  phase("steps");
+  report_.rewrites = rewriter.records();
+  PhaseDone("steps");
+  return absl::OkStatus();
+}
 
+// The check phase: onnx's checker, and the end-to-end comparison of the serialized model.
+absl::Status Conversion::Check() {
   // The default criteria; the loosest bound they put on the worst element is the reported
   // tolerance.
   // A model that computed in float16 already is judged against its float32 math, as a
   // precision change is, whatever the target does.
   const bool float16_judged =
-      precision_changed || (validator != nullptr && validator->float32_reference());
-  ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
-    if (options.tolerance >= 0) return MaxErrorCriteria(options.tolerance);
-    if (precision_changed && convert.precision == ConvertOptions::Precision::kBf16) {
+      precision_changed_ || (validator_ != nullptr && validator_->float32_reference());
+  ReferenceValidator::DefaultCriteria fallback = [this, float16_judged](int64_t elements) {
+    if (options_.tolerance >= 0) return MaxErrorCriteria(options_.tolerance);
+    if (precision_changed_ && convert_.precision == ConvertOptions::Precision::kBf16) {
       return DefaultBfloat16Criteria(elements);
     }
     return DefaultCriteriaFor(float16_judged, elements);
   };
-  report.end_to_end_tolerance =
-      options.accuracy.default_criteria
-          ? MaxBound(*options.accuracy.default_criteria)
+  report_.end_to_end_tolerance =
+      options_.accuracy.default_criteria
+          ? MaxBound(*options_.accuracy.default_criteria)
           : std::max(MaxBound(fallback(0)), MaxBound(fallback(kManyElements)));
-  if (validator != nullptr) {
-    validator->set_accuracy(options.accuracy, fallback);
-    if (validator->float32_reference()) {
+  if (validator_ != nullptr) {
+    validator_->set_accuracy(options_.accuracy, fallback);
+    if (validator_->float32_reference()) {
       // Said where the statistics are (console, JSON), so "max error" reads as what it is.
-      absl::StrAppend(&report.calibration, report.calibration.empty() ? "" : "; ",
+      absl::StrAppend(&report_.calibration, report_.calibration.empty() ? "" : "; ",
                       "the model computes in float16: its outputs are judged against its "
                       "float32 math");
     }
     // What the rewrites computed as they went: an estimate, logged beside the measurement.
-    absl::StatusOr<EndToEndResult> estimate = validator->CompareFinalOutputs();
+    absl::StatusOr<EndToEndResult> estimate = validator_->CompareFinalOutputs();
     if (estimate.ok()) {
-      options.log(absl::StrFormat("end-to-end estimate from the rewrites' activations: %.3g",
-                                  estimate->max_error));
+      options_.log(absl::StrFormat("end-to-end estimate from the rewrites' activations: %.3g",
+                                   estimate->max_error));
     }
   }
   // Final types for the saved model, and onnx's checker, on one light proto.
-  if (absl::Status s = InferShapesAndCheck(model); !s.ok()) return CheckerFailure(options, s);
-  phase("shape inference and onnx checker");
-  rules::AddRankFacts(model.graph());
-  rules::ListKnownShapesInValueInfo(model.graph());
-  report.dynamic_values = DataDependentValues(model);
-  if (validator != nullptr) {
+  if (absl::Status s = InferShapesAndCheck(model_); !s.ok()) return CheckerFailure(options_, s);
+  PhaseDone("shape inference and onnx checker");
+  rules::AddRankFacts(model_.graph());
+  rules::ListKnownShapesInValueInfo(model_.graph());
+  report_.dynamic_values = DataDependentValues(model_);
+  if (validator_ != nullptr) {
     // The reported error is that of the serialized model, run as `ovfix run` runs a file.
-    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> written, SerializedCopy(model));
-    absl::StatusOr<EndToEndResult> e2e = validator->CompareEndToEnd(*written);
+    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> written, SerializedCopy(model_));
+    absl::StatusOr<EndToEndResult> e2e = validator_->CompareEndToEnd(*written);
     if (!e2e.ok()) return NotRunnable(e2e.status());
-    report.end_to_end = *std::move(e2e);
-    report.outputs_match = report.end_to_end->meets();
-    phase("end-to-end comparison");
+    report_.end_to_end = *std::move(e2e);
+    report_.outputs_match = report_.end_to_end->meets();
+    PhaseDone("end-to-end comparison");
   }
-  if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
-    auto* fp16 = dynamic_cast<Fp16IslandsPass*>(steps[fp16_step].pass.get());
-    const std::map<std::string, MagnitudeRange> calibrated = fp16->magnitudes();
-    // The steps from the fp16 conversion on, again, on a copy of the graph before it, with
-    // the repair's nodes kept in fp32; calibration from the first conversion.
-    auto reconvert = [&](const std::map<std::string, std::string>& keep)
-        -> absl::StatusOr<std::unique_ptr<Model>> {
-      OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(*before_fp16));
-      infer(*copy);
-      Rewriter again(*copy);
-      ConvertOptions with_keep = convert;
-      with_keep.keep_fp32_outputs = keep;
-      size_t inferred_at = 0;
-      for (size_t k = fp16_step; k < steps.size(); ++k) {
-        PassContext ctx{*copy,        again,     with_keep, nullptr, [](const std::string&) {},
-                        &inferred_at, &evaluator};
-        ctx.magnitudes = &calibrated;
-        OVFIX_RETURN_IF_ERROR(steps[k].pass->Run(ctx).status());
-      }
-      OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
-      return copy;
-    };
-    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed, SerializedCopy(model));
-    progress.Set("repair");
-    auto repair_log = [&](const std::string& m) {
-      options.log(m);
-      progress.Set(m.substr(0, m.find(':')));
-    };
-    absl::StatusOr<RepairResult> repaired =
-        RepairToTolerance(*before_fp16, std::move(failed), report.end_to_end->score, *validator,
-                          /*tolerance=*/1.0, reconvert, repair_log);
-    if (!repaired.ok()) return NotRunnable(repaired.status());
-    model = std::move(*repaired->model);
-    report.repair = Repair{repaired->kept,       repaired->rounds,
-                           repaired->model_runs, report.end_to_end->max_error,
-                           repaired->history,    repaired->only_fp32};
-    report.end_to_end = repaired->end_to_end;
-    report.outputs_match = repaired->within_tolerance;
-    report.islands = fp16->islands();
-    phase("repair");
+  return absl::OkStatus();
+}
+
+// The repair phase: beyond the tolerance after the precision phase changed the model, the
+// steps from that phase on run again on the graph before it, with the nodes responsible
+// kept in fp32, until within it (converter/repair.h).
+absl::Status Conversion::RepairToCriteria() {
+  if (report_.outputs_match || !precision_changed_ || before_precision_ == nullptr) {
+    return absl::OkStatus();
   }
-  // Branches the fixed shapes rule out go, so that no loader infers shapes through them.
-  absl::StatusOr<int> inlined = InlineConstantIfs(model);
+  rules::Fp16IslandsPass* precision = manager_->precision_pass();
+  const std::map<std::string, MagnitudeRange> calibrated = precision->magnitudes();
+  // Calibration from the first conversion.
+  auto reconvert = [&](const std::map<std::string, std::string>& keep)
+      -> absl::StatusOr<std::unique_ptr<Model>> {
+    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(*before_precision_));
+    Infer(*copy);
+    Rewriter again(*copy);
+    ConvertOptions with_keep = convert_;
+    with_keep.keep_fp32_outputs = keep;
+    size_t inferred_at = 0;
+    for (size_t k = manager_->precision_step(); k < manager_->steps().size(); ++k) {
+      PassContext ctx{*copy,        again,      with_keep, nullptr, [](const std::string&) {},
+                      &inferred_at, &evaluator_};
+      ctx.magnitudes = &calibrated;
+      OVFIX_RETURN_IF_ERROR(manager_->RunStep(k, ctx).status());
+    }
+    OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
+    return copy;
+  };
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed, SerializedCopy(model_));
+  progress_.Set("repair");
+  auto repair_log = [&](const std::string& m) {
+    options_.log(m);
+    progress_.Set(m.substr(0, m.find(':')));
+  };
+  absl::StatusOr<RepairResult> repaired =
+      RepairToTolerance(*before_precision_, std::move(failed), report_.end_to_end->score,
+                        *validator_, /*tolerance=*/1.0, reconvert, repair_log);
+  if (!repaired.ok()) return NotRunnable(repaired.status());
+  model_ = std::move(*repaired->model);
+  report_.repair = Repair{repaired->kept,       repaired->rounds,
+                          repaired->model_runs, report_.end_to_end->max_error,
+                          repaired->history,    repaired->only_fp32};
+  report_.end_to_end = repaired->end_to_end;
+  report_.outputs_match = repaired->within_tolerance;
+  report_.islands = precision->islands();
+  PhaseDone("repair");
+  return absl::OkStatus();
+}
+
+// The finish phase: branches the fixed shapes rule out go, so that no loader infers shapes
+// through them; the cost of the precision phase.
+absl::Status Conversion::Finish() {
+  absl::StatusOr<int> inlined = InlineConstantIfs(model_);
   if (!inlined.ok()) return NotRunnable(inlined.status());
   if (*inlined > 0) {
-    report.constant_ifs_inlined = *inlined;
-    options.log(absl::StrCat("inlined ", *inlined, " If node(s) with a constant condition"));
+    report_.constant_ifs_inlined = *inlined;
+    options_.log(absl::StrCat("inlined ", *inlined, " If node(s) with a constant condition"));
     // What the runs saw of the inlined branches' values (by name; an If output whose other
     // branch never ran had no rank fact before), then the shapes they now show fold (exact:
     // no validation needed).
-    if (validator != nullptr) {
+    if (validator_ != nullptr) {
       std::vector<BodyName> ignored;
-      ObserveShapes(model, *validator, InputsFixed(model, convert), shape_facts, ignored,
+      ObserveShapes(model_, *validator_, InputsFixed(model_, convert_), shape_facts_, ignored,
                     /*bodies_only=*/true);
     }
-    infer(model);
-    Rewriter after(model);
+    Infer(model_);
+    Rewriter after(model_);
     size_t inferred_at = 0;
     for (const char* pass : {"constant_folding", "dead_code_elimination"}) {
-      PassContext ctx{model, after, convert, nullptr, options.log, &inferred_at, &evaluator};
+      PassContext ctx{model_, after, convert_, nullptr, options_.log, &inferred_at, &evaluator_};
       OVFIX_RETURN_IF_ERROR(MakeNativePass(pass)->Run(ctx).status());
     }
     after.DeleteDanglingValues();
-    if (absl::Status s = InferShapesAndCheck(model); !s.ok()) return CheckerFailure(options, s);
-    rules::ListKnownShapesInValueInfo(model.graph());
+    if (absl::Status s = InferShapesAndCheck(model_); !s.ok()) return CheckerFailure(options_, s);
+    rules::ListKnownShapesInValueInfo(model_.graph());
   }
-  report.bodies_not_run = DescribeBodiesNotRun(model, bodies_not_run);
-  if (precision_changed) {
-    report.cost = MeasurePrecisionCost(model, casts_before);
+  report_.bodies_not_run = DescribeBodiesNotRun(model_, bodies_not_run_);
+  if (precision_changed_) {
+    report_.cost = MeasurePrecisionCost(model_, casts_before_);
     // Names the unnamed fp32 nodes (written with the model) so that the hints match them.
-    const LayerPrecisionHints hints = MakeLayerPrecisionHints(model);
-    report.layer_precisions = hints.layer_precisions;
-    report.layer_output_types = hints.layer_output_types;
+    const LayerPrecisionHints hints = MakeLayerPrecisionHints(model_);
+    report_.layer_precisions = hints.layer_precisions;
+    report_.layer_output_types = hints.layer_output_types;
     if (!hints.layer_precisions.empty()) {
-      options.log(
+      options_.log(
           absl::StrCat("TensorRT without strong typing: trtexec --precisionConstraints=obey ",
                        hints.layer_precisions, " ", hints.layer_output_types));
     }
     for (const std::string& name : hints.unquotable) {
-      options.log(
+      options_.log(
           absl::StrCat("layer hints leave out fp32 node '", name, "': its name holds ',' or ':'"));
     }
   }
-  if (options.write_output && report.outputs_match) {
-    progress.Set(absl::StrCat("writing and measuring ", options.output_path));
-    OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model, options, validator.get(), report));
-    phase("write and measure the file");
+  return absl::OkStatus();
+}
+
+// The write phase: the file written and measured, when the model keeps the outputs.
+absl::Status Conversion::Write() {
+  if (!report_.outputs_match) return absl::OkStatus();
+  progress_.Set(absl::StrCat("writing and measuring ", options_.output_path));
+  OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model_, options_, validator_.get(), report_));
+  PhaseDone("write and measure the file");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConversionReport> Conversion::Run() {
+  OVFIX_RETURN_IF_ERROR(Setup());
+  for (ConversionPhase phase :
+       manager_->Phases(convert_.validate, options_.repair, options_.write_output)) {
+    switch (phase) {
+      case ConversionPhase::kCalibration:
+        OVFIX_RETURN_IF_ERROR(Calibrate());
+        break;
+      case ConversionPhase::kSteps: {
+        bool ended = false;
+        OVFIX_RETURN_IF_ERROR(RunSteps(ended));
+        if (ended) {
+          report_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+          return report_;
+        }
+        break;
+      }
+      case ConversionPhase::kCheck:
+        OVFIX_RETURN_IF_ERROR(Check());
+        break;
+      case ConversionPhase::kRepair:
+        OVFIX_RETURN_IF_ERROR(RepairToCriteria());
+        break;
+      case ConversionPhase::kFinish:
+        OVFIX_RETURN_IF_ERROR(Finish());
+        break;
+      case ConversionPhase::kWrite:
+        OVFIX_RETURN_IF_ERROR(Write());
+        break;
+    }
   }
-  if (validator != nullptr) report.model_runs = validator->model_runs();
-  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return report;
+  if (validator_ != nullptr) report_.model_runs = validator_->model_runs();
+  report_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  return report_;
+}
+
+}  // namespace
+
+absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options) {
+  Conversion conversion(model, options);
+  return conversion.Run();
 }
 
 }  // namespace ovfix::converter

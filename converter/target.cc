@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ir/status_macros.h"
+#include "rules/conversion_options.h"
 #include "rules/embedded_files.h"
 #include "rules/passes/registry.h"
 
@@ -30,56 +31,16 @@ using Text = absl::string_view;
 
 Text ToText(std::string_view s) { return Text(s.data(), s.size()); }
 
-absl::StatusOr<bool> ParseBool(const std::string& v) {
-  if (v == "true" || v == "on" || v == "1") return true;
-  if (v == "false" || v == "off" || v == "0") return false;
-  return absl::InvalidArgumentError(absl::StrCat("expected true or false, got '", v, "'"));
-}
-
-// Sets one option; the error says what is wrong with the value.
+// Sets one option from the table (rules/conversion_options.h); the error says what is wrong
+// with the name or the value.
 absl::Status SetOption(const std::string& key, const std::string& v, ConvertOptions& o) {
-  if (key == "fp16") {
-    OVFIX_ASSIGN_OR_RETURN(o.fp16, ParseBool(v));
-    o.precision = o.fp16 ? ConvertOptions::Precision::kFp16 : ConvertOptions::Precision::kFp32;
-    return absl::OkStatus();
+  const rules::OptionSpec* spec = rules::FindOption(key);
+  if (spec != nullptr && !spec->in_target_files) {
+    return absl::InvalidArgumentError(absl::StrCat("'", key, "' is not set by target files (",
+                                                   rules::FlagName(*spec),
+                                                   " on the command line)"));
   }
-  if (key == "precision") {
-    OVFIX_ASSIGN_OR_RETURN(o.precision, rules::ParsePrecision(v));
-    o.fp16 = o.precision == ConvertOptions::Precision::kFp16;
-    return absl::OkStatus();
-  }
-  if (key == "keep_io_types" || key == "lower_conv3d_unit_kernel" || key == "islands_honoured") {
-    OVFIX_ASSIGN_OR_RETURN(bool b, ParseBool(v));
-    (key == "keep_io_types"              ? o.keep_io_types
-     : key == "lower_conv3d_unit_kernel" ? o.lower_conv3d_unit_kernel
-                                         : o.islands_honoured) = b;
-    return absl::OkStatus();
-  }
-  if (key == "fp16_magnitude_threshold") {
-    double d;
-    if (!absl::SimpleAtod(v, &d) || !(d > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("expected a positive number, got '", v, "'"));
-    }
-    o.fp16_magnitude_threshold = d;
-    return absl::OkStatus();
-  }
-  if (key == "fold_size_limit" || key == "batch") {
-    int64_t n;
-    if (!absl::SimpleAtoi(v, &n) || n <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("expected a positive integer, got '", v, "'"));
-    }
-    (key == "batch" ? o.batch : o.fold_size_limit) = n;
-    return absl::OkStatus();
-  }
-  if (key == "fp16_islands") {
-    OVFIX_ASSIGN_OR_RETURN(o.fp16_islands, rules::ParseFp16Islands(v));
-    return absl::OkStatus();
-  }
-  if (key == "broadcast") {
-    OVFIX_ASSIGN_OR_RETURN(o.broadcast, rules::ParseBroadcast(v));
-    return absl::OkStatus();
-  }
-  return absl::NotFoundError(absl::StrCat("unknown option '", key, "'"));
+  return rules::SetOption(key, v, o);
 }
 
 std::string Stem(std::string_view path) {
@@ -180,7 +141,11 @@ std::vector<Target> BuiltinTargets() {
 absl::Status ApplyTargetOptions(const Target& target, const std::set<std::string>& set_by_user,
                                 ConvertOptions& options) {
   for (const auto& [key, value] : target.options) {
-    if (set_by_user.contains(key)) continue;
+    const rules::OptionSpec* spec = rules::FindOption(key);
+    if (set_by_user.contains(key) ||
+        (spec != nullptr && set_by_user.contains(std::string(spec->same_as)))) {
+      continue;
+    }
     if (absl::Status s = SetOption(key, value, options); !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(target.path, ": option ", key, ": ", s.message()));

@@ -8,9 +8,10 @@
 //   option fp16_magnitude_threshold 8192
 //
 // One step per line, run in the order written; `#` starts a comment. Options set defaults
-// that the command line overrides: fp16 (true/false), fp16_magnitude_threshold (number),
-// keep_io_types (true/false), broadcast (rank/full), lower_conv3d_unit_kernel (true/false),
-// fold_size_limit (elements), batch (N). Each built-in target file says what it is for.
+// that the command line overrides: the entries of the option table that target files may
+// set (rules/conversion_options.h: precision, keep_io_types, broadcast, batch...). The pass
+// manager (converter/pass_manager.h) adds the steps the options ask for that the list lacks.
+// Each built-in target file says what it is for.
 #pragma once
 
 #include <set>

@@ -21,12 +21,6 @@
 
 namespace ovfix::converter {
 
-// Inputs for reference and calibration runs: the --input files, else deterministic random
-// tensors (fixed seed) shaped as declared, with --input-shape dims where given and other
-// symbolic dims set to --batch (first dim) or 1.
-absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
-                                                    const rules::ConvertOptions& options);
-
 // Runs `model` once with capture on and returns every activation by name; `on_value` (when
 // set) sees each value as it is computed.
 absl::StatusOr<exec::TensorMap> CaptureActivations(

@@ -75,6 +75,16 @@ ovfix::ConversionOptions OptionsFromDict(const py::dict& d) {
       o.broadcast = py::cast<std::string>(value);
     } else if (name == "lower_conv3d_unit_kernel") {
       o.lower_conv3d_unit_kernel = py::cast<bool>(value);
+    } else if (name == "precision") {
+      o.precision = py::cast<std::string>(value);
+    } else if (name == "fp16_islands") {
+      o.fp16_islands = py::cast<std::string>(value);
+    } else if (name == "fp16_magnitude_threshold") {
+      o.fp16_magnitude_threshold = py::cast<double>(value);
+    } else if (name == "fold_size_limit") {
+      o.fold_size_limit = py::cast<int64_t>(value);
+    } else if (name == "accuracy") {
+      o.accuracy = List<std::string>(value);
     } else if (name == "rules") {
       o.rule_files = List<std::string>(value);
     } else if (name == "disable") {

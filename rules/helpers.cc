@@ -12,6 +12,7 @@
 #include "ir/tensor_proto.h"
 #include "onnx/defs/schema.h"
 #include "re2/re2.h"
+#include "rules/conversion_options.h"
 #include "rules/helper_registration.h"
 #include "rules/matcher.h"
 
@@ -243,14 +244,15 @@ void AddNodeHelpers(std::vector<Helper>& out) {
                  extremum("min", false)});
   out.push_back(MakeHelper(
       "option(\"name\") -> string",
-      "a conversion option: \"target\", \"broadcast\" (rank or full), \"fp16\"",
+      "a conversion option of the option table (rules/conversion_options.h) as text: "
+      "\"target\", \"broadcast\" (rank or full), \"precision\" (fp32, fp16, bf16), \"fp16\"...",
       [](const HelperContext& c, std::string name) -> absl::StatusOr<std::string> {
         const ConvertOptions defaults;
-        const ConvertOptions& o = c.options != nullptr ? *c.options : defaults;
-        if (name == "target") return o.target;
-        if (name == "broadcast") return std::string(BroadcastName(o.broadcast));
-        if (name == "fp16") return std::string(o.fp16 ? "true" : "false");
-        return absl::InvalidArgumentError(absl::StrCat("option: unknown option '", name, "'"));
+        absl::StatusOr<std::string> value =
+            GetOption(name, c.options != nullptr ? *c.options : defaults);
+        if (!value.ok())
+          return absl::InvalidArgumentError(absl::StrCat("option: ", value.status().message()));
+        return value;
       }));
 }
 
@@ -273,6 +275,13 @@ const std::vector<Helper>& AllHelpers() {
 }
 
 absl::Status CheckLiteralArgument(std::string_view name, size_t index, const std::string& literal) {
+  if (name == "option" && index == 0) {
+    // A rule that asks for an option the table lacks would fail on every model.
+    if (absl::Status s = GetOption(literal, ConvertOptions{}).status(); !s.ok()) {
+      return absl::InvalidArgumentError(s.message());
+    }
+    return absl::OkStatus();
+  }
   if ((name != "name_matches" && name != "op_matches") || index != 1) return absl::OkStatus();
   RE2 re(literal, RE2::Quiet);
   if (re.ok()) return absl::OkStatus();

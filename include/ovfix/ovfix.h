@@ -35,11 +35,20 @@ struct ConversionOptions {
   std::optional<bool> keep_io_types;                         // --keep-io-types
   std::optional<std::string> broadcast;                      // --broadcast rank|full
   std::optional<bool> lower_conv3d_unit_kernel;              // --lower-conv3d-unit-kernel
-  std::vector<std::string> rule_files;                       // --rules FILE
-  std::vector<std::string> disable;                          // --disable NAME
+  // The float type the model computes in: fp32, fp16 (fp32 islands where fp16 cannot hold a
+  // value) or bf16, on any target (--precision).
+  std::optional<std::string> precision;
+  std::optional<std::string> fp16_islands;         // --fp16-islands structural|magnitude
+  std::optional<double> fp16_magnitude_threshold;  // --fp16-magnitude-threshold X
+  std::optional<int64_t> fold_size_limit;          // --fold-size-limit N
+  std::vector<std::string> rule_files;             // --rules FILE
+  std::vector<std::string> disable;                // --disable NAME
   // End-to-end tolerance relative to each output's range; unset: 1e-2 for fp16 conversions,
   // 1e-4 otherwise (--tolerance).
   std::optional<double> tolerance;
+  // How outputs are judged, as --accuracy takes it: "NAME=CRITERIA" or "CRITERIA" each
+  // (docs/validation.md).
+  std::vector<std::string> accuracy;
   bool validate = true;  // false: --no-validate
   bool repair = true;    // false: --no-repair
   // Calibration data: ONNX test-data folders (--calibration-data), then sets of input

@@ -107,6 +107,18 @@ def test_calibration_arrays_are_the_command_lines_input_files(tmp_path):
     assert report["tolerance"] == pytest.approx(0.05)
 
 
+@needs_model
+def test_precision_on_any_target_gives_the_command_lines_bytes(tmp_path):
+    expected = cli_convert(tmp_path, "--target", "tensorrt", "--precision", "fp16",
+                           "--keep-io-types", "--calibration-data", DATA)
+    model, report = ovfix.convert(MODEL, target="tensorrt", precision="fp16", keep_io_types=True,
+                                  calibration=DATA)
+    assert model.SerializeToString() == expected
+    assert any(s["name"] == "fp16_islands" for s in report["steps"])
+    with pytest.raises(ovfix.Error, match="bf16 is not supported yet"):
+        ovfix.convert(MODEL, target="tensorrt", precision="bf16", calibration=DATA)
+
+
 def test_options_reach_the_pipeline():
     model, report = ovfix.convert(add_relu_model(), target="generic", validate=False)
     assert not report["validated"]

@@ -97,7 +97,7 @@ int ExpandGraph(PassContext& ctx, Graph& g, const std::string& pass) {
 }  // namespace
 
 absl::StatusOr<int> ExpandBroadcastsFull(PassContext& ctx) {
-  if (ctx.options.broadcast != ConvertOptions::Broadcast::kFull) return 0;
+  // Runs only when the option asks for it: the pass manager decides (converter/pass_manager.cc).
   int rewritten = 0;
   VisitGraphs(ctx.model.graph(),
               [&](Graph& g) { rewritten += ExpandGraph(ctx, g, kExplicitBroadcastFull); });

@@ -124,7 +124,7 @@ void Lower(PassContext& ctx, Node* conv, const Plan& p) {
 }  // namespace
 
 absl::StatusOr<int> LowerConv3dUnitKernel(PassContext& ctx) {
-  if (!ctx.options.lower_conv3d_unit_kernel) return 0;
+  // Runs only when the option asks for it: the pass manager decides (converter/pass_manager.cc).
   int lowered = 0;
   VisitGraphs(ctx.model.graph(), [&](Graph& g) {
     for (Node* n : g.NodeList()) {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "converter/command.h"
+#include "cli/command.h"
 #include "converter/json_writer.h"
 #include "ir/model_io.h"
 

@@ -12,18 +12,19 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "converter/command.h"
-#include "converter/command_files.h"
-#include "converter/conversion_flags.h"
-#include "converter/convert_summary.h"
-#include "converter/model_stats.h"
+#include "cli/command.h"
+#include "cli/command_files.h"
+#include "cli/conversion_flags.h"
+#include "cli/convert_summary.h"
+#include "cli/model_stats.h"
+#include "cli/save_progress.h"
 #include "converter/pipeline.h"
 #include "converter/report_html.h"
-#include "converter/save_progress.h"
 #include "converter/target.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
 #include "re2/re2.h"
+#include "rules/conversion_options.h"
 #include "rules/passes/registry.h"
 #include "rules/rule_set.h"
 
@@ -93,15 +94,30 @@ absl::Status CheckFiles(const ConvertOptions& o, const Model& model, const SaveO
   return files.Check();
 }
 
+// Whether the conversion computes in a reduced precision: --precision, else the target's.
+bool ReducesPrecision(const ConversionFlags& f) {
+  rules::ConvertOptions options;
+  std::set<std::string> set_by_user;
+  if (auto it = f.options.find("precision"); it != f.options.end() && it->second->count() > 0) {
+    if (!rules::SetOption("precision", f.scalars.find("precision")->second, options).ok()) {
+      return false;
+    }
+    set_by_user.insert("precision");
+  }
+  absl::StatusOr<converter::Target> target = converter::LoadTarget(f.target);
+  if (target.ok() && !converter::ApplyTargetOptions(*target, set_by_user, options).ok()) {
+    return false;
+  }
+  return options.precision != rules::ConvertOptions::Precision::kFp32;
+}
+
 // One line each for options that name nothing in this conversion: a --keep-fp32 pattern that
 // matches no node (or a target without fp16), a --disable name the target does not run.
 std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model& model) {
   std::vector<std::string> warnings;
   absl::StatusOr<converter::Target> target = converter::LoadTarget(f.target);
   if (!target.ok()) return warnings;  // the conversion says why
-  bool fp16 = false;
-  for (const auto& [name, value] : target->options)
-    fp16 = fp16 || (name == "fp16" && value == "true") || (name == "precision" && value != "fp32");
+  const bool fp16 = ReducesPrecision(f);
   for (const std::string& pattern : f.keep_fp32) {
     RE2 re(pattern, RE2::Quiet);
     if (!re.ok()) continue;  // the fp16 pass says why
@@ -145,7 +161,13 @@ std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model&
         std::all_of(selected.begin(), selected.end(), [&](const auto& r) { return in(user, r); });
     const bool option_pass = d == "fix_input_shapes" || d == "lower_conv3d_unit_kernel" ||
                              d == "explicit_broadcast_full";
-    if (!runs && !user_rule && !option_pass) {
+    // The precision phase runs on any target that converts to a reduced precision.
+    bool precision_phase = fp16 && d == "fp16_islands";
+    if (fp16 && library.ok()) {
+      const auto cleanup = library->Select("cast_cleanup");
+      for (const auto& r : selected) precision_phase = precision_phase || in(cleanup, r);
+    }
+    if (!runs && !user_rule && !option_pass && !precision_phase) {
       warnings.push_back(absl::StrCat("--disable ", d, " disables nothing: target ", f.target,
                                       " does not run it"));
     }
@@ -209,11 +231,7 @@ int RunConvert(ConvertOptions& o) {
       facts.after.file_bytes = converter::FileBytes(o.output, data_files);
     }
     facts.precision = converter::CountFloatNodes(**model);
-    for (const auto& [name, value] :
-         converter::LoadTarget(f.target).value_or(converter::Target{}).options) {
-      facts.fp16 = facts.fp16 || (name == "fp16" && value == "true") ||
-                   (name == "precision" && value != "fp32");
-    }
+    facts.fp16 = ReducesPrecision(f);
     if (f.verbose) std::printf("%s", converter::SummaryTable(*report).c_str());
     std::printf("%s", ConvertSummary(*report, facts).c_str());
   }

@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "converter/command.h"
-#include "converter/command_files.h"
-#include "converter/conversion_flags.h"
+#include "cli/command.h"
+#include "cli/command_files.h"
+#include "cli/conversion_flags.h"
 #include "converter/json_writer.h"
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"

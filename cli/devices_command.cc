@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "converter/command.h"
+#include "cli/command.h"
 #include "converter/json_writer.h"
 #include "exec/opencl/opencl_runtime.h"
 

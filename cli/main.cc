@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "converter/command.h"
+#include "cli/command.h"
 #include "rules/closest_name.h"
 
 namespace {

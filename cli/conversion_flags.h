@@ -4,6 +4,8 @@
 // options around them.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,26 +15,22 @@
 
 namespace ovfix::cli {
 
+// The flags are those of the option table (rules/conversion_options.h), registered from it.
 struct ConversionFlags {
   std::string input;
+  // The options the commands read themselves, bound to their table entries by name.
   std::string target = "generic";
-  std::vector<std::string> rule_files, disabled, input_shapes, keep_fp32, inputs;
-  int64_t batch = -1;
-  bool keep_io_types = false;
-  std::string broadcast = "rank";
-  bool lower_conv3d = false;
-  bool no_validate = false;
-  std::vector<std::string> calibration_data;
-  double tolerance = -1;
+  std::vector<std::string> rule_files, disabled, keep_fp32, inputs, calibration_data;
   std::vector<std::string> accuracy;  // --accuracy, as given
-  bool no_repair = false;
   bool verbose = false;
-  // Options whose presence on the command line overrides the target's.
+  // Every other entry of the table as given: the texts of a list's or map's occurrences, the
+  // last text of other options, and whether a bool's flag was given.
+  std::map<std::string, std::vector<std::string>, std::less<>> values;
+  std::map<std::string, std::string, std::less<>> scalars;
+  std::map<std::string, bool, std::less<>> switches;
+  // Each table entry's flag by option name (count() > 0: given, so it wins over the target).
+  std::map<std::string, CLI::Option*, std::less<>> options;
   CLI::Option* target_option = nullptr;
-  CLI::Option* batch_option = nullptr;
-  CLI::Option* keep_io_option = nullptr;
-  CLI::Option* broadcast_option = nullptr;
-  CLI::Option* lower_option = nullptr;
 };
 
 // `--accuracy NAME=CRITERIA|CRITERIA` (repeatable), as convert, run and compare take it, and
@@ -41,7 +39,8 @@ void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy);
 absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
                                 converter::AccuracySpec& spec);
 
-// Registers the options on `sub` (not the model argument).
+// Registers the table's command-line options on `sub` (not the model argument), plus
+// --verbose.
 void AddConversionFlags(CLI::App* sub, ConversionFlags& flags);
 
 // The pipeline options the flags ask for (target, rules, shapes, calibration, fp16,

@@ -1,4 +1,4 @@
-#include "converter/command_files.h"
+#include "cli/command_files.h"
 
 #include <unistd.h>
 

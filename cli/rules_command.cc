@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "converter/command.h"
+#include "cli/command.h"
 #include "converter/json_writer.h"
 #include "ir/op_groups.h"
 #include "rules/embedded_files.h"

@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "converter/command.h"
-#include "converter/conversion_flags.h"
+#include "cli/command.h"
+#include "cli/conversion_flags.h"
 #include "converter/pipeline.h"
 #include "converter/target.h"
 #include "ir/model_io.h"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "converter/model_stats.h"
+#include "cli/model_stats.h"
 #include "converter/report.h"
 
 namespace ovfix::cli {

@@ -1,4 +1,4 @@
-#include "converter/convert_summary.h"
+#include "cli/convert_summary.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "converter/compare_report.h"
+#include "cli/compare_report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "converter/model_stats.h"
+#include "cli/model_stats.h"
 
 #include <filesystem>
 

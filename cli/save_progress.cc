@@ -1,4 +1,4 @@
-#include "converter/save_progress.h"
+#include "cli/save_progress.h"
 
 #include <unistd.h>
 

@@ -1,0 +1,156 @@
+#include "cli/conversion_flags.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "converter/accuracy.h"
+#include "ir/status_macros.h"
+#include "rules/conversion_options.h"
+
+namespace ovfix::cli {
+namespace {
+
+using rules::OptionSpec;
+
+// Where an option's values go: the typed members the commands read, else `values`.
+std::vector<std::string>* BoundList(ConversionFlags& f, std::string_view name) {
+  if (name == "rules") return &f.rule_files;
+  if (name == "disable") return &f.disabled;
+  if (name == "keep_fp32") return &f.keep_fp32;
+  if (name == "input") return &f.inputs;
+  if (name == "calibration_data") return &f.calibration_data;
+  if (name == "accuracy") return &f.accuracy;
+  return nullptr;
+}
+
+bool Repeatable(const OptionSpec& spec) {
+  return spec.type == OptionSpec::Type::kList || spec.type == OptionSpec::Type::kMap;
+}
+
+// The texts given for `spec` (each occurrence of a list or map option; the last of others).
+std::vector<std::string> Given(const ConversionFlags& f, const OptionSpec& spec) {
+  if (spec.type == OptionSpec::Type::kBool) {
+    auto it = f.switches.find(spec.name);
+    if (it == f.switches.end() || !it->second) return {};
+    return {FlagName(spec).starts_with("--no-") ? "false" : "true"};
+  }
+  auto it = f.options.find(spec.name);
+  if (it == f.options.end() || it->second->count() == 0) return {};
+  if (spec.name == "target") return {f.target};
+  if (!Repeatable(spec)) return {f.scalars.find(spec.name)->second};
+  const std::vector<std::string>* list = BoundList(const_cast<ConversionFlags&>(f), spec.name);
+  if (list == nullptr) list = &f.values.find(spec.name)->second;
+  std::vector<std::string> given = *list;
+  return given;
+}
+
+}  // namespace
+
+bool SplitAssignment(const std::string& text, std::string& name, std::string& value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return false;
+  name = text.substr(0, eq);
+  value = text.substr(eq + 1);
+  return true;
+}
+
+void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy) {
+  const OptionSpec* spec = rules::FindOption("accuracy");
+  sub->add_option(FlagName(*spec), accuracy, std::string(spec->help))
+      ->type_name(std::string(spec->value_name));
+}
+
+absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
+                                converter::AccuracySpec& spec) {
+  for (const std::string& text : accuracy) {
+    OVFIX_RETURN_IF_ERROR(converter::AddAccuracyOption(text, spec));
+  }
+  return absl::OkStatus();
+}
+
+void AddConversionFlags(CLI::App* sub, ConversionFlags& f) {
+  for (const OptionSpec& spec : rules::ConversionOptionTable()) {
+    if (!spec.on_command_line) continue;
+    const std::string flag = FlagName(spec), help(spec.help);
+    CLI::Option* option = nullptr;
+    if (spec.type == OptionSpec::Type::kBool) {
+      option = sub->add_flag(flag, f.switches[std::string(spec.name)], help);
+    } else if (spec.name == "target") {
+      option = f.target_option = sub->add_option(flag, f.target, help);
+    } else if (!Repeatable(spec)) {
+      option = sub->add_option(flag, f.scalars[std::string(spec.name)], help);
+    } else {
+      std::vector<std::string>* list = BoundList(f, spec.name);
+      if (list == nullptr) list = &f.values[std::string(spec.name)];
+      option = sub->add_option(flag, *list, help);
+    }
+    // The value's form is the table's (the checks say nothing more in --help).
+    auto quiet = [](CLI::Validator v) { return v.description(""); };
+    if (spec.type == OptionSpec::Type::kEnum) {
+      option->check(
+          quiet(CLI::IsMember(std::vector<std::string>(spec.choices.begin(), spec.choices.end()))));
+    } else if (spec.type == OptionSpec::Type::kInt) {
+      option->check(quiet(CLI::PositiveNumber));
+    } else if (spec.type == OptionSpec::Type::kDouble) {
+      option->check(quiet(CLI::NonNegativeNumber));
+    }
+    if (!spec.value_name.empty()) option->type_name(std::string(spec.value_name));
+    f.options[std::string(spec.name)] = option;
+  }
+  sub->add_flag("--verbose", f.verbose, "Print what each pass did on stderr");
+}
+
+absl::Status ToPipelineOptions(const ConversionFlags& f, converter::PipelineOptions& p) {
+  p.input_path = f.input;
+  p.rule_files = f.rule_files;
+  if (f.verbose) p.log = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
+  rules::ConvertOptions& c = p.convert;
+  c.target = f.target;
+  // The options of ConvertOptions, through the table; given ones win over the target's.
+  for (const OptionSpec& spec : rules::ConversionOptionTable()) {
+    if (!spec.on_command_line || spec.set == nullptr || spec.name == "target") continue;
+    const std::vector<std::string> given = Given(f, spec);
+    for (const std::string& text : given) {
+      if (absl::Status s = spec.set(text, c); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(FlagName(spec), spec.type == OptionSpec::Type::kBool ? "" : " " + text,
+                         ": ", s.message()));
+      }
+    }
+    if (!given.empty()) p.set_by_user.insert(std::string(spec.name));
+  }
+  // The options the pipeline reads itself.
+  // --input NAME=FILE, repeatable; naming an input again starts another set.
+  for (const std::string& text : f.inputs) {
+    std::string name, file;
+    if (!SplitAssignment(text, name, file)) {
+      return absl::InvalidArgumentError(absl::StrCat("--input ", text, ": expected NAME=FILE.pb"));
+    }
+    if (p.input_sets.empty() || p.input_sets.back().contains(name)) p.input_sets.emplace_back();
+    p.input_sets.back()[name] = file;
+  }
+  p.calibration_data = f.calibration_data;
+  if (std::vector<std::string> t = Given(f, *rules::FindOption("tolerance")); !t.empty()) {
+    // Checked as a non-negative number as it is read.
+    if (!absl::SimpleAtod(t.back(), &p.tolerance)) {
+      return absl::InvalidArgumentError(absl::StrCat("--tolerance ", t.back(), ": not a number"));
+    }
+  }
+  OVFIX_RETURN_IF_ERROR(ParseAccuracyFlags(f.accuracy, p.accuracy));
+  p.repair = Given(f, *rules::FindOption("repair")).empty();
+  return absl::OkStatus();
+}
+
+std::vector<std::string> FlagFiles(const ConversionFlags& f) {
+  std::vector<std::string> files;
+  if (absl::StrContains(f.target, '/') || absl::EndsWith(f.target, ".target")) {
+    files.push_back(f.target);
+  }
+  files.insert(files.end(), f.rule_files.begin(), f.rule_files.end());
+  files.insert(files.end(), f.calibration_data.begin(), f.calibration_data.end());
+  for (const std::string& text : f.inputs) files.push_back(text.substr(text.find('=') + 1));
+  return files;
+}
+
+}  // namespace ovfix::cli

@@ -1,0 +1,363 @@
+#include "rules/conversion_options.h"
+
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "ir/status_macros.h"
+
+namespace ovfix::rules {
+namespace {
+
+using Type = OptionSpec::Type;
+using Precision = ConvertOptions::Precision;
+
+absl::StatusOr<bool> ParseBool(std::string_view v) {
+  if (v == "true" || v == "on" || v == "1") return true;
+  if (v == "false" || v == "off" || v == "0") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected true or false, got '", std::string(v), "'"));
+}
+
+absl::StatusOr<int64_t> ParsePositiveInt(std::string_view v) {
+  int64_t n;
+  if (!absl::SimpleAtoi(std::string(v), &n) || n <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a positive integer, got '", std::string(v), "'"));
+  }
+  return n;
+}
+
+absl::StatusOr<double> ParsePositiveNumber(std::string_view v) {
+  double d;
+  if (!absl::SimpleAtod(std::string(v), &d) || !(d > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a positive number, got '", std::string(v), "'"));
+  }
+  return d;
+}
+
+std::string BoolText(bool b) { return b ? "true" : "false"; }
+
+// NAME=DIMS, dims joined by 'x' or ','.
+absl::Status SetInputShape(std::string_view text, ConvertOptions& o) {
+  const std::string s(text);
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+    return absl::InvalidArgumentError("expected NAME=DIMS, e.g. x=1x3x224x224");
+  }
+  std::vector<int64_t> shape;
+  for (absl::string_view d : absl::StrSplit(s.substr(eq + 1), absl::ByAnyChar("x,"))) {
+    int64_t n;
+    if (!absl::SimpleAtoi(d, &n) || n < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", std::string(d), "' is not a dim (use 1x3x224x224)"));
+    }
+    shape.push_back(n);
+  }
+  o.input_shapes[s.substr(0, eq)] = shape;
+  return absl::OkStatus();
+}
+
+absl::Status SetPrecision(std::string_view text, ConvertOptions& o) {
+  OVFIX_ASSIGN_OR_RETURN(o.precision, ParsePrecision(text));
+  o.fp16 = o.precision == Precision::kFp16;
+  return absl::OkStatus();
+}
+
+std::vector<OptionSpec> MakeTable() {
+  std::vector<OptionSpec> t;
+  t.push_back({.name = "target",
+               .type = Type::kString,
+               .default_text = "generic",
+               .value_name = "NAME|FILE",
+               .help = "Target profile: gpu-fp16, gpu-bf16, tensorrt, openvino-gpu, ncnn-vulkan, generic, "
+                       "or a .target file (default generic)",
+               .read_by = "pass manager (the steps), rule conditions",
+               .api_field = "target",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 o.target = std::string(v);
+                 return absl::OkStatus();
+               },
+               .get = [](const ConvertOptions& o) { return o.target; }});
+  t.push_back(
+      {.name = "precision",
+       .type = Type::kEnum,
+       .choices = {"fp32", "fp16", "bf16"},
+       .value_name = "fp32|fp16|bf16",
+       .help = "The float type the model computes in, on any target: fp16 or bf16 "
+               "tensors and weights with fp32 islands where that type cannot hold a "
+               "value; fp32 converts nothing (default: the target's, fp16 for "
+               "gpu-fp16 and ncnn-vulkan, else fp32)",
+       .read_by = "pass manager (adds the precision phase: fp16_islands, cast_cleanup), "
+                  "end-to-end criteria, repair",
+       .in_target_files = true,
+       .api_field = "precision",
+       .set = SetPrecision,
+       .get = [](const ConvertOptions& o) { return std::string(PrecisionName(o.precision)); }});
+  t.push_back({.name = "fp16",
+               .type = Type::kBool,
+               .default_text = "false",
+               .help = "Target files' older spelling: true is precision fp16, false fp32",
+               .read_by = "as precision",
+               .in_target_files = true,
+               .on_command_line = false,
+               .same_as = "precision",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 OVFIX_ASSIGN_OR_RETURN(bool b, ParseBool(v));
+                 return SetPrecision(b ? "fp16" : "fp32", o);
+               },
+               .get = [](const ConvertOptions& o) { return BoolText(o.fp16); }});
+  t.push_back({.name = "batch",
+               .type = Type::kInt,
+               .value_name = "N",
+               .help = "Fix the first dim of dynamic inputs to N",
+               .read_by = "fix_input_shapes, reference inputs",
+               .in_target_files = true,
+               .api_field = "batch",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 OVFIX_ASSIGN_OR_RETURN(o.batch, ParsePositiveInt(v));
+                 return absl::OkStatus();
+               },
+               .get = [](const ConvertOptions& o) { return absl::StrCat(o.batch); }});
+  t.push_back({.name = "input_shape",
+               .type = Type::kMap,
+               .value_name = "NAME=DIMS",
+               .help = "Fix an input's shape: NAME=1x3x224x224 (repeatable)",
+               .read_by = "fix_input_shapes, reference inputs",
+               .api_field = "input_shapes",
+               .set = SetInputShape});
+  t.push_back({.name = "keep_fp32",
+               .type = Type::kList,
+               .value_name = "REGEX",
+               .help = "Keep nodes whose whole name or op type matches REGEX in fp32 (repeatable)",
+               .read_by = "fp16_islands",
+               .api_field = "keep_fp32",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 o.keep_fp32.emplace_back(v);
+                 return absl::OkStatus();
+               }});
+  t.push_back({.name = "keep_io_types",
+               .type = Type::kBool,
+               .default_text = "false",
+               .help = "Keep fp32 model inputs and outputs (Casts inside)",
+               .read_by = "fp16_islands",
+               .in_target_files = true,
+               .api_field = "keep_io_types",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 OVFIX_ASSIGN_OR_RETURN(o.keep_io_types, ParseBool(v));
+                 return absl::OkStatus();
+               },
+               .get = [](const ConvertOptions& o) { return BoolText(o.keep_io_types); }});
+  t.push_back(
+      {.name = "fp16_islands",
+       .type = Type::kEnum,
+       .choices = {"structural", "magnitude"},
+       .default_text = "structural",
+       .value_name = "structural|magnitude",
+       .help = "Which nodes stay fp32: structural (precision-sensitive patterns, spec "
+               "limits, calibration) or magnitude (spec limits and calibrated "
+               "magnitudes only, as ModelOpt AutoCast)",
+       .read_by = "fp16_islands",
+       .in_target_files = true,
+       .api_field = "fp16_islands",
+       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+         OVFIX_ASSIGN_OR_RETURN(o.fp16_islands, ParseFp16Islands(v));
+         return absl::OkStatus();
+       },
+       .get =
+           [](const ConvertOptions& o) { return std::string(Fp16IslandsName(o.fp16_islands)); }});
+  t.push_back({.name = "fp16_magnitude_threshold",
+               .type = Type::kDouble,
+               .default_text = "8192",
+               .value_name = "X",
+               .help = "Keep in fp32 the nodes whose calibrated outputs exceed X",
+               .read_by = "fp16_islands",
+               .in_target_files = true,
+               .api_field = "fp16_magnitude_threshold",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 OVFIX_ASSIGN_OR_RETURN(o.fp16_magnitude_threshold, ParsePositiveNumber(v));
+                 return absl::OkStatus();
+               },
+               .get =
+                   [](const ConvertOptions& o) {
+                     return absl::StrFormat("%g", o.fp16_magnitude_threshold);
+                   }});
+  t.push_back({.name = "islands_honoured",
+               .type = Type::kBool,
+               .default_text = "true",
+               .help = "Whether the backend runs fp32 islands as written (false: it picks "
+                       "every tensor's float type itself); a property of the target",
+               .read_by = "validation of fp16 conversions",
+               .in_target_files = true,
+               .on_command_line = false,
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 OVFIX_ASSIGN_OR_RETURN(o.islands_honoured, ParseBool(v));
+                 return absl::OkStatus();
+               },
+               .get = [](const ConvertOptions& o) { return BoolText(o.islands_honoured); }});
+  t.push_back(
+      {.name = "broadcast",
+       .type = Type::kEnum,
+       .choices = {"rank", "full"},
+       .default_text = "rank",
+       .value_name = "rank|full",
+       .help = "rank: equal-rank element-wise inputs; full: identical shapes (Expand)",
+       .read_by = "explicit_broadcast rules, pass manager (runs explicit_broadcast_full "
+                  "for full)",
+       .in_target_files = true,
+       .api_field = "broadcast",
+       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+         OVFIX_ASSIGN_OR_RETURN(o.broadcast, ParseBroadcast(v));
+         return absl::OkStatus();
+       },
+       .get = [](const ConvertOptions& o) { return std::string(BroadcastName(o.broadcast)); }});
+  t.push_back(
+      {.name = "lower_conv3d_unit_kernel",
+       .type = Type::kBool,
+       .default_text = "false",
+       .help = "Rewrite Conv3D with a unit kernel dim as Conv2D",
+       .read_by = "pass manager (runs lower_conv3d_unit_kernel when true)",
+       .in_target_files = true,
+       .api_field = "lower_conv3d_unit_kernel",
+       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+         OVFIX_ASSIGN_OR_RETURN(o.lower_conv3d_unit_kernel, ParseBool(v));
+         return absl::OkStatus();
+       },
+       .get = [](const ConvertOptions& o) { return BoolText(o.lower_conv3d_unit_kernel); }});
+  t.push_back({.name = "fold_size_limit",
+               .type = Type::kInt,
+               .default_text = "1048576",
+               .value_name = "N",
+               .help = "The largest constant (elements) that folding writes",
+               .read_by = "constant_folding, explicit_broadcast_full",
+               .in_target_files = true,
+               .api_field = "fold_size_limit",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 OVFIX_ASSIGN_OR_RETURN(o.fold_size_limit, ParsePositiveInt(v));
+                 return absl::OkStatus();
+               },
+               .get = [](const ConvertOptions& o) { return absl::StrCat(o.fold_size_limit); }});
+  t.push_back({.name = "rules",
+               .type = Type::kList,
+               .value_name = "FILE",
+               .help = "A rule file to apply too (repeatable)",
+               .read_by = "pass manager (a user_rules step before the precision phase)",
+               .api_field = "rule_files"});
+  t.push_back({.name = "disable",
+               .type = Type::kList,
+               .value_name = "NAME",
+               .help = "Skip a pass, rule set, rule family or rule (repeatable)",
+               .read_by = "pass manager, rule sets",
+               .api_field = "disable",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 o.disabled.emplace_back(v);
+                 return absl::OkStatus();
+               }});
+  t.push_back({.name = "validate",
+               .type = Type::kBool,
+               .default_text = "true",
+               .help = "Do not run the model: no validation, no fp16 calibration",
+               .read_by = "calibration, validation and repair phases",
+               .api_field = "validate",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 OVFIX_ASSIGN_OR_RETURN(o.validate, ParseBool(v));
+                 return absl::OkStatus();
+               },
+               .get = [](const ConvertOptions& o) { return BoolText(o.validate); }});
+  t.push_back({.name = "input",
+               .type = Type::kMap,
+               .value_name = "NAME=FILE.pb",
+               .help = "Reference input for validation: NAME=FILE.pb (repeatable; naming an "
+                       "input again starts another set; default: random inputs from a fixed "
+                       "seed)",
+               .read_by = "calibration phase",
+               .api_field = "calibration_sets"});
+  t.push_back({.name = "calibration_data",
+               .type = Type::kList,
+               .value_name = "DIR",
+               .help = "ONNX test-data folder (test_data_set_*/input_K.pb or input_K.pb) to "
+                       "validate, calibrate and repair on (repeatable)",
+               .read_by = "calibration phase",
+               .api_field = "calibration_data"});
+  t.push_back({.name = "tolerance",
+               .type = Type::kDouble,
+               .value_name = "X",
+               .help = "Judge every output by its worst element relative to its range: the "
+                       "same as --accuracy max:X (default: --accuracy's default for fp16 "
+                       "conversions, max:1e-4 otherwise)",
+               .read_by = "end-to-end validation, repair",
+               .api_field = "tolerance"});
+  t.push_back({.name = "accuracy",
+               .type = Type::kList,
+               .value_name = "[NAME=]CRITERIA",
+               .help = "How outputs are judged: NAME=CRITERIA for one output, CRITERIA for the "
+                       "others (repeatable); CRITERIA is max:B, mean:B, p99:B, p99.9:B, "
+                       "beyond@E:S, topK:S, mask@T:S or boxes@IOU:S, joined by ','. Default "
+                       "where fp16 is involved: max:0.1,p99:0.01,mean:0.002, or max:0.01 for "
+                       "outputs of fewer than 100 elements; max:1e-4 otherwise "
+                       "(docs/validation.md)",
+               .read_by = "end-to-end validation, repair",
+               .api_field = "accuracy"});
+  t.push_back({.name = "repair",
+               .type = Type::kBool,
+               .default_text = "true",
+               .help = "Report an fp16 conversion beyond the tolerance instead of keeping the "
+                       "nodes responsible in fp32",
+               .read_by = "repair phase",
+               .api_field = "repair"});
+  return t;
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& ConversionOptionTable() {
+  static const std::vector<OptionSpec> table = MakeTable();
+  return table;
+}
+
+const OptionSpec* FindOption(std::string_view name) {
+  for (const OptionSpec& spec : ConversionOptionTable()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+std::string FlagName(const OptionSpec& spec) {
+  std::string flag(spec.name);
+  for (char& c : flag) {
+    if (c == '_') c = '-';
+  }
+  const bool negated = spec.type == OptionSpec::Type::kBool && spec.default_text == "true";
+  return absl::StrCat(negated ? "--no-" : "--", flag);
+}
+
+namespace {
+
+absl::Status UnknownOption(std::string_view name, bool settable) {
+  std::vector<std::string> names;
+  for (const OptionSpec& spec : ConversionOptionTable()) {
+    if (settable ? spec.set != nullptr : spec.get != nullptr) names.emplace_back(spec.name);
+  }
+  return absl::NotFoundError(absl::StrCat("unknown option '", std::string(name),
+                                          "' (the options: ", absl::StrJoin(names, ", "), ")"));
+}
+
+}  // namespace
+
+absl::Status SetOption(std::string_view name, std::string_view text, ConvertOptions& options) {
+  const OptionSpec* spec = FindOption(name);
+  if (spec == nullptr || spec->set == nullptr) return UnknownOption(name, /*settable=*/true);
+  return spec->set(text, options);
+}
+
+absl::StatusOr<std::string> GetOption(std::string_view name, const ConvertOptions& options) {
+  const OptionSpec* spec = FindOption(name);
+  if (spec == nullptr || spec->get == nullptr) return UnknownOption(name, /*settable=*/false);
+  return spec->get(options);
+}
+
+}  // namespace ovfix::rules
