@@ -325,6 +325,7 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
                        " (--no-validate converts without validation)"));
     }
     validator = *std::move(v);
+    validator->set_islands_ignored(!convert.islands_honoured);
     OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options.accuracy, validator->reference_outputs(0)));
     report.validated = true;
     phase("reference run");
@@ -389,8 +390,10 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
   // The default criteria; the loosest bound they put on the worst element is the reported
   // tolerance.
   ReferenceValidator::DefaultCriteria fallback = [&](int64_t elements) {
-    return options.tolerance >= 0 ? MaxErrorCriteria(options.tolerance)
-                                  : DefaultCriteriaFor(precision_changed, elements);
+    // A backend that ignores islands runs the model in fp16 whatever the model says.
+    return options.tolerance >= 0
+               ? MaxErrorCriteria(options.tolerance)
+               : DefaultCriteriaFor(precision_changed || !convert.islands_honoured, elements);
   };
   report.end_to_end_tolerance =
       options.accuracy.default_criteria
@@ -418,9 +421,15 @@ absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOption
     if (!e2e.ok()) return NotRunnable(e2e.status());
     report.end_to_end = *std::move(e2e);
     report.outputs_match = report.end_to_end->meets();
+    if (!convert.islands_honoured) {
+      report.islands_ignored = true;
+      OVFIX_ASSIGN_OR_RETURN(report.fp16_overflows, ListFp16Overflows(*written, validator->inputs()));
+    }
     phase("end-to-end comparison");
   }
-  if (!report.outputs_match && precision_changed && before_fp16 != nullptr) {
+  // Keeping nodes in fp32 cannot help where the backend ignores fp32 islands.
+  if (!report.outputs_match && precision_changed && before_fp16 != nullptr &&
+      convert.islands_honoured) {
     auto* fp16 = dynamic_cast<Fp16IslandsPass*>(steps[fp16_step].pass.get());
     const std::map<std::string, MagnitudeRange> calibrated = fp16->magnitudes();
     // The steps from the fp16 conversion on, again, on a copy of the graph before it, with

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/fp16_overflows.h"
 #include "converter/precision_cost.h"
 #include "converter/repair.h"
 #include "converter/shape_observation.h"
@@ -59,6 +60,9 @@ struct ConversionReport {
   std::vector<BodyNotRun> bodies_not_run;
   int constant_ifs_inlined = 0;  // If nodes whose condition became a constant
   bool written = false;          // the output file was written (and kept)
+  // Targets whose backend ignores fp32 islands: the values that still exceed fp16's range.
+  bool islands_ignored = false;
+  std::vector<Fp16Overflow> fp16_overflows;
   double seconds = 0;
 };
 

@@ -6,6 +6,8 @@
 #include "rules/passes/fix_input_shapes.h"
 #include "rules/passes/fold_batch_normalization.h"
 #include "rules/passes/fp16_islands.h"
+#include "rules/passes/fp16_safe_softmax.h"
+#include "rules/passes/fp16_safe_sum_of_squares.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 
 namespace ovfix::rules {
@@ -49,6 +51,16 @@ const std::vector<NativePassInfo>& NativePasses() {
             "--broadcast full: expand element-wise inputs to identical shapes",
             ExpandBroadcastsFull, {"broadcast rank|full (--broadcast)"}),
       Fp16IslandsEntry(),
+      Entry(kFp16SafeSumOfSquares,
+            "islands ignored: a calibrated sum of squares beyond fp16 computed on x / 2^k, the "
+            "scale carried into its square root",
+            RescaleSumsOfSquares,
+            {"islands_honoured false (target option)", "fp16_magnitude_threshold N"}),
+      Entry(kFp16SafeSoftmax,
+            "islands ignored: a hand-written softmax whose Exp overflows fp16 subtracts the "
+            "row's max first",
+            SubtractSoftmaxMax,
+            {"islands_honoured false (target option)", "fp16_magnitude_threshold N"}),
   };
   return kPasses;
 }
