@@ -179,11 +179,12 @@ absl::StatusOr<int> RescaleSumsOfSquares(PassContext& ctx) {
     if (!(sum > threshold) || !std::isfinite(sum)) continue;
     // s^2 >= sum / target, s = 2^k.
     const int k = static_cast<int>(std::ceil(0.5 * std::log2(sum / kScaledSumTarget)));
+    const std::string what = n->Describe();  // the commit frees `n`
     ctx.rewriter.Begin(kFp16SafeSumOfSquares, {n});
     Rewrite(ctx, m, k);
     if (FinishRewrite(ctx)) {
       ++committed;
-      ctx.log(absl::StrCat(kFp16SafeSumOfSquares, ": ", n->Describe(), " (max ", sum,
+      ctx.log(absl::StrCat(kFp16SafeSumOfSquares, ": ", what, " (max ", sum,
                            ") computed on x / 2^", k));
     }
   }
