@@ -131,6 +131,18 @@ const Form kForms[] = {
         y = Div(e, s)
       })",
      "fp16_safe_softmax"},
+    {"conv_leaky_relu_instance_norm", R"(
+      <ir_version: 8, opset_import: ["" : 17]>
+      m (float[1, 8, 4, 4] x) => (float[1, 4, 4, 4] y) {
+        w = Constant <value = float[4, 8, 1, 1] {10, -11, 12, -13, 14, -15, 16, -17, 18, -19, 20, -21, 22, -23, 24, -25, 26, -27, 28, -29, 30, -31, 32, -33, 34, -35, 36, -37, 38, -39, 40, -41}> ()
+        b = Constant <value = float[4] {100, -200, 300, -400}> ()
+        c = Conv(x, w, b)
+        r = LeakyRelu <alpha = 0.2> (c)
+        gamma = Constant <value = float[4] {1, 0.5, 2, 1.5}> ()
+        beta = Constant <value = float[4] {0, 0.1, -0.1, 0.2}> ()
+        y = InstanceNormalization <epsilon = 1e-5> (r, gamma, beta)
+      })",
+     "fp16_safe_linear_scale"},
     {"rms_sum_square", R"(
       <ir_version: 8, opset_import: ["" : 17]>
       m (float[1, 8, 4, 4] x) => (float[1, 8, 4, 4] y) {
