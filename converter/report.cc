@@ -349,13 +349,13 @@ std::string SummaryTable(const ConversionReport& report) {
         report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
     for (const OutputComparison& c : e.outputs) {
       const std::string criteria = CriteriaToString(c.criteria);
-      absl::StrAppend(
-          &out, "  ", c.name, ": ", DescribeStatistics(c.stats), c.finite ? "" : " (non-finite)",
-          "; score ", Error(c.score), criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
-          c.beyond_fp16 ? " - beyond fp16's range in the original, not judged"
-          : c.meets     ? ""
-                        : " FAILS",
-          c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
+      absl::StrAppend(&out, "  ", c.name, ": ", DescribeStatistics(c.stats),
+                      c.finite ? "" : " (non-finite)", "; score ", Error(c.score),
+                      criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
+                      c.beyond_fp16 ? " - beyond fp16's range in the original, not judged"
+                      : c.meets     ? ""
+                                    : " FAILS",
+                      c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
     }
     if (report.islands_ignored) {
       absl::StrAppend(&out,
@@ -365,6 +365,11 @@ std::string SummaryTable(const ConversionReport& report) {
       for (const Fp16Overflow& o : report.fp16_overflows) {
         absl::StrAppend(&out, "  ", o.value, " (", o.op, "): max |x| ", Error(o.largest), ": ",
                         o.why, "\n");
+      }
+      if (report.fp16_overflows.empty() && !report.outputs_match) {
+        absl::StrAppend(&out,
+                        "  none: the error is fp16's rounding, which no rescaling changes (the "
+                        "backend needs fp32 for this model)\n");
       }
     }
   } else {

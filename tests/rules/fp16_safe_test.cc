@@ -17,6 +17,7 @@
 #include "converter/pipeline.h"
 #include "converter/report.h"
 #include "exec/compare.h"
+#include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/model_io.h"
@@ -235,6 +236,37 @@ TEST(Fp16Safe, SumOfSquaresWithoutSquareRootIsReportedNotRewritten) {
     listed_square |= o.value == "sq" && o.op == "Mul" && o.largest > 65504;
   }
   EXPECT_TRUE(listed_energy && listed_square) << SummaryTable(*report);
+}
+
+// The validation of such targets: in a model that declares float16, fp16-storage keeps the
+// float32 islands in fp32 (as a backend that honours them does) unless islands are ignored.
+TEST(Fp16Safe, EveryFloatInFp16RoundsTheIslandsOfAFloat16Model) {
+  auto model = ParseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    m (float16[4] x) => (float16[4] y) {
+      xf = Cast <to = 1> (x)
+      big = Constant <value = float {1000}> ()
+      up = Mul(xf, big)
+      down = Div(up, big)
+      y = Cast <to = 10> (down)
+    })");
+  ASSERT_TRUE(model.ok()) << model.status();
+  // x = 100: up = 1e5 in the fp32 island, inf once rounded to fp16.
+  const exec::TensorMap feeds = {
+      {"x", Tensor::FromVector<float>(DataType::kFloat, {4}, {100, 100, -100, 1})}};
+  exec::SessionOptions honoured;
+  honoured.precision = exec::Precision::kFp16Storage;
+  auto session = exec::CreateSession(**model, honoured);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto as_typed = (*session)->Run(MatchInputTypes((*model)->graph(), feeds));
+  ASSERT_TRUE(as_typed.ok()) << as_typed.status();
+  EXPECT_TRUE(AllFinite((*as_typed)[0]));
+  EXPECT_FLOAT_EQ(AsFloat((*as_typed)[0]).data<float>()[0], 100);
+  auto every = RunEveryFloatInFp16(**model, feeds);
+  ASSERT_TRUE(every.ok()) << every.status();
+  const Tensor y = AsFloat((*every)[0]);
+  EXPECT_TRUE(std::isinf(y.data<float>()[0]) && std::isinf(y.data<float>()[2]));
+  EXPECT_FLOAT_EQ(y.data<float>()[3], 1);  // 1000 fits fp16
 }
 
 // ---- whole models, both targets ----
