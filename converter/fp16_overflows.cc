@@ -1,12 +1,13 @@
 #include "converter/fp16_overflows.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "converter/model_run.h"
-#include "converter/validation.h"
+#include "exec/random_inputs.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
 
@@ -46,18 +47,21 @@ std::string WhyNoRewrite(const Graph& g, const Value& v, const std::string& op) 
 absl::StatusOr<std::vector<Fp16Overflow>> ListFp16Overflows(const Model& model,
                                                             const exec::TensorMap& inputs) {
   std::map<std::string, double> largest;
-  OVFIX_RETURN_IF_ERROR(CaptureActivations(model, MatchInputTypes(model.graph(), inputs),
-                                           exec::Precision::kFp32,
-                                           [&](const Value& v, const Tensor& t) {
-                                             if (!IsFloatingPoint(t.type())) return;
-                                             double m = 0;
-                                             for (int64_t k = 0; k < t.numel(); ++k) {
-                                               const double x = std::abs(t.GetAsDouble(k));
-                                               if (!(x <= m)) m = x;
-                                             }
-                                             if (!(m <= kFloat16Largest)) largest[v.name()] = m;
-                                           })
-                            .status());
+  // One run that looks at each value as it is computed and keeps none of them.
+  exec::SessionOptions options;
+  options.random_seed = exec::kValidationSeed;
+  options.on_value = [&](const Value& v, const Tensor& t) {
+    if (!IsFloatingPoint(t.type())) return;
+    double m = 0;
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      const double x = std::abs(t.GetAsDouble(k));
+      if (!(x <= m)) m = x;
+    }
+    if (!(m <= kFloat16Largest)) largest[v.name()] = std::max(largest[v.name()], m);
+  };
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
+                         exec::CreateSession(model, options));
+  OVFIX_RETURN_IF_ERROR(session->Run(MatchInputTypes(model.graph(), inputs)).status());
   std::vector<Fp16Overflow> found;
   const Graph& g = model.graph();
   for (const Node* n : g.nodes()) {

@@ -184,8 +184,8 @@ absl::StatusOr<int> RescaleSumsOfSquares(PassContext& ctx) {
     Rewrite(ctx, m, k);
     if (FinishRewrite(ctx)) {
       ++committed;
-      ctx.log(absl::StrCat(kFp16SafeSumOfSquares, ": ", what, " (max ", sum,
-                           ") computed on x / 2^", k));
+      ctx.log(absl::StrCat(kFp16SafeSumOfSquares, ": ", what, " (max ", sum, ") computed on x / 2^",
+                           k));
     }
   }
   return committed;
