@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/constant.h"
+#include "ir/status_macros.h"
 #include "rules/passes/fp16_magnitudes.h"
 
 namespace ovfix::rules {
@@ -62,6 +63,7 @@ std::string Check(Node* reduce, Match& m) {
     }
     m.x = sq->input(0);
   }
+  if (m.x == nullptr || m.x->elem_type() != DataType::kFloat) return "it does not sum float32";
   Node* next = OnlyReader(reduce->output(0));
   if (Is(next, "Add")) {
     const int other = next->input(0) == reduce->output(0) ? 1 : 0;
@@ -74,7 +76,8 @@ std::string Check(Node* reduce, Match& m) {
     m.root = next;
     return "";
   }
-  if (Is(next, "Pow")) {
+  const Value* base = m.add != nullptr ? m.add->output(0) : reduce->output(0);
+  if (Is(next, "Pow") && next->input(0) == base) {
     std::optional<double> e = ScalarConstant(next->input(1));
     if (e == 0.5 || e == -0.5) {
       m.root = next;
@@ -145,6 +148,7 @@ void Rewrite(PassContext& ctx, const Match& m, int k) {
 
 absl::StatusOr<int> RescaleSumsOfSquares(PassContext& ctx) {
   if (ctx.options.islands_honoured) return 0;  // fp32 islands protect these sums there
+  OVFIX_RETURN_IF_ERROR(InferTypes(ctx));
   const double threshold = ctx.options.fp16_magnitude_threshold;
   int committed = 0;
   // The reductions first: a rewrite erases the nodes around the one it starts from (never
