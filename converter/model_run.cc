@@ -35,6 +35,18 @@ absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::T
   return session->Run(MatchInputTypes(model.graph(), feeds));
 }
 
+absl::StatusOr<std::vector<Tensor>> RunEveryFloatInFp16(const Model& model,
+                                                        const exec::TensorMap& feeds,
+                                                        uint64_t random_seed) {
+  exec::SessionOptions options;
+  options.random_seed = random_seed;
+  options.precision = exec::Precision::kFp16Storage;
+  options.islands_ignored = true;
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
+                         exec::CreateSession(model, options));
+  return session->Run(MatchInputTypes(model.graph(), feeds));
+}
+
 absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {
   // A model whose weights pass the budget keeps its large weights' buffers shared (their
   // bytes are what a save writes), so a conversion's anonymous memory does not grow with it.

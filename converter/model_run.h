@@ -27,6 +27,13 @@ exec::TensorMap MatchInputTypes(const Graph& g, const exec::TensorMap& given,
 absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::TensorMap& feeds,
                                                uint64_t random_seed = 0);
 
+// Runs `model` as a backend that ignores fp32 islands does (OpenVINO GPU, ncnn on Vulkan with
+// fp16 storage): the CPU executor in fp16-storage precision with every float tensor rounded to
+// fp16 when produced, the outputs of Casts to float included.
+absl::StatusOr<std::vector<Tensor>> RunEveryFloatInFp16(const Model& model,
+                                                        const exec::TensorMap& feeds,
+                                                        uint64_t random_seed = 0);
+
 // The model as its serialized bytes read back: what a file written from it holds.
 absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model);
 

@@ -298,6 +298,7 @@ absl::Status Conversion::Calibrate() {
                      " (--no-validate converts without validation)"));
   }
   validator_ = *std::move(v);
+  validator_->set_islands_ignored(!convert_.islands_honoured);
   OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options_.accuracy, validator_->reference_outputs(0)));
   report_.validated = true;
   PhaseDone("reference run");
@@ -356,8 +357,9 @@ absl::Status Conversion::Check() {
   // tolerance.
   // A model that computed in float16 already is judged against its float32 math, as a
   // precision change is, whatever the target does.
-  const bool float16_judged =
-      precision_changed_ || (validator_ != nullptr && validator_->float32_reference());
+  // A backend that ignores islands runs the model in fp16 whatever the model says.
+  const bool float16_judged = precision_changed_ || !convert_.islands_honoured ||
+                              (validator_ != nullptr && validator_->float32_reference());
   ReferenceValidator::DefaultCriteria fallback = [this, float16_judged](int64_t elements) {
     if (options_.tolerance >= 0) return MaxErrorCriteria(options_.tolerance);
     if (precision_changed_ && convert_.precision == ConvertOptions::Precision::kBf16) {
@@ -397,6 +399,16 @@ absl::Status Conversion::Check() {
     if (!e2e.ok()) return NotRunnable(e2e.status());
     report_.end_to_end = *std::move(e2e);
     report_.outputs_match = report_.end_to_end->meets();
+    if (!convert_.islands_honoured) {
+      report_.islands_ignored = true;
+      absl::StatusOr<std::vector<Fp16Overflow>> overflows =
+          ListFp16Overflows(*written, validator_->inputs());
+      if (overflows.ok()) {
+        report_.fp16_overflows = *std::move(overflows);
+      } else {
+        options_.log(absl::StrCat("values beyond fp16 not listed: ", overflows.status().message()));
+      }
+    }
     PhaseDone("end-to-end comparison");
   }
   return absl::OkStatus();
@@ -406,7 +418,9 @@ absl::Status Conversion::Check() {
 // steps from that phase on run again on the graph before it, with the nodes responsible
 // kept in fp32, until within it (converter/repair.h).
 absl::Status Conversion::RepairToCriteria() {
-  if (report_.outputs_match || !precision_changed_ || before_precision_ == nullptr) {
+  // Keeping nodes in fp32 cannot help where the backend ignores fp32 islands.
+  if (report_.outputs_match || !precision_changed_ || before_precision_ == nullptr ||
+      !convert_.islands_honoured) {
     return absl::OkStatus();
   }
   rules::Fp16IslandsPass* precision = manager_->precision_pass();

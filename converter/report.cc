@@ -50,6 +50,7 @@ void WriteOutput(cli::JsonWriter& w, const OutputComparison& c) {
   w.Key("criteria").String(CriteriaToString(c.criteria));
   w.Key("score").Number(c.score);
   w.Key("meets").Bool(c.meets);
+  if (c.beyond_fp16) w.Key("beyond_fp16").Bool(true);
   w.Key("input_set").Int(static_cast<int64_t>(c.set));
   w.Key("elements").Int(s.elements);
   w.Key("max").Number(s.max);
@@ -153,6 +154,19 @@ std::string ReportToJson(const ConversionReport& report) {
     w.Key("outputs").BeginArray();
     for (const OutputComparison& c : report.end_to_end->outputs) WriteOutput(w, c);
     w.EndArray();
+    if (report.islands_ignored) {
+      w.Key("islands_ignored").Bool(true);
+      w.Key("fp16_overflows").BeginArray();
+      for (const Fp16Overflow& o : report.fp16_overflows) {
+        w.BeginObject();
+        w.Key("value").String(o.value);
+        w.Key("op").String(o.op);
+        w.Key("largest").Number(o.largest);
+        w.Key("why").String(o.why);
+        w.EndObject();
+      }
+      w.EndArray();
+    }
   }
   if (!report.calibration.empty()) w.Key("calibration").String(report.calibration);
   if (report.validated) w.Key("model_runs").Int(report.model_runs);
@@ -340,10 +354,28 @@ std::string SummaryTable(const ConversionReport& report) {
         report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
     for (const OutputComparison& c : e.outputs) {
       const std::string criteria = CriteriaToString(c.criteria);
-      absl::StrAppend(
-          &out, "  ", c.name, ": ", DescribeStatistics(c.stats), c.finite ? "" : " (non-finite)",
-          "; score ", Error(c.score), criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
-          c.meets ? "" : " FAILS", c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
+      absl::StrAppend(&out, "  ", c.name, ": ", DescribeStatistics(c.stats),
+                      c.finite ? "" : " (non-finite)", "; score ", Error(c.score),
+                      criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
+                      c.beyond_fp16 ? " - beyond fp16's range in the original, not judged"
+                      : c.meets     ? ""
+                                    : " FAILS",
+                      c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
+    }
+    if (report.islands_ignored) {
+      absl::StrAppend(&out,
+                      "the backend ignores fp32 islands: measured with every float tensor in "
+                      "fp16; values still beyond fp16's range: ",
+                      report.fp16_overflows.size(), "\n");
+      for (const Fp16Overflow& o : report.fp16_overflows) {
+        absl::StrAppend(&out, "  ", o.value, " (", o.op, "): max |x| ", Error(o.largest), ": ",
+                        o.why, "\n");
+      }
+      if (report.fp16_overflows.empty() && !report.outputs_match) {
+        absl::StrAppend(&out,
+                        "  none: the error is fp16's rounding, which no rescaling changes (the "
+                        "backend needs fp32 for this model)\n");
+      }
     }
   } else {
     absl::StrAppend(

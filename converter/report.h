@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/fp16_overflows.h"
 #include "converter/precision_cost.h"
 #include "converter/repair.h"
 #include "converter/shape_observation.h"
@@ -66,6 +67,9 @@ struct ConversionReport {
   // when the precision did not change or nothing stays fp32.
   std::string layer_precisions, layer_output_types;
   bool written = false;  // the output file was written (and kept)
+  // Targets whose backend ignores fp32 islands: the values that still exceed fp16's range.
+  bool islands_ignored = false;
+  std::vector<Fp16Overflow> fp16_overflows;
   double seconds = 0;
 };
 

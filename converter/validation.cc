@@ -531,7 +531,8 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::CompareEndToEnd(const Model& 
   EndToEndResult worst;
   for (size_t k = 0; k < sets_.size(); ++k) {
     absl::StatusOr<std::vector<Tensor>> outputs =
-        RunAsTyped(final_model, sets_[k], exec::kValidationSeed);
+        islands_ignored_ ? RunEveryFloatInFp16(final_model, sets_[k], exec::kValidationSeed)
+                         : RunAsTyped(final_model, sets_[k], exec::kValidationSeed);
     ++model_runs_;
     if (!outputs.ok()) return outputs.status();
     OVFIX_ASSIGN_OR_RETURN(EndToEndResult result, Compare(final_model.graph(), *outputs, k));
@@ -598,14 +599,20 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(const Graph& g,
     c.score = CriteriaScore(c.criteria, c.stats);
     c.meets = c.score <= 1;
     c.set = set;
+    if (islands_ignored_ && IsFloat(ref->second.type())) {
+      const int64_t n = ref->second.numel();
+      for (int64_t k = 0; k < n && !c.beyond_fp16; ++k) {
+        c.beyond_fp16 = std::abs(ref->second.GetAsDouble(k)) > 65504.0;  // fp16's largest
+      }
+    }
     if (IsFloat(actual.type())) {
       const int64_t n = actual.numel();
       for (int64_t k = 0; k < n && c.finite; ++k) {
         c.finite = std::isfinite(actual.GetAsDouble(k));
       }
     }
-    result.score = std::max(result.score, c.score);
-    result.max_error = std::max(result.max_error, c.error);
+    if (!c.beyond_fp16) result.score = std::max(result.score, c.score);
+    if (!c.beyond_fp16) result.max_error = std::max(result.max_error, c.error);
     result.outputs.push_back(std::move(c));
   }
   return result;

@@ -57,6 +57,10 @@ struct SessionOptions {
   // arithmetic in fp16). Its fp32 islands are what the conversion kept out of fp16 on
   // purpose; forcing them into half would report overflows the backend never sees.
   bool float32_as_typed = false;
+  // In the fp16 precisions, round float32 values to half even in a model that declares
+  // float16: what a backend that ignores fp32 islands (OpenVINO GPU, ncnn on Vulkan with fp16
+  // storage) does with the model's Casts to float.
+  bool islands_ignored = false;
 
   // Whether float32 values are rounded to (stored as) half: the fp16 precisions, unless the
   // model is typed float16 itself.

@@ -967,8 +967,8 @@ absl::StatusOr<std::vector<Tensor>> CpuSession::Run(const TensorMap& inputs) {
 }
 
 SessionOptions ResolvePrecision(const Model& model, SessionOptions options) {
-  options.float32_as_typed =
-      options.precision != Precision::kFp32 && DeclaresFloat16(model.graph());
+  options.float32_as_typed = options.precision != Precision::kFp32 && !options.islands_ignored &&
+                             DeclaresFloat16(model.graph());
   return options;
 }
 

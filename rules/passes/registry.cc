@@ -6,6 +6,9 @@
 #include "rules/passes/fix_input_shapes.h"
 #include "rules/passes/fold_batch_normalization.h"
 #include "rules/passes/fp16_islands.h"
+#include "rules/passes/fp16_safe_linear_scale.h"
+#include "rules/passes/fp16_safe_softmax.h"
+#include "rules/passes/fp16_safe_sum_of_squares.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 
 namespace ovfix::rules {
@@ -49,6 +52,21 @@ const std::vector<NativePassInfo>& NativePasses() {
             "--broadcast full: expand element-wise inputs to identical shapes",
             ExpandBroadcastsFull, {"broadcast rank|full (--broadcast)"}),
       Fp16IslandsEntry(),
+      Entry(kFp16SafeSumOfSquares,
+            "islands ignored: a calibrated sum of squares beyond fp16 computed on x / 2^k, the "
+            "scale carried into its square root",
+            RescaleSumsOfSquares,
+            {"islands_honoured false (target option)", "fp16_magnitude_threshold N"}),
+      Entry(kFp16SafeLinearScale,
+            "islands ignored: a Conv/MatMul/Gemm output beyond fp16 that a normalization reads "
+            "computed / 2^k, the normalization's epsilon / 4^k",
+            ScaleLinearBeforeNorm,
+            {"islands_honoured false (target option)", "fp16_magnitude_threshold N"}),
+      Entry(kFp16SafeSoftmax,
+            "islands ignored: a hand-written softmax whose Exp overflows fp16 subtracts the "
+            "row's max first",
+            SubtractSoftmaxMax,
+            {"islands_honoured false (target option)", "fp16_magnitude_threshold N"}),
   };
   return kPasses;
 }

@@ -60,13 +60,19 @@ TEST_P(OrtModels, WrittenModelsMatchOnnxruntime) {
     }
     auto report = ConvertModel(**model, options);
     ASSERT_TRUE(report.ok()) << dir.filename() << ": " << report.status();
-    EXPECT_TRUE(report->outputs_match) << dir.filename() << "\n" << SummaryTable(*report);
+    // Where the backend ignores fp32 islands, the conversion is judged with every tensor in
+    // fp16, which can miss the criteria without any overflow (deep_residual: rounding over 638
+    // blocks, 0.021 of the range): reported, and the file still computes in fp32 below.
+    EXPECT_TRUE(report->outputs_match || report->islands_ignored) << dir.filename() << "\n"
+                                                                  << SummaryTable(*report);
     const fs::path out = work / dir.filename();
     fs::create_directories(out);
     const std::string file = (out / "converted.onnx").string();
     ASSERT_TRUE(SaveModel(**model, file).ok()) << dir.filename();
-    const double tolerance =
-        report->end_to_end ? std::max(report->end_to_end->max_error, 1e-5) : 1e-5;
+    // The error measured with every tensor in fp16 says nothing of the fp32 file's.
+    const double tolerance = report->end_to_end && !report->islands_ignored
+                                 ? std::max(report->end_to_end->max_error, 1e-5)
+                                 : 1e-5;
     converted.push_back({dir.filename().string(), out, tolerance});
     jobs << (out / "original").string() << '\t' << (dir / "model.onnx").string();
     for (const std::string& in : inputs) jobs << '\t' << in;
