@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/status_macros.h"
+#include "rules/text_cursor.h"
 
 namespace ovfix::rules {
 namespace {
@@ -16,8 +17,7 @@ namespace {
 // Recursive descent over the text, keeping file positions for every token.
 class ExprParser {
  public:
-  ExprParser(std::string_view text, int line, int column)
-      : text_(text), line_(line), column_(column) {}
+  ExprParser(std::string_view text, int line, int column) : cursor_(text, line, column) {}
 
   bool ParseAll(Expr& out, TextError& error) {
     if (!ParseOr(out)) {
@@ -25,8 +25,8 @@ class ExprParser {
       return false;
     }
     SkipSpace();
-    if (pos_ < text_.size()) {
-      SetError(absl::StrCat("unexpected '", std::string(1, text_[pos_]), "'"));
+    if (!cursor_.AtEnd()) {
+      SetError(absl::StrCat("unexpected '", std::string(1, cursor_.Peek()), "'"));
       error = error_;
       return false;
     }
@@ -34,29 +34,11 @@ class ExprParser {
   }
 
  private:
-  void Advance() {
-    if (text_[pos_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++pos_;
-  }
-  void SkipSpace() {
-    while (pos_ < text_.size()) {
-      if (text_[pos_] == '#') {
-        while (pos_ < text_.size() && text_[pos_] != '\n') Advance();
-      } else if (std::isspace(static_cast<unsigned char>(text_[pos_]))) {
-        Advance();
-      } else {
-        break;
-      }
-    }
-  }
+  void Advance() { cursor_.Advance(); }
+  void SkipSpace() { cursor_.SkipSpaceAndComments(); }
   bool Peek(std::string_view token) {
     SkipSpace();
-    return text_.substr(pos_, token.size()) == token;
+    return cursor_.LookingAt(token);
   }
   bool Accept(std::string_view token) {
     if (!Peek(token)) return false;
@@ -64,15 +46,15 @@ class ExprParser {
     return true;
   }
   bool SetError(std::string message) {
-    if (error_.message.empty()) error_ = {line_, column_, std::move(message)};
+    if (error_.message.empty()) error_ = {cursor_.line(), cursor_.column(), std::move(message)};
     return false;
   }
   Expr Start(Expr::Kind kind) {
     SkipSpace();
     Expr e;
     e.kind = kind;
-    e.line = line_;
-    e.column = column_;
+    e.line = cursor_.line();
+    e.column = cursor_.column();
     return e;
   }
   // Opens one level of recursion in the parser (parentheses, lists, calls, unary operands):
@@ -192,12 +174,13 @@ class ExprParser {
   }
   bool ParseNumber(Expr& out) {
     out = Start(Expr::Kind::kInt);
-    const size_t begin = pos_;
+    const std::string_view text = cursor_.text();
+    const size_t begin = cursor_.pos();
     bool is_float = false;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      const bool exponent_sign =
-          (c == '+' || c == '-') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E');
+    while (!cursor_.AtEnd()) {
+      const char c = cursor_.Peek();
+      const bool exponent_sign = (c == '+' || c == '-') &&
+                                 (text[cursor_.pos() - 1] == 'e' || text[cursor_.pos() - 1] == 'E');
       if (c == '.' || c == 'e' || c == 'E' || exponent_sign) {
         is_float = true;
       } else if (!std::isdigit(static_cast<unsigned char>(c))) {
@@ -205,7 +188,7 @@ class ExprParser {
       }
       Advance();
     }
-    const std::string number(text_.substr(begin, pos_ - begin));
+    const std::string number(text.substr(begin, cursor_.pos() - begin));
     char* end = nullptr;
     if (is_float) {
       out.kind = Expr::Kind::kFloat;
@@ -222,13 +205,13 @@ class ExprParser {
   bool ParseString(Expr& out) {
     out = Start(Expr::Kind::kString);
     Advance();  // the opening quote
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) Advance();
-      if (text_[pos_] == '\n') break;
-      out.text += text_[pos_];
+    while (!cursor_.AtEnd() && cursor_.Peek() != '"') {
+      if (cursor_.Peek() == '\\' && cursor_.pos() + 1 < cursor_.text().size()) Advance();
+      if (cursor_.Peek() == '\n') break;
+      out.text += cursor_.Peek();
       Advance();
     }
-    if (pos_ >= text_.size() || text_[pos_] != '"') {
+    if (cursor_.Peek() != '"') {
       error_ = {out.line, out.column, "unterminated string"};
       return false;
     }
@@ -237,8 +220,8 @@ class ExprParser {
   }
   bool ParsePrimary(Expr& out) {
     SkipSpace();
-    if (pos_ >= text_.size()) return SetError("expected an expression");
-    const char c = text_[pos_];
+    if (cursor_.AtEnd()) return SetError("expected an expression");
+    const char c = cursor_.Peek();
     if (c == '(') {
       Accept("(");
       if (!Enter() || !ParseOr(out)) return false;
@@ -252,19 +235,13 @@ class ExprParser {
       return SetError(absl::StrCat("unexpected '", std::string(1, c), "'"));
     }
     out = Start(Expr::Kind::kName);
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
-      out.text += text_[pos_];
-      Advance();
-    }
+    out.text = cursor_.Word();
     if (!Accept("(")) return true;
     out.kind = Expr::Kind::kCall;
     return ParseItems(out, ")");
   }
 
-  std::string_view text_;
-  size_t pos_ = 0;
-  int line_, column_;
+  TextCursor cursor_;
   int nesting_ = 0;
   TextError error_;
 };
