@@ -88,49 +88,35 @@ class ExprParser {
     return Measure(left);
   }
 
-  bool ParseOr(Expr& out) {
-    if (!ParseAnd(out)) return false;
-    while (Accept("||")) {
-      Expr right;
-      if (!ParseAnd(right) || !Binary(out, "||", std::move(right))) return false;
-    }
-    return true;
+  // Binary operators by precedence, loosest first; a comparison does not chain (a < b < c is
+  // an error), the others associate to the left. Longer spellings come first ("<=" before "<").
+  struct Level {
+    std::vector<const char*> ops;
+    bool chains;
+  };
+  static const std::vector<Level>& Levels() {
+    static const std::vector<Level> kLevels = {
+        {{"||"}, true},     {{"&&"}, true},          {{"==", "!=", "<=", ">=", "<", ">"}, false},
+        {{"+", "-"}, true}, {{"*", "/", "%"}, true},
+    };
+    return kLevels;
   }
-  bool ParseAnd(Expr& out) {
-    if (!ParseCompare(out)) return false;
-    while (Accept("&&")) {
-      Expr right;
-      if (!ParseCompare(right) || !Binary(out, "&&", std::move(right))) return false;
-    }
-    return true;
-  }
-  bool ParseCompare(Expr& out) {
-    if (!ParseSum(out)) return false;
-    for (const char* op : {"==", "!=", "<=", ">=", "<", ">"}) {
-      if (Accept(op)) {
-        Expr right;
-        if (!ParseSum(right)) return false;
-        return Binary(out, op, std::move(right));
+  bool ParseOr(Expr& out) { return ParseBinary(out, 0); }
+  bool ParseBinary(Expr& out, size_t level) {
+    if (level == Levels().size()) return ParseUnary(out);
+    if (!ParseBinary(out, level + 1)) return false;
+    for (;;) {
+      const char* op = nullptr;
+      for (const char* candidate : Levels()[level].ops) {
+        if (Accept(candidate)) {
+          op = candidate;
+          break;
+        }
       }
-    }
-    return true;
-  }
-  bool ParseSum(Expr& out) {
-    if (!ParseProduct(out)) return false;
-    for (;;) {
-      std::string op = Accept("+") ? "+" : Accept("-") ? "-" : "";
-      if (op.empty()) return true;
+      if (op == nullptr) return true;
       Expr right;
-      if (!ParseProduct(right) || !Binary(out, op, std::move(right))) return false;
-    }
-  }
-  bool ParseProduct(Expr& out) {
-    if (!ParseUnary(out)) return false;
-    for (;;) {
-      std::string op = Accept("*") ? "*" : Accept("/") ? "/" : Accept("%") ? "%" : "";
-      if (op.empty()) return true;
-      Expr right;
-      if (!ParseUnary(right) || !Binary(out, op, std::move(right))) return false;
+      if (!ParseBinary(right, level + 1) || !Binary(out, op, std::move(right))) return false;
+      if (!Levels()[level].chains) return true;
     }
   }
   bool ParseUnary(Expr& out) {
