@@ -284,26 +284,9 @@ absl::StatusOr<bool> Compare(const Expr& e, const HelperValue& a, const HelperVa
   return op == "==" ? equal : !equal;
 }
 
-absl::StatusOr<HelperValue> Arithmetic(const Expr& e, const HelperValue& a, const HelperValue& b) {
-  if (!IsNumber(a) || !IsNumber(b)) return TypeError(e, "arithmetic needs numbers");
-  const char op = e.text[0];
-  if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
-    const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
-    if ((op == '/' || op == '%') && y == 0) return TypeError(e, "division by zero");
-    switch (op) {
-      case '+':
-        return x + y;
-      case '-':
-        return x - y;
-      case '*':
-        return x * y;
-      case '/':
-        return x / y;
-      default:
-        return x % y;
-    }
-  }
-  const double x = AsDouble(a), y = AsDouble(b);
+// x op y for + - * / and, for %, remainder(x, y).
+template <typename T, typename Remainder>
+T Apply(char op, T x, T y, Remainder remainder) {
   switch (op) {
     case '+':
       return x + y;
@@ -314,8 +297,19 @@ absl::StatusOr<HelperValue> Arithmetic(const Expr& e, const HelperValue& a, cons
     case '/':
       return x / y;
     default:
-      return std::fmod(x, y);
+      return remainder(x, y);
   }
+}
+
+absl::StatusOr<HelperValue> Arithmetic(const Expr& e, const HelperValue& a, const HelperValue& b) {
+  if (!IsNumber(a) || !IsNumber(b)) return TypeError(e, "arithmetic needs numbers");
+  const char op = e.text[0];
+  if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
+    const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
+    if ((op == '/' || op == '%') && y == 0) return TypeError(e, "division by zero");
+    return Apply(op, x, y, [](int64_t p, int64_t q) { return p % q; });
+  }
+  return Apply(op, AsDouble(a), AsDouble(b), [](double p, double q) { return std::fmod(p, q); });
 }
 
 absl::StatusOr<bool> AsBool(const Expr& e, const HelperValue& v) {
