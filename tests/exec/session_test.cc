@@ -20,6 +20,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/model_text.h"
 #include "tests/support/softmax_island.h"
 
 namespace ovfix::exec {
@@ -28,15 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::unique_ptr<Model> Parse(std::string_view text) {
-  absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(text);
-  EXPECT_TRUE(model.ok()) << model.status();
-  return model.ok() ? std::move(*model) : nullptr;
-}
-
-Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
-  return Tensor::FromVector(DataType::kFloat, std::move(dims), v);
-}
+using test_support::Floats;
+using test_support::Parse;
 
 std::unique_ptr<Session> MakeSession(const Model& model, SessionOptions options = {}) {
   options.threads = 1;
