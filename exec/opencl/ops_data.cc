@@ -364,18 +364,23 @@ absl::Status GatherND(OpContext& ctx) {
   return GatherBlocks(ctx, *y, offsets, Product(data.dims, b + k, r));
 }
 
+// The data offset each index of input 1 addresses along the node's axis (GatherElements and
+// ScatterElements).
+absl::StatusOr<std::vector<int64_t>> ElementTargets(OpContext& ctx, const ClValue& data) {
+  const std::vector<int64_t>& idims = ctx.input(1).dims;
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0),
+                                                     static_cast<int64_t>(data.dims.size())));
+  const KernelContext kc = KernelContext::For(ctx.node, ctx.opset);
+  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(kc, data.dims, idims, axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
+  return ElementOffsets(kc, data.dims, idims, std::move(idx), axis);
+}
+
 absl::Status GatherElements(OpContext& ctx) {
   const ClValue& data = ctx.input(0);
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, data));
   const std::vector<int64_t> idims = ctx.input(1).dims;
-  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0),
-                                                     static_cast<int64_t>(data.dims.size())));
-  OVFIX_RETURN_IF_ERROR(
-      CheckElementsShapes(KernelContext::For(ctx.node, ctx.opset), data.dims, idims, axis));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets,
-                         ElementOffsets(KernelContext::For(ctx.node, ctx.opset), data.dims, idims,
-                                        std::move(idx), axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ElementTargets(ctx, data));
   OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, data.type, idims));
   return GatherBlocks(ctx, *y, offsets, 1);
 }
@@ -482,14 +487,7 @@ absl::Status ScatterElements(OpContext& ctx) {
   const std::vector<int64_t> idims = ctx.input(1).dims;
   if (updates.dims != idims) return ctx.Error("updates and indices differ in shape");
   OVFIX_ASSIGN_OR_RETURN(int reduction, ReductionOf(ctx));
-  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0),
-                                                     static_cast<int64_t>(data.dims.size())));
-  OVFIX_RETURN_IF_ERROR(
-      CheckElementsShapes(KernelContext::For(ctx.node, ctx.opset), data.dims, idims, axis));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets,
-                         ElementOffsets(KernelContext::For(ctx.node, ctx.opset), data.dims, idims,
-                                        std::move(idx), axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets, ElementTargets(ctx, data));
   return ApplyUpdates(ctx, targets, 1, reduction);
 }
 
