@@ -124,18 +124,13 @@ absl::Status Recurrent(OpContext& ctx) {
   const bool has_peephole = kCell == Cell::kLstm && ctx.has_input(kP);
   const bool has_initial_h = ctx.has_input(kInitialH);
   const bool has_initial_c = kCell == Cell::kLstm && ctx.has_input(kInitialC);
-  cl::Buffer* db = dw;  // any valid buffer for an absent input
+  // Any valid buffer for an absent input (the kernel is told not to read it).
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * db, ctx.DeviceOr(kB, dw));
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * dh0, ctx.DeviceOr(kInitialH, dx));
   cl::Buffer* dp = dw;
-  cl::Buffer* dh0 = dx;
   cl::Buffer* dc0 = dx;
-  if (has_bias) {
-    OVFIX_ASSIGN_OR_RETURN(db, ctx.Device(kB));
-  }
   if (has_peephole) {
     OVFIX_ASSIGN_OR_RETURN(dp, ctx.Device(kP));
-  }
-  if (has_initial_h) {
-    OVFIX_ASSIGN_OR_RETURN(dh0, ctx.Device(kInitialH));
   }
   if (has_initial_c) {
     OVFIX_ASSIGN_OR_RETURN(dc0, ctx.Device(kInitialC));
