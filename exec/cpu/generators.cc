@@ -310,12 +310,22 @@ std::vector<int64_t> Arithmetic(int64_t n, int64_t stride) {
   return v;
 }
 
-absl::Status DepthToSpace(KernelContext& ctx) {
+// The input of DepthToSpace and SpaceToDepth: blocksize b and a 4-D [n, c, h, w] of a storable
+// type.
+struct BlockInput {
+  int64_t b, n, c, h, w;
+};
+
+absl::StatusOr<BlockInput> ReadBlockInput(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const int64_t b = ctx.node.GetInt("blocksize", 0);
   if (x.rank() != 4) return ctx.Error("input must be 4-D");
   if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
-  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  return BlockInput{ctx.node.GetInt("blocksize", 0), x.dim(0), x.dim(1), x.dim(2), x.dim(3)};
+}
+
+absl::Status DepthToSpace(KernelContext& ctx) {
+  OVFIX_ASSIGN_OR_RETURN(const BlockInput in, ReadBlockInput(ctx));
+  const auto [b, n, c, h, w] = in;
   if (b <= 0 || c % (b * b) != 0) return ctx.Error("channels ", c, " not divisible by blocksize^2");
   const std::string mode = ctx.node.GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return ctx.Error("unknown mode '", mode, "'");
@@ -331,11 +341,8 @@ absl::Status DepthToSpace(KernelContext& ctx) {
 }
 
 absl::Status SpaceToDepth(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const int64_t b = ctx.node.GetInt("blocksize", 0);
-  if (x.rank() != 4) return ctx.Error("input must be 4-D");
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
-  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  OVFIX_ASSIGN_OR_RETURN(const BlockInput in, ReadBlockInput(ctx));
+  const auto [b, n, c, h, w] = in;
   if (b <= 0 || h % b != 0 || w % b != 0) {
     return ctx.Error("spatial dims ", h, "x", w, " not divisible by blocksize ", b);
   }
