@@ -16,24 +16,19 @@
 #include "exec/cpu_session.h"
 #include "exec/kernel.h"
 #include "exec/opencl/opencl_session.h"
+#include "exec/plan_builder.h"
 #include "ir/float16.h"
 #include "ir/graph.h"
 #include "ir/graph_walk.h"
 #include "ir/model.h"
-#include "ir/node_check.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec {
 
-struct Step {
-  const Node* node = nullptr;
+struct Step : StepSlots {
   const KernelDef* kernel = nullptr;
   ValueKernelFn value_kernel = nullptr;  // set for ops over sequences or with subgraphs
-  int opset = 0;
-  std::vector<int> inputs, outputs;  // slots; -1 for an omitted input/output
-  std::vector<int> implicit_inputs;  // slots its subgraphs capture (read from outer scope)
-  std::vector<int> release;          // slots last read by this step
-  std::vector<int> narrow;           // kept widened slots last read by this step
+  std::vector<int> narrow;               // kept widened slots last read by this step
   std::vector<std::unique_ptr<Plan>> subgraphs;
   mutable std::shared_ptr<void> state;  // KernelContext::state
   // In a widened plan: the op only moves or selects values and every float input holds
@@ -45,13 +40,7 @@ struct Step {
   const Tensor* fused_bias = nullptr;
 };
 
-struct Plan {
-  const Graph* graph = nullptr;
-  Plan* parent = nullptr;
-  int num_slots = 0;
-  std::vector<std::string> slot_names;
-  std::vector<int> input_slots, output_slots;
-  std::vector<std::pair<int, int>> captures;  // (enclosing frame slot, own slot)
+struct Plan : PlanSlots {
   std::vector<std::pair<int, RuntimeValue>> constants;
   std::vector<Step> steps;
   // Widened float16 (SessionOptions::widen_float16): per slot, 1 when the slot's value is
@@ -62,9 +51,6 @@ struct Plan {
   int64_t largest_float16_constant = 0;
   // Whether steps keep kernel state across runs (SessionOptions::kernel_state_budget).
   bool keep_kernel_state = true;
-  // Only while compiling.
-  absl::flat_hash_map<const Value*, int> slot_of;
-  int compiling_step = -1;
 };
 
 namespace {
@@ -80,8 +66,6 @@ Tensor RoundedCopy(const Tensor& t, ThreadPool* pool) {
   RoundInPlace(copy, pool);
   return copy;
 }
-
-std::string QuotedName(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
 
 // What kernels would keep of the graph's weights (subgraphs included): packed float panels,
 // so a float16 weight counts twice its bytes.
@@ -99,173 +83,49 @@ size_t KernelStateBytes(const Graph& g) {
 
 // ---- compiling ----
 
+// The cpu backend of PlanBuilder: cpu kernels, constants rounded in the fp16 precisions, and
+// the plan widened, fused and given its releases once laid out.
 class Compiler {
  public:
+  using Plan = exec::Plan;
+  using Step = exec::Step;
+
   Compiler(const Model& model, const SessionOptions& options, ThreadPool* pool)
       : model_(model),
         options_(options),
         pool_(pool),
         keep_kernel_state_(KernelStateBytes(model.graph()) <= options.kernel_state_budget) {}
 
-  absl::Status Compile(const Graph& graph, Plan* parent, Plan& plan) {
-    plan.graph = &graph;
-    plan.parent = parent;
+  absl::Status AddConstant(Plan& plan, int slot, const Value& v) {
+    const Tensor& t = v.tensor();
+    const bool round = options_.RoundsFloat32() && t.type() == DataType::kFloat;
+    if (t.type() == DataType::kFloat16) {
+      plan.largest_float16_constant = std::max(plan.largest_float16_constant, t.numel());
+    }
+    plan.constants.emplace_back(slot, RuntimeValue(round ? RoundedCopy(t, pool_) : t));
+    return absl::OkStatus();
+  }
+
+  absl::Status LookUp(const Node& node, const std::string& domain, Step& step) {
+    step.kernel = FindKernel(domain, node.op_type(), step.opset);
+    if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
+    step.value_kernel = FindValueKernel(domain, node.op_type());
+    return absl::OkStatus();
+  }
+
+  void Finish(Plan& plan, bool main) {
     plan.keep_kernel_state = keep_kernel_state_;
-    for (const Value* v : graph.inputs()) {
-      if (plan.slot_of.contains(v))
-        return absl::InvalidArgumentError(
-            absl::StrCat("graph input ", QuotedName(v), " is listed twice"));
-      plan.input_slots.push_back(NewSlot(plan, v));
-    }
-    for (const Value* v : graph.initializers()) {
-      auto it = plan.slot_of.find(v);
-      const int slot = it != plan.slot_of.end() ? it->second : NewSlot(plan, v);
-      const Tensor& t = v->tensor();
-      const bool round = options_.RoundsFloat32() && t.type() == DataType::kFloat;
-      if (t.type() == DataType::kFloat16) {
-        plan.largest_float16_constant = std::max(plan.largest_float16_constant, t.numel());
-      }
-      plan.constants.emplace_back(slot, RuntimeValue(round ? RoundedCopy(t, pool_) : t));
-    }
-    OVFIX_ASSIGN_OR_RETURN(std::vector<const Node*> order, Order(graph));
-    for (const Node* node : order) {
-      OVFIX_RETURN_IF_ERROR(CompileNode(*node, plan));
-    }
-    for (const Value* v : graph.outputs()) {
-      OVFIX_ASSIGN_OR_RETURN(int slot, Resolve(plan, v));
-      plan.output_slots.push_back(slot);
-    }
-    if (parent == nullptr && options_.widen_float16) Widen(plan);
+    if (main && options_.widen_float16) Widen(plan);
     // Fused steps hide the value between them: not while every value is observed or
     // rounded.
     if (plan.widened.empty() && !options_.capture && !options_.on_value &&
         !options_.RoundsFloat32()) {
       FuseClamps(plan);
     }
-    PlanReleases(plan, /*keep_all=*/parent == nullptr && options_.capture);
-    plan.slot_of.clear();
-    return absl::OkStatus();
+    PlanReleases(plan, /*keep_all=*/main && options_.capture);
   }
 
  private:
-  int NewSlot(Plan& plan, const Value* v) {
-    plan.slot_of[v] = plan.num_slots;
-    plan.slot_names.push_back(v->name());
-    return plan.num_slots++;
-  }
-
-  // The slot of `v` in `plan`, capturing it from the enclosing frames when it is theirs.
-  absl::StatusOr<int> Resolve(Plan& plan, const Value* v) {
-    if (auto it = plan.slot_of.find(v); it != plan.slot_of.end()) return it->second;
-    if (v->owner() == plan.graph || plan.parent == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("value ", QuotedName(v), " is read before anything produces it (graph '",
-                       plan.graph->name(), "')"));
-    }
-    Plan& parent = *plan.parent;
-    OVFIX_ASSIGN_OR_RETURN(int outer, Resolve(parent, v));
-    if (parent.compiling_step >= 0) {
-      parent.steps[parent.compiling_step].implicit_inputs.push_back(outer);
-    }
-    const int own = NewSlot(plan, v);
-    plan.captures.emplace_back(outer, own);
-    return own;
-  }
-
-  // Nodes as listed when that order is topological, else sorted (Kahn).
-  absl::StatusOr<std::vector<const Node*>> Order(const Graph& graph) {
-    std::vector<const Node*> nodes;
-    for (const Node* n : graph.nodes()) nodes.push_back(n);
-    absl::flat_hash_set<const Node*> seen;
-    bool sorted = true;
-    for (const Node* n : nodes) {
-      for (const Value* v : n->inputs()) {
-        if (v != nullptr && v->producer() != nullptr && v->owner() == &graph &&
-            !seen.contains(v->producer())) {
-          sorted = false;
-        }
-      }
-      seen.insert(n);
-    }
-    if (sorted) return nodes;
-    absl::flat_hash_map<const Node*, int> pending;
-    absl::flat_hash_map<const Node*, std::vector<const Node*>> consumers;
-    for (const Node* n : nodes) {
-      int count = 0;
-      for (const Value* v : n->inputs()) {
-        if (v != nullptr && v->producer() != nullptr && v->owner() == &graph) {
-          consumers[v->producer()].push_back(n);
-          ++count;
-        }
-      }
-      pending[n] = count;
-    }
-    std::vector<const Node*> ready, result;
-    for (const Node* n : nodes) {
-      if (pending[n] == 0) ready.push_back(n);
-    }
-    while (!ready.empty()) {
-      const Node* n = ready.back();
-      ready.pop_back();
-      result.push_back(n);
-      for (const Node* c : consumers[n]) {
-        if (--pending[c] == 0) ready.push_back(c);
-      }
-    }
-    if (result.size() != nodes.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has a cycle"));
-    }
-    return result;
-  }
-
-  absl::Status CompileNode(const Node& node, Plan& plan) {
-    Step step;
-    step.node = &node;
-    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-    const int64_t opset = model_.OpsetVersion(domain);
-    if (opset < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(node.Describe(), ": the model imports no opset for domain '", domain, "'"));
-    }
-    step.opset = static_cast<int>(opset);
-    step.kernel = FindKernel(domain, node.op_type(), step.opset);
-    if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
-    // Kernels read their inputs and attributes trusting what the schema promises.
-    OVFIX_RETURN_IF_ERROR(CheckNode(node, step.opset));
-    step.value_kernel = FindValueKernel(domain, node.op_type());
-    for (const Value* v : node.inputs()) {
-      if (v == nullptr) {
-        step.inputs.push_back(-1);
-        continue;
-      }
-      absl::StatusOr<int> slot = Resolve(plan, v);
-      if (!slot.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(node.Describe(), ": ", slot.status().message()));
-      }
-      step.inputs.push_back(*slot);
-    }
-    plan.steps.push_back(std::move(step));
-    plan.compiling_step = static_cast<int>(plan.steps.size()) - 1;
-    for (const Subgraph& sub : node.subgraphs()) {
-      auto sub_plan = std::make_unique<Plan>();
-      OVFIX_RETURN_IF_ERROR(Compile(*sub.graph, &plan, *sub_plan));
-      plan.steps.back().subgraphs.push_back(std::move(sub_plan));
-    }
-    for (const Value* v : node.outputs()) {
-      if (v == nullptr) {
-        plan.steps.back().outputs.push_back(-1);
-        continue;
-      }
-      if (plan.slot_of.contains(v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(node.Describe(), ": output ", QuotedName(v), " is already defined"));
-      }
-      plan.steps.back().outputs.push_back(NewSlot(plan, v));
-    }
-    return absl::OkStatus();
-  }
-
   absl::Status Unsupported(const Node& node, const std::string& domain, int opset) {
     for (const onnx::FunctionProto& f : model_.extras().functions()) {
       if (f.name() == node.op_type() && f.domain() == node.domain()) {
@@ -517,29 +377,14 @@ class Compiler {
   // as float only while read.
   static void PlanReleases(Plan& plan, bool keep_all) {
     if (keep_all && plan.widened.empty()) return;
-    std::vector<int> last(plan.num_slots, -1);
-    std::vector<bool> keep(plan.num_slots, false);
-    for (int s : plan.output_slots) keep[s] = true;
-    for (const auto& [slot, value] : plan.constants) keep[slot] = true;
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      const Step& step = plan.steps[i];
-      for (int s : step.inputs) {
-        if (s >= 0) last[s] = static_cast<int>(i);
-      }
-      for (int s : step.implicit_inputs) last[s] = static_cast<int>(i);
-    }
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      for (int s : plan.steps[i].outputs) {
-        if (s >= 0 && last[s] < static_cast<int>(i)) last[s] = static_cast<int>(i);
-      }
-    }
-    for (const auto& [slot, value] : plan.constants) last[slot] = -1;
+    const SlotLifetimes life = LifetimesOf(plan);
     for (int s = 0; s < plan.num_slots; ++s) {
-      if (last[s] < 0) continue;
-      if (!keep[s] && !keep_all) {
-        plan.steps[last[s]].release.push_back(s);
+      const int last = life.last_use[s];
+      if (last < 0) continue;
+      if (!life.kept[s] && !keep_all) {
+        plan.steps[last].release.push_back(s);
       } else if (!plan.widened.empty() && plan.widened[s]) {
-        plan.steps[last[s]].narrow.push_back(s);
+        plan.steps[last].narrow.push_back(s);
       }
     }
   }
@@ -869,9 +714,8 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Create(const Model& mode
   session->pool_ = std::make_unique<ThreadPool>(options.threads);
   session->plan_ = std::make_unique<Plan>();
   Compiler compiler(model, session->options_, session->pool_.get());
-  if (absl::Status s = compiler.Compile(model.graph(), nullptr, *session->plan_); !s.ok()) {
-    return s;
-  }
+  PlanBuilder<Compiler> builder(model, compiler);
+  OVFIX_RETURN_IF_ERROR(builder.Compile(model.graph(), nullptr, *session->plan_));
   return session;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/status_macros.h"
+#include "rules/text_cursor.h"
 
 namespace ovfix::rules {
 namespace {
@@ -16,8 +17,7 @@ namespace {
 // Recursive descent over the text, keeping file positions for every token.
 class ExprParser {
  public:
-  ExprParser(std::string_view text, int line, int column)
-      : text_(text), line_(line), column_(column) {}
+  ExprParser(std::string_view text, int line, int column) : cursor_(text, line, column) {}
 
   bool ParseAll(Expr& out, TextError& error) {
     if (!ParseOr(out)) {
@@ -25,8 +25,8 @@ class ExprParser {
       return false;
     }
     SkipSpace();
-    if (pos_ < text_.size()) {
-      SetError(absl::StrCat("unexpected '", std::string(1, text_[pos_]), "'"));
+    if (!cursor_.AtEnd()) {
+      SetError(absl::StrCat("unexpected '", std::string(1, cursor_.Peek()), "'"));
       error = error_;
       return false;
     }
@@ -34,29 +34,11 @@ class ExprParser {
   }
 
  private:
-  void Advance() {
-    if (text_[pos_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++pos_;
-  }
-  void SkipSpace() {
-    while (pos_ < text_.size()) {
-      if (text_[pos_] == '#') {
-        while (pos_ < text_.size() && text_[pos_] != '\n') Advance();
-      } else if (std::isspace(static_cast<unsigned char>(text_[pos_]))) {
-        Advance();
-      } else {
-        break;
-      }
-    }
-  }
+  void Advance() { cursor_.Advance(); }
+  void SkipSpace() { cursor_.SkipSpaceAndComments(); }
   bool Peek(std::string_view token) {
     SkipSpace();
-    return text_.substr(pos_, token.size()) == token;
+    return cursor_.LookingAt(token);
   }
   bool Accept(std::string_view token) {
     if (!Peek(token)) return false;
@@ -64,15 +46,15 @@ class ExprParser {
     return true;
   }
   bool SetError(std::string message) {
-    if (error_.message.empty()) error_ = {line_, column_, std::move(message)};
+    if (error_.message.empty()) error_ = {cursor_.line(), cursor_.column(), std::move(message)};
     return false;
   }
   Expr Start(Expr::Kind kind) {
     SkipSpace();
     Expr e;
     e.kind = kind;
-    e.line = line_;
-    e.column = column_;
+    e.line = cursor_.line();
+    e.column = cursor_.column();
     return e;
   }
   // Opens one level of recursion in the parser (parentheses, lists, calls, unary operands):
@@ -106,49 +88,35 @@ class ExprParser {
     return Measure(left);
   }
 
-  bool ParseOr(Expr& out) {
-    if (!ParseAnd(out)) return false;
-    while (Accept("||")) {
-      Expr right;
-      if (!ParseAnd(right) || !Binary(out, "||", std::move(right))) return false;
-    }
-    return true;
+  // Binary operators by precedence, loosest first; a comparison does not chain (a < b < c is
+  // an error), the others associate to the left. Longer spellings come first ("<=" before "<").
+  struct Level {
+    std::vector<const char*> ops;
+    bool chains;
+  };
+  static const std::vector<Level>& Levels() {
+    static const std::vector<Level> kLevels = {
+        {{"||"}, true},     {{"&&"}, true},          {{"==", "!=", "<=", ">=", "<", ">"}, false},
+        {{"+", "-"}, true}, {{"*", "/", "%"}, true},
+    };
+    return kLevels;
   }
-  bool ParseAnd(Expr& out) {
-    if (!ParseCompare(out)) return false;
-    while (Accept("&&")) {
-      Expr right;
-      if (!ParseCompare(right) || !Binary(out, "&&", std::move(right))) return false;
-    }
-    return true;
-  }
-  bool ParseCompare(Expr& out) {
-    if (!ParseSum(out)) return false;
-    for (const char* op : {"==", "!=", "<=", ">=", "<", ">"}) {
-      if (Accept(op)) {
-        Expr right;
-        if (!ParseSum(right)) return false;
-        return Binary(out, op, std::move(right));
+  bool ParseOr(Expr& out) { return ParseBinary(out, 0); }
+  bool ParseBinary(Expr& out, size_t level) {
+    if (level == Levels().size()) return ParseUnary(out);
+    if (!ParseBinary(out, level + 1)) return false;
+    for (;;) {
+      const char* op = nullptr;
+      for (const char* candidate : Levels()[level].ops) {
+        if (Accept(candidate)) {
+          op = candidate;
+          break;
+        }
       }
-    }
-    return true;
-  }
-  bool ParseSum(Expr& out) {
-    if (!ParseProduct(out)) return false;
-    for (;;) {
-      std::string op = Accept("+") ? "+" : Accept("-") ? "-" : "";
-      if (op.empty()) return true;
+      if (op == nullptr) return true;
       Expr right;
-      if (!ParseProduct(right) || !Binary(out, op, std::move(right))) return false;
-    }
-  }
-  bool ParseProduct(Expr& out) {
-    if (!ParseUnary(out)) return false;
-    for (;;) {
-      std::string op = Accept("*") ? "*" : Accept("/") ? "/" : Accept("%") ? "%" : "";
-      if (op.empty()) return true;
-      Expr right;
-      if (!ParseUnary(right) || !Binary(out, op, std::move(right))) return false;
+      if (!ParseBinary(right, level + 1) || !Binary(out, op, std::move(right))) return false;
+      if (!Levels()[level].chains) return true;
     }
   }
   bool ParseUnary(Expr& out) {
@@ -192,12 +160,13 @@ class ExprParser {
   }
   bool ParseNumber(Expr& out) {
     out = Start(Expr::Kind::kInt);
-    const size_t begin = pos_;
+    const std::string_view text = cursor_.text();
+    const size_t begin = cursor_.pos();
     bool is_float = false;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      const bool exponent_sign =
-          (c == '+' || c == '-') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E');
+    while (!cursor_.AtEnd()) {
+      const char c = cursor_.Peek();
+      const bool exponent_sign = (c == '+' || c == '-') &&
+                                 (text[cursor_.pos() - 1] == 'e' || text[cursor_.pos() - 1] == 'E');
       if (c == '.' || c == 'e' || c == 'E' || exponent_sign) {
         is_float = true;
       } else if (!std::isdigit(static_cast<unsigned char>(c))) {
@@ -205,7 +174,7 @@ class ExprParser {
       }
       Advance();
     }
-    const std::string number(text_.substr(begin, pos_ - begin));
+    const std::string number(text.substr(begin, cursor_.pos() - begin));
     char* end = nullptr;
     if (is_float) {
       out.kind = Expr::Kind::kFloat;
@@ -222,13 +191,13 @@ class ExprParser {
   bool ParseString(Expr& out) {
     out = Start(Expr::Kind::kString);
     Advance();  // the opening quote
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) Advance();
-      if (text_[pos_] == '\n') break;
-      out.text += text_[pos_];
+    while (!cursor_.AtEnd() && cursor_.Peek() != '"') {
+      if (cursor_.Peek() == '\\' && cursor_.pos() + 1 < cursor_.text().size()) Advance();
+      if (cursor_.Peek() == '\n') break;
+      out.text += cursor_.Peek();
       Advance();
     }
-    if (pos_ >= text_.size() || text_[pos_] != '"') {
+    if (cursor_.Peek() != '"') {
       error_ = {out.line, out.column, "unterminated string"};
       return false;
     }
@@ -237,8 +206,8 @@ class ExprParser {
   }
   bool ParsePrimary(Expr& out) {
     SkipSpace();
-    if (pos_ >= text_.size()) return SetError("expected an expression");
-    const char c = text_[pos_];
+    if (cursor_.AtEnd()) return SetError("expected an expression");
+    const char c = cursor_.Peek();
     if (c == '(') {
       Accept("(");
       if (!Enter() || !ParseOr(out)) return false;
@@ -252,19 +221,13 @@ class ExprParser {
       return SetError(absl::StrCat("unexpected '", std::string(1, c), "'"));
     }
     out = Start(Expr::Kind::kName);
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
-      out.text += text_[pos_];
-      Advance();
-    }
+    out.text = cursor_.Word();
     if (!Accept("(")) return true;
     out.kind = Expr::Kind::kCall;
     return ParseItems(out, ")");
   }
 
-  std::string_view text_;
-  size_t pos_ = 0;
-  int line_, column_;
+  TextCursor cursor_;
   int nesting_ = 0;
   TextError error_;
 };
@@ -321,26 +284,9 @@ absl::StatusOr<bool> Compare(const Expr& e, const HelperValue& a, const HelperVa
   return op == "==" ? equal : !equal;
 }
 
-absl::StatusOr<HelperValue> Arithmetic(const Expr& e, const HelperValue& a, const HelperValue& b) {
-  if (!IsNumber(a) || !IsNumber(b)) return TypeError(e, "arithmetic needs numbers");
-  const char op = e.text[0];
-  if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
-    const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
-    if ((op == '/' || op == '%') && y == 0) return TypeError(e, "division by zero");
-    switch (op) {
-      case '+':
-        return x + y;
-      case '-':
-        return x - y;
-      case '*':
-        return x * y;
-      case '/':
-        return x / y;
-      default:
-        return x % y;
-    }
-  }
-  const double x = AsDouble(a), y = AsDouble(b);
+// x op y for + - * / and, for %, remainder(x, y).
+template <typename T, typename Remainder>
+T Apply(char op, T x, T y, Remainder remainder) {
   switch (op) {
     case '+':
       return x + y;
@@ -351,8 +297,19 @@ absl::StatusOr<HelperValue> Arithmetic(const Expr& e, const HelperValue& a, cons
     case '/':
       return x / y;
     default:
-      return std::fmod(x, y);
+      return remainder(x, y);
   }
+}
+
+absl::StatusOr<HelperValue> Arithmetic(const Expr& e, const HelperValue& a, const HelperValue& b) {
+  if (!IsNumber(a) || !IsNumber(b)) return TypeError(e, "arithmetic needs numbers");
+  const char op = e.text[0];
+  if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
+    const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
+    if ((op == '/' || op == '%') && y == 0) return TypeError(e, "division by zero");
+    return Apply(op, x, y, [](int64_t p, int64_t q) { return p % q; });
+  }
+  return Apply(op, AsDouble(a), AsDouble(b), [](double p, double q) { return std::fmod(p, q); });
 }
 
 absl::StatusOr<bool> AsBool(const Expr& e, const HelperValue& v) {

@@ -18,6 +18,7 @@
 #include "absl/strings/strip.h"
 #include "onnx/defs/schema.h"
 #include "rules/closest_name.h"
+#include "rules/text_cursor.h"
 
 namespace ovfix::rules {
 namespace {
@@ -58,42 +59,22 @@ struct RawRule {
   std::vector<RawClause> clauses;
 };
 
-bool IsIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 class RuleFileParser {
  public:
-  RuleFileParser(std::string_view path, std::string_view text) : path_(path), text_(text) {}
+  RuleFileParser(std::string_view path, std::string_view text) : path_(path), cursor_(text) {}
 
   absl::StatusOr<RuleFile> Parse();
 
  private:
   // Position helpers.
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  char Peek() const { return AtEnd() ? '\0' : text_[pos_]; }
-  void Advance() {
-    if (text_[pos_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++pos_;
-  }
-  void SkipBlanks() {
-    while (!AtEnd() && (Peek() == ' ' || Peek() == '\t' || Peek() == '\r')) Advance();
-  }
-  void SkipLine() {
-    while (!AtEnd() && Peek() != '\n') Advance();
-    if (!AtEnd()) Advance();
-  }
-  std::string Word() {
-    std::string w;
-    while (!AtEnd() && IsIdentifierChar(Peek())) {
-      w += Peek();
-      Advance();
-    }
-    return w;
-  }
+  bool AtEnd() const { return cursor_.AtEnd(); }
+  char Peek() const { return cursor_.Peek(); }
+  void Advance() { cursor_.Advance(); }
+  void SkipBlanks() { cursor_.SkipBlanks(); }
+  void SkipLine() { cursor_.SkipLine(); }
+  std::string Word() { return cursor_.Word(); }
+  int line() const { return cursor_.line(); }
+  int column() const { return cursor_.column(); }
   // The rest of the line without a trailing comment, and whether anything but blanks was left.
   std::string RestOfLine() {
     std::string rest;
@@ -139,25 +120,20 @@ class RuleFileParser {
   std::pair<int, int> Locate(const Span& span, const std::string& token) const;
 
   std::string path_;
-  std::string_view text_;
-  size_t pos_ = 0;
-  int line_ = 1, column_ = 1;
+  TextCursor cursor_;
   std::vector<std::string> errors_;
   std::set<std::string> names_;
 };
 
 bool RuleFileParser::AtRuleHeader() {
-  const size_t save = pos_;
-  const int save_line = line_, save_column = column_;
+  const TextCursor::Mark start = cursor_.Save();
   SkipBlanks();
   while (!AtEnd() && Peek() == '#') {
     SkipLine();
     SkipBlanks();
   }
   const bool header = Word() == "rule";
-  pos_ = save;
-  line_ = save_line;
-  column_ = save_column;
+  cursor_.Restore(start);
   return header;
 }
 
@@ -167,14 +143,14 @@ void RuleFileParser::Recover() {
 
 bool RuleFileParser::ReadGraph(Span& span, int keyword_line, int keyword_column) {
   SkipBlanks();
-  span.line = line_;
-  span.column = column_;
+  span.line = line();
+  span.column = column();
   int depth = 0, parens = 0;
   bool in_string = false, opened = false;
   while (!AtEnd()) {
     const char c = Peek();
     if (c == '\n' && !opened && parens == 0 && !in_string) {
-      Error(line_, column_, "expected '{': a graph is (inputs) => (outputs) { nodes }");
+      Error(line(), column(), "expected '{': a graph is (inputs) => (outputs) { nodes }");
       return false;
     }
     if (in_string) {
@@ -189,10 +165,7 @@ bool RuleFileParser::ReadGraph(Span& span, int keyword_line, int keyword_column)
       in_string = true;
     } else if (c == '#') {
       // Comments stay in the text (the ONNX parser skips them) so positions stay right.
-      while (!AtEnd() && Peek() != '\n') {
-        span.text += Peek();
-        Advance();
-      }
+      span.text += cursor_.RestOfLineRaw();
       continue;
     } else if (c == '(') {
       ++parens;
@@ -209,7 +182,7 @@ bool RuleFileParser::ReadGraph(Span& span, int keyword_line, int keyword_column)
     if (opened && depth == 0) {
       const std::string rest = RestOfLine();
       if (!rest.empty()) {
-        Error(line_ - 1, 1, absl::StrCat("unexpected text after the graph: '", rest, "'"));
+        Error(line() - 1, 1, absl::StrCat("unexpected text after the graph: '", rest, "'"));
         return false;
       }
       return true;
@@ -221,8 +194,8 @@ bool RuleFileParser::ReadGraph(Span& span, int keyword_line, int keyword_column)
 
 bool RuleFileParser::ReadExpression(Span& span) {
   SkipBlanks();
-  span.line = line_;
-  span.column = column_;
+  span.line = line();
+  span.column = column();
   int depth = 0;
   bool in_string = false;
   while (!AtEnd()) {
@@ -233,7 +206,7 @@ bool RuleFileParser::ReadExpression(Span& span) {
       if (!absl::EndsWith(so_far, "&&") && !absl::EndsWith(so_far, "||")) break;
     }
     if (c == '#' && !in_string) {
-      while (!AtEnd() && Peek() != '\n') Advance();
+      cursor_.RestOfLineRaw();
       continue;
     }
     if (c == '"') in_string = !in_string;
@@ -270,7 +243,7 @@ bool RuleFileParser::ParseClause(RawRule& rule, const std::string& keyword, int 
     return true;
   }
   if (keyword == "let") {
-    const int name_line = line_, name_column = column_;
+    const int name_line = cursor_.line(), name_column = cursor_.column();
     RawRule::RawClause clause{Clause::Kind::kLet, Word(), {}};
     SkipBlanks();
     if (clause.name.empty() || Peek() != '=') {
@@ -323,7 +296,7 @@ bool RuleFileParser::ParseClause(RawRule& rule, const std::string& keyword, int 
 
 Span RuleFileParser::ReadList() {
   SkipBlanks();
-  Span span{"", line_, column_};
+  Span span{"", line(), column()};
   while (true) {
     bool in_string = false;
     while (!AtEnd() && Peek() != '\n') {
@@ -408,11 +381,11 @@ bool RuleFileParser::ParseOpList(const Span& span, size_t from, std::vector<RawO
 
 bool RuleFileParser::ParseRule(RawRule& rule) {
   SkipBlanks();
-  rule.line = line_;
-  rule.column = column_;
+  rule.line = line();
+  rule.column = column();
   Word();  // "rule"
   SkipBlanks();
-  const int name_line = line_, name_column = column_;
+  const int name_line = line(), name_column = column();
   rule.name = Word();
   const std::string rest = RestOfLine();
   if (rule.name.empty() || !rest.empty()) {
@@ -433,7 +406,7 @@ bool RuleFileParser::ParseRule(RawRule& rule) {
       SkipLine();
       continue;
     }
-    const int line = line_, column = column_;
+    const int line = cursor_.line(), column = cursor_.column();
     const std::string keyword = Word();
     if (!kClauses.count(keyword)) {
       Error(line, column,
@@ -475,24 +448,17 @@ absl::StatusOr<RuleFile> RuleFileParser::Parse() {
       continue;
     }
     if (Peek() == '#') {
-      std::string comment;
-      while (!AtEnd() && Peek() != '\n') {
-        comment += Peek();
-        Advance();
-      }
+      const std::string comment = cursor_.RestOfLineRaw();
       if (!AtEnd()) Advance();
       comments.push_back(std::string(
           absl::StripAsciiWhitespace(absl::StripPrefix(absl::StripAsciiWhitespace(comment), "#"))));
       continue;
     }
-    const size_t save = pos_;
-    const int save_line = line_, save_column = column_;
+    const TextCursor::Mark start = cursor_.Save();
     const std::string word = Word();
-    pos_ = save;
-    line_ = save_line;
-    column_ = save_column;
+    cursor_.Restore(start);
     if (word != "rule") {
-      Error(line_, column_,
+      Error(line(), column(),
             absl::StrCat("expected 'rule', found '", word.empty() ? std::string(1, Peek()) : word,
                          "'"));
       SkipLine();

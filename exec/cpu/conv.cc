@@ -311,15 +311,9 @@ absl::Status ConvDouble(KernelContext& ctx, const SpatialGeometry& g, int64_t gr
 }
 
 absl::Status Conv(KernelContext& ctx) {
-  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
-    return ctx.Error("needs inputs X and W");
-  }
+  OVFIX_RETURN_IF_ERROR(CheckFloatConvOperands(ctx));
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
-  if (x.type() != w.type()) return ctx.Error("X and W have different element types");
-  if (x.type() != DataType::kFloat && x.type() != DataType::kDouble) {
-    return ctx.Error("unsupported element type ", std::string(DataTypeName(x.type())));
-  }
   if (x.rank() < 3 || x.rank() > 5) {
     return ctx.Error("X must have 1 to 3 spatial dims, has shape ", DescribeTensor(x));
   }

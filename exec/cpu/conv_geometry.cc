@@ -93,6 +93,18 @@ absl::Status ComputeConvOutput(const KernelContext& ctx, SpatialGeometry& g, boo
   return absl::OkStatus();
 }
 
+absl::Status CheckFloatConvOperands(const KernelContext& ctx) {
+  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
+    return ctx.Error("needs inputs X and W");
+  }
+  const DataType type = ctx.input(0).type();
+  if (type != ctx.input(1).type()) return ctx.Error("X and W have different element types");
+  if (type != DataType::kFloat && type != DataType::kDouble) {
+    return ctx.Error("unsupported element type ", std::string(DataTypeName(type)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckOutputSize(const KernelContext& ctx, const std::vector<int64_t>& dims) {
   int64_t total = 1;
   for (int64_t d : dims) {

@@ -50,6 +50,9 @@ absl::StatusOr<SpatialGeometry> ConvGeometry(const KernelContext& ctx, const Ten
 // Refuses output shapes of more than kMaxOutputElements elements (attributes such as huge pads
 // would otherwise ask for an allocation that cannot succeed).
 constexpr int64_t kMaxOutputElements = int64_t{1} << 32;
+// Inputs X and W of Conv or ConvTranspose on float data: both given, float or double, the same.
+absl::Status CheckFloatConvOperands(const KernelContext& ctx);
+
 absl::Status CheckOutputSize(const KernelContext& ctx, const std::vector<int64_t>& dims);
 
 }  // namespace ovfix::exec

@@ -146,14 +146,7 @@ __attribute__((target("avx512f"))) void Im2colPanelsAvx512(const float* image, c
         if (hi < run) PutRunAvx512(nullptr, done + hi, run - hi, nr, panel_stride, base);
       }
       done += run;
-      p.ow += run;
-      if (p.ow == s.out[2]) {
-        p.ow = 0;
-        if (++p.oh == s.out[1]) {
-          p.oh = 0;
-          ++p.od;
-        }
-      }
+      p.Advance(s, run);
     }
     if (padded > nc) PutRunAvx512(nullptr, nc, padded - nc, nr, panel_stride, base);
   }

@@ -45,6 +45,17 @@ struct Tap {
 struct Position {
   int64_t od = 0, oh = 0, ow = 0;
   Position(const Spatial3& s, int64_t n);
+  // `run` columns on along the output row, wrapping to the next row and plane at their ends.
+  void Advance(const Spatial3& s, int64_t run) {
+    ow += run;
+    if (ow == s.out[2]) {
+      ow = 0;
+      if (++oh == s.out[1]) {
+        oh = 0;
+        ++od;
+      }
+    }
+  }
 };
 
 // How im2col reads input rows. With column stride 1 a row is used as it is; otherwise it is
@@ -105,14 +116,7 @@ void Im2colRow(const T* image, const Spatial3& s, const ColumnLayout& layout, co
       std::fill(dst + hi, dst + run, T(0));
     }
     done += run;
-    p.ow += run;
-    if (p.ow == s.out[2]) {
-      p.ow = 0;
-      if (++p.oh == s.out[1]) {
-        p.oh = 0;
-        ++p.od;
-      }
-    }
+    p.Advance(s, run);
   }
 }
 

@@ -94,15 +94,9 @@ void RunTransposed(KernelContext& ctx, const Transposed3& s, int64_t group, Tens
 }
 
 absl::Status ConvTranspose(KernelContext& ctx) {
-  if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
-    return ctx.Error("needs inputs X and W");
-  }
+  OVFIX_RETURN_IF_ERROR(CheckFloatConvOperands(ctx));
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
-  if (x.type() != w.type()) return ctx.Error("X and W have different element types");
-  if (x.type() != DataType::kFloat && x.type() != DataType::kDouble) {
-    return ctx.Error("unsupported element type ", std::string(DataTypeName(x.type())));
-  }
   if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank()) {
     return ctx.Error("X and W must have the same rank with 1 to 3 spatial dims, are ",
                      DescribeTensor(x), " and ", DescribeTensor(w));

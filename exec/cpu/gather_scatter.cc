@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/index_geometry.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
@@ -18,11 +19,6 @@ namespace {
 
 using namespace data_movement;  // NOLINT: the group's shared vocabulary
 
-absl::StatusOr<int64_t> NormalizeAxis(const KernelContext& ctx, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
-  return axis < 0 ? axis + rank : axis;
-}
-
 absl::StatusOr<std::vector<int64_t>> ReadIndices(const KernelContext& ctx, const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   if (t.type() == DataType::kInt64) {
@@ -33,13 +29,6 @@ absl::StatusOr<std::vector<int64_t>> ReadIndices(const KernelContext& ctx, const
     return ctx.Error("indices must be int32 or int64, not ", std::string(DataTypeName(t.type())));
   }
   return v;
-}
-
-// Maps index i in [-limit, limit) to [0, limit); false when outside.
-bool WrapIndex(int64_t& i, int64_t limit) {
-  if (i < -limit || i >= limit) return false;
-  if (i < 0) i += limit;
-  return true;
 }
 
 absl::Status OutOfRange(const KernelContext& ctx, int64_t index, int64_t limit) {
@@ -79,40 +68,11 @@ absl::Status Gather(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// Checks indices against data for the *Elements ops: same rank, no dim larger than data's
-// except along `axis` (where the values are indices instead).
-absl::Status CheckElementsShapes(const KernelContext& ctx, const Tensor& data,
-                                 const Tensor& indices, int64_t axis) {
-  if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
-  for (size_t d = 0; d < data.rank(); ++d) {
-    if (static_cast<int64_t>(d) != axis && indices.dim(d) > data.dim(d)) {
-      return ctx.Error("indices ", DescribeTensor(indices), " exceed data ", DescribeTensor(data),
-                       " on axis ", d);
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The data offset each element of `indices` addresses along `axis` (GatherElements and
-// ScatterElements share it).
 absl::StatusOr<std::vector<int64_t>> ElementOffsets(const KernelContext& ctx, const Tensor& data,
                                                     const Tensor& indices, int64_t axis) {
+  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(ctx, data.dims(), indices.dims(), axis));
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, indices));
-  const std::vector<int64_t> strides = Strides(data.dims());
-  const int64_t axis_dim = data.dim(axis);
-  const int64_t rank = static_cast<int64_t>(indices.rank());
-  std::vector<int64_t> coords(rank, 0);  // of the current element of indices
-  for (int64_t& i : idx) {
-    if (!WrapIndex(i, axis_dim)) return OutOfRange(ctx, i, axis_dim);
-    int64_t offset = 0;
-    for (int64_t d = 0; d < rank; ++d) offset += (d == axis ? i : coords[d]) * strides[d];
-    i = offset;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++coords[d] < indices.dim(d)) break;
-      coords[d] = 0;
-    }
-  }
-  return idx;
+  return exec::ElementOffsets(ctx, data.dims(), indices.dims(), std::move(idx), axis);
 }
 
 absl::Status GatherElements(KernelContext& ctx) {
@@ -120,7 +80,6 @@ absl::Status GatherElements(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));
-  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(ctx, data, indices, axis));
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ElementOffsets(ctx, data, indices, axis));
   Tensor& y = ctx.Output(0, data.type(), indices.dims());
   VisitStorage(data.type(), [&]<typename T>() {
@@ -131,29 +90,10 @@ absl::Status GatherElements(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// For GatherND/ScatterND: the data offset of the slice each index tuple (the last dim of
-// `indices`) addresses, after `batch_dims` leading dims shared by data and indices.
 absl::StatusOr<std::vector<int64_t>> TupleOffsets(const KernelContext& ctx, const Tensor& data,
                                                   const Tensor& indices, int64_t batch_dims) {
-  const int64_t k = indices.dims().back();
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, indices));
-  const std::vector<int64_t> strides = Strides(data.dims());
-  const int64_t tuples = k == 0 ? Product(indices.dims(), 0, indices.rank() - 1)
-                                : static_cast<int64_t>(idx.size()) / k;
-  const int64_t per_batch = Product(indices.dims(), batch_dims, indices.rank() - 1);
-  const int64_t batch_stride = batch_dims == 0 ? 0 : strides[batch_dims - 1];
-  std::vector<int64_t> offsets(tuples);
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t offset = per_batch == 0 ? 0 : (t / per_batch) * batch_stride;
-    for (int64_t c = 0; c < k; ++c) {
-      int64_t i = idx[t * k + c];
-      const int64_t limit = data.dim(batch_dims + c);
-      if (!WrapIndex(i, limit)) return OutOfRange(ctx, i, limit);
-      offset += i * strides[batch_dims + c];
-    }
-    offsets[t] = offset;
-  }
-  return offsets;
+  return exec::TupleOffsets(ctx, data.dims(), indices.dims(), idx, batch_dims);
 }
 
 absl::Status GatherND(KernelContext& ctx) {
@@ -313,7 +253,6 @@ absl::Status ScatterElements(KernelContext& ctx) {
   if (updates.dims() != indices.dims()) return ctx.Error("updates and indices differ in shape");
   OVFIX_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(ctx));
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));
-  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(ctx, data, indices, axis));
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets, ElementOffsets(ctx, data, indices, axis));
   ctx.outputs[0] = data.Clone();
   return ApplyUpdates(ctx, ctx.outputs[0], updates, targets, 1, reduction);

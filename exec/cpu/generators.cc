@@ -11,6 +11,7 @@
 #include "exec/cpu/data_movement.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 #include "ir/type_list.h"
 
 namespace ovfix::exec {
@@ -236,43 +237,60 @@ absl::Status EyeLike(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// x viewed as [outer, n, inner] around the node's `axis` attribute (made non-negative), or as
+// one run of all its elements when the node has none (Compress and Unique then work on the
+// flattened tensor).
+struct AxisRuns {
+  bool has_axis = false;
+  int64_t axis = 0, outer = 1, n = 0, inner = 1;
+};
+
+absl::StatusOr<AxisRuns> RunsAroundAxis(const KernelContext& ctx, const Tensor& x) {
+  AxisRuns r;
+  r.n = x.numel();
+  r.has_axis = ctx.node.HasAttribute("axis");
+  r.axis = ctx.node.GetInt("axis", 0);
+  if (!r.has_axis) return r;
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  if (r.axis < -rank || r.axis >= rank) return ctx.Error("axis ", r.axis, " out of range");
+  if (r.axis < 0) r.axis += rank;
+  r.outer = Product(x.dims(), 0, r.axis);
+  r.n = x.dim(r.axis);
+  r.inner = Product(x.dims(), r.axis + 1, x.rank());
+  return r;
+}
+
+// Output 0: the slices of x at `picked` along the axis, in that order.
+void TakeSlices(KernelContext& ctx, const Tensor& x, const AxisRuns& r,
+                const std::vector<int64_t>& picked) {
+  const int64_t count = static_cast<int64_t>(picked.size());
+  std::vector<int64_t> dims = {count};
+  if (r.has_axis) {
+    dims = x.dims();
+    dims[r.axis] = count;
+  }
+  Tensor& y = ctx.Output(0, x.type(), dims);
+  for (int64_t o = 0; o < r.outer; ++o) {
+    for (int64_t s = 0; s < count; ++s) {
+      CopyElements(x, (o * r.n + picked[s]) * r.inner, y, (o * count + s) * r.inner, r.inner);
+    }
+  }
+}
+
 absl::Status Compress(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& condition = ctx.input(1);
   if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
   if (condition.rank() != 1) return ctx.Error("condition must be 1-D");
-  int64_t outer = 1, n = x.numel(), inner = 1;
-  std::vector<int64_t> out_dims;
-  const bool has_axis = ctx.node.HasAttribute("axis");
-  int64_t axis = ctx.node.GetInt("axis", 0);
-  if (has_axis) {
-    const int64_t rank = static_cast<int64_t>(x.rank());
-    if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
-    if (axis < 0) axis += rank;
-    outer = Product(x.dims(), 0, axis);
-    n = x.dim(axis);
-    inner = Product(x.dims(), axis + 1, x.rank());
-    out_dims = x.dims();
-  }
+  OVFIX_ASSIGN_OR_RETURN(const AxisRuns r, RunsAroundAxis(ctx, x));
   // A condition shorter than the axis drops the rest; a longer one may only add falses.
   std::vector<int64_t> selected;
   for (int64_t k = 0; k < condition.numel(); ++k) {
     if (condition.GetAsDouble(k) == 0) continue;
-    if (k >= n) return ctx.Error("condition selects index ", k, " beyond the axis");
+    if (k >= r.n) return ctx.Error("condition selects index ", k, " beyond the axis");
     selected.push_back(k);
   }
-  const int64_t count = static_cast<int64_t>(selected.size());
-  if (has_axis) {
-    out_dims[axis] = count;
-  } else {
-    out_dims = {count};
-  }
-  Tensor& y = ctx.Output(0, x.type(), out_dims);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t s = 0; s < count; ++s) {
-      CopyElements(x, (o * n + selected[s]) * inner, y, (o * count + s) * inner, inner);
-    }
-  }
+  TakeSlices(ctx, x, r, selected);
   return absl::OkStatus();
 }
 
@@ -292,12 +310,22 @@ std::vector<int64_t> Arithmetic(int64_t n, int64_t stride) {
   return v;
 }
 
-absl::Status DepthToSpace(KernelContext& ctx) {
+// The input of DepthToSpace and SpaceToDepth: blocksize b and a 4-D [n, c, h, w] of a storable
+// type.
+struct BlockInput {
+  int64_t b, n, c, h, w;
+};
+
+absl::StatusOr<BlockInput> ReadBlockInput(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const int64_t b = ctx.node.GetInt("blocksize", 0);
   if (x.rank() != 4) return ctx.Error("input must be 4-D");
   if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
-  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  return BlockInput{ctx.node.GetInt("blocksize", 0), x.dim(0), x.dim(1), x.dim(2), x.dim(3)};
+}
+
+absl::Status DepthToSpace(KernelContext& ctx) {
+  OVFIX_ASSIGN_OR_RETURN(const BlockInput in, ReadBlockInput(ctx));
+  const auto [b, n, c, h, w] = in;
   if (b <= 0 || c % (b * b) != 0) return ctx.Error("channels ", c, " not divisible by blocksize^2");
   const std::string mode = ctx.node.GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return ctx.Error("unknown mode '", mode, "'");
@@ -313,11 +341,8 @@ absl::Status DepthToSpace(KernelContext& ctx) {
 }
 
 absl::Status SpaceToDepth(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const int64_t b = ctx.node.GetInt("blocksize", 0);
-  if (x.rank() != 4) return ctx.Error("input must be 4-D");
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
-  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  OVFIX_ASSIGN_OR_RETURN(const BlockInput in, ReadBlockInput(ctx));
+  const auto [b, n, c, h, w] = in;
   if (b <= 0 || h % b != 0 || w % b != 0) {
     return ctx.Error("spatial dims ", h, "x", w, " not divisible by blocksize ", b);
   }
@@ -421,19 +446,9 @@ std::vector<float> HalvesToFloats(const Tensor& x, float (*convert)(uint16_t)) {
 absl::Status Unique(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const bool sorted = ctx.node.GetInt("sorted", 1) != 0;
-  int64_t outer = 1, n = x.numel(), inner = 1;
-  const bool has_axis = ctx.node.HasAttribute("axis");
-  int64_t axis = ctx.node.GetInt("axis", 0);
-  if (has_axis) {
-    const int64_t rank = static_cast<int64_t>(x.rank());
-    if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
-    if (axis < 0) axis += rank;
-    outer = Product(x.dims(), 0, axis);
-    n = x.dim(axis);
-    inner = Product(x.dims(), axis + 1, x.rank());
-  }
+  OVFIX_ASSIGN_OR_RETURN(const AxisRuns r, RunsAroundAxis(ctx, x));
   UniqueSlices u;
-  auto find = [&](const auto* keys) { u = FindUnique(keys, outer, n, inner, sorted); };
+  auto find = [&](const auto* keys) { u = FindUnique(keys, r.outer, r.n, r.inner, sorted); };
   if (x.type() == DataType::kString) {
     find(x.strings().data());
   } else if (x.type() == DataType::kFloat16) {
@@ -444,18 +459,7 @@ absl::Status Unique(KernelContext& ctx) {
                         [&](auto tag) { find(x.data<typename decltype(tag)::type>()); })) {
     return ctx.Error("unsupported element type");
   }
-  const int64_t count = static_cast<int64_t>(u.first.size());
-  std::vector<int64_t> y_dims = {count};
-  if (has_axis) {
-    y_dims = x.dims();
-    y_dims[axis] = count;
-  }
-  Tensor& y = ctx.Output(0, x.type(), y_dims);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t s = 0; s < count; ++s) {
-      CopyElements(x, (o * n + u.first[s]) * inner, y, (o * count + s) * inner, inner);
-    }
-  }
+  TakeSlices(ctx, x, r, u.first);
   const std::vector<int64_t>* extra[] = {&u.first, &u.inverse, &u.counts};
   for (size_t i = 1; i < ctx.outputs.size() && i < 4; ++i) {
     const std::vector<int64_t>& v = *extra[i - 1];

@@ -240,23 +240,29 @@ absl::StatusOr<std::vector<double>> ReadVector(const KernelContext& ctx, size_t 
   return v;
 }
 
-absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
-  if (!ctx.has_input(0)) return ctx.Error("missing input");
+// Each of `groups` runs of input 0 per batch entry normalized to zero mean and unit variance,
+// then scaled and shifted by the group's entries of inputs 1 and 2 (named `bias_name`).
+absl::Status NormalizeGroups(KernelContext& ctx, int64_t groups, const char* bias_name) {
   const Tensor& input = ctx.input(0);
-  if (input.rank() < 2) return ctx.Error("input must be at least 2-D (N, C, ...)");
-  const int64_t channels = input.dim(1);
-  OVFIX_ASSIGN_OR_RETURN(std::vector<double> scale, ReadVector(ctx, 1, channels, "scale"));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<double> bias, ReadVector(ctx, 2, channels, "B"));
-  const int64_t runs = input.dim(0) * channels;
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> scale, ReadVector(ctx, 1, groups, "scale"));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<double> bias, ReadVector(ctx, 2, groups, bias_name));
+  const int64_t runs = input.dim(0) * groups;
   const int64_t n = runs == 0 ? 0 : input.numel() / runs;
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
   return DispatchFloat(ctx, input.type(), [&](auto zero) {
     using T = decltype(zero);
     T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
     NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, scale, bias,
-                  [channels](int64_t g) { return g % channels; });
+                  [groups](int64_t g) { return g % groups; });
     return absl::OkStatus();
   });
+}
+
+absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Error("missing input");
+  const Tensor& input = ctx.input(0);
+  if (input.rank() < 2) return ctx.Error("input must be at least 2-D (N, C, ...)");
+  return NormalizeGroups(ctx, input.dim(1), "B");
 }
 
 // Opset 18: scale and bias hold one value per group (opset 21 moved them to one per
@@ -274,18 +280,7 @@ absl::Status GroupNormalizationKernel(KernelContext& ctx) {
   if (per_channel && groups != channels) {
     return ctx.Error("per-channel scale needs opset 21 semantics, not supported");
   }
-  OVFIX_ASSIGN_OR_RETURN(std::vector<double> scale, ReadVector(ctx, 1, groups, "scale"));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<double> bias, ReadVector(ctx, 2, groups, "bias"));
-  const int64_t runs = input.dim(0) * groups;
-  const int64_t n = runs == 0 ? 0 : input.numel() / runs;
-  const double epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
-  return DispatchFloat(ctx, input.type(), [&](auto zero) {
-    using T = decltype(zero);
-    T* y = ctx.OutputToOverwrite(0, input.type(), input.dims()).data<T>();
-    NormalizeRuns(ctx.pool, input.data<T>(), y, runs, n, epsilon, scale, bias,
-                  [groups](int64_t g) { return g % groups; });
-    return absl::OkStatus();
-  });
+  return NormalizeGroups(ctx, groups, "bias");
 }
 
 // y = x / (bias + alpha / size * sum of x^2 over the channel window)^beta, the window

@@ -64,7 +64,6 @@ struct Activation : RecurrentActivation {
 
 // ---- the problem: sizes, attributes and where each (step, direction, batch entry) lives ----
 
-enum Input { kX, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
 enum Output { kY, kYH, kYC };
 
 // The attributes with the activations and sequence lengths read.
@@ -92,22 +91,6 @@ struct Problem : RecurrentAttributes {
   }
 };
 
-// Optional input `index`, when present, must have `dims` and X's element type.
-absl::Status CheckInput(const KernelContext& ctx, size_t index, const char* name,
-                        const std::vector<int64_t>& dims) {
-  if (!ctx.has_input(index)) return absl::OkStatus();
-  const Tensor& t = ctx.input(index);
-  if (t.type() != ctx.input(kX).type()) {
-    return ctx.Error(name, " is ", DescribeTensor(t), " but X is ",
-                     std::string(DataTypeName(ctx.input(kX).type())));
-  }
-  if (t.dims() != dims) {
-    return ctx.Error(name, " is ", DescribeTensor(t), ", expected shape [",
-                     absl::StrJoin(dims, ","), "]");
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
   if (!ctx.has_input(kX) || !ctx.has_input(kW) || !ctx.has_input(kR)) {
     return ctx.Error("expects inputs X, W and R");
@@ -124,15 +107,10 @@ absl::StatusOr<Problem> ReadProblem(const KernelContext& ctx, Cell cell) {
   OVFIX_ASSIGN_OR_RETURN(static_cast<RecurrentAttributes&>(p),
                          ReadRecurrentAttributes(ctx, cell, x.dims(), r.dims()));
 
-  const int64_t d = p.num_directions, h = p.hidden, gh = p.gates() * h;
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kW, "W", {d, gh, p.input_size}));
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kR, "R", {d, gh, h}));
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kB, "B", {d, 2 * gh}));
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialH, "initial_h", p.state_dims()));
-  if (cell == Cell::kLstm) {
-    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialC, "initial_c", p.state_dims()));
-    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
-  }
+  OVFIX_RETURN_IF_ERROR(CheckRecurrentInputs(ctx, p, [&](size_t i) {
+    const Tensor& t = ctx.input(i);
+    return std::make_tuple(t.type(), t.dims(), DescribeTensor(t));
+  }));
 
   OVFIX_ASSIGN_OR_RETURN(
       p.lengths, ReadSequenceLengths(

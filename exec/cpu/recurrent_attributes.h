@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_join.h"
 #include "exec/kernel.h"
+#include "ir/status_macros.h"
 #include "ir/tensor.h"
 
 namespace ovfix::exec {
@@ -82,5 +85,40 @@ absl::StatusOr<RecurrentAttributes> ReadRecurrentAttributes(const KernelContext&
 absl::StatusOr<std::vector<int64_t>> ReadSequenceLengths(const KernelContext& ctx,
                                                          const Tensor* lens,
                                                          const RecurrentAttributes& p);
+
+// The inputs of RNN, GRU and LSTM, by position.
+enum RecurrentInput { kX, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
+
+// Checks W, R, B, initial_h and (LSTM) initial_c and P, where the node has them, against X's
+// type and the dims `p` implies. `type_dims_of(i)` gives input i's element type, dims and a
+// description ("float[1,8,4]").
+template <typename Context, typename TypeDimsOf>
+absl::Status CheckRecurrentInputs(const Context& ctx, const RecurrentAttributes& p,
+                                  TypeDimsOf type_dims_of) {
+  const int64_t d = p.num_directions, h = p.hidden, gh = p.gates() * h;
+  // A named variable, not a structured binding: clang 14 (the fuzz build) cannot capture those.
+  const DataType x_type = std::get<0>(type_dims_of(kX));
+  auto check = [&](RecurrentInput index, const char* name,
+                   const std::vector<int64_t>& want) -> absl::Status {
+    if (!ctx.has_input(index)) return absl::OkStatus();
+    const auto [type, dims, text] = type_dims_of(index);
+    if (type != x_type) {
+      return ctx.Error(name, " is ", text, " but X is ", std::string(DataTypeName(x_type)));
+    }
+    if (dims != want) {
+      return ctx.Error(name, " is ", text, ", expected shape [", absl::StrJoin(want, ","), "]");
+    }
+    return absl::OkStatus();
+  };
+  OVFIX_RETURN_IF_ERROR(check(kW, "W", {d, gh, p.input_size}));
+  OVFIX_RETURN_IF_ERROR(check(kR, "R", {d, gh, h}));
+  OVFIX_RETURN_IF_ERROR(check(kB, "B", {d, 2 * gh}));
+  OVFIX_RETURN_IF_ERROR(check(kInitialH, "initial_h", p.state_dims()));
+  if (p.cell == RecurrentCell::kLstm) {
+    OVFIX_RETURN_IF_ERROR(check(kInitialC, "initial_c", p.state_dims()));
+    OVFIX_RETURN_IF_ERROR(check(kP, "P", {d, 3 * h}));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace ovfix::exec

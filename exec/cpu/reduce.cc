@@ -59,20 +59,22 @@ WideAcc<T> Magnitude(T x) {
 
 // Each reduction: an accumulator type, its start value, how one element enters it, and the
 // final value from the accumulator and the number of elements reduced.
+// A reduction over the wide accumulator that starts at 0 and ends narrowed back to T.
 template <typename T>
-struct SumOp {
+struct WideReduction {
   using Acc = WideAcc<T>;
   static Acc Init() { return 0; }
-  static void Add(Acc& a, T x) { a += Widen(x); }
   static T Finish(Acc a, int64_t) { return Narrow<T>(a); }
 };
 
 template <typename T>
-struct MeanOp {
-  using Acc = WideAcc<T>;
-  static Acc Init() { return 0; }
-  static void Add(Acc& a, T x) { a += Widen(x); }
-  static T Finish(Acc a, int64_t count) {
+struct SumOp : WideReduction<T> {
+  static void Add(WideAcc<T>& a, T x) { a += Widen(x); }
+};
+
+template <typename T>
+struct MeanOp : SumOp<T> {
+  static T Finish(WideAcc<T> a, int64_t count) {
     if constexpr (std::is_floating_point_v<T>) {
       return static_cast<T>(a / static_cast<double>(count));  // NaN over an empty set
     } else if constexpr (std::is_signed_v<T>) {
@@ -84,27 +86,19 @@ struct MeanOp {
 };
 
 template <typename T>
-struct SumSquareOp {
-  using Acc = WideAcc<T>;
-  static Acc Init() { return 0; }
-  static void Add(Acc& a, T x) { a += Widen(x) * Widen(x); }
-  static T Finish(Acc a, int64_t) { return Narrow<T>(a); }
+struct SumSquareOp : WideReduction<T> {
+  static void Add(WideAcc<T>& a, T x) { a += Widen(x) * Widen(x); }
 };
 
 template <typename T>
-struct ProdOp {
-  using Acc = WideAcc<T>;
-  static Acc Init() { return 1; }
-  static void Add(Acc& a, T x) { a *= Widen(x); }
-  static T Finish(Acc a, int64_t) { return Narrow<T>(a); }
+struct ProdOp : WideReduction<T> {
+  static WideAcc<T> Init() { return 1; }
+  static void Add(WideAcc<T>& a, T x) { a *= Widen(x); }
 };
 
 template <typename T>
-struct L1Op {
-  using Acc = WideAcc<T>;
-  static Acc Init() { return 0; }
-  static void Add(Acc& a, T x) { a += Magnitude(x); }
-  static T Finish(Acc a, int64_t) { return Narrow<T>(a); }
+struct L1Op : WideReduction<T> {
+  static void Add(WideAcc<T>& a, T x) { a += Magnitude(x); }
 };
 
 template <typename T>

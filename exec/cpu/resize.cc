@@ -236,19 +236,16 @@ absl::Status RunResize(KernelContext& ctx, ResizeForm form) {
   return absl::OkStatus();
 }
 
+// Resize and Upsample, in the form their opset gives them.
 absl::Status Resize(KernelContext& ctx) {
-  return RunResize(ctx, ctx.opset < 11 ? ResizeForm::kScalesInput : ResizeForm::kResize);
-}
-
-absl::Status Upsample(KernelContext& ctx) {
-  return RunResize(ctx, ctx.opset < 9 ? ResizeForm::kScalesAttribute : ResizeForm::kScalesInput);
+  return RunResize(ctx, ResizeFormOf(ctx.node.op_type(), ctx.opset));
 }
 
 }  // namespace
 
 void AddResizeKernels(std::vector<KernelDef>& table) {
   table.push_back({"", "Resize", 10, 18, Resize, Float16Mode::kAsFloat});
-  table.push_back({"", "Upsample", 7, 9, Upsample, Float16Mode::kAsFloat});
+  table.push_back({"", "Upsample", 7, 9, Resize, Float16Mode::kAsFloat});
 }
 
 }  // namespace ovfix::exec

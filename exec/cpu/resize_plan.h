@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,14 @@ enum class ResizeForm {
   kScalesInput,      // Upsample-9, Resize-10: (X, scales)
   kResize,           // Resize-11+: (X, roi, scales, sizes)
 };
+
+// The form of a Resize or Upsample node at `opset`.
+inline ResizeForm ResizeFormOf(std::string_view op_type, int opset) {
+  if (op_type == "Upsample") {
+    return opset < 9 ? ResizeForm::kScalesAttribute : ResizeForm::kScalesInput;
+  }
+  return opset < 11 ? ResizeForm::kScalesInput : ResizeForm::kResize;
+}
 
 // The tensors the geometry reads (null when omitted): roi, scales and sizes of Resize-11+, or
 // scales alone for Upsample-9 and Resize-10.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/strings/str_join.h"
 #include "exec/cpu/data_movement.h"
 #include "ir/status_macros.h"
 
@@ -22,6 +23,31 @@ absl::Status NormalizeAxes(const KernelContext& ctx, std::vector<int64_t>& axes,
 bool SliceGeometry::IsWhole(const std::vector<int64_t>& input_dims) const {
   return dims == input_dims &&
          std::all_of(step.begin(), step.end(), [](int64_t s) { return s == 1; });
+}
+
+std::vector<std::vector<int64_t>> SliceGeometry::Offsets(
+    const std::vector<int64_t>& input_dims) const {
+  const std::vector<int64_t> strides = data_movement::Strides(input_dims);
+  std::vector<std::vector<int64_t>> offsets(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    offsets[d].resize(dims[d]);
+    for (int64_t i = 0; i < dims[d]; ++i) offsets[d][i] = (first[d] + i * step[d]) * strides[d];
+  }
+  return offsets;
+}
+
+std::vector<std::vector<int64_t>> PadGeometry::Offsets(const std::vector<int64_t>& input_dims,
+                                                       std::string_view mode, int64_t fill) const {
+  const std::vector<int64_t> strides = data_movement::Strides(input_dims);
+  std::vector<std::vector<int64_t>> offsets(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    offsets[d].resize(dims[d]);
+    for (int64_t o = 0; o < dims[d]; ++o) {
+      const int64_t i = PadSource(o, before[d], input_dims[d], mode);
+      offsets[d][o] = i == data_movement::kFill ? fill : i * strides[d];
+    }
+  }
+  return offsets;
 }
 
 absl::StatusOr<SliceGeometry> PlanSlice(const KernelContext& ctx, const std::vector<int64_t>& dims,
@@ -119,6 +145,28 @@ int64_t PadSource(int64_t o, int64_t before, int64_t dim, std::string_view mode)
   i %= period;
   if (i < 0) i += period;
   return i < dim ? i : period - i;
+}
+
+absl::StatusOr<ExpandGeometry> PlanExpand(const KernelContext& ctx,
+                                          const std::vector<int64_t>& dims,
+                                          const std::vector<int64_t>& shape) {
+  const size_t rank = std::max(dims.size(), shape.size());
+  ExpandGeometry g{std::vector<int64_t>(rank, 1), std::vector<int64_t>(rank)};
+  std::copy(dims.begin(), dims.end(), g.input_dims.begin() + (rank - dims.size()));
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t want = d + shape.size() >= rank ? shape[d + shape.size() - rank] : 1;
+    const int64_t have = g.input_dims[d];
+    if (want < 0) return ctx.Error("negative dim ", want, " in shape");
+    if (have == want || want == 1) {
+      g.dims[d] = have;
+    } else if (have == 1) {
+      g.dims[d] = want;
+    } else {
+      return ctx.Error("cannot broadcast [", absl::StrJoin(dims, ","), "] to the shape [",
+                       absl::StrJoin(shape, ","), "]");
+    }
+  }
+  return g;
 }
 
 }  // namespace ovfix::exec

@@ -16,6 +16,7 @@
 
 #include "exec/cpu/avx512_transpose.h"
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/slice_pad_geometry.h"
 #include "exec/cpu/split_sizes.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
@@ -419,22 +420,10 @@ absl::Status Expand(KernelContext& ctx) {
   if (!ctx.has_input(1)) return ctx.Error("shape is required");
   const std::vector<int64_t> shape = ToInt64s(ctx.input(1));
   if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
-  const size_t rank = std::max(x.rank(), shape.size());
-  // Both sides right-aligned and padded with 1s, broadcast as numpy does.
-  std::vector<int64_t> in_dims(rank, 1), out_dims(rank);
-  std::copy(x.dims().begin(), x.dims().end(), in_dims.begin() + (rank - x.rank()));
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t want = d + shape.size() >= rank ? shape[d + shape.size() - rank] : 1;
-    const int64_t have = in_dims[d];
-    if (want < 0) return ctx.Error("negative dim ", want, " in shape");
-    if (have == want || want == 1) {
-      out_dims[d] = have;
-    } else if (have == 1) {
-      out_dims[d] = want;
-    } else {
-      return ctx.Error("cannot broadcast ", DescribeTensor(x), " to the shape given");
-    }
-  }
+  OVFIX_ASSIGN_OR_RETURN(const ExpandGeometry g, PlanExpand(ctx, x.dims(), shape));
+  const std::vector<int64_t>& in_dims = g.input_dims;
+  const std::vector<int64_t>& out_dims = g.dims;
+  const size_t rank = out_dims.size();
   if (!IsAllocatable(out_dims, x.type())) return ctx.Error("output too large");
   if (out_dims == in_dims) {
     ctx.outputs[0] = x.Reshaped(out_dims);

@@ -40,6 +40,10 @@ absl::StatusOr<cl::Buffer*> OpContext::Device(size_t i) {
   return inputs[i]->device.get();
 }
 
+absl::StatusOr<cl::Buffer*> OpContext::DeviceOr(size_t i, cl::Buffer* absent) {
+  return has_input(i) ? Device(i) : absent;
+}
+
 absl::StatusOr<const Tensor*> OpContext::Host(size_t i) {
   OVFIX_RETURN_IF_ERROR(EnsureHost(rt, *inputs[i]));
   return &*inputs[i]->host;

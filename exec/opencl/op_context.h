@@ -58,6 +58,9 @@ class OpContext {
   ClValue& input(size_t i) { return *inputs[i]; }
   // The input's device buffer (uploaded if needed).
   absl::StatusOr<cl::Buffer*> Device(size_t i);
+  // Input i's device buffer, or `absent` when the node omits it (a kernel argument the
+  // kernel is told not to read still needs a valid buffer).
+  absl::StatusOr<cl::Buffer*> DeviceOr(size_t i, cl::Buffer* absent);
   // The input's host tensor (downloaded if needed): for small shape/axes inputs.
   absl::StatusOr<const Tensor*> Host(size_t i);
 

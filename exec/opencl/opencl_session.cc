@@ -10,8 +10,8 @@
 #include "exec/opencl/control_flow.h"
 #include "exec/opencl/op_context.h"
 #include "exec/opencl/opencl_runtime.h"
+#include "exec/plan_builder.h"
 #include "ir/float16.h"
-#include "ir/node_check.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::opencl {
@@ -25,36 +25,22 @@ bool ComputesOnIntegers(std::string_view op_type) {
 
 struct Plan;
 
-struct Step {
-  const Node* node;
-  int opset;
-  const OpDef* op;                   // null: CPU only
-  const KernelDef* cpu;              // null: OpenCL only
-  bool control_flow = false;         // If/Loop/Scan: run by exec/opencl/control_flow.cc
-  std::vector<int> inputs, outputs;  // slots, -1 for omitted
-  std::vector<int> implicit_inputs;  // slots its subgraphs read from this graph
-  std::vector<int> release;          // slots whose last reader is this step
-  bool on_cpu = false;               // no OpenCL op, or the op declined this node
-  bool noted = false;                // its CPU fallback is in placement_
-  bool counted_host = false;         // counted in placement_.host
+struct Step : StepSlots {
+  const OpDef* op = nullptr;       // null: CPU only
+  const KernelDef* cpu = nullptr;  // null: OpenCL only
+  bool control_flow = false;       // If/Loop/Scan: run by exec/opencl/control_flow.cc
+  bool on_cpu = false;             // no OpenCL op, or the op declined this node
+  bool noted = false;              // its CPU fallback is in placement_
+  bool counted_host = false;       // counted in placement_.host
   std::shared_ptr<void> state;
   std::vector<std::unique_ptr<Plan>> subgraphs;  // in the order of node->subgraphs()
 };
 
 // One graph compiled to slots: the main graph, or a subgraph whose plan reads the values it
 // captures from the enclosing frame.
-struct Plan {
-  const Graph* graph = nullptr;
-  Plan* parent = nullptr;
-  int num_slots = 0;
-  std::vector<std::string> names;
+struct Plan : PlanSlots {
   std::vector<std::pair<int, ClValue>> constants;
-  std::vector<std::pair<const Value*, int>> input_slots;  // non-initializer graph inputs
-  std::vector<int> output_slots;
   std::vector<Step> steps;
-  std::vector<std::pair<int, int>> captures;       // (slot in the parent, own slot)
-  absl::flat_hash_map<const Value*, int> slot_of;  // while compiling
-  int compiling_step = -1;
 };
 
 using Frame = std::vector<ClValue>;
@@ -67,16 +53,20 @@ class OpenclSession : public Session {
     OVFIX_ASSIGN_OR_RETURN(auto rt, Runtime::Create(options.device));
     rt_ = std::move(rt);
     if (options.precision == Precision::kFp16) OVFIX_RETURN_IF_ERROR(rt_->HalfArithmetic());
-    return Compile(model.graph(), nullptr, main_);
+    PlanBuilder<OpenclSession> builder(model, *this);
+    return builder.Compile(model.graph(), nullptr, main_);
   }
 
   absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& inputs) override {
     captured_.clear();
     Frame values(main_.num_slots);
     OVFIX_RETURN_IF_ERROR(InitConstants(main_, values));
-    for (const auto& [v, s] : main_.input_slots) {
+    const std::vector<Value*>& graph_inputs = main_.graph->inputs();
+    for (size_t i = 0; i < graph_inputs.size(); ++i) {
+      const Value* v = graph_inputs[i];
       auto it = inputs.find(v->name());
       if (it == inputs.end()) {
+        if (v->is_initializer()) continue;
         return absl::InvalidArgumentError(absl::StrCat("missing input '", v->name(), "'"));
       }
       if (v->is_tensor() && it->second.type() != v->elem_type()) {
@@ -84,23 +74,23 @@ class OpenclSession : public Session {
             "input '", v->name(), "' is ", std::string(DataTypeName(it->second.type())),
             ", the model wants ", std::string(DataTypeName(v->elem_type()))));
       }
-      values[s] = HostValue(it->second);
+      values[main_.input_slots[i]] = HostValue(it->second);
     }
     for (const auto& input : inputs) {
       // A named reference, not a structured binding: clang 14 (the fuzz build) cannot capture
       // those in a lambda.
       const std::string& name = input.first;
-      if (std::none_of(main_.input_slots.begin(), main_.input_slots.end(),
-                       [&](const auto& p) { return p.first->name() == name; })) {
+      if (std::none_of(graph_inputs.begin(), graph_inputs.end(),
+                       [&](const Value* v) { return v->name() == name; })) {
         return absl::InvalidArgumentError(absl::StrCat("the model has no input '", name, "'"));
       }
     }
     if (options_.capture) {
-      for (const auto& [s, c] : main_.constants) {
-        OVFIX_RETURN_IF_ERROR(Capture(main_, s, values[s]));
-      }
-      for (const auto& [v, s] : main_.input_slots) {
-        OVFIX_RETURN_IF_ERROR(Capture(main_, s, values[s]));
+      for (int s : main_.constant_slots) OVFIX_RETURN_IF_ERROR(Capture(main_, s, values[s]));
+      for (int s : main_.input_slots) {
+        if (values[s].type != DataType::kUndefined) {
+          OVFIX_RETURN_IF_ERROR(Capture(main_, s, values[s]));
+        }
       }
     }
     OVFIX_RETURN_IF_ERROR(RunSteps(main_, values, options_.capture));
@@ -134,32 +124,35 @@ class OpenclSession : public Session {
   }
 
  private:
-  // ---- compiling ----
+  // ---- compiling (the backend of PlanBuilder) ----
 
-  absl::Status Compile(const Graph& graph, Plan* parent, Plan& plan) {
-    plan.graph = &graph;
-    plan.parent = parent;
-    for (const Value* v : graph.initializers()) {
-      ClValue c;
-      c.type = v->tensor().type();
-      c.dims = v->tensor().dims();
-      c.half = StoresHalf(c.type);
-      c.host = Rounded(v->tensor());
-      plan.constants.emplace_back(NewSlot(plan, v), std::move(c));
-    }
-    for (const Value* v : graph.inputs()) {
-      if (!v->is_initializer()) plan.input_slots.emplace_back(v, NewSlot(plan, v));
-    }
-    for (const Node* n : graph.nodes()) {
-      OVFIX_RETURN_IF_ERROR(CompileNode(*n, plan));
-    }
-    for (const Value* v : graph.outputs()) {
-      OVFIX_ASSIGN_OR_RETURN(int slot, Resolve(plan, v));
-      plan.output_slots.push_back(slot);
-    }
-    PlanReleases(plan);
-    plan.slot_of.clear();
+  friend class PlanBuilder<OpenclSession>;
+  using Plan = opencl::Plan;
+  using Step = opencl::Step;
+
+  absl::Status AddConstant(Plan& plan, int slot, const Value& v) {
+    plan.constants.emplace_back(slot, HostValue(v.tensor()));
     return absl::OkStatus();
+  }
+
+  absl::Status LookUp(const Node& n, const std::string& domain, Step& step) {
+    step.op = domain.empty() ? FindOp(n.op_type(), step.opset) : nullptr;
+    step.cpu = FindKernel(domain, n.op_type(), step.opset);
+    step.control_flow = domain.empty() && IsControlFlowOp(n.op_type());
+    if (step.op == nullptr && step.cpu == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(n.Describe(), ": unsupported op ", n.op_type(),
+                                                     " (opset ", step.opset, ")"));
+    }
+    if (step.op == nullptr && !step.control_flow) step.on_cpu = true;
+    return absl::OkStatus();
+  }
+
+  // Frees each intermediate after its last use (never constants or outputs).
+  void Finish(Plan& plan, bool /*main*/) {
+    const SlotLifetimes life = LifetimesOf(plan);
+    for (int s = 0; s < plan.num_slots; ++s) {
+      if (life.last_use[s] >= 0 && !life.kept[s]) plan.steps[life.last_use[s]].release.push_back(s);
+    }
   }
 
   static int CountNodes(const Plan& plan) {
@@ -168,90 +161,6 @@ class OpenclSession : public Session {
       for (const auto& sub : step.subgraphs) count += CountNodes(*sub);
     }
     return count;
-  }
-
-  int NewSlot(Plan& plan, const Value* v) {
-    plan.slot_of[v] = plan.num_slots;
-    plan.names.push_back(v->name());
-    return plan.num_slots++;
-  }
-
-  // The slot of `v`, captured from the enclosing plans when it is theirs.
-  absl::StatusOr<int> Resolve(Plan& plan, const Value* v) {
-    if (auto it = plan.slot_of.find(v); it != plan.slot_of.end()) return it->second;
-    if (plan.parent == nullptr || v->owner() == plan.graph) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("value '", v->name(), "' is read before anything produces it"));
-    }
-    Plan& parent = *plan.parent;
-    OVFIX_ASSIGN_OR_RETURN(int outer, Resolve(parent, v));
-    if (parent.compiling_step >= 0) {
-      parent.steps[parent.compiling_step].implicit_inputs.push_back(outer);
-    }
-    const int own = NewSlot(plan, v);
-    plan.captures.emplace_back(outer, own);
-    return own;
-  }
-
-  absl::Status CompileNode(const Node& n, Plan& plan) {
-    Step step;
-    step.node = &n;
-    const std::string& domain = n.domain();
-    step.opset = static_cast<int>(model_->OpsetVersion(domain));
-    const bool onnx_domain = domain.empty() || domain == "ai.onnx";
-    step.op = onnx_domain ? FindOp(n.op_type(), step.opset) : nullptr;
-    step.cpu = FindKernel(domain, n.op_type(), step.opset);
-    step.control_flow = onnx_domain && IsControlFlowOp(n.op_type());
-    if (step.op == nullptr && step.cpu == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(n.Describe(), ": unsupported op ", n.op_type(),
-                                                     " (opset ", step.opset, ")"));
-    }
-    if (step.op == nullptr && !step.control_flow) step.on_cpu = true;
-    // Kernels read their inputs and attributes trusting what the schema promises.
-    OVFIX_RETURN_IF_ERROR(CheckNode(n, step.opset));
-    for (const Value* v : n.inputs()) {
-      if (v == nullptr) {
-        step.inputs.push_back(-1);
-        continue;
-      }
-      absl::StatusOr<int> slot = Resolve(plan, v);
-      if (!slot.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(n.Describe(), ": ", slot.status().message()));
-      }
-      step.inputs.push_back(*slot);
-    }
-    plan.steps.push_back(std::move(step));
-    plan.compiling_step = static_cast<int>(plan.steps.size()) - 1;
-    for (const Subgraph& sub : n.subgraphs()) {
-      auto sub_plan = std::make_unique<Plan>();
-      OVFIX_RETURN_IF_ERROR(Compile(*sub.graph, &plan, *sub_plan));
-      plan.steps.back().subgraphs.push_back(std::move(sub_plan));
-    }
-    plan.compiling_step = -1;
-    for (const Value* v : n.outputs()) {
-      plan.steps.back().outputs.push_back(v ? NewSlot(plan, v) : -1);
-    }
-    return absl::OkStatus();
-  }
-
-  // Frees each intermediate after its last reader (never constants or outputs).
-  void PlanReleases(Plan& plan) {
-    std::vector<int> last(plan.num_slots, -1);
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      for (const std::vector<int>* slots :
-           {&plan.steps[i].inputs, &plan.steps[i].implicit_inputs}) {
-        for (int s : *slots) {
-          if (s >= 0) last[s] = static_cast<int>(i);
-        }
-      }
-    }
-    std::vector<bool> keep(plan.num_slots, false);
-    for (const auto& [s, c] : plan.constants) keep[s] = true;
-    for (int s : plan.output_slots) keep[s] = true;
-    for (int s = 0; s < plan.num_slots; ++s) {
-      if (last[s] >= 0 && !keep[s]) plan.steps[last[s]].release.push_back(s);
-    }
   }
 
   // ---- running ----
@@ -287,7 +196,7 @@ class OpenclSession : public Session {
 
   absl::Status Capture(const Plan& plan, int slot, ClValue& v) {
     OVFIX_RETURN_IF_ERROR(EnsureHost(*rt_, v));
-    captured_[plan.names[slot]] = *v.host;
+    captured_[plan.slot_names[slot]] = *v.host;
     return absl::OkStatus();
   }
 
@@ -318,8 +227,7 @@ class OpenclSession : public Session {
     Frame values(plan.num_slots);
     OVFIX_RETURN_IF_ERROR(InitConstants(plan, values));
     for (const auto& [from, own] : plan.captures) values[own] = outer[from];
-    for (size_t i = 0; i < args.size(); ++i)
-      values[plan.input_slots[i].second] = std::move(args[i]);
+    for (size_t i = 0; i < args.size(); ++i) values[plan.input_slots[i]] = std::move(args[i]);
     OVFIX_RETURN_IF_ERROR(RunSteps(plan, values, /*capture=*/false));
     std::vector<ClValue> out;
     for (int s : plan.output_slots) out.push_back(values[s]);

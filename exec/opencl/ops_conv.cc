@@ -41,11 +41,7 @@ absl::Status Conv(OpContext& ctx) {
   if (has_bias && ctx.input(2).numel() != M) return ctx.Error("bias must have ", M, " values");
   OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto dw, ctx.Device(1));
-  cl::Buffer* db = dw;  // any valid buffer when there is no bias
-  if (has_bias) {
-    OVFIX_ASSIGN_OR_RETURN(auto b, ctx.Device(2));
-    db = b;
-  }
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * db, ctx.DeviceOr(2, dw));
   // The kernel computes tiles of MT output channels (a divisor of the channels per group) by
   // TW output positions along w, over an input padded wide enough for the last tile. CPU
   // devices get big tiles (the accumulators fit their vector registers); GPUs smaller ones,

@@ -45,11 +45,7 @@ absl::Status ConvTranspose(OpContext& ctx) {
   if (y->numel() == 0) return absl::OkStatus();
   OVFIX_ASSIGN_OR_RETURN(auto dx, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto dw, ctx.Device(1));
-  cl::Buffer* db = dw;  // any valid buffer when there is no bias
-  if (has_bias) {
-    OVFIX_ASSIGN_OR_RETURN(auto b, ctx.Device(2));
-    db = b;
-  }
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * db, ctx.DeviceOr(2, dw));
   OVFIX_ASSIGN_OR_RETURN(
       auto k,
       ctx.Kernel("conv_transpose.cl", "conv_transpose",

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/index_geometry.h"
 #include "exec/cpu/slice_pad_geometry.h"
 #include "exec/cpu/split_sizes.h"
 #include "exec/opencl/op_context.h"
@@ -165,89 +166,28 @@ absl::Status Transpose(OpContext& ctx) {
 absl::Status Slice(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
-  const int64_t rank = static_cast<int64_t>(x.dims.size());
-  std::vector<int64_t> starts, ends;
-  std::optional<std::vector<int64_t>> axes, steps;
-  if (ctx.opset < 10) {
-    starts = ctx.node.GetInts("starts");
-    ends = ctx.node.GetInts("ends");
-    if (ctx.node.HasAttribute("axes")) axes = ctx.node.GetInts("axes");
-  } else {
-    if (!ctx.has_input(1) || !ctx.has_input(2)) return ctx.Error("starts and ends are required");
-    OVFIX_ASSIGN_OR_RETURN(starts, InputInts(ctx, 1));
-    OVFIX_ASSIGN_OR_RETURN(ends, InputInts(ctx, 2));
-    if (ctx.has_input(3)) {
-      OVFIX_ASSIGN_OR_RETURN(axes, InputInts(ctx, 3));
-    }
-    if (ctx.has_input(4)) {
-      OVFIX_ASSIGN_OR_RETURN(steps, InputInts(ctx, 4));
-    }
-  }
   OVFIX_ASSIGN_OR_RETURN(const SliceGeometry g,
-                         PlanSlice(KernelContext::For(ctx.node, ctx.opset), x.dims, starts, ends,
-                                   std::move(axes), std::move(steps)));
+                         PlanSliceOfNode(ctx, x.dims, [&](size_t i) { return InputInts(ctx, i); }));
   if (g.IsWhole(x.dims)) {
     ctx.ViewOutput(0, 0, g.dims);
     return absl::OkStatus();
   }
-  const std::vector<int64_t>& first = g.first;
-  const std::vector<int64_t>& step = g.step;
-  const std::vector<int64_t>& out_dims = g.dims;
-  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, x.type, out_dims));
-  const std::vector<int64_t> strides = Strides(x.dims);
-  std::vector<std::vector<int64_t>> tables(rank);
-  for (int64_t d = 0; d < rank; ++d) {
-    tables[d].resize(out_dims[d]);
-    for (int64_t i = 0; i < out_dims[d]; ++i) tables[d][i] = (first[d] + i * step[d]) * strides[d];
-  }
-  return CopyByTables(ctx, 0, *y, std::move(tables));
+  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, x.type, g.dims));
+  return CopyByTables(ctx, 0, *y, g.Offsets(x.dims));
 }
 
 absl::Status Pad(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
-  const int64_t rank = static_cast<int64_t>(x.dims.size());
-  const std::string mode = ctx.node.GetString("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return ctx.Error("unsupported mode '", mode, "'");
-  }
-  std::vector<int64_t> pads, axes;
-  Tensor value;
-  if (ctx.opset < 11) {
-    pads = ctx.node.GetInts(ctx.node.HasAttribute("pads") ? "pads" : "paddings");
-    value = data_movement::ScalarOfType(x.type, ctx.node.GetFloat("value", 0.0f));
-    if (!value.defined()) return ctx.Error("no pad value for this element type");
-  } else {
-    if (!ctx.has_input(1)) return ctx.Error("pads is required");
-    OVFIX_ASSIGN_OR_RETURN(pads, InputInts(ctx, 1));
-    if (ctx.has_input(2)) {
-      OVFIX_ASSIGN_OR_RETURN(const Tensor* v, ctx.Host(2));
-      if (v->numel() > 0) {
-        if (v->type() != x.type) return ctx.Error("constant_value type differs from data");
-        value = *v;
-      }
-    }
-    if (ctx.has_input(3)) {
-      OVFIX_ASSIGN_OR_RETURN(axes, InputInts(ctx, 3));
-    }
-  }
-  OVFIX_ASSIGN_OR_RETURN(const PadGeometry g,
-                         PlanPad(KernelContext::For(ctx.node, ctx.opset), x.dims, pads,
-                                 std::move(axes), ctx.opset >= 18 && ctx.has_input(3), mode));
-  const std::vector<int64_t>& before = g.before;
-  const std::vector<int64_t>& out_dims = g.dims;
-  if (!data_movement::IsAllocatable(out_dims, x.type)) return ctx.Error("output too large");
-  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, x.type, out_dims));
-  const std::vector<int64_t> strides = Strides(x.dims);
-  std::vector<std::vector<int64_t>> tables(rank);
-  for (int64_t d = 0; d < rank; ++d) {
-    tables[d].resize(out_dims[d]);
-    for (int64_t o = 0; o < out_dims[d]; ++o) {
-      const int64_t i = PadSource(o, before[d], x.dims[d], mode);
-      tables[d][o] = i == data_movement::kFill ? kFill : i * strides[d];
-    }
-  }
-  return CopyByTables(ctx, 0, *y, std::move(tables), FillBits(x, &value));
+  OVFIX_ASSIGN_OR_RETURN(const PadArguments args,
+                         PlanPadOfNode(
+                             ctx, x.type, x.dims, [&](size_t i) { return InputInts(ctx, i); },
+                             [&](size_t i) { return ctx.Host(i); }));
+  const PadGeometry& g = args.geometry;
+  const Tensor& value = args.value;
+  if (!data_movement::IsAllocatable(g.dims, x.type)) return ctx.Error("output too large");
+  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, x.type, g.dims));
+  return CopyByTables(ctx, 0, *y, g.Offsets(x.dims, args.mode, kFill), FillBits(x, &value));
 }
 
 absl::Status Expand(OpContext& ctx) {
@@ -255,21 +195,11 @@ absl::Status Expand(OpContext& ctx) {
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
   if (!ctx.has_input(1)) return ctx.Error("shape is required");
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> shape, InputInts(ctx, 1));
-  const size_t rank = std::max(x.dims.size(), shape.size());
-  std::vector<int64_t> in_dims(rank, 1), out_dims(rank);
-  std::copy(x.dims.begin(), x.dims.end(), in_dims.begin() + (rank - x.dims.size()));
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t want = d + shape.size() >= rank ? shape[d + shape.size() - rank] : 1;
-    const int64_t have = in_dims[d];
-    if (want < 0) return ctx.Error("negative dim ", want, " in shape");
-    if (have == want || want == 1) {
-      out_dims[d] = have;
-    } else if (have == 1) {
-      out_dims[d] = want;
-    } else {
-      return ctx.Error("cannot broadcast the input to the shape given");
-    }
-  }
+  OVFIX_ASSIGN_OR_RETURN(const ExpandGeometry g,
+                         PlanExpand(KernelContext::For(ctx.node, ctx.opset), x.dims, shape));
+  const std::vector<int64_t>& in_dims = g.input_dims;
+  const std::vector<int64_t>& out_dims = g.dims;
+  const size_t rank = out_dims.size();
   if (!data_movement::IsAllocatable(out_dims, x.type)) return ctx.Error("output too large");
   if (out_dims == in_dims) {
     ctx.ViewOutput(0, 0, out_dims);
@@ -394,79 +324,6 @@ absl::StatusOr<std::vector<int64_t>> ReadIndices(OpContext& ctx, size_t i) {
   return HostInts(*t);
 }
 
-// Maps index i in [-limit, limit) to [0, limit); false when outside.
-bool WrapIndex(int64_t& i, int64_t limit) {
-  if (i < -limit || i >= limit) return false;
-  if (i < 0) i += limit;
-  return true;
-}
-
-// For GatherND/ScatterND: the data offset of the slice each index tuple (the last dim of
-// `indices`) addresses, after `batch_dims` leading dims shared by data and indices.
-absl::StatusOr<std::vector<int64_t>> TupleOffsets(OpContext& ctx, const std::vector<int64_t>& data,
-                                                  const std::vector<int64_t>& indices_dims,
-                                                  const std::vector<int64_t>& idx,
-                                                  int64_t batch_dims) {
-  const int64_t k = indices_dims.back();
-  const std::vector<int64_t> strides = Strides(data);
-  const int64_t tuples = k == 0 ? Product(indices_dims, 0, indices_dims.size() - 1)
-                                : static_cast<int64_t>(idx.size()) / k;
-  const int64_t per_batch = Product(indices_dims, batch_dims, indices_dims.size() - 1);
-  const int64_t batch_stride = batch_dims == 0 ? 0 : strides[batch_dims - 1];
-  std::vector<int64_t> offsets(tuples);
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t offset = per_batch == 0 ? 0 : (t / per_batch) * batch_stride;
-    for (int64_t c = 0; c < k; ++c) {
-      int64_t i = idx[t * k + c];
-      const int64_t limit = data[batch_dims + c];
-      if (!WrapIndex(i, limit)) {
-        return ctx.Error("index ", idx[t * k + c], " out of range for a dim of ", limit);
-      }
-      offset += i * strides[batch_dims + c];
-    }
-    offsets[t] = offset;
-  }
-  return offsets;
-}
-
-// Checks indices against data for the *Elements ops: same rank, no dim larger than data's
-// except along `axis`.
-absl::Status CheckElementsShapes(const OpContext& ctx, const std::vector<int64_t>& data,
-                                 const std::vector<int64_t>& indices, int64_t axis) {
-  if (indices.size() != data.size()) return ctx.Error("indices and data differ in rank");
-  for (size_t d = 0; d < data.size(); ++d) {
-    if (static_cast<int64_t>(d) != axis && indices[d] > data[d]) {
-      return ctx.Error("indices exceed data on axis ", d);
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The data offset each element of the indices addresses along `axis`.
-absl::StatusOr<std::vector<int64_t>> ElementOffsets(OpContext& ctx,
-                                                    const std::vector<int64_t>& data,
-                                                    const std::vector<int64_t>& indices_dims,
-                                                    std::vector<int64_t> idx, int64_t axis) {
-  const std::vector<int64_t> strides = Strides(data);
-  const int64_t axis_dim = data[axis];
-  const int64_t rank = static_cast<int64_t>(indices_dims.size());
-  std::vector<int64_t> coords(rank, 0);
-  for (int64_t& i : idx) {
-    const int64_t given = i;
-    if (!WrapIndex(i, axis_dim)) {
-      return ctx.Error("index ", given, " out of range for a dim of ", axis_dim);
-    }
-    int64_t offset = 0;
-    for (int64_t d = 0; d < rank; ++d) offset += (d == axis ? i : coords[d]) * strides[d];
-    i = offset;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++coords[d] < indices_dims[d]) break;
-      coords[d] = 0;
-    }
-  }
-  return idx;
-}
-
 absl::StatusOr<int64_t> NormalizeAxis(const OpContext& ctx, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
   return axis < 0 ? axis + rank : axis;
@@ -497,7 +354,9 @@ absl::Status GatherND(OpContext& ctx) {
     if (data.dims[d] != idims[d]) return ctx.Error("batch dims of data and indices differ");
   }
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, TupleOffsets(ctx, data.dims, idims, idx, b));
+  OVFIX_ASSIGN_OR_RETURN(
+      std::vector<int64_t> offsets,
+      TupleOffsets(KernelContext::For(ctx.node, ctx.opset), data.dims, idims, idx, b));
   std::vector<int64_t> out_dims(idims.begin(), idims.end() - 1);
   out_dims.insert(out_dims.end(), data.dims.begin() + b + k, data.dims.end());
   if (!data_movement::IsAllocatable(out_dims, data.type)) return ctx.Error("output too large");
@@ -505,16 +364,23 @@ absl::Status GatherND(OpContext& ctx) {
   return GatherBlocks(ctx, *y, offsets, Product(data.dims, b + k, r));
 }
 
+// The data offset each index of input 1 addresses along the node's axis (GatherElements and
+// ScatterElements).
+absl::StatusOr<std::vector<int64_t>> ElementTargets(OpContext& ctx, const ClValue& data) {
+  const std::vector<int64_t>& idims = ctx.input(1).dims;
+  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0),
+                                                     static_cast<int64_t>(data.dims.size())));
+  const KernelContext kc = KernelContext::For(ctx.node, ctx.opset);
+  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(kc, data.dims, idims, axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
+  return ElementOffsets(kc, data.dims, idims, std::move(idx), axis);
+}
+
 absl::Status GatherElements(OpContext& ctx) {
   const ClValue& data = ctx.input(0);
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, data));
   const std::vector<int64_t> idims = ctx.input(1).dims;
-  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0),
-                                                     static_cast<int64_t>(data.dims.size())));
-  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(ctx, data.dims, idims, axis));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets,
-                         ElementOffsets(ctx, data.dims, idims, std::move(idx), axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ElementTargets(ctx, data));
   OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, data.type, idims));
   return GatherBlocks(ctx, *y, offsets, 1);
 }
@@ -607,7 +473,9 @@ absl::Status ScatterND(OpContext& ctx) {
   expected.insert(expected.end(), data.dims.begin() + k, data.dims.end());
   if (updates.dims != expected) return ctx.Error("updates do not fit data and indices");
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets, TupleOffsets(ctx, data.dims, idims, idx, 0));
+  OVFIX_ASSIGN_OR_RETURN(
+      std::vector<int64_t> targets,
+      TupleOffsets(KernelContext::For(ctx.node, ctx.opset), data.dims, idims, idx, 0));
   return ApplyUpdates(ctx, targets, Product(data.dims, k, r), reduction);
 }
 
@@ -619,12 +487,7 @@ absl::Status ScatterElements(OpContext& ctx) {
   const std::vector<int64_t> idims = ctx.input(1).dims;
   if (updates.dims != idims) return ctx.Error("updates and indices differ in shape");
   OVFIX_ASSIGN_OR_RETURN(int reduction, ReductionOf(ctx));
-  OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0),
-                                                     static_cast<int64_t>(data.dims.size())));
-  OVFIX_RETURN_IF_ERROR(CheckElementsShapes(ctx, data.dims, idims, axis));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, 1));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets,
-                         ElementOffsets(ctx, data.dims, idims, std::move(idx), axis));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> targets, ElementTargets(ctx, data));
   return ApplyUpdates(ctx, targets, 1, reduction);
 }
 

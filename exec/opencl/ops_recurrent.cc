@@ -22,7 +22,6 @@ namespace ovfix::exec::opencl {
 namespace {
 
 using Cell = RecurrentCell;
-enum Input { kX, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
 enum Output { kY, kYH, kYC };
 
 // Three activation slots per direction (unused ones are Tanh).
@@ -59,21 +58,6 @@ std::string Describe(const ClValue& v) {
   return absl::StrCat(std::string(DataTypeName(v.type)), "[", absl::StrJoin(v.dims, ","), "]");
 }
 
-absl::Status CheckInput(OpContext& ctx, size_t index, const char* name,
-                        const std::vector<int64_t>& dims) {
-  if (!ctx.has_input(index)) return absl::OkStatus();
-  const ClValue& t = ctx.input(index);
-  if (t.type != ctx.input(kX).type) {
-    return ctx.Error(name, " is ", Describe(t), " but X is ",
-                     std::string(DataTypeName(ctx.input(kX).type)));
-  }
-  if (t.dims != dims) {
-    return ctx.Error(name, " is ", Describe(t), ", expected shape [", absl::StrJoin(dims, ","),
-                     "]");
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Problem> ReadProblem(OpContext& ctx, Cell cell) {
   if (!ctx.has_input(kX) || !ctx.has_input(kW) || !ctx.has_input(kR)) {
     return ctx.Error("expects inputs X, W and R");
@@ -91,15 +75,10 @@ absl::StatusOr<Problem> ReadProblem(OpContext& ctx, Cell cell) {
   OVFIX_ASSIGN_OR_RETURN(
       static_cast<RecurrentAttributes&>(p),
       ReadRecurrentAttributes(KernelContext::For(ctx.node, ctx.opset), cell, x.dims, r.dims));
-  const int64_t d = p.num_directions, h = p.hidden, gh = p.gates() * h;
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kW, "W", {d, gh, p.input_size}));
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kR, "R", {d, gh, h}));
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kB, "B", {d, 2 * gh}));
-  OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialH, "initial_h", p.state_dims()));
-  if (cell == Cell::kLstm) {
-    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kInitialC, "initial_c", p.state_dims()));
-    OVFIX_RETURN_IF_ERROR(CheckInput(ctx, kP, "P", {d, 3 * h}));
-  }
+  OVFIX_RETURN_IF_ERROR(CheckRecurrentInputs(ctx, p, [&](size_t i) {
+    const ClValue& t = ctx.input(i);
+    return std::make_tuple(t.type, t.dims, Describe(t));
+  }));
   const Tensor* lens = nullptr;
   if (ctx.has_input(kSequenceLens)) {
     OVFIX_ASSIGN_OR_RETURN(lens, ctx.Host(kSequenceLens));
@@ -145,18 +124,13 @@ absl::Status Recurrent(OpContext& ctx) {
   const bool has_peephole = kCell == Cell::kLstm && ctx.has_input(kP);
   const bool has_initial_h = ctx.has_input(kInitialH);
   const bool has_initial_c = kCell == Cell::kLstm && ctx.has_input(kInitialC);
-  cl::Buffer* db = dw;  // any valid buffer for an absent input
+  // Any valid buffer for an absent input (the kernel is told not to read it).
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * db, ctx.DeviceOr(kB, dw));
+  OVFIX_ASSIGN_OR_RETURN(cl::Buffer * dh0, ctx.DeviceOr(kInitialH, dx));
   cl::Buffer* dp = dw;
-  cl::Buffer* dh0 = dx;
   cl::Buffer* dc0 = dx;
-  if (has_bias) {
-    OVFIX_ASSIGN_OR_RETURN(db, ctx.Device(kB));
-  }
   if (has_peephole) {
     OVFIX_ASSIGN_OR_RETURN(dp, ctx.Device(kP));
-  }
-  if (has_initial_h) {
-    OVFIX_ASSIGN_OR_RETURN(dh0, ctx.Device(kInitialH));
   }
   if (has_initial_c) {
     OVFIX_ASSIGN_OR_RETURN(dc0, ctx.Device(kInitialC));

@@ -202,12 +202,9 @@ absl::Status RunResize(OpContext& ctx, ResizeForm form) {
   return Interpolate(ctx, a, plans, x, *dx, *y, any_outside);
 }
 
+// Resize and Upsample, in the form their opset gives them.
 absl::Status Resize(OpContext& ctx) {
-  return RunResize(ctx, ctx.opset < 11 ? ResizeForm::kScalesInput : ResizeForm::kResize);
-}
-
-absl::Status Upsample(OpContext& ctx) {
-  return RunResize(ctx, ctx.opset < 9 ? ResizeForm::kScalesAttribute : ResizeForm::kScalesInput);
+  return RunResize(ctx, ResizeFormOf(ctx.node.op_type(), ctx.opset));
 }
 
 }  // namespace
@@ -215,7 +212,7 @@ absl::Status Upsample(OpContext& ctx) {
 void AddResizeOps(std::vector<OpDef>& table) {
   // The CPU kernel's range: antialias and the other additions of opset 19 are not there.
   table.push_back({"Resize", 10, 18, Resize});
-  table.push_back({"Upsample", 7, 9, Upsample});
+  table.push_back({"Upsample", 7, 9, Resize});
 }
 
 }  // namespace ovfix::exec::opencl

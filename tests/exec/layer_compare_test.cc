@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "ir/float16.h"
 #include "ir/text_form.h"
+#include "tests/support/model_text.h"
 
 namespace ovfix::exec {
 namespace {
@@ -18,15 +19,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::unique_ptr<Model> Parse(std::string_view text) {
-  absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(text);
-  EXPECT_TRUE(model.ok()) << model.status();
-  return model.ok() ? std::move(*model) : nullptr;
-}
-
-Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
-  return Tensor::FromVector(DataType::kFloat, std::move(dims), v);
-}
+using test_support::Floats;
+using test_support::Parse;
 
 CompareSide Side(const Model& model, const std::string& spec) {
   CompareSide side;

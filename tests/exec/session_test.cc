@@ -20,6 +20,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/model_text.h"
 #include "tests/support/softmax_island.h"
 
 namespace ovfix::exec {
@@ -28,15 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::unique_ptr<Model> Parse(std::string_view text) {
-  absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(text);
-  EXPECT_TRUE(model.ok()) << model.status();
-  return model.ok() ? std::move(*model) : nullptr;
-}
-
-Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
-  return Tensor::FromVector(DataType::kFloat, std::move(dims), v);
-}
+using test_support::Floats;
+using test_support::Parse;
 
 std::unique_ptr<Session> MakeSession(const Model& model, SessionOptions options = {}) {
   options.threads = 1;
@@ -248,6 +242,22 @@ FusedAndSeparate RunFusedAndSeparate(const Model& model, const TensorMap& inputs
   return r;
 }
 
+// Both runs succeeded and their first `count` outputs (float) agree bit for bit.
+void ExpectSameFloatOutputs(const FusedAndSeparate& run, size_t count) {
+  ASSERT_TRUE(run.fused.ok() && run.separate.ok())
+      << run.fused.status() << " " << run.separate.status();
+  ASSERT_GE(run.fused->size(), count);
+  ASSERT_EQ(run.fused->size(), run.separate->size());
+  for (size_t o = 0; o < count; ++o) {
+    const Tensor& g = (*run.fused)[o];
+    const Tensor& e = (*run.separate)[o];
+    ASSERT_EQ(g.dims(), e.dims()) << o;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
+    }
+  }
+}
+
 // Add(MatMul(x, W), b) with W and b initializers: the bias goes into the MatMul's step
 // (either operand order; the packed product and the vector-matrix one), and the result is
 // the separate Add's bit for bit. A product that something else reads too keeps its Add.
@@ -285,15 +295,7 @@ TEST(Session, FusedMatMulBiasMatchesSeparateSteps) {
   ASSERT_NE(model, nullptr);
   const TensorMap inputs = {{"x", Floats({kM, kK}, x)}, {"x1", Floats({1, kK}, x1)}};
   const FusedAndSeparate run = RunFusedAndSeparate(*model, inputs);
-  ASSERT_TRUE(run.fused.ok() && run.separate.ok()) << run.fused.status() << run.separate.status();
-  for (size_t o = 0; o < 5; ++o) {
-    const Tensor& g = (*run.fused)[o];
-    const Tensor& e = (*run.separate)[o];
-    ASSERT_EQ(g.dims(), e.dims()) << o;
-    for (int64_t i = 0; i < g.numel(); ++i) {
-      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectSameFloatOutputs(run, 5));
   // Against the sums in double.
   for (int i = 0; i < kM; ++i) {
     for (int j = 0; j < kN; ++j) {
@@ -340,19 +342,9 @@ TEST(Session, FusedConvClampMatchesSeparateSteps) {
   const TensorMap inputs = {
       {"x", Floats({2, 3, 7, 6}, x)}, {"w", Floats({5, 3, 3, 3}, w)}, {"bias", Floats({5}, bias)}};
   const FusedAndSeparate run = RunFusedAndSeparate(*model, inputs);
+  ASSERT_NO_FATAL_FAILURE(ExpectSameFloatOutputs(run, 4));
   const absl::StatusOr<std::vector<Tensor>>& got = run.fused;
-  const absl::StatusOr<std::vector<Tensor>>& want = run.separate;
-  ASSERT_TRUE(got.ok() && want.ok()) << got.status() << " " << want.status();
-  ASSERT_EQ(got->size(), 4u);
   int positive = 0;
-  for (size_t o = 0; o < 4; ++o) {
-    const Tensor& g = (*got)[o];
-    const Tensor& e = (*want)[o];
-    ASSERT_EQ(g.dims(), e.dims()) << o;
-    for (int64_t i = 0; i < g.numel(); ++i) {
-      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
-    }
-  }
   for (int64_t i = 0; i < (*got)[0].numel(); ++i) {
     EXPECT_GE((*got)[0].data<float>()[i], 0.0f);
     positive += (*got)[0].data<float>()[i] > 0.0f;
@@ -393,21 +385,11 @@ TEST(Session, FusedConvHardSwishMatchesSeparateSteps) {
   const TensorMap inputs = {
       {"x", Floats({1, 4, 9, 8}, x)}, {"w", Floats({6, 4, 3, 3}, w)}, {"bias", Floats({6}, bias)}};
   const FusedAndSeparate run = RunFusedAndSeparate(*model, inputs);
+  // Bit for bit: a fused hard swish rounds as HardSigmoid then Mul do (what a model
+  // converts against is measured unfused, with capture).
+  ASSERT_NO_FATAL_FAILURE(ExpectSameFloatOutputs(run, 4));
   const absl::StatusOr<std::vector<Tensor>>& got = run.fused;
-  const absl::StatusOr<std::vector<Tensor>>& want = run.separate;
-  ASSERT_TRUE(got.ok() && want.ok()) << got.status() << " " << want.status();
-  ASSERT_EQ(got->size(), 4u);
   int gated = 0, zeros = 0;
-  for (size_t o = 0; o < 4; ++o) {
-    const Tensor& g = (*got)[o];
-    const Tensor& e = (*want)[o];
-    ASSERT_EQ(g.dims(), e.dims()) << o;
-    for (int64_t i = 0; i < g.numel(); ++i) {
-      // Bit for bit: a fused hard swish rounds as HardSigmoid then Mul do (what a model
-      // converts against is measured unfused, with capture).
-      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
-    }
-  }
   // Both ends of the gate are reached in h: zeros (gate 0) and partial gates.
   const Tensor& conv = run.captured.at("a");
   for (int64_t i = 0; i < conv.numel(); ++i) {
