@@ -2,10 +2,11 @@
 // deep_residual and silero_vad from ../shared, and models generated here (a UNet with
 // bilinear Resize and Concat skips, a ViT-style encoder, a ConvNeXt-like and a
 // MobileNetV3-like net, and that UNet quantized as onnxruntime's dynamic quantization
-// (ConvInteger) and its static QDQ quantization write it). Same thread count on both sides;
-// measured in rounds that alternate ovfix and onnxruntime so both see the same machine load. Prints
-// per model the best and median run of each, their ratios, how far the outputs are apart, and the
-// geometric mean. Targets: geometric mean of the ratios <= 1.0, no model above 1.5.
+// (ConvInteger) and its static QDQ quantization write it). Same thread count on both
+// sides; measured in rounds that alternate ovfix and onnxruntime so both see the same
+// machine load. Prints per model the best and median run of each, their ratios, how far the
+// outputs are apart, and the geometric mean. Targets: geometric mean of the ratios <= 1.0,
+// no model above 1.5.
 //
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]

@@ -16,6 +16,7 @@
 #include "exec/cpu_session.h"
 #include "exec/kernel.h"
 #include "exec/opencl/opencl_session.h"
+#include "exec/qdq_fusion.h"
 #include "ir/float16.h"
 #include "ir/graph.h"
 #include "ir/graph_walk.h"
@@ -857,8 +858,13 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Create(const Model& mode
   std::unique_ptr<CpuSession> session(new CpuSession(ResolvePrecision(model, options)));
   session->pool_ = std::make_unique<ThreadPool>(options.threads);
   session->plan_ = std::make_unique<Plan>();
-  Compiler compiler(model, session->options_, session->pool_.get());
-  if (absl::Status s = compiler.Compile(model.graph(), nullptr, *session->plan_); !s.ok()) {
+  const SessionOptions& o = session->options_;
+  if (o.fuse_qdq && o.precision == Precision::kFp32 && !o.capture && !o.on_value) {
+    OVFIX_ASSIGN_OR_RETURN(session->fused_model_, FuseQdqConvsInCopy(model));
+  }
+  const Model& compiled = session->fused_model_ ? *session->fused_model_ : model;
+  Compiler compiler(compiled, session->options_, session->pool_.get());
+  if (absl::Status s = compiler.Compile(compiled.graph(), nullptr, *session->plan_); !s.ok()) {
     return s;
   }
   return session;

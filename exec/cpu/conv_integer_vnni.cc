@@ -175,7 +175,8 @@ PackedFilters PackFilters(const W* w, int64_t filters, int64_t depth) {
 
 template <typename X, typename W>
 void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
-         const SpatialGeometry& geometry, int64_t group, int32_t* y, ThreadPool* pool) {
+         const SpatialGeometry& geometry, int64_t group, int32_t* y, ThreadPool* pool,
+         const IntegerConvSink* sink) {
   const Geometry3 s(geometry);
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = w.dim(0);
   const int64_t group_channels = channels / group, group_filters = filters / group;
@@ -203,6 +204,8 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
     // interleaved panels.
     std::vector<uint8_t> rows(quads * 4 * block, 0), columns(quads * 4 * block);
     std::vector<int32_t> sums(column_sums ? block : 0);
+    // With a sink: this block's results, one row of `block` per filter of the group.
+    std::vector<int32_t> results(sink != nullptr ? group_filters * block : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (group * blocks), g = item / blocks % group, b = item % blocks;
       const int64_t first = b * block, count = std::min(block, out_size - first);
@@ -222,37 +225,41 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
           for (int64_t j = 0; j < count; ++j) sums[j] += row[j];
         }
       }
-      int32_t* out = y + (n * filters + g * group_filters) * out_size + first;
+      int32_t* out = sink != nullptr ? results.data()
+                                     : y + (n * filters + g * group_filters) * out_size + first;
+      const int64_t ld = sink != nullptr ? block : out_size;
       for (int64_t p = 0; p < panels; ++p) {
         const int cols = static_cast<int>(std::min<int64_t>(kNr, count - p * kNr));
         for (int64_t r = 0; r < row_panels; ++r) {
           const int rows_here = static_cast<int>(std::min<int64_t>(kMr, group_filters - r * kMr));
           DotTile(quads, packed[g].panel(r), columns.data() + p * quads * kNr * 4,
-                  out + r * kMr * out_size + p * kNr, out_size, rows_here, cols);
+                  out + r * kMr * ld + p * kNr, ld, rows_here, cols);
         }
       }
       // The zero point terms.
       for (int64_t m = 0; m < group_filters; ++m) {
         const int32_t filter_zero = wz[g * group_filters + m];
         const int32_t constant = depth * xz * filter_zero - xz * packed[g].sums[m];
-        int32_t* row = out + m * out_size;
+        int32_t* row = out + m * ld;
         if (filter_zero != 0) {
           for (int64_t j = 0; j < count; ++j) row[j] += constant - filter_zero * sums[j];
         } else if (constant != 0) {
           for (int64_t j = 0; j < count; ++j) row[j] += constant;
         }
       }
+      if (sink != nullptr) (*sink)(n, g * group_filters, group_filters, first, count, out, ld);
     }
   });
 }
 
 template <typename X>
 void RunX(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
-          const SpatialGeometry& g, int64_t group, int32_t* y, ThreadPool* pool) {
+          const SpatialGeometry& g, int64_t group, int32_t* y, ThreadPool* pool,
+          const IntegerConvSink* sink) {
   if (w.type() == DataType::kInt8) {
-    Run<X, int8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+    Run<X, int8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
   } else {
-    Run<X, uint8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+    Run<X, uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
   }
 }
 
@@ -264,11 +271,11 @@ bool IntegerConvVnniAvailable() {
 
 void IntegerConvVnni(const Tensor& x, int32_t x_zero, const Tensor& w,
                      const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
-                     int32_t* y, ThreadPool* pool) {
+                     int32_t* y, ThreadPool* pool, const IntegerConvSink* sink) {
   if (x.type() == DataType::kInt8) {
-    RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+    RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
   } else {
-    RunX<uint8_t>(x, x_zero, w, w_zero, g, group, y, pool);
+    RunX<uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
   }
 }
 

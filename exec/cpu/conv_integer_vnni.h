@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "exec/cpu/conv_geometry.h"
@@ -22,9 +23,17 @@ namespace ovfix::exec {
 // select another kernel with SelectQuantGemmKernelForTesting get the int16 path).
 bool IntegerConvVnniAvailable();
 
-// As IntegerConv (conv_integer_core.h); only where IntegerConvVnniAvailable().
+// Takes the int32 results of filters [filter, filter + count_filters) of image n at output
+// positions [first, first + count), as rows of `ld` values, on the thread that computed them
+// (while they are in its cache).
+using IntegerConvSink =
+    std::function<void(int64_t n, int64_t filter, int64_t count_filters, int64_t first,
+                       int64_t count, const int32_t* rows, int64_t ld)>;
+
+// As IntegerConv (conv_integer_core.h); only where IntegerConvVnniAvailable(). With a sink,
+// the results go to it block by block instead of to y (which may then be null).
 void IntegerConvVnni(const Tensor& x, int32_t x_zero, const Tensor& w,
                      const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
-                     int32_t* y, ThreadPool* pool);
+                     int32_t* y, ThreadPool* pool, const IntegerConvSink* sink = nullptr);
 
 }  // namespace ovfix::exec

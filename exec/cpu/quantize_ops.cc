@@ -84,6 +84,18 @@ void DequantizeValues(const T* __restrict in, int64_t n, float scale, int32_t ze
   }
 }
 
+// Widens [low, high] to the values of in[0, n); NaNs are skipped (comparisons with them are
+// false). Local accumulators over a restrict pointer, so the loop vectorizes.
+void ExtendRange(const float* __restrict in, int64_t n, float& low_out, float& high_out) {
+  float low = low_out, high = high_out;
+  for (int64_t i = 0; i < n; ++i) {
+    low = in[i] < low ? in[i] : low;
+    high = in[i] > high ? in[i] : high;
+  }
+  low_out = low;
+  high_out = high;
+}
+
 // Calls fn(begin, end, channel) over [0, count) on the pool, in runs of one channel each.
 template <typename Fn>
 void ForEachRun(ThreadPool* pool, int64_t count, const Quantization& q, Fn fn) {
@@ -182,13 +194,8 @@ absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
   std::vector<float> lows(tasks, 0.0f), highs(tasks, 0.0f);
   ParallelFor(ctx.pool, tasks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      float low = 0, high = 0;
-      for (int64_t i = count * t / tasks; i < count * (t + 1) / tasks; ++i) {
-        low = in[i] < low ? in[i] : low;
-        high = in[i] > high ? in[i] : high;
-      }
-      lows[t] = low;
-      highs[t] = high;
+      const int64_t first = count * t / tasks;
+      ExtendRange(in + first, count * (t + 1) / tasks - first, lows[t], highs[t]);
     }
   });
   const float low = *std::min_element(lows.begin(), lows.end());
