@@ -41,9 +41,17 @@ struct Options {
   int threads = 2, repeat = 10, rounds = 3;
   int64_t unet_size = 512;
   std::string write_models;  // only write the generated models (and inputs) there
-  std::vector<std::string> models = {
-      "resnet18",    "mobilenet_v3_small", "deep_residual",    "silero_vad",         "unet",
-      "vit_encoder", "convnext",           "mobilenet_v3_det", "unet_dynamic_quant", "unet_qdq"};
+  std::vector<std::string> models = {"resnet18",
+                                     "mobilenet_v3_small",
+                                     "deep_residual",
+                                     "silero_vad",
+                                     "unet",
+                                     "vit_encoder",
+                                     "convnext",
+                                     "mobilenet_v3_det",
+                                     "unet_dynamic_quant",
+                                     "unet_dynamic_quant_u8",
+                                     "unet_qdq"};
 };
 
 struct Case {
@@ -74,8 +82,9 @@ Case Generate(const std::string& name, const onnx::ModelProto& proto, const fs::
 
 Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch) {
   if (name == "unet") return Generate(name, UnetModel(o.unet_size), scratch / name);
-  if (name == "unet_dynamic_quant") {
-    return Generate(name, DynamicQuantizedUnetModel(o.unet_size), scratch / name);
+  if (name == "unet_dynamic_quant" || name == "unet_dynamic_quant_u8") {
+    return Generate(name, DynamicQuantizedUnetModel(o.unet_size, name.back() == '8'),
+                    scratch / name);
   }
   if (name == "unet_qdq") return Generate(name, QdqUnetModel(o.unet_size), scratch / name);
   if (name == "vit_encoder") return Generate(name, VitEncoderModel(), scratch / name);

@@ -71,14 +71,39 @@ std::vector<int32_t> QuantizeSymmetric(const std::vector<float>& values, int64_t
   return q;
 }
 
+// Asymmetric uint8 quantization of `values` (one scale and zero point for all).
+std::vector<int32_t> QuantizeAsymmetric(const std::vector<float>& values, float& scale,
+                                        int32_t& zero) {
+  float low = 0, high = 0;
+  for (float v : values) {
+    low = std::min(low, v);
+    high = std::max(high, v);
+  }
+  scale = high > low ? (high - low) / 255.0f : 1.0f;
+  zero = static_cast<int32_t>(std::nearbyint(-low / scale));
+  std::vector<int32_t> q;
+  for (float v : values) {
+    q.push_back(std::clamp(static_cast<int32_t>(std::nearbyint(v / scale)) + zero, 0, 255));
+  }
+  return q;
+}
+
 std::string DynamicConv(B& b, const std::string& x, int64_t in, int64_t out, int64_t kernel,
-                        bool relu) {
+                        bool relu, bool uint8_weights) {
   const int64_t fan_in = in * kernel * kernel;
+  const std::vector<float> values = b.RandomValues(out * fan_in, std::sqrt(3.0f / fan_in));
   std::vector<float> scale;
-  const std::vector<int32_t> w = QuantizeSymmetric(
-      b.RandomValues(out * fan_in, std::sqrt(3.0f / fan_in)), out * fan_in, scale);
-  const std::string w_q = b.Integers(onnx::TensorProto::INT8, {out, in, kernel, kernel}, w);
-  const std::string w_zero = b.Integers(onnx::TensorProto::INT8, {}, {0});
+  std::vector<int32_t> w;
+  int32_t zero = 0;
+  if (uint8_weights) {
+    scale.push_back(0);
+    w = QuantizeAsymmetric(values, scale[0], zero);
+  } else {
+    w = QuantizeSymmetric(values, out * fan_in, scale);
+  }
+  const int type = uint8_weights ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+  const std::string w_q = b.Integers(type, {out, in, kernel, kernel}, w);
+  const std::string w_zero = b.Integers(type, {}, {zero});
   const std::string w_scale = b.Fill({}, scale[0]);
   const std::vector<std::string> quantized = b.OpWithOutputs("DynamicQuantizeLinear", {x}, 3);
   const std::string &x_q = quantized[0], &x_scale = quantized[1], &x_zero = quantized[2];
@@ -136,9 +161,12 @@ std::string QdqConv(B& b, const std::string& x, int64_t in, int64_t out, int64_t
 
 }  // namespace
 
-onnx::ModelProto DynamicQuantizedUnetModel(int64_t size) {
+onnx::ModelProto DynamicQuantizedUnetModel(int64_t size, bool uint8_weights) {
   B b(kOpset, 21);
-  BuildUnet(b, size, DynamicConv);
+  BuildUnet(b, size,
+            [&](B& b, const std::string& x, int64_t in, int64_t out, int64_t kernel, bool relu) {
+              return DynamicConv(b, x, in, out, kernel, relu, uint8_weights);
+            });
   return b.model();
 }
 
