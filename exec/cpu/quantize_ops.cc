@@ -3,7 +3,8 @@
 //
 // Quantized values q stand for real values (q - zero_point) * scale. Rounding is to nearest,
 // ties to even, then saturation (quantize_math.h); products on the int16 GEMM (gemm_int8.h);
-// every loop over the elements runs on the pool.
+// every loop over the elements runs on the pool. With AVX-512 VNNI the products run on its
+// uint8 x int8 dot product (matmul_integer_vnni.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,7 +14,9 @@
 #include <vector>
 
 #include "exec/cpu/broadcast.h"
+#include "exec/cpu/conv_integer_vnni.h"
 #include "exec/cpu/gemm_int8.h"
+#include "exec/cpu/matmul_integer_vnni.h"
 #include "exec/cpu/misc_kernels.h"
 #include "exec/cpu/quantize_math.h"
 #include "exec/kernel.h"
@@ -293,6 +296,14 @@ absl::StatusOr<std::vector<int32_t>> IntegerProduct(const KernelContext& ctx, co
                          ExpandParameter(ctx, a_zero, s.a_batches, s.m, 0.0));
   OVFIX_ASSIGN_OR_RETURN(std::vector<double> b_zeros,
                          ExpandParameter(ctx, b_zero, s.b_batches, s.n, 0.0));
+  if (IntegerConvVnniAvailable()) {
+    IntegerMatMulShape shape{s.m, s.k, s.n, s.a_batches, s.b_batches, s.a_batch_of, s.b_batch_of};
+    std::vector<int32_t> acc(s.a_batch_of.size() * s.m * s.n);
+    IntegerMatMulVnni(a, b, std::vector<int32_t>(a_zeros.begin(), a_zeros.end()),
+                      std::vector<int32_t>(b_zeros.begin(), b_zeros.end()), shape, acc.data(),
+                      pool);
+    return acc;
+  }
   // Both operands widened with the zero points taken off and packed for the int16 GEMM.
   std::vector<PackedQuantA> a_packed(s.a_batches);
   for (int64_t batch = 0; batch < s.a_batches; ++batch) {

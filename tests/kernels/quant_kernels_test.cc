@@ -83,6 +83,8 @@ TEST_P(QuantKernels, MatMulIntegerMatchesNaiveProduct) {
       {{13, 17}, {17, 33}, DataType::kInt8, DataType::kInt8},
       {{2, 7, 64}, {64, 16}, DataType::kUint8, DataType::kInt8},
       {{3, 1, 6, 31}, {2, 31, 5}, DataType::kInt8, DataType::kUint8},
+      // Several tiles of rows and columns, partial ones at the ends.
+      {{19, 70}, {70, 45}, DataType::kUint8, DataType::kInt8},
   };
   for (const Case& c : cases) {
     const Tensor a = RandomBytes(c.a_type, c.a, rng), b = RandomBytes(c.b_type, c.b, rng);
