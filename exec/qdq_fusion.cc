@@ -1,10 +1,10 @@
 #include "exec/qdq_fusion.h"
 
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
+#include "exec/kernel.h"
 #include "ir/model_io.h"
 #include "ir/node.h"
 
@@ -30,15 +30,15 @@ Node* OnlyReader(const Value* v) {
   return v->uses()[0].node;
 }
 
-// A DequantizeLinear's constant parameters: scale (float) and zero point (`type`, or absent
-// where allowed), `count` values or one; per-axis only along `axis` of a rank `rank` input.
+// A DequantizeLinear's constant parameters: scale (float) and zero point (or absent where
+// allowed), `count` values or one; per-axis only along axis `axis` of a rank `rank` input.
 struct Dequantization {
   const Tensor* scale = nullptr;
   const Tensor* zero = nullptr;
 };
 
 bool ReadDequantization(const Node* dq, int64_t count, int rank, bool zero_required,
-                        Dequantization& d) {
+                        Dequantization& d, int64_t expected_axis = 0) {
   if (!IsOp(dq, "DequantizeLinear") || dq->num_inputs() < 2) return false;
   d.scale = Constant(dq->input(1));
   d.zero = Constant(dq->input(2));
@@ -51,14 +51,37 @@ bool ReadDequantization(const Node* dq, int64_t count, int rank, bool zero_requi
   if (n > 1) {
     int64_t axis = dq->GetInt("axis", 1);
     if (axis < 0) axis += rank;
-    if (axis != 0) return false;
+    if (axis != expected_axis) return false;
   }
   return true;
 }
 
+// The QuantizeLinear that alone reads `v`, directly or through a Relu that the quantization
+// makes a no-op (its zero point is the type's lowest value); constant scalar parameters.
+Node* QuantizingReader(const Value* v) {
+  Node* next = OnlyReader(v);
+  const bool relu = IsOp(next, "Relu");
+  if (relu) next = OnlyReader(next->output(0));
+  if (!IsOp(next, "QuantizeLinear") || next->num_inputs() < 3 || next->num_outputs() != 1) {
+    return nullptr;
+  }
+  const Tensor* y_scale = Constant(next->input(1));
+  const Tensor* y_zero = Constant(next->input(2));
+  if (y_scale == nullptr || y_scale->type() != DataType::kFloat || y_scale->numel() != 1 ||
+      y_zero == nullptr || !IsEightBit(y_zero->type()) || y_zero->numel() != 1 ||
+      !(y_scale->data<float>()[0] != 0)) {
+    return nullptr;
+  }
+  if (relu) {
+    const int64_t lowest = y_zero->type() == DataType::kUint8 ? 0 : -128;
+    if (y_zero->GetAsInt64(0) != lowest) return nullptr;
+  }
+  return next;
+}
+
 // The group around `conv`, when it is one; fills `inputs` with QLinearConv's inputs and
 // `q` with the QuantizeLinear whose output the fused node takes over.
-bool MatchGroup(Node* conv, std::vector<Value*>& inputs, Node*& q) {
+bool MatchGroup(const Node* conv, std::vector<Value*>& inputs, Node*& q) {
   if (!IsOp(conv, "Conv") || conv->num_inputs() < 2 || conv->num_outputs() != 1) return false;
   Node* dq_x = conv->input(0) ? conv->input(0)->producer() : nullptr;
   Node* dq_w = conv->input(1) ? conv->input(1)->producer() : nullptr;
@@ -92,23 +115,8 @@ bool MatchGroup(Node* conv, std::vector<Value*>& inputs, Node*& q) {
     }
     bias_q = dq_b->input(0);
   }
-  Node* next = OnlyReader(conv->output(0));
-  const bool relu = IsOp(next, "Relu");
-  if (relu) next = OnlyReader(next->output(0));
-  if (!IsOp(next, "QuantizeLinear") || next->num_inputs() < 3 || next->num_outputs() != 1) {
-    return false;
-  }
-  const Tensor* y_scale = Constant(next->input(1));
-  const Tensor* y_zero = Constant(next->input(2));
-  if (y_scale == nullptr || y_scale->type() != DataType::kFloat || y_scale->numel() != 1 ||
-      y_zero == nullptr || !IsEightBit(y_zero->type()) || y_zero->numel() != 1 ||
-      !(y_scale->data<float>()[0] != 0)) {
-    return false;
-  }
-  if (relu) {
-    const int64_t lowest = y_zero->type() == DataType::kUint8 ? 0 : -128;
-    if (y_zero->GetAsInt64(0) != lowest) return false;
-  }
+  Node* next = QuantizingReader(conv->output(0));
+  if (next == nullptr) return false;
   inputs = {dq_x->input(0), dq_x->input(1), dq_x->input(2), dq_w->input(0),
             dq_w->input(1), dq_w->input(2), next->input(1), next->input(2)};
   if (bias_q != nullptr) inputs.push_back(bias_q);
@@ -116,11 +124,46 @@ bool MatchGroup(Node* conv, std::vector<Value*>& inputs, Node*& q) {
   return true;
 }
 
+// DequantizeLinear(a) and DequantizeLinear(b) (per tensor, or per column of a constant 2-D
+// b) into MatMul, then QuantizeLinear: QLinearMatMul's inputs.
+bool MatchMatMulGroup(const Node* matmul, std::vector<Value*>& inputs, Node*& q) {
+  if (!IsOp(matmul, "MatMul") || matmul->num_inputs() != 2 || matmul->num_outputs() != 1 ||
+      matmul->input(0) == nullptr || matmul->input(1) == nullptr) {
+    return false;
+  }
+  const Node* dq_a = matmul->input(0)->producer();
+  const Node* dq_b = matmul->input(1)->producer();
+  Dequantization a, b;
+  if (!ReadDequantization(dq_a, 1, 0, true, a) || !IsEightBit(a.zero->type()) ||
+      dq_a->input(0) == nullptr || dq_b == nullptr || dq_b->input(0) == nullptr) {
+    return false;
+  }
+  const Tensor* weights = Constant(dq_b->input(0));
+  const int64_t columns = weights != nullptr && weights->rank() == 2 ? weights->dim(1) : 1;
+  if (!ReadDequantization(dq_b, columns, 2, true, b, /*expected_axis=*/1) ||
+      !IsEightBit(b.zero->type())) {
+    return false;
+  }
+  Node* next = QuantizingReader(matmul->output(0));
+  if (next == nullptr) return false;
+  inputs = {dq_a->input(0), dq_a->input(1), dq_a->input(2), dq_b->input(0),
+            dq_b->input(1), dq_b->input(2), next->input(1), next->input(2)};
+  q = next;
+  return true;
+}
+
+// A fusable group around `n`: QLinearConv's or QLinearMatMul's inputs and the op.
+const char* Match(const Node* n, std::vector<Value*>& inputs, Node*& q) {
+  if (MatchGroup(n, inputs, q)) return "QLinearConv";
+  if (MatchMatMulGroup(n, inputs, q)) return "QLinearMatMul";
+  return nullptr;
+}
+
 bool HasGroup(const Graph& graph) {
   for (const Node* n : graph.nodes()) {
     std::vector<Value*> inputs;
     Node* q = nullptr;
-    if (IsOp(n, "Conv") && MatchGroup(const_cast<Node*>(n), inputs, q)) return true;
+    if (Match(n, inputs, q) != nullptr) return true;
   }
   return false;
 }
@@ -131,17 +174,18 @@ int FuseQdqConvs(Graph& graph) {
   int fused = 0;
   // Detached QuantizeLinear nodes live until the loop is done (the list still points at them).
   std::vector<std::unique_ptr<Node>> detached;
-  for (Node* conv : graph.NodeList()) {
+  for (Node* node : graph.NodeList()) {
     std::vector<Value*> inputs;
     Node* q = nullptr;
-    if (!MatchGroup(conv, inputs, q)) continue;
+    const char* op = Match(node, inputs, q);
+    if (op == nullptr) continue;
     Value* output = q->output(0);
-    const std::string name = conv->name();
-    // The QuantizeLinear hands its output to the fused node, which takes the Conv's place
-    // (everything it reads is available there).
+    const std::string name = node->name();
+    // The QuantizeLinear hands its output to the fused node, which takes the Conv's (MatMul's)
+    // place (everything it reads is available there).
     detached.push_back(graph.DetachNode(q));
-    Node* fused_node = graph.AddNodeWithOutputs("QLinearConv", inputs, {output}, name, "", conv);
-    for (const onnx::AttributeProto& a : conv->attributes()) fused_node->SetAttribute(a);
+    Node* fused_node = graph.AddNodeWithOutputs(op, inputs, {output}, name, "", node);
+    for (const onnx::AttributeProto& a : node->attributes()) fused_node->SetAttribute(a);
     ++fused;
   }
   if (fused > 0) graph.RemoveDeadCode();
@@ -149,7 +193,13 @@ int FuseQdqConvs(Graph& graph) {
 }
 
 absl::StatusOr<std::unique_ptr<Model>> FuseQdqConvsInCopy(const Model& model) {
-  if (!HasGroup(model.graph())) return nullptr;
+  // At opsets the kernel table has no QLinearConv for, the graph runs as written.
+  const int64_t opset = model.OpsetVersion("");
+  if (opset < 0 || FindKernel("", "QLinearConv", static_cast<int>(opset)) == nullptr ||
+      FindKernel("", "QLinearMatMul", static_cast<int>(opset)) == nullptr ||
+      !HasGroup(model.graph())) {
+    return nullptr;
+  }
   // Weights of more than a few bytes are shared with `model`, not copied.
   absl::StatusOr<std::unique_ptr<Model>> copy = CopyModel(model, /*share_at_least=*/256);
   if (!copy.ok()) return copy.status();

@@ -5,7 +5,9 @@
 // group becomes one QLinearConv (exact integer accumulation, the bias added in int32, one
 // requantization in float), which is what onnxruntime's QDQ transformer makes of it; the
 // float graph as written rounds differently only where a value sits within a float rounding
-// of a quantization boundary (one step at most).
+// of a quantization boundary (one step at most). Likewise DequantizeLinear of a and of b (per
+// tensor, or per column of a constant 2-D b) into MatMul, then QuantizeLinear, becomes one
+// QLinearMatMul.
 //
 // A Relu is folded only where it changes nothing after the quantization: the output's zero
 // point is its type's lowest value (what the quantizer writes for Relu outputs). Groups whose

@@ -155,6 +155,31 @@ class QdqBuilder {
     return Qdq(y, c.y_scale, c.y_type, c.y_zero);
   }
 
+  // DQ(b: [k, n] int8, per column) -> MatMul -> [Relu] -> Q -> DQ.
+  std::string QdqMatMul(const std::string& a_dq, int64_t k, int64_t n, bool relu, float y_scale,
+                        int32_t y_zero) {
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> scales;
+    for (int64_t j = 0; j < n; ++j) scales.push_back((0.5f + 0.5f * j / n) / 127 / std::sqrt(k));
+    std::vector<int32_t> q;
+    for (int64_t i = 0; i < k * n; ++i) {
+      q.push_back(std::clamp(static_cast<int32_t>(std::nearbyint(
+                                 uniform(rng_) / std::sqrt(static_cast<float>(k)) / scales[i % n])),
+                             -128, 127));
+    }
+    onnx::AttributeProto axis;
+    axis.set_name("axis");
+    axis.set_type(onnx::AttributeProto::INT);
+    axis.set_i(1);
+    const std::string b = Op("DequantizeLinear",
+                             {Ints(onnx::TensorProto::INT8, {k, n}, q), Floats({n}, scales),
+                              Ints(onnx::TensorProto::INT8, {n}, std::vector<int32_t>(n, 0))},
+                             {axis});
+    std::string y = Op("MatMul", {a_dq, b});
+    if (relu) y = Op("Relu", {y});
+    return Qdq(y, y_scale, onnx::TensorProto::UINT8, y_zero);
+  }
+
   onnx::ModelProto Finish(const std::string& output) {
     auto* out = graph_->add_output();
     out->set_name(output);
@@ -275,6 +300,25 @@ TEST(QdqFusion, FusesEachGroupIntoQLinearConvWithinOneStepOfTheGraphAsWritten) {
   }
 }
 
+TEST(QdqFusion, FusesMatMulGroupsIntoQLinearMatMulWithinOneStepOfTheGraphAsWritten) {
+  for (const bool photo : {false, true}) {
+    const Tensor x = photo ? Photo("coffee_64.pb") : RandomInput(3, 29, 31, 17);
+    QdqBuilder b(3, x.dim(2), x.dim(3));
+    std::string y = b.Qdq("x", 2.0f / 255, onnx::TensorProto::UINT8, 128);
+    y = b.QdqMatMul(y, x.dim(3), 40, /*relu=*/true, 0.01f, 0);
+    y = b.QdqMatMul(y, 40, 24, /*relu=*/false, 0.01f, 128);
+    auto model = Load(b.Finish(y));
+    ASSERT_NE(model, nullptr);
+    auto fused = FuseQdqConvsInCopy(*model);
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    ASSERT_NE(*fused, nullptr);
+    EXPECT_EQ(CountOps(**fused, "MatMul"), 0);
+    EXPECT_EQ(CountOps(**fused, "QLinearMatMul"), 2);
+    ExpectWithinOneStep(RunModel(*model, x, true), RunModel(*model, x, false), 0.01f,
+                        photo ? "photo" : "random");
+  }
+}
+
 TEST(QdqFusion, LeavesGroupsItCannotRunExactlyAsWritten) {
   using C = QdqBuilder::Conv;
   std::vector<C> cases(2);
@@ -334,6 +378,8 @@ TEST(QdqFusion, NetMatchesOnnxruntimeBitForBit) {
     c4.in = 32, c4.out = 4, c4.kernel = 1, c4.pad = 0, c4.stride = 1, c4.relu = false;
     c4.x_scale = c3.y_scale, c4.y_zero = 128, c4.per_channel = false;
     y = b.QdqConv(y, c4);
+    // And a QDQ MatMul over the last axis.
+    y = b.QdqMatMul(y, (x.dim(3) + 1) / 4, 12, /*relu=*/true, 0.02f, 0);
     onnx::ModelProto proto = b.Finish(y);
 
     const fs::path dir = fs::temp_directory_path() / ("ovfix_qdq_" + std::to_string(::getpid()));
