@@ -1,9 +1,9 @@
-// The session-time fusion of QDQ convolutions (exec/qdq_fusion.h): which groups it fuses and
-// which it must leave alone; each fused group against the same graph run as written
+// The session-time fusion of QDQ convolutions and MatMuls (exec/qdq_fusion.h): which groups
+// it fuses and which it must leave alone; each fused group against the same graph run as written
 // (fuse_qdq off) on random inputs and photographs: the same quantized values except where a
 // value sits within float rounding of a quantization boundary, and then one step apart; and
 // a QDQ net against onnxruntime at its default optimization level (which fuses the same
-// groups into QLinearConv), bit for bit.
+// groups into QLinearConv and QLinearMatMul), bit for bit.
 #include "exec/qdq_fusion.h"
 
 #include <cmath>
