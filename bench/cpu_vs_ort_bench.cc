@@ -1,10 +1,12 @@
 // The CPU executor against onnxruntime on a model set: resnet18, mobilenet_v3_small,
 // deep_residual and silero_vad from ../shared, and models generated here (a UNet with
 // bilinear Resize and Concat skips, a ViT-style encoder, a ConvNeXt-like and a
-// MobileNetV3-like net). Same thread count on both sides; measured in rounds that alternate
-// ovfix and onnxruntime so both see the same machine load. Prints per model the best and
-// median run of each, their ratios, how far the outputs are apart, and the geometric mean.
-// Targets: geometric mean of the ratios <= 1.0, no model above 1.5.
+// MobileNetV3-like net, and that UNet quantized as onnxruntime's dynamic quantization
+// (ConvInteger) and its static QDQ quantization write it). Same thread count on both
+// sides; measured in rounds that alternate ovfix and onnxruntime so both see the same
+// machine load. Prints per model the best and median run of each, their ratios, how far the
+// outputs are apart, and the geometric mean. Targets: geometric mean of the ratios <= 1.0,
+// no model above 1.5.
 //
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]
@@ -25,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/generated_models.h"
 #include "bench/ort_peer.h"
+#include "bench/quantized_models.h"
 #include "exec/executor.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
@@ -38,9 +41,17 @@ struct Options {
   int threads = 2, repeat = 10, rounds = 3;
   int64_t unet_size = 512;
   std::string write_models;  // only write the generated models (and inputs) there
-  std::vector<std::string> models = {
-      "resnet18", "mobilenet_v3_small", "deep_residual", "silero_vad",
-      "unet",     "vit_encoder",        "convnext",      "mobilenet_v3_det"};
+  std::vector<std::string> models = {"resnet18",
+                                     "mobilenet_v3_small",
+                                     "deep_residual",
+                                     "silero_vad",
+                                     "unet",
+                                     "vit_encoder",
+                                     "convnext",
+                                     "mobilenet_v3_det",
+                                     "unet_dynamic_quant",
+                                     "unet_dynamic_quant_u8",
+                                     "unet_qdq"};
 };
 
 struct Case {
@@ -71,6 +82,11 @@ Case Generate(const std::string& name, const onnx::ModelProto& proto, const fs::
 
 Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch) {
   if (name == "unet") return Generate(name, UnetModel(o.unet_size), scratch / name);
+  if (name == "unet_dynamic_quant" || name == "unet_dynamic_quant_u8") {
+    return Generate(name, DynamicQuantizedUnetModel(o.unet_size, name.back() == '8'),
+                    scratch / name);
+  }
+  if (name == "unet_qdq") return Generate(name, QdqUnetModel(o.unet_size), scratch / name);
   if (name == "vit_encoder") return Generate(name, VitEncoderModel(), scratch / name);
   if (name == "convnext") return Generate(name, ConvNextModel(), scratch / name);
   if (name == "mobilenet_v3_det") return Generate(name, MobileNetV3Model(), scratch / name);

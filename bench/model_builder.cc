@@ -75,6 +75,30 @@ std::string ModelBuilder::Int64s(const std::vector<int64_t>& values) {
   return t->name();
 }
 
+std::string ModelBuilder::Integers(int type, const std::vector<int64_t>& dims,
+                                   const std::vector<int32_t>& values) {
+  onnx::TensorProto* t = graph_->add_initializer();
+  t->set_name(Fresh("q"));
+  t->set_data_type(type);
+  for (int64_t d : dims) t->add_dims(d);
+  std::string bytes;
+  if (type == onnx::TensorProto::INT32) {
+    bytes.resize(values.size() * sizeof(int32_t));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+  } else {
+    for (int32_t v : values) bytes.push_back(static_cast<char>(static_cast<uint8_t>(v)));
+  }
+  t->set_raw_data(std::move(bytes));
+  return t->name();
+}
+
+std::vector<float> ModelBuilder::RandomValues(int64_t count, float scale) {
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (float& v : values) v = uniform(random_);
+  return values;
+}
+
 std::string ModelBuilder::Op(const std::string& op_type, const std::vector<std::string>& inputs,
                              const std::vector<Attr>& attrs) {
   onnx::NodeProto* node = graph_->add_node();
@@ -106,6 +130,27 @@ std::string ModelBuilder::Op(const std::string& op_type, const std::vector<std::
     }
   }
   return out;
+}
+
+std::vector<std::string> ModelBuilder::OpWithOutputs(const std::string& op_type,
+                                                     const std::vector<std::string>& inputs,
+                                                     int outputs, const std::vector<Attr>& attrs) {
+  std::vector<std::string> names = {Op(op_type, inputs, attrs)};
+  onnx::NodeProto* node = graph_->mutable_node(graph_->node_size() - 1);
+  while (static_cast<int>(names.size()) < outputs) {
+    names.push_back(Fresh("t"));
+    node->add_output(names.back());
+  }
+  return names;
+}
+
+std::string ModelBuilder::ProducerType(const std::string& value) const {
+  for (const onnx::NodeProto& node : graph_->node()) {
+    for (const std::string& out : node.output()) {
+      if (out == value) return node.op_type();
+    }
+  }
+  return "";
 }
 
 std::string ModelBuilder::Conv(const std::string& x, int64_t in_channels, int64_t out_channels,

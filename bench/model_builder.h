@@ -26,6 +26,12 @@ class ModelBuilder {
   std::string Fill(const std::vector<int64_t>& dims, float value);
   std::string Floats(const std::vector<float>& values);
   std::string Int64s(const std::vector<int64_t>& values);
+  // An initializer of `type` (onnx::TensorProto::INT8, UINT8 or INT32) holding `values`
+  // (each in the type's range), raw little-endian bytes as exporters write them.
+  std::string Integers(int type, const std::vector<int64_t>& dims,
+                       const std::vector<int32_t>& values);
+  // Uniform random float values in [-scale, scale] (what Weight stores), not added to the graph.
+  std::vector<float> RandomValues(int64_t count, float scale);
 
   struct Attr {
     std::string name;
@@ -67,6 +73,13 @@ class ModelBuilder {
   // Adds a node with one output and returns the output's name ("" inputs are omitted ones).
   std::string Op(const std::string& op_type, const std::vector<std::string>& inputs,
                  const std::vector<Attr>& attrs = {});
+
+  // Adds a node with `outputs` outputs and returns their names.
+  std::vector<std::string> OpWithOutputs(const std::string& op_type,
+                                         const std::vector<std::string>& inputs, int outputs,
+                                         const std::vector<Attr>& attrs = {});
+  // The op type of the node that produces `value` ("" for inputs and initializers).
+  std::string ProducerType(const std::string& value) const;
 
   // Conv with He-scaled random weights and a bias; pads keep the size for odd kernels.
   std::string Conv(const std::string& x, int64_t in_channels, int64_t out_channels, int64_t kernel,

@@ -30,6 +30,9 @@ absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::T
                                                uint64_t random_seed) {
   exec::SessionOptions options;
   options.random_seed = random_seed;
+  // As written: the reference it is compared with captures every value, which runs the graph
+  // as written too (no QDQ fusion).
+  options.fuse_qdq = false;
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
                          exec::CreateSession(model, options));
   return session->Run(MatchInputTypes(model.graph(), feeds));

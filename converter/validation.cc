@@ -306,6 +306,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
   exec::SessionOptions options;
   options.threads = elements > (1 << 16) ? 0 : 1;
   options.random_seed = exec::kValidationSeed;
+  options.fuse_qdq = false;  // as the captured reference activations were computed
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
                          exec::CreateSession(small, options));
   OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> results, session->Run(feed));

@@ -33,6 +33,9 @@ class CpuSession : public Session {
  private:
   explicit CpuSession(const SessionOptions& options);
 
+  // The model with its QDQ groups fused (qdq_fusion.h) when the plan runs that; null when
+  // it runs the caller's model.
+  std::unique_ptr<Model> fused_model_;
   std::unique_ptr<Plan> plan_;
   std::unique_ptr<ThreadPool> pool_;
   BufferRecycler recycler_;  // buffers of released values, for this and later runs

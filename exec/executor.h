@@ -51,6 +51,11 @@ struct SessionOptions {
   // runs only while the model's weights total at most this many bytes; a larger model has
   // them derived on each run, so its weights are never held a second time in memory.
   size_t kernel_state_budget = size_t{256} << 20;
+  // cpu: run QDQ convolutions and MatMuls (DequantizeLinear -> Conv/MatMul [-> Relu] ->
+  // QuantizeLinear) as one integer QLinearConv/QLinearMatMul each, as onnxruntime does
+  // (exec/qdq_fusion.h); in fp32 without capture or on_value only. False runs the graph as
+  // written.
+  bool fuse_qdq = true;
   // Set by the session, not by callers: in the fp16 precisions, a model that declares float16
   // data itself (a converted one; ir DeclaresFloat16) keeps its float32 values float32, as a
   // backend running it as typed does, and only its float16 values are half (computed in half

@@ -17,6 +17,7 @@
 #include "exec/kernel.h"
 #include "exec/opencl/opencl_session.h"
 #include "exec/plan_builder.h"
+#include "exec/qdq_fusion.h"
 #include "ir/float16.h"
 #include "ir/graph.h"
 #include "ir/graph_walk.h"
@@ -713,9 +714,14 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Create(const Model& mode
   std::unique_ptr<CpuSession> session(new CpuSession(ResolvePrecision(model, options)));
   session->pool_ = std::make_unique<ThreadPool>(options.threads);
   session->plan_ = std::make_unique<Plan>();
-  Compiler compiler(model, session->options_, session->pool_.get());
-  PlanBuilder<Compiler> builder(model, compiler);
-  OVFIX_RETURN_IF_ERROR(builder.Compile(model.graph(), nullptr, *session->plan_));
+  const SessionOptions& o = session->options_;
+  if (o.fuse_qdq && o.precision == Precision::kFp32 && !o.capture && !o.on_value) {
+    OVFIX_ASSIGN_OR_RETURN(session->fused_model_, FuseQdqConvsInCopy(model));
+  }
+  const Model& compiled = session->fused_model_ ? *session->fused_model_ : model;
+  Compiler compiler(compiled, session->options_, session->pool_.get());
+  PlanBuilder<Compiler> builder(compiled, compiler);
+  OVFIX_RETURN_IF_ERROR(builder.Compile(compiled.graph(), nullptr, *session->plan_));
   return session;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "exec/cpu/conv_integer_vnni.h"
 #include "exec/cpu/gemm_int8.h"
 
 namespace ovfix::exec {
@@ -124,6 +125,10 @@ void RunX(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<in
 void IntegerConv(const Tensor& x, int32_t x_zero, const Tensor& w,
                  const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
                  int32_t* y, ThreadPool* pool) {
+  if (IntegerConvVnniAvailable()) {
+    IntegerConvVnni(x, x_zero, w, w_zero, g, group, y, pool);
+    return;
+  }
   if (x.type() == DataType::kInt8) {
     RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool);
   } else {

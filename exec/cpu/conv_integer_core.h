@@ -4,7 +4,9 @@
 //
 // The output positions are cut into blocks; each block's im2col columns are written straight
 // into the packed-B layout on the thread that multiplies them, so no column matrix of the
-// whole image is ever built and every thread of the pool has blocks to do.
+// whole image is ever built and every thread of the pool has blocks to do. Where the CPU has
+// AVX-512 VNNI (and the quant GEMM kernel is its), conv_integer_vnni.h's uint8 x int8 path
+// does the product instead.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // QLinearConv (opset 10): convolution of 8-bit quantized tensors, any number of spatial
 // dims (1 to 3), groups, dilations, strides and padding (explicit or auto_pad). The int32
 // accumulators come from conv_integer_core.h (exact, threaded); the bias is added to them and
-// the sum requantized as onnxruntime does (quantize_math.h).
+// the sum requantized as onnxruntime does (quantize_math.h). On the VNNI path each block of
+// accumulators is requantized on the thread that computed it (no int32 image in memory).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_integer_core.h"
+#include "exec/cpu/conv_integer_vnni.h"
 #include "exec/cpu/misc_kernels.h"
 #include "exec/cpu/quantize_math.h"
 #include "exec/kernel.h"
@@ -16,6 +18,16 @@
 
 namespace ovfix::exec {
 namespace {
+
+// out[j] = Quantize(float(in[j] + bias) * multiplier, zero) for n values, over restrict
+// pointers so that the loop vectorizes.
+template <typename T>
+void RequantizeRow(const int32_t* __restrict in, int64_t n, int32_t bias, float multiplier,
+                   int32_t zero, T* __restrict out) {
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = Quantize<T>(static_cast<float>(in[j] + bias) * multiplier, zero);
+  }
+}
 
 template <typename T>
 void Requantize(const std::vector<int32_t>& acc, const Tensor* bias,
@@ -27,11 +39,8 @@ void Requantize(const std::vector<int32_t>& acc, const Tensor* bias,
                   const int64_t f = plane % filters;
                   const int32_t b = bias ? bias->data<int32_t>()[f] : 0;
                   const float multiplier = multipliers[f];
-                  const int32_t* in = acc.data() + plane * out_size;
-                  T* out = y + plane * out_size;
-                  for (int64_t i = 0; i < out_size; ++i) {
-                    out[i] = Quantize<T>(static_cast<float>(in[i] + b) * multiplier, y_zero);
-                  }
+                  RequantizeRow(acc.data() + plane * out_size, out_size, b, multiplier, y_zero,
+                                y + plane * out_size);
                 }
               });
 }
@@ -86,10 +95,31 @@ absl::Status QLinearConv(KernelContext& ctx) {
         x_scale, static_cast<float>(w_scale.GetAsDouble(w_scale.numel() == 1 ? 0 : f)), y_scale);
   }
   const int64_t out_size = geometry.output_size();
-  std::vector<int32_t> acc(y.numel());
-  IntegerConv(x, static_cast<int32_t>(ctx.input(2).GetAsInt64(0)), w, w_zeros, geometry, group,
-              acc.data(), ctx.pool);
   const int32_t zero = static_cast<int32_t>(y_zero.GetAsInt64(0));
+  const int32_t x_zero = static_cast<int32_t>(ctx.input(2).GetAsInt64(0));
+  if (IntegerConvVnniAvailable()) {
+    // Each block of accumulators is requantized where it was computed, while in cache.
+    const auto requantize = [&](auto* out) {
+      const IntegerConvSink sink = [&](int64_t n, int64_t filter, int64_t count_filters,
+                                       int64_t first, int64_t count, const int32_t* rows,
+                                       int64_t ld) {
+        for (int64_t m = 0; m < count_filters; ++m) {
+          const int64_t f = filter + m;
+          RequantizeRow(rows + m * ld, count, bias ? bias->data<int32_t>()[f] : 0, multipliers[f],
+                        zero, out + (n * filters + f) * out_size + first);
+        }
+      };
+      IntegerConvVnni(x, x_zero, w, w_zeros, geometry, group, nullptr, ctx.pool, &sink);
+    };
+    if (y.type() == DataType::kUint8) {
+      requantize(y.data<uint8_t>());
+    } else {
+      requantize(y.data<int8_t>());
+    }
+    return absl::OkStatus();
+  }
+  std::vector<int32_t> acc(y.numel());
+  IntegerConv(x, x_zero, w, w_zeros, geometry, group, acc.data(), ctx.pool);
   if (y.type() == DataType::kUint8) {
     Requantize(acc, bias, multipliers, zero, filters, out_size, y.data<uint8_t>(), ctx.pool);
   } else {

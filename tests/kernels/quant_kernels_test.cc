@@ -1,7 +1,8 @@
-// The quantized kernels on every int16 GEMM micro-kernel this CPU has: MatMulInteger and
-// ConvInteger against naive int64 loops written here, hand-worked cases of the values that
-// break 16-bit shortcuts, rounding half to even and saturation in the requantizing ops, and
-// the same answers with and without the thread pool.
+// The quantized kernels on every int16 GEMM micro-kernel this CPU has (with "avx512vnni",
+// ConvInteger runs the uint8 x int8 dot-product path of conv_integer_vnni.h): MatMulInteger
+// and ConvInteger (uint8 and int8 x and w) against naive int64 loops written here, hand-worked
+// cases of the values that break 16-bit shortcuts, rounding half to even and saturation in the
+// requantizing ops, and the same answers with and without the thread pool.
 #include <cstdint>
 #include <random>
 #include <string>
@@ -82,6 +83,8 @@ TEST_P(QuantKernels, MatMulIntegerMatchesNaiveProduct) {
       {{13, 17}, {17, 33}, DataType::kInt8, DataType::kInt8},
       {{2, 7, 64}, {64, 16}, DataType::kUint8, DataType::kInt8},
       {{3, 1, 6, 31}, {2, 31, 5}, DataType::kInt8, DataType::kUint8},
+      // Several tiles of rows and columns, partial ones at the ends.
+      {{19, 70}, {70, 45}, DataType::kUint8, DataType::kInt8},
   };
   for (const Case& c : cases) {
     const Tensor a = RandomBytes(c.a_type, c.a, rng), b = RandomBytes(c.b_type, c.b, rng);
@@ -180,29 +183,33 @@ TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
       {{1, 2, 4, 5, 3}, {3, 2, 2, 3, 1}, 1, {1, 2, 1}, {1, 1, 1}, {0, 1, 0, 1, 1, 0}},
       {{1, 6, 5, 5}, {6, 1, 3, 3}, 6, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // depthwise
       {{1, 64, 20, 20}, {19, 64, 1, 1}, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      // Several blocks of positions, the last one partial; K = 99 not a multiple of 4.
+      {{1, 11, 37, 71}, {20, 11, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
   };
-  for (const DataType w_type : {DataType::kInt8, DataType::kUint8}) {
-    for (const ConvCase& c : cases) {
-      const Tensor x = RandomBytes(DataType::kUint8, c.x, rng);
-      const Tensor w = RandomBytes(w_type, c.w, rng);
-      const Tensor x_zero = RandomBytes(DataType::kUint8, {}, rng);
-      const Tensor w_zero = RandomBytes(w_type, {c.w[0]}, rng);
-      std::vector<int64_t> w_zeros(c.w[0]);
-      for (int64_t f = 0; f < c.w[0]; ++f) w_zeros[f] = w_zero.GetAsInt64(f);
-      Dims out_dims;
-      const std::vector<int32_t> expected =
-          NaiveConvInteger(x, x_zero.GetAsInt64(0), w, w_zeros, c, out_dims);
-      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &math_testing::MathPool()}) {
-        NodeRun run;
-        run.pool = pool;
-        auto y = RunNode("ConvInteger", 10, {x, w, x_zero, w_zero},
-                         {IntAttr("group", c.group), IntsAttr("strides", c.strides),
-                          IntsAttr("dilations", c.dilations), IntsAttr("pads", c.pads)},
-                         run);
-        ASSERT_TRUE(y.ok()) << y.status();
-        EXPECT_EQ((*y)[0].dims(), out_dims);
-        EXPECT_EQ(Ints((*y)[0]), expected)
-            << DescribeTensor(x) << " * " << DescribeTensor(w) << (pool ? " pooled" : "");
+  for (const DataType x_type : {DataType::kUint8, DataType::kInt8}) {
+    for (const DataType w_type : {DataType::kInt8, DataType::kUint8}) {
+      for (const ConvCase& c : cases) {
+        const Tensor x = RandomBytes(x_type, c.x, rng);
+        const Tensor w = RandomBytes(w_type, c.w, rng);
+        const Tensor x_zero = RandomBytes(x_type, {}, rng);
+        const Tensor w_zero = RandomBytes(w_type, {c.w[0]}, rng);
+        std::vector<int64_t> w_zeros(c.w[0]);
+        for (int64_t f = 0; f < c.w[0]; ++f) w_zeros[f] = w_zero.GetAsInt64(f);
+        Dims out_dims;
+        const std::vector<int32_t> expected =
+            NaiveConvInteger(x, x_zero.GetAsInt64(0), w, w_zeros, c, out_dims);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &math_testing::MathPool()}) {
+          NodeRun run;
+          run.pool = pool;
+          auto y = RunNode("ConvInteger", 10, {x, w, x_zero, w_zero},
+                           {IntAttr("group", c.group), IntsAttr("strides", c.strides),
+                            IntsAttr("dilations", c.dilations), IntsAttr("pads", c.pads)},
+                           run);
+          ASSERT_TRUE(y.ok()) << y.status();
+          EXPECT_EQ((*y)[0].dims(), out_dims);
+          EXPECT_EQ(Ints((*y)[0]), expected)
+              << DescribeTensor(x) << " * " << DescribeTensor(w) << (pool ? " pooled" : "");
+        }
       }
     }
   }

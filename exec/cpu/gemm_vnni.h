@@ -1,0 +1,29 @@
+// The uint8 x int8 dot-product micro-kernel of AVX-512 VNNI (vpdpbusd: four byte products
+// summed into each int32 lane, exact, no saturation) and the packing it reads, shared by the
+// integer convolution (conv_integer_vnni.cc) and MatMulInteger / QLinearMatMul
+// (quantize_ops.cc). Callers check IntegerConvVnniAvailable() first.
+//
+// Layouts: A (the int8 operand) in panels of kMr rows, each panel `quads` steps of kMr rows
+// x 4 bytes of K; B (the uint8 operand) in panels of kNr columns, each `quads` steps of kNr
+// columns x 4 bytes of K. K is padded to a multiple of 4 with zeros in both.
+#pragma once
+
+#include <cstdint>
+
+namespace ovfix::exec::vnni {
+
+constexpr int kMr = 8;   // rows of A per tile
+constexpr int kNr = 32;  // columns of B per tile (two zmm of 16 int32)
+
+// Packs four rows of B (k = 4q .. 4q+3, row stride `ld` bytes, each with at least
+// panels * kNr readable bytes) into step q of `panels` B panels: panel p goes to
+// out + p * panel_stride.
+void InterleaveQuad(const uint8_t* rows, int64_t ld, int64_t panels, int64_t panel_stride,
+                    uint8_t* out);
+
+// C[rows x cols] (row stride ldc) = A panel . B panel over `quads` steps: the raw byte
+// products, no zero points.
+void DotTile(int64_t quads, const int8_t* a, const uint8_t* b, int32_t* c, int64_t ldc, int rows,
+             int cols);
+
+}  // namespace ovfix::exec::vnni
