@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "bench/exporter_models.h"
 #include "bench/generated_models.h"
 #include "bench/ort_peer.h"
 #include "exec/executor.h"
@@ -39,8 +40,9 @@ struct Options {
   int64_t unet_size = 512;
   std::string write_models;  // only write the generated models (and inputs) there
   std::vector<std::string> models = {
-      "resnet18", "mobilenet_v3_small", "deep_residual", "silero_vad",
-      "unet",     "vit_encoder",        "convnext",      "mobilenet_v3_det"};
+      "resnet18",    "mobilenet_v3_small", "deep_residual",    "silero_vad", "unet",
+      "vit_encoder", "convnext",           "mobilenet_v3_det", "x_convnext", "x_swin",
+      "x_bert",      "x_decoder",          "x_densenet",       "x_aspp"};
 };
 
 struct Case {
@@ -74,6 +76,13 @@ Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch
   if (name == "vit_encoder") return Generate(name, VitEncoderModel(), scratch / name);
   if (name == "convnext") return Generate(name, ConvNextModel(), scratch / name);
   if (name == "mobilenet_v3_det") return Generate(name, MobileNetV3Model(), scratch / name);
+  // Exporter-style models (bench/exporter_models.h).
+  if (name == "x_convnext") return Generate(name, ExportedConvNextModel(), scratch / name);
+  if (name == "x_swin") return Generate(name, ExportedSwinModel(), scratch / name);
+  if (name == "x_bert") return Generate(name, ExportedBertModel(), scratch / name);
+  if (name == "x_decoder") return Generate(name, ExportedCausalDecoderModel(), scratch / name);
+  if (name == "x_densenet") return Generate(name, ExportedDenseNetModel(), scratch / name);
+  if (name == "x_aspp") return Generate(name, ExportedAtrousSegmentationModel(), scratch / name);
   const std::string dir = std::string(OVFIX_SHARED_DIR) + "/models/" + name;
   Case c{name, dir + "/model.onnx", {}};
   for (int k = 0; fs::exists(dir + "/test_data_set_0/input_" + std::to_string(k) + ".pb"); ++k) {

@@ -75,6 +75,14 @@ std::string ModelBuilder::Int64s(const std::vector<int64_t>& values) {
   return t->name();
 }
 
+std::string ModelBuilder::Int64Scalar(int64_t value) {
+  onnx::TensorProto* t = graph_->add_initializer();
+  t->set_name(Fresh("i"));
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_int64_data(value);
+  return t->name();
+}
+
 std::string ModelBuilder::Op(const std::string& op_type, const std::vector<std::string>& inputs,
                              const std::vector<Attr>& attrs) {
   onnx::NodeProto* node = graph_->add_node();

@@ -26,6 +26,8 @@ class ModelBuilder {
   std::string Fill(const std::vector<int64_t>& dims, float value);
   std::string Floats(const std::vector<float>& values);
   std::string Int64s(const std::vector<int64_t>& values);
+  // A rank-0 int64 constant (the indices of an exporter's Gather on a shape).
+  std::string Int64Scalar(int64_t value);
 
   struct Attr {
     std::string name;
