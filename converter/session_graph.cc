@@ -6,6 +6,7 @@
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
 #include "ir/model_io.h"
+#include "ir/node_check.h"
 #include "ir/status_macros.h"
 #include "rules/light_proto.h"
 #include "rules/pass.h"
@@ -41,6 +42,10 @@ absl::StatusOr<std::unique_ptr<Model>> OptimizeForRun(const Model& model,
     auto it = feeds.find(v->name());
     if (it != feeds.end()) options.input_shapes[v->name()] = it->second.dims();
   }
+  // onnx's shape inference trusts what the node checks refuse (it divides by strides): a
+  // model that fails them runs as written, where the session names the node.
+  OVFIX_RETURN_IF_ERROR(CheckNodes(*copy));
+  OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(*copy));
   OVFIX_RETURN_IF_ERROR(rules::InferShapesLight(*copy));
   static const absl::StatusOr<rules::RuleLibrary>* library =
       new absl::StatusOr<rules::RuleLibrary>(rules::RuleLibrary::Load());
