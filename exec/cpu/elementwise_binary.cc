@@ -131,9 +131,9 @@ A PowerOf(A base, B exponent) {
   }
 }
 
-// A float base raised to one float exponent that has a cheap form: x^2 and x^1 are what pow
-// computes (one rounding of the exact value); x^0.5 is sqrt, and x^-0.5 its reciprocal, with
-// pow's answers at -0 and -inf kept; x^3 and x^-1 differ from pow by at most an ulp. Exporters
+// A float base raised to one float exponent that has a cheap form: x^2, x^1, x^0.5 (sqrt) and
+// x^-1 are the exact power rounded once (powf itself can be an ulp off), x^3 and x^-0.5 within
+// an ulp of it; pow's answers at -0 and -inf are kept. Exporters
 // write LayerNorm's variance as Pow(d, 2), and pow's general path costs many multiplications.
 // Returns false when the exponent is none of these.
 bool PowBySpecialExponent(KernelContext& ctx, const Tensor& x, float exponent) {
