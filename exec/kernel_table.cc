@@ -69,7 +69,8 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, i
 }
 
 bool FusesOutputClamp(std::string_view domain, std::string_view op_type) {
-  return (domain.empty() || domain == "ai.onnx") && op_type == "Conv";
+  return (domain.empty() || domain == "ai.onnx") &&
+         (op_type == "Conv" || op_type == "BatchNormalization");
 }
 
 bool FusesOutputBias(std::string_view domain, std::string_view op_type) {
