@@ -10,7 +10,7 @@
 //
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]
-//       [--unet-size 512] [--models resnet18,unet,...]
+//       [--unet-size 512] [--models resnet18,unet,...] [--graph-as-written true]
 //   build/bench/ovfix_bench_cpu_vs_ort --write-models DIR   (the generated models, for profiling)
 #include <algorithm>
 #include <chrono>
@@ -25,9 +25,11 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "bench/exporter_models.h"
 #include "bench/generated_models.h"
 #include "bench/ort_peer.h"
 #include "bench/quantized_models.h"
+#include "converter/session_graph.h"
 #include "exec/executor.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
@@ -40,18 +42,13 @@ namespace {
 struct Options {
   int threads = 2, repeat = 10, rounds = 3;
   int64_t unet_size = 512;
-  std::string write_models;  // only write the generated models (and inputs) there
-  std::vector<std::string> models = {"resnet18",
-                                     "mobilenet_v3_small",
-                                     "deep_residual",
-                                     "silero_vad",
-                                     "unet",
-                                     "vit_encoder",
-                                     "convnext",
-                                     "mobilenet_v3_det",
-                                     "unet_dynamic_quant",
-                                     "unet_dynamic_quant_u8",
-                                     "unet_qdq"};
+  std::string write_models;       // only write the generated models (and inputs) there
+  bool graph_as_written = false;  // run the graph exactly as written (no session graph)
+  std::vector<std::string> models = {
+      "resnet18",       "mobilenet_v3_small",    "deep_residual", "silero_vad", "unet",
+      "vit_encoder",    "convnext",              "mobilenet_v3_det", "unet_dynamic_quant",
+      "unet_dynamic_quant_u8", "unet_qdq",       "x_convnext",    "x_swin",     "x_bert",
+      "x_decoder",      "x_densenet",            "x_aspp"};
 };
 
 struct Case {
@@ -90,6 +87,13 @@ Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch
   if (name == "vit_encoder") return Generate(name, VitEncoderModel(), scratch / name);
   if (name == "convnext") return Generate(name, ConvNextModel(), scratch / name);
   if (name == "mobilenet_v3_det") return Generate(name, MobileNetV3Model(), scratch / name);
+  // Exporter-style models (bench/exporter_models.h).
+  if (name == "x_convnext") return Generate(name, ExportedConvNextModel(), scratch / name);
+  if (name == "x_swin") return Generate(name, ExportedSwinModel(), scratch / name);
+  if (name == "x_bert") return Generate(name, ExportedBertModel(), scratch / name);
+  if (name == "x_decoder") return Generate(name, ExportedCausalDecoderModel(), scratch / name);
+  if (name == "x_densenet") return Generate(name, ExportedDenseNetModel(), scratch / name);
+  if (name == "x_aspp") return Generate(name, ExportedAtrousSegmentationModel(), scratch / name);
   const std::string dir = std::string(OVFIX_SHARED_DIR) + "/models/" + name;
   Case c{name, dir + "/model.onnx", {}};
   for (int k = 0; fs::exists(dir + "/test_data_set_0/input_" + std::to_string(k) + ".pb"); ++k) {
@@ -154,12 +158,17 @@ int Run(const Options& o) {
     }
     exec::SessionOptions session_options;
     session_options.threads = o.threads;
-    auto session = exec::CreateSession(**model, session_options);
-    if (!session.ok()) {
-      std::fprintf(stderr, "bench: %s\n", std::string(session.status().message()).c_str());
+    // As `ovfix run` does: the optimized session graph unless --graph-as-written.
+    std::string note;
+    auto run_session =
+        converter::CreateRunSession(**model, inputs, session_options, o.graph_as_written, &note);
+    if (!run_session.ok()) {
+      std::fprintf(stderr, "bench: %s\n", std::string(run_session.status().message()).c_str());
       return 1;
     }
-    auto first = (*session)->Run(inputs);  // untimed, as onnxruntime's first run
+    if (!note.empty()) std::fprintf(stderr, "bench: %s: %s\n", name.c_str(), note.c_str());
+    auto& session = run_session->session;
+    auto first = session->Run(inputs);  // untimed, as onnxruntime's first run
     if (!first.ok()) {
       std::fprintf(stderr, "bench: %s: %s\n", name.c_str(),
                    std::string(first.status().message()).c_str());
@@ -170,7 +179,7 @@ int Run(const Options& o) {
     for (int round = 0; round < o.rounds; ++round) {
       for (int i = 0; i < o.repeat; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
-        auto out = (*session)->Run(inputs);
+        auto out = session->Run(inputs);
         ours.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count());
@@ -226,6 +235,8 @@ int main(int argc, char** argv) {
       o.unet_size = std::atoll(value.c_str());
     else if (flag == "--write-models")
       o.write_models = value;
+    else if (flag == "--graph-as-written")
+      o.graph_as_written = value == "true" || value == "1";
     else if (flag == "--models")
       o.models = absl::StrSplit(value, ',');
     else {

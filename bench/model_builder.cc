@@ -99,6 +99,14 @@ std::vector<float> ModelBuilder::RandomValues(int64_t count, float scale) {
   return values;
 }
 
+std::string ModelBuilder::Int64Scalar(int64_t value) {
+  onnx::TensorProto* t = graph_->add_initializer();
+  t->set_name(Fresh("i"));
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_int64_data(value);
+  return t->name();
+}
+
 std::string ModelBuilder::Op(const std::string& op_type, const std::vector<std::string>& inputs,
                              const std::vector<Attr>& attrs) {
   onnx::NodeProto* node = graph_->add_node();

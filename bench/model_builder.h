@@ -32,6 +32,8 @@ class ModelBuilder {
                        const std::vector<int32_t>& values);
   // Uniform random float values in [-scale, scale] (what Weight stores), not added to the graph.
   std::vector<float> RandomValues(int64_t count, float scale);
+  // A rank-0 int64 constant (the indices of an exporter's Gather on a shape).
+  std::string Int64Scalar(int64_t value);
 
   struct Attr {
     std::string name;

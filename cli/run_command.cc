@@ -20,6 +20,7 @@
 #include "converter/json_writer.h"
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"
+#include "converter/session_graph.h"
 #include "converter/status_line.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
@@ -45,7 +46,8 @@ struct RunOptions {
   int device = -1;  // opencl: device index (see `ovfix devices`)
   int repeat = 1;
   bool profile = false;
-  bool strict_device = false;  // a node on the CPU is an error (device backends)
+  bool graph_as_written = false;  // no session graph optimization (converter/session_graph.h)
+  bool strict_device = false;     // a node on the CPU is an error (device backends)
   // --rtol/--atol: element-wise criteria, judged as before the accuracy criteria existed
   // (given, they replace the default criteria; --accuracy still applies beside them).
   double rtol = 1e-3;
@@ -308,8 +310,14 @@ int RunModel(const RunOptions& o) {
   if (o.strict_device && o.backend == "cpu") {
     return fail(absl::InvalidArgumentError("--strict-device needs a device backend (opencl)"));
   }
-  absl::StatusOr<std::unique_ptr<exec::Session>> session = exec::CreateSession(**model, options);
-  if (!session.ok()) return fail(session.status());
+  std::string optimization_note;
+  absl::StatusOr<converter::RunSession> run_session =
+      converter::CreateRunSession(**model, feeds, options, o.graph_as_written, &optimization_note);
+  if (!run_session.ok()) return fail(run_session.status());
+  if (!optimization_note.empty() && !o.json) {
+    std::printf("note: %s\n", optimization_note.c_str());
+  }
+  std::unique_ptr<exec::Session>* session = &run_session->session;
 
   absl::StatusOr<std::vector<Tensor>> outputs;
   std::vector<double> times;
@@ -467,6 +475,9 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
   sub->add_flag("--profile", o->profile,
                 "Print where the time went: per op type and the slowest nodes (cpu)");
+  sub->add_flag("--graph-as-written", o->graph_as_written,
+                "Run the graph exactly as written (by default the cpu runs an optimized copy: "
+                "shapes folded, LayerNorm/GELU fused, as backends do)");
   sub->add_flag("--strict-device", o->strict_device,
                 "Fail (exit 2) when any node runs on the CPU instead of the device backend");
   AddAccuracyFlag(sub, o->accuracy);

@@ -1,6 +1,7 @@
 #include "converter/model_run.h"
 
 #include "absl/strings/str_cat.h"
+#include "converter/session_graph.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "ir/status_macros.h"
@@ -27,15 +28,15 @@ exec::TensorMap MatchInputTypes(const Graph& g, const exec::TensorMap& given,
 }
 
 absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::TensorMap& feeds,
-                                               uint64_t random_seed) {
+                                               uint64_t random_seed, bool as_written) {
   exec::SessionOptions options;
   options.random_seed = random_seed;
-  // As written: the reference it is compared with captures every value, which runs the graph
-  // as written too (no QDQ fusion).
+  // Without QDQ fusion: the reference it is compared with captures every value, which runs
+  // the graph's quantization steps as written (a fused QLinearConv may land one step away).
   options.fuse_qdq = false;
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
-                         exec::CreateSession(model, options));
-  return session->Run(MatchInputTypes(model.graph(), feeds));
+  const exec::TensorMap typed = MatchInputTypes(model.graph(), feeds);
+  OVFIX_ASSIGN_OR_RETURN(RunSession run, CreateRunSession(model, typed, options, as_written));
+  return run.session->Run(typed);
 }
 
 absl::StatusOr<std::vector<Tensor>> RunEveryFloatInFp16(const Model& model,

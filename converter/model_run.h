@@ -22,10 +22,11 @@ namespace ovfix::converter {
 exec::TensorMap MatchInputTypes(const Graph& g, const exec::TensorMap& given,
                                 std::vector<std::string>* notes = nullptr);
 
-// Runs `model` on the CPU as `ovfix run` does and returns its outputs in graph order.
-// `random_seed` seeds random ops without a seed attribute (0: fresh entropy).
+// Runs `model` on the CPU as `ovfix run` does and returns its outputs in graph order: the
+// optimized session graph (converter/session_graph.h), which is what a backend runs too, unless
+// `as_written`. `random_seed` seeds random ops without a seed attribute (0: fresh entropy).
 absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::TensorMap& feeds,
-                                               uint64_t random_seed = 0);
+                                               uint64_t random_seed = 0, bool as_written = false);
 
 // Runs `model` as a backend that ignores fp32 islands does (OpenVINO GPU, ncnn on Vulkan with
 // fp16 storage): the CPU executor in fp16-storage precision with every float tensor rounded to

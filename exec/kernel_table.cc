@@ -17,6 +17,7 @@ namespace ovfix::exec {
 void AddFourierKernels(std::vector<KernelDef>& table);   // DFT, STFT
 void AddStringKernels(std::vector<KernelDef>& table);    // StringNormalizer, TfIdfVectorizer
 void AddTrainingKernels(std::vector<KernelDef>& table);  // Adagrad, Adam, Momentum
+void AddFusedKernels(std::vector<KernelDef>& table);     // ovfix.fused (session graph)
 
 namespace {
 
@@ -42,6 +43,7 @@ const Table& GetTable() {
     AddFourierKernels(t->entries);
     AddStringKernels(t->entries);
     AddTrainingKernels(t->entries);
+    AddFusedKernels(t->entries);
     for (size_t i = 0; i < t->entries.size(); ++i) {
       const KernelDef& k = t->entries[i];
       std::string domain(k.domain == "ai.onnx" ? std::string_view() : k.domain);
@@ -67,7 +69,8 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, i
 }
 
 bool FusesOutputClamp(std::string_view domain, std::string_view op_type) {
-  return (domain.empty() || domain == "ai.onnx") && op_type == "Conv";
+  return (domain.empty() || domain == "ai.onnx") &&
+         (op_type == "Conv" || op_type == "BatchNormalization");
 }
 
 bool FusesOutputBias(std::string_view domain, std::string_view op_type) {

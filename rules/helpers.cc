@@ -132,6 +132,21 @@ void AddValueHelpers(std::vector<Helper>& out) {
   out.push_back(MakeHelper("value(c) -> ints or floats",
                            "the elements of constant c (ints for integer types, floats otherwise)",
                            ConstantElements));
+  out.push_back(
+      MakeHelper("scalar_value(c) -> float",
+                 "the one value of constant c (all its elements equal; an epsilon, an exponent)",
+                 [](Value* v) -> absl::StatusOr<HelperValue> {
+                   OVFIX_ASSIGN_OR_RETURN(Tensor t, ConstantOf(v));
+                   if (!IsFloatingPoint(t.type()) || t.numel() < 1) {
+                     return NotApplicable(absl::StrCat(Quote(v), " is not a float constant"));
+                   }
+                   for (int64_t i = 1; i < t.numel(); ++i) {
+                     if (t.GetAsDouble(i) != t.GetAsDouble(0)) {
+                       return NotApplicable(absl::StrCat(Quote(v), " holds more than one value"));
+                     }
+                   }
+                   return HelperValue(t.GetAsDouble(0));
+                 }));
   out.push_back(MakeHelper(
       "single_use(x) -> bool", "whether exactly one node input reads x and x is not a graph output",
       [](Value* v) { return v->uses().size() == 1 && !v->is_graph_output(); }));

@@ -204,6 +204,20 @@ void AddShapeHelpers(std::vector<Helper>& out) {
   out.push_back(MakeHelper("normalize_axes(axes, r) -> ints",
                            "axes with negative entries counted from the end of rank r",
                            NormalizeAxes));
+  out.push_back(MakeHelper(
+      "composed_perm(inner, outer) -> ints",
+      "the perm of Transpose(Transpose(x, inner), outer) as one Transpose: inner[outer[i]]",
+      [](std::vector<int64_t> inner,
+         std::vector<int64_t> outer) -> absl::StatusOr<std::vector<int64_t>> {
+        std::vector<int64_t> out;
+        for (int64_t i : outer) {
+          if (inner.size() != outer.size() || i < 0 || i >= static_cast<int64_t>(inner.size())) {
+            return NotApplicable("the perms do not compose");
+          }
+          out.push_back(inner[i]);
+        }
+        return out;
+      }));
   out.push_back(MakeHelper("range(n) -> ints", "[0, 1, ..., n - 1]", Sequence("range", 0, 1)));
   out.push_back(MakeHelper("ones(n) -> ints", "n ones", Sequence("ones", 1, 0)));
   out.push_back(MakeHelper("zeros(n) -> ints", "n zeros", Sequence("zeros", 0, 0)));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "exec/cpu/math_kernels.h"
@@ -12,11 +13,13 @@
 namespace ovfix::exec {
 namespace {
 
-// y[n, f, s] = x[n, f, s] * scale[f] + shift[f], for `features` groups of `inner` elements.
+// y[n, f, s] = x[n, f, s] * scale[f] + shift[f], for `features` groups of `inner` elements,
+// then the activation the session fused into the node (a Relu after a pre-activation
+// BatchNormalization, as in DenseNets: one pass over the tensor instead of two).
 template <typename T>
 void ScaleShift(const T* x, T* y, int64_t batch, int64_t features, int64_t inner,
                 const std::vector<double>& scale, const std::vector<double>& shift,
-                ThreadPool* pool) {
+                const FusedActivation& activation, ThreadPool* pool) {
   const int64_t planes = batch * features;
   ParallelFor(planes * inner >= (int64_t{1} << 16) ? pool : nullptr, planes,
               std::max<int64_t>(1, 4096 / std::max<int64_t>(inner, 1)),
@@ -27,6 +30,19 @@ void ScaleShift(const T* x, T* y, int64_t batch, int64_t features, int64_t inner
                   const T* src = x + plane * inner;
                   T* dst = y + plane * inner;
                   for (int64_t i = 0; i < inner; ++i) dst[i] = src[i] * a + b;
+                  if (activation.clamp) {
+                    const T lo = static_cast<T>(activation.clamp_min);
+                    const T hi = static_cast<T>(activation.clamp_max);
+                    for (int64_t i = 0; i < inner; ++i) {
+                      dst[i] = dst[i] < lo ? lo : dst[i];  // NaN stays NaN
+                      dst[i] = dst[i] > hi ? hi : dst[i];
+                    }
+                  }
+                  if constexpr (std::is_same_v<T, float>) {
+                    if (activation.hard_swish) {
+                      for (int64_t i = 0; i < inner; ++i) dst[i] = activation.Activate(dst[i]);
+                    }
+                  }
                 }
               });
 }
@@ -88,7 +104,7 @@ absl::Status Normalize(KernelContext& ctx, bool training) {
     shift[f] = params[1][f] - mean[f] * scale[f];
   }
   Tensor& y = ctx.OutputToOverwrite(0, x.type(), x.dims());
-  ScaleShift(x_data, y.data<T>(), batch, features, inner, scale, shift, ctx.pool);
+  ScaleShift(x_data, y.data<T>(), batch, features, inner, scale, shift, ctx.fused, ctx.pool);
   if (!training) return absl::OkStatus();
   // Opset 14+: running_mean, running_var. Earlier: mean, var, saved_mean, saved_var.
   const std::vector<int64_t> param_dims = ctx.input(3).dims();

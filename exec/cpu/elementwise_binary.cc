@@ -131,12 +131,48 @@ A PowerOf(A base, B exponent) {
   }
 }
 
+// A float base raised to one float exponent that has a cheap form: x^2, x^1, x^0.5 (sqrt) and
+// x^-1 are the exact power rounded once (powf itself can be an ulp off), x^3 and x^-0.5 within
+// an ulp of it; pow's answers at -0 and -inf are kept. Exporters
+// write LayerNorm's variance as Pow(d, 2), and pow's general path costs many multiplications.
+// Returns false when the exponent is none of these.
+bool PowBySpecialExponent(KernelContext& ctx, const Tensor& x, float exponent) {
+  const int64_t n = x.numel();
+  const float* in = x.data<float>();
+  auto map = [&](auto op) {
+    float* out = ctx.OutputToOverwrite(0, DataType::kFloat, x.dims()).data<float>();
+    ParallelElements(ctx.pool, n, kCheap, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = op(in[i]);
+    });
+  };
+  if (exponent == 2.0f) {
+    map([](float v) { return v * v; });
+  } else if (exponent == 1.0f) {
+    map([](float v) { return v; });
+  } else if (exponent == 0.5f) {
+    map([](float v) { return v == 0.0f ? 0.0f : v == -INFINITY ? INFINITY : std::sqrt(v); });
+  } else if (exponent == 3.0f) {
+    map([](float v) { return v * v * v; });
+  } else if (exponent == -1.0f) {
+    map([](float v) { return 1.0f / v; });
+  } else if (exponent == -0.5f) {
+    map([](float v) { return v == 0.0f ? INFINITY : v == -INFINITY ? 0.0f : 1.0f / std::sqrt(v); });
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // Pow-12 on: the exponent may have another type than the base; the result has the base's.
 absl::Status Pow(KernelContext& ctx) {
   if (HasLowPrecisionFloatInput(ctx)) return RunInFloat(ctx, Pow);
-  OVFIX_ASSIGN_OR_RETURN(auto plan, BinaryPlan(ctx));
   const Tensor& x = ctx.input(0);
   const Tensor& y = ctx.input(1);
+  if (x.type() == DataType::kFloat && y.type() == DataType::kFloat && y.numel() == 1 &&
+      y.rank() <= x.rank() && PowBySpecialExponent(ctx, x, y.data<float>()[0])) {
+    return absl::OkStatus();
+  }
+  OVFIX_ASSIGN_OR_RETURN(auto plan, BinaryPlan(ctx));
   constexpr TypeList<float, double, int32_t, int64_t> kBaseTypes;
   return Dispatch(ctx, x.type(), kBaseTypes, [&](auto base_tag) {
     using A = typename decltype(base_tag)::type;

@@ -778,5 +778,56 @@ TEST(Session, RandomSeedMakesUnseededRandomOpsRepeatable) {
   EXPECT_TRUE(same(first[1], fresh1[1]));
 }
 
+// A Relu, Clip or HardSwish after an inference BatchNormalization (pre-activation nets such as
+// DenseNet) goes into the BatchNormalization's step, bit for bit what the separate steps give.
+TEST(Session, FusedBatchNormalizationActivationMatchesSeparateSteps) {
+  auto model = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    agraph (float[2,3,5,4] x) => (float[2,3,5,4] r, float[2,3,5,4] c, float[2,3,5,4] h)
+        <float[3] scale = {1.5, -0.5, 2}, float[3] shift = {0.1, 0.2, -0.3},
+         float[3] mean = {0.05, -0.1, 0.2}, float[3] var = {1, 0.5, 2},
+         float lo = {-0.2}, float hi = {0.3}> {
+      a = BatchNormalization(x, scale, shift, mean, var)
+      r = Relu(a)
+      b = BatchNormalization(x, scale, shift, mean, var)
+      c = Clip(b, lo, hi)
+      d = BatchNormalization(x, scale, shift, mean, var)
+      h = HardSwish(d)
+    })");
+  ASSERT_NE(model, nullptr);
+  std::vector<float> x(2 * 3 * 5 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 3.0f * std::sin(0.37f * static_cast<float>(i));
+  const FusedAndSeparate run = RunFusedAndSeparate(*model, {{"x", Floats({2, 3, 5, 4}, x)}});
+  ASSERT_TRUE(run.fused.ok() && run.separate.ok())
+      << run.fused.status() << " " << run.separate.status();
+  ASSERT_EQ(run.fused->size(), 3u);
+  for (size_t o = 0; o < 3; ++o) {
+    const Tensor& g = (*run.fused)[o];
+    const Tensor& e = (*run.separate)[o];
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      ASSERT_EQ(g.data<float>()[i], e.data<float>()[i]) << "output " << o << " element " << i;
+    }
+  }
+  // The Relu and the Clip did apply: every value within their bounds, some at them.
+  int zeros = 0;
+  for (int64_t i = 0; i < (*run.fused)[0].numel(); ++i) {
+    EXPECT_GE((*run.fused)[0].data<float>()[i], 0.0f);
+    zeros += (*run.fused)[0].data<float>()[i] == 0.0f;
+  }
+  EXPECT_GT(zeros, 0);
+  for (int64_t i = 0; i < (*run.fused)[1].numel(); ++i) {
+    EXPECT_GE((*run.fused)[1].data<float>()[i], -0.2f);
+    EXPECT_LE((*run.fused)[1].data<float>()[i], 0.3f);
+  }
+  // Fused: three steps run (a fused activation is timed with its BatchNormalization).
+  int steps = 0;
+  SessionOptions timed;
+  timed.on_node_time = [&steps](const Node&, double) { ++steps; };
+  auto session = MakeSession(*model, timed);
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Run({{"x", Floats({2, 3, 5, 4}, x)}}).ok());
+  EXPECT_EQ(steps, 3);
+}
+
 }  // namespace
 }  // namespace ovfix::exec

@@ -212,6 +212,40 @@ TEST(ElementwiseTest, PowMixedTypes) {
   EXPECT_EQ(Values<int64_t>((*ints)[0]), (std::vector<int64_t>{81, -1, 0}));
 }
 
+// Exponents 2, 3, 0.5, 1, -1 and -0.5 take a path without pow(): the exact power rounded once
+// to float (pow in double, then rounded) for 2, 1, 0.5 and -1 (where float powf may be an ulp
+// off), within an ulp for 3 and -0.5; pow's answers at -0 and -inf included.
+TEST(ElementwiseTest, PowBySmallExponentsMatchesStdPow) {
+  std::vector<float> x = {0.0f,  -0.0f,     1.0f,     -1.0f, 2.5f, -3.25f,  1e-20f,
+                          7e18f, -INFINITY, INFINITY, NAN,   0.3f, 123.456f};
+  std::mt19937 random(3);
+  std::uniform_real_distribution<float> uniform(-50.0f, 50.0f);
+  for (int i = 0; i < 200; ++i) x.push_back(uniform(random));
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (float e : {2.0f, 3.0f, 0.5f, 1.0f, -1.0f, -0.5f}) {
+    for (std::vector<int64_t> exponent_dims : {std::vector<int64_t>{}, {1}}) {
+      auto y = RunOp("Pow", 15, {FloatTensor({n}, x), FloatTensor(exponent_dims, {e})});
+      ASSERT_TRUE(y.ok()) << y.status();
+      ASSERT_EQ((*y)[0].dims(), (std::vector<int64_t>{n}));
+      const bool exact = e == 2.0f || e == 1.0f || e == 0.5f || e == -1.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        const float got = (*y)[0].data<float>()[i];
+        const float want =
+            static_cast<float>(std::pow(static_cast<double>(x[i]), static_cast<double>(e)));
+        SCOPED_TRACE(testing::Message() << x[i] << " ^ " << e);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << got;
+        } else if (exact || std::isinf(want) || want == 0.0f) {
+          EXPECT_EQ(got, want);
+          EXPECT_EQ(std::signbit(got), std::signbit(want));
+        } else {
+          EXPECT_LE(std::abs(got - want), std::abs(want) * 2.5e-7f) << got << " vs " << want;
+        }
+      }
+    }
+  }
+}
+
 TEST(ElementwiseTest, ComparisonsLogicAndShifts) {
   auto less = RunOp("Less", 13, {FloatTensor({3}, {1, 2, 3}), FloatTensor({}, {2})});
   EXPECT_EQ((*less)[0].type(), DataType::kBool);

@@ -1,0 +1,370 @@
+#include "bench/exporter_models.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "bench/model_builder.h"
+
+namespace ovfix::bench {
+namespace {
+
+using B = ModelBuilder;
+constexpr int kOpset = 14;
+
+// One dim of x's shape as a scalar, as `x.shape[i]` exports: Gather(Shape(x), i).
+std::string Dim(B& b, const std::string& x, int64_t i) {
+  return b.Op("Gather", {b.Op("Shape", {x}), b.Int64Scalar(i)}, {B::Int("axis", 0)});
+}
+
+// A shape from scalars (Unsqueezed, as traced sizes export) and literals (1-D constants),
+// concatenated: what `x.view(a, b, -1)` exports to when a and b come from shapes.
+struct Part {
+  std::string scalar;  // a traced size, or
+  int64_t literal = 0;
+};
+std::string ShapeOf(B& b, const std::vector<Part>& parts) {
+  std::vector<std::string> pieces;
+  for (const Part& p : parts) {
+    pieces.push_back(p.scalar.empty() ? b.Int64s({p.literal})
+                                      : b.Op("Unsqueeze", {p.scalar, b.Int64s({0})}));
+  }
+  return b.Op("Concat", pieces, {B::Int("axis", 0)});
+}
+std::string View(B& b, const std::string& x, const std::vector<Part>& parts) {
+  return b.Op("Reshape", {x, ShapeOf(b, parts)});
+}
+Part Traced(const std::string& scalar) { return Part{scalar, 0}; }
+Part Literal(int64_t v) { return Part{"", v}; }
+
+// torch.nn.LayerNorm over the last axis below opset 17.
+std::string LayerNorm(B& b, const std::string& x, int64_t width, int64_t axis = -1) {
+  const std::string mean = b.Op("ReduceMean", {x}, {B::Ints("axes", {axis})});
+  const std::string centered = b.Op("Sub", {x, mean});
+  const std::string square = b.Op("Pow", {centered, b.Fill({}, 2.0f)});
+  const std::string variance = b.Op("ReduceMean", {square}, {B::Ints("axes", {axis})});
+  const std::string deviation = b.Op("Sqrt", {b.Op("Add", {variance, b.Fill({}, 1e-5f)})});
+  const std::string normalized = b.Op("Div", {centered, deviation});
+  std::vector<int64_t> param_dims = {width};
+  if (axis != -1) param_dims = {width, 1, 1};  // over channels of NCHW
+  return b.Op("Add",
+              {b.Op("Mul", {normalized, b.Fill(param_dims, 1.0f)}), b.Weight(param_dims, 0.02f)});
+}
+
+// nn.GELU(): x * 0.5 * (1 + erf(x / sqrt(2))).
+std::string Gelu(B& b, const std::string& x) {
+  const std::string erf = b.Op("Erf", {b.Op("Div", {x, b.Fill({}, std::sqrt(2.0f))})});
+  const std::string half = b.Op("Mul", {x, b.Fill({}, 0.5f)});
+  return b.Op("Mul", {half, b.Op("Add", {erf, b.Fill({}, 1.0f)})});
+}
+
+// nn.Linear on the last axis: MatMul by the transposed weight, then Add of the bias.
+std::string Linear(B& b, const std::string& x, int64_t in, int64_t out, bool bias = true) {
+  const std::string y = b.Op("MatMul", {x, b.Weight({in, out}, std::sqrt(3.0f / in))});
+  return bias ? b.Op("Add", {y, b.Weight({out}, 0.02f)}) : y;
+}
+
+std::string Relu(B& b, const std::string& x) { return b.Op("Relu", {x}); }
+
+std::string BatchNorm(B& b, const std::string& x, int64_t channels) {
+  return b.Op("BatchNormalization",
+              {x, b.Fill({channels}, 1.0f), b.Weight({channels}, 0.05f),
+               b.Weight({channels}, 0.05f), b.Fill({channels}, 1.0f)},
+              {B::Float("epsilon", 1e-5f)});
+}
+
+std::string DilatedConv(B& b, const std::string& x, int64_t in, int64_t out, int64_t rate) {
+  const std::string w = b.Weight({out, in, 3, 3}, std::sqrt(3.0f / (in * 9)));
+  return b.Op("Conv", {x, w, b.Weight({out}, 0.05f)},
+              {B::Ints("kernel_shape", {3, 3}), B::Ints("dilations", {rate, rate}),
+               B::Ints("pads", {rate, rate, rate, rate})});
+}
+
+// Multi-head attention as exporters write it, from q, k, v already split into heads
+// [batch, heads, tokens, head width]: scores scaled by Div or Mul, an additive mask.
+std::string Attention(B& b, const std::string& q, const std::string& k, const std::string& v,
+                      float scale, bool scale_by_div, const std::string& mask) {
+  const std::string kt = b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})});
+  std::string scores = b.Op("MatMul", {q, kt});
+  scores = scale_by_div ? b.Op("Div", {scores, b.Fill({}, 1.0f / scale)})
+                        : b.Op("Mul", {scores, b.Fill({}, scale)});
+  if (!mask.empty()) scores = b.Op("Add", {scores, mask});
+  const std::string probs = b.Op("Softmax", {scores}, {B::Int("axis", -1)});
+  return b.Op("MatMul", {probs, v});
+}
+
+// [batch, tokens, width] -> [batch, heads, tokens, width / heads] (transpose_for_scores).
+std::string SplitHeads(B& b, const std::string& x, int64_t heads, int64_t head_width) {
+  const std::string split =
+      View(b, x, {Traced(Dim(b, x, 0)), Traced(Dim(b, x, 1)), Literal(heads), Literal(head_width)});
+  return b.Op("Transpose", {split}, {B::Ints("perm", {0, 2, 1, 3})});
+}
+
+// [batch, heads, tokens, head width] -> [batch, tokens, width].
+std::string MergeHeads(B& b, const std::string& x, int64_t width) {
+  const std::string t = b.Op("Transpose", {x}, {B::Ints("perm", {0, 2, 1, 3})});
+  return View(b, t, {Traced(Dim(b, t, 0)), Traced(Dim(b, t, 1)), Literal(width)});
+}
+
+// One Swin block on x [batch, height*width, channels] (windows of 7, no shift mask).
+std::string SwinBlock(B& b, const std::string& x, int64_t height, int64_t width, int64_t channels,
+                      int64_t heads, bool shift) {
+  constexpr int64_t kWindow = 7, kTokens = kWindow * kWindow;
+  const int64_t head_width = channels / heads;
+  const std::string batch = Dim(b, x, 0), c = Dim(b, x, 2);
+  std::string h = View(b, LayerNorm(b, x, channels),
+                       {Traced(batch), Literal(height), Literal(width), Traced(c)});
+  auto roll = [&](const std::string& in, int64_t by) {  // torch.roll as Slice + Concat
+    std::string out = in;
+    for (int64_t axis : {1, 2}) {
+      const int64_t size = axis == 1 ? height : width, cut = (size - by) % size;
+      const std::string tail =
+          b.Op("Slice", {out, b.Int64s({cut}), b.Int64s({size}), b.Int64s({axis})});
+      const std::string head =
+          b.Op("Slice", {out, b.Int64s({0}), b.Int64s({cut}), b.Int64s({axis})});
+      out = b.Op("Concat", {tail, head}, {B::Int("axis", axis)});
+    }
+    return out;
+  };
+  if (shift) h = roll(h, -kWindow / 2 + height);
+  // Window partition: view(B, H // 7, 7, W // 7, 7, C).permute(0, 1, 3, 2, 4, 5).view(-1, 49, C).
+  const std::string seven = b.Int64Scalar(kWindow);
+  const std::string rows = b.Op("Div", {Dim(b, h, 1), seven});
+  const std::string cols = b.Op("Div", {Dim(b, h, 2), seven});
+  h = View(b, h,
+           {Traced(Dim(b, h, 0)), Traced(rows), Literal(kWindow), Traced(cols), Literal(kWindow),
+            Traced(Dim(b, h, 3))});
+  h = b.Op("Transpose", {h}, {B::Ints("perm", {0, 1, 3, 2, 4, 5})});
+  h = View(b, h, {Literal(-1), Literal(kTokens), Traced(c)});
+  // Window attention: qkv(x).reshape(B_, N, 3, heads, C // heads).permute(2, 0, 3, 1, 4).
+  const std::string windows = Dim(b, h, 0), tokens = Dim(b, h, 1);
+  std::string qkv = Linear(b, h, channels, 3 * channels);
+  qkv = View(b, qkv,
+             {Traced(windows), Traced(tokens), Literal(3), Literal(heads),
+              Traced(b.Op("Div", {Dim(b, h, 2), b.Int64Scalar(heads)}))});
+  qkv = b.Op("Transpose", {qkv}, {B::Ints("perm", {2, 0, 3, 1, 4})});
+  auto pick = [&](int64_t i) {
+    return b.Op("Gather", {qkv, b.Int64Scalar(i)}, {B::Int("axis", 0)});
+  };
+  // Relative position bias: table[index].view(49, 49, -1).permute(2, 0, 1).unsqueeze(0).
+  std::vector<int64_t> index(kTokens * kTokens);
+  for (int64_t i = 0; i < kTokens; ++i) {
+    for (int64_t j = 0; j < kTokens; ++j) {
+      const int64_t dy = i / kWindow - j / kWindow + kWindow - 1;
+      const int64_t dx = i % kWindow - j % kWindow + kWindow - 1;
+      index[i * kTokens + j] = dy * (2 * kWindow - 1) + dx;
+    }
+  }
+  std::string bias =
+      b.Op("Gather", {b.Weight({169, heads}, 0.02f), b.Int64s(index)}, {B::Int("axis", 0)});
+  bias = b.Op("Reshape", {bias, b.Int64s({kTokens, kTokens, -1})});
+  bias = b.Op("Transpose", {bias}, {B::Ints("perm", {2, 0, 1})});
+  bias = b.Op("Unsqueeze", {bias, b.Int64s({0})});
+  const std::string q = b.Op("Mul", {pick(0), b.Fill({}, 1.0f / std::sqrt(head_width))});
+  std::string attn =
+      b.Op("MatMul", {q, b.Op("Transpose", {pick(1)}, {B::Ints("perm", {0, 1, 3, 2})})});
+  attn = b.Op("Softmax", {b.Op("Add", {attn, bias})}, {B::Int("axis", -1)});
+  std::string o = b.Op("MatMul", {attn, pick(2)});
+  o = b.Op("Transpose", {o}, {B::Ints("perm", {0, 2, 1, 3})});
+  o = View(b, o, {Traced(windows), Traced(tokens), Traced(c)});
+  o = Linear(b, o, channels, channels);
+  // Window reverse: view(B, H // 7, W // 7, 7, 7, -1).permute(0, 1, 3, 2, 4, 5).view(B, H, W, -1).
+  o = View(b, o,
+           {Traced(batch), Literal(height / kWindow), Literal(width / kWindow), Literal(kWindow),
+            Literal(kWindow), Literal(-1)});
+  o = b.Op("Transpose", {o}, {B::Ints("perm", {0, 1, 3, 2, 4, 5})});
+  o = View(b, o, {Traced(batch), Literal(height), Literal(width), Literal(-1)});
+  if (shift) o = roll(o, kWindow / 2);
+  o = View(b, o, {Traced(batch), Literal(height * width), Traced(c)});
+  std::string y = b.Op("Add", {x, o});
+  const std::string mlp =
+      Linear(b, Gelu(b, Linear(b, LayerNorm(b, y, channels), channels, 4 * channels)), 4 * channels,
+             channels);
+  return b.Op("Add", {y, mlp});
+}
+
+// Swin's patch merging: the four 2x2 phases concatenated on channels, LayerNorm, Linear.
+std::string PatchMerging(B& b, const std::string& x, int64_t height, int64_t width,
+                         int64_t channels) {
+  const std::string batch = Dim(b, x, 0);
+  const std::string grid =
+      View(b, x, {Traced(batch), Literal(height), Literal(width), Literal(channels)});
+  std::vector<std::string> phases;
+  for (auto [dy, dx] : {std::pair{0, 0}, {1, 0}, {0, 1}, {1, 1}}) {
+    phases.push_back(b.Op("Slice", {grid, b.Int64s({dy, dx}), b.Int64s({height, width}),
+                                    b.Int64s({1, 2}), b.Int64s({2, 2})}));
+  }
+  std::string y = b.Op("Concat", phases, {B::Int("axis", -1)});
+  y = View(b, y, {Traced(batch), Literal(-1), Literal(4 * channels)});
+  return Linear(b, LayerNorm(b, y, 4 * channels), 4 * channels, 2 * channels, false);
+}
+
+}  // namespace
+
+onnx::ModelProto ExportedConvNextModel() {
+  B b(kOpset, 21);
+  const std::vector<int64_t> widths = {64, 128, 256}, depths = {2, 2, 2};
+  std::string x = b.Conv(b.Input("image", {1, 3, 160, 160}), 3, widths[0], 4, 4);
+  x = LayerNorm(b, x, widths[0], 1);
+  for (size_t stage = 0; stage < widths.size(); ++stage) {
+    const int64_t c = widths[stage];
+    if (stage > 0) x = b.Conv(LayerNorm(b, x, widths[stage - 1], 1), widths[stage - 1], c, 2, 2);
+    for (int64_t block = 0; block < depths[stage]; ++block) {
+      std::string h = b.Conv(x, c, c, 7, 1, c);
+      h = b.Op("Transpose", {h}, {B::Ints("perm", {0, 2, 3, 1})});
+      h = Gelu(b, Linear(b, LayerNorm(b, h, c), c, 4 * c));
+      h = b.Op("Mul", {b.Fill({c}, 0.1f), Linear(b, h, 4 * c, c)});
+      h = b.Op("Transpose", {h}, {B::Ints("perm", {0, 3, 1, 2})});
+      x = b.Op("Add", {x, h});
+    }
+  }
+  x = b.Op("ReduceMean", {x}, {B::Ints("axes", {-2, -1}), B::Int("keepdims", 0)});
+  b.Output(Linear(b, LayerNorm(b, x, widths.back()), widths.back(), 1000));
+  return b.model();
+}
+
+onnx::ModelProto ExportedSwinModel() {
+  B b(kOpset, 22);
+  std::string x = b.Conv(b.Input("image", {1, 3, 112, 112}), 3, 96, 4, 4);
+  // flatten(2).transpose(1, 2)
+  x = View(b, x, {Traced(Dim(b, x, 0)), Literal(96), Literal(28 * 28)});
+  x = LayerNorm(b, b.Op("Transpose", {x}, {B::Ints("perm", {0, 2, 1})}), 96);
+  struct Stage {
+    int64_t size, channels, heads, depth;
+  };
+  const std::vector<Stage> stages = {{28, 96, 3, 2}, {14, 192, 6, 2}, {7, 384, 12, 2}};
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const Stage& st = stages[s];
+    if (s > 0) x = PatchMerging(b, x, st.size * 2, st.size * 2, st.channels / 2);
+    for (int64_t block = 0; block < st.depth; ++block) {
+      x = SwinBlock(b, x, st.size, st.size, st.channels, st.heads, block % 2 == 1);
+    }
+  }
+  x = LayerNorm(b, x, 384);
+  x = b.Op("ReduceMean", {x}, {B::Ints("axes", {1}), B::Int("keepdims", 0)});
+  b.Output(Linear(b, x, 384, 1000));
+  return b.model();
+}
+
+onnx::ModelProto ExportedBertModel() {
+  B b(kOpset, 23);
+  constexpr int64_t kTokens = 128, kWidth = 256, kHeads = 4, kLayers = 4;
+  std::string x = b.Input("embeddings", {1, kTokens, kWidth});
+  const std::string mask01 = b.Input("attention_mask", {1, kTokens});
+  // (1.0 - mask[:, None, None, :]) * -10000.0
+  std::string mask = b.Op("Unsqueeze", {mask01, b.Int64s({1, 2})});
+  mask = b.Op("Mul", {b.Op("Sub", {b.Fill({}, 1.0f), mask}), b.Fill({}, -10000.0f)});
+  x = LayerNorm(b, x, kWidth);
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    const std::string q = SplitHeads(b, Linear(b, x, kWidth, kWidth), kHeads, kWidth / kHeads);
+    const std::string k = SplitHeads(b, Linear(b, x, kWidth, kWidth), kHeads, kWidth / kHeads);
+    const std::string v = SplitHeads(b, Linear(b, x, kWidth, kWidth), kHeads, kWidth / kHeads);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(kWidth / kHeads));
+    std::string a = MergeHeads(b, Attention(b, q, k, v, scale, true, mask), kWidth);
+    x = LayerNorm(b, b.Op("Add", {Linear(b, a, kWidth, kWidth), x}), kWidth);
+    const std::string mlp =
+        Linear(b, Gelu(b, Linear(b, x, kWidth, 4 * kWidth)), 4 * kWidth, kWidth);
+    x = LayerNorm(b, b.Op("Add", {mlp, x}), kWidth);
+  }
+  b.Output(x);
+  return b.model();
+}
+
+onnx::ModelProto ExportedCausalDecoderModel() {
+  B b(kOpset, 24);
+  constexpr int64_t kTokens = 128, kWidth = 256, kHeads = 8, kLayers = 4;
+  const int64_t head_width = kWidth / kHeads;
+  std::string x = b.Input("tokens", {1, kTokens, kWidth});
+  // torch.triu(torch.full((S, S), -inf), diagonal=1) as Trilu on ones, then Where.
+  const std::string upper =
+      b.Op("Trilu", {b.Fill({kTokens, kTokens}, 1.0f), b.Int64Scalar(1)}, {B::Int("upper", 1)});
+  const std::string masked = b.Op("Cast", {upper}, {B::Int("to", 9)});  // bool
+  const std::string mask = b.Op(
+      "Where", {masked, b.Fill({}, -std::numeric_limits<float>::infinity()), b.Fill({}, 0.0f)});
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    // in_proj: one MatMul to 3 * width, then the heads of q, k and v by Reshape/Transpose.
+    std::string qkv = Linear(b, x, kWidth, 3 * kWidth);
+    qkv = View(b, qkv,
+               {Traced(Dim(b, x, 0)), Traced(Dim(b, x, 1)), Literal(3), Literal(kHeads),
+                Literal(head_width)});
+    qkv = b.Op("Transpose", {qkv}, {B::Ints("perm", {2, 0, 3, 1, 4})});
+    auto pick = [&](int64_t i) {
+      return b.Op("Gather", {qkv, b.Int64Scalar(i)}, {B::Int("axis", 0)});
+    };
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_width));
+    std::string a =
+        MergeHeads(b, Attention(b, pick(0), pick(1), pick(2), scale, false, mask), kWidth);
+    x = LayerNorm(b, b.Op("Add", {x, Linear(b, a, kWidth, kWidth)}), kWidth);
+    const std::string mlp =
+        Linear(b, Gelu(b, Linear(b, x, kWidth, 4 * kWidth)), 4 * kWidth, kWidth);
+    x = LayerNorm(b, b.Op("Add", {x, mlp}), kWidth);
+  }
+  b.Output(x);
+  return b.model();
+}
+
+onnx::ModelProto ExportedDenseNetModel() {
+  B b(kOpset, 25);
+  constexpr int64_t kGrowth = 32, kLayersPerBlock = 6;
+  std::string x = b.Conv(b.Input("image", {1, 3, 128, 128}), 3, 64, 7, 2);
+  x = Relu(b, BatchNorm(b, x, 64));
+  x = b.Op(
+      "MaxPool", {x},
+      {B::Ints("kernel_shape", {3, 3}), B::Ints("strides", {2, 2}), B::Ints("pads", {1, 1, 1, 1})});
+  int64_t channels = 64;
+  for (int block = 0; block < 3; ++block) {
+    for (int64_t layer = 0; layer < kLayersPerBlock; ++layer) {
+      std::string h = b.Conv(Relu(b, BatchNorm(b, x, channels)), channels, 4 * kGrowth, 1);
+      h = b.Conv(Relu(b, BatchNorm(b, h, 4 * kGrowth)), 4 * kGrowth, kGrowth, 3);
+      x = b.Op("Concat", {x, h}, {B::Int("axis", 1)});
+      channels += kGrowth;
+    }
+    if (block < 2) {
+      x = b.Conv(Relu(b, BatchNorm(b, x, channels)), channels, channels / 2, 1);
+      channels /= 2;
+      x = b.Op("AveragePool", {x}, {B::Ints("kernel_shape", {2, 2}), B::Ints("strides", {2, 2})});
+    }
+  }
+  x = b.Op("GlobalAveragePool", {Relu(b, BatchNorm(b, x, channels))});
+  x = b.Op("Flatten", {x});
+  b.Output(Linear(b, x, channels, 1000));
+  return b.model();
+}
+
+onnx::ModelProto ExportedAtrousSegmentationModel() {
+  B b(kOpset, 26);
+  const std::string image = b.Input("image", {1, 3, 256, 256});
+  std::string x = Relu(b, b.Conv(image, 3, 32, 3, 2));
+  x = Relu(b, b.Conv(x, 32, 64, 3, 2));
+  x = Relu(b, b.Conv(x, 64, 128, 3, 2));
+  x = Relu(b, DilatedConv(b, x, 128, 128, 2));  // output stride 8: 32x32
+  std::vector<std::string> branches = {Relu(b, b.Conv(x, 128, 64, 1))};
+  for (int64_t rate : {6, 12, 18}) branches.push_back(Relu(b, DilatedConv(b, x, 128, 64, rate)));
+  // The pooled branch, resized back with F.interpolate(size=x.shape[-2:]).
+  std::string pooled = Relu(b, b.Conv(b.Op("GlobalAveragePool", {x}), 128, 64, 1));
+  const std::string spatial =
+      b.Op("Slice", {b.Op("Shape", {x}), b.Int64s({2}), b.Int64s({4}), b.Int64s({0})});
+  const std::string sizes =
+      b.Op("Concat",
+           {b.Op("Slice", {b.Op("Shape", {pooled}), b.Int64s({0}), b.Int64s({2}), b.Int64s({0})}),
+            spatial},
+           {B::Int("axis", 0)});
+  branches.push_back(b.Op(
+      "Resize", {pooled, "", "", sizes},
+      {B::String("mode", "linear"), B::String("coordinate_transformation_mode", "half_pixel")}));
+  x = b.Op("Concat", branches, {B::Int("axis", 1)});
+  x = Relu(b, b.Conv(x, 5 * 64, 64, 1));
+  x = Relu(b, b.Conv(x, 64, 64, 3));
+  x = b.Conv(x, 64, 21, 1);
+  const std::string image_size =
+      b.Op("Slice", {b.Op("Shape", {image}), b.Int64s({2}), b.Int64s({4}), b.Int64s({0})});
+  const std::string out_sizes =
+      b.Op("Concat", {b.Int64s({1, 21}), image_size}, {B::Int("axis", 0)});
+  b.Output(b.Op("Resize", {x, "", "", out_sizes},
+                {B::String("mode", "linear"),
+                 B::String("coordinate_transformation_mode", "pytorch_half_pixel")}));
+  return b.model();
+}
+
+}  // namespace ovfix::bench

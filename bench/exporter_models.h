@@ -1,0 +1,33 @@
+// Generated models written the way PyTorch's exporter writes them (opset 14, no constant
+// folding): shape arithmetic on static shapes left in (Shape -> Gather -> Unsqueeze -> Concat
+// feeding Reshape), LayerNorm decomposed into ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/
+// Mul/Add, GELU as x * 0.5 * (1 + erf(x / sqrt 2)), attention as MatMul, scale, mask Add,
+// Softmax, MatMul. These are the graphs that onnxruntime rewrites when it loads them.
+#pragma once
+
+#include "onnx/onnx_pb.h"
+
+namespace ovfix::bench {
+
+// ConvNeXt blocks: 7x7 depthwise Conv, NCHW -> NHWC Transpose, decomposed LayerNorm,
+// Linear (MatMul + Add) x4, Erf GELU, Linear, layer scale, NHWC -> NCHW, residual; 3 stages.
+onnx::ModelProto ExportedConvNextModel();
+// Swin-style window attention (stages at 28x28x96, 14x14x192, 7x7x384): window partition and
+// reverse through shape arithmetic, qkv Reshape/Transpose/Gather, relative position bias, Softmax;
+// GELU MLP.
+onnx::ModelProto ExportedSwinModel();
+// A BERT-style encoder (128 tokens, width 256, 4 heads, 4 layers) with an additive attention
+// mask computed from a 0/1 mask input, heads split by shape arithmetic, Div by sqrt(d).
+onnx::ModelProto ExportedBertModel();
+// A causal decoder (nn.TransformerEncoderLayer with a triu mask from Trilu/Where): fused qkv
+// projection, 8 heads, scale after the MatMul, post-norm, GELU MLP; 128 tokens, width 256.
+onnx::ModelProto ExportedCausalDecoderModel();
+// A DenseNet-style net: BatchNormalization/Relu/Conv bottlenecks whose outputs are
+// concatenated onto their inputs, transitions with AveragePool; 3 blocks of 6 layers.
+onnx::ModelProto ExportedDenseNetModel();
+// An atrous segmentation head (DeepLab ASPP): strided backbone, dilated 3x3 Convs at rates
+// 6/12/18, a pooled branch resized to the feature map by sizes from shape arithmetic, Concat,
+// and a bilinear Resize of the logits to the input size.
+onnx::ModelProto ExportedAtrousSegmentationModel();
+
+}  // namespace ovfix::bench

@@ -1,0 +1,139 @@
+// The session graph (converter/session_graph.h) on models as exporters write them: the
+// optimized copy computes what the graph as written computes (every output within 1e-6 of
+// its range on random inputs, each side run by the CPU executor), and the rewrites the
+// copy exists for happened: shape arithmetic folded, LayerNorm and GELU fused, no Pow left.
+#include "converter/session_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "bench/exporter_models.h"
+#include "exec/compare.h"
+#include "exec/random_inputs.h"
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+
+namespace ovfix::converter {
+namespace {
+
+std::map<std::string, int> OpCounts(const Model& model) {
+  std::map<std::string, int> counts;
+  for (const Node* n : model.graph().nodes()) {
+    ++counts[n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type()];
+  }
+  return counts;
+}
+
+struct Optimized {
+  std::unique_ptr<Model> as_written, optimized;
+};
+
+// Runs both graphs on the same random inputs and expects the same outputs to 1e-6 of range.
+Optimized ExpectSameOutputs(onnx::ModelProto proto) {
+  Optimized result;
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      ModelFromProto(std::move(proto), "", "exporter model");
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return result;
+  exec::RandomInputOptions random;
+  random.ranges = {-1, 1, 0, 1};
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph(), random);
+  EXPECT_TRUE(inputs.ok()) << inputs.status();
+  absl::StatusOr<std::unique_ptr<Model>> optimized = OptimizeForRun(**model, *inputs);
+  EXPECT_TRUE(optimized.ok()) << optimized.status();
+  if (!optimized.ok()) return result;
+  exec::SessionOptions options;
+  options.threads = 2;
+  auto expected = exec::CreateSession(**model, options).value()->Run(*inputs);
+  auto actual = exec::CreateSession(**optimized, options).value()->Run(*inputs);
+  EXPECT_TRUE(expected.ok()) << expected.status();
+  EXPECT_TRUE(actual.ok()) << actual.status();
+  if (!expected.ok() || !actual.ok()) return result;
+  EXPECT_EQ(actual->size(), expected->size());
+  for (size_t i = 0; i < actual->size() && i < expected->size(); ++i) {
+    const exec::Comparison range = exec::CompareTensors((*actual)[i], (*expected)[i]);
+    const double scale = std::max(range.expected_max - range.expected_min, 1e-30);
+    const exec::Comparison c =
+        exec::CompareTensors((*actual)[i], (*expected)[i], {0.0, 1e-6 * scale});
+    EXPECT_TRUE(c.ok) << "output " << i << ": " << c.message;
+  }
+  result.as_written = *std::move(model);
+  result.optimized = *std::move(optimized);
+  return result;
+}
+
+TEST(SessionGraph, ConvNextFusesLayerNormAndGeluAndDropsPow) {
+  Optimized m = ExpectSameOutputs(bench::ExportedConvNextModel());
+  ASSERT_NE(m.optimized, nullptr);
+  std::map<std::string, int> before = OpCounts(*m.as_written), after = OpCounts(*m.optimized);
+  // 6 blocks, each one LayerNorm over channels-last and one GELU; the final LayerNorm over
+  // the pooled vector too. The LayerNorms over NCHW channels (stem, downsampling) stay.
+  EXPECT_EQ(after["ovfix.fused.LayerNormalization"], 7);
+  EXPECT_EQ(after["ovfix.fused.Gelu"], 6);
+  EXPECT_EQ(before["Erf"], 6);
+  EXPECT_EQ(after["Erf"], 0);
+  EXPECT_EQ(after["Pow"], 0);
+  // Each LayerNorm's 9 nodes become 1, each GELU's 5 become 1; nothing else changes.
+  EXPECT_EQ(m.as_written->graph().num_nodes() - m.optimized->graph().num_nodes(), 7 * 8 + 6 * 4);
+}
+
+TEST(SessionGraph, SwinShapeArithmeticFolds) {
+  Optimized m = ExpectSameOutputs(bench::ExportedSwinModel());
+  ASSERT_NE(m.optimized, nullptr);
+  std::map<std::string, int> before = OpCounts(*m.as_written), after = OpCounts(*m.optimized);
+  EXPECT_GT(before["Shape"], 50);
+  EXPECT_EQ(after["Shape"], 0);
+  EXPECT_EQ(after["Unsqueeze"], 0);
+  // Concats of shapes fold; those of data (each shifted block's two rolls of two axes, the
+  // two patch mergings) stay.
+  EXPECT_EQ(after["Concat"], 3 * 4 + 2);
+  EXPECT_EQ(after["Pow"], 0);
+  EXPECT_GT(after["ovfix.fused.Gelu"], 0);
+}
+
+TEST(SessionGraph, BertAndDecoderFuseTheirNormsAndKeepOutputs) {
+  for (auto make : {&bench::ExportedBertModel, &bench::ExportedCausalDecoderModel}) {
+    Optimized m = ExpectSameOutputs(make());
+    ASSERT_NE(m.optimized, nullptr);
+    std::map<std::string, int> after = OpCounts(*m.optimized);
+    EXPECT_GE(after["ovfix.fused.LayerNormalization"], 8);
+    EXPECT_EQ(after["ovfix.fused.Gelu"], 4);
+    EXPECT_EQ(after["Shape"], 0);
+    EXPECT_EQ(after["Trilu"], 0);  // the causal mask is a constant
+  }
+}
+
+TEST(SessionGraph, ConvNetsKeepOutputs) {
+  for (auto make : {&bench::ExportedDenseNetModel, &bench::ExportedAtrousSegmentationModel}) {
+    Optimized m = ExpectSameOutputs(make());
+    ASSERT_NE(m.optimized, nullptr);
+    EXPECT_EQ(OpCounts(*m.optimized)["Shape"], 0);
+  }
+}
+
+TEST(SessionGraph, AsWrittenRunsTheModelItself) {
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      ModelFromProto(bench::ExportedBertModel(), "", "bert");
+  ASSERT_TRUE(model.ok());
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
+  ASSERT_TRUE(inputs.ok());
+  absl::StatusOr<RunSession> as_written = CreateRunSession(**model, *inputs, {}, true);
+  ASSERT_TRUE(as_written.ok()) << as_written.status();
+  EXPECT_EQ(as_written->graph, nullptr);
+  absl::StatusOr<RunSession> optimized = CreateRunSession(**model, *inputs, {}, false);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  ASSERT_NE(optimized->graph, nullptr);
+  EXPECT_LT(optimized->graph->graph().num_nodes(), (*model)->graph().num_nodes());
+  // Capturing sessions see the values of the graph as written.
+  exec::SessionOptions capture;
+  capture.capture = true;
+  absl::StatusOr<RunSession> captured = CreateRunSession(**model, *inputs, capture, false);
+  ASSERT_TRUE(captured.ok()) << captured.status();
+  EXPECT_EQ(captured->graph, nullptr);
+}
+
+}  // namespace
+}  // namespace ovfix::converter
