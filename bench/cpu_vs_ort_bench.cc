@@ -44,11 +44,23 @@ struct Options {
   int64_t unet_size = 512;
   std::string write_models;       // only write the generated models (and inputs) there
   bool graph_as_written = false;  // run the graph exactly as written (no session graph)
-  std::vector<std::string> models = {
-      "resnet18",       "mobilenet_v3_small",    "deep_residual", "silero_vad", "unet",
-      "vit_encoder",    "convnext",              "mobilenet_v3_det", "unet_dynamic_quant",
-      "unet_dynamic_quant_u8", "unet_qdq",       "x_convnext",    "x_swin",     "x_bert",
-      "x_decoder",      "x_densenet",            "x_aspp"};
+  std::vector<std::string> models = {"resnet18",
+                                     "mobilenet_v3_small",
+                                     "deep_residual",
+                                     "silero_vad",
+                                     "unet",
+                                     "vit_encoder",
+                                     "convnext",
+                                     "mobilenet_v3_det",
+                                     "unet_dynamic_quant",
+                                     "unet_dynamic_quant_u8",
+                                     "unet_qdq",
+                                     "x_convnext",
+                                     "x_swin",
+                                     "x_bert",
+                                     "x_decoder",
+                                     "x_densenet",
+                                     "x_aspp"};
 };
 
 struct Case {

@@ -97,8 +97,6 @@ std::string IslandLine(const ConversionReport& report) {
                       FirstFew(items, kListed), ")\n");
 }
 
-std::string Error(double e) { return absl::StrFormat("%.2g", e); }
-
 }  // namespace
 
 std::string FirstFew(const std::vector<std::string>& items, size_t shown) {

@@ -70,19 +70,20 @@ absl::Status SetPrecision(std::string_view text, ConvertOptions& o) {
 
 std::vector<OptionSpec> MakeTable() {
   std::vector<OptionSpec> t;
-  t.push_back({.name = "target",
-               .type = Type::kString,
-               .default_text = "generic",
-               .value_name = "NAME|FILE",
-               .help = "Target profile: gpu-fp16, gpu-bf16, tensorrt, openvino-gpu, ncnn-vulkan, generic, "
-                       "or a .target file (default generic)",
-               .read_by = "pass manager (the steps), rule conditions",
-               .api_field = "target",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 o.target = std::string(v);
-                 return absl::OkStatus();
-               },
-               .get = [](const ConvertOptions& o) { return o.target; }});
+  t.push_back(
+      {.name = "target",
+       .type = Type::kString,
+       .default_text = "generic",
+       .value_name = "NAME|FILE",
+       .help = "Target profile: gpu-fp16, gpu-bf16, tensorrt, openvino-gpu, ncnn-vulkan, generic, "
+               "or a .target file (default generic)",
+       .read_by = "pass manager (the steps), rule conditions",
+       .api_field = "target",
+       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+         o.target = std::string(v);
+         return absl::OkStatus();
+       },
+       .get = [](const ConvertOptions& o) { return o.target; }});
   t.push_back(
       {.name = "precision",
        .type = Type::kEnum,

@@ -115,8 +115,8 @@ def test_precision_on_any_target_gives_the_command_lines_bytes(tmp_path):
                                   calibration=DATA)
     assert model.SerializeToString() == expected
     assert any(s["name"] == "fp16_islands" for s in report["steps"])
-    with pytest.raises(ovfix.Error, match="bf16 is not supported yet"):
-        ovfix.convert(MODEL, target="tensorrt", precision="bf16", calibration=DATA)
+    with pytest.raises(ovfix.Error, match="target openvino-gpu runs every tensor in the float type"):
+        ovfix.convert(MODEL, target="openvino-gpu", precision="bf16", calibration=DATA)
 
 
 def test_options_reach_the_pipeline():

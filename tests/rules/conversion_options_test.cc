@@ -283,9 +283,10 @@ TEST(PassManager, CommandLineRefusesInOneLine) {
         testing::RunOvfix(absl::StrCat("convert ", model, " ", out.string(), " ", args));
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(args == "--keep-io-types" ? "--keep-io-types applies to reduced precision"
-                                                   : "runs every tensor in the float type its backend"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find(args == "--keep-io-types" ? "--keep-io-types applies to reduced precision"
+                                             : "runs every tensor in the float type its backend"),
+        std::string::npos)
         << r.err;
     EXPECT_FALSE(fs::exists(out));
   }
