@@ -77,8 +77,5 @@ __kernel void softmax(__global const A_T* x, __global Y_T* y, long length, long 
 __kernel void gather(__global const A_T* x, __global const long* indices, __global Y_T* y,
                      long count, long axis_size, long inner) {
   const long i = get_global_id(0);
-  const long in = i % inner;
-  const long j = (i / inner) % count;
-  const long outer = i / (inner * count);
-  STORE_Y(y, i, LOAD_A(x, (outer * axis_size + indices[j]) * inner + in));
+  STORE_Y(y, i, LOAD_A(x, GatherSource(i, indices, count, axis_size, inner)));
 }
