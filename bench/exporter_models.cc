@@ -107,6 +107,20 @@ std::string MergeHeads(B& b, const std::string& x, int64_t width) {
   return View(b, t, {Traced(Dim(b, t, 0)), Traced(Dim(b, t, 1)), Literal(width)});
 }
 
+// The rest of a post-norm transformer layer after attention `a`: x = LayerNorm(x + out_proj(a)),
+// then x = LayerNorm(x + MLP(x)) with a 4x GELU MLP. `residual_first`: x is the first input
+// of each Add (as torch's decoder layer exports it), else the second.
+std::string PostNormLayerTail(B& b, const std::string& x, const std::string& a, int64_t width,
+                              bool residual_first) {
+  auto add = [&](const std::string& residual, const std::string& branch) {
+    return residual_first ? b.Op("Add", {residual, branch}) : b.Op("Add", {branch, residual});
+  };
+  const std::string attended = LayerNorm(b, add(x, Linear(b, a, width, width)), width);
+  const std::string mlp =
+      Linear(b, Gelu(b, Linear(b, attended, width, 4 * width)), 4 * width, width);
+  return LayerNorm(b, add(attended, mlp), width);
+}
+
 // One Swin block on x [batch, height*width, channels] (windows of 7, no shift mask).
 std::string SwinBlock(B& b, const std::string& x, int64_t height, int64_t width, int64_t channels,
                       int64_t heads, bool shift) {
@@ -262,10 +276,7 @@ onnx::ModelProto ExportedBertModel() {
     const std::string v = SplitHeads(b, Linear(b, x, kWidth, kWidth), kHeads, kWidth / kHeads);
     const float scale = 1.0f / std::sqrt(static_cast<float>(kWidth / kHeads));
     std::string a = MergeHeads(b, Attention(b, q, k, v, scale, true, mask), kWidth);
-    x = LayerNorm(b, b.Op("Add", {Linear(b, a, kWidth, kWidth), x}), kWidth);
-    const std::string mlp =
-        Linear(b, Gelu(b, Linear(b, x, kWidth, 4 * kWidth)), 4 * kWidth, kWidth);
-    x = LayerNorm(b, b.Op("Add", {mlp, x}), kWidth);
+    x = PostNormLayerTail(b, x, a, kWidth, /*residual_first=*/false);
   }
   b.Output(x);
   return b.model();
@@ -295,10 +306,7 @@ onnx::ModelProto ExportedCausalDecoderModel() {
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_width));
     std::string a =
         MergeHeads(b, Attention(b, pick(0), pick(1), pick(2), scale, false, mask), kWidth);
-    x = LayerNorm(b, b.Op("Add", {x, Linear(b, a, kWidth, kWidth)}), kWidth);
-    const std::string mlp =
-        Linear(b, Gelu(b, Linear(b, x, kWidth, 4 * kWidth)), 4 * kWidth, kWidth);
-    x = LayerNorm(b, b.Op("Add", {x, mlp}), kWidth);
+    x = PostNormLayerTail(b, x, a, kWidth, /*residual_first=*/true);
   }
   b.Output(x);
   return b.model();

@@ -41,13 +41,13 @@ std::string Linear(B& b, const std::string& x, int64_t in, int64_t out) {
 
 }  // namespace
 
-onnx::ModelProto UnetModel(int64_t size) {
-  B b(kOpset, 11);
+void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv) {
+  using B = ModelBuilder;
   std::string x = b.Input("image", {1, 3, size, size});
   const std::vector<int64_t> widths = {16, 32, 64, 128};
   auto double_conv = [&](std::string in, int64_t in_channels, int64_t out_channels) {
-    in = Relu(b, b.Conv(in, in_channels, out_channels, 3));
-    return Relu(b, b.Conv(in, out_channels, out_channels, 3));
+    in = conv(b, in, in_channels, out_channels, 3, true);
+    return conv(b, in, out_channels, out_channels, 3, true);
   };
   std::vector<std::string> skips;
   int64_t channels = 3;
@@ -68,7 +68,17 @@ onnx::ModelProto UnetModel(int64_t size) {
     x = double_conv(x, channels + widths[i], widths[i]);
     channels = widths[i];
   }
-  b.Output(b.Conv(x, channels, 2, 1));
+  b.Output(conv(b, x, channels, 2, 1, false));
+}
+
+onnx::ModelProto UnetModel(int64_t size) {
+  B b(kOpset, 11);
+  BuildUnet(b, size,
+            [](B& b, const std::string& in, int64_t in_channels, int64_t out_channels,
+               int64_t kernel, bool relu) {
+              const std::string y = b.Conv(in, in_channels, out_channels, kernel);
+              return relu ? Relu(b, y) : y;
+            });
   return b.model();
 }
 

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
+#include "bench/model_builder.h"
 #include "onnx/onnx_pb.h"
 
 namespace ovfix::bench {
@@ -11,6 +14,13 @@ namespace ovfix::bench {
 // A UNet-style segmentation net on a size x size RGB image: four levels of two 3x3
 // Conv+Relu, MaxPool down, bilinear Resize up, Concat skips, a 1x1 head.
 onnx::ModelProto UnetModel(int64_t size);
+
+// A conv layer of some kind (float, quantized): (builder, input, in channels, out channels,
+// kernel, followed by Relu) -> output.
+using ConvLayer =
+    std::function<std::string(ModelBuilder&, const std::string&, int64_t, int64_t, int64_t, bool)>;
+// The UnetModel net built into `b` with its convolutions made by `conv`.
+void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv);
 // A ViT-style encoder: 16x16 patch embedding (Conv), LayerNormalization, MatMul attention
 // with Softmax, GELU (as Erf) MLP, residual Adds; 197 tokens of width 384, 6 heads, 6 layers.
 onnx::ModelProto VitEncoderModel();

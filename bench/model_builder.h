@@ -40,36 +40,21 @@ class ModelBuilder {
     enum Kind { kInt, kFloat, kInts, kString } kind = kInt;
     int64_t i = 0;
     float f = 0;
-    std::vector<int64_t> ints;
-    std::string s;
+    // Initialized so that the designated initializers below may leave them out.
+    std::vector<int64_t> ints = {};
+    std::string s = {};
   };
   static Attr Int(const std::string& name, int64_t v) {
-    Attr a;
-    a.name = name;
-    a.kind = Attr::kInt;
-    a.i = v;
-    return a;
+    return {.name = name, .kind = Attr::kInt, .i = v};
   }
   static Attr Float(const std::string& name, float v) {
-    Attr a;
-    a.name = name;
-    a.kind = Attr::kFloat;
-    a.f = v;
-    return a;
+    return {.name = name, .kind = Attr::kFloat, .f = v};
   }
   static Attr Ints(const std::string& name, std::vector<int64_t> v) {
-    Attr a;
-    a.name = name;
-    a.kind = Attr::kInts;
-    a.ints = std::move(v);
-    return a;
+    return {.name = name, .kind = Attr::kInts, .ints = std::move(v)};
   }
   static Attr String(const std::string& name, std::string v) {
-    Attr a;
-    a.name = name;
-    a.kind = Attr::kString;
-    a.s = std::move(v);
-    return a;
+    return {.name = name, .kind = Attr::kString, .s = std::move(v)};
   }
 
   // Adds a node with one output and returns the output's name ("" inputs are omitted ones).

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/generated_models.h"
 #include "bench/model_builder.h"
 
 namespace ovfix::bench {
@@ -13,42 +14,6 @@ namespace {
 
 using B = ModelBuilder;
 constexpr int kOpset = 13;
-
-// A conv layer of some quantization: (builder, input, in channels, out channels, kernel,
-// followed by Relu) -> output.
-using ConvLayer =
-    std::function<std::string(B&, const std::string&, int64_t, int64_t, int64_t, bool)>;
-
-// The UNet of generated_models.cc (four levels of two 3x3 Conv+Relu, MaxPool, bilinear
-// Resize, Concat skips, 1x1 head) with its convolutions made by `conv`.
-void BuildUnet(B& b, int64_t size, const ConvLayer& conv) {
-  std::string x = b.Input("image", {1, 3, size, size});
-  const std::vector<int64_t> widths = {16, 32, 64, 128};
-  auto double_conv = [&](std::string in, int64_t in_channels, int64_t out_channels) {
-    in = conv(b, in, in_channels, out_channels, 3, true);
-    return conv(b, in, out_channels, out_channels, 3, true);
-  };
-  std::vector<std::string> skips;
-  int64_t channels = 3;
-  for (int64_t w : widths) {
-    x = double_conv(x, channels, w);
-    skips.push_back(x);
-    x = b.Op("MaxPool", {x}, {B::Ints("kernel_shape", {2, 2}), B::Ints("strides", {2, 2})});
-    channels = w;
-  }
-  x = double_conv(x, channels, 256);
-  channels = 256;
-  const std::string scales = b.Floats({1.0f, 1.0f, 2.0f, 2.0f});
-  for (int i = static_cast<int>(widths.size()) - 1; i >= 0; --i) {
-    const std::string up = b.Op(
-        "Resize", {x, "", scales},
-        {B::String("mode", "linear"), B::String("coordinate_transformation_mode", "half_pixel")});
-    x = b.Op("Concat", {up, skips[i]}, {B::Int("axis", 1)});
-    x = double_conv(x, channels + widths[i], widths[i]);
-    channels = widths[i];
-  }
-  b.Output(conv(b, x, channels, 2, 1, false));
-}
 
 std::vector<B::Attr> ConvAttributes(int64_t kernel) {
   const int64_t pad = kernel / 2;

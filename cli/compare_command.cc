@@ -251,10 +251,7 @@ absl::Status CheckFiles(const CompareOptions& o, const Model& first, const Model
   converter::CommandFiles files;
   files.ReadModel(o.models[0], first, "the model");
   if (o.models.size() == 2) files.ReadModel(o.models[1], second, "the second model");
-  for (const std::string& spec : o.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq != std::string::npos) files.Read(spec.substr(eq + 1), "--input");
-  }
+  ReadInputFiles(o.inputs, files);
   if (!o.test_data.empty()) files.ReadTestData(o.test_data, "--test-data");
   // test_data_set_0/ beside the model, read when no input is given.
   const fs::path folder = fs::path(o.models[0]).parent_path();
@@ -427,9 +424,7 @@ Command AddCompareCommand(CLI::App& app) {
                       "opencl:fp32)");
   o->backend_option = sub->add_option("--backend", o->backend,
                                       "With two models: where both run (default cpu:fp32)");
-  sub->add_option("--input", o->inputs, "NAME=FILE.pb: a graph input from a TensorProto file")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  AddInputFileFlag(sub, o->inputs);
   sub->add_option("--test-data", o->test_data,
                   "Folder with input_K.pb in graph-input order, or a folder of "
                   "test_data_set_*/ folders (the first is used; other inputs are random)");

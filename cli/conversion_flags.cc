@@ -61,6 +61,19 @@ void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy) {
       ->type_name(std::string(spec->value_name));
 }
 
+void AddInputFileFlag(CLI::App* sub, std::vector<std::string>& inputs) {
+  sub->add_option("--input", inputs, "NAME=FILE.pb: a graph input from a TensorProto file")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+void ReadInputFiles(const std::vector<std::string>& inputs, converter::CommandFiles& files) {
+  for (const std::string& spec : inputs) {
+    const size_t eq = spec.find('=');
+    if (eq != std::string::npos) files.Read(spec.substr(eq + 1), "--input");
+  }
+}
+
 absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
                                 converter::AccuracySpec& spec) {
   for (const std::string& text : accuracy) {

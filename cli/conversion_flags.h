@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "cli/command_files.h"
 #include "converter/pipeline.h"
 
 namespace ovfix::cli {
@@ -36,6 +37,11 @@ struct ConversionFlags {
 // `--accuracy NAME=CRITERIA|CRITERIA` (repeatable), as convert, run and compare take it, and
 // what the values say (errors: one line starting "--accuracy TEXT: ").
 void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy);
+// `--input NAME=FILE.pb` (repeatable), as run and compare take it, and the files those flags
+// name, read by the command (named "--input" in messages).
+void AddInputFileFlag(CLI::App* sub, std::vector<std::string>& inputs);
+void ReadInputFiles(const std::vector<std::string>& inputs, converter::CommandFiles& files);
+
 absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
                                 converter::AccuracySpec& spec);
 

@@ -204,10 +204,7 @@ absl::Status CheckFiles(const RunOptions& o, const Model& model) {
   if (o.output_dir.empty()) return absl::OkStatus();
   converter::CommandFiles files;
   files.ReadModel(o.model, model, "the model");
-  for (const std::string& spec : o.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq != std::string::npos) files.Read(spec.substr(eq + 1), "--input");
-  }
+  ReadInputFiles(o.inputs, files);
   if (!o.test_data.empty()) files.ReadTestData(o.test_data, "--test-data");
   for (size_t k = 0; k < model.graph().outputs().size(); ++k) {
     files.Write(OutputFile(o, k), "--output-dir", /*makes_folder=*/true);
@@ -461,9 +458,7 @@ Command AddRunCommand(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "Run a model on an executor and check or save outputs");
   sub->add_option("model", o->model, "The .onnx model")->required();
-  sub->add_option("--input", o->inputs, "NAME=FILE.pb: a graph input from a TensorProto file")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  AddInputFileFlag(sub, o->inputs);
   sub->add_option("--test-data", o->test_data,
                   "Folder with input_K.pb (graph-input order) and output_K.pb to compare with, "
                   "or a folder of test_data_set_*/ folders (the first is run)");

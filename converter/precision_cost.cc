@@ -1,6 +1,7 @@
 #include "converter/precision_cost.h"
 
 #include "absl/strings/str_format.h"
+#include "converter/float_outputs.h"
 #include "ir/graph_walk.h"
 
 namespace ovfix::converter {
@@ -108,13 +109,7 @@ PrecisionCost MeasurePrecisionCost(const Model& converted, int casts_before) {
       if (n->op_type() == "Cast" || n->op_type() == "CastLike" || !n->subgraphs().empty()) {
         continue;
       }
-      bool half = false, single = false;
-      for (const Value* v : n->outputs()) {
-        if (v == nullptr || !v->is_tensor()) continue;
-        half =
-            half || v->elem_type() == DataType::kFloat16 || v->elem_type() == DataType::kBfloat16;
-        single = single || v->elem_type() == DataType::kFloat;
-      }
+      const auto [half, single] = FloatTypesOfOutputs(*n);
       if (!half && !single) continue;
       const bool fp32 = !half;
       const std::optional<double> macs = MultiplyAdds(*n);

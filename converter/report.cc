@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/float_outputs.h"
 #include "converter/json_writer.h"
 #include "ir/graph_walk.h"
 
@@ -414,13 +415,7 @@ FloatNodeCounts CountFloatNodes(const Model& model) {
       if (n->op_type() == "Cast" || n->op_type() == "Constant" || !n->subgraphs().empty()) {
         continue;
       }
-      bool half = false, single = false;
-      for (const Value* v : n->outputs()) {
-        if (v == nullptr || !v->is_tensor()) continue;
-        half =
-            half || v->elem_type() == DataType::kFloat16 || v->elem_type() == DataType::kBfloat16;
-        single = single || v->elem_type() == DataType::kFloat;
-      }
+      const auto [half, single] = FloatTypesOfOutputs(*n);
       count.float16 += half;
       count.float32 += single && !half;
     }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_join.h"
 #include "exec/control_flow.h"
+#include "exec/cpu/native_kernels.h"
 #include "exec/kernel.h"
 #include "ir/constant.h"
 #include "ir/graph.h"
@@ -252,12 +253,12 @@ absl::Status RunValueKernelOnTensors(ValueKernelFn fn, KernelContext& ctx) {
 }
 
 void AddControlFlowKernels(std::vector<KernelDef>& table) {
+  AddNativeKernels(table, {{"Constant", 1, ConstantKernel},
+                           {"If", 1, IfAdapter},
+                           {"Loop", 1, LoopAdapter},
+                           {"Scan", 8, ScanAdapter},
+                           {"SequenceMap", 17, SequenceOnlyKernel}});
   constexpr Float16Mode kNative = Float16Mode::kNative;
-  table.push_back({"", "Constant", 1, kLatestOpset, ConstantKernel, kNative});
-  table.push_back({"", "If", 1, kLatestOpset, IfAdapter, kNative});
-  table.push_back({"", "Loop", 1, kLatestOpset, LoopAdapter, kNative});
-  table.push_back({"", "Scan", 8, kLatestOpset, ScanAdapter, kNative});
-  table.push_back({"", "SequenceMap", 17, kLatestOpset, SequenceOnlyKernel, kNative});
   for (const ValueKernelEntry& e : SequenceValueKernels()) {
     table.push_back({"", e.op_type, e.since_version, kLatestOpset, SequenceOnlyKernel, kNative});
   }

@@ -8,6 +8,7 @@
 
 #include "exec/cpu/data_movement.h"
 #include "exec/cpu/index_geometry.h"
+#include "exec/cpu/native_kernels.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
@@ -154,20 +155,18 @@ struct Arith<bool> {
   static Compute Load(Storage v) { return v != 0; }
   static Storage Store(Compute v) { return v ? 1 : 0; }
 };
-template <>
-struct Arith<Half> {
+// A 16-bit float held as its bits and computed in float.
+template <float (*kToFloat)(uint16_t), uint16_t (*kFromFloat)(float)>
+struct Arith16 {
   using Storage = uint16_t;
   using Compute = float;
-  static Compute Load(Storage v) { return HalfBitsToFloat(v); }
-  static Storage Store(Compute v) { return FloatToHalfBits(v); }
+  static Compute Load(Storage v) { return kToFloat(v); }
+  static Storage Store(Compute v) { return kFromFloat(v); }
 };
 template <>
-struct Arith<BFloat16> {
-  using Storage = uint16_t;
-  using Compute = float;
-  static Compute Load(Storage v) { return Bfloat16BitsToFloat(v); }
-  static Storage Store(Compute v) { return FloatToBfloat16Bits(v); }
-};
+struct Arith<Half> : Arith16<HalfBitsToFloat, FloatToHalfBits> {};
+template <>
+struct Arith<BFloat16> : Arith16<Bfloat16BitsToFloat, FloatToBfloat16Bits> {};
 
 template <typename C>
 C Combine(C a, C b, Reduction r) {
@@ -261,12 +260,12 @@ absl::Status ScatterElements(KernelContext& ctx) {
 }  // namespace
 
 void AddGatherScatterKernels(std::vector<KernelDef>& table) {
+  AddNativeKernels(table, {{"Gather", 1, Gather},
+                           {"GatherElements", 11, GatherElements},
+                           {"GatherND", 11, GatherND},
+                           {"ScatterND", 11, ScatterND},
+                           {"ScatterElements", 11, ScatterElements}});
   constexpr Float16Mode kNative = Float16Mode::kNative;
-  table.push_back({"", "Gather", 1, kLatestOpset, Gather, kNative});
-  table.push_back({"", "GatherElements", 11, kLatestOpset, GatherElements, kNative});
-  table.push_back({"", "GatherND", 11, kLatestOpset, GatherND, kNative});
-  table.push_back({"", "ScatterND", 11, kLatestOpset, ScatterND, kNative});
-  table.push_back({"", "ScatterElements", 11, kLatestOpset, ScatterElements, kNative});
   table.push_back({"", "Scatter", 9, 10, ScatterElements, kNative});
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/native_kernels.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
 #include "ir/status_macros.h"
@@ -472,18 +473,17 @@ absl::Status Unique(KernelContext& ctx) {
 }  // namespace
 
 void AddGeneratorKernels(std::vector<KernelDef>& table) {
-  constexpr Float16Mode kNative = Float16Mode::kNative;
-  table.push_back({"", "ConstantOfShape", 9, kLatestOpset, ConstantOfShape, kNative});
-  table.push_back({"", "Range", 11, kLatestOpset, Range, kNative});
-  table.push_back({"", "NonZero", 9, kLatestOpset, NonZero, kNative});
-  table.push_back({"", "OneHot", 9, kLatestOpset, OneHot, kNative});
-  table.push_back({"", "Trilu", 14, kLatestOpset, Trilu, kNative});
-  table.push_back({"", "EyeLike", 9, kLatestOpset, EyeLike, kNative});
-  table.push_back({"", "Compress", 9, kLatestOpset, Compress, kNative});
-  table.push_back({"", "DepthToSpace", 1, kLatestOpset, DepthToSpace, kNative});
-  table.push_back({"", "SpaceToDepth", 1, kLatestOpset, SpaceToDepth, kNative});
-  table.push_back({"", "ReverseSequence", 10, kLatestOpset, ReverseSequence, kNative});
-  table.push_back({"", "Unique", 11, kLatestOpset, Unique, kNative});
+  AddNativeKernels(table, {{"ConstantOfShape", 9, ConstantOfShape},
+                           {"Range", 11, Range},
+                           {"NonZero", 9, NonZero},
+                           {"OneHot", 9, OneHot},
+                           {"Trilu", 14, Trilu},
+                           {"EyeLike", 9, EyeLike},
+                           {"Compress", 9, Compress},
+                           {"DepthToSpace", 1, DepthToSpace},
+                           {"SpaceToDepth", 1, SpaceToDepth},
+                           {"ReverseSequence", 10, ReverseSequence},
+                           {"Unique", 11, Unique}});
 }
 
 }  // namespace ovfix::exec

@@ -247,22 +247,16 @@ absl::Status Gemm(KernelContext& ctx) {
   OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, {m, n}));
   Tensor& y = ctx.Output(0, a.type(), {m, n});
   if (y.numel() == 0) return absl::OkStatus();
-  switch (a.type()) {
-    case DataType::kFloat:
-      return TypedGemm<float>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
-    case DataType::kDouble:
-      return TypedGemm<double>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
-    case DataType::kInt32:
-      return TypedGemm<int32_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
-    case DataType::kInt64:
-      return TypedGemm<int64_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
-    case DataType::kUint32:
-      return TypedGemm<uint32_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
-    case DataType::kUint64:
-      return TypedGemm<uint64_t>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
-    default:
-      return ctx.Error("unsupported element type ", std::string(DataTypeName(a.type())));
+  constexpr TypeList<float, double, int32_t, int64_t, uint32_t, uint64_t> kGemmTypes;
+  absl::Status status;
+  const bool supported = VisitType(a.type(), kGemmTypes, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    status = TypedGemm<T>(ctx, trans_a, trans_b, m, n, k, alpha, beta, y);
+  });
+  if (!supported) {
+    return ctx.Error("unsupported element type ", std::string(DataTypeName(a.type())));
   }
+  return status;
 }
 
 }  // namespace

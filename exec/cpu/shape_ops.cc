@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/cpu/native_kernels.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
 
@@ -171,13 +172,12 @@ absl::Status Size(KernelContext& ctx) {
 }  // namespace
 
 void AddShapeKernels(std::vector<KernelDef>& table) {
-  constexpr Float16Mode kNative = Float16Mode::kNative;
-  table.push_back({"", "Reshape", 1, kLatestOpset, Reshape, kNative});
-  table.push_back({"", "Squeeze", 1, kLatestOpset, Squeeze, kNative});
-  table.push_back({"", "Unsqueeze", 1, kLatestOpset, Unsqueeze, kNative});
-  table.push_back({"", "Flatten", 1, kLatestOpset, Flatten, kNative});
-  table.push_back({"", "Shape", 1, kLatestOpset, Shape, kNative});
-  table.push_back({"", "Size", 1, kLatestOpset, Size, kNative});
+  AddNativeKernels(table, {{"Reshape", 1, Reshape},
+                           {"Squeeze", 1, Squeeze},
+                           {"Unsqueeze", 1, Unsqueeze},
+                           {"Flatten", 1, Flatten},
+                           {"Shape", 1, Shape},
+                           {"Size", 1, Size}});
   AddTransposeConcatKernels(table);
   AddSlicePadKernels(table);
   AddGatherScatterKernels(table);

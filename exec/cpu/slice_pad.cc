@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/native_kernels.h"
 #include "exec/cpu/slice_pad_geometry.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
@@ -55,9 +56,7 @@ absl::Status Pad(KernelContext& ctx) {
 }  // namespace
 
 void AddSlicePadKernels(std::vector<KernelDef>& table) {
-  constexpr Float16Mode kNative = Float16Mode::kNative;
-  table.push_back({"", "Slice", 1, kLatestOpset, Slice, kNative});
-  table.push_back({"", "Pad", 1, kLatestOpset, Pad, kNative});
+  AddNativeKernels(table, {{"Slice", 1, Slice}, {"Pad", 1, Pad}});
 }
 
 }  // namespace ovfix::exec

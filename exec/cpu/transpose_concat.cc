@@ -16,6 +16,7 @@
 
 #include "exec/cpu/avx512_transpose.h"
 #include "exec/cpu/data_movement.h"
+#include "exec/cpu/native_kernels.h"
 #include "exec/cpu/slice_pad_geometry.h"
 #include "exec/cpu/split_sizes.h"
 #include "exec/kernel.h"
@@ -444,12 +445,11 @@ absl::Status Expand(KernelContext& ctx) {
 }  // namespace
 
 void AddTransposeConcatKernels(std::vector<KernelDef>& table) {
-  constexpr Float16Mode kNative = Float16Mode::kNative;
-  table.push_back({"", "Transpose", 1, kLatestOpset, Transpose, kNative});
-  table.push_back({"", "Concat", 1, kLatestOpset, Concat, kNative});
-  table.push_back({"", "Split", 1, kLatestOpset, Split, kNative});
-  table.push_back({"", "Tile", 6, kLatestOpset, Tile, kNative});
-  table.push_back({"", "Expand", 8, kLatestOpset, Expand, kNative});
+  AddNativeKernels(table, {{"Transpose", 1, Transpose},
+                           {"Concat", 1, Concat},
+                           {"Split", 1, Split},
+                           {"Tile", 6, Tile},
+                           {"Expand", 8, Expand}});
 }
 
 }  // namespace ovfix::exec

@@ -4,6 +4,7 @@
 
 #include "exec/cpu/conv_geometry.h"
 #include "exec/opencl/kernel_args.h"
+#include "exec/opencl/matmul_shape.h"
 #include "exec/opencl/op_context.h"
 #include "ir/op_groups.h"
 #include "ir/status_macros.h"
@@ -162,32 +163,25 @@ absl::Status MatMul(OpContext& ctx) {
   const ClValue& b = ctx.input(1);
   if (!IsFloat(a) || !IsFloat(b)) return ctx.Unsupported("non-float MatMul");
   if (a.dims.empty() || b.dims.empty()) return ctx.Error("MatMul inputs must have rank >= 1");
-  std::vector<int64_t> a_dims = a.dims, b_dims = b.dims;
-  if (a_dims.size() == 1) a_dims.insert(a_dims.begin(), 1);
-  if (b_dims.size() == 1) b_dims.push_back(1);
-  const int64_t M = a_dims[a_dims.size() - 2], K = a_dims.back();
-  const int64_t K2 = b_dims[b_dims.size() - 2], N = b_dims.back();
-  if (K != K2) return ctx.Error("inner dims differ (", K, " vs ", K2, ")");
-  const std::vector<int64_t> a_batch(a_dims.begin(), a_dims.end() - 2);
-  const std::vector<int64_t> b_batch(b_dims.begin(), b_dims.end() - 2);
-  OVFIX_ASSIGN_OR_RETURN(auto batch, BroadcastDims(ctx, {&a_batch, &b_batch}));
-  std::vector<int64_t> out_dims = batch;
-  if (a.dims.size() > 1) out_dims.push_back(M);
-  if (b.dims.size() > 1) out_dims.push_back(N);
-  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, a.type, out_dims));
+  MatMulShape shape(a.dims, b.dims);
+  const int64_t M = shape.m, K = shape.k, N = shape.n;
+  if (K != shape.b_k) return ctx.Error("inner dims differ (", K, " vs ", shape.b_k, ")");
+  OVFIX_RETURN_IF_ERROR(shape.BroadcastBatch(ctx));
+  OVFIX_ASSIGN_OR_RETURN(auto y, ctx.NewOutput(0, a.type, shape.out_dims));
   OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(1));
   OVFIX_ASSIGN_OR_RETURN(
       auto k,
       ctx.Kernel("conv.cl", "matmul", ctx.Options({{"A", &a}, {"B", &b}, {"Y", y}}, "-DMODE=0")));
   if (auto s = SetArgs(ctx, k, *da, *db, *y->device, static_cast<cl_int>(M), static_cast<cl_int>(N),
-                       static_cast<cl_int>(K), PaddedDims(batch), BroadcastStrides(a_batch, batch),
-                       BroadcastStrides(b_batch, batch));
+                       static_cast<cl_int>(K), PaddedDims(shape.batch),
+                       BroadcastStrides(shape.a_batch, shape.batch),
+                       BroadcastStrides(shape.b_batch, shape.batch));
       !s.ok()) {
     return s;
   }
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M),
-                                static_cast<size_t>(Tensor::NumElements(batch))));
+                                static_cast<size_t>(Tensor::NumElements(shape.batch))));
 }
 
 absl::Status Pool(OpContext& ctx) {

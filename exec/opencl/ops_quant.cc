@@ -11,6 +11,7 @@
 #include "exec/cpu/conv_geometry.h"
 #include "exec/opencl/host_upload.h"
 #include "exec/opencl/kernel_args.h"
+#include "exec/opencl/matmul_shape.h"
 #include "exec/opencl/op_context.h"
 #include "ir/status_macros.h"
 
@@ -194,21 +195,13 @@ absl::Status MatMulInteger(OpContext& ctx) {
   const ClValue& a = ctx.input(0);
   const ClValue& b = ctx.input(1);
   if (a.dims.empty() || b.dims.empty()) return ctx.Error("operands must have rank >= 1");
-  std::vector<int64_t> a_dims = a.dims, b_dims = b.dims;
-  if (a_dims.size() == 1) a_dims.insert(a_dims.begin(), 1);
-  if (b_dims.size() == 1) b_dims.push_back(1);
-  const int64_t M = a_dims[a_dims.size() - 2], K = a_dims.back();
-  const int64_t N = b_dims.back();
-  if (b_dims[b_dims.size() - 2] != K) {
+  MatMulShape shape(a.dims, b.dims);
+  const int64_t M = shape.m, K = shape.k, N = shape.n;
+  if (shape.b_k != K) {
     return ctx.Error("cannot multiply ", TypeName(a.type), "[", absl::StrJoin(a.dims, ","), "] by ",
                      TypeName(b.type), "[", absl::StrJoin(b.dims, ","), "]");
   }
-  const std::vector<int64_t> a_batch(a_dims.begin(), a_dims.end() - 2);
-  const std::vector<int64_t> b_batch(b_dims.begin(), b_dims.end() - 2);
-  OVFIX_ASSIGN_OR_RETURN(auto batch, BroadcastDims(ctx, {&a_batch, &b_batch}));
-  std::vector<int64_t> out_dims = batch;
-  if (a.dims.size() > 1) out_dims.push_back(M);
-  if (b.dims.size() > 1) out_dims.push_back(N);
+  OVFIX_RETURN_IF_ERROR(shape.BroadcastBatch(ctx));
   if (!IsEightBit(a.type) || !IsEightBit(b.type)) {
     return ctx.Error("operands must be int8 or uint8, got ", TypeName(a.type), " and ",
                      TypeName(b.type));
@@ -217,9 +210,11 @@ absl::Status MatMulInteger(OpContext& ctx) {
       (ctx.has_input(3) && ctx.input(3).type != b.type)) {
     return ctx.Error("zero point types differ from the operands'");
   }
-  OVFIX_ASSIGN_OR_RETURN(auto a_zeros, ExpandZeroPoint(ctx, 2, Tensor::NumElements(a_batch), M));
-  OVFIX_ASSIGN_OR_RETURN(auto b_zeros, ExpandZeroPoint(ctx, 3, Tensor::NumElements(b_batch), N));
-  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, DataType::kInt32, out_dims));
+  OVFIX_ASSIGN_OR_RETURN(auto a_zeros,
+                         ExpandZeroPoint(ctx, 2, Tensor::NumElements(shape.a_batch), M));
+  OVFIX_ASSIGN_OR_RETURN(auto b_zeros,
+                         ExpandZeroPoint(ctx, 3, Tensor::NumElements(shape.b_batch), N));
+  OVFIX_ASSIGN_OR_RETURN(ClValue * y, ctx.NewOutput(0, DataType::kInt32, shape.out_dims));
   if (y->numel() == 0) return absl::OkStatus();
   OVFIX_ASSIGN_OR_RETURN(auto da, ctx.Device(0));
   OVFIX_ASSIGN_OR_RETURN(auto db, ctx.Device(1));
@@ -229,12 +224,12 @@ absl::Status MatMulInteger(OpContext& ctx) {
                          ctx.Kernel("quant.cl", "matmul_integer",
                                     QuantOptions(4, absl::StrCat("-DA_Q=", ClType(a.type),
                                                                  " -DB_Q=", ClType(b.type)))));
-  OVFIX_RETURN_IF_ERROR(SetArgs(ctx, k, *da, *db, *za, *zb, *y->device, static_cast<cl_int>(M),
-                                static_cast<cl_int>(N), static_cast<cl_int>(K), PaddedDims(batch),
-                                BroadcastStrides(a_batch, batch),
-                                BroadcastStrides(b_batch, batch)));
+  OVFIX_RETURN_IF_ERROR(SetArgs(
+      ctx, k, *da, *db, *za, *zb, *y->device, static_cast<cl_int>(M), static_cast<cl_int>(N),
+      static_cast<cl_int>(K), PaddedDims(shape.batch), BroadcastStrides(shape.a_batch, shape.batch),
+      BroadcastStrides(shape.b_batch, shape.batch)));
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(N), static_cast<size_t>(M),
-                                static_cast<size_t>(Tensor::NumElements(batch))));
+                                static_cast<size_t>(Tensor::NumElements(shape.batch))));
 }
 
 // Input `index`'s zero point for filter i: one value or `count` of the operand's type; 0 when

@@ -13,6 +13,7 @@
 #include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/schema.h"
 #include "re2/re2.h"
+#include "rules/passes/spec_types.h"
 
 namespace ovfix::rules {
 namespace {
@@ -393,16 +394,8 @@ class Decider {
 }  // namespace
 
 bool SpecAllowsBfloat16(const Node& n, int64_t opset, bool output, size_t index) {
-  const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-  if (!domain.empty()) return true;
-  const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), domain);
-  if (schema == nullptr) return true;
-  const auto& formals = output ? schema->outputs() : schema->inputs();
-  if (formals.empty()) return true;
-  const onnx::OpSchema::FormalParameter& formal = formals[std::min(index, formals.size() - 1)];
   static const onnx::DataType kBfloat16 = onnx::Utils::DataTypeUtils::ToType("tensor(bfloat16)");
-  return formal.GetTypes().contains(kBfloat16);
+  return SpecAllowsType(n, opset, output, index, kBfloat16);
 }
 
 absl::StatusOr<Islands> DecideBf16Islands(const Graph& g, const IslandOptions& options) {

@@ -13,6 +13,7 @@
 #include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/schema.h"
 #include "re2/re2.h"
+#include "rules/passes/spec_types.h"
 
 namespace ovfix::rules {
 namespace {
@@ -488,17 +489,8 @@ class Decider {
 }  // namespace
 
 bool SpecAllowsFloat16(const Node& n, int64_t opset, bool output, size_t index) {
-  const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-  if (!domain.empty()) return true;
-  const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), domain);
-  if (schema == nullptr) return true;
-  const auto& formals = output ? schema->outputs() : schema->inputs();
-  if (formals.empty()) return true;
-  // The last formal parameter covers the rest when it is variadic.
-  const onnx::OpSchema::FormalParameter& formal = formals[std::min(index, formals.size() - 1)];
   static const onnx::DataType kHalf = onnx::Utils::DataTypeUtils::ToType("tensor(float16)");
-  return formal.GetTypes().contains(kHalf);
+  return SpecAllowsType(n, opset, output, index, kHalf);
 }
 
 bool IsFloat32(const Value* v) {

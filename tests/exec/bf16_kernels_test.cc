@@ -10,21 +10,12 @@
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "ir/text_form.h"
+#include "tests/support/bfloat16_reference.h"
 
 namespace ovfix::exec {
 namespace {
 
-// Round to nearest even on the 16 bits bfloat16 drops (finite inputs).
-float RoundToBfloat16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  uint32_t upper = u >> 16;
-  const uint32_t lower = u & 0xffffu;
-  if (lower > 0x8000u || (lower == 0x8000u && (upper & 1u) != 0)) ++upper;
-  u = upper << 16;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using test_support::RoundToBfloat16;
 
 // One bfloat16 ulp at |x| (8 significant bits).
 double UlpAt(double x) {

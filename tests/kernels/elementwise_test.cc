@@ -21,17 +21,8 @@ namespace {
 using math_testing::FloatAttr;
 using math_testing::FloatTensor;
 using math_testing::IntAttr;
+using math_testing::RunOp;
 using math_testing::StringAttr;
-
-// Runs one node of `op` at `opset` on `inputs` (an undefined Tensor is an omitted input).
-absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, int opset,
-                                          std::vector<Tensor> inputs,
-                                          std::vector<onnx::AttributeProto> attributes = {},
-                                          int num_outputs = 1) {
-  math_testing::NodeRun run;
-  run.num_outputs = num_outputs;
-  return math_testing::RunNode(op, opset, inputs, attributes, run);
-}
 
 template <typename T>
 Tensor Make(DataType type, std::vector<int64_t> dims, const std::vector<T>& v) {

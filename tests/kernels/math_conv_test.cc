@@ -121,17 +121,31 @@ std::vector<onnx::AttributeProto> ConvAttributes(const ConvCase& c) {
   return attributes;
 }
 
-void CheckConv(const ConvCase& c, bool constant_weights) {
-  std::mt19937 rng(17);
+// Random inputs of a case (x, w, and b when it has a bias) drawn from `seed`, and the output
+// the naive convolution computes from them.
+struct ConvRun {
+  std::vector<Tensor> inputs;
+  Dims out_dims;
+  std::vector<double> expected;
+};
+
+ConvRun RandomConvRun(const ConvCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
   const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
   const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
   const auto b = RandomFloats(c.w[0], rng);
-  std::vector<Tensor> inputs = {FloatTensor(c.x, x), FloatTensor(c.w, w)};
-  if (c.bias) inputs.push_back(FloatTensor({c.w[0]}, b));
+  ConvRun run;
+  run.inputs = {FloatTensor(c.x, x), FloatTensor(c.w, w)};
+  if (c.bias) run.inputs.push_back(FloatTensor({c.w[0]}, b));
   const Resolved r = ResolveConv(c);
-  Dims out_dims = {c.x[0], c.w[0]};
-  out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
-  const std::vector<double> expected = NaiveConv(c, x, w, b, r);
+  run.out_dims = {c.x[0], c.w[0]};
+  run.out_dims.insert(run.out_dims.end(), r.out.begin(), r.out.end());
+  run.expected = NaiveConv(c, x, w, b, r);
+  return run;
+}
+
+void CheckConv(const ConvCase& c, bool constant_weights) {
+  const auto [inputs, out_dims, expected] = RandomConvRun(c, 17);
   std::shared_ptr<void> state;
   NodeRun run;
   run.constant = {false, constant_weights, constant_weights};
@@ -444,16 +458,7 @@ TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
     ASSERT_TRUE(SelectGemmKernelForTesting(kernel));
     for (const ConvCase& c : cases) {
       for (const Fused& f : activations) {
-        std::mt19937 rng(23);
-        const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
-        const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
-        const auto b = RandomFloats(c.w[0], rng);
-        std::vector<Tensor> inputs = {FloatTensor(c.x, x), FloatTensor(c.w, w)};
-        if (c.bias) inputs.push_back(FloatTensor({c.w[0]}, b));
-        const Resolved r = ResolveConv(c);
-        Dims out_dims = {c.x[0], c.w[0]};
-        out_dims.insert(out_dims.end(), r.out.begin(), r.out.end());
-        std::vector<double> expected = NaiveConv(c, x, w, b, r);
+        auto [inputs, out_dims, expected] = RandomConvRun(c, 23);
         for (double& v : expected) {
           v = f.hard_swish ? v * std::max(0.0, std::min(1.0, f.a * v + f.b))
                            : std::min<double>(std::max<double>(v, f.a), f.b);

@@ -23,48 +23,45 @@ inline ThreadPool& MathPool() {
   return pool;
 }
 
-inline onnx::AttributeProto IntsAttr(const std::string& name, const Dims& values) {
+// An attribute named `name` of `type`, its value left for the caller to set.
+inline onnx::AttributeProto NamedAttr(const std::string& name,
+                                      onnx::AttributeProto::AttributeType type) {
   onnx::AttributeProto a;
   a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
+  a.set_type(type);
+  return a;
+}
+
+inline onnx::AttributeProto IntsAttr(const std::string& name, const Dims& values) {
+  onnx::AttributeProto a = NamedAttr(name, onnx::AttributeProto::INTS);
   for (int64_t v : values) a.add_ints(v);
   return a;
 }
 inline onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
+  onnx::AttributeProto a = NamedAttr(name, onnx::AttributeProto::INT);
   a.set_i(value);
   return a;
 }
 inline onnx::AttributeProto FloatAttr(const std::string& name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
+  onnx::AttributeProto a = NamedAttr(name, onnx::AttributeProto::FLOAT);
   a.set_f(value);
   return a;
 }
 inline onnx::AttributeProto StringAttr(const std::string& name, const std::string& value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
+  onnx::AttributeProto a = NamedAttr(name, onnx::AttributeProto::STRING);
   a.set_s(value);
   return a;
 }
 
 inline onnx::AttributeProto StringsAttr(const std::string& name,
                                         const std::vector<std::string>& values) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRINGS);
+  onnx::AttributeProto a = NamedAttr(name, onnx::AttributeProto::STRINGS);
   for (const std::string& v : values) a.add_strings(v);
   return a;
 }
 
 inline onnx::AttributeProto FloatsAttr(const std::string& name, const std::vector<float>& values) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOATS);
+  onnx::AttributeProto a = NamedAttr(name, onnx::AttributeProto::FLOATS);
   for (float v : values) a.add_floats(v);
   return a;
 }
@@ -110,6 +107,15 @@ inline absl::StatusOr<std::vector<Tensor>> RunNode(
   ctx.fused = run.fused;
   OVFIX_RETURN_IF_ERROR(kernel->fn(ctx));
   return ctx.outputs;
+}
+
+// RunNode with `num_outputs` outputs and the default NodeRun otherwise.
+inline absl::StatusOr<std::vector<Tensor>> RunOp(
+    const std::string& op, int opset, const std::vector<Tensor>& inputs,
+    const std::vector<onnx::AttributeProto>& attributes = {}, int num_outputs = 1) {
+  NodeRun run;
+  run.num_outputs = num_outputs;
+  return RunNode(op, opset, inputs, attributes, run);
 }
 
 inline std::vector<float> RandomFloats(int64_t n, std::mt19937& rng) {

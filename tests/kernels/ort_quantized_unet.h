@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "onnx/onnx_pb.h"
+#include "tests/kernels/math_test_util.h"
 
 namespace ovfix::test_models {
 
@@ -87,11 +88,7 @@ class QuantizedUnetBuilder {
     for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
   }
   static onnx::AttributeProto Ints(const std::string& name, const std::vector<int64_t>& v) {
-    onnx::AttributeProto a;
-    a.set_name(name);
-    a.set_type(onnx::AttributeProto::INTS);
-    for (int64_t i : v) a.add_ints(i);
-    return a;
+    return exec::math_testing::IntsAttr(name, v);
   }
   std::string Fresh(const std::string& base) { return base + std::to_string(++counter_); }
 

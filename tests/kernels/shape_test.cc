@@ -24,24 +24,13 @@ using math_testing::FloatAttr;
 using math_testing::FloatTensor;
 using math_testing::IntAttr;
 using math_testing::IntsAttr;
+using math_testing::RunOp;
 using math_testing::StringAttr;
 
 onnx::AttributeProto TensorAttr(const std::string& name, const Tensor& t) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::TENSOR);
+  onnx::AttributeProto a = math_testing::NamedAttr(name, onnx::AttributeProto::TENSOR);
   *a.mutable_t() = TensorToProto(t);
   return a;
-}
-
-// Runs one node of `op` at `opset` on `inputs` (an undefined Tensor is an omitted input).
-absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, int opset,
-                                          std::vector<Tensor> inputs,
-                                          std::vector<onnx::AttributeProto> attributes = {},
-                                          int num_outputs = 1) {
-  math_testing::NodeRun run;
-  run.num_outputs = num_outputs;
-  return math_testing::RunNode(op, opset, inputs, attributes, run);
 }
 
 // The single output of a run that must succeed.

@@ -18,30 +18,15 @@
 #include "ir/text_form.h"
 #include "rules/passes/bf16_island_rules.h"
 #include "rules/passes/fp16_islands.h"
+#include "tests/support/bfloat16_reference.h"
+#include "tests/support/model_text.h"
 
 namespace ovfix::rules {
 namespace {
 
-// Round to nearest even on the 16 bits bfloat16 drops (finite inputs), written here so that
-// the test does not depend on ir/float16.h.
-float RoundToBfloat16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  uint32_t upper = u >> 16;
-  const uint32_t lower = u & 0xffffu;
-  if (lower > 0x8000u || (lower == 0x8000u && (upper & 1u) != 0)) ++upper;
-  u = upper << 16;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using test_support::RoundToBfloat16;
 
-std::unique_ptr<Model> Parse(const char* text) {
-  auto m = ParseModelText(text);
-  EXPECT_TRUE(m.ok()) << m.status();
-  if (!m.ok()) return nullptr;
-  EXPECT_TRUE(InferShapes(**m).ok());
-  return *std::move(m);
-}
+std::unique_ptr<Model> Parse(const char* text) { return test_support::ParseAndInferShapes(text); }
 
 // Converts `m` to bfloat16 (the fp16_islands pass with precision bf16, validated against a
 // reference run on `inputs`) and returns the islands by op type.

@@ -19,6 +19,7 @@
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
 #include "tests/cli/cli_util.h"
+#include "tests/support/offset_model.h"
 
 namespace ovfix::converter {
 namespace {
@@ -376,15 +377,8 @@ TEST(ConvertBinary, ExitCodes) {
   // 1: a model fp16 cannot represent (a large offset removed again: 1000.1 - 1000 in fp16
   // loses the fraction) and no repair, so the end-to-end comparison finds changed outputs;
   // nothing written.
-  auto model = ParseModelText(R"(
-    m (float[1, 64] x) => (float[1, 64] y) {
-      offset = Constant <value = float[1] {1000}> ()
-      shifted = Add(x, offset)
-      y = Sub(shifted, offset)
-    })");
-  ASSERT_TRUE(model.ok()) << model.status();
-  const std::string in = (dir / "offset.onnx").string();
-  ASSERT_TRUE(SaveModel(**model, in).ok());
+  const std::string in =
+      test_support::SaveModelText(dir / "offset.onnx", test_support::kOffsetModel);
   auto mismatch =
       testing::RunOvfix(absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --no-repair"));
   EXPECT_EQ(mismatch.exit_code, 1) << mismatch.out << mismatch.err;

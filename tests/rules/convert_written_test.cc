@@ -23,6 +23,7 @@
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
 #include "tests/cli/cli_util.h"
+#include "tests/support/offset_model.h"
 
 namespace ovfix {
 namespace {
@@ -288,18 +289,9 @@ TEST(ConvertWritten, DeepResidualIsRepairedToTolerance) {
 // nothing written with --no-repair.
 TEST(ConvertWritten, RepairKeepsTheNodesResponsible) {
   const fs::path dir = TempDir("repair");
-  auto model = ParseModelText(R"(
-    m (float[1, 64] x) => (float[1, 64] y) {
-      offset = Constant <value = float[1] {1000}> ()
-      half = Constant <value = float[1] {0.5}> ()
-      shifted = Add(x, offset)
-      back = Sub(shifted, offset)
-      y = Mul(back, half)
-    })");
-  ASSERT_TRUE(model.ok()) << model.status();
-  const std::string in = (dir / "offset.onnx").string();
+  const std::string in =
+      test_support::SaveModelText(dir / "offset.onnx", test_support::kOffsetThenHalfModel);
   const std::string out = (dir / "out.onnx").string();
-  ASSERT_TRUE(SaveModel(**model, in).ok());
   auto refused =
       testing::RunOvfix(absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --no-repair"));
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;

@@ -20,6 +20,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/attr_proto_util.h"
+#include "tests/support/segmentation_parts.h"
 
 namespace ovfix {
 namespace {
@@ -31,13 +32,7 @@ constexpr int64_t kSize = 64, kMaps = 4, kHidden = 16;
 // Uniform in [-scale, scale) from a fixed linear congruential sequence, rounded to float16
 // values so that the float32 and float16 networks hold the same weights.
 Tensor Weight(std::vector<int64_t> dims, float scale, uint32_t seed) {
-  Tensor t(DataType::kFloat, std::move(dims));
-  float* p = t.data<float>();
-  uint32_t state = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    state = state * 1664525u + 1013904223u;
-    p[i] = (static_cast<float>(state >> 8) * 0x1.0p-24f * 2 - 1) * scale;
-  }
+  const Tensor t = test_support::LcgWeight(std::move(dims), scale, seed);
   return ConvertTensor(ConvertTensor(t, DataType::kFloat16), DataType::kFloat);
 }
 
@@ -81,18 +76,7 @@ std::unique_ptr<Model> SegmentationModel(bool half) {
   Value* h = node("Relu", {conv(x, 3, kHidden, "conv1", 1)}, "relu1")->output(0);
   Value* prob = node("Sigmoid", {conv(h, kHidden, kMaps, "conv2", 3)}, "prob")->output(0);
   if (half) prob = cast(prob, DataType::kFloat, "prob_fp32");
-  std::vector<std::string> names;
-  for (int i = 0; i < kMaps; ++i) names.push_back(absl::StrCat("mask", i));
-  Value* split = g.AddInitializer(
-      "split",
-      Tensor::FromVector<int64_t>(DataType::kInt64, {kMaps}, std::vector<int64_t>(kMaps, 1)));
-  Node* s = g.AddNode("Split", {prob, split}, names, "split");
-  s->SetAttribute(onnx::MakeAttribute("axis", int64_t{1}));
-  for (Value* out : s->outputs()) {
-    out->set_elem_type(DataType::kFloat);
-    out->set_shape(std::vector<int64_t>{1, 1, kSize, kSize});
-    g.AddOutput(out);
-  }
+  test_support::AddMaskOutputs(g, prob, kMaps, kSize);
   return model;
 }
 

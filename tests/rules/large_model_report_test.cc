@@ -19,6 +19,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/attr_proto_util.h"
+#include "tests/support/segmentation_parts.h"
 
 namespace ovfix {
 namespace {
@@ -27,16 +28,8 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kSize = 1024, kMaps = 12, kHidden = 4096;
 
-// Uniform in [-scale, scale) from a fixed linear congruential sequence.
 Tensor Weight(std::vector<int64_t> dims, float scale, uint32_t seed) {
-  Tensor t(DataType::kFloat, std::move(dims));
-  float* p = t.data<float>();
-  uint32_t state = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    state = state * 1664525u + 1013904223u;
-    p[i] = (static_cast<float>(state >> 8) * 0x1.0p-24f * 2 - 1) * scale;
-  }
-  return t;
+  return test_support::LcgWeight(std::move(dims), scale, seed);
 }
 
 // image -> 1x1 Conv to 12 maps, plus a per-map bias from an MLP on the image's channel means
@@ -72,18 +65,7 @@ std::unique_ptr<Model> SegmentationModel() {
       "bias_shape", Tensor::FromVector<int64_t>(DataType::kInt64, {4}, {1, kMaps, 1, 1}));
   Value* bias = node("Reshape", {h, shape}, "bias");
   Value* prob = node("Sigmoid", {node("Add", {conv, bias}, "logits")}, "prob");
-  std::vector<std::string> names;
-  for (int i = 0; i < kMaps; ++i) names.push_back(absl::StrCat("mask", i));
-  Value* split = g.AddInitializer(
-      "split",
-      Tensor::FromVector<int64_t>(DataType::kInt64, {kMaps}, std::vector<int64_t>(kMaps, 1)));
-  Node* s = g.AddNode("Split", {prob, split}, names, "split");
-  s->SetAttribute(onnx::MakeAttribute("axis", int64_t{1}));
-  for (Value* out : s->outputs()) {
-    out->set_elem_type(DataType::kFloat);
-    out->set_shape(std::vector<int64_t>{1, 1, kSize, kSize});
-    g.AddOutput(out);
-  }
+  test_support::AddMaskOutputs(g, prob, kMaps, kSize);
   return model;
 }
 

@@ -31,6 +31,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "tests/support/ort_peer.h"
+#include "tests/support/target_test_name.h"
 
 namespace ovfix::converter {
 namespace {
@@ -272,11 +273,7 @@ TEST_P(NodeTestsSweep, ConvertsOrRefusesCleanly) {
 INSTANTIATE_TEST_SUITE_P(Targets, NodeTestsSweep,
                          ::testing::Values("generic", "tensorrt", "openvino-gpu", "gpu-fp16",
                                            "ncnn-vulkan"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         test_support::TargetTestName);
 
 }  // namespace
 }  // namespace ovfix::converter

@@ -17,6 +17,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "tests/support/ort_peer.h"
+#include "tests/support/target_test_name.h"
 
 namespace ovfix::converter {
 namespace {
@@ -122,11 +123,7 @@ TEST_P(OrtModels, WrittenModelsMatchOnnxruntime) {
 
 INSTANTIATE_TEST_SUITE_P(Targets, OrtModels,
                          ::testing::Values("tensorrt", "openvino-gpu", "gpu-fp16"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         test_support::TargetTestName);
 
 }  // namespace
 }  // namespace ovfix::converter

@@ -25,6 +25,7 @@
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
 #include "rules/passes/registry.h"
+#include "tests/support/model_text.h"
 
 namespace ovfix::rules {
 namespace {
@@ -42,13 +43,7 @@ using converter::Target;
 using exec::kFloat16Resolution;
 using exec::RelativeError;
 
-std::unique_ptr<Model> Parse(const char* text) {
-  auto m = ParseModelText(text);
-  EXPECT_TRUE(m.ok()) << m.status();
-  if (!m.ok()) return nullptr;
-  EXPECT_TRUE(InferShapes(**m).ok());
-  return *std::move(m);
-}
+std::unique_ptr<Model> Parse(const char* text) { return test_support::ParseAndInferShapes(text); }
 
 // Runs a pass with validation against a reference run of the model as it was.
 struct Harness {

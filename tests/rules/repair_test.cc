@@ -25,6 +25,7 @@
 #include "ir/text_form.h"
 #include "rules/light_proto.h"
 #include "tests/cli/cli_util.h"
+#include "tests/support/offset_model.h"
 
 namespace ovfix {
 namespace {
@@ -202,18 +203,9 @@ int CastsIn(const Model& m) {
 // page with the model.
 TEST(RepairConvert, KeepsWhatIsNeededAndReportsTheCost) {
   const fs::path dir = TempDir("cost");
-  auto model = ParseModelText(R"(
-    m (float[1, 64] x) => (float[1, 64] y) {
-      offset = Constant <value = float[1] {1000}> ()
-      half = Constant <value = float[1] {0.5}> ()
-      shifted = Add(x, offset)
-      back = Sub(shifted, offset)
-      y = Mul(back, half)
-    })");
-  ASSERT_TRUE(model.ok()) << model.status();
-  const std::string in = (dir / "offset.onnx").string();
+  const std::string in =
+      test_support::SaveModelText(dir / "offset.onnx", test_support::kOffsetThenHalfModel);
   const std::string out = (dir / "out.onnx").string();
-  ASSERT_TRUE(SaveModel(**model, in).ok());
   auto r = testing::RunOvfix(absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --report ",
                                           (dir / "r.json").string()));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -312,16 +304,9 @@ TEST(RepairConvert, ARoundThatRaisesTheErrorIsNotKept) {
 // nothing is written.
 TEST(RepairConvert, OnlyFp32MeetsExitsOne) {
   const fs::path dir = TempDir("only_fp32");
-  auto model = ParseModelText(R"(
-    m (float[1, 64] x) => (float[1, 64] y) {
-      offset = Constant <value = float[1] {1000}> ()
-      shifted = Add(x, offset)
-      y = Sub(shifted, offset)
-    })");
-  ASSERT_TRUE(model.ok()) << model.status();
-  const std::string in = (dir / "offset.onnx").string();
+  const std::string in =
+      test_support::SaveModelText(dir / "offset.onnx", test_support::kOffsetModel);
   const std::string out = (dir / "out.onnx").string();
-  ASSERT_TRUE(SaveModel(**model, in).ok());
   auto r = testing::RunOvfix(absl::StrCat("convert ", in, " ", out, " --target gpu-fp16"));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("only the fp32 model meets"), std::string::npos) << r.err;

@@ -88,6 +88,16 @@ inline int r_isinf(real_t x) { return isinf((float)x); }
 inline real_t max_nan(real_t a, real_t b) { return a != a || a > b ? a : b; }
 inline real_t min_nan(real_t a, real_t b) { return a != a || a < b ? a : b; }
 
+// Gather along an axis: where output element i of y [outer, count, inner] reads x [outer,
+// axis_size, inner], with indices already checked and made non-negative on the host.
+inline long GatherSource(long i, __global const long* indices, long count, long axis_size,
+                         long inner) {
+  const long in = i % inner;
+  const long j = (i / inner) % count;
+  const long outer = i / (inner * count);
+  return (outer * axis_size + indices[j]) * inner + in;
+}
+
 // Broadcasting: an output index is split into coordinates over `dims` (rank <= 8, padded
 // with leading 1s) and recombined with an operand's strides (0 along broadcast dims).
 inline long BroadcastOffset(long index, int8 dims, int8 strides) {

@@ -48,10 +48,7 @@ __kernel void gather_blocks(__global const T* x, __global T* y, __global const l
 __kernel void gather_bits(__global const T* x, __global const long* indices, __global T* y,
                           long count, long axis_size, long inner) {
   const long i = get_global_id(0);
-  const long in = i % inner;
-  const long j = (i / inner) % count;
-  const long outer = i / (inner * count);
-  y[i] = x[(outer * axis_size + indices[j]) * inner + in];
+  y[i] = x[GatherSource(i, indices, count, axis_size, inner)];
 }
 
 // Scatter without reduction: block u of the output (at targets[u]) takes block sources[u] of

@@ -1,6 +1,18 @@
 // Reductions, Softmax and Gather. One work item per output element (reductions) or per row
 // (softmax).
 
+// Offset of element `i` of the axes whose reduced flag is `of_reduced`, counted in row-major
+// order over those axes, added to `start`.
+long axes_offset(long i, long start, const int* d, const int* r, int of_reduced,
+                 const long* stride) {
+  for (int k = 7; k >= 0; --k) {
+    if ((r[k] != 0) != of_reduced) continue;
+    start += (i % d[k]) * stride[k];
+    i /= d[k];
+  }
+  return start;
+}
+
 // The input is seen as `dims` (rank 8, leading 1s) with `reduced` marking reduced axes.
 // MODE: 0 sum, 1 mean, 2 max, 3 min, 4 sum of squares, 5 L2, 6 L1, 7 prod, 8 log-sum,
 // 9 log-sum-exp.
@@ -17,33 +29,16 @@ __kernel void reduce(__global const A_T* x, __global Y_T* y, int8 dims, int8 red
     s *= d[k];
   }
   // Base offset from the kept coordinates of this output element.
-  long rest = index, base = 0;
-  for (int k = 7; k >= 0; --k) {
-    if (r[k]) continue;
-    base += (rest % d[k]) * stride[k];
-    rest /= d[k];
-  }
+  const long base = axes_offset(index, 0, d, r, 0, stride);
   real_t peak = -INFINITY;
   if (MODE == 9) {
     for (long i = 0; i < count; ++i) {
-      long rr = i, off = base;
-      for (int k = 7; k >= 0; --k) {
-        if (!r[k]) continue;
-        off += (rr % d[k]) * stride[k];
-        rr /= d[k];
-      }
-      peak = max_nan(peak, LOAD_A(x, off));
+      peak = max_nan(peak, LOAD_A(x, axes_offset(i, base, d, r, 1, stride)));
     }
   }
   real_t acc = MODE == 2 ? -INFINITY : (MODE == 3 ? INFINITY : (MODE == 7 ? (real_t)1 : (real_t)0));
   for (long i = 0; i < count; ++i) {
-    long rr = i, off = base;
-    for (int k = 7; k >= 0; --k) {
-      if (!r[k]) continue;
-      off += (rr % d[k]) * stride[k];
-      rr /= d[k];
-    }
-    const real_t v = LOAD_A(x, off);
+    const real_t v = LOAD_A(x, axes_offset(i, base, d, r, 1, stride));
     switch (MODE) {
       case 2: acc = max_nan(acc, v); break;
       case 3: acc = min_nan(acc, v); break;
@@ -82,8 +77,5 @@ __kernel void softmax(__global const A_T* x, __global Y_T* y, long length, long 
 __kernel void gather(__global const A_T* x, __global const long* indices, __global Y_T* y,
                      long count, long axis_size, long inner) {
   const long i = get_global_id(0);
-  const long in = i % inner;
-  const long j = (i / inner) % count;
-  const long outer = i / (inner * count);
-  STORE_Y(y, i, LOAD_A(x, (outer * axis_size + indices[j]) * inner + in));
+  STORE_Y(y, i, LOAD_A(x, GatherSource(i, indices, count, axis_size, inner)));
 }
