@@ -10,27 +10,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/constant.h"
+#include "ir/status_macros.h"
 #include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/schema.h"
-#include "re2/re2.h"
+#include "rules/passes/island_marks.h"
 #include "rules/passes/spec_types.h"
 
 namespace ovfix::rules {
 namespace {
 
-using Islands = absl::flat_hash_map<const Node*, std::string>;
-
-bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_type() == op; }
-
-bool IsFloatNode(const Node& n) {
-  for (const Value* v : n.inputs()) {
-    if (IsFloat32(v)) return true;
-  }
-  for (const Value* v : n.outputs()) {
-    if (IsFloat32(v)) return true;
-  }
-  return false;
-}
+using Islands = IslandMarks::Islands;
 
 // Reductions that add their elements up (ReduceMax/Min pick one: exact in bfloat16).
 bool IsSummingReduction(const Node& n) {
@@ -77,7 +66,7 @@ const Value* SoleVariableInput(const Node& n) {
 // (a window's output_datatype), so retyping it would contradict the node. Cast and the
 // constants are retyped with their attribute.
 bool OutputTypeFromAttribute(const Node& n, int64_t opset) {
-  if (!n.domain().empty() || Is(n, "Cast") || Is(n, "Constant") || Is(n, "ConstantOfShape")) {
+  if (!n.domain().empty() || IsOp(n, "Cast") || IsOp(n, "Constant") || IsOp(n, "ConstantOfShape")) {
     return false;
   }
   const onnx::OpSchema* schema =
@@ -100,11 +89,11 @@ std::string SpecReason(const Node& n, int64_t opset) {
   if (!n.subgraphs().empty()) {
     return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
   }
-  if (Is(n, "Range")) return "float Range";
+  if (IsOp(n, "Range")) return "float Range";
   static const absl::flat_hash_set<std::string> kTypeFromAttribute = {
       "RandomNormal",      "RandomUniform", "RandomNormalLike",
       "RandomUniformLike", "Multinomial",   "Bernoulli"};
-  if (kTypeFromAttribute.contains(n.op_type()) || (Is(n, "EyeLike") && n.HasAttribute("dtype")) ||
+  if (kTypeFromAttribute.contains(n.op_type()) || (IsOp(n, "EyeLike") && n.HasAttribute("dtype")) ||
       OutputTypeFromAttribute(n, opset)) {
     return "output type set by an attribute";
   }
@@ -114,7 +103,7 @@ std::string SpecReason(const Node& n, int64_t opset) {
     if (IsFloat32(n.output(i))) allowed = allowed && SpecAllowsBfloat16(n, opset, true, i);
   }
   // The first input carries the data of every op that has no float output (Shape aside).
-  if (!n.inputs().empty() && IsFloat32(n.input(0)) && !Is(n, "Shape") && !Is(n, "Size")) {
+  if (!n.inputs().empty() && IsFloat32(n.input(0)) && !IsOp(n, "Shape") && !IsOp(n, "Size")) {
     allowed = allowed && SpecAllowsBfloat16(n, opset, false, 0);
   }
   if (!allowed)
@@ -122,34 +111,15 @@ std::string SpecReason(const Node& n, int64_t opset) {
   return "";
 }
 
-class Decider {
+class Decider : public IslandMarks {
  public:
-  Decider(const Graph& g, const IslandOptions& o) : g_(g), o_(o) {}
+  Decider(const Graph& g, const IslandOptions& o) : IslandMarks(g), o_(o) {}
 
   absl::StatusOr<Islands> Run() {
-    std::vector<std::unique_ptr<RE2>> patterns;
-    for (const std::string& p : o_.keep_fp32) {
-      auto re = std::make_unique<RE2>(p, RE2::Quiet);
-      if (!re->ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--keep-fp32 '", p, "': not a valid regex: ", re->error()));
-      }
-      patterns.push_back(std::move(re));
-    }
     const std::vector<Node*> nodes = g_.NodeList();
+    OVFIX_RETURN_IF_ERROR(MarkRequested(nodes, o_));
     for (const Node* n : nodes) {
       if (!IsFloatNode(*n)) continue;
-      if (!n->outputs().empty() && n->output(0) != nullptr) {
-        if (auto it = o_.keep_outputs.find(n->output(0)->name()); it != o_.keep_outputs.end()) {
-          Mark(n, it->second);
-        }
-      }
-      for (size_t i = 0; i < patterns.size(); ++i) {
-        if (RE2::FullMatch(n->name(), *patterns[i]) || RE2::FullMatch(n->op_type(), *patterns[i])) {
-          Mark(n, absl::StrCat("--keep-fp32 '", o_.keep_fp32[i], "'"));
-          break;
-        }
-      }
       if (std::string why = SpecReason(*n, o_.opset); !why.empty()) Mark(n, std::move(why));
     }
     if (!o_.structural) return std::move(islands_);
@@ -166,19 +136,15 @@ class Decider {
       }
     }
     for (const Node* n : nodes) {
-      if (IsFloatNode(*n)) IntegerFeeding(*n);
+      if (IsFloatNode(*n)) IntegerFeeding(*n, "bfloat16 holds integers exactly only up to 256");
     }
-    for (const Node* n : nodes) AngleFeeding(*n);
-    Closure(nodes);
+    for (const Node* n : nodes) AngleFeeding(*n, "bfloat16");
+    Closure(nodes, /*join_between=*/true);
     Pull(nodes);
     return std::move(islands_);
   }
 
  private:
-  void Mark(const Node* n, std::string reason) {
-    if (n->owner() == &g_) islands_.try_emplace(n, std::move(reason));
-  }
-
   void OpKind(const Node& n) {
     if (IsSummingReduction(n) && IsFloat32(n.input(0))) {
       const std::optional<int64_t> count = ElementsPerOutput(n);
@@ -186,18 +152,18 @@ class Decider {
       Mark(&n,
            count ? absl::StrCat("long sum (", n.op_type(), " of ", *count, " elements per output)")
                  : absl::StrCat("long sum (", n.op_type(), ", element count unknown)"));
-    } else if (Is(n, "CumSum")) {
+    } else if (IsOp(n, "CumSum")) {
       Mark(&n, "long sum (CumSum)");
     } else if (IsNormalization(n)) {
       Mark(&n, absl::StrCat("normalization statistics (", n.op_type(), ")"));
-    } else if (Is(n, "Softmax") || Is(n, "LogSoftmax")) {
+    } else if (IsOp(n, "Softmax") || IsOp(n, "LogSoftmax")) {
       Mark(&n, absl::StrCat("softmax denominator (", n.op_type(), ")"));
     }
   }
 
   // Sub(x, m) where m is a mean of x (through shape ops): x - mean(x).
   void Centering(const Node& n) {
-    if (!Is(n, "Sub") || n.inputs().size() != 2) return;
+    if (!IsOp(n, "Sub") || n.inputs().size() != 2) return;
     for (int i = 0; i < 2; ++i) {
       const Value* x = n.input(i);
       const Value* m = n.input(1 - i);
@@ -223,7 +189,7 @@ class Decider {
   // the stream's bfloat16 rounding (2^-9 of it per block) outgrows what the branches add.
   void ResidualStreams(const std::vector<Node*>& nodes) {
     auto chained_add = [&](const Node& n) {
-      if (!Is(n, "Add") || n.inputs().size() != 2) return false;
+      if (!IsOp(n, "Add") || n.inputs().size() != 2) return false;
       for (const Value* v : n.inputs()) {
         if (v == nullptr || IsConstant(v) || !IsFloat32(v)) return false;
       }
@@ -259,7 +225,7 @@ class Decider {
 
   // An Add/Sub of two variable inputs whose result calibration saw far below its inputs.
   void Cancellation(const Node& n) {
-    if (!(Is(n, "Add") || Is(n, "Sub")) || n.inputs().size() != 2) return;
+    if (!(IsOp(n, "Add") || IsOp(n, "Sub")) || n.inputs().size() != 2) return;
     double in = 0;
     for (const Value* v : n.inputs()) {
       if (v == nullptr || IsConstant(v) || !IsFloat32(v)) return;
@@ -275,120 +241,7 @@ class Decider {
                              in, out->largest));
   }
 
-  void IntegerFeeding(const Node& n) {
-    const bool to_integer = Is(n, "Cast") && IsFloat32(n.input(0)) &&
-                            IsInteger(static_cast<DataType>(n.GetInt("to", 0)));
-    const bool rounds =
-        (Is(n, "Round") || Is(n, "Floor") || Is(n, "Ceil")) && IsFloat32(n.input(0));
-    if (!to_integer && !rounds) return;
-    static const absl::flat_hash_set<std::string> kArithmetic = {
-        "Mul",   "Div",   "Add",  "Sub",     "Neg",     "Abs",       "Clip",    "Max",     "Min",
-        "Round", "Floor", "Ceil", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-    MarkWithFeeding(n,
-                    absl::StrCat("computes integers from floats (", n.Describe(),
-                                 "; bfloat16 holds integers exactly only up to 256)"),
-                    kArithmetic);
-  }
-
-  void AngleFeeding(const Node& n) {
-    if (!(Is(n, "Sin") || Is(n, "Cos")) || !IsFloat32(n.input(0))) return;
-    static const absl::flat_hash_set<std::string> kAngleArithmetic = {
-        "Mul",     "Div",       "Add",     "Sub",    "Neg",   "MatMul",
-        "Einsum",  "Concat",    "Reshape", "Expand", "Tile",  "Transpose",
-        "Squeeze", "Unsqueeze", "Flatten", "Gather", "Slice", "Identity"};
-    MarkWithFeeding(n, absl::StrCat("angle of ", n.Describe(), " (bfloat16 cannot resolve it)"),
-                    kAngleArithmetic);
-  }
-
-  // Marks `n`, then the nodes of `through` that compute its variable float inputs, back up to
-  // a few steps.
-  void MarkWithFeeding(const Node& n, const std::string& why,
-                       const absl::flat_hash_set<std::string>& through) {
-    Mark(&n, why);
-    constexpr int kMaxDepth = 8;
-    std::vector<std::pair<const Node*, int>> stack = {{&n, 0}};
-    absl::flat_hash_set<const Node*> seen = {&n};
-    while (!stack.empty()) {
-      const auto [node, depth] = stack.back();
-      stack.pop_back();
-      if (depth == kMaxDepth) continue;
-      for (const Value* v : node->inputs()) {
-        if (!IsFloat32(v) || IsConstant(v)) continue;
-        const Node* p = v->producer();
-        if (p == nullptr || p->owner() != &g_ || !p->domain().empty() ||
-            !through.contains(p->op_type()) || !seen.insert(p).second) {
-          continue;
-        }
-        Mark(p, why);
-        stack.emplace_back(p, depth + 1);
-      }
-    }
-  }
-
-  // A node whose float inputs (two or more, not constants) all come from islands joins them;
-  // so does one whose every float input comes from islands and whose every reader is one (a
-  // Relu between two Convs the spec keeps fp32): a Cast pair around it would cost more than
-  // its bfloat16 arithmetic saves. Repeated until nothing joins.
-  void Closure(const std::vector<Node*>& nodes) {
-    for (bool joined = true; joined;) {
-      joined = false;
-      for (const Node* n : nodes) {
-        if (islands_.contains(n) || !IsFloatNode(*n)) continue;
-        int from_islands = 0, others = 0;
-        for (const Value* v : n->inputs()) {
-          if (!IsFloat32(v) || IsConstant(v)) continue;
-          const Node* p = v->producer();
-          (p != nullptr && islands_.contains(p)) ? ++from_islands : ++others;
-        }
-        if (others > 0 || from_islands == 0) continue;
-        if (from_islands >= 2) {
-          Mark(n, "all its float inputs come from fp32 islands");
-          joined = true;
-        } else if (OnlyIslandsRead(*n)) {
-          Mark(n, "between fp32 islands (a Cast pair would cost more than it saves)");
-          joined = true;
-        }
-      }
-    }
-  }
-
-  bool OnlyIslandsRead(const Node& n) const {
-    bool read = false;
-    for (const Value* o : n.outputs()) {
-      if (o == nullptr || !IsFloat32(o)) continue;
-      if (o->is_graph_output()) return false;
-      for (const Use& u : o->uses()) {
-        if (!islands_.contains(u.node)) return false;
-        read = true;
-      }
-    }
-    return read;
-  }
-
-  // Float made from non-float inputs that only islands read stays float.
-  void Pull(const std::vector<Node*>& nodes) {
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-      const Node* n = *it;
-      if (islands_.contains(n) || !IsFloatNode(*n)) continue;
-      bool float_inputs = false;
-      for (const Value* v : n->inputs()) float_inputs = float_inputs || IsFloat32(v);
-      if (float_inputs) continue;
-      bool only_islands = true, read = false;
-      for (const Value* o : n->outputs()) {
-        if (!IsFloat32(o)) continue;
-        if (o->is_graph_output()) only_islands = false;
-        for (const Use& u : o->uses()) {
-          read = true;
-          only_islands = only_islands && islands_.contains(u.node);
-        }
-      }
-      if (read && only_islands) Mark(n, "makes float that only fp32 islands read");
-    }
-  }
-
-  const Graph& g_;
   const IslandOptions& o_;
-  Islands islands_;
 };
 
 }  // namespace

@@ -10,9 +10,10 @@
 #include "absl/strings/str_format.h"
 #include "ir/constant.h"
 #include "ir/float16.h"
+#include "ir/status_macros.h"
 #include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/schema.h"
-#include "re2/re2.h"
+#include "rules/passes/island_marks.h"
 #include "rules/passes/spec_types.h"
 
 namespace ovfix::rules {
@@ -25,22 +26,11 @@ constexpr float kRoundsToInf = 65520.0f;  // the smallest float that fp16 roundi
 // below fp16's max (ModelOpt AutoCast keeps fp32 from 512 on by default).
 constexpr double kCalmLimit = kFloat16Max / 128;
 
-using Islands = absl::flat_hash_map<const Node*, std::string>;
+using Islands = IslandMarks::Islands;
 
-bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_type() == op; }
 bool IsReduction(const Node& n) {
   return n.domain().empty() && absl::StartsWith(n.op_type(), "Reduce");
 }
-bool IsFloatNode(const Node& n) {
-  for (const Value* v : n.inputs()) {
-    if (IsFloat32(v)) return true;
-  }
-  for (const Value* v : n.outputs()) {
-    if (IsFloat32(v)) return true;
-  }
-  return false;
-}
-
 // Largest and smallest non-zero magnitude of a float constant.
 struct ConstantRange {
   double largest = 0;
@@ -72,7 +62,7 @@ Value* SoleVariableInput(const Node& n) {
 // it (a window's output_datatype, MelWeightMatrix's), so retyping the value to float16
 // would contradict the node. Cast and the constants are retyped with their attribute.
 bool OutputTypeFromAttribute(const Node& n, int64_t opset) {
-  if (!n.domain().empty() || Is(n, "Cast") || Is(n, "Constant") || Is(n, "ConstantOfShape")) {
+  if (!n.domain().empty() || IsOp(n, "Cast") || IsOp(n, "Constant") || IsOp(n, "ConstantOfShape")) {
     return false;
   }
   const onnx::OpSchema* schema =
@@ -111,7 +101,7 @@ std::string_view SpecReason(const Node& n, int64_t opset) {
     }
   }
   if (n.op_type() == "Constant" && n.HasAttribute("sparse_value")) return "sparse constant";
-  if (kTypeFromAttribute.contains(n.op_type()) || (Is(n, "EyeLike") && n.HasAttribute("dtype")) ||
+  if (kTypeFromAttribute.contains(n.op_type()) || (IsOp(n, "EyeLike") && n.HasAttribute("dtype")) ||
       OutputTypeFromAttribute(n, opset)) {
     return "output type set by an attribute";
   }
@@ -129,34 +119,15 @@ std::string_view OpKindReason(const Node& n, int64_t opset) {
   return SpecReason(n, opset);
 }
 
-class Decider {
+class Decider : public IslandMarks {
  public:
-  Decider(const Graph& g, const IslandOptions& o) : g_(g), o_(o) {}
+  Decider(const Graph& g, const IslandOptions& o) : IslandMarks(g), o_(o) {}
 
   absl::StatusOr<Islands> Run() {
-    std::vector<std::unique_ptr<RE2>> patterns;
-    for (const std::string& p : o_.keep_fp32) {
-      auto re = std::make_unique<RE2>(p, RE2::Quiet);
-      if (!re->ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--keep-fp32 '", p, "': not a valid regex: ", re->error()));
-      }
-      patterns.push_back(std::move(re));
-    }
     const std::vector<Node*> nodes = g_.NodeList();
+    OVFIX_RETURN_IF_ERROR(MarkRequested(nodes, o_));
     for (const Node* n : nodes) {
       if (!IsFloatNode(*n)) continue;
-      if (!n->outputs().empty() && n->output(0) != nullptr) {
-        if (auto it = o_.keep_outputs.find(n->output(0)->name()); it != o_.keep_outputs.end()) {
-          Mark(n, it->second);
-        }
-      }
-      for (size_t i = 0; i < patterns.size(); ++i) {
-        if (RE2::FullMatch(n->name(), *patterns[i]) || RE2::FullMatch(n->op_type(), *patterns[i])) {
-          Mark(n, absl::StrCat("--keep-fp32 '", o_.keep_fp32[i], "'"));
-          break;
-        }
-      }
       if (const std::string why(OpKindReason(*n, o_.opset)); !why.empty()) {
         const bool name_op = IsReduction(*n) || why == "normalization" || why == "softmax";
         if (name_op && o_.structural && Calm(*n) && SpecReason(*n, o_.opset).empty()) {
@@ -186,9 +157,9 @@ class Decider {
       }
     }
     for (const Node* n : nodes) {
-      if (IsFloatNode(*n)) IntegerFeeding(*n);
+      if (IsFloatNode(*n)) IntegerFeeding(*n, "");
     }
-    for (const Node* n : nodes) AngleFeeding(*n);
+    for (const Node* n : nodes) AngleFeeding(*n, "fp16");
     for (const Node* n : nodes) {
       if (IsFloatNode(*n)) ConstantRules(*n);
     }
@@ -198,16 +169,12 @@ class Decider {
       }
       for (const Node* n : nodes) ResidualMatMul(*n);
     }
-    Closure(nodes);
+    Closure(nodes, /*join_between=*/false);
     Pull(nodes);
     return std::move(islands_);
   }
 
  private:
-  void Mark(const Node* n, std::string reason) {
-    if (n->owner() == &g_) islands_.try_emplace(n, std::move(reason));
-  }
-
   // Whether calibration on real data saw every float value `n` reads and computes, and what
   // it holds inside (a norm's variance, the squares of ReduceL2), at most kCalmLimit: then a
   // guard against overflow at `n` is not needed.
@@ -272,8 +239,8 @@ class Decider {
     for (int step = 0; step < 6 && v != nullptr; ++step) {
       const Node* p = v->producer();
       if (p == nullptr || p->owner() != &g_) return;
-      const bool square = Is(*p, "Mul") && p->input(0) == p->input(1);
-      if (Is(*p, "Pow") || Is(*p, "Exp") || square) {
+      const bool square = IsOp(*p, "Mul") && p->input(0) == p->input(1);
+      if (IsOp(*p, "Pow") || IsOp(*p, "Exp") || square) {
         path.push_back(p);
         if (Calm(reduction) && AllCalm(path)) return;  // calibration saw no growth to fear
         const std::string why = absl::StrCat("feeds ", reduction.Describe(), " with growth (",
@@ -290,72 +257,17 @@ class Decider {
     }
   }
 
-  // A float value made into integers (Cast to an integer type, Round/Floor/Ceil,
-  // QuantizeLinear), and the element-wise arithmetic that computes it, back through every
-  // variable float input up to a few steps: a scale or a size computed in fp16 would move
-  // the integers.
-  void IntegerFeeding(const Node& n) {
-    const bool to_integer = Is(n, "Cast") && IsFloat32(n.input(0)) &&
-                            IsInteger(static_cast<DataType>(n.GetInt("to", 0)));
-    const bool rounds =
-        (Is(n, "Round") || Is(n, "Floor") || Is(n, "Ceil")) && IsFloat32(n.input(0));
-    if (!to_integer && !rounds && !Is(n, "QuantizeLinear")) return;
-    const std::string why = absl::StrCat("computes integers from floats (", n.Describe(), ")");
-    static const absl::flat_hash_set<std::string> kArithmetic = {
-        "Mul",   "Div",   "Add",  "Sub",     "Neg",     "Abs",       "Clip",    "Max",     "Min",
-        "Round", "Floor", "Ceil", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-    MarkWithFeeding(n, why, kArithmetic);
-  }
-
-  // Sin/Cos of an angle (rotary position embeddings): fp16 spaces values near 1000 half a
-  // radian apart, so the angle and the arithmetic that computes it (positions times
-  // frequencies, their concatenation) stay fp32.
-  void AngleFeeding(const Node& n) {
-    if (!(Is(n, "Sin") || Is(n, "Cos")) || !IsFloat32(n.input(0))) return;
-    static const absl::flat_hash_set<std::string> kAngleArithmetic = {
-        "Mul",     "Div",       "Add",     "Sub",    "Neg",   "MatMul",
-        "Einsum",  "Concat",    "Reshape", "Expand", "Tile",  "Transpose",
-        "Squeeze", "Unsqueeze", "Flatten", "Gather", "Slice", "Identity"};
-    MarkWithFeeding(n, absl::StrCat("angle of ", n.Describe(), " (fp16 cannot resolve it)"),
-                    kAngleArithmetic);
-  }
-
-  // Marks `n`, then the nodes of `through` that compute its variable float inputs, back up to
-  // a few steps.
-  void MarkWithFeeding(const Node& n, const std::string& why,
-                       const absl::flat_hash_set<std::string>& through) {
-    Mark(&n, why);
-    constexpr int kMaxDepth = 8;
-    std::vector<std::pair<const Node*, int>> stack = {{&n, 0}};
-    absl::flat_hash_set<const Node*> seen = {&n};
-    while (!stack.empty()) {
-      const auto [node, depth] = stack.back();
-      stack.pop_back();
-      if (depth == kMaxDepth) continue;
-      for (const Value* v : node->inputs()) {
-        if (!IsFloat32(v) || IsConstant(v)) continue;
-        const Node* p = v->producer();
-        if (p == nullptr || p->owner() != &g_ || !p->domain().empty() ||
-            !through.contains(p->op_type()) || !seen.insert(p).second) {
-          continue;
-        }
-        Mark(p, why);
-        stack.emplace_back(p, depth + 1);
-      }
-    }
-  }
-
   // A MatMul or Gemm adding into a residual stream (an Add whose other input is not a
   // constant) where calibration saw either near fp16's limit: residual sums grow block after
   // block, so both stay fp32 from half the calibration threshold on.
   void ResidualMatMul(const Node& n) {
-    if (!Is(n, "Add") || !o_.observed || n.inputs().size() != 2) return;
+    if (!IsOp(n, "Add") || !o_.observed || n.inputs().size() != 2) return;
     for (size_t i = 0; i < 2; ++i) {
       const Value* product = n.input(i);
       const Value* stream = n.input(1 - i);
       if (product == nullptr || stream == nullptr || IsConstant(stream)) continue;
       const Node* p = product->producer();
-      if (p == nullptr || p->owner() != &g_ || !(Is(*p, "MatMul") || Is(*p, "Gemm"))) continue;
+      if (p == nullptr || p->owner() != &g_ || !(IsOp(*p, "MatMul") || IsOp(*p, "Gemm"))) continue;
       double largest = 0;
       for (const Value* v : {product, stream, static_cast<const Value*>(n.output(0))}) {
         if (std::optional<double> m = Largest(v)) largest = std::max(largest, *m);
@@ -409,11 +321,11 @@ class Decider {
         return;
       }
       const bool epsilon = r->largest > 0 && r->largest < kFloat16MinNormal && o_.structural;
-      if (epsilon && (Is(n, "Add") || Is(n, "Sub")) && EpsilonNegligible(n)) return;
-      if (epsilon && (Is(n, "Add") || Is(n, "Sub") || Is(n, "Div"))) {
+      if (epsilon && (IsOp(n, "Add") || IsOp(n, "Sub")) && EpsilonNegligible(n)) return;
+      if (epsilon && (IsOp(n, "Add") || IsOp(n, "Sub") || IsOp(n, "Div"))) {
         const std::string why =
             absl::StrFormat("%s a small constant %.3g that fp16 cannot hold (below 2^-14)",
-                            Is(n, "Div") ? "divides by" : "adds", r->largest);
+                            IsOp(n, "Div") ? "divides by" : "adds", r->largest);
         Mark(&n, why);
         NormalizationTail(n.output(0), 1, {}, why, false);
         return;
@@ -444,46 +356,7 @@ class Decider {
     }
   }
 
-  // A node whose float inputs (two or more, not constants) all come from islands joins them
-  // rather than casting each of them down.
-  void Closure(const std::vector<Node*>& nodes) {
-    for (const Node* n : nodes) {
-      if (islands_.contains(n) || !IsFloatNode(*n)) continue;
-      int from_islands = 0, others = 0;
-      for (const Value* v : n->inputs()) {
-        if (!IsFloat32(v) || IsConstant(v)) continue;
-        const Node* p = v->producer();
-        (p != nullptr && islands_.contains(p)) ? ++from_islands : ++others;
-      }
-      if (from_islands >= 2 && others == 0) Mark(n, "all its float inputs come from fp32 islands");
-    }
-  }
-
-  // Float made from non-float inputs (Cast from int, Constant) that only islands read stays
-  // float rather than going to fp16 and back.
-  void Pull(const std::vector<Node*>& nodes) {
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-      const Node* n = *it;
-      if (islands_.contains(n) || !IsFloatNode(*n)) continue;
-      bool float_inputs = false;
-      for (const Value* v : n->inputs()) float_inputs = float_inputs || IsFloat32(v);
-      if (float_inputs) continue;
-      bool only_islands = true, read = false;
-      for (const Value* o : n->outputs()) {
-        if (!IsFloat32(o)) continue;
-        if (o->is_graph_output()) only_islands = false;
-        for (const Use& u : o->uses()) {
-          read = true;
-          only_islands = only_islands && islands_.contains(u.node);
-        }
-      }
-      if (read && only_islands) Mark(n, "makes float that only fp32 islands read");
-    }
-  }
-
-  const Graph& g_;
   const IslandOptions& o_;
-  Islands islands_;
 };
 
 }  // namespace

@@ -1,0 +1,65 @@
+// What the fp16 and bf16 island policies (fp16_island_rules.h, bf16_island_rules.h) share: the
+// marks with their reasons (the first reason given to a node stays), the islands a user or the
+// repair asks for, the arithmetic feeding an integer or an angle, and the closing rules that
+// spare Cast pairs (closure, pull). Each policy derives its decider from it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "ir/graph.h"
+#include "rules/passes/fp16_island_rules.h"
+
+namespace ovfix::rules {
+
+// A default-domain node of type `op`.
+inline bool IsOp(const Node& n, std::string_view op) {
+  return n.domain().empty() && n.op_type() == op;
+}
+// A node reading or making float32 values.
+bool IsFloatNode(const Node& n);
+
+class IslandMarks {
+ public:
+  using Islands = absl::flat_hash_map<const Node*, std::string>;
+
+ protected:
+  explicit IslandMarks(const Graph& g) : g_(g) {}
+
+  // Marks the float nodes of `nodes` that the repair chose (options.keep_outputs) or a
+  // --keep-fp32 regex matches (whole name or op type); InvalidArgument for a bad regex.
+  absl::Status MarkRequested(const std::vector<Node*>& nodes, const IslandOptions& options);
+  // Marks `n` (of this graph level only) unless it has a reason already.
+  void Mark(const Node* n, std::string reason);
+  // Marks `n`, then the nodes of `through` that compute its variable float inputs, back up to
+  // a few steps.
+  void MarkWithFeeding(const Node& n, const std::string& why,
+                       const absl::flat_hash_set<std::string>& through);
+  // A Cast to an integer type, Round/Floor/Ceil or QuantizeLinear of a float, and the
+  // element-wise arithmetic feeding it: a scale or a size computed in a 16-bit float would move
+  // the integers. `note` (may be empty) says why, for the precision at hand.
+  void IntegerFeeding(const Node& n, std::string_view note);
+  // Sin/Cos and the arithmetic computing their angle (rotary position embeddings): a 16-bit
+  // float spaces values near 1000 half a radian apart or more. `type` names it in the reason.
+  void AngleFeeding(const Node& n, std::string_view type);
+  // A node whose float inputs (two or more, not constants) all come from islands joins them
+  // rather than casting each of them down. With `join_between`, so does one whose every float
+  // input comes from islands and whose every reader is one (a Relu between two fp32 Convs),
+  // repeated until nothing joins.
+  void Closure(const std::vector<Node*>& nodes, bool join_between);
+  // Float made from non-float inputs (Cast from int, Constant) that only islands read stays
+  // float rather than going to 16 bits and back.
+  void Pull(const std::vector<Node*>& nodes);
+
+  const Graph& g_;
+  Islands islands_;
+
+ private:
+  bool OnlyIslandsRead(const Node& n) const;
+};
+
+}  // namespace ovfix::rules
