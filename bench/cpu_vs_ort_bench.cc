@@ -44,11 +44,24 @@ struct Options {
   int64_t unet_size = 512;
   std::string write_models;       // only write the generated models (and inputs) there
   bool graph_as_written = false;  // run the graph exactly as written (no session graph)
-  std::vector<std::string> models = {
-      "resnet18",       "mobilenet_v3_small",    "deep_residual", "silero_vad", "unet",
-      "vit_encoder",    "convnext",              "mobilenet_v3_det", "unet_dynamic_quant",
-      "unet_dynamic_quant_u8", "unet_qdq",       "x_convnext",    "x_swin",     "x_bert",
-      "x_decoder",      "x_densenet",            "x_aspp"};
+  std::vector<std::string> models = {"resnet18",
+                                     "mobilenet_v3_small",
+                                     "deep_residual",
+                                     "silero_vad",
+                                     "unet",
+                                     "vit_encoder",
+                                     "convnext",
+                                     "mobilenet_v3_det",
+                                     "unet_dynamic_quant",
+                                     "unet_dynamic_quant_u8",
+                                     "unet_qdq",
+                                     "x_convnext",
+                                     "x_swin",
+                                     "x_swin_t",
+                                     "x_bert",
+                                     "x_decoder",
+                                     "x_densenet",
+                                     "x_aspp"};
 };
 
 struct Case {
@@ -90,6 +103,7 @@ Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch
   // Exporter-style models (bench/exporter_models.h).
   if (name == "x_convnext") return Generate(name, ExportedConvNextModel(), scratch / name);
   if (name == "x_swin") return Generate(name, ExportedSwinModel(), scratch / name);
+  if (name == "x_swin_t") return Generate(name, ExportedSwinTModel(), scratch / name);
   if (name == "x_bert") return Generate(name, ExportedBertModel(), scratch / name);
   if (name == "x_decoder") return Generate(name, ExportedCausalDecoderModel(), scratch / name);
   if (name == "x_densenet") return Generate(name, ExportedDenseNetModel(), scratch / name);
