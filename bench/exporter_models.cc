@@ -307,8 +307,8 @@ onnx::ModelProto SwinModel(int64_t image, const std::vector<SwinStage>& stages, 
     const SwinStage& st = stages[s];
     if (s > 0) x = PatchMerging(b, x, st.size * 2, st.size * 2, st.channels / 2);
     for (int64_t block = 0; block < st.depth; ++block) {
-      // torchvision drops the shift where the window covers the whole map.
-      const bool shift = block % 2 == 1 && st.size > 7;
+      // torchvision drops the shift where the window covers the whole map (x_swin keeps it).
+      const bool shift = block % 2 == 1 && (!torchvision || st.size > 7);
       x = SwinBlock(b, x, st.size, st.size, st.channels, st.heads, shift, torchvision);
     }
   }
