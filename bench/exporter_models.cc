@@ -121,14 +121,35 @@ std::string PostNormLayerTail(B& b, const std::string& x, const std::string& a, 
   return LayerNorm(b, add(attended, mlp), width);
 }
 
-// One Swin block on x [batch, height*width, channels] (windows of 7, no shift mask).
+// torchvision's shifted_window_attention pads H and W up to multiples of the window with
+// sizes computed from the traced shape: pad_b = (7 - H % 7) % 7, and the same for W, then
+// F.pad(x, (0, 0, 0, pad_r, 0, pad_b)). On static shapes every size folds to a constant.
+std::string PadToWindows(B& b, const std::string& x, int64_t window) {
+  const std::string w = b.Int64Scalar(window);
+  auto pad_of = [&](int64_t axis) {
+    return b.Op("Mod", {b.Op("Sub", {w, b.Op("Mod", {Dim(b, x, axis), w})}), w});
+  };
+  const std::string zero = b.Op("Unsqueeze", {b.Int64Scalar(0), b.Int64s({0})});
+  auto un = [&](const std::string& s) { return b.Op("Unsqueeze", {s, b.Int64s({0})}); };
+  const std::string pads =
+      b.Op("Concat", {zero, zero, zero, zero, zero, un(pad_of(1)), un(pad_of(2)), zero},
+           {B::Int("axis", 0)});
+  return b.Op("Pad", {x, pads});
+}
+
+// One Swin block on x [batch, height*width, channels] (windows of 7). With `torchvision`, the
+// block is written as torchvision's swin_t exports: padding to windows from traced sizes,
+// views by x.size(0) // num_windows, and for shifted blocks the attention mask between
+// shifted regions, partitioned into windows through shape arithmetic and added per window.
 std::string SwinBlock(B& b, const std::string& x, int64_t height, int64_t width, int64_t channels,
-                      int64_t heads, bool shift) {
+                      int64_t heads, bool shift, bool torchvision = false) {
   constexpr int64_t kWindow = 7, kTokens = kWindow * kWindow;
   const int64_t head_width = channels / heads;
   const std::string batch = Dim(b, x, 0), c = Dim(b, x, 2);
   std::string h = View(b, LayerNorm(b, x, channels),
                        {Traced(batch), Literal(height), Literal(width), Traced(c)});
+  const std::string unpadded = h;
+  if (torchvision) h = PadToWindows(b, h, kWindow);
   auto roll = [&](const std::string& in, int64_t by) {  // torch.roll as Slice + Concat
     std::string out = in;
     for (int64_t axis : {1, 2}) {
@@ -178,7 +199,43 @@ std::string SwinBlock(B& b, const std::string& x, int64_t height, int64_t width,
   const std::string q = b.Op("Mul", {pick(0), b.Fill({}, 1.0f / std::sqrt(head_width))});
   std::string attn =
       b.Op("MatMul", {q, b.Op("Transpose", {pick(1)}, {B::Ints("perm", {0, 1, 3, 2})})});
-  attn = b.Op("Softmax", {b.Op("Add", {attn, bias})}, {B::Int("axis", -1)});
+  attn = b.Op("Add", {attn, bias});
+  if (torchvision && shift) {
+    // The region label of each (padded) position: 3 bands per axis split at H - 7 and
+    // H - 3, label = 3 * row band + column band (torchvision fills them by slice assignment).
+    std::vector<float> labels(height * width);
+    const int64_t shift_by = kWindow / 2;
+    auto band = [&](int64_t i, int64_t size) {
+      return i < size - kWindow ? 0 : (i < size - shift_by ? 1 : 2);
+    };
+    for (int64_t i = 0; i < height; ++i) {
+      for (int64_t j = 0; j < width; ++j)
+        labels[i * width + j] = 3 * band(i, height) + band(j, width);
+    }
+    std::string m = b.Op("Reshape", {b.Floats(labels), b.Int64s({height, width})});
+    const std::string mh = Dim(b, m, 0), mw = Dim(b, m, 1);
+    m = View(b, m,
+             {Traced(b.Op("Div", {mh, seven})), Literal(kWindow), Traced(b.Op("Div", {mw, seven})),
+              Literal(kWindow)});
+    m = b.Op("Transpose", {m}, {B::Ints("perm", {0, 2, 1, 3})});
+    m = View(b, m,
+             {Traced(b.Op("Mul", {b.Op("Div", {mh, seven}), b.Op("Div", {mw, seven})})),
+              Literal(kTokens)});
+    // mask = (m.unsqueeze(1) - m.unsqueeze(2)); masked_fill(mask != 0, -100.0)
+    m = b.Op("Sub", {b.Op("Unsqueeze", {m, b.Int64s({1})}), b.Op("Unsqueeze", {m, b.Int64s({2})})});
+    m = b.Op("Where", {b.Op("Not", {b.Op("Equal", {m, b.Fill({}, 0.0f)})}), b.Fill({}, -100.0f),
+                       b.Fill({}, 0.0f)});
+    // attn.view(x.size(0) // num_windows, num_windows, heads, N, N) + mask.unsqueeze(1)
+    //     .unsqueeze(0), then attn.view(-1, heads, N, N).
+    const std::string num_windows = Dim(b, m, 0);
+    attn = View(b, attn,
+                {Traced(b.Op("Div", {windows, num_windows})), Traced(num_windows), Literal(heads),
+                 Traced(tokens), Traced(tokens)});
+    attn = b.Op("Add",
+                {attn, b.Op("Unsqueeze", {b.Op("Unsqueeze", {m, b.Int64s({1})}), b.Int64s({0})})});
+    attn = View(b, attn, {Literal(-1), Literal(heads), Traced(tokens), Traced(tokens)});
+  }
+  attn = b.Op("Softmax", {attn}, {B::Int("axis", -1)});
   std::string o = b.Op("MatMul", {attn, pick(2)});
   o = b.Op("Transpose", {o}, {B::Ints("perm", {0, 2, 1, 3})});
   o = View(b, o, {Traced(windows), Traced(tokens), Traced(c)});
@@ -190,6 +247,13 @@ std::string SwinBlock(B& b, const std::string& x, int64_t height, int64_t width,
   o = b.Op("Transpose", {o}, {B::Ints("perm", {0, 1, 3, 2, 4, 5})});
   o = View(b, o, {Traced(batch), Literal(height), Literal(width), Literal(-1)});
   if (shift) o = roll(o, kWindow / 2);
+  if (torchvision) {  // x[:, :H, :W, :].contiguous(), the crop of the padding
+    auto un = [&](const std::string& v) { return b.Op("Unsqueeze", {v, b.Int64s({0})}); };
+    const std::string ends =
+        b.Op("Concat", {un(Dim(b, unpadded, 1)), un(Dim(b, unpadded, 2))}, {B::Int("axis", 0)});
+    o = b.Op("Slice", {o, b.Int64s({0, 0}), ends, b.Int64s({1, 2})});
+  }
+
   o = View(b, o, {Traced(batch), Literal(height * width), Traced(c)});
   std::string y = b.Op("Add", {x, o});
   const std::string mlp =
@@ -238,27 +302,46 @@ onnx::ModelProto ExportedConvNextModel() {
   return b.model();
 }
 
-onnx::ModelProto ExportedSwinModel() {
-  B b(kOpset, 22);
-  std::string x = b.Conv(b.Input("image", {1, 3, 112, 112}), 3, 96, 4, 4);
+namespace {
+
+struct SwinStage {
+  int64_t size, channels, heads, depth;
+};
+
+onnx::ModelProto SwinModel(int64_t image, const std::vector<SwinStage>& stages, bool torchvision,
+                           uint32_t seed) {
+  B b(kOpset, seed);
+  b.set_constants_as_nodes(torchvision);
+  const int64_t grid = image / 4, embed = stages.front().channels, last = stages.back().channels;
+  std::string x = b.Conv(b.Input("image", {1, 3, image, image}), 3, embed, 4, 4);
   // flatten(2).transpose(1, 2)
-  x = View(b, x, {Traced(Dim(b, x, 0)), Literal(96), Literal(28 * 28)});
-  x = LayerNorm(b, b.Op("Transpose", {x}, {B::Ints("perm", {0, 2, 1})}), 96);
-  struct Stage {
-    int64_t size, channels, heads, depth;
-  };
-  const std::vector<Stage> stages = {{28, 96, 3, 2}, {14, 192, 6, 2}, {7, 384, 12, 2}};
+  x = View(b, x, {Traced(Dim(b, x, 0)), Literal(embed), Literal(grid * grid)});
+  x = LayerNorm(b, b.Op("Transpose", {x}, {B::Ints("perm", {0, 2, 1})}), embed);
   for (size_t s = 0; s < stages.size(); ++s) {
-    const Stage& st = stages[s];
+    const SwinStage& st = stages[s];
     if (s > 0) x = PatchMerging(b, x, st.size * 2, st.size * 2, st.channels / 2);
     for (int64_t block = 0; block < st.depth; ++block) {
-      x = SwinBlock(b, x, st.size, st.size, st.channels, st.heads, block % 2 == 1);
+      // torchvision drops the shift where the window covers the whole map (x_swin keeps it).
+      const bool shift = block % 2 == 1 && (!torchvision || st.size > 7);
+      x = SwinBlock(b, x, st.size, st.size, st.channels, st.heads, shift, torchvision);
     }
   }
-  x = LayerNorm(b, x, 384);
+  x = LayerNorm(b, x, last);
   x = b.Op("ReduceMean", {x}, {B::Ints("axes", {1}), B::Int("keepdims", 0)});
-  b.Output(Linear(b, x, 384, 1000));
+  b.Output(Linear(b, x, last, 1000));
   return b.model();
+}
+
+}  // namespace
+
+onnx::ModelProto ExportedSwinModel() {
+  return SwinModel(112, {{28, 96, 3, 2}, {14, 192, 6, 2}, {7, 384, 12, 2}},
+                   /*torchvision=*/false, 22);
+}
+
+onnx::ModelProto ExportedSwinTModel() {
+  return SwinModel(224, {{56, 96, 3, 2}, {28, 192, 6, 2}, {14, 384, 12, 6}, {7, 768, 24, 2}},
+                   /*torchvision=*/true, 25);
 }
 
 onnx::ModelProto ExportedBertModel() {

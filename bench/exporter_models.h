@@ -16,6 +16,10 @@ onnx::ModelProto ExportedConvNextModel();
 // reverse through shape arithmetic, qkv Reshape/Transpose/Gather, relative position bias, Softmax;
 // GELU MLP.
 onnx::ModelProto ExportedSwinModel();
+// swin_t as torchvision exports it (224x224, depths 2/2/6/2, widths 96..768): the blocks of
+// ExportedSwinModel plus the padding to windows from traced sizes and the shifted windows'
+// attention mask, the per-node cost case (most of its nodes are shape arithmetic).
+onnx::ModelProto ExportedSwinTModel();
 // A BERT-style encoder (128 tokens, width 256, 4 heads, 4 layers) with an additive attention
 // mask computed from a 0/1 mask input, heads split by shape arithmetic, Div by sqrt(d).
 onnx::ModelProto ExportedBertModel();

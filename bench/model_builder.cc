@@ -51,12 +51,27 @@ std::string ModelBuilder::Weight(const std::vector<int64_t>& dims, float scale) 
   return t->name();
 }
 
+std::string ModelBuilder::Literal(std::string name) {
+  if (!constants_as_nodes_) return name;
+  onnx::NodeProto* node = graph_->add_node();
+  node->set_op_type("Constant");
+  node->set_name(Fresh("Constant"));
+  node->add_output(name);
+  onnx::AttributeProto* a = node->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->Swap(graph_->mutable_initializer(graph_->initializer_size() - 1));
+  a->mutable_t()->clear_name();
+  graph_->mutable_initializer()->RemoveLast();
+  return name;
+}
+
 std::string ModelBuilder::Fill(const std::vector<int64_t>& dims, float value) {
   const std::string name = Weight(dims, 0.0f);
   onnx::TensorProto* t = graph_->mutable_initializer(graph_->initializer_size() - 1);
   float* values = reinterpret_cast<float*>(t->mutable_raw_data()->data());
   for (size_t i = 0; i < t->raw_data().size() / sizeof(float); ++i) values[i] = value;
-  return name;
+  return dims.empty() ? Literal(name) : name;
 }
 
 std::string ModelBuilder::Floats(const std::vector<float>& values) {
@@ -72,7 +87,7 @@ std::string ModelBuilder::Int64s(const std::vector<int64_t>& values) {
   t->set_data_type(onnx::TensorProto::INT64);
   t->add_dims(static_cast<int64_t>(values.size()));
   for (int64_t v : values) t->add_int64_data(v);
-  return t->name();
+  return Literal(t->name());
 }
 
 std::string ModelBuilder::Integers(int type, const std::vector<int64_t>& dims,
@@ -104,7 +119,7 @@ std::string ModelBuilder::Int64Scalar(int64_t value) {
   t->set_name(Fresh("i"));
   t->set_data_type(onnx::TensorProto::INT64);
   t->add_int64_data(value);
-  return t->name();
+  return Literal(t->name());
 }
 
 std::string ModelBuilder::Op(const std::string& op_type, const std::vector<std::string>& inputs,

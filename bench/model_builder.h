@@ -74,12 +74,19 @@ class ModelBuilder {
 
   const onnx::ModelProto& model() const { return model_; }
 
+  // From now on, int64 constants (Int64s, Int64Scalar) and scalar Fills are Constant nodes
+  // instead of initializers, as PyTorch's exporter writes literals without constant folding.
+  void set_constants_as_nodes(bool on) { constants_as_nodes_ = on; }
+
  private:
   std::string Fresh(const std::string& prefix);
+  // With constants_as_nodes_, turns the last initializer into a Constant node making it.
+  std::string Literal(std::string name);
   onnx::ModelProto model_;
   onnx::GraphProto* graph_;
   std::mt19937 random_;
   int next_ = 0;
+  bool constants_as_nodes_ = false;
 };
 
 }  // namespace ovfix::bench

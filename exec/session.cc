@@ -18,6 +18,7 @@
 #include "exec/opencl/opencl_session.h"
 #include "exec/plan_builder.h"
 #include "exec/qdq_fusion.h"
+#include "ir/constant.h"
 #include "ir/float16.h"
 #include "ir/graph.h"
 #include "ir/graph_walk.h"
@@ -121,6 +122,7 @@ class Compiler {
     // rounded.
     if (plan.widened.empty() && !options_.capture && !options_.on_value &&
         !options_.RoundsFloat32()) {
+      PrecomputeConstantNodes(plan);
       FuseClamps(plan);
     }
     PlanReleases(plan, /*keep_all=*/main && options_.capture);
@@ -259,6 +261,30 @@ class Compiler {
     if (v == nullptr || !v->is_initializer() || v->is_graph_input()) return false;
     const Tensor& t = v->tensor();
     return t.type() == DataType::kFloat && t.rank() == 1 && t.numel() == n;
+  }
+
+  // Constant nodes (exporters write every literal of a graph's shape arithmetic as one, a
+  // thousand and more in a transformer) become constants of the plan: their values are made
+  // once here instead of by a step on every run. A value that does not decode stays a step,
+  // which reports the error when it runs.
+  static void PrecomputeConstantNodes(Plan& plan) {
+    std::vector<Step> kept;
+    kept.reserve(plan.steps.size());
+    for (Step& step : plan.steps) {
+      const Node& node = *step.node;
+      if ((node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Constant" &&
+          node.num_inputs() == 0 && step.value_kernel == nullptr && step.outputs.size() == 1 &&
+          step.outputs[0] >= 0 && node.FindAttribute("sparse_value") == nullptr) {
+        absl::StatusOr<Tensor> value = ConstantNodeValue(node);
+        if (value.ok()) {
+          plan.constants.emplace_back(step.outputs[0], RuntimeValue(*std::move(value)));
+          plan.constant_slots.push_back(step.outputs[0]);
+          continue;
+        }
+      }
+      kept.push_back(std::move(step));
+    }
+    plan.steps = std::move(kept);
   }
 
   static void FuseClamps(Plan& plan) {

@@ -218,6 +218,20 @@ void AddShapeHelpers(std::vector<Helper>& out) {
         }
         return out;
       }));
+  out.push_back(MakeHelper(
+      "swaps_last_two(perm) -> bool",
+      "whether a Transpose by perm swaps the last two axes and keeps the others in place",
+      [](std::vector<int64_t> perm) {
+        const size_t n = perm.size();
+        if (n < 2 || perm[n - 2] != static_cast<int64_t>(n - 1) ||
+            perm[n - 1] != static_cast<int64_t>(n - 2)) {
+          return false;
+        }
+        for (size_t i = 0; i + 2 < n; ++i) {
+          if (perm[i] != static_cast<int64_t>(i)) return false;
+        }
+        return true;
+      }));
   out.push_back(MakeHelper("range(n) -> ints", "[0, 1, ..., n - 1]", Sequence("range", 0, 1)));
   out.push_back(MakeHelper("ones(n) -> ints", "n ones", Sequence("ones", 1, 0)));
   out.push_back(MakeHelper("zeros(n) -> ints", "n zeros", Sequence("zeros", 0, 0)));

@@ -4,7 +4,8 @@
 // Each computes what its pattern computes, in one pass over the data:
 //   Gelu (approximate "none"): x * 0.5 * (1 + erf(x / sqrt 2)); "tanh": the tanh form;
 //   RMSNormalization: x / sqrt(mean(x^2 over the last axis) + epsilon) * scale;
-//   LayerNormalization: ONNX's LayerNormalization (normalization.cc registers it here too).
+//   LayerNormalization: ONNX's LayerNormalization (normalization.cc registers it here too);
+//   MatMul (transA/transB: an operand read with its last two axes swapped) is matmul.cc's.
 #include <algorithm>
 #include <cmath>
 #include <vector>

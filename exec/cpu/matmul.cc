@@ -259,10 +259,74 @@ absl::Status Gemm(KernelContext& ctx) {
   return status;
 }
 
+// ovfix.fused.MatMul<transA, transB>(a, b): MatMul(a, b) with a (transA) or b (transB) read
+// with its last two dims swapped, what MatMul(Transpose(a), b) or MatMul(a, Transpose(b))
+// computes when the Transpose swaps the last two axes (rules/builtin/session_fusion.rules):
+// the product reads the operand in place instead of a transposed copy (attention's K^T).
+// Float operands of rank 2 or more, batch dims broadcast as MatMul's.
+absl::Status TransposedMatMul(KernelContext& ctx) {
+  if (ctx.num_inputs() != 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
+    return ctx.Error("needs inputs A and B");
+  }
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.type() != DataType::kFloat || b.type() != DataType::kFloat) {
+    return ctx.Error("expects float operands");
+  }
+  if (a.rank() < 2 || b.rank() < 2) return ctx.Error("expects operands of rank 2 or more");
+  const bool trans_a = ctx.node.GetInt("transA", 0) != 0;
+  const bool trans_b = ctx.node.GetInt("transB", 0) != 0;
+  const std::vector<int64_t>& ad = a.dims();
+  const std::vector<int64_t>& bd = b.dims();
+  const int64_t a_rows = ad[ad.size() - 2], a_cols = ad.back();
+  const int64_t b_rows = bd[bd.size() - 2], b_cols = bd.back();
+  const int64_t m = trans_a ? a_cols : a_rows, k = trans_a ? a_rows : a_cols;
+  const int64_t n = trans_b ? b_rows : b_cols;
+  if ((trans_b ? b_cols : b_rows) != k) {
+    return ctx.Error("inner dims differ: ", DescribeTensor(a), trans_a ? " (transA)" : "",
+                     " times ", DescribeTensor(b), trans_b ? " (transB)" : "");
+  }
+  const std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2);
+  const std::vector<int64_t> b_batch(bd.begin(), bd.end() - 2);
+  auto batch = BroadcastShape(a_batch, b_batch);
+  if (!batch.ok()) return ctx.Error(batch.status().message());
+  std::vector<int64_t> dims = *batch;
+  dims.push_back(m);
+  dims.push_back(n);
+  OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
+  Tensor& y = ctx.Output(0, DataType::kFloat, dims);
+  if (y.numel() == 0) return absl::OkStatus();
+  std::vector<int64_t> a_offsets = {0}, b_offsets = {0};
+  if (!batch->empty()) {
+    auto plan = BroadcastPlan::Make(a_batch, b_batch);
+    if (!plan.ok()) return ctx.Error(plan.status().message());
+    a_offsets = plan->OperandOffsets(0);
+    b_offsets = plan->OperandOffsets(1);
+  }
+  const float* ap = a.data<float>();
+  const float* bp = b.data<float>();
+  float* out = y.data<float>();
+  const int64_t batches = static_cast<int64_t>(a_offsets.size());
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  auto run = [&](int64_t i, ThreadPool* pool) {
+    AnyGemm<float>(trans_a, trans_b, m, n, k, 1.0, ap + a_offsets[i] * m * k, lda,
+                   bp + b_offsets[i] * k * n, ldb, 0.0, out + i * m * n, n, pool);
+  };
+  // As BatchedMatMul: small products or many of them one per thread at a time.
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  if (batches > 1 && (m * n * k < (int64_t{1} << 20) || batches >= 2 * threads)) {
+    ParallelForEach(ctx.pool, batches, [&](int64_t i) { run(i, nullptr); });
+  } else {
+    for (int64_t i = 0; i < batches; ++i) run(i, ctx.pool);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddMatMulKernels(std::vector<KernelDef>& table) {
   table.push_back({"", "MatMul", 1, kLatestOpset, &MatMul, Float16Mode::kAsFloat});
+  table.push_back({"ovfix.fused", "MatMul", 1, 1, &TransposedMatMul});
   table.push_back({"", "Gemm", 1, kLatestOpset, &Gemm, Float16Mode::kAsFloat});
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench/exporter_models.h"
+#include "bench/model_builder.h"
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
@@ -92,6 +93,39 @@ TEST(SessionGraph, SwinShapeArithmeticFolds) {
   EXPECT_EQ(after["Concat"], 3 * 4 + 2);
   EXPECT_EQ(after["Pow"], 0);
   EXPECT_GT(after["ovfix.fused.Gelu"], 0);
+}
+
+// Transposes that swap the last two axes of a MatMul operand go into the product (it reads
+// the operand transposed where it lies): attention's K^T, A^T of rank 3, and batch dims that
+// broadcast. A Transpose of other axes, one read twice and one of a constant stay.
+TEST(SessionGraph, TransposeOfLastTwoAxesGoesIntoMatMul) {
+  bench::ModelBuilder b(14, 5);
+  using B = bench::ModelBuilder;
+  const std::string q = b.Input("q", {2, 3, 5, 8}), k = b.Input("k", {2, 3, 7, 8});
+  const std::string v = b.Input("v", {2, 3, 7, 4});
+  const std::string kt = b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})});
+  const std::string probs = b.Op("Softmax", {b.Op("MatMul", {q, kt})}, {B::Int("axis", -1)});
+  b.Output(b.Op("MatMul", {probs, v}));
+  const std::string x = b.Input("x", {2, 8, 5}), w = b.Input("w", {2, 8, 6});
+  b.Output(b.Op("MatMul", {b.Op("Transpose", {x}, {B::Ints("perm", {0, 2, 1})}), w}));
+  const std::string p = b.Input("p", {3, 1, 5, 8}), r = b.Input("r", {4, 6, 8});
+  b.Output(b.Op("MatMul", {p, b.Op("Transpose", {r}, {B::Ints("perm", {0, 2, 1})})}));
+  // Stay: a Transpose of the batch axes, one read twice, one of a constant.
+  const std::string s = b.Op("Transpose", {x}, {B::Ints("perm", {2, 1, 0})});
+  b.Output(b.Op("MatMul", {b.Op("Transpose", {s}, {B::Ints("perm", {0, 2, 1})}), s}));
+  const std::string rt = b.Op("Transpose", {r}, {B::Ints("perm", {0, 2, 1})});
+  b.Output(b.Op("MatMul", {rt, b.Op("Transpose", {rt}, {B::Ints("perm", {0, 2, 1})})}));
+  b.Output(
+      b.Op("MatMul", {p, b.Op("Transpose", {b.Weight({3, 8}, 1.0f)}, {B::Ints("perm", {1, 0})})}));
+  Optimized m = ExpectSameOutputs(b.model());
+  ASSERT_NE(m.optimized, nullptr);
+  std::map<std::string, int> after = OpCounts(*m.optimized);
+  // K^T, x^T, r^T; and in the fourth product the outer Transpose of s (s itself stays),
+  // and in the fifth the second Transpose of rt (rt, read twice, stays). The constant's
+  // Transpose folds: its MatMul stays a MatMul, as does probs times v.
+  EXPECT_EQ(after["ovfix.fused.MatMul"], 5);
+  EXPECT_EQ(after["MatMul"], 2);
+  EXPECT_EQ(after["Transpose"], 2);
 }
 
 TEST(SessionGraph, BertAndDecoderFuseTheirNormsAndKeepOutputs) {
