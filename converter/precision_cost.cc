@@ -113,6 +113,7 @@ PrecisionCost MeasurePrecisionCost(const Model& converted, int casts_before) {
         if (v == nullptr || !v->is_tensor()) continue;
         half =
             half || v->elem_type() == DataType::kFloat16 || v->elem_type() == DataType::kBfloat16;
+        if (v->elem_type() == DataType::kBfloat16) cost.half_name = "bf16";
         single = single || v->elem_type() == DataType::kFloat;
       }
       if (!half && !single) continue;
