@@ -144,6 +144,9 @@ TEST_P(TensorrtPrecisionExports, EqualRanksHalfTensorsWithIslandsWithinTheDefaul
   // ovfix's measurement of the written file meets the default criteria.
   ASSERT_TRUE(report->outputs_match) << SummaryTable(*report);
   ASSERT_TRUE(report->written);
+  // The cost (console line, --report r.html) names the 16-bit type the model computes in.
+  ASSERT_TRUE(report->cost.has_value());
+  EXPECT_EQ(report->cost->half_name, c.precision);
 
   const DataType half = c.precision == "bf16" ? DataType::kBfloat16 : DataType::kFloat16;
   auto written = LoadModel(output);
