@@ -281,9 +281,13 @@ std::string PatchMerging(B& b, const std::string& x, int64_t height, int64_t wid
 }  // namespace
 
 onnx::ModelProto ExportedConvNextModel() {
+  return ExportedConvNextModelSized(160, {64, 128, 256}, {2, 2, 2});
+}
+
+onnx::ModelProto ExportedConvNextModelSized(int64_t image, const std::vector<int64_t>& widths,
+                                            const std::vector<int64_t>& depths) {
   B b(kOpset, 21);
-  const std::vector<int64_t> widths = {64, 128, 256}, depths = {2, 2, 2};
-  std::string x = b.Conv(b.Input("image", {1, 3, 160, 160}), 3, widths[0], 4, 4);
+  std::string x = b.Conv(b.Input("image", {1, 3, image, image}), 3, widths[0], 4, 4);
   x = LayerNorm(b, x, widths[0], 1);
   for (size_t stage = 0; stage < widths.size(); ++stage) {
     const int64_t c = widths[stage];
@@ -344,11 +348,14 @@ onnx::ModelProto ExportedSwinTModel() {
                    /*torchvision=*/true, 25);
 }
 
-onnx::ModelProto ExportedBertModel() {
+onnx::ModelProto ExportedBertModel() { return ExportedBertModelSized(128, 256, 4, 4); }
+
+onnx::ModelProto ExportedBertModelSized(int64_t tokens, int64_t width, int64_t heads,
+                                        int64_t layers) {
   B b(kOpset, 23);
-  constexpr int64_t kTokens = 128, kWidth = 256, kHeads = 4, kLayers = 4;
-  std::string x = b.Input("embeddings", {1, kTokens, kWidth});
-  const std::string mask01 = b.Input("attention_mask", {1, kTokens});
+  const int64_t kWidth = width, kHeads = heads, kLayers = layers;
+  std::string x = b.Input("embeddings", {1, tokens, kWidth});
+  const std::string mask01 = b.Input("attention_mask", {1, tokens});
   // (1.0 - mask[:, None, None, :]) * -10000.0
   std::string mask = b.Op("Unsqueeze", {mask01, b.Int64s({1, 2})});
   mask = b.Op("Mul", {b.Op("Sub", {b.Fill({}, 1.0f), mask}), b.Fill({}, -10000.0f)});
@@ -395,10 +402,13 @@ onnx::ModelProto ExportedCausalDecoderModel() {
   return b.model();
 }
 
-onnx::ModelProto ExportedDenseNetModel() {
+onnx::ModelProto ExportedDenseNetModel() { return ExportedDenseNetModelSized(128, 32, 6); }
+
+onnx::ModelProto ExportedDenseNetModelSized(int64_t image, int64_t growth,
+                                            int64_t layers_per_block) {
   B b(kOpset, 25);
-  constexpr int64_t kGrowth = 32, kLayersPerBlock = 6;
-  std::string x = b.Conv(b.Input("image", {1, 3, 128, 128}), 3, 64, 7, 2);
+  const int64_t kGrowth = growth, kLayersPerBlock = layers_per_block;
+  std::string x = b.Conv(b.Input("image", {1, 3, image, image}), 3, 64, 7, 2);
   x = Relu(b, BatchNorm(b, x, 64));
   x = b.Op(
       "MaxPool", {x},

@@ -5,6 +5,9 @@
 // Softmax, MatMul. These are the graphs that onnxruntime rewrites when it loads them.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "onnx/onnx_pb.h"
 
 namespace ovfix::bench {
@@ -12,6 +15,9 @@ namespace ovfix::bench {
 // ConvNeXt blocks: 7x7 depthwise Conv, NCHW -> NHWC Transpose, decomposed LayerNorm,
 // Linear (MatMul + Add) x4, Erf GELU, Linear, layer scale, NHWC -> NCHW, residual; 3 stages.
 onnx::ModelProto ExportedConvNextModel();
+// The same at another size: a square `image`, per-stage widths and block counts.
+onnx::ModelProto ExportedConvNextModelSized(int64_t image, const std::vector<int64_t>& widths,
+                                            const std::vector<int64_t>& depths);
 // Swin-style window attention (stages at 28x28x96, 14x14x192, 7x7x384): window partition and
 // reverse through shape arithmetic, qkv Reshape/Transpose/Gather, relative position bias, Softmax;
 // GELU MLP.
@@ -23,12 +29,18 @@ onnx::ModelProto ExportedSwinTModel();
 // A BERT-style encoder (128 tokens, width 256, 4 heads, 4 layers) with an additive attention
 // mask computed from a 0/1 mask input, heads split by shape arithmetic, Div by sqrt(d).
 onnx::ModelProto ExportedBertModel();
+// The same at another size (`width` a multiple of `heads`).
+onnx::ModelProto ExportedBertModelSized(int64_t tokens, int64_t width, int64_t heads,
+                                        int64_t layers);
 // A causal decoder (nn.TransformerEncoderLayer with a triu mask from Trilu/Where): fused qkv
 // projection, 8 heads, scale after the MatMul, post-norm, GELU MLP; 128 tokens, width 256.
 onnx::ModelProto ExportedCausalDecoderModel();
 // A DenseNet-style net: BatchNormalization/Relu/Conv bottlenecks whose outputs are
 // concatenated onto their inputs, transitions with AveragePool; 3 blocks of 6 layers.
 onnx::ModelProto ExportedDenseNetModel();
+// The same at another size: a square `image` (a multiple of 16), growth rate, layers per block.
+onnx::ModelProto ExportedDenseNetModelSized(int64_t image, int64_t growth,
+                                            int64_t layers_per_block);
 // An atrous segmentation head (DeepLab ASPP): strided backbone, dilated 3x3 Convs at rates
 // 6/12/18, a pooled branch resized to the feature map by sizes from shape arithmetic, Concat,
 // and a bilinear Resize of the logits to the input size.

@@ -420,7 +420,9 @@ Command AddCompareCommand(CLI::App& app) {
       sub->add_option("--ref", o->ref, "Reference side BACKEND[:PRECISION] (default cpu:fp32)");
   o->test_option =
       sub->add_option("--test", o->test,
-                      "Tested side BACKEND[:PRECISION], e.g. opencl:fp16-storage (default "
+                      "Tested side BACKEND[:PRECISION], e.g. opencl:fp16-storage, or "
+                      "cpu:fp16-all (every float tensor in fp16, the model's fp32 islands "
+                      "ignored, as OpenVINO GPU and ncnn on Vulkan run it) (default "
                       "opencl:fp32)");
   o->backend_option = sub->add_option("--backend", o->backend,
                                       "With two models: where both run (default cpu:fp32)");

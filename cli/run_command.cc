@@ -33,6 +33,8 @@
 namespace ovfix::cli {
 namespace {
 
+constexpr char kFp16All[] = "fp16-all";
+
 namespace fs = std::filesystem;
 
 struct RunOptions {
@@ -274,8 +276,18 @@ int RunModel(const RunOptions& o) {
   absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(o.model);
   if (!model.ok()) return fail(model.status());
   const Graph& graph = (*model)->graph();
-  absl::StatusOr<exec::Precision> precision = exec::ParsePrecision(o.precision);
-  if (!precision.ok()) return fail(precision.status());
+  // fp16-all: fp16 storage with the model's fp32 islands ignored (its Casts to float rounded
+  // to fp16 too), which is how OpenVINO's GPU plugin and ncnn on Vulkan run a model.
+  const bool fp16_all = o.precision == kFp16All;
+  absl::StatusOr<exec::Precision> precision =
+      exec::ParsePrecision(fp16_all ? "fp16-storage" : o.precision);
+  if (!precision.ok()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        "unknown precision '", o.precision, "' (fp32, fp16-storage, fp16-all or fp16)")));
+  }
+  if (fp16_all && o.backend != "cpu") {
+    return fail(absl::InvalidArgumentError("--precision fp16-all runs on the cpu backend only"));
+  }
   if (o.repeat < 1) return fail(absl::InvalidArgumentError("--repeat must be at least 1"));
   if (absl::Status s = CheckFiles(o, **model); !s.ok()) return fail(s);
   converter::AccuracySpec accuracy;
@@ -295,6 +307,7 @@ int RunModel(const RunOptions& o) {
   exec::SessionOptions options;
   options.backend = o.backend;
   options.precision = *precision;
+  options.islands_ignored = fp16_all;
   options.threads = o.threads;
   options.device = o.device;
   NodeTimes node_times;
@@ -463,7 +476,9 @@ Command AddRunCommand(CLI::App& app) {
                   "Folder with input_K.pb (graph-input order) and output_K.pb to compare with, "
                   "or a folder of test_data_set_*/ folders (the first is run)");
   sub->add_option("--output-dir", o->output_dir, "Write the outputs there as output_K.pb");
-  sub->add_option("--precision", o->precision, "fp32, fp16-storage or fp16");
+  sub->add_option("--precision", o->precision,
+                  "fp32, fp16-storage, fp16, or fp16-all (fp16 storage of every float tensor, "
+                  "the model's fp32 islands ignored, as OpenVINO GPU and ncnn on Vulkan run it)");
   sub->add_option("--backend", o->backend, "Executor backend: cpu or opencl");
   sub->add_option("--device", o->device, "OpenCL device index (see 'ovfix devices')");
   sub->add_option("--threads", o->threads, "Worker threads (0: one per core)");

@@ -7,8 +7,9 @@
 namespace ovfix::converter {
 
 struct OutputFloatTypes {
-  bool half = false;    // some output is float16 or bfloat16 (a 16-bit float)
-  bool single = false;  // some output is float32
+  bool half = false;      // some output is float16 or bfloat16 (a 16-bit float)
+  bool single = false;    // some output is float32
+  bool bfloat16 = false;  // some output is bfloat16
 };
 
 inline OutputFloatTypes FloatTypesOfOutputs(const Node& n) {
@@ -18,6 +19,7 @@ inline OutputFloatTypes FloatTypesOfOutputs(const Node& n) {
     const DataType t = v->elem_type();
     types.half = types.half || t == DataType::kFloat16 || t == DataType::kBfloat16;
     types.single = types.single || t == DataType::kFloat;
+    types.bfloat16 = types.bfloat16 || t == DataType::kBfloat16;
   }
   return types;
 }

@@ -17,6 +17,7 @@ using Precision = ConvertOptions::Precision;
 
 constexpr std::string_view kPrecisionPass = "fp16_islands";
 constexpr std::string_view kPrecisionCleanup = "cast_cleanup";
+constexpr std::string_view kSafeSoftmaxPass = "fp16_safe_softmax";
 
 bool HasPass(const std::vector<TargetStep>& steps, std::string_view name) {
   for (const TargetStep& s : steps) {
@@ -54,6 +55,12 @@ std::vector<TargetStep> PlanSteps(const Target& target, const ConvertOptions& o,
     const size_t at = FindLast(steps, "dead_code_elimination");
     insert(at, {TargetStep::Kind::kRules, std::string(kPrecisionCleanup), 0});
     insert(at, {TargetStep::Kind::kPass, std::string(kPrecisionPass), 0});
+  }
+  // A softmax written out by hand overflows fp16 in its Exp; with the row's largest logit
+  // subtracted first it does not, and the island policy can leave it in fp16.
+  if (o.precision == Precision::kFp16 && !HasPass(steps, kSafeSoftmaxPass)) {
+    insert(Find(steps, kPrecisionPass),
+           {TargetStep::Kind::kPass, std::string(kSafeSoftmaxPass), 0});
   }
   if ((o.batch > 0 || !o.input_shapes.empty()) && !HasPass(steps, "fix_input_shapes")) {
     insert(0, {TargetStep::Kind::kPass, "fix_input_shapes", 0});

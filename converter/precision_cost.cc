@@ -109,7 +109,8 @@ PrecisionCost MeasurePrecisionCost(const Model& converted, int casts_before) {
       if (n->op_type() == "Cast" || n->op_type() == "CastLike" || !n->subgraphs().empty()) {
         continue;
       }
-      const auto [half, single] = FloatTypesOfOutputs(*n);
+      const auto [half, single, bfloat16] = FloatTypesOfOutputs(*n);
+      if (bfloat16) cost.half_name = "bf16";
       if (!half && !single) continue;
       const bool fp32 = !half;
       const std::optional<double> macs = MultiplyAdds(*n);

@@ -32,6 +32,9 @@ struct PrecisionCost {
   int64_t weight_bytes = 0, fp32_weight_bytes = 0;  // float initializers and Constants
   int casts = 0, casts_inserted = 0;                // in the model; beyond the original's
   std::vector<NodePrecision> nodes;                 // main graph only
+  // The 16-bit float type the converted model computes in: "bf16" where a node produces
+  // bfloat16, else "fp16".
+  std::string half_name = "fp16";
 
   double NodeShare() const { return fp32_nodes / (float_nodes > 0 ? 1.0 * float_nodes : 1.0); }
   double MultiplyAddShare() const {

@@ -67,6 +67,32 @@ std::string CostSection(const PrecisionCost& c) {
   return out;
 }
 
+// The 16-bit float type of the conversion, as the page names it.
+std::string HalfName(const ConversionReport& r) { return r.cost ? r.cost->half_name : "fp16"; }
+
+// For targets whose backend ignores fp32 islands (every tensor fp16 there): the values of the
+// converted model beyond fp16's range, which the backend turns into inf, and why no fp16-safe
+// rewrite kept them within it.
+std::string Fp16OverflowSection(const ConversionReport& r) {
+  std::string out =
+      "<h2>Values beyond fp16's range</h2><p class=muted>This target's backend stores every "
+      "float tensor in fp16 whatever the model's Casts say; a value whose magnitude exceeds "
+      "65504 becomes inf there.</p>";
+  if (r.fp16_overflows.empty()) {
+    return out + "<p class=ok>None: every value calibration saw stays within fp16's range.</p>";
+  }
+  absl::StrAppend(&out,
+                  "<table><tr><th>value</th><th>op</th><th>largest |x|</th><th>why no "
+                  "rewrite fits</th></tr>");
+  for (const Fp16Overflow& o : r.fp16_overflows) {
+    absl::StrAppend(&out, "<tr><td><code>", HtmlEscape(o.value), "</code></td><td>",
+                    HtmlEscape(o.op), "</td><td class=bad>", Number(o.largest),
+                    "</td><td style='text-align:left'>", HtmlEscape(o.why), "</td></tr>");
+  }
+  absl::StrAppend(&out, "</table>");
+  return out;
+}
+
 std::string OutputsSection(const ConversionReport& r) {
   std::string out = "<h2>Outputs</h2>";
   if (!r.end_to_end) return out + "<p>Not validated.</p>";
@@ -184,9 +210,8 @@ std::string RepairSection(const ConversionReport& r) {
                                   "the tolerance.</p>",
                                   Number(repair.error_before), repair.rounds, repair.model_runs));
   if (repair.only_fp32) {
-    absl::StrAppend(&out,
-                    "<p class=bad>Only the fp32 model meets the criterion: no fp16 model "
-                    "was written.</p>");
+    absl::StrAppend(&out, absl::StrCat("<p class=bad>Only the fp32 model meets the criterion: no ",
+                                       HalfName(r), " model was written.</p>"));
   }
   absl::StrAppend(&out, RoundsPlot(repair, r.end_to_end_tolerance));
   absl::StrAppend(&out,
@@ -222,9 +247,9 @@ std::string ByOpSection(const PrecisionCost& c) {
   });
   int widest = 1;
   for (const auto& [op, n] : sorted) widest = std::max(widest, n.all);
-  std::string out =
-      "<h2>fp32 nodes by op</h2><p class=muted>Main graph; orange fp32, blue fp16.</p><table>"
-      "<tr><th>op</th><th>fp32</th><th>of</th><th></th></tr>";
+  std::string out = absl::StrCat(
+      "<h2>fp32 nodes by op</h2><p class=muted>Main graph; orange fp32, blue ", c.half_name,
+      ".</p><table><tr><th>op</th><th>fp32</th><th>of</th><th></th></tr>");
   for (const auto& [op, n] : sorted) {
     absl::StrAppend(
         &out, "<tr><td>", HtmlEscape(op), "</td><td>", n.fp32, "</td><td>", n.all,
@@ -237,14 +262,14 @@ std::string ByOpSection(const PrecisionCost& c) {
 }
 
 // Each float node of the main graph as a bar at its place in graph order: orange fp32,
-// blue fp16; the bar's height grows with the node's multiply-adds (log scale).
+// blue fp16 (or bf16); the bar's height grows with the node's multiply-adds (log scale).
 std::string ByPositionSection(const PrecisionCost& c) {
   constexpr double kW = 900, kH = 90, kBase = 70;
   const size_t n = c.nodes.size();
-  std::string out =
+  std::string out = absl::StrCat(
       "<h2>fp32 nodes by position in the graph</h2><p class=muted>Graph order, inputs left, "
-      "outputs right; one bar per float node, orange fp32, blue fp16, taller for more "
-      "multiply-adds.</p>";
+      "outputs right; one bar per float node, orange fp32, blue ",
+      c.half_name, ", taller for more multiply-adds.</p>");
   if (n == 0) return out;
   double most = 1;
   for (const NodePrecision& p : c.nodes) most = std::max(most, p.multiply_adds);
@@ -276,8 +301,8 @@ std::string ReportToHtml(const ConversionReport& r) {
       "<!DOCTYPE html>\n<html lang=en><head><meta charset='utf-8'><title>ovfix convert: ",
       HtmlEscape(r.input), "</title><style>", kStyle, "</style></head><body>");
   absl::StrAppend(&out, "<h1>ovfix convert <code>", HtmlEscape(r.input), "</code> &rarr; <code>",
-                  HtmlEscape(r.output), "</code></h1><p>Target <b>", HtmlEscape(r.target),
-                  "</b>. ");
+                  HtmlEscape(r.output), "</code></h1><p>Target <b>", HtmlEscape(r.target), "</b>",
+                  r.cost ? absl::StrCat(", precision <b>", HalfName(r), "</b>") : "", ". ");
   if (!r.validated) {
     absl::StrAppend(&out, "Not validated.");
   } else if (r.outputs_match) {
@@ -309,6 +334,7 @@ std::string ReportToHtml(const ConversionReport& r) {
                     HtmlEscape(r.layer_output_types), "</code></p>");
   }
   absl::StrAppend(&out, OutputsSection(r));
+  if (r.islands_ignored) absl::StrAppend(&out, Fp16OverflowSection(r));
   if (r.repair) absl::StrAppend(&out, RepairSection(r));
   if (r.cost) absl::StrAppend(&out, ByOpSection(*r.cost), ByPositionSection(*r.cost));
   absl::StrAppend(&out, "</body></html>\n");

@@ -204,13 +204,23 @@ absl::Status ParseSideSpec(std::string_view spec, SessionOptions& options) {
   }
   options.backend = std::string(backend);
   options.precision = Precision::kFp32;
+  options.islands_ignored = false;
   if (colon == std::string_view::npos) return absl::OkStatus();
-  absl::StatusOr<Precision> precision = ParsePrecision(spec.substr(colon + 1));
+  // fp16-all: fp16 storage of every float tensor, the model's fp32 islands (Casts to float)
+  // ignored, as OpenVINO's GPU plugin and ncnn on Vulkan run a model; the cpu emulates it.
+  const std::string_view text = spec.substr(colon + 1);
+  const bool fp16_all = text == "fp16-all";
+  absl::StatusOr<Precision> precision = ParsePrecision(fp16_all ? "fp16-storage" : text);
   if (!precision.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", std::string(spec), "': the precision is fp32, fp16-storage, fp16-all or fp16"));
+  }
+  if (fp16_all && backend != "cpu") {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", std::string(spec), "': the precision is fp32, fp16-storage or fp16"));
+        absl::StrCat("'", std::string(spec), "': fp16-all runs on the cpu backend only"));
   }
   options.precision = *precision;
+  options.islands_ignored = fp16_all;
   return absl::OkStatus();
 }
 

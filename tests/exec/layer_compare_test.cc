@@ -278,6 +278,13 @@ TEST(LayerCompare, SideSpecs) {
   EXPECT_EQ(options.precision, Precision::kFp32);
   EXPECT_FALSE(ParseSideSpec("vulkan:fp32", options).ok());
   EXPECT_FALSE(ParseSideSpec("cpu:fp8", options).ok());
+  // fp16-all: fp16 storage with the model's fp32 islands ignored, emulated on the cpu only.
+  ASSERT_TRUE(ParseSideSpec("cpu:fp16-all", options).ok());
+  EXPECT_EQ(options.precision, Precision::kFp16Storage);
+  EXPECT_TRUE(options.islands_ignored);
+  ASSERT_TRUE(ParseSideSpec("cpu:fp16-storage", options).ok());
+  EXPECT_FALSE(options.islands_ignored);
+  EXPECT_FALSE(ParseSideSpec("opencl:fp16-all", options).ok());
 }
 
 }  // namespace

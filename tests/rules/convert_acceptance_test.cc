@@ -160,7 +160,13 @@ void ExpectFp16Fixes(const std::string& name, const std::string& output) {
     some_half_weights = some_half_weights || v->tensor().type() == DataType::kFloat16;
   }
   EXPECT_TRUE(some_half_weights) << "the model was not converted to float16";
-  EXPECT_FALSE(c.report.islands.empty());
+  // Kept finite by an fp32 island, or by a rewrite that needs none (a hand-written softmax
+  // shifted by its row's largest logit: fp16_safe_softmax).
+  bool shifted = false;
+  for (const rules::RewriteRecord& r : c.report.rewrites) {
+    shifted = shifted || (r.rule == "fp16_safe_softmax" && !r.rolled_back);
+  }
+  EXPECT_TRUE(!c.report.islands.empty() || shifted);
   ExpectWideningChangesNoBit(*c.model, inputs, converted);
   for (size_t i = 0; i < reference.size(); ++i) {
     if (c.original->graph().outputs()[i]->name() != output) continue;
