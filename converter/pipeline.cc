@@ -414,12 +414,12 @@ absl::Status Conversion::Check() {
     // The reported error is that of the file: written and measured now, a full run fewer
     // than measuring a serialized copy first. Only a file that fails the criteria is taken
     // back, for the repair to write its own.
-    OVFIX_RETURN_IF_ERROR(FinishAndWrite());
+    // What the report written with the file says comes first.
     if (!convert_.islands_honoured) {
       report_.islands_ignored = true;
       ListOverflows(model_);
     }
-    return absl::OkStatus();
+    return FinishAndWrite();
   }
   if (validator_ != nullptr) {
     // The reported error is that of the serialized model, run as `ovfix run` runs a file.
