@@ -111,6 +111,15 @@ absl::Status CheckerFailure(const PipelineOptions& options, const absl::Status& 
       converted.message()));
 }
 
+bool HasIf(Graph& g) {
+  for (Graph* sub : GraphsRecursive(g)) {
+    for (const Node* n : sub->nodes()) {
+      if (n->op_type() == "If") return true;
+    }
+  }
+  return false;
+}
+
 // The bound `criteria` put on the worst element, or -1 when they put none.
 double MaxBound(const Criteria& criteria) {
   double bound = -1;
@@ -206,6 +215,11 @@ class Conversion {
   absl::Status RepairToCriteria();
   absl::Status Finish();
   absl::Status Write();
+  // For a validated conversion whose output is written: the finish phase, then the file
+  // written and measured (the check phase's end-to-end comparison is that of the file).
+  absl::Status FinishAndWrite();
+  bool RepairPossible() const;
+  void ListOverflows(const Model& m);
 
   // Types for the passes; what onnx cannot infer stays unknown (said with --verbose).
   void Infer(Model& m) const;
@@ -231,6 +245,10 @@ class Conversion {
   std::unique_ptr<Model> before_precision_;
   // The steps' rewriter, which the validator observes: it lives as long as the validator.
   std::optional<Rewriter> rewriter_;
+  // The graph the steps left, when the finish phase ran before a repair that may need it.
+  std::unique_ptr<Model> unfinished_;
+  // The model as it is now is finished and was written and measured (kept or taken back).
+  bool written_current_ = false;
 };
 
 void Conversion::Infer(Model& m) const {
@@ -392,6 +410,17 @@ absl::Status Conversion::Check() {
   rules::AddRankFacts(model_.graph());
   rules::ListKnownShapesInValueInfo(model_.graph());
   report_.dynamic_values = DataDependentValues(model_);
+  if (validator_ != nullptr && options_.write_output) {
+    // The reported error is that of the file: written and measured now, a full run fewer
+    // than measuring a serialized copy first. Only a file that fails the criteria is taken
+    // back, for the repair to write its own.
+    // What the report written with the file says comes first.
+    if (!convert_.islands_honoured) {
+      report_.islands_ignored = true;
+      ListOverflows(model_);
+    }
+    return FinishAndWrite();
+  }
   if (validator_ != nullptr) {
     // The reported error is that of the serialized model, run as `ovfix run` runs a file.
     OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> written, SerializedCopy(model_));
@@ -401,16 +430,39 @@ absl::Status Conversion::Check() {
     report_.outputs_match = report_.end_to_end->meets();
     if (!convert_.islands_honoured) {
       report_.islands_ignored = true;
-      absl::StatusOr<std::vector<Fp16Overflow>> overflows =
-          ListFp16Overflows(*written, validator_->inputs());
-      if (overflows.ok()) {
-        report_.fp16_overflows = *std::move(overflows);
-      } else {
-        options_.log(absl::StrCat("values beyond fp16 not listed: ", overflows.status().message()));
-      }
+      ListOverflows(*written);
     }
     PhaseDone("end-to-end comparison");
   }
+  return absl::OkStatus();
+}
+
+void Conversion::ListOverflows(const Model& m) {
+  absl::StatusOr<std::vector<Fp16Overflow>> overflows = ListFp16Overflows(m, validator_->inputs());
+  if (overflows.ok()) {
+    report_.fp16_overflows = *std::move(overflows);
+  } else {
+    options_.log(absl::StrCat("values beyond fp16 not listed: ", overflows.status().message()));
+  }
+}
+
+bool Conversion::RepairPossible() const {
+  return options_.repair && precision_changed_ && before_precision_ != nullptr &&
+         convert_.islands_honoured;
+}
+
+absl::Status Conversion::FinishAndWrite() {
+  // The finish phase changes the graph (constant Ifs inlined): a repair starts from the
+  // graph the steps left, as it does when the check measures a serialized copy.
+  if (RepairPossible() && HasIf(model_.graph())) {
+    OVFIX_ASSIGN_OR_RETURN(unfinished_, SerializedCopy(model_));
+  }
+  OVFIX_RETURN_IF_ERROR(Finish());
+  progress_.Set(absl::StrCat("writing and measuring ", options_.output_path));
+  OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model_, options_, validator_.get(), report_));
+  // Measured on the file even when it was taken back: the repair starts from that score.
+  written_current_ = true;
+  PhaseDone("write and measure the file");
   return absl::OkStatus();
 }
 
@@ -419,10 +471,7 @@ absl::Status Conversion::Check() {
 // kept in fp32, until within it (converter/repair.h).
 absl::Status Conversion::RepairToCriteria() {
   // Keeping nodes in fp32 cannot help where the backend ignores fp32 islands.
-  if (report_.outputs_match || !precision_changed_ || before_precision_ == nullptr ||
-      !convert_.islands_honoured) {
-    return absl::OkStatus();
-  }
+  if (report_.outputs_match || !RepairPossible()) return absl::OkStatus();
   rules::Fp16IslandsPass* precision = manager_->precision_pass();
   const std::map<std::string, MagnitudeRange> calibrated = precision->magnitudes();
   // Calibration from the first conversion.
@@ -443,7 +492,9 @@ absl::Status Conversion::RepairToCriteria() {
     OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
     return copy;
   };
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed, SerializedCopy(model_));
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed,
+                         SerializedCopy(unfinished_ != nullptr ? *unfinished_ : model_));
+  unfinished_.reset();
   progress_.Set("repair");
   auto repair_log = [&](const std::string& m) {
     options_.log(m);
@@ -454,6 +505,8 @@ absl::Status Conversion::RepairToCriteria() {
                         *validator_, /*tolerance=*/1.0, reconvert, repair_log);
   if (!repaired.ok()) return NotRunnable(repaired.status());
   model_ = std::move(*repaired->model);
+  // The repaired model is finished and written again.
+  written_current_ = false;
   report_.repair = Repair{repaired->kept,       repaired->rounds,
                           repaired->model_runs, report_.end_to_end->max_error,
                           repaired->history,    repaired->only_fp32};
@@ -513,7 +566,7 @@ absl::Status Conversion::Finish() {
 
 // The write phase: the file written and measured, when the model keeps the outputs.
 absl::Status Conversion::Write() {
-  if (!report_.outputs_match) return absl::OkStatus();
+  if (!report_.outputs_match || written_current_) return absl::OkStatus();
   progress_.Set(absl::StrCat("writing and measuring ", options_.output_path));
   OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model_, options_, validator_.get(), report_));
   PhaseDone("write and measure the file");
@@ -544,7 +597,7 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
         OVFIX_RETURN_IF_ERROR(RepairToCriteria());
         break;
       case ConversionPhase::kFinish:
-        OVFIX_RETURN_IF_ERROR(Finish());
+        if (!written_current_) OVFIX_RETURN_IF_ERROR(Finish());
         break;
       case ConversionPhase::kWrite:
         OVFIX_RETURN_IF_ERROR(Write());

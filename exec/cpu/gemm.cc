@@ -106,6 +106,60 @@ std::pair<int64_t, int64_t> Share(int64_t count, int64_t parts, int64_t i) {
   return {count * i / parts, count * (i + 1) / parts};
 }
 
+// Rows of a product with few rows of A, columns [j0, j1) of B: B's rows are read once, in
+// order, each added into every row of the result (held in `acc`, m x (j1 - j0), in cache).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void FewRowsAccumulate(
+    int64_t m, int64_t j0, int64_t j1, int64_t k, const float* a, int64_t lda, bool trans_a,
+    const float* b, int64_t ldb, float* acc) {
+  const int64_t width = j1 - j0;
+  auto at = [&](int64_t i, int64_t p) { return trans_a ? a[p * lda + i] : a[i * lda + p]; };
+  int64_t p = 0;
+  // Four rows of B per pass: each row of the result is read and written a quarter as often.
+  for (; p + 4 <= k; p += 4) {
+    const float* b0 = b + p * ldb + j0;
+    const float* b1 = b0 + ldb;
+    const float* b2 = b1 + ldb;
+    const float* b3 = b2 + ldb;
+    for (int64_t i = 0; i < m; ++i) {
+      const float x0 = at(i, p), x1 = at(i, p + 1), x2 = at(i, p + 2), x3 = at(i, p + 3);
+      float* row = acc + i * width;
+      for (int64_t j = 0; j < width; ++j) {
+        row[j] += x0 * b0[j] + x1 * b1[j] + x2 * b2[j] + x3 * b3[j];
+      }
+    }
+  }
+  for (; p < k; ++p) {
+    const float* b_row = b + p * ldb + j0;
+    for (int64_t i = 0; i < m; ++i) {
+      const float x = at(i, p);
+      float* row = acc + i * width;
+      for (int64_t j = 0; j < width; ++j) row[j] += x * b_row[j];
+    }
+  }
+}
+
+// A product with few rows of A (a few tokens, a small batch of vectors): packing B would
+// read it, write a copy and read the copy, which so few rows do not repay; B is streamed
+// once instead, a block of columns per task.
+void FewRowsGemm(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                 ThreadPool* pool) {
+  constexpr int64_t kColumnBlock = 512;
+  const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+  ParallelForEach(m * n * k >= kMinParallelMacs ? pool : nullptr, blocks, [&](int64_t block) {
+    const int64_t j0 = block * kColumnBlock, j1 = std::min(n, j0 + kColumnBlock);
+    std::array<float, kFewRows * kColumnBlock> acc{};
+    FewRowsAccumulate(m, j0, j1, k, a, lda, trans_a, b, ldb, acc.data());
+    for (int64_t i = 0; i < m; ++i) {
+      float* out = c + i * ldc;
+      const float* row = acc.data() + i * (j1 - j0);
+      for (int64_t j = j0; j < j1; ++j) {
+        out[j] = alpha * row[j - j0] + (beta == 0.0f ? 0.0f : beta * out[j]);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 const GemmGeometry& CurrentGemmGeometry() { return Kernel().geometry; }
@@ -302,6 +356,10 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   }
   if (m == 1 || n == 1) {
     GemvProduct(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pool);
+    return;
+  }
+  if (m <= kFewRows && !trans_b) {
+    FewRowsGemm(trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pool);
     return;
   }
   // The packing buffer stays with the thread for the next product.

@@ -149,6 +149,10 @@ void AddColumnBias(float* c, int64_t ldc, int64_t rows, int64_t cols, const floa
 void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// Up to this many rows of op(A) (and B not transposed), Sgemm streams B once instead of
+// packing it: a product over so few rows does not repay a packed copy of B.
+inline constexpr int64_t kFewRows = 8;
+
 // The BLAS-like entry point, row-major: op(A) is M x K, op(B) is K x N.
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,

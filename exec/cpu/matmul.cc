@@ -76,7 +76,8 @@ struct PackedWeights {
 // to each tile of the result as it is finished.
 bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, int64_t k,
                      float* out) {
-  if (ctx.state == nullptr || !ctx.input_is_constant(1) || m <= 1 || n <= 1 || k <= 0) {
+  // Few rows stream B once (Sgemm) rather than keeping a packed copy of it.
+  if (ctx.state == nullptr || !ctx.input_is_constant(1) || m <= kFewRows || n <= 1 || k <= 0) {
     return false;
   }
   const std::string kernel = CurrentGemmGeometry().name;

@@ -83,6 +83,39 @@ TEST_P(GemmKernels, PackedWithRowBiasAndLeadingDims) {
 
 INSTANTIATE_TEST_SUITE_P(Math, GemmKernels, ::testing::ValuesIn(AvailableGemmKernels()));
 
+// Few rows of A stream B column block by column block: products wider than one block, with
+// a leading dimension of C wider than the product, beta = 0 ignoring what C held (NaN).
+TEST(GemmTest, FewRowsAcrossColumnBlocksMatchNaive) {
+  std::mt19937 rng(13);
+  for (int64_t m : {int64_t{2}, int64_t{4}, kFewRows}) {
+    for (int64_t n : {511, 512, 1300}) {
+      for (int t = 0; t < 2; ++t) {
+        const bool ta = t == 1;
+        const int64_t k = 97, ldc = n + 5;
+        const float beta = ta ? 0.25f : 0.0f;
+        auto a = RandomFloats(m * k, rng), b = RandomFloats(k * n, rng);
+        std::vector<float> c(m * ldc, beta == 0.0f ? std::nanf("") : 2.0f);
+        std::vector<double> expected(m * n, 2.0);
+        NaiveGemm(ta, false, m, n, k, 1.25f, a, b, beta, expected);
+        Sgemm(ta, false, m, n, k, 1.25f, a.data(), ta ? m : k, b.data(), n, beta, c.data(), ldc,
+              &MathPool());
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float want = j < n ? static_cast<float>(expected[i * n + j])
+                                     : (beta == 0.0f ? std::nanf("") : 2.0f);
+            if (j >= n && beta == 0.0f) {
+              ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "m=" << m << " n=" << n << " j=" << j;
+            } else {
+              ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + std::sqrt(double(k))))
+                  << "m=" << m << " n=" << n << " ta=" << ta << " at " << i << "," << j;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmTest, EmptyDepthAndDouble) {
   std::vector<float> c = {1, 2, 3, 4};
   Sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 2.0f, c.data(), 2, nullptr);

@@ -3,9 +3,14 @@
 // inputs; a conversion beyond the tolerance is repaired (nodes kept in fp32, listed) unless
 // --no-repair; calibration data comes from test-data folders and bad data exits 2 naming the
 // file; `ovfix run` takes float32 input files for a float16 model.
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -302,6 +307,53 @@ TEST(ConvertWritten, RepairKeepsTheNodesResponsible) {
   EXPECT_NE(repaired.out.find("kept fp32: Add"), std::string::npos) << repaired.out;
   EXPECT_NE(repaired.out.find("outputs preserved"), std::string::npos) << repaired.out;
   EXPECT_NE(repaired.out.find("model run"), std::string::npos) << repaired.out;
+  fs::remove_all(dir);
+}
+
+// The file is written and measured once, before any repair: a file that misses the
+// criteria is taken back and the output it would have replaced is as it was (the report
+// says why); with the repair, the repaired model is what is written and reported.
+TEST(ConvertWritten, AFileThatMissesTheCriteriaLeavesThePreviousOutputAsItWas) {
+  const fs::path dir = TempDir("take_back");
+  auto model = ParseModelText(R"(
+    m (float[1, 64] x) => (float[1, 64] y) {
+      offset = Constant <value = float[1] {1000}> ()
+      half = Constant <value = float[1] {0.5}> ()
+      shifted = Add(x, offset)
+      back = Sub(shifted, offset)
+      y = Mul(back, half)
+    })");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string in = (dir / "offset.onnx").string();
+  const std::string out = (dir / "out.onnx").string();
+  const std::string report = (dir / "report.json").string();
+  ASSERT_TRUE(SaveModel(**model, in).ok());
+  auto read_json = [](const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    std::string text(std::istreambuf_iterator<char>(file), {});
+    text.erase(std::remove_if(text.begin(), text.end(), ::isspace), text.end());
+    return text;
+  };
+  std::ofstream(out, std::ios::binary) << "previous model";
+  auto refused = testing::RunOvfix(
+      absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --no-repair --report ", report));
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_EQ(read_json(out), "previousmodel");
+  EXPECT_NE(read_json(report).find("\"outputs_match\":false"), std::string::npos)
+      << read_json(report);
+  auto repaired = testing::RunOvfix(
+      absl::StrCat("convert ", in, " ", out, " --target gpu-fp16 --report ", report));
+  EXPECT_EQ(repaired.exit_code, 0) << repaired.out << repaired.err;
+  auto written = LoadModel(out);
+  ASSERT_TRUE(written.ok()) << written.status();
+  // The repaired model, not the one taken back: the offset stays float32 for the Add and
+  // Sub kept in fp32, the Mul's factor is float16.
+  std::set<DataType> weight_types;
+  for (const Value* v : (*written)->graph().initializers()) weight_types.insert(v->elem_type());
+  EXPECT_TRUE(weight_types.contains(DataType::kFloat));
+  EXPECT_TRUE(weight_types.contains(DataType::kFloat16));
+  EXPECT_NE(read_json(report).find("\"outputs_match\":true"), std::string::npos)
+      << read_json(report);
   fs::remove_all(dir);
 }
 
