@@ -415,7 +415,7 @@ FloatNodeCounts CountFloatNodes(const Model& model) {
       if (n->op_type() == "Cast" || n->op_type() == "Constant" || !n->subgraphs().empty()) {
         continue;
       }
-      const auto [half, single] = FloatTypesOfOutputs(*n);
+      const auto [half, single, bfloat16] = FloatTypesOfOutputs(*n);
       count.float16 += half;
       count.float32 += single && !half;
     }

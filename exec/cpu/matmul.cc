@@ -20,6 +20,17 @@
 namespace ovfix::exec {
 namespace {
 
+// Each broadcast batch's element offset into A and into B, in the output's batch order; one
+// batch at offset 0 when neither has batch dims.
+absl::Status BatchOffsets(const std::vector<int64_t>& a_batch, const std::vector<int64_t>& b_batch,
+                          std::vector<int64_t>& a_offsets, std::vector<int64_t>& b_offsets) {
+  if (a_batch.empty() && b_batch.empty()) return absl::OkStatus();
+  OVFIX_ASSIGN_OR_RETURN(BroadcastPlan plan, BroadcastPlan::Make(a_batch, b_batch));
+  a_offsets = plan.OperandOffsets(0);
+  b_offsets = plan.OperandOffsets(1);
+  return absl::OkStatus();
+}
+
 // C[m x n] = alpha * op(A) * op(B) + beta * C for element types without a fast path.
 // Integers wrap around like the hardware does (accumulated as uint64, then truncated).
 template <typename T>
@@ -159,11 +170,8 @@ absl::Status MatMul(KernelContext& ctx) {
   if (y.numel() == 0) return absl::OkStatus();
 
   std::vector<int64_t> a_offsets = {0}, b_offsets = {0};
-  if (!batch->empty()) {
-    auto plan = BroadcastPlan::Make(a_batch, b_batch);
-    if (!plan.ok()) return ctx.Error(plan.status().message());
-    a_offsets = plan->OperandOffsets(0);
-    b_offsets = plan->OperandOffsets(1);
+  if (absl::Status s = BatchOffsets(a_batch, b_batch, a_offsets, b_offsets); !s.ok()) {
+    return ctx.Error(s.message());
   }
   const bool b_shared = Tensor::NumElements(b_batch) == 1 &&
                         Tensor::NumElements(a_batch) == static_cast<int64_t>(a_offsets.size());
@@ -298,11 +306,8 @@ absl::Status TransposedMatMul(KernelContext& ctx) {
   Tensor& y = ctx.Output(0, DataType::kFloat, dims);
   if (y.numel() == 0) return absl::OkStatus();
   std::vector<int64_t> a_offsets = {0}, b_offsets = {0};
-  if (!batch->empty()) {
-    auto plan = BroadcastPlan::Make(a_batch, b_batch);
-    if (!plan.ok()) return ctx.Error(plan.status().message());
-    a_offsets = plan->OperandOffsets(0);
-    b_offsets = plan->OperandOffsets(1);
+  if (absl::Status s = BatchOffsets(a_batch, b_batch, a_offsets, b_offsets); !s.ok()) {
+    return ctx.Error(s.message());
   }
   const float* ap = a.data<float>();
   const float* bp = b.data<float>();

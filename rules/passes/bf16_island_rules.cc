@@ -51,38 +51,6 @@ std::optional<int64_t> ElementsPerOutput(const Node& n) {
   return na / nb;
 }
 
-// The only non-constant input of `n`, or nullptr when it has none or several.
-const Value* SoleVariableInput(const Node& n) {
-  const Value* found = nullptr;
-  for (const Value* v : n.inputs()) {
-    if (v == nullptr || IsConstant(v)) continue;
-    if (found != nullptr && found != v) return nullptr;
-    found = v;
-  }
-  return found;
-}
-
-// A float output whose type parameter in onnx's schema no input shares: an attribute sets it
-// (a window's output_datatype), so retyping it would contradict the node. Cast and the
-// constants are retyped with their attribute.
-bool OutputTypeFromAttribute(const Node& n, int64_t opset) {
-  if (!n.domain().empty() || IsOp(n, "Cast") || IsOp(n, "Constant") || IsOp(n, "ConstantOfShape")) {
-    return false;
-  }
-  const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
-  if (schema == nullptr || schema->outputs().empty()) return false;
-  for (size_t i = 0; i < n.outputs().size(); ++i) {
-    if (!IsFloat32(n.output(i))) continue;
-    const std::string& param =
-        schema->outputs()[std::min(i, schema->outputs().size() - 1)].GetTypeStr();
-    bool shared = false;
-    for (const auto& input : schema->inputs()) shared = shared || input.GetTypeStr() == param;
-    if (!shared) return true;
-  }
-  return false;
-}
-
 // What the spec fixes: an op with no bfloat16 at this opset, or typed by an attribute.
 std::string SpecReason(const Node& n, int64_t opset) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") return "op outside the ONNX domain";
@@ -90,11 +58,7 @@ std::string SpecReason(const Node& n, int64_t opset) {
     return "control flow (fp32 at its inputs and outputs; its bodies are converted inside)";
   }
   if (IsOp(n, "Range")) return "float Range";
-  static const absl::flat_hash_set<std::string> kTypeFromAttribute = {
-      "RandomNormal",      "RandomUniform", "RandomNormalLike",
-      "RandomUniformLike", "Multinomial",   "Bernoulli"};
-  if (kTypeFromAttribute.contains(n.op_type()) || (IsOp(n, "EyeLike") && n.HasAttribute("dtype")) ||
-      OutputTypeFromAttribute(n, opset)) {
+  if (OutputTypeSetByAttribute(n, opset)) {
     return "output type set by an attribute";
   }
   if (n.op_type() == "Constant" && n.HasAttribute("sparse_value")) return "sparse constant";

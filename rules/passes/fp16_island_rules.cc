@@ -58,27 +58,6 @@ Value* SoleVariableInput(const Node& n) {
   return found;
 }
 
-// A float output whose type parameter in onnx's schema no input shares: an attribute sets
-// it (a window's output_datatype, MelWeightMatrix's), so retyping the value to float16
-// would contradict the node. Cast and the constants are retyped with their attribute.
-bool OutputTypeFromAttribute(const Node& n, int64_t opset) {
-  if (!n.domain().empty() || IsOp(n, "Cast") || IsOp(n, "Constant") || IsOp(n, "ConstantOfShape")) {
-    return false;
-  }
-  const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
-  if (schema == nullptr || schema->outputs().empty()) return false;
-  for (size_t i = 0; i < n.outputs().size(); ++i) {
-    if (!IsFloat32(n.output(i))) continue;
-    const std::string& param =
-        schema->outputs()[std::min(i, schema->outputs().size() - 1)].GetTypeStr();
-    bool shared = false;
-    for (const auto& input : schema->inputs()) shared = shared || input.GetTypeStr() == param;
-    if (!shared) return true;
-  }
-  return false;
-}
-
 bool IsNormalization(const Node& n) {
   static const absl::flat_hash_set<std::string> kNormalizations = {
       "LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
@@ -91,9 +70,6 @@ std::string_view SpecReason(const Node& n, int64_t opset) {
   // Ops whose float inputs or outputs have no float16 in the ONNX spec (opset <= 18).
   static const absl::flat_hash_set<std::string> kNoFloat16 = {
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "NonMaxSuppression"};
-  static const absl::flat_hash_set<std::string> kTypeFromAttribute = {
-      "RandomNormal",      "RandomUniform", "RandomNormalLike",
-      "RandomUniformLike", "Multinomial",   "Bernoulli"};
   if (kNoFloat16.contains(n.op_type())) return "no float16 in the ONNX spec for this op";
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     if (IsFloat32(n.output(i)) && !SpecAllowsFloat16(n, opset, true, i)) {
@@ -101,8 +77,7 @@ std::string_view SpecReason(const Node& n, int64_t opset) {
     }
   }
   if (n.op_type() == "Constant" && n.HasAttribute("sparse_value")) return "sparse constant";
-  if (kTypeFromAttribute.contains(n.op_type()) || (IsOp(n, "EyeLike") && n.HasAttribute("dtype")) ||
-      OutputTypeFromAttribute(n, opset)) {
+  if (OutputTypeSetByAttribute(n, opset)) {
     return "output type set by an attribute";
   }
   return "";

@@ -1,10 +1,12 @@
 #include "rules/passes/island_marks.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ir/constant.h"
+#include "onnx/defs/schema.h"
 #include "re2/re2.h"
 
 namespace ovfix::rules {
@@ -15,6 +17,30 @@ bool IsFloatNode(const Node& n) {
   }
   for (const Value* v : n.outputs()) {
     if (IsFloat32(v)) return true;
+  }
+  return false;
+}
+
+bool OutputTypeSetByAttribute(const Node& n, int64_t opset) {
+  static const absl::flat_hash_set<std::string> kTypeFromAttribute = {
+      "RandomNormal",      "RandomUniform", "RandomNormalLike",
+      "RandomUniformLike", "Multinomial",   "Bernoulli"};
+  if (kTypeFromAttribute.contains(n.op_type()) || (IsOp(n, "EyeLike") && n.HasAttribute("dtype"))) {
+    return true;
+  }
+  if (!n.domain().empty() || IsOp(n, "Cast") || IsOp(n, "Constant") || IsOp(n, "ConstantOfShape")) {
+    return false;
+  }
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
+  if (schema == nullptr || schema->outputs().empty()) return false;
+  for (size_t i = 0; i < n.outputs().size(); ++i) {
+    if (!IsFloat32(n.output(i))) continue;
+    const std::string& param =
+        schema->outputs()[std::min(i, schema->outputs().size() - 1)].GetTypeStr();
+    bool shared = false;
+    for (const auto& input : schema->inputs()) shared = shared || input.GetTypeStr() == param;
+    if (!shared) return true;
   }
   return false;
 }

@@ -22,6 +22,11 @@ inline bool IsOp(const Node& n, std::string_view op) {
 }
 // A node reading or making float32 values.
 bool IsFloatNode(const Node& n);
+// A float output of `n` whose type an attribute sets (random generators, EyeLike's dtype, a
+// window's output_datatype: a type parameter of onnx's schema that no input shares), so that
+// retyping it would contradict the node. Cast and the constants are retyped with their
+// attribute, so they are not among them.
+bool OutputTypeSetByAttribute(const Node& n, int64_t opset);
 
 class IslandMarks {
  public:

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
+#include "tests/support/conversion_facts.h"
 #include "tests/support/ort_peer.h"
 
 namespace ovfix::converter {
@@ -34,23 +35,6 @@ fs::path TempDir() {
   fs::path dir = fs::temp_directory_path() / ("ovfix_bf16_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
-}
-
-// The main graph's nodes that compute in fp32 in `m` read back from its file: a float32
-// output and no 16-bit float one (Casts and Constants aside).
-std::set<std::string> Fp32Nodes(const Model& m) {
-  std::set<std::string> names;
-  for (const Node* n : m.graph().nodes()) {
-    if (n->op_type() == "Cast" || n->op_type() == "Constant") continue;
-    bool single = false, half = false;
-    for (const Value* o : n->outputs()) {
-      if (o == nullptr || !o->is_tensor()) continue;
-      single = single || o->elem_type() == DataType::kFloat;
-      half = half || o->elem_type() == DataType::kBfloat16 || o->elem_type() == DataType::kFloat16;
-    }
-    if (single && !half) names.insert(n->name());
-  }
-  return names;
 }
 
 std::set<std::string> HintNames(const std::string& hint, const std::string& flag) {
@@ -141,7 +125,7 @@ TEST_P(Bf16Convert, WithinToleranceOfTheReferenceOutputs) {
   }
 
   // The hints name exactly the fp32 nodes of the written file, and they all have names.
-  const std::set<std::string> fp32 = Fp32Nodes(**written);
+  const std::set<std::string> fp32 = test_support::Fp32NodeNames(**written);
   EXPECT_EQ(HintNames(report->layer_precisions, "--layerPrecisions="), fp32);
   EXPECT_FALSE(fp32.contains(""));
   if (!fp32.empty()) EXPECT_FALSE(report->layer_output_types.empty());

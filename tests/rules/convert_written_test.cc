@@ -315,14 +315,7 @@ TEST(ConvertWritten, RepairKeepsTheNodesResponsible) {
 // says why); with the repair, the repaired model is what is written and reported.
 TEST(ConvertWritten, AFileThatMissesTheCriteriaLeavesThePreviousOutputAsItWas) {
   const fs::path dir = TempDir("take_back");
-  auto model = ParseModelText(R"(
-    m (float[1, 64] x) => (float[1, 64] y) {
-      offset = Constant <value = float[1] {1000}> ()
-      half = Constant <value = float[1] {0.5}> ()
-      shifted = Add(x, offset)
-      back = Sub(shifted, offset)
-      y = Mul(back, half)
-    })");
+  auto model = ParseModelText(test_support::kOffsetThenHalfModel);
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string in = (dir / "offset.onnx").string();
   const std::string out = (dir / "out.onnx").string();

@@ -23,6 +23,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/conversion_facts.h"
 #include "tests/support/gfpgan_style_model.h"
 #include "tests/support/ort_peer.h"
 
@@ -58,12 +59,6 @@ bool AllFinite(const Tensor& t) {
     if (!std::isfinite(t.GetAsDouble(i))) return false;
   }
   return true;
-}
-
-int Committed(const ConversionReport& report, const std::string& rule) {
-  int n = 0;
-  for (const rules::RewriteRecord& r : report.rewrites) n += r.rule == rule && !r.rolled_back;
-  return n;
 }
 
 struct Form {
@@ -183,7 +178,7 @@ TEST_P(Fp16SafeForm, RescaledSumKeepsOnnxruntimeOutputsAndStaysFiniteInFp16) {
   auto report = ConvertModel(**model, options);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->outputs_match) << SummaryTable(*report);
-  EXPECT_EQ(Committed(*report, form.pass), 1) << SummaryTable(*report);
+  EXPECT_EQ(test_support::CommittedRewrites(*report, form.pass), 1) << SummaryTable(*report);
   EXPECT_TRUE(report->fp16_overflows.empty()) << SummaryTable(*report);
   const std::string converted = (dir / "converted.onnx").string();
   ASSERT_TRUE(SaveModel(**model, converted).ok());
@@ -223,7 +218,7 @@ TEST(Fp16Safe, SumOfSquaresWithoutSquareRootIsReportedNotRewritten) {
   options.convert.input_files = {{"x", input}};
   auto report = ConvertModel(**model, options);
   ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_EQ(Committed(*report, "fp16_safe_sum_of_squares"), 0);
+  EXPECT_EQ(test_support::CommittedRewrites(*report, "fp16_safe_sum_of_squares"), 0);
   ASSERT_TRUE(report->end_to_end.has_value());
   ASSERT_EQ(report->end_to_end->outputs.size(), 1u);
   // energy is ~1e7: no fp16 graph can hold it, so it is reported and not judged.
@@ -352,7 +347,8 @@ TEST_P(Fp16SafeModel, EveryTensorInFp16HasNoInfWhereFp16CanHoldTheOutput) {
     // The block's pixel norm and demodulation overflow as written, and are rescaled.
     EXPECT_FALSE(AllFinite((*original_fp16)[0]) &&
                  exec::RelativeError((*original_fp16)[0], (*reference)[0]) < 0.1);
-    EXPECT_EQ(Committed(*report, "fp16_safe_sum_of_squares"), 2) << SummaryTable(*report);
+    EXPECT_EQ(test_support::CommittedRewrites(*report, "fp16_safe_sum_of_squares"), 2)
+        << SummaryTable(*report);
     EXPECT_TRUE(report->fp16_overflows.empty()) << SummaryTable(*report);
   }
 

@@ -18,6 +18,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/conversion_facts.h"
 #include "tests/support/ort_peer.h"
 #include "tests/support/softmax_island.h"
 
@@ -31,28 +32,6 @@ fs::path TempDir(const std::string& name) {
       fs::temp_directory_path() / absl::StrCat("ovfix_shifted_softmax_", ::getpid(), "_", name);
   fs::create_directories(dir);
   return dir;
-}
-
-int Committed(const ConversionReport& report, const std::string& rule) {
-  int n = 0;
-  for (const rules::RewriteRecord& r : report.rewrites) n += r.rule == rule && !r.rolled_back;
-  return n;
-}
-
-// The main graph's nodes that compute in fp32 (Casts aside).
-int Fp32Nodes(const Model& m) {
-  int count = 0;
-  for (const Node* n : m.graph().nodes()) {
-    if (n->op_type() == "Cast" || n->op_type() == "Constant") continue;
-    bool single = false, half = false;
-    for (const Value* o : n->outputs()) {
-      if (o == nullptr || !o->is_tensor()) continue;
-      single = single || o->elem_type() == DataType::kFloat;
-      half = half || o->elem_type() == DataType::kFloat16;
-    }
-    count += single && !half;
-  }
-  return count;
 }
 
 Tensor AsFloat(const Tensor& t) { return ConvertTensor(t, DataType::kFloat); }
@@ -71,9 +50,10 @@ TEST(Fp16ShiftedSoftmax, HandWorkedSoftmaxStaysInFp16WithoutAnIsland) {
   auto report = ConvertModel(**model, options);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->outputs_match) << SummaryTable(*report);
-  EXPECT_EQ(Committed(*report, "fp16_safe_softmax"), 1) << SummaryTable(*report);
+  EXPECT_EQ(test_support::CommittedRewrites(*report, "fp16_safe_softmax"), 1)
+      << SummaryTable(*report);
   EXPECT_TRUE(report->islands.empty()) << SummaryTable(*report);
-  EXPECT_EQ(Fp32Nodes(**model), 0);
+  EXPECT_EQ(static_cast<int>(test_support::Fp32NodeNames(**model).size()), 0);
 
   // The converted model (float16 throughout) gives the hand-worked softmax within fp16's
   // rounding.
@@ -117,7 +97,8 @@ TEST(Fp16ShiftedSoftmax, OnnxruntimeRunsTheFp16FileWithinTheDefaultCriteria) {
   auto report = ConvertModel(**model, options);
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_TRUE(report->outputs_match) << SummaryTable(*report);
-  EXPECT_EQ(Committed(*report, "fp16_safe_softmax"), 1) << SummaryTable(*report);
+  EXPECT_EQ(test_support::CommittedRewrites(*report, "fp16_safe_softmax"), 1)
+      << SummaryTable(*report);
   EXPECT_TRUE(report->islands.empty()) << SummaryTable(*report);
 
   OVFIX_REQUIRE_ORT(modules);

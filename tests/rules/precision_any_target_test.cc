@@ -17,21 +17,13 @@
 #include "ir/tensor.h"
 #include "ir/tensor_proto.h"
 #include "rules/conversion_options.h"
+#include "tests/support/conversion_facts.h"
 #include "tests/support/ort_peer.h"
 
 namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::set<std::string>& Elementwise() {
-  static const std::set<std::string> kOps = {"Add",  "Sub",         "Mul",     "Div",
-                                             "Pow",  "Mod",         "Where",   "Equal",
-                                             "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-                                             "And",  "Or",          "Xor",     "Max",
-                                             "Min",  "Sum",         "Mean",    "PRelu"};
-  return kOps;
-}
 
 std::string ModelDir(const std::string& name) {
   return std::string(OVFIX_SHARED_DIR) + "/models/" + name;
@@ -68,24 +60,10 @@ TEST_P(TensorrtFp16, EqualRanksAndFp16WithIslandsThatOnnxruntimeRuns) {
 
   auto written = LoadModel(output);
   ASSERT_TRUE(written.ok()) << written.status();
-  int elementwise = 0, fp16_values = 0, casts_to_float = 0;
-  for (Graph* g : GraphsRecursive((*written)->graph())) {
-    for (const Node* n : g->nodes()) {
-      for (const Value* v : n->outputs()) {
-        if (v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat16) ++fp16_values;
-      }
-      if (n->op_type() == "Cast" && n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat)) {
-        ++casts_to_float;
-      }
-      if (!Elementwise().contains(n->op_type())) continue;
-      ++elementwise;
-      const int rank = n->output(0)->rank();
-      EXPECT_GE(rank, 0) << n->Describe();
-      for (const Value* in : n->inputs()) {
-        if (in != nullptr) EXPECT_EQ(in->rank(), rank) << n->Describe() << " input " << in->name();
-      }
-    }
-  }
+  const test_support::WrittenPrecision w =
+      test_support::CountWrittenPrecision(**written, DataType::kFloat16);
+  const int elementwise = w.elementwise, fp16_values = w.half_values,
+            casts_to_float = w.casts_to_float;
   EXPECT_GT(elementwise, 0);
   EXPECT_GT(fp16_values, 0) << "no float16 tensor: the precision phase did not run";
   // hand_softmax's Exp overflows fp16: the softmax is shifted by its row's largest logit

@@ -26,21 +26,13 @@
 #include "ir/tensor.h"
 #include "ir/tensor_proto.h"
 #include "rules/conversion_options.h"
+#include "tests/support/conversion_facts.h"
 #include "tests/support/ort_peer.h"
 
 namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::set<std::string>& Elementwise() {
-  static const std::set<std::string> kOps = {"Add",  "Sub",         "Mul",     "Div",
-                                             "Pow",  "Mod",         "Where",   "Equal",
-                                             "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-                                             "And",  "Or",          "Xor",     "Max",
-                                             "Min",  "Sum",         "Mean",    "PRelu"};
-  return kOps;
-}
 
 struct Export {
   std::string name;
@@ -152,30 +144,9 @@ TEST_P(TensorrtPrecisionExports, EqualRanksHalfTensorsWithIslandsWithinTheDefaul
   auto written = LoadModel(output);
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_TRUE(CheckModel(**written).ok()) << CheckModel(**written);
-  int elementwise = 0, half_values = 0, fp32_computing = 0, casts_to_float = 0;
-  for (Graph* g : GraphsRecursive((*written)->graph())) {
-    for (const Node* n : g->nodes()) {
-      bool single = false, halved = false;
-      for (const Value* v : n->outputs()) {
-        if (v == nullptr || !v->is_tensor()) continue;
-        halved = halved || v->elem_type() == half;
-        single = single || v->elem_type() == DataType::kFloat;
-      }
-      half_values += halved;
-      if (n->op_type() == "Cast") {
-        casts_to_float += n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat);
-      } else if (single && !halved) {
-        ++fp32_computing;
-      }
-      if (!Elementwise().contains(n->op_type())) continue;
-      ++elementwise;
-      const int rank = n->output(0)->rank();
-      EXPECT_GE(rank, 0) << n->Describe();
-      for (const Value* in : n->inputs()) {
-        if (in != nullptr) EXPECT_EQ(in->rank(), rank) << n->Describe() << " input " << in->name();
-      }
-    }
-  }
+  const test_support::WrittenPrecision p = test_support::CountWrittenPrecision(**written, half);
+  const int elementwise = p.elementwise, half_values = p.half_values,
+            fp32_computing = p.fp32_computing, casts_to_float = p.casts_to_float;
   EXPECT_GT(elementwise, 0);
   EXPECT_GT(half_values, 0) << "no 16-bit float tensor: the precision phase did not run";
   // Most of the model computes in 16 bits; what stays fp32 is an island behind Casts (the
