@@ -32,12 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path TempDir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / absl::StrCat("ovfix_fp16_safe_", ::getpid(), "_", name);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path ScratchDir(const std::string& name) { return test_support::ScratchDir("fp16_safe", name); }
 
 // x[i] = 900 sin(i + 1): magnitudes up to 900, whose squares (8.1e5) and their sums are
 // beyond fp16's 65504.
@@ -152,7 +147,7 @@ class Fp16SafeForm : public ::testing::TestWithParam<Form> {};
 
 TEST_P(Fp16SafeForm, RescaledSumKeepsOnnxruntimeOutputsAndStaysFiniteInFp16) {
   const Form& form = GetParam();
-  const fs::path dir = TempDir(form.name);
+  const fs::path dir = ScratchDir(form.name);
   auto model = ParseModelText(form.text);
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string original = (dir / "original.onnx").string();
@@ -202,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, Fp16SafeForm, ::testing::ValuesIn(kForms),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Fp16Safe, SumOfSquaresWithoutSquareRootIsReportedNotRewritten) {
-  const fs::path dir = TempDir("energy");
+  const fs::path dir = ScratchDir("energy");
   auto model = ParseModelText(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     m (float[1, 8, 4, 4] x) => (float[1, 1, 1, 1] energy) {
@@ -275,7 +270,7 @@ class Fp16SafeModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Fp16SafeModel, EveryTensorInFp16HasNoInfWhereFp16CanHoldTheOutput) {
   const Case& c = GetParam();
-  const fs::path dir = TempDir(absl::StrCat(c.target, c.shared ? "_modconv" : "_block"));
+  const fs::path dir = ScratchDir(absl::StrCat(c.target, c.shared ? "_modconv" : "_block"));
   std::unique_ptr<Model> model;
   exec::TensorMap feeds;
   std::vector<std::string> input_files;

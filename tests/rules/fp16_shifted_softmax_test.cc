@@ -27,17 +27,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path TempDir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / absl::StrCat("ovfix_shifted_softmax_", ::getpid(), "_", name);
-  fs::create_directories(dir);
-  return dir;
+fs::path ScratchDir(const std::string& name) {
+  return test_support::ScratchDir("shifted_softmax", name);
 }
 
 Tensor AsFloat(const Tensor& t) { return ConvertTensor(t, DataType::kFloat); }
 
 TEST(Fp16ShiftedSoftmax, HandWorkedSoftmaxStaysInFp16WithoutAnIsland) {
-  const fs::path dir = TempDir("hand");
+  const fs::path dir = ScratchDir("hand");
   auto model = ParseModelText(testing::kSoftmaxFloat);
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string input = (dir / "input_0.pb").string();
@@ -68,7 +65,7 @@ TEST(Fp16ShiftedSoftmax, HandWorkedSoftmaxStaysInFp16WithoutAnIsland) {
 // Logits up to 45 over rows of 8 (exp(45) ~ 3.5e19): onnxruntime runs the fp16 file within
 // the default criteria of its run of the original.
 TEST(Fp16ShiftedSoftmax, OnnxruntimeRunsTheFp16FileWithinTheDefaultCriteria) {
-  const fs::path dir = TempDir("ort");
+  const fs::path dir = ScratchDir("ort");
   auto model = ParseModelText(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     m (float[1, 8, 4, 4] x) => (float[1, 8, 4, 4] y) {

@@ -4,6 +4,9 @@
 // many rewrites a rule committed.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <set>
 #include <string>
 #include <string_view>
@@ -15,6 +18,16 @@
 #include "ir/model.h"
 
 namespace ovfix::test_support {
+
+// A fresh folder for one test's files: TMP/ovfix_PREFIX_PID_NAME (the pid keeps parallel ctest
+// runs apart).
+inline std::filesystem::path ScratchDir(std::string_view prefix, std::string_view name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      absl::StrCat("ovfix_", std::string(prefix), "_", ::getpid(), "_", std::string(name));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 // Rewrites of `rule` committed (not rolled back) in the conversion.
 inline int CommittedRewrites(const converter::ConversionReport& report, std::string_view rule) {
