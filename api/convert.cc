@@ -1,6 +1,6 @@
 // ConvertFile and Convert: the options of `ovfix convert` into the pipeline's
-// (converter/pipeline.h) as conversion_flags.cc puts them, so that the same options write
-// the same bytes as the command line.
+// (converter/pipeline.h) through the option table, as conversion_flags.cc puts the command
+// line's, so that the same options write the same bytes as the command line.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/model_proto.h"
+#include "api/options.h"
 #include "converter/accuracy.h"
 #include "converter/pipeline.h"
 #include "converter/report.h"
@@ -40,44 +41,29 @@ absl::Status WriteCalibrationSets(const std::vector<NamedTensors>& sets, const s
   return absl::OkStatus();
 }
 
-// Sets option `name` (rules/conversion_options.h) from `text` as the command line does: the
-// option wins over the target's. Errors name the option.
-absl::Status Set(std::string_view name, const std::string& text, converter::PipelineOptions& p) {
-  if (absl::Status s = rules::SetOption(name, text, p.convert); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(name), ": ", s.message()));
+// The options of the table that the passes read (rules::ConvertOptions), set from the
+// members that carry them as the command line sets them from its flags: a given option wins
+// over the target's. Errors name the option.
+absl::Status SetTableOptions(const ConversionOptions& o, converter::PipelineOptions& p) {
+  for (const rules::OptionSpec& spec : rules::ConversionOptionTable()) {
+    if (spec.set == nullptr || spec.api_field.empty()) continue;
+    const std::vector<std::string> texts = api::MemberTexts(spec, o);
+    for (const std::string& text : texts) {
+      if (absl::Status s = spec.set(text, p.convert); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(std::string(spec.name), ": ", s.message()));
+      }
+    }
+    if (!texts.empty()) p.set_by_user.insert(std::string(spec.name));
   }
-  p.set_by_user.insert(std::string(name));
   return absl::OkStatus();
 }
 
-std::string BoolText(bool b) { return b ? "true" : "false"; }
-
 absl::StatusOr<converter::PipelineOptions> ToPipelineOptions(const ConversionOptions& o) {
   converter::PipelineOptions p;
+  OVFIX_RETURN_IF_ERROR(SetTableOptions(o, p));
+  // The options the pipeline reads itself (the table's entries without a setter).
   p.rule_files = o.rule_files;
   if (o.log) p.log = o.log;
-  rules::ConvertOptions& c = p.convert;
-  c.target = o.target;
-  if (o.batch) OVFIX_RETURN_IF_ERROR(Set("batch", absl::StrCat(*o.batch), p));
-  c.input_shapes = o.input_shapes;
-  c.keep_fp32 = o.keep_fp32;
-  if (o.keep_io_types) OVFIX_RETURN_IF_ERROR(Set("keep_io_types", BoolText(*o.keep_io_types), p));
-  if (o.broadcast) OVFIX_RETURN_IF_ERROR(Set("broadcast", *o.broadcast, p));
-  if (o.lower_conv3d_unit_kernel) {
-    OVFIX_RETURN_IF_ERROR(
-        Set("lower_conv3d_unit_kernel", BoolText(*o.lower_conv3d_unit_kernel), p));
-  }
-  if (o.precision) OVFIX_RETURN_IF_ERROR(Set("precision", *o.precision, p));
-  if (o.fp16_islands) OVFIX_RETURN_IF_ERROR(Set("fp16_islands", *o.fp16_islands, p));
-  if (o.fp16_magnitude_threshold) {
-    OVFIX_RETURN_IF_ERROR(
-        Set("fp16_magnitude_threshold", absl::StrCat(*o.fp16_magnitude_threshold), p));
-  }
-  if (o.fold_size_limit) {
-    OVFIX_RETURN_IF_ERROR(Set("fold_size_limit", absl::StrCat(*o.fold_size_limit), p));
-  }
-  c.disabled = o.disable;
-  c.validate = o.validate;
   p.calibration_data = o.calibration_data;
   if (o.tolerance) {
     if (!(*o.tolerance >= 0)) return absl::InvalidArgumentError("tolerance: must be >= 0");

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,7 +27,8 @@ const char* Version();
 // Tensors by name: graph inputs or outputs.
 using NamedTensors = std::map<std::string, onnx::TensorProto>;
 
-// What `ovfix convert` takes on its command line; an option left unset is the target's.
+// What `ovfix convert` takes on its command line, one member per option of the table
+// (ConversionOptionList; SetOption sets one by name); an option left unset is the target's.
 struct ConversionOptions {
   std::string target = "generic";  // a built-in profile (gpu-fp16, tensorrt...) or a .target file
   std::optional<int64_t> batch;    // --batch N
@@ -60,6 +62,29 @@ struct ConversionOptions {
   // What each pass did, one line at a time (--verbose); unset: nothing.
   std::function<void(const std::string&)> log;
 };
+
+// One conversion option as the option table declares it (rules/conversion_options.h): the
+// table the command line's flags, target files, SetOption and the Python module's keywords
+// are all made from.
+struct OptionInfo {
+  std::string name;  // snake_case: as SetOption, target files and Python keywords name it
+  std::string flag;  // the command line's: "--keep-io-types", "--no-validate"
+  // bool, int, number, choice, text, list (repeatable) or map (NAME=VALUE, repeatable)
+  std::string type;
+  std::vector<std::string> choices;  // a choice's values
+  std::string default_value;         // empty: none, or the target's
+  std::string value_name;            // what a value looks like ("N", "NAME=DIMS")
+  std::string help;                  // one line, as `ovfix convert --help` shows it
+  std::string field;                 // the member of ConversionOptions it sets
+};
+// The options ConversionOptions carries, in the table's order.
+std::vector<OptionInfo> ConversionOptionList();
+
+// Sets option `name` (OptionInfo::name) in `options` from `value` written as on the command
+// line: "true"/"false", "8", "fp16", "x=1x3x224x224", "x=input_0.pb" (`input`, the file read
+// now); a list or map option adds one value (an `input` named again starts another set).
+// InvalidArgument: "NAME: what is wrong", or an unknown name with the closest and the list.
+absl::Status SetOption(ConversionOptions& options, std::string_view name, std::string_view value);
 
 // One pass or rule set of the conversion.
 struct StepSummary {

@@ -8,7 +8,9 @@
 Errors raise ovfix.Error (a ValueError) with a one-line message naming the file or option.
 """
 
+import inspect
 import os
+import textwrap
 
 import onnx
 from onnx import numpy_helper
@@ -48,38 +50,84 @@ def _calibration(calibration, options):
     items = calibration if isinstance(calibration, (list, tuple)) else [calibration]
     for item in items:
         if isinstance(item, dict):
-            options.setdefault("calibration_sets", []).append(_tensors_bytes(item))
+            key, value = "calibration_sets", _tensors_bytes(item)
         else:
-            options.setdefault("calibration_data", []).append(os.fspath(item))
+            key, value = "calibration_data", os.fspath(item)
+        given = options.get(key)
+        if given is None:
+            given = []
+        elif isinstance(given, (str, os.PathLike)):
+            given = [given]
+        options[key] = list(given) + [value]
 
 
-def convert(model, target="gpu-fp16", calibration=None, output=None, **options):
+def convert(model, target="gpu-fp16", calibration=None, output=None, report=None, **options):
     """Converts `model` (a path, an onnx.ModelProto or bytes) for `target`.
 
-    Options are `ovfix convert`'s, with underscores: batch, input_shapes={"x": [1, 3, 224, 224]},
-    keep_fp32, keep_io_types, broadcast, lower_conv3d_unit_kernel, rules, disable, tolerance,
-    validate, repair, report (a report file). Returns (model, report): the converted
-    onnx.ModelProto, or `output` when given (a path, written as `ovfix convert` writes it), and
-    the report as a dict. A conversion that changes the outputs beyond the tolerance raises
-    ovfix.Error and writes nothing.
+    `calibration` is a test-data folder, a dict of input arrays, or a list of either; `report`
+    a report file to write (FILE.html a page, else JSON). The keyword options are those of
+    the option table below, named as there, as `ovfix convert` takes them as flags. Returns
+    (model, report): the converted onnx.ModelProto, or `output` when given (a path, written as
+    `ovfix convert` writes it), and the report as a dict. A conversion that changes the
+    outputs beyond the tolerance raises ovfix.Error and writes nothing.
     """
-    options = dict(options, target=target)
+    options = dict(options, target=target, report=report)
     _calibration(calibration, options)
     if output is not None:
         if not isinstance(model, (str, os.PathLike)):
             source = _model_bytes(model)
-            converted, report = _ovfix.convert_bytes(source, options)
+            converted, result = _ovfix.convert_bytes(source, options)
             with open(output, "wb") as f:
                 f.write(converted)
-            return os.fspath(output), report
-        report = _ovfix.convert_file(os.fspath(model), os.fspath(output), options)
-        if not report["outputs_match"]:
-            raise Error(report["validation_note"])
-        return os.fspath(output), report
-    converted, report = _ovfix.convert_bytes(_model_bytes(model), options)
+            return os.fspath(output), result
+        result = _ovfix.convert_file(os.fspath(model), os.fspath(output), options)
+        if not result["outputs_match"]:
+            raise Error(result["validation_note"])
+        return os.fspath(output), result
+    converted, result = _ovfix.convert_bytes(_model_bytes(model), options)
     proto = onnx.ModelProto()
     proto.ParseFromString(converted)
-    return proto, report
+    return proto, result
+
+
+_PYTHON_VALUES = {
+    "bool": "True or False",
+    "int": "an int",
+    "number": "a float",
+    "choice": "a str",
+    "text": "a str or path",
+    "list": "a str or a list of them",
+    "map": "a dict {name: value} or 'NAME=VALUE' strs",
+}
+
+
+def options():
+    """The keyword options of convert(), from ovfix's option table: a list of dicts with
+    name, flag (the command line's), type, choices, default, value_name and help."""
+    return _ovfix.options()
+
+
+def _options_doc():
+    """The table's options as convert()'s docstring lists them."""
+    parameters = inspect.signature(convert).parameters
+    lines = ["", "    Keyword options (ovfix's option table; the command line's flag after each):", ""]
+    for option in _ovfix.options():
+        name, flag, default = option["name"], option["flag"], option["default"]
+        value = _PYTHON_VALUES[option["type"]]
+        if option["choices"]:
+            value = " | ".join(repr(c) for c in option["choices"])
+        if name in parameters:
+            default = parameters[name].default
+        if flag.startswith("--no-"):
+            flag = "False is " + flag
+        default = ", default %s" % default if default else ""
+        lines.append("    %s: %s (%s%s)" % (name, value, flag, default))
+        lines += textwrap.wrap(option["help"], 92, initial_indent=" " * 8,
+                               subsequent_indent=" " * 8)
+    return "\n".join(lines) + "\n"
+
+
+convert.__doc__ += _options_doc()
 
 
 def run(model, inputs, backend="cpu", precision="fp32"):

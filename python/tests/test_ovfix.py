@@ -7,7 +7,9 @@ test_data_set_0/.
 """
 
 import glob
+import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -18,11 +20,13 @@ from onnx import helper, numpy_helper, TensorProto
 import ovfix
 
 BINARY = os.environ.get("OVFIX_BINARY", "")
+SOURCE_DIR = os.environ.get("OVFIX_SOURCE_DIR", "")
 MODEL_DIR = os.environ.get("OVFIX_TEST_MODEL", "")
 MODEL = os.path.join(MODEL_DIR, "model.onnx")
 DATA = os.path.join(MODEL_DIR, "test_data_set_0")
 needs_model = pytest.mark.skipif(not os.path.isfile(MODEL) or not os.path.isfile(BINARY),
                                  reason="no shared test model or ovfix binary")
+needs_binary = pytest.mark.skipif(not os.path.isfile(BINARY), reason="no ovfix binary")
 
 
 def add_relu_model():
@@ -45,6 +49,20 @@ def cli_convert(tmp_path, *args):
     subprocess.run([BINARY, "convert", MODEL, out, "--quiet", *args], check=True)
     with open(out, "rb") as f:
         return f.read()
+
+
+def cli_convert_with_report(tmp_path, *args):
+    """The bytes `ovfix convert` writes and its JSON report, without the file names."""
+    report = str(tmp_path / "cli.json")
+    written = cli_convert(tmp_path, "--report", report, *args)
+    with open(report) as f:
+        return written, without_paths(f.read())
+
+
+def without_paths(report_json):
+    report = json.loads(report_json)
+    del report["input"], report["output"]
+    return report
 
 
 def test_run_matches_numpy():
@@ -154,3 +172,122 @@ def test_errors_raise_with_the_one_line_message(tmp_path):
         ovfix.convert(add_relu_model(), target="nope")
     with pytest.raises(ovfix.Error, match="x"):
         ovfix.run(add_relu_model(), {"x": np.ones((5, 7), np.float32)})
+
+
+def test_unknown_keyword_names_the_closest_and_the_options():
+    with pytest.raises(ovfix.Error) as e:
+        ovfix.convert(add_relu_model(), keep_io_type=True)
+    message = str(e.value)
+    assert "unknown option 'keep_io_type'" in message
+    assert "did you mean 'keep_io_types'?" in message
+    for option in ovfix.options():
+        assert option["name"] in message
+
+
+def test_option_values_are_checked_by_the_options_type():
+    model = add_relu_model()
+    with pytest.raises(ovfix.Error, match="batch: expected a positive integer, got '0'"):
+        ovfix.convert(model, target="generic", batch=0)
+    with pytest.raises(ovfix.Error, match="batch: expected an int, got float"):
+        ovfix.convert(model, target="generic", batch=1.5)
+    with pytest.raises(ovfix.Error, match="keep_io_types: expected True or False, got str"):
+        ovfix.convert(model, target="generic", keep_io_types="yes")
+    with pytest.raises(ovfix.Error, match="broadcast: .*'diagonal'"):
+        ovfix.convert(model, target="generic", broadcast="diagonal")
+    with pytest.raises(ovfix.Error, match="input_shape: "):
+        ovfix.convert(model, target="generic", input_shape={"x": ["two", 3]})
+
+
+@needs_binary
+def test_keywords_are_the_command_lines_conversion_flags():
+    """convert()'s keywords and `ovfix convert`'s flags, read from its --help: the same
+    options, so neither drifts from the table."""
+    help_text = subprocess.run([BINARY, "convert", "--help"], check=True, capture_output=True,
+                               text=True).stdout
+    flags = set()
+    for line in help_text.splitlines():
+        if line.startswith("  -"):
+            flags.update(re.findall(r"--[a-z0-9][a-z0-9-]*", line.split()[0]))
+    # The command's own flags: output, display and the report (convert's report= parameter).
+    own = {"--help", "--verbose", "--quiet", "--in-place", "--external-data",
+           "--no-external-data", "--external-data-name", "--report"}
+    keywords = {o["name"] for o in ovfix.options()}
+    derived = {("--no-" if o["type"] == "bool" and o["default"] == "true" else "--")
+               + o["name"].replace("_", "-") for o in ovfix.options()}
+    assert derived == flags - own
+    assert {o["flag"] for o in ovfix.options()} == derived
+    assert len(keywords) == len(derived)
+
+
+def test_docs_list_the_keywords():
+    """docs/python.md's table of keyword options is the table's."""
+    doc = os.path.join(SOURCE_DIR, "docs", "python.md")
+    if not os.path.isfile(doc):
+        pytest.skip("no source tree")
+    with open(doc) as f:
+        text = f.read()
+    section = text.split("## Keyword options", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\| `([a-z0-9_]+)` \|", section, re.M)
+    assert sorted(documented) == sorted(o["name"] for o in ovfix.options())
+    for option in ovfix.options():
+        assert option["name"] in ovfix.convert.__doc__
+
+
+def every_option():
+    """Each keyword of the table with a value, and the flags that say the same on the
+    command line."""
+    rules = os.path.join(SOURCE_DIR, "examples", "rules", "hardswish.rules")
+    input_file = os.path.join(DATA, "input_0.pb")
+    return {
+        "target": ("tensorrt", ["--target", "tensorrt"]),
+        "precision": ("fp32", ["--precision", "fp32"]),
+        "batch": (1, ["--batch", "1"]),
+        "input_shape": ({"x": [2, 64]}, ["--input-shape", "x=2x64"]),  # refused: x is 1x64
+        "keep_fp32": (["Exp", "ReduceSum"], ["--keep-fp32", "Exp", "--keep-fp32", "ReduceSum"]),
+        "keep_io_types": (True, ["--keep-io-types"]),
+        "fp16_islands": ("magnitude", ["--fp16-islands", "magnitude"]),
+        "fp16_magnitude_threshold": (0.25, ["--fp16-magnitude-threshold", "0.25"]),
+        "broadcast": ("full", ["--broadcast", "full"]),
+        "lower_conv3d_unit_kernel": (True, ["--lower-conv3d-unit-kernel"]),
+        "fold_size_limit": (4, ["--fold-size-limit", "4"]),
+        "rules": (rules, ["--rules", rules]),
+        "disable": ("constant_folding", ["--disable", "constant_folding"]),
+        "validate": (False, ["--no-validate"]),
+        "input": ({"x": input_file}, ["--input", "x=" + input_file]),
+        "calibration_data": (DATA, ["--calibration-data", DATA]),
+        "tolerance": (0.05, ["--tolerance", "0.05"]),
+        "accuracy": ("max:0.05", ["--accuracy", "max:0.05"]),
+        "repair": (False, ["--no-repair"]),
+    }
+
+
+# The options that change nothing on the test model: no dynamic dim, no Conv3D, no constant
+# folding would make larger than 4 elements, magnitude islands are the structural ones, and
+# nothing to repair. Every other one changes the bytes, the report or refuses the model.
+SAME_AS_DEFAULT_HERE = {"batch", "lower_conv3d_unit_kernel", "fold_size_limit", "fp16_islands",
+                        "repair"}
+
+
+@needs_model
+def test_every_keyword_gives_the_command_lines_bytes_and_report(tmp_path):
+    """Each keyword of the table against its flag: the bytes and the JSON report of
+    `ovfix convert` (or its refusal), converting for gpu-fp16 with calibration data."""
+    cases = every_option()
+    assert sorted(cases) == sorted(o["name"] for o in ovfix.options()), \
+        "a keyword without a case here (or a case for an option the table lost)"
+    baseline = cli_convert_with_report(tmp_path, "--target", "gpu-fp16", "--calibration-data", DATA)
+    for name, (value, flags) in cases.items():
+        target = [] if name == "target" else ["--target", "gpu-fp16"]
+        options = dict({"target": "gpu-fp16"}, **{name: value})
+        try:
+            expected = cli_convert_with_report(tmp_path, *target, "--calibration-data", DATA,
+                                               *flags)
+        except subprocess.CalledProcessError:
+            with pytest.raises(ovfix.Error):
+                ovfix.convert(MODEL, calibration=DATA, **options)
+            assert name not in SAME_AS_DEFAULT_HERE
+            continue
+        model, report = ovfix.convert(MODEL, calibration=DATA, **options)
+        assert model.SerializeToString() == expected[0], name
+        assert without_paths(report["json"]) == expected[1], name
+        assert (expected == baseline) == (name in SAME_AS_DEFAULT_HERE), name
