@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "converter/bad_input.h"
+#include "cli/bad_input.h"
 
 namespace ovfix::cli {
 
@@ -25,11 +25,11 @@ struct Command {
   std::function<std::vector<std::string>()> files = [] { return std::vector<std::string>{}; };
 };
 
-// Prints the command's one line for bad input or usage (converter/bad_input.h) on stderr and
+// Prints the command's one line for bad input or usage (cli/bad_input.h) on stderr and
 // returns kExitBadInput.
 inline int BadInput(absl::string_view command, absl::string_view message,
                     const std::vector<std::string>& files = {}) {
-  std::fprintf(stderr, "%s\n", converter::BadInputLine(command, message, files).c_str());
+  std::fprintf(stderr, "%s\n", BadInputLine(command, message, files).c_str());
   return kExitBadInput;
 }
 

@@ -69,7 +69,7 @@ struct CompareOptions {
 };
 
 // The files a comparison reads or writes: its errors name one of them, the (first) model when
-// they name none (converter/bad_input.h).
+// they name none (cli/bad_input.h).
 std::vector<std::string> Files(const CompareOptions& o) {
   std::vector<std::string> files = o.models;
   files.insert(files.end(), {o.test_data, o.json, o.html});

@@ -53,7 +53,7 @@ void AddConversionFlags(CLI::App* sub, ConversionFlags& flags);
 // validation); InvalidArgument with a one-line message for a malformed option.
 absl::Status ToPipelineOptions(const ConversionFlags& flags, converter::PipelineOptions& p);
 
-// The files the flags name, for messages (converter/bad_input.h): target file, rule files,
+// The files the flags name, for messages (cli/bad_input.h): target file, rule files,
 // calibration folders, --input files.
 std::vector<std::string> FlagFiles(const ConversionFlags& flags);
 

@@ -45,7 +45,7 @@ struct ConvertOptions {
 int Fail(const std::string& message) { return BadInput("convert", message); }
 
 // The files a conversion reads or writes: its errors name one of them, the model when they
-// name none (converter/bad_input.h).
+// name none (cli/bad_input.h).
 std::vector<std::string> Files(const ConvertOptions& o) {
   std::vector<std::string> files = {o.flags.input, o.output, o.report};
   for (const std::string& f : FlagFiles(o.flags)) files.push_back(f);

@@ -107,7 +107,7 @@ std::string UnknownOption(const CLI::App& app, const std::vector<std::string>& a
 
 int Usage(const std::string& command, const std::string& message) {
   std::fprintf(stderr, "%s\n",
-               ovfix::converter::BadInputLine(
+               ovfix::cli::BadInputLine(
                    "", absl::StrCat(command, ": ", message, " (see '", command, " --help')"), {})
                    .c_str());
   return ovfix::cli::kExitBadInput;

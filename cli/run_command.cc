@@ -71,7 +71,7 @@ struct OutputRecord {
 };
 
 // The files a run reads or writes: its errors name one of them, the model when they name
-// none (converter/bad_input.h).
+// none (cli/bad_input.h).
 std::vector<std::string> Files(const RunOptions& o) {
   std::vector<std::string> files = {o.model, o.test_data, o.output_dir};
   for (const std::string& spec : o.inputs) files.push_back(spec.substr(spec.find('=') + 1));

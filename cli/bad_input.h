@@ -8,7 +8,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace ovfix::converter {
+namespace ovfix::cli {
 
 // "ovfix COMMAND: MESSAGE" with control characters escaped. A MESSAGE that names none of
 // `files` (the files the command was given, the one it is about first) is said of the first,
@@ -17,4 +17,4 @@ namespace ovfix::converter {
 std::string BadInputLine(absl::string_view command, absl::string_view message,
                          const std::vector<std::string>& files);
 
-}  // namespace ovfix::converter
+}  // namespace ovfix::cli

@@ -1,11 +1,11 @@
 // The one line a command prints for bad input: it names a file the command was given (the
 // model when the message names none), keeps a usage error as it is, and escapes what would
 // break the line or drive the terminal.
-#include "converter/bad_input.h"
+#include "cli/bad_input.h"
 
 #include "gtest/gtest.h"
 
-namespace ovfix::converter {
+namespace ovfix::cli {
 namespace {
 
 TEST(BadInputLine, NamesTheModelWhenTheMessageNamesNoFile) {
@@ -30,4 +30,4 @@ TEST(BadInputLine, EscapesControlCharacters) {
 }
 
 }  // namespace
-}  // namespace ovfix::converter
+}  // namespace ovfix::cli

@@ -1,10 +1,10 @@
-#include "converter/bad_input.h"
+#include "cli/bad_input.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ir/message_text.h"
 
-namespace ovfix::converter {
+namespace ovfix::cli {
 
 std::string BadInputLine(absl::string_view command, absl::string_view message,
                          const std::vector<std::string>& files) {
@@ -19,4 +19,4 @@ std::string BadInputLine(absl::string_view command, absl::string_view message,
   return absl::StrCat("ovfix ", command, ": ", EscapeControlCharacters(text));
 }
 
-}  // namespace ovfix::converter
+}  // namespace ovfix::cli
