@@ -139,10 +139,9 @@ absl::StatusOr<ConversionReport> ConvertAndWrite(Model& model, converter::Pipeli
   return summary;
 }
 
-}  // namespace
-
-absl::StatusOr<ConversionReport> ConvertFile(const std::string& input, const std::string& output,
-                                             const ConversionOptions& options) {
+absl::StatusOr<ConversionReport> ConvertModelFile(const std::string& input,
+                                                  const std::string& output,
+                                                  const ConversionOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
@@ -160,8 +159,8 @@ absl::StatusOr<ConversionReport> ConvertFile(const std::string& input, const std
   return ConvertAndWrite(**model, *p, options, output, scratch);
 }
 
-absl::StatusOr<ConvertedModel> Convert(const onnx::ModelProto& model,
-                                       const ConversionOptions& options) {
+absl::StatusOr<ConvertedModel> ConvertProto(const onnx::ModelProto& model,
+                                            const ConversionOptions& options) {
   absl::StatusOr<converter::PipelineOptions> p = ToPipelineOptions(options);
   if (!p.ok()) return p.status();
   absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
@@ -189,6 +188,19 @@ absl::StatusOr<ConvertedModel> Convert(const onnx::ModelProto& model,
     }
   }
   return result;
+}
+
+}  // namespace
+
+// The public calls, their errors made one line (api::OneLine).
+absl::StatusOr<ConversionReport> ConvertFile(const std::string& input, const std::string& output,
+                                             const ConversionOptions& options) {
+  return api::OneLine(ConvertModelFile(input, output, options));
+}
+
+absl::StatusOr<ConvertedModel> Convert(const onnx::ModelProto& model,
+                                       const ConversionOptions& options) {
+  return api::OneLine(ConvertProto(model, options));
 }
 
 }  // namespace ovfix

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 
@@ -15,17 +16,22 @@ const char* Version() { return OVFIX_VERSION; }
 
 absl::StatusOr<onnx::ModelProto> LoadModelProto(const std::string& path) {
   absl::StatusOr<std::unique_ptr<Model>> model = ovfix::LoadModel(path);
-  if (!model.ok()) return model.status();
+  if (!model.ok()) return api::OneLine(model.status());
   return ModelToProto(**model);
 }
 
 absl::Status SaveModelProto(const onnx::ModelProto& model, const std::string& path) {
   absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
-  if (!ir.ok()) return ir.status();
-  return ovfix::SaveModel(**ir, path);
+  if (!ir.ok()) return api::OneLine(ir.status());
+  return api::OneLine(ovfix::SaveModel(**ir, path));
 }
 
 namespace api {
+
+absl::Status OneLine(const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), EscapeControlCharacters(status.message()));
+}
 
 absl::StatusOr<std::unique_ptr<Model>> ModelFromMemory(const onnx::ModelProto& proto) {
   onnx::ModelProto copy = proto;

@@ -12,6 +12,16 @@
 
 namespace ovfix::api {
 
+// The API's errors are one line (include/ovfix/ovfix.h): control characters in what a message
+// quotes from the model (value and node names) written as escapes, as the command line
+// prints them.
+absl::Status OneLine(const absl::Status& status);
+template <typename T>
+absl::StatusOr<T> OneLine(absl::StatusOr<T> result) {
+  if (result.ok()) return result;
+  return OneLine(result.status());
+}
+
 // The IR of a ModelProto held in memory (external data refused: there is no folder).
 absl::StatusOr<std::unique_ptr<Model>> ModelFromMemory(const onnx::ModelProto& proto);
 

@@ -66,10 +66,8 @@ Comparison CompareOutputs(const Model& reference, const std::vector<Tensor>& exp
   return c;
 }
 
-}  // namespace
-
-absl::StatusOr<NamedTensors> Run(const onnx::ModelProto& model, const NamedTensors& inputs,
-                                 const RunOptions& options) {
+absl::StatusOr<NamedTensors> RunProto(const onnx::ModelProto& model, const NamedTensors& inputs,
+                                      const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
   if (!ir.ok()) return ir.status();
   absl::StatusOr<exec::TensorMap> feeds = api::TensorsFromProtos(inputs);
@@ -84,10 +82,10 @@ absl::StatusOr<NamedTensors> Run(const onnx::ModelProto& model, const NamedTenso
   return named;
 }
 
-absl::StatusOr<Comparison> CompareModels(const onnx::ModelProto& reference,
-                                         const onnx::ModelProto& candidate,
-                                         const NamedTensors& inputs, double tolerance,
-                                         const RunOptions& options) {
+absl::StatusOr<Comparison> CompareModelProtos(const onnx::ModelProto& reference,
+                                              const onnx::ModelProto& candidate,
+                                              const NamedTensors& inputs, double tolerance,
+                                              const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<Model>> ref = api::ModelFromMemory(reference);
   if (!ref.ok()) return ref.status();
   absl::StatusOr<std::unique_ptr<Model>> cand = api::ModelFromMemory(candidate);
@@ -101,9 +99,10 @@ absl::StatusOr<Comparison> CompareModels(const onnx::ModelProto& reference,
   return CompareOutputs(**ref, *expected, **cand, *actual, tolerance);
 }
 
-absl::StatusOr<Comparison> CompareBackends(const onnx::ModelProto& model,
-                                           const RunOptions& reference, const RunOptions& candidate,
-                                           const NamedTensors& inputs, double tolerance) {
+absl::StatusOr<Comparison> CompareProtoBackends(const onnx::ModelProto& model,
+                                                const RunOptions& reference,
+                                                const RunOptions& candidate,
+                                                const NamedTensors& inputs, double tolerance) {
   absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
   if (!ir.ok()) return ir.status();
   absl::StatusOr<exec::TensorMap> feeds = CompleteInputs(**ir, inputs);
@@ -113,6 +112,27 @@ absl::StatusOr<Comparison> CompareBackends(const onnx::ModelProto& model,
   absl::StatusOr<std::vector<Tensor>> actual = RunModel(**ir, *feeds, candidate);
   if (!actual.ok()) return actual.status();
   return CompareOutputs(**ir, *expected, **ir, *actual, tolerance);
+}
+
+}  // namespace
+
+// The public calls, their errors made one line (api::OneLine).
+absl::StatusOr<NamedTensors> Run(const onnx::ModelProto& model, const NamedTensors& inputs,
+                                 const RunOptions& options) {
+  return api::OneLine(RunProto(model, inputs, options));
+}
+
+absl::StatusOr<Comparison> CompareModels(const onnx::ModelProto& reference,
+                                         const onnx::ModelProto& candidate,
+                                         const NamedTensors& inputs, double tolerance,
+                                         const RunOptions& options) {
+  return api::OneLine(CompareModelProtos(reference, candidate, inputs, tolerance, options));
+}
+
+absl::StatusOr<Comparison> CompareBackends(const onnx::ModelProto& model,
+                                           const RunOptions& reference, const RunOptions& candidate,
+                                           const NamedTensors& inputs, double tolerance) {
+  return api::OneLine(CompareProtoBackends(model, reference, candidate, inputs, tolerance));
 }
 
 }  // namespace ovfix

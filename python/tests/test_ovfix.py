@@ -172,6 +172,14 @@ def test_errors_raise_with_the_one_line_message(tmp_path):
         ovfix.convert(add_relu_model(), target="nope")
     with pytest.raises(ovfix.Error, match="x"):
         ovfix.run(add_relu_model(), {"x": np.ones((5, 7), np.float32)})
+    # A name from the model with a line break in it stays on the line, escaped.
+    broken = add_relu_model()
+    broken.graph.node[1].input[0] = "s\nt"
+    for call in (lambda: ovfix.convert(broken), lambda: ovfix.compare(broken, broken),
+                 lambda: ovfix.run(broken, {"x": np.ones((2, 3), np.float32)})):
+        with pytest.raises(ovfix.Error) as e:
+            call()
+        assert "'s\\nt'" in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
 def test_unknown_keyword_names_the_closest_and_the_options():
