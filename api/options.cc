@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <variant>
 
 #include "absl/strings/numbers.h"
@@ -76,24 +77,11 @@ struct Overload : F... {
   using F::operator()...;
 };
 
+// OptionInfo::type, in the order of OptionSpec::Type.
 std::string_view TypeName(Type type) {
-  switch (type) {
-    case Type::kBool:
-      return "bool";
-    case Type::kInt:
-      return "int";
-    case Type::kDouble:
-      return "number";
-    case Type::kEnum:
-      return "choice";
-    case Type::kString:
-      return "text";
-    case Type::kList:
-      return "list";
-    case Type::kMap:
-      return "map";
-  }
-  return "text";
+  static constexpr std::string_view kNames[] = {"bool", "int",  "number", "choice",
+                                                "text", "list", "map"};
+  return kNames[static_cast<int>(type)];
 }
 
 // The words the table's bools take (rules/conversion_options.cc).
@@ -120,63 +108,59 @@ absl::Status AddInputFile(const std::string& text, std::vector<NamedTensors>& se
   return absl::OkStatus();
 }
 
+// A scalar member's value from text: as given (strings), a number, a bool.
+template <typename T>
+absl::StatusOr<T> ParseScalar(const std::string& text) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return ParseBool(text);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return text;
+  } else {
+    T value{};
+    bool parsed = false;
+    if constexpr (std::is_same_v<T, double>) {
+      parsed = absl::SimpleAtod(text, &value);
+    } else {
+      parsed = absl::SimpleAtoi(text, &value);
+    }
+    if (!parsed || !(value >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("expected a number >= 0, got '", text, "'"));
+    }
+    return value;
+  }
+}
+
+template <typename T>
+struct Unwrapped {
+  using type = T;
+};
+template <typename T>
+struct Unwrapped<std::optional<T>> {
+  using type = T;
+};
+
 // Sets the member `spec` names from `text`, checked first as the table checks it.
 absl::Status SetMember(const OptionSpec& spec, const Member& member, const std::string& text,
                        Options& o) {
   rules::ConvertOptions checked;
   if (spec.set != nullptr) OVFIX_RETURN_IF_ERROR(spec.set(text, checked));
-  auto number = [&](auto parse, auto& value) -> absl::Status {
-    if (!parse(text, &value)) {
-      return absl::InvalidArgumentError(absl::StrCat("expected a number, got '", text, "'"));
-    }
-    return absl::OkStatus();
-  };
   return std::visit(
-      Overload{[&](std::string Options::*m) -> absl::Status {
-                 o.*m = text;
-                 return absl::OkStatus();
-               },
-               [&](std::optional<std::string> Options::*m) -> absl::Status {
-                 o.*m = text;
-                 return absl::OkStatus();
-               },
-               [&](std::optional<int64_t> Options::*m) -> absl::Status {
-                 int64_t n = 0;
-                 OVFIX_RETURN_IF_ERROR(
-                     number([](auto t, int64_t* v) { return absl::SimpleAtoi(t, v); }, n));
-                 o.*m = n;
-                 return absl::OkStatus();
-               },
-               [&](std::optional<double> Options::*m) -> absl::Status {
-                 double d = 0;
-                 OVFIX_RETURN_IF_ERROR(
-                     number([](auto t, double* v) { return absl::SimpleAtod(t, v); }, d));
-                 if (!(d >= 0)) {
-                   return absl::InvalidArgumentError(
-                       absl::StrCat("expected a number >= 0, got '", text, "'"));
-                 }
-                 o.*m = d;
-                 return absl::OkStatus();
-               },
-               [&](std::optional<bool> Options::*m) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.*m, ParseBool(text));
-                 return absl::OkStatus();
-               },
-               [&](bool Options::*m) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.*m, ParseBool(text));
-                 return absl::OkStatus();
-               },
-               [&](std::vector<std::string> Options::*m) -> absl::Status {
-                 (o.*m).emplace_back(text);
-                 return absl::OkStatus();
-               },
-               [&](Shapes Options::*m) -> absl::Status {
-                 // NAME=DIMS as the table's check read it.
-                 if (spec.set == nullptr) return absl::InternalError("no check reads NAME=DIMS");
-                 for (const auto& [name, dims] : checked.input_shapes) (o.*m)[name] = dims;
-                 return absl::OkStatus();
-               },
-               [&](std::vector<NamedTensors> Options::*m) { return AddInputFile(text, o.*m); }},
+      [&](auto m) -> absl::Status {
+        auto& value = o.*m;
+        using T = std::remove_reference_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::vector<NamedTensors>>) {
+          return AddInputFile(text, value);
+        } else if constexpr (std::is_same_v<T, Shapes>) {
+          // NAME=DIMS as the table's check read it.
+          if (spec.set == nullptr) return absl::InternalError("no check reads NAME=DIMS");
+          for (const auto& [name, dims] : checked.input_shapes) value[name] = dims;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          value.push_back(text);
+        } else {
+          OVFIX_ASSIGN_OR_RETURN(value, ParseScalar<typename Unwrapped<T>::type>(text));
+        }
+        return absl::OkStatus();
+      },
       member);
 }
 

@@ -53,6 +53,12 @@ TEST(ApiOptions, ListIsTheTableEntriesTheApiCarries) {
   };
   EXPECT_EQ(find("validate").flag, "--no-validate");
   EXPECT_EQ(find("broadcast").type, "choice");
+  EXPECT_EQ(find("validate").type, "bool");
+  EXPECT_EQ(find("batch").type, "int");
+  EXPECT_EQ(find("tolerance").type, "number");
+  EXPECT_EQ(find("target").type, "text");
+  EXPECT_EQ(find("rules").type, "list");
+  EXPECT_EQ(find("input_shape").type, "map");
   EXPECT_EQ(find("broadcast").choices, (std::vector<std::string>{"rank", "full"}));
   EXPECT_EQ(find("input_shape").field, "input_shapes");
 }
