@@ -9,6 +9,7 @@
 #include "converter/model_run.h"
 #include "converter/validation.h"
 #include "exec/compare.h"
+#include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix {
@@ -82,36 +83,32 @@ absl::StatusOr<NamedTensors> RunProto(const onnx::ModelProto& model, const Named
   return named;
 }
 
+// Runs `reference` with `ref_options` and `candidate` with `options` on the same inputs
+// (`inputs` completed for the reference) and compares their outputs.
+absl::StatusOr<Comparison> CompareRuns(const Model& reference, const RunOptions& ref_options,
+                                       const Model& candidate, const RunOptions& options,
+                                       const NamedTensors& inputs, double tolerance) {
+  OVFIX_ASSIGN_OR_RETURN(exec::TensorMap feeds, CompleteInputs(reference, inputs));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> expected, RunModel(reference, feeds, ref_options));
+  OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> actual, RunModel(candidate, feeds, options));
+  return CompareOutputs(reference, expected, candidate, actual, tolerance);
+}
+
 absl::StatusOr<Comparison> CompareModelProtos(const onnx::ModelProto& reference,
                                               const onnx::ModelProto& candidate,
                                               const NamedTensors& inputs, double tolerance,
                                               const RunOptions& options) {
-  absl::StatusOr<std::unique_ptr<Model>> ref = api::ModelFromMemory(reference);
-  if (!ref.ok()) return ref.status();
-  absl::StatusOr<std::unique_ptr<Model>> cand = api::ModelFromMemory(candidate);
-  if (!cand.ok()) return cand.status();
-  absl::StatusOr<exec::TensorMap> feeds = CompleteInputs(**ref, inputs);
-  if (!feeds.ok()) return feeds.status();
-  absl::StatusOr<std::vector<Tensor>> expected = RunModel(**ref, *feeds, options);
-  if (!expected.ok()) return expected.status();
-  absl::StatusOr<std::vector<Tensor>> actual = RunModel(**cand, *feeds, options);
-  if (!actual.ok()) return actual.status();
-  return CompareOutputs(**ref, *expected, **cand, *actual, tolerance);
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> ref, api::ModelFromMemory(reference));
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> cand, api::ModelFromMemory(candidate));
+  return CompareRuns(*ref, options, *cand, options, inputs, tolerance);
 }
 
 absl::StatusOr<Comparison> CompareProtoBackends(const onnx::ModelProto& model,
                                                 const RunOptions& reference,
                                                 const RunOptions& candidate,
                                                 const NamedTensors& inputs, double tolerance) {
-  absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
-  if (!ir.ok()) return ir.status();
-  absl::StatusOr<exec::TensorMap> feeds = CompleteInputs(**ir, inputs);
-  if (!feeds.ok()) return feeds.status();
-  absl::StatusOr<std::vector<Tensor>> expected = RunModel(**ir, *feeds, reference);
-  if (!expected.ok()) return expected.status();
-  absl::StatusOr<std::vector<Tensor>> actual = RunModel(**ir, *feeds, candidate);
-  if (!actual.ok()) return actual.status();
-  return CompareOutputs(**ir, *expected, **ir, *actual, tolerance);
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> ir, api::ModelFromMemory(model));
+  return CompareRuns(*ir, reference, *ir, candidate, inputs, tolerance);
 }
 
 }  // namespace
