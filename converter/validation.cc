@@ -274,6 +274,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
   for (const Value* b : boundary) {
     if (b->is_initializer() && !b->is_graph_input()) {
       sg.AddInitializer(b->name(), b->tensor());
+      elements += b->tensor().numel();  // a product over a large weight is worth the threads
       continue;
     }
     Tensor t = activations_.at(b);
@@ -360,6 +361,13 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
     }
   }
   converted_boundary_ = false;
+  if (precision_on_file_ && casts_to_half > 0) {
+    // Measured on the file written, which is run whole anyway: running the changed nodes
+    // now (for a precision pass, most of the model) would be a run of it more.
+    deferring_ = true;
+    last_changes_precision_ = true;
+    return -1.0;
+  }
   if (!changed.empty()) {
     OVFIX_RETURN_IF_ERROR(RunNodes(changed, pending_));
   }
@@ -417,7 +425,16 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
   return error;
 }
 
-void ReferenceValidator::OnBegin(const rules::Rewriter& rewriter) { measured_ = false; }
+void ReferenceValidator::OnBegin(const rules::Rewriter& rewriter) {
+  measured_ = false;
+  deferring_ = false;
+  // What a change measured on the file left without an activation is computed now that a
+  // rewrite may read it, on the graph as it is before that rewrite changes it.
+  if (recompute_pending_) {
+    recompute_pending_ = false;
+    RecomputeMissing();
+  }
+}
 
 void ReferenceValidator::OnCommitting(const rules::Rewriter& rewriter) {
   const CommitKind kind = !measured_                 ? CommitKind::kUnmeasured
@@ -488,6 +505,18 @@ void ReferenceValidator::OnCommitted(const rules::Rewriter& rewriter) {
   }
   pending_.clear();
   ForgetDeadValues();
+  if (deferring_) {
+    // What it left without an activation is computed when a later rewrite begins, not now:
+    // with no later rewrite, that run of the model is the one the file's run saves.
+    measured_on_file_.push_back(rewriter.records().size() - 1);
+    deferring_ = false;
+    recompute_pending_ = true;
+    return;
+  }
+  RecomputeMissing();
+}
+
+void ReferenceValidator::RecomputeMissing() {
   // Values left without an activation (after a commit that was not held to the tolerance)
   // are recomputed now, while their producers' inputs are known to be right.
   std::vector<const Value*> missing;
@@ -504,6 +533,7 @@ void ReferenceValidator::OnCommitted(const rules::Rewriter& rewriter) {
 }
 
 void ReferenceValidator::OnRolledBack(const rules::Rewriter& rewriter) {
+  deferring_ = false;
   pending_.clear();
   ForgetDeadValues();
 }

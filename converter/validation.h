@@ -150,6 +150,17 @@ class ReferenceValidator : public rules::Validator {
   // Runs `final_model` as `ovfix run` does on every input set and compares each output with
   // the original model's output of the same name: the worst error over the sets.
   absl::StatusOr<EndToEndResult> CompareEndToEnd(const Model& final_model);
+  // For a conversion whose written file is run and measured anyway: a rewrite that changes
+  // precision (Casts to float16 or bfloat16) is not run when it is measured; it commits
+  // unmeasured and its error is that of the file's run (the pipeline fills it in), one full
+  // run of the model fewer. The activations downstream of it are computed again when a later
+  // rewrite begins (none may).
+  void set_precision_measured_on_file(bool on) { precision_on_file_ = on; }
+  // Indices into the rewriter's records of the rewrites whose error awaits the file's run.
+  const std::vector<size_t>& measured_on_file() const { return measured_on_file_; }
+  // Whether such a rewrite left values without an activation that no later rewrite has
+  // needed yet (CompareFinalOutputs would compute them: a run of the model).
+  bool recompute_pending() const { return recompute_pending_; }
   // The same comparison for the model being converted, without running it again: every
   // rewrite computed the values it changed, and the values downstream of rewrites that were
   // only checked to the tolerance are recomputed now, so the outputs are those a full run of
@@ -168,6 +179,8 @@ class ReferenceValidator : public rules::Validator {
                              absl::flat_hash_map<const Value*, Tensor>& out);
   absl::Status Ensure(const std::vector<const Value*>& values);
   void ForgetDeadValues();
+  // Computes the activations of the current graph's values that have none.
+  void RecomputeMissing();
   void Forget(const Value* v);  // drops the activation and what was measured of it
   // Whether anything in `g` (its main level) is float16: outputs are then compared at
   // float16's resolution.
@@ -197,6 +210,10 @@ class ReferenceValidator : public rules::Validator {
   bool measured_ = false;
   double last_error_ = 0;
   bool converted_boundary_ = false;  // RunNodes fed an activation in another float type
+  bool precision_on_file_ = false;
+  bool deferring_ = false;  // the open transaction's precision change awaits the file's run
+  bool recompute_pending_ = false;
+  std::vector<size_t> measured_on_file_;
 };
 
 }  // namespace ovfix::converter

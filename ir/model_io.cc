@@ -18,6 +18,7 @@
 #include "ir/atomic_file.h"
 #include "ir/external_data.h"
 #include "ir/graph_walk.h"
+#include "ir/piece_streamer.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
@@ -170,7 +171,7 @@ class ModelIO {
     size_t share_at_least = SIZE_MAX;
     std::vector<Tensor> shared;
     absl::Status status;
-    std::vector<std::byte> piece;  // WritePieces' buffer
+    std::unique_ptr<PieceStreamer> streamer;  // WritePieces', made with the first lazy tensor
     std::function<void(uint64_t, uint64_t)> progress;
     uint64_t bytes_written = 0, bytes_total = 0;
 
@@ -271,15 +272,14 @@ class ModelIO {
       add("length", std::to_string(t.nbytes()));
     }
 
-    // A lazy tensor made and written a piece at a time: only one piece is ever in memory.
+    // A lazy tensor made and written a piece at a time: only two pieces are ever in memory,
+    // the next made while the last is written.
     void WritePieces(const Buffer& b) {
-      constexpr size_t kPiece = 4 << 20;
-      if (piece.empty()) piece.resize(kPiece);
-      for (size_t done = 0; done < b.size() && status.ok(); done += kPiece) {
-        const size_t n = std::min(kPiece, b.size() - done);
-        b.Read(done, n, piece.data());
-        WriteAll(piece.data(), n);
-      }
+      if (streamer == nullptr) streamer = std::make_unique<PieceStreamer>();
+      streamer->Stream(b, [&](const std::byte* piece, size_t n) {
+        WriteAll(piece, n);
+        return status.ok();
+      });
     }
 
     void WriteAll(const void* data, size_t n) {

@@ -3,8 +3,11 @@
 // anonymous memory stays bounded whatever the model's size, and the file it writes holds the
 // same weights, bit for bit, as a conversion that makes every weight in memory.
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "converter/pipeline.h"
 #include "gtest/gtest.h"
@@ -118,6 +121,39 @@ TEST_F(StreamingConversion, WeightsEqualAnInMemoryConversionBitForBit) {
     ++float16_weights;
   }
   EXPECT_EQ(float16_weights, 4 * spec_.blocks);  // w1, w2, gamma, beta
+}
+
+// The text after `"key":` in `json` from `from` on, up to the next , } or ].
+std::string JsonField(const std::string& json, const std::string& key, size_t from = 0) {
+  const size_t at = json.find("\"" + key + "\":", from);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size() + 3;
+  return json.substr(start, json.find_first_of(",}]", start) - start);
+}
+
+TEST_F(StreamingConversion, PrecisionStepIsMeasuredByTheRunOfTheFileWritten) {
+  // The weights pass what makes a run costly: the fp16 step is not run on its own, and the
+  // error it reports is that of the file written, measured end to end (a run fewer).
+  const std::string out = Path("measured.onnx");
+  const std::string json = Path("measured.json");
+  testing::ChildRun run = Convert(out, {"--report", json});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(json);
+  const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t record = report.find("\"rule\":\"fp16_islands\"");
+  ASSERT_NE(record, std::string::npos) << report.substr(0, 2000);
+  EXPECT_EQ(JsonField(report, "validated", record), "true");
+  double step = -1, end_to_end = -1;
+  ASSERT_TRUE(absl::SimpleAtod(JsonField(report, "error", record), &step));
+  const size_t validation = report.find("\"validation\":");
+  ASSERT_NE(validation, std::string::npos);
+  ASSERT_TRUE(absl::SimpleAtod(JsonField(report, "max_error", validation), &end_to_end));
+  EXPECT_GT(step, 0);  // fp16 weights change the outputs a little
+  EXPECT_EQ(step, end_to_end);
+  const size_t note = report.find("on the file written", record);
+  EXPECT_LT(note, report.find("\"rule\":", record + 1));  // said in the step's own record
+  // The reference run and the file's run; nothing else ran the whole model.
+  EXPECT_EQ(JsonField(report, "model_runs"), "2");
 }
 
 }  // namespace
