@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
+#include "converter/session_elementwise_fusion.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
@@ -19,15 +20,26 @@ namespace {
 // Native passes run by name; rule sets are the built-in files of that stem.
 bool IsNativePass(const std::string& step) { return rules::MakeNativePass(step) != nullptr; }
 
+// Passes of the session graph only (they make nodes of the executor's internal domain).
+std::unique_ptr<rules::Pass> MakeSessionPass(const std::string& step) {
+  if (step == kFuseElementwiseChains) {
+    return std::make_unique<rules::FunctionPass>(
+        step, "element-wise chains as one ovfix.fused.Elementwise node", FuseElementwiseChains);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const std::vector<std::string>& SessionGraphSteps() {
   // Shapes first (what folds needs them), then the fusions, which look for the patterns as
-  // written (before pow_small_exponent turns their Pow(d, 2) into Mul(d, d)), then what is
-  // left of Pow and Transpose, and the dead nodes last.
+  // written (before pow_small_exponent turns their Pow(d, 2) into Mul(d, d)); attention after
+  // session_fusion has read its K^T in place; then what is left of Pow and Transpose, the
+  // element-wise chains that remain, and the dead nodes last.
   static const std::vector<std::string> steps = {
-      "fix_input_shapes",   "identity_elimination", "constant_folding", "session_fusion",
-      "session_rms_fusion", "pow_small_exponent",   "transpose_pairs",  "dead_code_elimination"};
+      "fix_input_shapes",     "identity_elimination",     "constant_folding",   "session_fusion",
+      "session_rms_fusion",   "session_attention_fusion", "pow_small_exponent", "transpose_pairs",
+      kFuseElementwiseChains, "dead_code_elimination"};
   return steps;
 }
 
@@ -55,9 +67,11 @@ absl::StatusOr<std::unique_ptr<Model>> OptimizeForRun(const Model& model,
   size_t types_inferred_at = 0;
   int total = 0;
   for (const std::string& step : SessionGraphSteps()) {
-    std::unique_ptr<rules::Pass> pass =
-        IsNativePass(step) ? rules::MakeNativePass(step)
-                           : rules::MakeRuleSetPass(step, (*library)->Select(step));
+    std::unique_ptr<rules::Pass> pass = MakeSessionPass(step);
+    if (pass == nullptr) {
+      pass = IsNativePass(step) ? rules::MakeNativePass(step)
+                                : rules::MakeRuleSetPass(step, (*library)->Select(step));
+    }
     rules::PassContext ctx{*copy,
                            rewriter,
                            options,
