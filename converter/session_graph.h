@@ -2,8 +2,9 @@
 // shape arithmetic on static shapes, fuses LayerNorm, GELU and the like), so `ovfix run`,
 // `compare` and the end-to-end check of a validation run an optimized copy by default: input
 // shapes fixed to the feeds', shape chains and other constants folded, decomposed LayerNorm /
-// RMSNorm / GELU fused into one node each, Pow by small constants turned into products and
-// square roots, Transpose pairs cancelled or merged. Every rewrite is exact or better than the
+// RMSNorm / GELU and softmax attention fused into one node each, Pow by small constants turned
+// into products and square roots, Transpose pairs cancelled or merged, element-wise chains run
+// as one pass (converter/session_elementwise_fusion.h). Every rewrite is exact or better than the
 // graph as written (rules/builtin/session_fusion.rules says how); the model itself is never
 // changed, and `--graph-as-written` runs it exactly as written.
 //
