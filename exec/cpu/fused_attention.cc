@@ -138,8 +138,8 @@ absl::Status AttentionKernel(KernelContext& ctx) {
   const std::vector<int64_t> v_batch(vd.begin(), vd.end() - 2);
   auto scores_batch = BroadcastShape(q_batch, k_batch);
   if (!scores_batch.ok()) return ctx.Error(scores_batch.status().message());
-  const std::vector<std::vector<int64_t>> batches = {q_batch, k_batch, v_batch};
-  auto plan = BroadcastPlan::Make(batches);
+  const std::vector<std::vector<int64_t>> batch_dims = {q_batch, k_batch, v_batch};
+  auto plan = BroadcastPlan::Make(batch_dims);
   if (!plan.ok()) return ctx.Error(plan.status().message());
   std::vector<int64_t> dims = plan->output_dims();
   dims.push_back(s);
@@ -186,9 +186,17 @@ absl::Status AttentionKernel(KernelContext& ctx) {
   const float* kp = k.data<float>();
   const float* vp = v.data<float>();
   float* out = y.data<float>();
-  const int64_t rows_per_block = std::clamp<int64_t>(kBlockScores / std::max<int64_t>(t, 1), 1, s);
+  const int64_t batches = static_cast<int64_t>(q_offsets.size());
+  int64_t rows_per_block = std::clamp<int64_t>(kBlockScores / std::max<int64_t>(t, 1), 1, s);
+  // Few heads: smaller blocks (of 16 rows at least), so that every thread has two or more.
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  const int64_t wanted_blocks = (2 * threads + batches - 1) / batches;
+  if (wanted_blocks > 1) {
+    rows_per_block =
+        std::min(rows_per_block, std::max<int64_t>(16, (s + wanted_blocks - 1) / wanted_blocks));
+  }
   const int64_t blocks_per_batch = (s + rows_per_block - 1) / rows_per_block;
-  const int64_t tasks = static_cast<int64_t>(q_offsets.size()) * blocks_per_batch;
+  const int64_t tasks = batches * blocks_per_batch;
   ParallelForEach(ctx.pool, tasks, [&](int64_t task) {
     thread_local std::vector<float> scores;
     const int64_t b = task / blocks_per_batch;
