@@ -91,6 +91,20 @@ TEST(SessionAttention, LongSequencesInBlocksOfRows) {
   EXPECT_EQ(OpCounts(*m)["ovfix.fused.Attention"], 1);
 }
 
+// K permuted straight to [batch, heads, depth, keys] (GPT-2's and the bench's vit_encoder's
+// heads): the product reads K^T as it is.
+TEST(SessionAttention, KeysPermutedToDepthFirstFuseToo) {
+  B b(14, 7);
+  const std::string q = b.Input("q", {2, 3, 40, 8}), k = b.Input("k", {2, 40, 3, 8});
+  const std::string v = b.Input("v", {2, 3, 40, 5});
+  const std::string kt = b.Op("Transpose", {k}, {B::Ints("perm", {0, 2, 3, 1})});
+  const std::string scores = b.Op("Mul", {b.Op("MatMul", {q, kt}), b.Fill({}, 0.35f)});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", 3)}), v}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 1e-6);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(OpCounts(*m)["ovfix.fused.Attention"], 1);
+}
+
 // The scores with another reader, and a softmax over the queries: both stay as written.
 TEST(SessionAttention, SharedScoresAndOtherAxesStayUnfused) {
   B b(14, 4);
