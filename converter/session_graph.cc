@@ -43,8 +43,19 @@ const std::vector<std::string>& SessionGraphSteps() {
   return steps;
 }
 
-absl::StatusOr<std::unique_ptr<Model>> OptimizeForRun(const Model& model,
-                                                      const exec::TensorMap& feeds, int* rewrites) {
+namespace {
+
+// A session that rounds every float tensor to fp16 (fp16-storage) shows where a value of the
+// graph as written leaves fp16's range: attention's scores and an element-wise chain's
+// intermediates stay tensors there, so that they are rounded (and overflow) as written.
+bool KeepsValuesForFp16Rounding(const std::string& step) {
+  return step == "session_attention_fusion" || step == kFuseElementwiseChains;
+}
+
+// The session graph; without the steps KeepsValuesForFp16Rounding names when the session
+// rounds float32 values.
+absl::StatusOr<std::unique_ptr<Model>> Optimize(const Model& model, const exec::TensorMap& feeds,
+                                                int* rewrites, bool rounds_float32) {
   // Weights of 1 MiB and more stay shared with the model: the copy costs its graph only.
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, CopyModel(model, size_t{1} << 20));
   if (copy->OpsetVersion(kFusedDomain) < 0) copy->SetOpsetVersion(kFusedDomain, 1);
@@ -67,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Model>> OptimizeForRun(const Model& model,
   size_t types_inferred_at = 0;
   int total = 0;
   for (const std::string& step : SessionGraphSteps()) {
+    if (rounds_float32 && KeepsValuesForFp16Rounding(step)) continue;
     std::unique_ptr<rules::Pass> pass = MakeSessionPass(step);
     if (pass == nullptr) {
       pass = IsNativePass(step) ? rules::MakeNativePass(step)
@@ -91,13 +103,21 @@ absl::StatusOr<std::unique_ptr<Model>> OptimizeForRun(const Model& model,
   return copy;
 }
 
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> OptimizeForRun(const Model& model,
+                                                      const exec::TensorMap& feeds, int* rewrites) {
+  return Optimize(model, feeds, rewrites, /*rounds_float32=*/false);
+}
+
 absl::StatusOr<RunSession> CreateRunSession(const Model& model, const exec::TensorMap& feeds,
                                             const exec::SessionOptions& options, bool as_written,
                                             std::string* note) {
   RunSession run;
   if (!as_written && !options.capture && options.backend == "cpu") {
     absl::StatusOr<std::unique_ptr<Model>> optimized =
-        OptimizeForRun(model, MatchInputTypes(model.graph(), feeds));
+        Optimize(model, MatchInputTypes(model.graph(), feeds), nullptr,
+                 options.precision != exec::Precision::kFp32);
     if (optimized.ok()) {
       absl::StatusOr<std::unique_ptr<exec::Session>> session =
           exec::CreateSession(**optimized, options);

@@ -170,5 +170,33 @@ TEST(SessionElementwise, SharedValuesAndSessionFusionsStay) {
   EXPECT_EQ(after["Mul"], 1);
 }
 
+// A session that rounds every float tensor to fp16 keeps the scores and the chain's
+// intermediates as tensors, so that they are rounded (and may overflow) as written.
+TEST(SessionFusions, Fp16StorageKeepsAttentionAndChainsUnfused) {
+  B b(14, 8);
+  const std::string q = b.Input("q", {1, 2, 6, 8}), k = b.Input("k", {1, 2, 6, 8});
+  const std::string v = b.Input("v", {1, 2, 6, 8});
+  const std::string kt = b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})});
+  const std::string probs = b.Op("Softmax", {b.Op("MatMul", {q, kt})}, {B::Int("axis", -1)});
+  b.Output(b.Op("Relu", {b.Op("Add", {b.Op("MatMul", {probs, v}), q})}));
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      ModelFromProto(onnx::ModelProto(b.model()), "", "model");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
+    exec::SessionOptions options;
+    options.precision = precision;
+    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_NE(run->graph, nullptr);
+    std::map<std::string, int> counts = OpCounts(*run->graph);
+    const int fused = precision == exec::Precision::kFp32 ? 1 : 0;
+    EXPECT_EQ(counts["ovfix.fused.Attention"], fused);
+    EXPECT_EQ(counts["ovfix.fused.Elementwise"], fused);
+    EXPECT_EQ(counts["Softmax"], 1 - fused);
+  }
+}
+
 }  // namespace
 }  // namespace ovfix::converter
