@@ -31,9 +31,9 @@
 namespace ovfix::exec {
 namespace {
 
-// Rows of scores a block holds: a block's scores stay in the core's cache between the
-// softmax and the product with V.
-constexpr int64_t kBlockScores = 1 << 15;
+// Scores a block of query rows holds (512 KiB): they stay in the core's L2 cache between the
+// softmax and the product with V, and blocks of many rows pack K and V fewer times.
+constexpr int64_t kBlockScores = 1 << 17;
 
 // An additive input read as if broadcast to `target` (which it must not widen): the element
 // (row r of the target's rows, column t) is at r's unravelled index . row_strides + t * col.

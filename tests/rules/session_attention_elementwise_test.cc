@@ -81,8 +81,8 @@ TEST(SessionAttention, ExporterModelsRunEveryAttentionAsOneNode) {
 // (one K and V for three query batches), a mask per key, the scale by Div.
 TEST(SessionAttention, LongSequencesInBlocksOfRows) {
   B b(14, 3);
-  const std::string q = b.Input("q", {3, 2, 300, 16}), k = b.Input("k", {1, 2, 290, 16});
-  const std::string v = b.Input("v", {1, 2, 290, 24}), mask = b.Input("mask", {1, 1, 1, 290});
+  const std::string q = b.Input("q", {3, 2, 300, 16}), k = b.Input("k", {1, 2, 600, 16});
+  const std::string v = b.Input("v", {1, 2, 600, 24}), mask = b.Input("mask", {1, 1, 1, 600});
   std::string scores = b.Op("MatMul", {q, b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})})});
   scores = b.Op("Add", {b.Op("Div", {scores, b.Fill({}, 4.0f)}), mask});
   b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", -1)}), v}));
