@@ -2,8 +2,9 @@
 // shape arithmetic on static shapes, fuses LayerNorm, GELU and the like), so `ovfix run`,
 // `compare` and the end-to-end check of a validation run an optimized copy by default: input
 // shapes fixed to the feeds', shape chains and other constants folded, decomposed LayerNorm /
-// RMSNorm / GELU fused into one node each, Pow by small constants turned into products and
-// square roots, Transpose pairs cancelled or merged. Every rewrite is exact or better than the
+// RMSNorm / GELU and softmax attention fused into one node each, Pow by small constants turned
+// into products and square roots, Transpose pairs cancelled or merged, element-wise chains run
+// as one pass (converter/session_elementwise_fusion.h). Every rewrite is exact or better than the
 // graph as written (rules/builtin/session_fusion.rules says how); the model itself is never
 // changed, and `--graph-as-written` runs it exactly as written.
 //
@@ -42,8 +43,9 @@ struct RunSession {
 
 // A session for `model` on `feeds`: on the optimized copy unless `as_written`, or when the
 // options capture intermediate values (those are the values of the graph as written), or the
-// backend is not the CPU. When the optimization fails the model runs as written, and `note`
-// (when given) says why.
+// backend is not the CPU. In the fp16 precisions attention and element-wise chains stay unfused
+// (their intermediate values are rounded to fp16 as written). When the optimization fails the
+// model runs as written, and `note` (when given) says why.
 absl::StatusOr<RunSession> CreateRunSession(const Model& model, const exec::TensorMap& feeds,
                                             const exec::SessionOptions& options, bool as_written,
                                             std::string* note = nullptr);

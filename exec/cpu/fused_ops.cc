@@ -5,7 +5,9 @@
 //   Gelu (approximate "none"): x * 0.5 * (1 + erf(x / sqrt 2)); "tanh": the tanh form;
 //   RMSNormalization: x / sqrt(mean(x^2 over the last axis) + epsilon) * scale;
 //   LayerNormalization: ONNX's LayerNormalization (normalization.cc registers it here too);
-//   MatMul (transA/transB: an operand read with its last two axes swapped) is matmul.cc's.
+//   MatMul (transA/transB: an operand read with its last two axes swapped) is matmul.cc's;
+//   Attention is fused_attention.cc's, Elementwise (a chain of element-wise ops)
+//   fused_elementwise.cc's.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -83,9 +85,14 @@ absl::Status RmsNormalizationKernel(KernelContext& ctx) {
 
 }  // namespace
 
+void AddFusedAttentionKernels(std::vector<KernelDef>& table);    // fused_attention.cc
+void AddFusedElementwiseKernels(std::vector<KernelDef>& table);  // fused_elementwise.cc
+
 void AddFusedKernels(std::vector<KernelDef>& table) {
   table.push_back({"ovfix.fused", "Gelu", 1, 1, &GeluKernel});
   table.push_back({"ovfix.fused", "RMSNormalization", 1, 1, &RmsNormalizationKernel});
+  AddFusedAttentionKernels(table);
+  AddFusedElementwiseKernels(table);
 }
 
 }  // namespace ovfix::exec

@@ -77,8 +77,11 @@ TEST(SessionGraph, ConvNextFusesLayerNormAndGeluAndDropsPow) {
   EXPECT_EQ(before["Erf"], 6);
   EXPECT_EQ(after["Erf"], 0);
   EXPECT_EQ(after["Pow"], 0);
-  // Each LayerNorm's 9 nodes become 1, each GELU's 5 become 1; nothing else changes.
-  EXPECT_EQ(m.as_written->graph().num_nodes() - m.optimized->graph().num_nodes(), 7 * 8 + 6 * 4);
+  // Each LayerNorm's 9 nodes become 1, each GELU's 5 become 1; of the 3 LayerNorms over NCHW
+  // channels, the element-wise chains Add(eps) Sqrt and Div Mul Add become one node each.
+  EXPECT_EQ(after["ovfix.fused.Elementwise"], 3 * 2);
+  EXPECT_EQ(m.as_written->graph().num_nodes() - m.optimized->graph().num_nodes(),
+            7 * 8 + 6 * 4 + 3 * 3);
 }
 
 TEST(SessionGraph, SwinShapeArithmeticFolds) {
@@ -120,11 +123,13 @@ TEST(SessionGraph, TransposeOfLastTwoAxesGoesIntoMatMul) {
   Optimized m = ExpectSameOutputs(b.model());
   ASSERT_NE(m.optimized, nullptr);
   std::map<std::string, int> after = OpCounts(*m.optimized);
-  // K^T, x^T, r^T; and in the fourth product the outer Transpose of s (s itself stays),
-  // and in the fifth the second Transpose of rt (rt, read twice, stays). The constant's
-  // Transpose folds: its MatMul stays a MatMul, as does probs times v.
-  EXPECT_EQ(after["ovfix.fused.MatMul"], 5);
-  EXPECT_EQ(after["MatMul"], 2);
+  // x^T, r^T; and in the fourth product the outer Transpose of s (s itself stays), and in
+  // the fifth the second Transpose of rt (rt, read twice, stays). The constant's Transpose
+  // folds: its MatMul stays a MatMul. K^T went into the product too, which with its softmax
+  // and the product by v became one Attention.
+  EXPECT_EQ(after["ovfix.fused.MatMul"], 4);
+  EXPECT_EQ(after["ovfix.fused.Attention"], 1);
+  EXPECT_EQ(after["MatMul"], 1);
   EXPECT_EQ(after["Transpose"], 2);
 }
 

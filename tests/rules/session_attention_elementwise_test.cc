@@ -1,0 +1,202 @@
+// The session graph's attention and element-wise chain fusions (converter/session_graph.h):
+// each fused graph computes what the graph as written computes on random inputs, run by the
+// CPU executor (attention within 1e-6 of each output's range, element-wise chains bit for
+// bit), the fusions happened where they should, and patterns they must not take stay.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "bench/exporter_models.h"
+#include "bench/model_builder.h"
+#include "converter/session_graph.h"
+#include "exec/compare.h"
+#include "exec/random_inputs.h"
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+
+namespace ovfix::converter {
+namespace {
+
+using B = bench::ModelBuilder;
+
+std::map<std::string, int> OpCounts(const Model& model) {
+  std::map<std::string, int> counts;
+  for (const Node* n : model.graph().nodes()) {
+    ++counts[n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type()];
+  }
+  return counts;
+}
+
+// The optimized copy of `proto`, after checking that it gives the outputs of the graph as
+// written on random inputs: within `relative` of each output's range (0: bit for bit).
+std::unique_ptr<Model> OptimizedKeepingOutputs(onnx::ModelProto proto, double relative) {
+  absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(proto), "", "model");
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return nullptr;
+  exec::RandomInputOptions random;
+  random.ranges = {-2, 2, 0, 1};
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph(), random);
+  EXPECT_TRUE(inputs.ok()) << inputs.status();
+  absl::StatusOr<std::unique_ptr<Model>> optimized = OptimizeForRun(**model, *inputs);
+  EXPECT_TRUE(optimized.ok()) << optimized.status();
+  if (!inputs.ok() || !optimized.ok()) return nullptr;
+  exec::SessionOptions options;
+  options.threads = 2;
+  auto expected = exec::CreateSession(**model, options).value()->Run(*inputs);
+  auto actual = exec::CreateSession(**optimized, options).value()->Run(*inputs);
+  EXPECT_TRUE(expected.ok()) << expected.status();
+  EXPECT_TRUE(actual.ok()) << actual.status();
+  if (!expected.ok() || !actual.ok()) return nullptr;
+  EXPECT_EQ(actual->size(), expected->size());
+  for (size_t i = 0; i < actual->size() && i < expected->size(); ++i) {
+    const exec::Comparison range = exec::CompareTensors((*actual)[i], (*expected)[i]);
+    const double scale = std::max(range.expected_max - range.expected_min, 1e-30);
+    const exec::Comparison c =
+        exec::CompareTensors((*actual)[i], (*expected)[i], {0.0, relative * scale});
+    EXPECT_TRUE(c.ok) << "output " << i << ": " << c.message;
+  }
+  return *std::move(optimized);
+}
+
+TEST(SessionAttention, ExporterModelsRunEveryAttentionAsOneNode) {
+  struct Case {
+    onnx::ModelProto (*make)();
+    int attentions;
+  };
+  // BERT (Div, a mask from an input read by every layer), the causal decoder (Mul, a constant
+  // -inf mask), Swin (q scaled before, a relative position bias) and swin_t (the shifted
+  // windows' mask added to a 5-D view).
+  for (const Case& c :
+       {Case{&bench::ExportedBertModel, 4}, Case{&bench::ExportedCausalDecoderModel, 4},
+        Case{&bench::ExportedSwinModel, 6}, Case{&bench::ExportedSwinTModel, 12}}) {
+    std::unique_ptr<Model> m = OptimizedKeepingOutputs(c.make(), 1e-6);
+    ASSERT_NE(m, nullptr);
+    std::map<std::string, int> after = OpCounts(*m);
+    EXPECT_EQ(after["ovfix.fused.Attention"], c.attentions);
+    EXPECT_EQ(after["Softmax"], 0);
+  }
+}
+
+// Enough queries and keys for several blocks of rows per head, batch dims that broadcast
+// (one K and V for three query batches), a mask per key, the scale by Div.
+TEST(SessionAttention, LongSequencesInBlocksOfRows) {
+  B b(14, 3);
+  const std::string q = b.Input("q", {3, 2, 300, 16}), k = b.Input("k", {1, 2, 600, 16});
+  const std::string v = b.Input("v", {1, 2, 600, 24}), mask = b.Input("mask", {1, 1, 1, 600});
+  std::string scores = b.Op("MatMul", {q, b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})})});
+  scores = b.Op("Add", {b.Op("Div", {scores, b.Fill({}, 4.0f)}), mask});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", -1)}), v}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 1e-6);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(OpCounts(*m)["ovfix.fused.Attention"], 1);
+}
+
+// K permuted straight to [batch, heads, depth, keys] (GPT-2's and the bench's vit_encoder's
+// heads): the product reads K^T as it is.
+TEST(SessionAttention, KeysPermutedToDepthFirstFuseToo) {
+  B b(14, 7);
+  const std::string q = b.Input("q", {2, 3, 40, 8}), k = b.Input("k", {2, 40, 3, 8});
+  const std::string v = b.Input("v", {2, 3, 40, 5});
+  const std::string kt = b.Op("Transpose", {k}, {B::Ints("perm", {0, 2, 3, 1})});
+  const std::string scores = b.Op("Mul", {b.Op("MatMul", {q, kt}), b.Fill({}, 0.35f)});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", 3)}), v}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 1e-6);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(OpCounts(*m)["ovfix.fused.Attention"], 1);
+}
+
+// The scores with another reader, and a softmax over the queries: both stay as written.
+TEST(SessionAttention, SharedScoresAndOtherAxesStayUnfused) {
+  B b(14, 4);
+  const std::string q = b.Input("q", {1, 2, 6, 8}), k = b.Input("k", {1, 2, 6, 8});
+  const std::string v = b.Input("v", {1, 2, 6, 8}), mask = b.Input("mask", {1, 1, 1, 6});
+  auto kt = [&] { return b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})}); };
+  const std::string masked = b.Op("Add", {b.Op("MatMul", {q, kt()}), mask});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {masked}, {B::Int("axis", -1)}), v}));
+  b.Output(masked);  // the masked scores read twice
+  const std::string scores = b.Op("MatMul", {q, kt()});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", 2)}), v}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 1e-6);
+  ASSERT_NE(m, nullptr);
+  std::map<std::string, int> after = OpCounts(*m);
+  EXPECT_EQ(after["ovfix.fused.Attention"], 0);
+  EXPECT_EQ(after["Softmax"], 2);
+}
+
+TEST(SessionElementwise, ChainsRunAsOneNodeBitForBit) {
+  B b(14, 5);
+  const std::string x = b.Input("x", {2, 8, 6, 6}), w = b.Input("w", {2, 8, 6, 6});
+  // x * sigmoid(x): the chain's input read again.
+  b.Output(b.Op("Mul", {x, b.Op("Sigmoid", {x})}));
+  // 1 - relu(x + w) / 3: a tensor operand, a constant one, the chain's value second in a Sub.
+  const std::string r = b.Op("Relu", {b.Op("Add", {x, w})});
+  b.Output(b.Op("Sub", {b.Fill({}, 1.0f), b.Op("Div", {r, b.Fill({}, 3.0f)})}));
+  // clip(x * hardsigmoid(x), -0.5, 0.5) * per-channel scale (broadcast over H and W).
+  const std::string hs = b.Op("Mul", {x, b.Op("HardSigmoid", {x}, {B::Float("alpha", 0.2f)})});
+  const std::string clipped = b.Op("Clip", {hs, b.Fill({}, -0.5f), b.Fill({}, 0.5f)});
+  b.Output(b.Op("Mul", {clipped, b.Weight({8, 1, 1}, 1.0f)}));
+  // leaky_relu(max(tanh(exp(erf(x))), 0.9)) and hard swish of -x / 2.
+  const std::string t = b.Op("Tanh", {b.Op("Exp", {b.Op("Erf", {x})})});
+  b.Output(b.Op("LeakyRelu", {b.Op("Max", {t, b.Fill({}, 0.9f)})}, {B::Float("alpha", 0.1f)}));
+  b.Output(b.Op("HardSwish", {b.Op("Div", {b.Op("Neg", {x}), b.Fill({}, 2.0f)})}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 0.0);
+  ASSERT_NE(m, nullptr);
+  std::map<std::string, int> after = OpCounts(*m);
+  EXPECT_EQ(after["ovfix.fused.Elementwise"], 5);
+  EXPECT_EQ(m->graph().num_nodes(), 5);
+}
+
+// A value read twice ends a chain; what the session fuses into the node before (a Relu after a
+// Conv, the bias Add after a MatMul by constant weights) does not start one.
+TEST(SessionElementwise, SharedValuesAndSessionFusionsStay) {
+  B b(14, 6);
+  const std::string x = b.Input("x", {1, 4, 5, 5}), w = b.Input("w", {1, 4, 5, 5});
+  const std::string sum = b.Op("Add", {x, w});  // read twice: a chain of one, not fused
+  b.Output(b.Op("Relu", {sum}));
+  b.Output(b.Op("Mul", {sum, b.Fill({}, 2.0f)}));
+  // Conv -> Relu (the Conv's) -> Add residual -> Relu: the last two are one chain.
+  const std::string c = b.Op("Relu", {b.Conv(x, 4, 4, 3)});
+  b.Output(b.Op("Relu", {b.Op("Add", {c, x})}));
+  // MatMul -> Add bias (the MatMul's) -> Relu -> Mul: the last two are one chain.
+  const std::string m0 = b.Op("MatMul", {x, b.Weight({5, 7}, 0.5f)});
+  const std::string biased = b.Op("Add", {m0, b.Weight({7}, 0.5f)});
+  b.Output(b.Op("Mul", {b.Op("Relu", {biased}), b.Fill({}, 3.0f)}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 0.0);
+  ASSERT_NE(m, nullptr);
+  std::map<std::string, int> after = OpCounts(*m);
+  EXPECT_EQ(after["ovfix.fused.Elementwise"], 2);
+  EXPECT_EQ(after["Relu"], 2);  // after the shared sum, after the Conv
+  EXPECT_EQ(after["Add"], 2);   // the shared sum, the MatMul's bias
+  EXPECT_EQ(after["Mul"], 1);
+}
+
+// A session that rounds every float tensor to fp16 keeps the scores and the chain's
+// intermediates as tensors, so that they are rounded (and may overflow) as written.
+TEST(SessionFusions, Fp16StorageKeepsAttentionAndChainsUnfused) {
+  B b(14, 8);
+  const std::string q = b.Input("q", {1, 2, 6, 8}), k = b.Input("k", {1, 2, 6, 8});
+  const std::string v = b.Input("v", {1, 2, 6, 8});
+  const std::string kt = b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})});
+  const std::string probs = b.Op("Softmax", {b.Op("MatMul", {q, kt})}, {B::Int("axis", -1)});
+  b.Output(b.Op("Relu", {b.Op("Add", {b.Op("MatMul", {probs, v}), q})}));
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      ModelFromProto(onnx::ModelProto(b.model()), "", "model");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
+    exec::SessionOptions options;
+    options.precision = precision;
+    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_NE(run->graph, nullptr);
+    std::map<std::string, int> counts = OpCounts(*run->graph);
+    const int fused = precision == exec::Precision::kFp32 ? 1 : 0;
+    EXPECT_EQ(counts["ovfix.fused.Attention"], fused);
+    EXPECT_EQ(counts["ovfix.fused.Elementwise"], fused);
+    EXPECT_EQ(counts["Softmax"], 1 - fused);
+  }
+}
+
+}  // namespace
+}  // namespace ovfix::converter
