@@ -17,6 +17,8 @@
 #include "cli/command.h"
 #include "cli/command_files.h"
 #include "cli/conversion_flags.h"
+#include "cli/input_feeds.h"
+#include "converter/data_inputs.h"
 #include "converter/json_writer.h"
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"
@@ -126,35 +128,8 @@ class NodeTimes {
 };
 
 absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& graph) {
-  exec::TensorMap feeds;
-  std::vector<const Value*> graph_inputs;
-  for (const Value* v : graph.inputs()) {
-    if (!v->is_initializer()) graph_inputs.push_back(v);
-  }
-  if (!o.test_data.empty()) {
-    if (!fs::is_directory(o.test_data)) {
-      return absl::NotFoundError(absl::StrCat("--test-data ", o.test_data, " is not a folder"));
-    }
-    for (size_t k = 0; k < graph_inputs.size(); ++k) {
-      const std::string path = (fs::path(o.test_data) / absl::StrCat("input_", k, ".pb")).string();
-      if (!fs::exists(path)) continue;
-      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
-      feeds[graph_inputs[k]->name()] = std::move(t);
-    }
-  }
-  for (const std::string& spec : o.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--input '", spec, "' must be NAME=FILE.pb"));
-    }
-    const std::string name = spec.substr(0, eq);
-    absl::StatusOr<Tensor> t = ReadTensorFile(spec.substr(eq + 1));
-    if (!t.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': ", t.status().message()));
-    }
-    feeds[name] = std::move(*t);
-  }
-  for (const Value* v : graph_inputs) {
+  OVFIX_ASSIGN_OR_RETURN(exec::TensorMap feeds, ReadFeeds(graph, o.test_data, o.inputs));
+  for (const Value* v : converter::DataInputs(graph)) {
     if (!feeds.contains(v->name())) {
       return absl::InvalidArgumentError(absl::StrCat("missing input '", v->name(), "' (",
                                                      DescribeType(*v), "): give --input ",
@@ -463,8 +438,7 @@ Command AddRunCommand(CLI::App& app) {
                   "fp32, fp16-storage, fp16, or fp16-all (fp16 storage of every float tensor, "
                   "the model's fp32 islands ignored, as OpenVINO GPU and ncnn on Vulkan run it)");
   sub->add_option("--backend", o->backend, "Executor backend: cpu or opencl");
-  sub->add_option("--device", o->device, "OpenCL device index (see 'ovfix devices')");
-  sub->add_option("--threads", o->threads, "Worker threads (0: one per core)");
+  AddExecutorFlags(sub, o->device, o->threads);
   sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
   sub->add_flag("--profile", o->profile,
                 "Print where the time went: per op type and the slowest nodes (cpu)");
