@@ -29,6 +29,8 @@
 #include "cli/command_files.h"
 #include "cli/compare_report.h"
 #include "cli/conversion_flags.h"
+#include "cli/input_feeds.h"
+#include "converter/data_inputs.h"
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"
 #include "converter/status_line.h"
@@ -81,53 +83,22 @@ std::vector<std::string> Files(const CompareOptions& o) {
 // when no input is given) and --input, random for the rest.
 absl::StatusOr<exec::TensorMap> ReadInputs(const CompareOptions& o, const Graph& graph,
                                            std::string& description) {
-  exec::TensorMap feeds;
-  std::vector<const Value*> graph_inputs;
-  for (const Value* v : graph.inputs()) {
-    if (!v->is_initializer()) graph_inputs.push_back(v);
-  }
-  std::vector<std::string> sources;
   std::string test_data = o.test_data;
-  if (!o.test_data.empty()) {
-    if (!fs::is_directory(o.test_data)) {
-      return absl::NotFoundError(absl::StrCat("--test-data ", o.test_data, " is not a folder"));
-    }
+  if (!o.test_data.empty() && fs::is_directory(o.test_data)) {
     // A set's folder, or the folder of test_data_set_*/ (the first set is compared).
     test_data = converter::FirstTestDataSet(o.test_data);
-  } else if (o.inputs.empty() && !o.random) {
+  } else if (o.test_data.empty() && o.inputs.empty() && !o.random) {
     // The model zoo's layout: real inputs show real ranges (an overflow needs them).
     const fs::path beside = fs::path(o.models[0]).parent_path() / "test_data_set_0";
     if (fs::exists(beside / "input_0.pb")) test_data = beside.string();
   }
-  if (!test_data.empty()) {
-    for (size_t k = 0; k < graph_inputs.size(); ++k) {
-      const fs::path path = fs::path(test_data) / absl::StrCat("input_", k, ".pb");
-      if (!fs::exists(path)) continue;
-      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path.string()));
-      feeds[graph_inputs[k]->name()] = std::move(t);
-      sources.push_back(absl::StrCat(graph_inputs[k]->name(), "=", path.string()));
-    }
-  }
-  for (const std::string& spec : o.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--input '", spec, "' must be NAME=FILE.pb"));
-    }
-    const std::string name = spec.substr(0, eq);
-    if (std::none_of(graph_inputs.begin(), graph_inputs.end(),
-                     [&](const Value* v) { return v->name() == name; })) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input ", name, ": the model has no input '", name, "'"));
-    }
-    OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(spec.substr(eq + 1)));
-    feeds[name] = std::move(t);
-    sources.push_back(spec);
-  }
+  std::vector<std::string> sources;
+  OVFIX_ASSIGN_OR_RETURN(exec::TensorMap feeds, ReadFeeds(graph, test_data, o.inputs, &sources));
   exec::RandomInputOptions random_options;
   random_options.seed = kSeed;
   absl::StatusOr<exec::TensorMap> random = exec::RandomInputs(graph, random_options);
   std::vector<std::string> randomized;
-  for (const Value* v : graph_inputs) {
+  for (const Value* v : converter::DataInputs(graph)) {
     if (feeds.contains(v->name())) continue;
     if (!random.ok()) return random.status();
     feeds[v->name()] = random->at(v->name());
@@ -442,8 +413,7 @@ Command AddCompareCommand(CLI::App& app) {
   AddAccuracyFlag(sub, o->accuracy);
   sub->add_option("--json", o->json, "Write the report as JSON to FILE");
   sub->add_option("--html", o->html, "Write a self-contained HTML page with a plot to FILE");
-  sub->add_option("--device", o->device, "OpenCL device index (see 'ovfix devices')");
-  sub->add_option("--threads", o->threads, "CPU worker threads (0: one per core)");
+  AddExecutorFlags(sub, o->device, o->threads);
   sub->add_flag("--random", o->random,
                 "Random inputs even where the model has test_data_set_0/ beside it");
   sub->add_flag("--strict-device", o->strict_device,

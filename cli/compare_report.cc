@@ -25,55 +25,31 @@ std::string_view StateName(NodeState state) {
 }
 
 void WriteValue(JsonWriter& json, const ValueComparison& v) {
-  json.BeginObject();
-  json.Key("name").String(v.name);
-  json.Key("ref_type").String(v.ref_type);
-  json.Key("test_type").String(v.test_type);
-  json.Key("within").Bool(v.within);
-  if (!v.problem.empty()) json.Key("problem").String(v.problem);
-  json.Key("max_abs_error").Number(v.max_abs_error);
-  json.Key("range").Number(v.range);
-  json.Key("rel_error").Number(v.rel_error);
-  json.Key("cosine").Number(v.cosine);
-  json.Key("ref_non_finite").Int(v.ref_non_finite);
-  json.Key("test_non_finite").Int(v.test_non_finite);
-  json.EndObject();
+  json.Object(
+      {Field("name", v.name), Field("ref_type", v.ref_type), Field("test_type", v.test_type),
+       Field("within", v.within), OptionalField(!v.problem.empty(), "problem", v.problem),
+       Field("max_abs_error", v.max_abs_error), Field("range", v.range),
+       Field("rel_error", v.rel_error), Field("cosine", v.cosine),
+       Field("ref_non_finite", v.ref_non_finite), Field("test_non_finite", v.test_non_finite)});
 }
 
 void WriteNode(JsonWriter& json, const NodeComparison& n, bool first) {
-  json.BeginObject();
-  json.Key("index").Int(n.index);
-  json.Key("name").String(n.name);
-  json.Key("op_type").String(n.op_type);
-  json.Key("description").String(n.description);
-  json.Key("state").String(StateName(n.state));
-  json.Key("first_divergence").Bool(first);
-  json.Key("inputs_diverged").Bool(n.inputs_diverged);
-  json.Key("diverged_inputs").BeginArray();
-  for (const std::string& name : n.diverged_inputs) json.String(name);
-  json.EndArray();
-  json.Key("max_abs_error").Number(n.max_abs_error);
-  json.Key("rel_error").Number(n.rel_error);
-  json.Key("cosine").Number(n.cosine);
-  json.Key("ref_non_finite").Int(n.ref_non_finite);
-  json.Key("test_non_finite").Int(n.test_non_finite);
-  json.Key("outputs").BeginArray();
-  for (const ValueComparison& v : n.outputs) WriteValue(json, v);
-  json.EndArray();
+  json.BeginObject().Fields(
+      {Field("index", n.index), Field("name", n.name), Field("op_type", n.op_type),
+       Field("description", n.description), Field("state", StateName(n.state)),
+       Field("first_divergence", first), Field("inputs_diverged", n.inputs_diverged),
+       Field("diverged_inputs", n.diverged_inputs), Field("max_abs_error", n.max_abs_error),
+       Field("rel_error", n.rel_error), Field("cosine", n.cosine),
+       Field("ref_non_finite", n.ref_non_finite), Field("test_non_finite", n.test_non_finite)});
+  json.Array("outputs", n.outputs, WriteValue);
   json.EndObject();
 }
 
 void WriteWeight(JsonWriter& json, const WeightIssue& w) {
-  json.BeginObject();
-  json.Key("name").String(w.name);
-  json.Key("source").String(w.source);
-  json.Key("elements").Int(w.elements);
-  json.Key("overflow").Int(w.overflow);
-  json.Key("underflow").Int(w.underflow);
-  json.Key("example").Number(w.example);
-  json.Key("example_fp16").Number(w.example_fp16);
-  json.Key("problem").String(w.problem);
-  json.EndObject();
+  json.Object({Field("name", w.name), Field("source", w.source), Field("elements", w.elements),
+               Field("overflow", w.overflow), Field("underflow", w.underflow),
+               Field("example", w.example), Field("example_fp16", w.example_fp16),
+               Field("problem", w.problem)});
 }
 
 std::string Number(double v) {
@@ -200,6 +176,13 @@ std::string StatusText(const LayerReport& report, const NodeComparison& n) {
                       ")");
 }
 
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  return WriteFileAtomically(path, [&](std::ostream& out) {
+    out << text;
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 std::string NodeLabel(const NodeComparison& node) {
@@ -208,37 +191,27 @@ std::string NodeLabel(const NodeComparison& node) {
 
 std::string CompareReportJson(const LayerReport& report, const CompareContext& context) {
   JsonWriter json;
-  json.BeginObject();
-  json.Key("ref").String(report.ref_label);
-  json.Key("test").String(report.test_label);
-  json.Key("ref_model").String(context.ref_model);
-  json.Key("test_model").String(context.test_model);
-  json.Key("inputs").String(context.inputs);
-  json.Key("tolerance").BeginObject();
-  json.Key("rtol").Number(report.tolerance.rtol);
-  json.Key("atol").Number(report.tolerance.atol);
-  json.EndObject();
-  json.Key("result").String(report.all_within() ? "within" : "diverged");
-  json.Key("compared_values").Int(report.compared_values);
-  json.Key("diverged_values").Int(report.diverged_values);
+  json.BeginObject().Fields({Field("ref", report.ref_label), Field("test", report.test_label),
+                             Field("ref_model", context.ref_model),
+                             Field("test_model", context.test_model),
+                             Field("inputs", context.inputs)});
+  json.Key("tolerance")
+      .Object({Field("rtol", report.tolerance.rtol), Field("atol", report.tolerance.atol)});
+  json.Fields({Field("result", report.all_within() ? "within" : "diverged"),
+               Field("compared_values", report.compared_values),
+               Field("diverged_values", report.diverged_values)});
   if (report.first_divergence >= 0) {
     json.Key("first_divergence");
     WriteNode(json, report.nodes[report.first_divergence], true);
   }
-  json.Key("graph_inputs").BeginArray();
-  for (const ValueComparison& v : report.graph_inputs) WriteValue(json, v);
-  json.EndArray();
+  json.Array("graph_inputs", report.graph_inputs, WriteValue);
   json.Key("nodes").BeginArray();
   for (size_t i = 0; i < report.nodes.size(); ++i) {
     WriteNode(json, report.nodes[i], static_cast<int>(i) == report.first_divergence);
   }
   json.EndArray();
-  json.Key("weights").BeginArray();
-  for (const WeightIssue& w : report.weights) WriteWeight(json, w);
-  json.EndArray();
-  json.Key("notes").BeginArray();
-  for (const std::string& note : report.notes) json.String(note);
-  json.EndArray();
+  json.Array("weights", report.weights, WriteWeight);
+  json.Fields({Field("notes", report.notes)});
   json.EndObject();
   return json.str() + "\n";
 }
@@ -345,20 +318,12 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
 
 absl::Status WriteCompareJson(const std::string& path, const LayerReport& report,
                               const CompareContext& context) {
-  const std::string text = CompareReportJson(report, context);
-  return WriteFileAtomically(path, [&](std::ostream& out) {
-    out << text;
-    return absl::OkStatus();
-  });
+  return WriteText(path, CompareReportJson(report, context));
 }
 
 absl::Status WriteCompareHtml(const std::string& path, const LayerReport& report,
                               const CompareContext& context) {
-  const std::string text = CompareReportHtml(report, context);
-  return WriteFileAtomically(path, [&](std::ostream& out) {
-    out << text;
-    return absl::OkStatus();
-  });
+  return WriteText(path, CompareReportHtml(report, context));
 }
 
 }  // namespace ovfix::cli

@@ -67,6 +67,11 @@ void AddInputFileFlag(CLI::App* sub, std::vector<std::string>& inputs) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+void AddExecutorFlags(CLI::App* sub, int& device, int& threads) {
+  sub->add_option("--device", device, "OpenCL device index (see 'ovfix devices')");
+  sub->add_option("--threads", threads, "CPU worker threads (0: one per core)");
+}
+
 void ReadInputFiles(const std::vector<std::string>& inputs, converter::CommandFiles& files) {
   for (const std::string& spec : inputs) {
     const size_t eq = spec.find('=');

@@ -41,6 +41,9 @@ void AddAccuracyFlag(CLI::App* sub, std::vector<std::string>& accuracy);
 // name, read by the command (named "--input" in messages).
 void AddInputFileFlag(CLI::App* sub, std::vector<std::string>& inputs);
 void ReadInputFiles(const std::vector<std::string>& inputs, converter::CommandFiles& files);
+// `--device N` (an OpenCL device index) and `--threads N` (CPU worker threads), as run and
+// compare take them.
+void AddExecutorFlags(CLI::App* sub, int& device, int& threads);
 
 absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
                                 converter::AccuracySpec& spec);

@@ -49,75 +49,39 @@ std::string TargetSummary(std::string_view contents) {
 int PrintListJson(const rules::RuleLibrary& library) {
   JsonWriter w;
   w.BeginObject();
-  w.Key("rule_sets").BeginArray();
-  for (const auto& file : library.files()) {
-    w.BeginObject();
-    w.Key("name").String(file.set);
-    w.Key("path").String(file.path);
-    w.Key("rules").BeginArray();
-    for (const auto& rule : file.rules) {
-      w.BeginObject();
-      w.Key("name").String(rule->name);
-      w.Key("family").String(rule->family);
-      w.Key("line").Int(rule->line);
-      w.Key("benefit").Int(rule->benefit);
-      w.Key("algebra").String(rule->algebra);
-      w.EndObject();
-    }
-    w.EndArray();
+  w.Array("rule_sets", library.files(), [](JsonWriter& w, const rules::RuleFile& file) {
+    w.BeginObject().Fields({Field("name", file.set), Field("path", file.path)});
+    w.Array("rules", file.rules, [](JsonWriter& w, const auto& rule) {
+      w.Object({Field("name", rule->name), Field("family", rule->family), Field("line", rule->line),
+                Field("benefit", rule->benefit), Field("algebra", rule->algebra)});
+    });
     w.EndObject();
-  }
-  w.EndArray();
-  w.Key("passes").BeginArray();
-  for (const rules::NativePassInfo& p : rules::NativePasses()) {
-    w.BeginObject();
-    w.Key("name").String(p.name);
-    w.Key("description").String(p.description);
-    w.Key("options").BeginArray();
-    for (const std::string& option : p.options) w.String(option);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
+  });
+  w.Array("passes", rules::NativePasses(), [](JsonWriter& w, const rules::NativePassInfo& p) {
+    w.Object(
+        {Field("name", p.name), Field("description", p.description), Field("options", p.options)});
+  });
   w.Key("targets").BeginArray();
   for (const auto& file : rules::EmbeddedFiles()) {
     const std::string path(file.path);
     if (!absl::StartsWith(path, "targets/")) continue;
-    w.BeginObject();
-    w.Key("name").String(std::filesystem::path(path).stem().string());
-    w.Key("description").String(TargetSummary(file.contents));
-    w.EndObject();
+    w.Object({Field("name", std::filesystem::path(path).stem().string()),
+              Field("description", TargetSummary(file.contents))});
   }
   w.EndArray();
-  w.Key("helpers").BeginArray();
-  for (const auto& helper : rules::AllHelpers()) {
-    w.BeginObject();
-    w.Key("signature").String(helper.signature);
-    w.Key("description").String(helper.description);
+  w.Array("helpers", rules::AllHelpers(), [](JsonWriter& w, const rules::Helper& helper) {
+    w.Object({Field("signature", helper.signature), Field("description", helper.description)});
+  });
+  w.Array("op_groups", AllOpGroups(), [](JsonWriter& w, const OpGroup& group) {
+    w.BeginObject().Fields({Field("name", group.name), Field("description", group.description)});
+    w.Array("ops", group.members,
+            [](JsonWriter& w, const OpGroupMember& m) { w.String(m.op_type); });
     w.EndObject();
-  }
-  w.EndArray();
-  w.Key("op_groups").BeginArray();
-  for (const OpGroup& group : AllOpGroups()) {
-    w.BeginObject();
-    w.Key("name").String(group.name);
-    w.Key("description").String(group.description);
-    w.Key("ops").BeginArray();
-    for (const OpGroupMember& m : group.members) w.String(m.op_type);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("builders").BeginArray();
-  for (const rules::Builder& b : rules::AllBuilders()) {
-    w.BeginObject();
-    w.Key("name").String(b.name);
-    w.Key("op_type").String(b.op_type);
-    w.Key("argument").String(b.argument);
-    w.Key("input_since").Int(b.input_since);
-    w.EndObject();
-  }
-  w.EndArray();
+  });
+  w.Array("builders", rules::AllBuilders(), [](JsonWriter& w, const rules::Builder& b) {
+    w.Object({Field("name", b.name), Field("op_type", b.op_type), Field("argument", b.argument),
+              Field("input_since", b.input_since)});
+  });
   w.EndObject();
   std::printf("%s\n", w.str().c_str());
   return kExitOk;

@@ -17,6 +17,8 @@
 #include "cli/command.h"
 #include "cli/command_files.h"
 #include "cli/conversion_flags.h"
+#include "cli/input_feeds.h"
+#include "converter/data_inputs.h"
 #include "converter/json_writer.h"
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"
@@ -126,35 +128,8 @@ class NodeTimes {
 };
 
 absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& graph) {
-  exec::TensorMap feeds;
-  std::vector<const Value*> graph_inputs;
-  for (const Value* v : graph.inputs()) {
-    if (!v->is_initializer()) graph_inputs.push_back(v);
-  }
-  if (!o.test_data.empty()) {
-    if (!fs::is_directory(o.test_data)) {
-      return absl::NotFoundError(absl::StrCat("--test-data ", o.test_data, " is not a folder"));
-    }
-    for (size_t k = 0; k < graph_inputs.size(); ++k) {
-      const std::string path = (fs::path(o.test_data) / absl::StrCat("input_", k, ".pb")).string();
-      if (!fs::exists(path)) continue;
-      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
-      feeds[graph_inputs[k]->name()] = std::move(t);
-    }
-  }
-  for (const std::string& spec : o.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--input '", spec, "' must be NAME=FILE.pb"));
-    }
-    const std::string name = spec.substr(0, eq);
-    absl::StatusOr<Tensor> t = ReadTensorFile(spec.substr(eq + 1));
-    if (!t.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': ", t.status().message()));
-    }
-    feeds[name] = std::move(*t);
-  }
-  for (const Value* v : graph_inputs) {
+  OVFIX_ASSIGN_OR_RETURN(exec::TensorMap feeds, ReadFeeds(graph, o.test_data, o.inputs));
+  for (const Value* v : converter::DataInputs(graph)) {
     if (!feeds.contains(v->name())) {
       return absl::InvalidArgumentError(absl::StrCat("missing input '", v->name(), "' (",
                                                      DescribeType(*v), "): give --input ",
@@ -218,52 +193,35 @@ void PrintJson(const RunOptions& o, const std::vector<OutputRecord>& records,
                const std::vector<double>& times, const std::vector<std::string>& notes,
                const std::vector<std::string>& session_notes, bool compared, bool all_match) {
   JsonWriter w;
-  w.BeginObject();
-  w.Key("model").String(o.model);
-  w.Key("backend").String(o.backend);
-  w.Key("precision").String(o.precision);
-  if (!o.test_data.empty()) w.Key("test_data").String(o.test_data);
-  w.Key("outputs").BeginArray();
-  for (const OutputRecord& r : records) {
-    w.BeginObject();
-    w.Key("name").String(r.name);
-    w.Key("type").String(r.type);
-    w.Key("min").Number(r.min);
-    w.Key("max").Number(r.max);
-    w.Key("mean").Number(r.mean);
-    w.Key("non_finite").Int(r.non_finite);
+  w.BeginObject().Fields({Field("model", o.model), Field("backend", o.backend),
+                          Field("precision", o.precision),
+                          OptionalField(!o.test_data.empty(), "test_data", o.test_data)});
+  w.Array("outputs", records, [](JsonWriter& w, const OutputRecord& r) {
+    w.BeginObject().Fields({Field("name", r.name), Field("type", r.type), Field("min", r.min),
+                            Field("max", r.max), Field("mean", r.mean),
+                            Field("non_finite", r.non_finite)});
     if (r.compared) {
-      w.Key("matches").Bool(r.matches);
-      w.Key("comparison").String(r.comparison);
-      w.Key("max_abs_error").Number(r.max_abs_error);
-      w.Key("max_rel_error").Number(r.max_rel_error);
-      if (r.verdict) {
-        const converter::OutputStatistics& s = r.verdict->stats;
-        w.Key("criteria").String(converter::CriteriaToString(r.verdict->criteria));
-        w.Key("score").Number(r.verdict->score);
-        w.Key("meets_criteria").Bool(r.verdict->meets);
-        w.Key("statistics").String(converter::DescribeStatistics(s));
-      }
+      w.Fields({Field("matches", r.matches), Field("comparison", r.comparison),
+                Field("max_abs_error", r.max_abs_error), Field("max_rel_error", r.max_rel_error)});
+    }
+    if (r.compared && r.verdict) {
+      w.Fields({Field("criteria", converter::CriteriaToString(r.verdict->criteria)),
+                Field("score", r.verdict->score), Field("meets_criteria", r.verdict->meets),
+                Field("statistics", converter::DescribeStatistics(r.verdict->stats))});
     }
     w.EndObject();
-  }
-  w.EndArray();
-  if (!o.test_data.empty()) {
-    w.Key("compared").Bool(compared);
-    w.Key("matches").Bool(all_match);
-  }
-  w.Key("runs").Int(static_cast<int64_t>(times.size()));
+  });
   double best = times.empty() ? 0 : times[0], total = 0;
   for (double t : times) {
     best = std::min(best, t);
     total += t;
   }
-  w.Key("mean_ms").Number(times.empty() ? 0 : total / times.size());
-  w.Key("best_ms").Number(best);
-  w.Key("notes").BeginArray();
-  for (const std::string& n : notes) w.String(n);
-  for (const std::string& n : session_notes) w.String(n);
-  w.EndArray();
+  std::vector<std::string> all_notes = notes;
+  all_notes.insert(all_notes.end(), session_notes.begin(), session_notes.end());
+  w.Fields({OptionalField(!o.test_data.empty(), "compared", compared),
+            OptionalField(!o.test_data.empty(), "matches", all_match), Field("runs", times.size()),
+            Field("mean_ms", times.empty() ? 0 : total / times.size()), Field("best_ms", best),
+            Field("notes", all_notes)});
   w.EndObject();
   std::printf("%s\n", w.str().c_str());
 }
@@ -480,8 +438,7 @@ Command AddRunCommand(CLI::App& app) {
                   "fp32, fp16-storage, fp16, or fp16-all (fp16 storage of every float tensor, "
                   "the model's fp32 islands ignored, as OpenVINO GPU and ncnn on Vulkan run it)");
   sub->add_option("--backend", o->backend, "Executor backend: cpu or opencl");
-  sub->add_option("--device", o->device, "OpenCL device index (see 'ovfix devices')");
-  sub->add_option("--threads", o->threads, "Worker threads (0: one per core)");
+  AddExecutorFlags(sub, o->device, o->threads);
   sub->add_option("--repeat", o->repeat, "Run N times and print the timing");
   sub->add_flag("--profile", o->profile,
                 "Print where the time went: per op type and the slowest nodes (cpu)");

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "converter/data_inputs.h"
 #include "exec/random_inputs.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -13,14 +14,6 @@ namespace ovfix::converter {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<const Value*> DataInputs(const Graph& g) {
-  std::vector<const Value*> inputs;
-  for (const Value* v : g.inputs()) {
-    if (!v->is_initializer()) inputs.push_back(v);
-  }
-  return inputs;
-}
 
 // input_K.pb files of `dir` for the graph's inputs; an input_K.pb beyond them is an error.
 absl::StatusOr<InputFiles> SetFiles(const std::vector<const Value*>& inputs, const fs::path& dir) {

@@ -13,30 +13,19 @@
 
 namespace ovfix::converter {
 
+using cli::Field;
+using cli::OptionalField;
 using rules::IslandNode;
 using rules::RewriteRecord;
 namespace {
 
 void WriteRewrite(cli::JsonWriter& w, const RewriteRecord& r) {
-  w.BeginObject();
-  w.Key("rule").String(r.rule);
-  w.Key("matched").BeginArray();
-  for (const std::string& n : r.matched) w.String(n);
-  w.EndArray();
-  w.Key("created").BeginArray();
-  for (const std::string& n : r.created) w.String(n);
-  w.EndArray();
-  w.Key("removed").Int(r.removed);
-  w.Key("validated").Bool(r.max_error >= 0);
-  if (r.max_error >= 0) w.Key("error").Number(r.max_error);
-  w.Key("rolled_back").Bool(r.rolled_back);
-  if (!r.observed_shapes.empty()) {
-    w.Key("observed_shapes").BeginArray();
-    for (const std::string& n : r.observed_shapes) w.String(n);
-    w.EndArray();
-  }
-  if (!r.note.empty()) w.Key(r.rolled_back ? "reason" : "note").String(r.note);
-  w.EndObject();
+  const bool validated = r.max_error >= 0;
+  w.Object({Field("rule", r.rule), Field("matched", r.matched), Field("created", r.created),
+            Field("removed", r.removed), Field("validated", validated),
+            OptionalField(validated, "error", r.max_error), Field("rolled_back", r.rolled_back),
+            OptionalField(!r.observed_shapes.empty(), "observed_shapes", r.observed_shapes),
+            OptionalField(!r.note.empty(), r.rolled_back ? "reason" : "note", r.note)});
 }
 
 std::string Error(double e) { return absl::StrFormat("%.2g", e); }
@@ -44,67 +33,96 @@ std::string Error(double e) { return absl::StrFormat("%.2g", e); }
 // One output's comparison: its criteria, score and every statistic measured.
 void WriteOutput(cli::JsonWriter& w, const OutputComparison& c) {
   const OutputStatistics& s = c.stats;
-  w.BeginObject();
-  w.Key("name").String(c.name);
-  w.Key("error").Number(c.error);
-  w.Key("finite").Bool(c.finite);
-  w.Key("criteria").String(CriteriaToString(c.criteria));
-  w.Key("score").Number(c.score);
-  w.Key("meets").Bool(c.meets);
-  if (c.beyond_fp16) w.Key("beyond_fp16").Bool(true);
-  w.Key("input_set").Int(static_cast<int64_t>(c.set));
-  w.Key("elements").Int(s.elements);
-  w.Key("max").Number(s.max);
-  w.Key("mean").Number(s.mean);
-  for (const Percentile& p : s.percentiles) {
-    w.Key(absl::StrFormat("p%g", p.q)).Number(p.value);
-  }
-  w.Key("beyond").BeginArray();
-  for (const ShareBeyond& b : s.beyond) {
-    w.BeginObject();
-    w.Key("error").Number(b.error);
-    w.Key("share").Number(b.share);
-    w.Key("elements").Int(b.count);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("non_finite").Int(s.non_finite);
-  if (!s.topk.empty()) {
-    w.Key("topk").BeginArray();
-    for (const TopKAgreement& t : s.topk) {
-      w.BeginObject();
-      w.Key("k").Int(t.k);
-      w.Key("rows").Int(t.rows);
-      w.Key("differing").Int(t.differing);
-      w.EndObject();
+  w.BeginObject().Fields({Field("name", c.name), Field("error", c.error), Field("finite", c.finite),
+                          Field("criteria", CriteriaToString(c.criteria)), Field("score", c.score),
+                          Field("meets", c.meets),
+                          OptionalField(c.beyond_fp16, "beyond_fp16", true),
+                          Field("input_set", c.set), Field("elements", s.elements),
+                          Field("max", s.max), Field("mean", s.mean)});
+  for (const Percentile& p : s.percentiles) w.Fields({Field(absl::StrFormat("p%g", p.q), p.value)});
+  w.Array("beyond", s.beyond, [](cli::JsonWriter& w, const ShareBeyond& b) {
+    w.Object({Field("error", b.error), Field("share", b.share), Field("elements", b.count)});
+  });
+  w.Fields({Field("non_finite", s.non_finite)});
+  w.ArrayUnlessEmpty("topk", s.topk, [](cli::JsonWriter& w, const TopKAgreement& t) {
+    w.Object({Field("k", t.k), Field("rows", t.rows), Field("differing", t.differing)});
+  });
+  w.ArrayUnlessEmpty("masks", s.masks, [](cli::JsonWriter& w, const MaskAgreement& m) {
+    w.Object({Field("threshold", m.threshold), Field("elements", m.elements),
+              Field("flipped", m.flipped)});
+  });
+  w.ArrayUnlessEmpty("boxes", s.boxes, [](cli::JsonWriter& w, const BoxAgreement& b) {
+    w.Object({Field("iou", b.iou), Field("reference", b.reference), Field("converted", b.converted),
+              Field("unmatched_reference", b.unmatched_reference),
+              Field("unmatched_converted", b.unmatched_converted),
+              Field("worst_score_difference", b.worst_score_difference)});
+  });
+  w.EndObject();
+}
+
+// "validation": whether the model was run, and what the end-to-end comparison measured.
+void WriteValidation(cli::JsonWriter& w, const ConversionReport& report) {
+  w.Key("validation").BeginObject();
+  w.Fields({Field("enabled", report.validated),
+            OptionalField(!report.validation_note.empty(), "note", report.validation_note)});
+  if (const std::optional<EndToEndResult>& e = report.end_to_end) {
+    w.Fields(
+        {OptionalField(report.end_to_end_tolerance >= 0, "tolerance", report.end_to_end_tolerance),
+         Field("max_error", e->max_error), Field("score", e->score), Field("meets", e->meets())});
+    w.Array("outputs", e->outputs, WriteOutput);
+    if (report.islands_ignored) {
+      w.Fields({Field("islands_ignored", true)});
+      w.Array("fp16_overflows", report.fp16_overflows,
+              [](cli::JsonWriter& w, const Fp16Overflow& o) {
+                w.Object({Field("value", o.value), Field("op", o.op), Field("largest", o.largest),
+                          Field("why", o.why)});
+              });
     }
-    w.EndArray();
   }
-  if (!s.masks.empty()) {
-    w.Key("masks").BeginArray();
-    for (const MaskAgreement& m : s.masks) {
-      w.BeginObject();
-      w.Key("threshold").Number(m.threshold);
-      w.Key("elements").Int(m.elements);
-      w.Key("flipped").Int(m.flipped);
-      w.EndObject();
-    }
-    w.EndArray();
-  }
-  if (!s.boxes.empty()) {
-    w.Key("boxes").BeginArray();
-    for (const BoxAgreement& b : s.boxes) {
-      w.BeginObject();
-      w.Key("iou").Number(b.iou);
-      w.Key("reference").Int(b.reference);
-      w.Key("converted").Int(b.converted);
-      w.Key("unmatched_reference").Int(b.unmatched_reference);
-      w.Key("unmatched_converted").Int(b.unmatched_converted);
-      w.Key("worst_score_difference").Number(b.worst_score_difference);
-      w.EndObject();
-    }
-    w.EndArray();
-  }
+  w.Fields({OptionalField(!report.calibration.empty(), "calibration", report.calibration),
+            OptionalField(report.validated, "model_runs", report.model_runs),
+            Field("outputs_match", report.outputs_match)});
+  w.EndObject();
+}
+
+void WriteShapes(cli::JsonWriter& w, const ConversionReport& report) {
+  w.Key("shapes").BeginObject();
+  w.Fields({Field("observed_facts", report.observed_shape_facts),
+            Field("dynamic_values", report.dynamic_values),
+            Field("constant_ifs_inlined", report.constant_ifs_inlined)});
+  w.Array("bodies_not_run", report.bodies_not_run, [](cli::JsonWriter& w, const BodyNotRun& b) {
+    w.Object({Field("body", b.body), Field("left", b.left)});
+  });
+  w.EndObject();
+}
+
+void WritePrecisionCost(cli::JsonWriter& w, const PrecisionCost& c) {
+  w.Key("precision_cost")
+      .Object({Field("float_nodes", c.float_nodes), Field("fp32_nodes", c.fp32_nodes),
+               Field("fp32_node_share", c.NodeShare()), Field("multiply_adds", c.multiply_adds),
+               Field("fp32_multiply_adds", c.fp32_multiply_adds),
+               Field("fp32_multiply_add_share", c.MultiplyAddShare()),
+               Field("nodes_without_shapes", c.nodes_without_shapes),
+               Field("weight_bytes", c.weight_bytes),
+               Field("fp32_weight_bytes", c.fp32_weight_bytes), Field("casts", c.casts),
+               Field("casts_inserted", c.casts_inserted)});
+}
+
+void WriteRepair(cli::JsonWriter& w, const Repair& repair) {
+  w.Key("repair").BeginObject();
+  w.Fields({Field("rounds", repair.rounds), Field("model_runs", repair.model_runs),
+            Field("error_before", repair.error_before),
+            Field("only_fp32_meets", repair.only_fp32)});
+  w.Array("history", repair.history, [](cli::JsonWriter& w, const RepairRound& r) {
+    const char* action = r.round == 0 ? "first conversion" : r.give_back ? "give back" : "add";
+    w.Object({Field("round", r.round), Field("action", action), Field("nodes", r.nodes_changed),
+              Field("fp32_nodes", r.fp32_nodes), Field("fp32_share", r.fp32_share),
+              Field("score", r.score), Field("error", r.error), Field("kept", r.kept)});
+  });
+  w.Array("kept_fp32", repair.kept, [](cli::JsonWriter& w, const RepairedNode& k) {
+    w.Object({Field("node", k.node), Field("op_type", k.op_type), Field("round", k.round),
+              Field("error_before", k.error_before), Field("error_after", k.error_after)});
+  });
   w.EndObject();
 }
 
@@ -112,133 +130,24 @@ void WriteOutput(cli::JsonWriter& w, const OutputComparison& c) {
 
 std::string ReportToJson(const ConversionReport& report) {
   cli::JsonWriter w;
-  w.BeginObject();
-  w.Key("input").String(report.input);
-  w.Key("output").String(report.output);
-  w.Key("target").String(report.target);
-  w.Key("steps").BeginArray();
-  for (const StepReport& s : report.steps) {
-    w.BeginObject();
-    w.Key("name").String(s.name);
-    w.Key("rewrites").Int(s.rewrites);
-    w.Key("rolled_back").Int(s.rolled_back);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("rewrites").BeginArray();
-  for (const RewriteRecord& r : report.rewrites) WriteRewrite(w, r);
-  w.EndArray();
-  w.Key("fp32_islands").BeginArray();
-  for (const IslandNode& i : report.islands) {
-    w.BeginObject();
-    w.Key("node").String(i.node);
-    w.Key("op_type").String(i.op_type);
-    w.Key("reason").String(i.reason);
-    w.EndObject();
-  }
-  w.EndArray();
-  if (!report.opset_note.empty()) w.Key("opset").String(report.opset_note);
-  if (!report.layer_precisions.empty()) {
-    w.Key("layer_precisions").String(report.layer_precisions);
-    w.Key("layer_output_types").String(report.layer_output_types);
-  }
-  w.Key("validation").BeginObject();
-  w.Key("enabled").Bool(report.validated);
-  if (!report.validation_note.empty()) w.Key("note").String(report.validation_note);
-  if (report.end_to_end) {
-    if (report.end_to_end_tolerance >= 0) {
-      w.Key("tolerance").Number(report.end_to_end_tolerance);
-    }
-    w.Key("max_error").Number(report.end_to_end->max_error);
-    w.Key("score").Number(report.end_to_end->score);
-    w.Key("meets").Bool(report.end_to_end->meets());
-    w.Key("outputs").BeginArray();
-    for (const OutputComparison& c : report.end_to_end->outputs) WriteOutput(w, c);
-    w.EndArray();
-    if (report.islands_ignored) {
-      w.Key("islands_ignored").Bool(true);
-      w.Key("fp16_overflows").BeginArray();
-      for (const Fp16Overflow& o : report.fp16_overflows) {
-        w.BeginObject();
-        w.Key("value").String(o.value);
-        w.Key("op").String(o.op);
-        w.Key("largest").Number(o.largest);
-        w.Key("why").String(o.why);
-        w.EndObject();
-      }
-      w.EndArray();
-    }
-  }
-  if (!report.calibration.empty()) w.Key("calibration").String(report.calibration);
-  if (report.validated) w.Key("model_runs").Int(report.model_runs);
-  w.Key("outputs_match").Bool(report.outputs_match);
-  w.EndObject();
-  w.Key("shapes").BeginObject();
-  w.Key("observed_facts").Int(report.observed_shape_facts);
-  w.Key("dynamic_values").BeginArray();
-  for (const std::string& n : report.dynamic_values) w.String(n);
-  w.EndArray();
-  w.Key("constant_ifs_inlined").Int(report.constant_ifs_inlined);
-  w.Key("bodies_not_run").BeginArray();
-  for (const BodyNotRun& b : report.bodies_not_run) {
-    w.BeginObject();
-    w.Key("body").String(b.body);
-    w.Key("left").BeginArray();
-    for (const std::string& l : b.left) w.String(l);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  if (report.cost) {
-    const PrecisionCost& c = *report.cost;
-    w.Key("precision_cost").BeginObject();
-    w.Key("float_nodes").Int(c.float_nodes);
-    w.Key("fp32_nodes").Int(c.fp32_nodes);
-    w.Key("fp32_node_share").Number(c.NodeShare());
-    w.Key("multiply_adds").Number(c.multiply_adds);
-    w.Key("fp32_multiply_adds").Number(c.fp32_multiply_adds);
-    w.Key("fp32_multiply_add_share").Number(c.MultiplyAddShare());
-    w.Key("nodes_without_shapes").Int(c.nodes_without_shapes);
-    w.Key("weight_bytes").Int(c.weight_bytes);
-    w.Key("fp32_weight_bytes").Int(c.fp32_weight_bytes);
-    w.Key("casts").Int(c.casts);
-    w.Key("casts_inserted").Int(c.casts_inserted);
-    w.EndObject();
-  }
-  if (report.repair) {
-    w.Key("repair").BeginObject();
-    w.Key("rounds").Int(report.repair->rounds);
-    w.Key("model_runs").Int(report.repair->model_runs);
-    w.Key("error_before").Number(report.repair->error_before);
-    w.Key("only_fp32_meets").Bool(report.repair->only_fp32);
-    w.Key("history").BeginArray();
-    for (const RepairRound& r : report.repair->history) {
-      w.BeginObject();
-      w.Key("round").Int(r.round);
-      w.Key("action").String(r.round == 0 ? "first conversion" : r.give_back ? "give back" : "add");
-      w.Key("nodes").Int(r.nodes_changed);
-      w.Key("fp32_nodes").Int(r.fp32_nodes);
-      w.Key("fp32_share").Number(r.fp32_share);
-      w.Key("score").Number(r.score);
-      w.Key("error").Number(r.error);
-      w.Key("kept").Bool(r.kept);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.Key("kept_fp32").BeginArray();
-    for (const RepairedNode& k : report.repair->kept) {
-      w.BeginObject();
-      w.Key("node").String(k.node);
-      w.Key("op_type").String(k.op_type);
-      w.Key("round").Int(k.round);
-      w.Key("error_before").Number(k.error_before);
-      w.Key("error_after").Number(k.error_after);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-  }
+  w.BeginObject().Fields({Field("input", report.input), Field("output", report.output),
+                          Field("target", report.target)});
+  w.Array("steps", report.steps, [](cli::JsonWriter& w, const StepReport& s) {
+    w.Object({Field("name", s.name), Field("rewrites", s.rewrites),
+              Field("rolled_back", s.rolled_back)});
+  });
+  w.Array("rewrites", report.rewrites, WriteRewrite);
+  w.Array("fp32_islands", report.islands, [](cli::JsonWriter& w, const IslandNode& i) {
+    w.Object({Field("node", i.node), Field("op_type", i.op_type), Field("reason", i.reason)});
+  });
+  const bool layers = !report.layer_precisions.empty();
+  w.Fields({OptionalField(!report.opset_note.empty(), "opset", report.opset_note),
+            OptionalField(layers, "layer_precisions", report.layer_precisions),
+            OptionalField(layers, "layer_output_types", report.layer_output_types)});
+  WriteValidation(w, report);
+  WriteShapes(w, report);
+  if (report.cost) WritePrecisionCost(w, *report.cost);
+  if (report.repair) WriteRepair(w, *report.repair);
   w.EndObject();
   return w.str() + "\n";
 }

@@ -128,7 +128,6 @@ std::string CompareValues(const RuntimeValue& actual, const RuntimeValue& expect
 }
 
 Result RunOne(const std::string& name) {
-  Result result;
   const fs::path dir = fs::path(kTestRoot) / name;
   absl::StatusOr<std::unique_ptr<Model>> model = LoadModel((dir / "model.onnx").string());
   if (!model.ok()) return {Outcome::kLoadError, std::string(model.status().message())};
@@ -141,43 +140,16 @@ Result RunOne(const std::string& name) {
                              absl::StrContains(message, "model-local function");
     return {unsupported ? Outcome::kUnsupported : Outcome::kLoadError, message};
   }
-  const Graph& graph = (*model)->graph();
-  std::vector<const Value*> inputs;
-  for (const Value* v : graph.inputs()) {
-    if (!v->is_initializer()) inputs.push_back(v);
+  const node_tests::DataSetProblem problem = node_tests::RunDataSets<RuntimeValue>(
+      dir, (*model)->graph(),
+      [](const std::string& path, const Value& v) { return ReadValueFile(path, v.type()); },
+      [&](const ValueMap& feeds) { return (*session)->RunValues(feeds); }, CompareValues);
+  static constexpr Outcome kOutcomes[] = {Outcome::kPass, Outcome::kLoadError, Outcome::kRunError,
+                                          Outcome::kMismatch};
+  if (problem.kind != node_tests::DataSetProblem::kNone) {
+    return {kOutcomes[problem.kind], problem.message};
   }
-  for (const fs::path& data : node_tests::DataSets(dir)) {
-    ValueMap feeds;
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      const fs::path file = data / absl::StrCat("input_", k, ".pb");
-      if (!fs::exists(file)) continue;  // an optional input the test leaves out
-      absl::StatusOr<RuntimeValue> v = ReadValueFile(file.string(), inputs[k]->type());
-      if (!v.ok())
-        return {Outcome::kLoadError, absl::StrCat(file.string(), ": ", v.status().message())};
-      feeds[inputs[k]->name()] = std::move(*v);
-    }
-    absl::StatusOr<std::vector<RuntimeValue>> out = (*session)->RunValues(feeds);
-    if (!out.ok()) {
-      return {Outcome::kRunError,
-              absl::StrCat(data.filename().string(), ": ", out.status().message())};
-    }
-    for (size_t k = 0; k < graph.outputs().size(); ++k) {
-      const fs::path file = data / absl::StrCat("output_", k, ".pb");
-      absl::StatusOr<RuntimeValue> expected =
-          ReadValueFile(file.string(), graph.outputs()[k]->type());
-      if (!expected.ok()) {
-        return {Outcome::kLoadError,
-                absl::StrCat(file.string(), ": ", expected.status().message())};
-      }
-      if (k >= out->size()) return {Outcome::kMismatch, "too few outputs"};
-      const std::string diff = CompareValues((*out)[k], *expected);
-      if (!diff.empty()) {
-        return {Outcome::kMismatch, absl::StrCat(data.filename().string(), " output ", k, " '",
-                                                 graph.outputs()[k]->name(), "': ", diff)};
-      }
-    }
-  }
-  return result;
+  return {};
 }
 
 Result TimedRun(const std::string& name) {

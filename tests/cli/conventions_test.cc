@@ -83,6 +83,28 @@ TEST(Conventions, JsonWritesNonFiniteNumbersAsNullWithAFlag) {
                      R"("ok":0.5,"list":[null,1]})");
 }
 
+// A report lists its fields; each value's C++ type says how it is spelt, an optional field
+// left out writes nothing (no stray comma), and strings are escaped as JSON requires.
+TEST(Conventions, JsonFieldsAreSpeltByTheirType) {
+  const std::vector<std::string> names = {"a", "b\"c"};
+  const std::vector<int> none;
+  cli::JsonWriter w;
+  w.BeginObject().Fields(
+      {cli::Field("text", std::string("x\ny")), cli::Field("count", 3u),
+       cli::Field("bytes", int64_t{1} << 40), cli::Field("ok", true), cli::Field("share", 0.25f),
+       cli::Field("names", names), cli::OptionalField(false, "gone", 1), cli::Field("kind", "k"),
+       cli::OptionalField(true, "error", -std::numeric_limits<double>::infinity())});
+  w.Array("items", std::vector<int>{1, 2}, [](cli::JsonWriter& w, int i) {
+    w.Object({cli::Field("i", i), cli::OptionalField(i > 1, "big", i > 1)});
+  });
+  w.ArrayUnlessEmpty("none", none, [](cli::JsonWriter& w, int i) { w.Int(i); });
+  w.Key("control").String(std::string("\x01\\\t\r"));
+  w.EndObject();
+  EXPECT_EQ(w.str(), R"({"text":"x\ny","count":3,"bytes":1099511627776,"ok":true,"share":0.25,)"
+                     R"("names":["a","b\"c"],"kind":"k","error":null,"error_non_finite":"-inf",)"
+                     R"("items":[{"i":1},{"i":2,"big":true}],"control":"\u0001\\\t\r"})");
+}
+
 class CommandFolder : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -14,22 +14,13 @@
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
 #include "tests/cli/cli_util.h"
+#include "tests/support/fp16_overflow_models.h"
 
 namespace ovfix {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::RunOvfix;
-
-constexpr char kIslandModel[] = R"(
-    <ir_version: 8, opset_import: ["" : 17]>
-    m (float16[4] x) => (float16[4] y) {
-      xf = Cast <to = 1> (x)
-      big = Constant <value = float {1000}> ()
-      up = Mul(xf, big)
-      down = Div(up, big)
-      y = Cast <to = 10> (down)
-    })";
 
 struct Files {
   fs::path dir;
@@ -40,7 +31,7 @@ Files WriteIslandModel() {
   Files f;
   f.dir = fs::temp_directory_path() / ("ovfix_fp16_all_" + std::to_string(::getpid()));
   fs::create_directories(f.dir);
-  auto model = ParseModelText(kIslandModel);
+  auto model = ParseModelText(testing::kFloat16ModelWithIsland);
   EXPECT_TRUE(model.ok()) << model.status();
   f.model = (f.dir / "island.onnx").string();
   EXPECT_TRUE(SaveModel(**model, f.model).ok());

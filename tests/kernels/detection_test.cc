@@ -10,12 +10,9 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::RunNode;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
@@ -141,4 +138,4 @@ TEST(NonMaxSuppressionTest, MalformedInputsAreErrors) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -15,14 +15,8 @@
 #include "ir/graph.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
-
-using math_testing::FloatAttr;
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::RunOp;
-using math_testing::StringAttr;
 
 template <typename T>
 Tensor Make(DataType type, std::vector<int64_t> dims, const std::vector<T>& v) {
@@ -467,4 +461,4 @@ TEST(ElementwiseTest, Bfloat16ComputesInFloat) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -9,13 +9,9 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::ExpectNear;
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::RunNode;
 using ::testing::HasSubstr;
 
 Tensor Int64Scalar(int64_t v) { return Tensor::FromVector<int64_t>(DataType::kInt64, {}, {v}); }
@@ -98,4 +94,4 @@ TEST(StftTest, RefusesAFrameLongerThanTheSignal) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

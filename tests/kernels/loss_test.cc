@@ -8,15 +8,9 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::ExpectNear;
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::NodeRun;
-using math_testing::RunNode;
-using math_testing::StringAttr;
 using ::testing::HasSubstr;
 
 Tensor Targets(const std::vector<int64_t>& v) {
@@ -78,4 +72,4 @@ TEST(LossTest, TargetsOutOfRangeAreErrors) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -129,6 +129,17 @@ inline Tensor FloatTensor(const Dims& dims, const std::vector<float>& v) {
   return Tensor::FromVector(DataType::kFloat, dims, v);
 }
 
+inline Tensor Int64s(Dims dims, const std::vector<int64_t>& v) {
+  return Tensor::FromVector(DataType::kInt64, std::move(dims), v);
+}
+
+// Every element as a double, for gmock matchers.
+inline std::vector<double> Values(const Tensor& t) {
+  std::vector<double> v(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsDouble(i);
+  return v;
+}
+
 inline void ExpectNear(const Tensor& actual, const Dims& dims, const std::vector<double>& expected,
                        double tolerance, const std::string& what) {
   ASSERT_EQ(actual.dims(), dims) << what;

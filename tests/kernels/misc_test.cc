@@ -19,10 +19,13 @@
 #include "ir/graph.h"
 #include "ir/status_macros.h"
 #include "onnx/defs/attr_proto_util.h"
+#include "tests/kernels/math_test_util.h"
 
 namespace ovfix::exec {
 namespace {
 
+using math_testing::Int64s;
+using math_testing::Values;
 using onnx::MakeAttribute;
 
 const KernelDef* FindMiscKernel(const std::string& op, int opset) {
@@ -68,17 +71,8 @@ Tensor Floats(std::vector<int64_t> dims, const std::vector<float>& v) {
 Tensor Doubles(std::vector<int64_t> dims, const std::vector<double>& v) {
   return Tensor::FromVector(DataType::kDouble, std::move(dims), v);
 }
-Tensor Int64s(std::vector<int64_t> dims, const std::vector<int64_t>& v) {
-  return Tensor::FromVector(DataType::kInt64, std::move(dims), v);
-}
 Tensor Uint8s(std::vector<int64_t> dims, const std::vector<uint8_t>& v) {
   return Tensor::FromVector(DataType::kUint8, std::move(dims), v);
-}
-
-std::vector<double> Values(const Tensor& t) {
-  std::vector<double> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsDouble(i);
-  return v;
 }
 
 void ExpectTensorNear(const Tensor& t, const std::vector<int64_t>& dims,
@@ -93,17 +87,28 @@ void ExpectTensorNear(const Tensor& t, const std::vector<int64_t>& dims,
 
 // --- Resize / Upsample -----------------------------------------------------------------------
 
-TEST(ResizeTest, UpsampleScalesNearest) {
-  const Tensor x = Floats({1, 1, 2, 2}, {1, 2, 3, 4});
-  const Tensor scales = Floats({4}, {1, 1, 2, 3});
-  auto y =
-      RunOp("Resize", 13, {&x, nullptr, &scales}, {MakeAttribute("mode", std::string("nearest"))});
+// Resize (opset 13) of x by scales, with the mode and coordinate transformation given, checked
+// element by element against values worked out from the ONNX documentation.
+void ExpectScaled(const Tensor& x, const std::vector<float>& scales, const std::string& mode,
+                  const std::string& coordinates, const std::vector<int64_t>& dims,
+                  const std::vector<double>& expected) {
+  const Tensor scale_tensor = Floats({static_cast<int64_t>(scales.size())}, scales);
+  std::vector<onnx::AttributeProto> attributes = {MakeAttribute("mode", mode)};
+  if (!coordinates.empty()) {
+    attributes.push_back(MakeAttribute("coordinate_transformation_mode", coordinates));
+  }
+  auto y = RunOp("Resize", 13, {&x, nullptr, &scale_tensor}, attributes);
   ASSERT_TRUE(y.ok()) << y.status();
-  ExpectTensorNear((*y)[0], {1, 1, 4, 6},
-                   {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
+  ExpectTensorNear((*y)[0], dims, expected);
+}
+
+TEST(ResizeTest, UpsampleScalesNearest) {
+  ExpectScaled(Floats({1, 1, 2, 2}, {1, 2, 3, 4}), {1, 1, 2, 3}, "nearest", "", {1, 1, 4, 6},
+               {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
 }
 
 TEST(ResizeTest, DownsampleScalesNearest) {
+  // No mode attribute: nearest is the default.
   const Tensor x = Floats({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   const Tensor scales = Floats({4}, {1, 1, 0.6f, 0.6f});
   auto y = RunOp("Resize", 13, {&x, nullptr, &scales});
@@ -112,42 +117,22 @@ TEST(ResizeTest, DownsampleScalesNearest) {
 }
 
 TEST(ResizeTest, UpsampleScalesLinear) {
-  const Tensor x = Floats({1, 1, 2, 2}, {1, 2, 3, 4});
-  const Tensor scales = Floats({4}, {1, 1, 2, 2});
-  auto y =
-      RunOp("Resize", 13, {&x, nullptr, &scales}, {MakeAttribute("mode", std::string("linear"))});
-  ASSERT_TRUE(y.ok()) << y.status();
-  ExpectTensorNear(
-      (*y)[0], {1, 1, 4, 4},
-      {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+  ExpectScaled(Floats({1, 1, 2, 2}, {1, 2, 3, 4}), {1, 1, 2, 2}, "linear", "", {1, 1, 4, 4},
+               {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
 }
 
 TEST(ResizeTest, LinearAlignCorners) {
-  const Tensor x = Floats({1, 1, 2, 2}, {1, 2, 3, 4});
-  const Tensor scales = Floats({4}, {1, 1, 2, 2});
-  auto y = RunOp("Resize", 13, {&x, nullptr, &scales},
-                 {MakeAttribute("mode", std::string("linear")),
-                  MakeAttribute("coordinate_transformation_mode", std::string("align_corners"))});
-  ASSERT_TRUE(y.ok()) << y.status();
   const double t = 1.0 / 3, u = 2.0 / 3;
-  ExpectTensorNear(
-      (*y)[0], {1, 1, 4, 4},
+  ExpectScaled(
+      Floats({1, 1, 2, 2}, {1, 2, 3, 4}), {1, 1, 2, 2}, "linear", "align_corners", {1, 1, 4, 4},
       {1, 1 + t, 1 + u, 2, 1 + u, 2, 2 + t, 2 + u, 2 + t, 2 + u, 3, 3 + t, 3, 3 + t, 3 + u, 4});
 }
 
 TEST(ResizeTest, DownsampleLinear) {
   const Tensor x = Floats({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
-  const Tensor scales = Floats({4}, {1, 1, 0.6f, 0.6f});
-  auto y =
-      RunOp("Resize", 13, {&x, nullptr, &scales}, {MakeAttribute("mode", std::string("linear"))});
-  ASSERT_TRUE(y.ok()) << y.status();
-  ExpectTensorNear((*y)[0], {1, 1, 1, 2}, {2.6666665, 4.3333331});
+  ExpectScaled(x, {1, 1, 0.6f, 0.6f}, "linear", "", {1, 1, 1, 2}, {2.6666665, 4.3333331});
   // align_corners uses scale * size (2.4), not the rounded size, as the reference does.
-  y = RunOp("Resize", 13, {&x, nullptr, &scales},
-            {MakeAttribute("mode", std::string("linear")),
-             MakeAttribute("coordinate_transformation_mode", std::string("align_corners"))});
-  ASSERT_TRUE(y.ok()) << y.status();
-  ExpectTensorNear((*y)[0], {1, 1, 1, 2}, {1, 3.142857});
+  ExpectScaled(x, {1, 1, 0.6f, 0.6f}, "linear", "align_corners", {1, 1, 1, 2}, {1, 3.142857});
 }
 
 // ParallelForEach calls every item exactly once, with any pool (or none) and item count; the

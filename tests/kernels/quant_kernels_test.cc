@@ -12,15 +12,8 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
-
-using math_testing::Dims;
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::IntsAttr;
-using math_testing::NodeRun;
-using math_testing::RunNode;
 
 Tensor Bytes(DataType type, const Dims& dims, const std::vector<int>& values) {
   Tensor t(type, dims);
@@ -108,7 +101,7 @@ TEST_P(QuantKernels, MatMulIntegerMatchesNaiveProduct) {
         }
       }
     }
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &math_testing::MathPool()}) {
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
       NodeRun run;
       run.pool = pool;
       auto y = RunNode("MatMulInteger", 10, {a, b, a_zero, b_zero}, {}, run);
@@ -198,7 +191,7 @@ TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
         Dims out_dims;
         const std::vector<int32_t> expected =
             NaiveConvInteger(x, x_zero.GetAsInt64(0), w, w_zeros, c, out_dims);
-        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &math_testing::MathPool()}) {
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
           NodeRun run;
           run.pool = pool;
           auto y = RunNode("ConvInteger", 10, {x, w, x_zero, w_zero},
@@ -286,4 +279,4 @@ TEST(QuantKernelsByHand, DynamicQuantizeLinearOfZerosHasScaleOne) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -18,13 +18,10 @@
 #include "tests/kernels/ort_quantized_unet.h"
 #include "tests/support/ort_peer.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
 namespace fs = std::filesystem;
-using math_testing::FloatTensor;
-using math_testing::RunNode;
-using math_testing::StringAttr;
 
 uint32_t Bits(float f) {
   uint32_t b;
@@ -104,4 +101,4 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, OrtQuantizedUnet, ::testing::Values(false,
                          [](const auto& info) { return info.param ? "uint8" : "int8"; });
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -17,17 +17,9 @@
 #include "ir/status_macros.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::Dims;
-using math_testing::ExpectNear;
-using math_testing::FloatAttr;
-using math_testing::FloatsAttr;
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::StringAttr;
-using math_testing::StringsAttr;
 using ::testing::HasSubstr;
 
 double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
@@ -66,7 +58,7 @@ absl::StatusOr<std::vector<Tensor>> RunRecurrent(
   const KernelDef* kernel = FindKernel("", op, opset);
   if (kernel == nullptr) return absl::NotFoundError(op + " has no kernel");
   KernelContext ctx = KernelContext::For(*node, opset);
-  ctx.pool = &math_testing::MathPool();
+  ctx.pool = &MathPool();
   for (const Tensor& t : inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
   ctx.outputs.resize(outputs.size());
   OVFIX_RETURN_IF_ERROR(kernel->fn(ctx));
@@ -130,7 +122,7 @@ std::vector<Tensor> RandomInputs(const std::string& op, int64_t seq, int64_t bat
                                  int64_t hidden, int64_t directions, uint32_t seed) {
   std::mt19937 rng(seed);
   const auto random = [&](const Dims& dims) {
-    return FloatTensor(dims, math_testing::RandomFloats(Tensor::NumElements(dims), rng));
+    return FloatTensor(dims, RandomFloats(Tensor::NumElements(dims), rng));
   };
   const int64_t gh = Gates(op) * hidden;
   std::vector<Tensor> inputs = {random({seq, batch, input}),
@@ -557,4 +549,4 @@ TEST(RecurrentTest, BadInputsAreErrors) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

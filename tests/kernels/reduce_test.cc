@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,26 +17,12 @@
 #include "ir/graph.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::FloatAttr;
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::IntsAttr;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-Tensor Int64s(std::vector<int64_t> dims, const std::vector<int64_t>& v) {
-  return Tensor::FromVector(DataType::kInt64, std::move(dims), v);
-}
-
-std::vector<double> Values(const Tensor& t) {
-  std::vector<double> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsDouble(i);
-  return v;
-}
 
 std::vector<float> RandomFloats(int64_t n, uint32_t seed, float low = -2, float high = 2) {
   std::mt19937 rng(seed);
@@ -51,11 +38,11 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op_type, int opset,
                                           const std::vector<Tensor>& inputs,
                                           const std::vector<onnx::AttributeProto>& attributes,
                                           int num_outputs = 1, ThreadPool* pool = nullptr) {
-  math_testing::NodeRun run;
+  NodeRun run;
   run.pool = pool;
   run.num_outputs = num_outputs;
   run.name = "node";
-  return math_testing::RunNode(op_type, opset, inputs, attributes, run);
+  return RunNode(op_type, opset, inputs, attributes, run);
 }
 
 // Reduce* by the definition: gather each output's inputs, then apply the formula.
@@ -412,25 +399,25 @@ TEST(NormalizationTest, InstanceAndGroupNormalization) {
             {FloatTensor({2, 4, 3}, x), FloatTensor({2}, {2, 3}), FloatTensor({2}, {1, -1})},
             {IntAttr("num_groups", 2), FloatAttr("epsilon", 1e-5f)});
   ASSERT_TRUE(group.ok()) << group.status();
-  for (int run = 0; run < 8; ++run) {
-    double mean = 0, variance = 0;
-    for (int i = 0; i < 3; ++i) mean += x[run * 3 + i] / 3.0;
-    for (int i = 0; i < 3; ++i) variance += (x[run * 3 + i] - mean) * (x[run * 3 + i] - mean) / 3;
-    for (int i = 0; i < 3; ++i) {
-      const double normal = (x[run * 3 + i] - mean) / std::sqrt(variance + 1e-5);
-      EXPECT_NEAR((*instance)[0].GetAsDouble(run * 3 + i), normal * (run % 4 + 1) + run % 2, 1e-4);
+  // Each run of `size` elements normalized by its own mean and variance, then scaled and
+  // shifted by run's parameters: instance norm per channel, group norm per 2 channels.
+  auto expect_normalized = [&](const Tensor& y, int size, auto scale, auto bias) {
+    for (int run = 0; run * size < static_cast<int>(x.size()); ++run) {
+      const auto first = x.begin() + run * size;
+      const double mean = std::accumulate(first, first + size, 0.0) / size;
+      double variance = 0;
+      for (int i = 0; i < size; ++i) variance += (first[i] - mean) * (first[i] - mean) / size;
+      for (int i = 0; i < size; ++i) {
+        const double normal = (first[i] - mean) / std::sqrt(variance + 1e-5);
+        EXPECT_NEAR(y.GetAsDouble(run * size + i), normal * scale(run) + bias(run), 1e-4)
+            << "run " << run << " of " << size;
+      }
     }
-  }
-  for (int run = 0; run < 4; ++run) {
-    double mean = 0, variance = 0;
-    for (int i = 0; i < 6; ++i) mean += x[run * 6 + i] / 6.0;
-    for (int i = 0; i < 6; ++i) variance += (x[run * 6 + i] - mean) * (x[run * 6 + i] - mean) / 6;
-    for (int i = 0; i < 6; ++i) {
-      const double normal = (x[run * 6 + i] - mean) / std::sqrt(variance + 1e-5);
-      const double expected = run % 2 ? normal * 3 - 1 : normal * 2 + 1;
-      EXPECT_NEAR((*group)[0].GetAsDouble(run * 6 + i), expected, 1e-4);
-    }
-  }
+  };
+  expect_normalized((*instance)[0], 3, [](int run) { return run % 4 + 1; },
+                    [](int run) { return run % 2; });
+  expect_normalized((*group)[0], 6, [](int run) { return run % 2 ? 3 : 2; },
+                    [](int run) { return run % 2 ? -1 : 1; });
   auto bad = RunOp(
       "InstanceNormalization", 6,
       {FloatTensor({2, 4, 3}, x), FloatTensor({3}, {1, 2, 3}), FloatTensor({4}, {0, 1, 0, 1})}, {});
@@ -574,4 +561,4 @@ TEST(ReduceGroupTest, OddInputsDoNotCrash) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

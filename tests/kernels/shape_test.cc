@@ -17,18 +17,11 @@
 #include "ir/tensor_proto.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::FloatAttr;
-using math_testing::FloatTensor;
-using math_testing::IntAttr;
-using math_testing::IntsAttr;
-using math_testing::RunOp;
-using math_testing::StringAttr;
-
 onnx::AttributeProto TensorAttr(const std::string& name, const Tensor& t) {
-  onnx::AttributeProto a = math_testing::NamedAttr(name, onnx::AttributeProto::TENSOR);
+  onnx::AttributeProto a = NamedAttr(name, onnx::AttributeProto::TENSOR);
   *a.mutable_t() = TensorToProto(t);
   return a;
 }
@@ -733,4 +726,4 @@ TEST(GeneratorsTest, Unique) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -10,12 +10,9 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::ExpectNear;
-using math_testing::IntAttr;
-using math_testing::RunNode;
 using ::testing::HasSubstr;
 
 Tensor Size(int64_t n) { return Tensor::FromVector<int64_t>(DataType::kInt64, {}, {n}); }
@@ -131,4 +128,4 @@ TEST(MelWeightMatrixTest, OutputTypeAndBadInputs) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

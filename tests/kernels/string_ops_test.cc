@@ -8,16 +8,9 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::ExpectNear;
-using math_testing::FloatsAttr;
-using math_testing::IntAttr;
-using math_testing::IntsAttr;
-using math_testing::RunNode;
-using math_testing::StringAttr;
-using math_testing::StringsAttr;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -79,23 +72,30 @@ std::vector<onnx::AttributeProto> Pool(const std::string& mode, int64_t max_skip
 
 Tensor Row() { return Tensor::FromVector<int64_t>(DataType::kInt64, {5}, {1, 2, 1, 2, 3}); }
 
+// The pool's four outputs for Row() in each mode, counted by hand.
+struct Counted {
+  std::string mode;
+  int64_t max_skip;
+  std::vector<double> expected;
+  std::string why;
+};
+
+void ExpectCounted(const std::vector<Counted>& cases) {
+  for (const Counted& c : cases) {
+    auto out = RunNode("TfIdfVectorizer", 9, {Row()}, Pool(c.mode, c.max_skip));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectNear((*out)[0], {4}, c.expected, 0, c.mode + ": " + c.why);
+  }
+}
+
 TEST(TfIdfVectorizerTest, TermFrequencyWithAndWithoutSkips) {
-  auto adjacent = RunNode("TfIdfVectorizer", 9, {Row()}, Pool("TF", 0));
-  ASSERT_TRUE(adjacent.ok()) << adjacent.status();
-  ExpectNear((*adjacent)[0], {4}, {2, 1, 2, 0}, 0, "skip 0");
-  // Skips find (1, 3) and count no unigram twice.
-  auto skipping = RunNode("TfIdfVectorizer", 9, {Row()}, Pool("TF", 1));
-  ASSERT_TRUE(skipping.ok()) << skipping.status();
-  ExpectNear((*skipping)[0], {4}, {2, 1, 2, 1}, 0, "skip 1");
+  ExpectCounted({{"TF", 0, {2, 1, 2, 0}, "skip 0"},
+                 {"TF", 1, {2, 1, 2, 1}, "skips find (1, 3) and count no unigram twice"}});
 }
 
 TEST(TfIdfVectorizerTest, WeightedModes) {
-  auto idf = RunNode("TfIdfVectorizer", 9, {Row()}, Pool("IDF", 0));
-  ASSERT_TRUE(idf.ok()) << idf.status();
-  ExpectNear((*idf)[0], {4}, {0.5, 1, 2, 0}, 0, "IDF: the weight where counted");
-  auto tfidf = RunNode("TfIdfVectorizer", 9, {Row()}, Pool("TFIDF", 1));
-  ASSERT_TRUE(tfidf.ok()) << tfidf.status();
-  ExpectNear((*tfidf)[0], {4}, {1, 1, 4, 4}, 0, "TFIDF: count times weight");
+  ExpectCounted({{"IDF", 0, {0.5, 1, 2, 0}, "the weight where counted"},
+                 {"TFIDF", 1, {1, 1, 4, 4}, "count times weight"}});
 }
 
 TEST(TfIdfVectorizerTest, StringsInRows) {
@@ -122,4 +122,4 @@ TEST(TfIdfVectorizerTest, RefusesAPoolThatDoesNotDivide) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -8,15 +8,9 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/math_test_util.h"
 
-namespace ovfix::exec {
+namespace ovfix::exec::math_testing {
 namespace {
 
-using math_testing::ExpectNear;
-using math_testing::FloatAttr;
-using math_testing::FloatTensor;
-using math_testing::NodeRun;
-using math_testing::RunNode;
-using math_testing::StringAttr;
 using ::testing::HasSubstr;
 
 Tensor Rate(float r) { return Tensor::FromVector<float>(DataType::kFloat, {}, {r}); }
@@ -30,26 +24,26 @@ NodeRun Training(int outputs) {
   return run;
 }
 
+// One Adagrad step from X = 1, G = 3 at rate 0.1: the updated X and H.
+void ExpectAdagrad(int64_t step, float history, std::vector<onnx::AttributeProto> attributes,
+                   double x, double h, const std::string& what) {
+  attributes.push_back(FloatAttr("epsilon", 0));
+  auto out = RunNode("Adagrad", 1, {Rate(0.1f), Count(step), One(1), One(3), One(history)},
+                     attributes, Training(2));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectNear((*out)[0], {1}, {x}, 1e-6, "X, " + what);
+  ExpectNear((*out)[1], {1}, {h}, 1e-6, "H, " + what);
+}
+
 TEST(AdagradTest, OneStepWorkedByHand) {
   // H' = 16 + 3^2 = 25; X' = 1 - r 3 / (5 + eps) with r = 0.1 / (1 + T decay).
-  auto first = RunNode("Adagrad", 1, {Rate(0.1f), Count(0), One(1), One(3), One(16)},
-                       {FloatAttr("decay_factor", 0.5f), FloatAttr("epsilon", 0)}, Training(2));
-  ASSERT_TRUE(first.ok()) << first.status();
-  ExpectNear((*first)[0], {1}, {0.94}, 1e-6, "X, T = 0");
-  ExpectNear((*first)[1], {1}, {25}, 1e-6, "H");
-  auto later = RunNode("Adagrad", 1, {Rate(0.1f), Count(2), One(1), One(3), One(16)},
-                       {FloatAttr("decay_factor", 0.5f), FloatAttr("epsilon", 0)}, Training(2));
-  ASSERT_TRUE(later.ok()) << later.status();
-  ExpectNear((*later)[0], {1}, {0.97}, 1e-6, "X, T = 2: r = 0.05");
+  ExpectAdagrad(0, 16, {FloatAttr("decay_factor", 0.5f)}, 0.94, 25, "T = 0");
+  ExpectAdagrad(2, 16, {FloatAttr("decay_factor", 0.5f)}, 0.97, 25, "T = 2: r = 0.05");
 }
 
 TEST(AdagradTest, RegularizationAddsToTheGradient) {
   // G' = 1 * X + G = 4; H' = 9 + 16 = 25; X' = 1 - 0.1 * 4 / 5.
-  auto out = RunNode("Adagrad", 1, {Rate(0.1f), Count(0), One(1), One(3), One(9)},
-                     {FloatAttr("norm_coefficient", 1), FloatAttr("epsilon", 0)}, Training(2));
-  ASSERT_TRUE(out.ok()) << out.status();
-  ExpectNear((*out)[0], {1}, {0.92}, 1e-6, "X");
-  ExpectNear((*out)[1], {1}, {25}, 1e-6, "H");
+  ExpectAdagrad(0, 9, {FloatAttr("norm_coefficient", 1)}, 0.92, 25, "norm_coefficient 1");
 }
 
 TEST(AdamTest, OneStepWorkedByHand) {
@@ -123,4 +117,4 @@ TEST(MomentumTest, RefusesABadModeAndMismatchedTensors) {
 }
 
 }  // namespace
-}  // namespace ovfix::exec
+}  // namespace ovfix::exec::math_testing

@@ -59,20 +59,9 @@ std::vector<OpCase> AllCases() {
   return cases;
 }
 
-class ConvTransposeKernelTest : public ::testing::TestWithParam<KernelCase> {};
-
-TEST_P(ConvTransposeKernelTest, MatchesCpu) { ExpectMatchesCpu(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, ConvTransposeKernelTest,
-                         ::testing::ValuesIn(InPrecisions(AllCases(), {Precision::kFp32,
-                                                                       Precision::kFp16Storage})),
-                         [](const auto& info) { return info.param.name(); });
-INSTANTIATE_TEST_SUITE_P(HalfArithmetic, ConvTransposeKernelTest,
-                         ::testing::ValuesIn(InPrecisions(
-                             FirstOfEach(AllCases(), {"ConvTranspose_2d_bias",
-                                                      "ConvTranspose_groups", "ConvTranspose_3d"}),
-                             {Precision::kFp16})),
-                         [](const auto& info) { return info.param.name(); });
+OVFIX_MATCHES_CPU_TEST(ConvTransposeKernelTest, AllCases(),
+                       FirstOfEach(AllCases(), {"ConvTranspose_2d_bias", "ConvTranspose_groups",
+                                                "ConvTranspose_3d"}));
 
 }  // namespace
 }  // namespace ovfix::exec::matches_cpu

@@ -353,14 +353,8 @@ void AddLogicAndGenerators(std::vector<DataCase>& cases) {
 }
 
 std::vector<DataCase> AllCases() {
-  std::vector<DataCase> cases;
-  AddStridedCopies(cases);
-  AddIndexed(cases);
-  AddSelections(cases);
-  AddOtherElementTypes(cases);
-  AddCasts(cases);
-  AddLogicAndGenerators(cases);
-  return cases;
+  return matches_cpu::CasesOf<DataCase>({AddStridedCopies, AddIndexed, AddSelections,
+                                         AddOtherElementTypes, AddCasts, AddLogicAndGenerators});
 }
 
 using Param = matches_cpu::InPrecision<DataCase>;
@@ -411,17 +405,17 @@ TEST_P(DataKernelTest, MatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(Ops, DataKernelTest,
                          ::testing::ValuesIn(matches_cpu::InPrecisions(
                              AllCases(), {Precision::kFp32, Precision::kFp16Storage})),
-                         [](const auto& info) { return info.param.name(); });
+                         matches_cpu::CaseName());
 INSTANTIATE_TEST_SUITE_P(HalfArithmetic, DataKernelTest,
                          ::testing::ValuesIn(matches_cpu::InPrecisions(HalfArithmeticCases(),
                                                                        {Precision::kFp16})),
-                         [](const auto& info) { return info.param.name(); });
+                         matches_cpu::CaseName());
 
 // Hand-worked values, independent of the CPU executor: a reflect pad and a scatter-add with
 // a repeated index.
 TEST(OpenclDataKernels, HandWorkedPadAndScatterAdd) {
   if (!matches_cpu::HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
-  auto model = ParseModelText(R"(
+  auto opencl = matches_cpu::OnOpencl(R"(
     <ir_version: 8, opset_import: ["" : 18]>
     m (float[4] x, float[3] u) => (float pad, float scatter) {
       p = Constant<value = int64[2] {2, 3}>()
@@ -430,14 +424,11 @@ TEST(OpenclDataKernels, HandWorkedPadAndScatterAdd) {
       scatter = ScatterND<reduction = "add">(x, i, u)
     }
   )");
-  ASSERT_TRUE(model.ok()) << model.status();
-  SessionOptions options;
-  options.backend = "opencl";
-  auto cl = CreateSession(**model, options);
-  ASSERT_TRUE(cl.ok()) << cl.status();
+  ASSERT_TRUE(opencl.ok()) << opencl.status();
+  Session* cl = opencl->session.get();
   const Tensor x = Tensor::FromVector<float>(DataType::kFloat, {4}, {1, 2, 3, 4});
   const Tensor u = Tensor::FromVector<float>(DataType::kFloat, {3}, {10, 20, 30});
-  auto out = (*cl)->Run({{"x", x}, {"u", u}});
+  auto out = cl->Run({{"x", x}, {"u", u}});
   ASSERT_TRUE(out.ok()) << out.status();
   auto values = [](const Tensor& t) {
     const auto v = t.values<float>();
@@ -445,7 +436,7 @@ TEST(OpenclDataKernels, HandWorkedPadAndScatterAdd) {
   };
   EXPECT_EQ(values((*out)[0]), (std::vector<float>{3, 2, 1, 2, 3, 4, 3, 2, 1}));
   EXPECT_EQ(values((*out)[1]), (std::vector<float>{1, 42, 3, 24}));
-  for (const std::string& note : (*cl)->notes()) {
+  for (const std::string& note : cl->notes()) {
     EXPECT_FALSE(absl::StrContains(note, "runs on the CPU")) << note;
   }
 }
@@ -455,7 +446,7 @@ TEST(OpenclDataKernels, HandWorkedPadAndScatterAdd) {
 // ops around it run on the device.
 TEST(OpenclDataKernels, ShapeArithmeticOnInitializersStaysOnTheHost) {
   if (!matches_cpu::HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
-  auto model = ParseModelText(R"(
+  auto opencl = matches_cpu::OnOpencl(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     m (float[1, 6, 4, 2] x) => (float y) <int64 one = {1}, int64 three = {3},
                                          int64[1] zero = {0}, int64[1] lead = {1},
@@ -469,21 +460,18 @@ TEST(OpenclDataKernels, ShapeArithmeticOnInitializersStaysOnTheHost) {
       y = Transpose<perm = [0, 2, 1]>(r)
     }
   )");
-  ASSERT_TRUE(model.ok()) << model.status();
-  SessionOptions options;
-  options.backend = "opencl";
-  auto cl = CreateSession(**model, options);
-  ASSERT_TRUE(cl.ok()) << cl.status();
+  ASSERT_TRUE(opencl.ok()) << opencl.status();
+  Session* cl = opencl->session.get();
   std::vector<float> values(48);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
-  auto out = (*cl)->Run({{"x", Tensor::FromVector<float>(DataType::kFloat, {1, 6, 4, 2}, values)}});
+  auto out = cl->Run({{"x", Tensor::FromVector<float>(DataType::kFloat, {1, 6, 4, 2}, values)}});
   ASSERT_TRUE(out.ok()) << out.status();
   // r is [1, 2, 24]; y[0, j, i] = r[0, i, j] = 24 * i + j.
   ASSERT_EQ((*out)[0].dims(), (std::vector<int64_t>{1, 24, 2}));
   const auto y = (*out)[0].values<float>();
   EXPECT_EQ(y[1], 24.0f);
   EXPECT_EQ(y[2 * 5 + 1], 29.0f);
-  for (const std::string& note : (*cl)->notes()) {
+  for (const std::string& note : cl->notes()) {
     EXPECT_FALSE(absl::StrContains(note, "runs on the CPU")) << note;
   }
 }

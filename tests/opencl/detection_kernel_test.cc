@@ -178,29 +178,12 @@ void AddSpecials(std::vector<OpCase>& cases) {
 }
 
 std::vector<OpCase> AllCases() {
-  std::vector<OpCase> cases;
-  AddTopK(cases);
-  AddNonZero(cases);
-  AddNms(cases);
-  AddRoiAlign(cases);
-  AddSpecials(cases);
-  return cases;
+  return CasesOf<OpCase>({AddTopK, AddNonZero, AddNms, AddRoiAlign, AddSpecials});
 }
 
-class DetectionKernelTest : public ::testing::TestWithParam<KernelCase> {};
-
-TEST_P(DetectionKernelTest, MatchesCpu) { ExpectMatchesCpu(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, DetectionKernelTest,
-                         ::testing::ValuesIn(InPrecisions(AllCases(), {Precision::kFp32,
-                                                                       Precision::kFp16Storage})),
-                         [](const auto& info) { return info.param.name(); });
-INSTANTIATE_TEST_SUITE_P(HalfArithmetic, DetectionKernelTest,
-                         ::testing::ValuesIn(InPrecisions(
-                             FirstOfEach(AllCases(), {"TopK_", "NonZero_", "NonMaxSuppression_",
-                                                      "RoiAlign_avg", "RoiAlign_max"}),
-                             {Precision::kFp16})),
-                         [](const auto& info) { return info.param.name(); });
+OVFIX_MATCHES_CPU_TEST(DetectionKernelTest, AllCases(),
+                       FirstOfEach(AllCases(), {"TopK_", "NonZero_", "NonMaxSuppression_",
+                                                "RoiAlign_avg", "RoiAlign_max"}));
 
 // The OpenCL table covers the versions the CPU kernels do, no earlier.
 TEST(OpenclOpTable, DetectionResizeOpsHaveTheirVersions) {

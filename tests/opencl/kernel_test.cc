@@ -538,19 +538,8 @@ void AddSpecials(std::vector<OpCase>& cases) {
 }
 
 std::vector<OpCase> AllCases() {
-  std::vector<OpCase> cases;
-  AddUnary(cases);
-  AddBinary(cases);
-  AddWhereConcat(cases);
-  AddShapeOps(cases);
-  AddConv(cases);
-  AddGemm(cases);
-  AddMatMul(cases);
-  AddPooling(cases);
-  AddReduce(cases);
-  AddSoftmaxGather(cases);
-  AddSpecials(cases);
-  return cases;
+  return CasesOf<OpCase>({AddUnary, AddBinary, AddWhereConcat, AddShapeOps, AddConv, AddGemm,
+                          AddMatMul, AddPooling, AddReduce, AddSoftmaxGather, AddSpecials});
 }
 
 // Half arithmetic exists on GPUs only (PoCL's CPU device has no cl_khr_fp16: these skip
@@ -569,38 +558,24 @@ std::vector<OpCase> HalfArithmeticCases() {
 // ---------------------------------------------------------------------------------------
 // The test.
 
-class KernelTest : public ::testing::TestWithParam<KernelCase> {};
-
-TEST_P(KernelTest, MatchesCpu) { ExpectMatchesCpu(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, KernelTest,
-                         ::testing::ValuesIn(InPrecisions(AllCases(), {Precision::kFp32,
-                                                                       Precision::kFp16Storage})),
-                         [](const auto& info) { return info.param.name(); });
-INSTANTIATE_TEST_SUITE_P(HalfArithmetic, KernelTest,
-                         ::testing::ValuesIn(InPrecisions(HalfArithmeticCases(),
-                                                          {Precision::kFp16})),
-                         [](const auto& info) { return info.param.name(); });
+OVFIX_MATCHES_CPU_TEST(KernelTest, AllCases(), HalfArithmeticCases());
 
 // The max of nothing but -inf is -inf (a max that starts from -FLT_MAX gives -FLT_MAX):
 // checked here against the value itself, since the CPU executor's pools give -FLT_MAX.
 TEST(OpenclKernels, MaxOfMinusInfinity) {
   if (!HaveOpencl()) GTEST_SKIP() << "no OpenCL device";
-  auto model = ParseModelText(R"(
+  auto opencl = OnOpencl(R"(
     m (float[1, 2, 3] x) => (float pool, float global, float reduce) {
       pool = MaxPool<kernel_shape = [2]>(x)
       global = GlobalMaxPool(x)
       reduce = ReduceMax<axes = [2], keepdims = 0>(x)
     }
   )");
-  ASSERT_TRUE(model.ok()) << model.status();
-  SessionOptions options;
-  options.backend = "opencl";
-  auto cl = CreateSession(**model, options);
-  ASSERT_TRUE(cl.ok()) << cl.status();
+  ASSERT_TRUE(opencl.ok()) << opencl.status();
+  Session* cl = opencl->session.get();
   const Tensor x = Tensor::FromVector<float>(DataType::kFloat, {1, 2, 3},
                                              {-INFINITY, -INFINITY, -INFINITY, 1, -INFINITY, 2});
-  auto out = (*cl)->Run({{"x", x}});
+  auto out = cl->Run({{"x", x}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].values<float>()[0], -INFINITY);
   EXPECT_EQ((*out)[0].values<float>()[2], 1.0f);

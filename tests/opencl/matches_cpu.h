@@ -144,6 +144,22 @@ std::vector<InPrecision<Case>> InPrecisions(const std::vector<Case>& cases,
   return out;
 }
 
+// The cases that each of `adders` appends, in order: a test file's whole list.
+template <typename Case>
+std::vector<Case> CasesOf(std::initializer_list<void (*)(std::vector<Case>&)> adders) {
+  std::vector<Case> cases;
+  for (auto add : adders) add(cases);
+  return cases;
+}
+
+// gtest's name for a parameter: the case's own, with its precision.
+struct CaseName {
+  template <typename Param>
+  std::string operator()(const ::testing::TestParamInfo<Param>& info) const {
+    return info.param.name();
+  }
+};
+
 // The first case whose name starts with each prefix: the half-arithmetic runs (GPUs only).
 inline std::vector<OpCase> FirstOfEach(const std::vector<OpCase>& all,
                                        std::initializer_list<const char*> prefixes) {
@@ -178,6 +194,11 @@ inline std::string ModelText(const OpCase& c) {
   return ModelText(c.opset, inputs, c.outputs, c.body);
 }
 
+// Element i of a random input: v in the tensor's type (a bool is v > 0).
+inline void SetRandomElement(Tensor& t, int64_t i, double v) {
+  t.SetFromDouble(i, t.type() == DataType::kBool ? static_cast<double>(v > 0) : v);
+}
+
 inline TensorMap RandomInputs(const OpCase& c) {
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>()(c.name)));
   TensorMap out;
@@ -193,25 +214,7 @@ inline TensorMap RandomInputs(const OpCase& c) {
         const double specials[] = {INFINITY, -INFINITY, NAN};
         v = specials[(i / 5) % in.specials];
       }
-      switch (in.type) {
-        case DataType::kFloat:
-          t.data<float>()[i] = static_cast<float>(v);
-          break;
-        case DataType::kFloat16:
-          t.data<uint16_t>()[i] = FloatToHalfBits(static_cast<float>(v));
-          break;
-        case DataType::kInt64:
-          t.data<int64_t>()[i] = static_cast<int64_t>(v);
-          break;
-        case DataType::kInt32:
-          t.data<int32_t>()[i] = static_cast<int32_t>(v);
-          break;
-        case DataType::kBool:
-          t.data<uint8_t>()[i] = v > 0;
-          break;
-        default:
-          break;
-      }
+      SetRandomElement(t, i, v);
     }
     out[in.name] = std::move(t);
   }
@@ -331,6 +334,22 @@ inline void ExpectBackendsAgree(const std::string& text, const TensorMap& inputs
   }
 }
 
+// A model from ONNX text and its session on the OpenCL executor (the session reads the model,
+// so they go together): for tests that check hand-worked values on the device alone.
+struct OpenclModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Session> session;
+};
+inline absl::StatusOr<OpenclModel> OnOpencl(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(text);
+  if (!model.ok()) return model.status();
+  SessionOptions options;
+  options.backend = "opencl";
+  absl::StatusOr<std::unique_ptr<Session>> session = CreateSession(**model, options);
+  if (!session.ok()) return session.status();
+  return OpenclModel{std::move(*model), std::move(*session)};
+}
+
 // The test body of an OpCase: both executors on the case's random inputs.
 inline void ExpectMatchesCpu(const KernelCase& param) {
   const OpCase& c = param.op;
@@ -341,5 +360,18 @@ inline void ExpectMatchesCpu(const KernelCase& param) {
   expect.agreement = exact ? Agreement::kExact : Agreement::kRange;
   ExpectBackendsAgree(ModelText(c), RandomInputs(c), param.precision, expect);
 }
+
+// The test of a group of kernels: SUITE.MatchesCpu runs ExpectMatchesCpu on `cases` in fp32
+// and fp16 storage (instance Ops) and on `half_cases` in half arithmetic (HalfArithmetic).
+#define OVFIX_MATCHES_CPU_TEST(SUITE, cases, half_cases)                                      \
+  class SUITE : public ::testing::TestWithParam<KernelCase> {};                               \
+  TEST_P(SUITE, MatchesCpu) { ExpectMatchesCpu(GetParam()); }                                 \
+  INSTANTIATE_TEST_SUITE_P(                                                                   \
+      Ops, SUITE,                                                                             \
+      ::testing::ValuesIn(InPrecisions(cases, {Precision::kFp32, Precision::kFp16Storage})),  \
+      CaseName());                                                                            \
+  INSTANTIATE_TEST_SUITE_P(HalfArithmetic, SUITE,                                             \
+                           ::testing::ValuesIn(InPrecisions(half_cases, {Precision::kFp16})), \
+                           CaseName())
 
 }  // namespace ovfix::exec::matches_cpu

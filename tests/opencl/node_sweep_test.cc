@@ -107,10 +107,6 @@ Result RunOne(const std::string& name) {
   if (std::string missing = MissingKernel(graph, **model); !missing.empty()) {
     return {Outcome::kNotEligible, missing};
   }
-  std::vector<const Value*> inputs;
-  for (const Value* v : graph.inputs()) {
-    if (!v->is_initializer()) inputs.push_back(v);
-  }
   for (const std::vector<Value*>* values : {&graph.inputs(), &graph.outputs()}) {
     for (const Value* v : *values) {
       if (!v->is_tensor()) return {Outcome::kNotEligible, "a sequence or optional value"};
@@ -120,36 +116,16 @@ Result RunOne(const std::string& name) {
   options.backend = "opencl";
   absl::StatusOr<std::unique_ptr<Session>> session = CreateSession(**model, options);
   if (!session.ok()) return {Outcome::kLoadError, std::string(session.status().message())};
-  for (const fs::path& data : node_tests::DataSets(dir)) {
-    TensorMap feeds;
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      const fs::path file = data / absl::StrCat("input_", k, ".pb");
-      if (!fs::exists(file)) continue;  // an optional input the test leaves out
-      absl::StatusOr<Tensor> t = ReadValueFile(file.string(), *inputs[k]);
-      if (!t.ok()) {
-        return {Outcome::kLoadError, absl::StrCat(file.string(), ": ", t.status().message())};
-      }
-      feeds[inputs[k]->name()] = std::move(*t);
-    }
-    absl::StatusOr<std::vector<Tensor>> out = (*session)->Run(feeds);
-    if (!out.ok()) {
-      return {Outcome::kRunError,
-              absl::StrCat(data.filename().string(), ": ", out.status().message())};
-    }
-    for (size_t k = 0; k < graph.outputs().size(); ++k) {
-      const fs::path file = data / absl::StrCat("output_", k, ".pb");
-      absl::StatusOr<Tensor> expected = ReadValueFile(file.string(), *graph.outputs()[k]);
-      if (!expected.ok()) {
-        return {Outcome::kLoadError,
-                absl::StrCat(file.string(), ": ", expected.status().message())};
-      }
-      if (k >= out->size()) return {Outcome::kMismatch, "too few outputs"};
-      const Comparison c = CompareTensors((*out)[k], *expected);
-      if (!c.ok) {
-        return {Outcome::kMismatch, absl::StrCat(data.filename().string(), " output ", k, " '",
-                                                 graph.outputs()[k]->name(), "': ", c.message)};
-      }
-    }
+  const node_tests::DataSetProblem problem = node_tests::RunDataSets<Tensor>(
+      dir, graph, ReadValueFile, [&](const TensorMap& feeds) { return (*session)->Run(feeds); },
+      [](const Tensor& actual, const Tensor& expected) {
+        const Comparison c = CompareTensors(actual, expected);
+        return c.ok ? std::string() : c.message;
+      });
+  static constexpr Outcome kOutcomes[] = {Outcome::kPass, Outcome::kLoadError, Outcome::kRunError,
+                                          Outcome::kMismatch};
+  if (problem.kind != node_tests::DataSetProblem::kNone) {
+    return {kOutcomes[problem.kind], problem.message};
   }
   const auto placement = opencl::DevicePlacementOf(**session);
   if (!placement) return {Outcome::kRunError, "not an opencl session"};

@@ -11,6 +11,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/run_both.h"
 #include "tests/support/softmax_island.h"
 
 namespace ovfix::exec {
@@ -63,14 +64,11 @@ TEST_P(OpenclModels, Fp32MatchesTheCpuExecutor) {
   cl_options.backend = "opencl";
   auto cl = CreateSession(**model, cl_options);
   ASSERT_TRUE(cl.ok()) << cl.status();
-  auto expected = (*cpu)->Run(inputs);
-  ASSERT_TRUE(expected.ok()) << expected.status();
-  auto actual = (*cl)->Run(inputs);
-  ASSERT_TRUE(actual.ok()) << actual.status();
-  ASSERT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size(); ++i) {
-    EXPECT_EQ((*actual)[i].dims(), (*expected)[i].dims());
-    EXPECT_LE(RangeError((*actual)[i], (*expected)[i]), GetParam().tolerance) << "output " << i;
+  const test_support::BothRuns runs = test_support::RunBoth(**cpu, **cl, inputs);
+  ASSERT_TRUE(runs.ok);
+  for (size_t i = 0; i < runs.actual.size(); ++i) {
+    EXPECT_EQ(runs.actual[i].dims(), runs.expected[i].dims());
+    EXPECT_LE(RangeError(runs.actual[i], runs.expected[i]), GetParam().tolerance) << "output " << i;
   }
   // Every op of these models has an OpenCL kernel: nothing fell back to the CPU.
   for (const auto& note : (*cl)->notes()) {

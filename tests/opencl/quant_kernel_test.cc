@@ -68,25 +68,7 @@ TensorMap RandomInputs(const Case& c) {
       if (in.step > 0) v = std::round(v / in.step) * in.step;
       if (!IsFloatingPoint(in.type)) v = std::round(v);
       if (in.nan && i % 7 == 3) v = NAN;
-      switch (in.type) {
-        case DataType::kFloat:
-          t.data<float>()[i] = static_cast<float>(v);
-          break;
-        case DataType::kUint8:
-          t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-          break;
-        case DataType::kInt8:
-          t.data<int8_t>()[i] = static_cast<int8_t>(v);
-          break;
-        case DataType::kInt32:
-          t.data<int32_t>()[i] = static_cast<int32_t>(v);
-          break;
-        case DataType::kInt64:
-          t.data<int64_t>()[i] = static_cast<int64_t>(v);
-          break;
-        default:
-          break;
-      }
+      matches_cpu::SetRandomElement(t, i, v);
     }
     out[in.name] = std::move(t);
   }

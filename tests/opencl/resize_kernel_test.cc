@@ -157,27 +157,12 @@ void AddLegacyAndErrors(std::vector<OpCase>& cases) {
 }
 
 std::vector<OpCase> AllCases() {
-  std::vector<OpCase> cases;
-  AddNearest(cases);
-  AddLinearCubic(cases);
-  AddLegacyAndErrors(cases);
-  return cases;
+  return CasesOf<OpCase>({AddNearest, AddLinearCubic, AddLegacyAndErrors});
 }
 
-class ResizeKernelTest : public ::testing::TestWithParam<KernelCase> {};
-
-TEST_P(ResizeKernelTest, MatchesCpu) { ExpectMatchesCpu(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, ResizeKernelTest,
-                         ::testing::ValuesIn(InPrecisions(AllCases(), {Precision::kFp32,
-                                                                       Precision::kFp16Storage})),
-                         [](const auto& info) { return info.param.name(); });
-INSTANTIATE_TEST_SUITE_P(HalfArithmetic, ResizeKernelTest,
-                         ::testing::ValuesIn(InPrecisions(
-                             FirstOfEach(AllCases(), {"Resize_nearest_", "Resize_linear_",
-                                                      "Resize_cubic_", "Resize_linear_tf_crop"}),
-                             {Precision::kFp16})),
-                         [](const auto& info) { return info.param.name(); });
+OVFIX_MATCHES_CPU_TEST(ResizeKernelTest, AllCases(),
+                       FirstOfEach(AllCases(), {"Resize_nearest_", "Resize_linear_",
+                                                "Resize_cubic_", "Resize_linear_tf_crop"}));
 
 }  // namespace
 }  // namespace ovfix::exec::matches_cpu

@@ -24,6 +24,7 @@
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
 #include "tests/support/conversion_facts.h"
+#include "tests/support/fp16_overflow_models.h"
 #include "tests/support/gfpgan_style_model.h"
 #include "tests/support/ort_peer.h"
 
@@ -111,17 +112,7 @@ const Form kForms[] = {
         y = Div(x, n)
       })",
      "fp16_safe_sum_of_squares", false},
-    {"hand_written_softmax", R"(
-      <ir_version: 8, opset_import: ["" : 17]>
-      m (float[1, 8, 4, 4] x) => (float[1, 8, 4, 4] y) {
-        scale = Constant <value = float {0.05}> ()
-        logits = Mul(x, scale)
-        axes = Constant <value = int64[1] {1}> ()
-        e = Exp(logits)
-        s = ReduceSum <keepdims = 1> (e, axes)
-        y = Div(e, s)
-      })",
-     "fp16_safe_softmax"},
+    {"hand_written_softmax", testing::kHandWrittenSoftmax, "fp16_safe_softmax"},
     {"conv_leaky_relu_instance_norm", R"(
       <ir_version: 8, opset_import: ["" : 17]>
       m (float[1, 8, 4, 4] x) => (float[1, 4, 4, 4] y) {
@@ -231,15 +222,7 @@ TEST(Fp16Safe, SumOfSquaresWithoutSquareRootIsReportedNotRewritten) {
 // The validation of such targets: in a model that declares float16, fp16-storage keeps the
 // float32 islands in fp32 (as a backend that honours them does) unless islands are ignored.
 TEST(Fp16Safe, EveryFloatInFp16RoundsTheIslandsOfAFloat16Model) {
-  auto model = ParseModelText(R"(
-    <ir_version: 8, opset_import: ["" : 17]>
-    m (float16[4] x) => (float16[4] y) {
-      xf = Cast <to = 1> (x)
-      big = Constant <value = float {1000}> ()
-      up = Mul(xf, big)
-      down = Div(up, big)
-      y = Cast <to = 10> (down)
-    })");
+  auto model = ParseModelText(testing::kFloat16ModelWithIsland);
   ASSERT_TRUE(model.ok()) << model.status();
   // x = 100: up = 1e5 in the fp32 island, inf once rounded to fp16.
   const exec::TensorMap feeds = {

@@ -43,6 +43,7 @@
 #include "rules/rule_apply.h"
 #include "rules/rule_set.h"
 #include "tests/rules/canonical_form.h"
+#include "tests/support/run_both.h"
 
 namespace ovfix::rules {
 namespace {
@@ -132,18 +133,14 @@ void ExpectSameOutputs(const Model& before, const Model& after) {
   ASSERT_TRUE(s1.ok()) << s1.status();
   auto s2 = exec::CreateSession(after, {});
   ASSERT_TRUE(s2.ok()) << s2.status();
-  auto expected = (*s1)->Run(inputs);
-  ASSERT_TRUE(expected.ok()) << expected.status();
-  auto actual = (*s2)->Run(inputs);
-  ASSERT_TRUE(actual.ok()) << actual.status();
-  ASSERT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size(); ++i) {
-    const exec::Comparison range = exec::CompareTensors((*actual)[i], (*expected)[i]);
+  const test_support::BothRuns runs = test_support::RunBoth(**s1, **s2, inputs);
+  for (size_t i = 0; i < runs.actual.size(); ++i) {
+    const exec::Comparison range = exec::CompareTensors(runs.actual[i], runs.expected[i]);
     const double scale =
         std::max({range.expected_max - range.expected_min, std::abs(range.expected_max),
                   std::abs(range.expected_min), 1e-30});
     const exec::Comparison c =
-        exec::CompareTensors((*actual)[i], (*expected)[i], {0.0, 1e-5 * scale});
+        exec::CompareTensors(runs.actual[i], runs.expected[i], {0.0, 1e-5 * scale});
     EXPECT_TRUE(c.ok) << "output " << i << ": " << c.message;
   }
 }

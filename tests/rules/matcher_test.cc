@@ -3,6 +3,11 @@
 // and the reason given for every failure.
 #include "rules/matcher.h"
 
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
 #include "gtest/gtest.h"
 #include "ir/constant.h"
 #include "ir/shape_inference.h"
@@ -35,12 +40,47 @@ Node* NodeOf(Model& model, const std::string& name) {
 
 const AcceptFn kAcceptAll = [](const Match&, std::string&) { return true; };
 
-TEST(Matcher, BindsCaptures) {
-  auto model = MakeModel("g (float[2] x, float[2] z) => (float[2] y) { y = Sub(x, z) }");
-  Pattern p = MakePattern("(a, b) => (out) { out = Sub(a, b) }");
+// A pattern tried on the node producing `output`, with the model its match points into.
+struct Tried {
+  std::unique_ptr<Model> model;
+  Pattern pattern;
   std::string why;
-  auto m = MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why);
-  ASSERT_TRUE(m) << why;
+  std::optional<Match> match;
+};
+Tried Try(const std::string& model_text, const std::string& pattern, const std::string& output,
+          const std::set<std::string>& variadic = {}) {
+  Tried t{MakeModel(model_text), MakePattern(pattern, variadic), "", std::nullopt};
+  t.match = MatchPattern(t.pattern, NodeOf(*t.model, output), kAcceptAll, t.why);
+  return t;
+}
+
+// Why `pattern` does not match the node producing `output` in the model: the failure's
+// explanation (a match fails the test).
+std::string WhyNot(const std::string& model_text, const std::string& pattern,
+                   const std::string& output = "y") {
+  auto model = MakeModel(model_text);
+  std::string why;
+  EXPECT_FALSE(MatchPattern(MakePattern(pattern), NodeOf(*model, output), kAcceptAll, why))
+      << pattern;
+  return why;
+}
+
+// `pattern` matches the node producing `matching` but not the one producing `other`: why not.
+std::string WhyOnlyOne(const std::string& model_text, const std::string& pattern,
+                       const std::string& matching, const std::string& other) {
+  auto model = MakeModel(model_text);
+  const Pattern p = MakePattern(pattern);
+  std::string why;
+  EXPECT_TRUE(MatchPattern(p, NodeOf(*model, matching), kAcceptAll, why)) << why;
+  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, other), kAcceptAll, why)) << pattern;
+  return why;
+}
+
+TEST(Matcher, BindsCaptures) {
+  const Tried t = Try("g (float[2] x, float[2] z) => (float[2] y) { y = Sub(x, z) }",
+                      "(a, b) => (out) { out = Sub(a, b) }", "y");
+  ASSERT_TRUE(t.match) << t.why;
+  const Match* m = &*t.match;
   EXPECT_EQ(m->values.at("a")->name(), "x");
   EXPECT_EQ(m->values.at("b")->name(), "z");
   EXPECT_EQ(m->values.at("out")->name(), "y");
@@ -48,77 +88,66 @@ TEST(Matcher, BindsCaptures) {
 }
 
 TEST(Matcher, OpMismatchSaysWhy) {
-  auto model = MakeModel("g (float[2] x) => (float[2] y) { y = Relu(x) }");
-  Pattern p = MakePattern("(a) => (out) { out = Neg(a) }");
-  std::string why;
-  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why));
-  EXPECT_EQ(why, "Relu (output 'y') is not Neg");
+  EXPECT_EQ(
+      WhyNot("g (float[2] x) => (float[2] y) { y = Relu(x) }", "(a) => (out) { out = Neg(a) }"),
+      "Relu (output 'y') is not Neg");
 }
 
 TEST(Matcher, InputCountMismatch) {
-  auto model =
-      MakeModel("g (float[2] x, float[2] lo, float[2] hi) => (float[2] y) { y = Clip(x, lo, hi) }");
-  Pattern p = MakePattern("(a) => (out) { out = Clip(a) }");
-  std::string why;
-  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why));
-  EXPECT_EQ(why, "Clip (output 'y') has 3 inputs, pattern wants 1");
+  EXPECT_EQ(
+      WhyNot("g (float[2] x, float[2] lo, float[2] hi) => (float[2] y) { y = Clip(x, lo, hi) }",
+             "(a) => (out) { out = Clip(a) }"),
+      "Clip (output 'y') has 3 inputs, pattern wants 1");
 }
 
 TEST(Matcher, CommutativeTriesBothOrders) {
-  auto model = MakeModel(
-      "g (float[2] x, float16[2] h) => (float[2] y) { c = Cast<to = 1>(h)  y = Add(x, c) }");
   // The pattern wants the Cast first; the model has it second.
-  Pattern p = MakePattern("(float16 a, b) => (out) { t = Cast(a)  out = Add(t, b) }");
-  std::string why;
-  auto m = MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why);
-  ASSERT_TRUE(m) << why;
+  const Tried t =
+      Try("g (float[2] x, float16[2] h) => (float[2] y) { c = Cast<to = 1>(h)  y = Add(x, c) }",
+          "(float16 a, b) => (out) { t = Cast(a)  out = Add(t, b) }", "y");
+  ASSERT_TRUE(t.match) << t.why;
+  const Match* m = &*t.match;
   EXPECT_EQ(m->values.at("a")->name(), "h");
   EXPECT_EQ(m->values.at("b")->name(), "x");
-  EXPECT_EQ(m->input_order[p.root], (std::vector<int>{1, 0}));
+  EXPECT_EQ(m->input_order[t.pattern.root], (std::vector<int>{1, 0}));
 }
 
 TEST(Matcher, NonCommutativeDoesNotSwap) {
-  auto model = MakeModel(
-      "g (float[2] x, float16[2] h) => (float[2] y) { c = Cast<to = 1>(h)  y = Sub(x, c) }");
-  Pattern p = MakePattern("(a, b) => (out) { t = Cast(a)  out = Sub(t, b) }");
-  std::string why;
-  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why));
-  EXPECT_EQ(why, "'x' is not produced by a node (pattern wants Cast)");
+  EXPECT_EQ(
+      WhyNot("g (float[2] x, float16[2] h) => (float[2] y) { c = Cast<to = 1>(h)  y = Sub(x, c) }",
+             "(a, b) => (out) { t = Cast(a)  out = Sub(t, b) }"),
+      "'x' is not produced by a node (pattern wants Cast)");
 }
 
 TEST(Matcher, RepeatedCaptureMustBeTheSameValue) {
-  auto model = MakeModel(R"(g (float[2] x, float[2] z) => (float[2] y, float[2] w) {
+  const std::string model = R"(g (float[2] x, float[2] z) => (float[2] y, float[2] w) {
     r = Relu(x)
     y = Mul(r, x)
     w = Mul(r, z)
-  })");
-  Pattern p = MakePattern("(a) => (out) { t = Relu(a)  out = Mul(t, a) }");
-  std::string why;
-  EXPECT_TRUE(MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why)) << why;
-  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, "w"), kAcceptAll, why));
+  })";
+  const std::string why =
+      WhyOnlyOne(model, "(a) => (out) { t = Relu(a)  out = Mul(t, a) }", "y", "w");
   // Both orders of the commutative Mul fail, each for its own reason.
   EXPECT_NE(why.find("'a' is bound to 'x' but this input is 'z'"), std::string::npos) << why;
 }
 
 TEST(Matcher, VariadicBindsTheRest) {
-  auto model = MakeModel(
-      "g (float[2] p, float[2] q, float[2] r) => (float[6] y) { y = Concat<axis = 0>(p, q, r) }");
-  Pattern p = MakePattern("(a, rest) => (out) { out = Concat(a, rest) }", {"rest"});
-  std::string why;
-  auto m = MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why);
-  ASSERT_TRUE(m) << why;
+  const Tried t = Try(
+      "g (float[2] p, float[2] q, float[2] r) => (float[6] y) { y = Concat<axis = 0>(p, q, r) }",
+      "(a, rest) => (out) { out = Concat(a, rest) }", "y", {"rest"});
+  ASSERT_TRUE(t.match) << t.why;
+  const Match* m = &*t.match;
   EXPECT_EQ(m->values.at("a")->name(), "p");
   ASSERT_EQ(m->lists.at("rest").size(), 2u);
   EXPECT_EQ(m->lists.at("rest")[1]->name(), "r");
 }
 
 TEST(Matcher, CommutativeVariadicTriesEachPosition) {
-  auto model =
-      MakeModel("g (float[2] p, float[3,2] q, float[2] r) => (float[3,2] y) { y = Sum(p, q, r) }");
-  Pattern p = MakePattern("(float[3,2] a, rest) => (out) { out = Sum(a, rest) }", {"rest"});
-  std::string why;
-  auto m = MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why);
-  ASSERT_TRUE(m) << why;
+  const Tried t =
+      Try("g (float[2] p, float[3,2] q, float[2] r) => (float[3,2] y) { y = Sum(p, q, r) }",
+          "(float[3,2] a, rest) => (out) { out = Sum(a, rest) }", "y", {"rest"});
+  ASSERT_TRUE(t.match) << t.why;
+  const Match* m = &*t.match;
   EXPECT_EQ(m->values.at("a")->name(), "q");
   EXPECT_EQ(m->lists.at("rest")[0]->name(), "p");
   EXPECT_EQ(m->input_order[0], (std::vector<int>{1, 0, 2}));
@@ -143,51 +172,40 @@ TEST(Matcher, AttributeConstraintsAndDefaults) {
 }
 
 TEST(Matcher, AttributeCapture) {
-  auto model = MakeModel("g (float[2,3] x) => (float[3,2] t) { t = Transpose<perm = [1, 0]>(x) }");
-  Pattern p = MakePattern("(a) => (out) { out = Transpose<perm = @p, other = @q>(a) }");
-  std::string why;
-  auto m = MatchPattern(p, NodeOf(*model, "t"), kAcceptAll, why);
-  ASSERT_TRUE(m) << why;
+  const Tried t = Try("g (float[2,3] x) => (float[3,2] t) { t = Transpose<perm = [1, 0]>(x) }",
+                      "(a) => (out) { out = Transpose<perm = @p, other = @q>(a) }", "t");
+  ASSERT_TRUE(t.match) << t.why;
+  const Match* m = &*t.match;
   EXPECT_EQ(m->attributes.at("p").ints_size(), 2);
   EXPECT_EQ(m->attributes.count("q"), 0u);  // absent attributes are not bound
 }
 
 TEST(Matcher, DeclaredTypesAndShapes) {
-  auto model =
-      MakeModel(R"(g (float[4,3] x, float[3] v, float[4] u) => (float[4,3] y, float[4,3] z) {
-    y = Add(x, v)
-    z = Add(x, u)
-  })");
-  Pattern p = MakePattern("(float[N, M] a, float[M] b) => (out) { out = Add(a, b) }");
-  std::string why;
-  EXPECT_TRUE(MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why)) << why;
-  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, "z"), kAcceptAll, why));
+  const std::string model =
+      "g (float[4,3] x, float[3] v, float[4] u) => (float[4,3] y, float[4,3] z) "
+      "{ y = Add(x, v)  z = Add(x, u) }";
+  const std::string why =
+      WhyOnlyOne(model, "(float[N, M] a, float[M] b) => (out) { out = Add(a, b) }", "y", "z");
   EXPECT_NE(why.find("dim 0 of 'u' is 4 but 'M' is 3"), std::string::npos) << why;
-  Pattern typed = MakePattern("(float16 a, b) => (out) { out = Add(a, b) }");
-  EXPECT_FALSE(MatchPattern(typed, NodeOf(*model, "y"), kAcceptAll, why));
-  EXPECT_NE(why.find("'x' (pattern 'a') is float, pattern wants float16"), std::string::npos)
-      << why;
+  const std::string typed = WhyNot(model, "(float16 a, b) => (out) { out = Add(a, b) }");
+  EXPECT_NE(typed.find("'x' (pattern 'a') is float, pattern wants float16"), std::string::npos)
+      << typed;
 }
 
 TEST(Matcher, UnknownRankFailsAShapeConstraint) {
-  auto model = MakeModel("g (float[] x, float[] z) => (y) { y = Sub(x, z) }");
-  Pattern p = MakePattern("(float[N] a, b) => (out) { out = Sub(a, b) }");
-  std::string why;
-  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why));
-  EXPECT_EQ(why, "rank of 'x' is unknown");
+  EXPECT_EQ(WhyNot("g (float[] x, float[] z) => (y) { y = Sub(x, z) }",
+                   "(float[N] a, b) => (out) { out = Sub(a, b) }"),
+            "rank of 'x' is unknown");
 }
 
 TEST(Matcher, PatternConstants) {
-  auto model = MakeModel(R"(g (float[3] x) => (float[3] y, float[3] z)
+  const std::string model = R"(g (float[3] x) => (float[3] y, float[3] z)
       <float[3] ones = {1, 1, 1}, float[3] other = {1, 2, 1}> {
     y = Mul(x, ones)
     z = Mul(x, other)
-  })");
-  Pattern p =
-      MakePattern("(a) => (out) { one = Constant<value_float = 1.0>()  out = Mul(a, one) }");
-  std::string why;
-  EXPECT_TRUE(MatchPattern(p, NodeOf(*model, "y"), kAcceptAll, why)) << why;
-  EXPECT_FALSE(MatchPattern(p, NodeOf(*model, "z"), kAcceptAll, why));
+  })";
+  const std::string why = WhyOnlyOne(
+      model, "(a) => (out) { one = Constant<value_float = 1.0>()  out = Mul(a, one) }", "y", "z");
   EXPECT_NE(why.find("constant 'other' differs from pattern 'one'"), std::string::npos) << why;
 }
 

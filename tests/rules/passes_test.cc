@@ -426,6 +426,23 @@ TEST(Fp16Islands, KeepIoTypesAndKeepFp32Regex) {
   EXPECT_LT(h.EndToEnd(), 1e-2);
 }
 
+// Runs fp16_islands on `m` (one rewrite expected) and returns the nodes it kept in fp32.
+std::vector<IslandNode> RunIslands(Model& m) {
+  Harness h(m);
+  Fp16IslandsPass pass;
+  const absl::StatusOr<int> rewrites = h.Run(pass);
+  EXPECT_TRUE(rewrites.ok() && *rewrites == 1) << h.rewriter.records().back().note;
+  return pass.islands();
+}
+
+// Why each node was kept in fp32, by its description (`&IslandNode::node`) or op type.
+std::map<std::string, std::string> Reasons(const std::vector<IslandNode>& islands,
+                                           std::string IslandNode::*key) {
+  std::map<std::string, std::string> reasons;
+  for (const IslandNode& i : islands) reasons[i.*key] = i.reason;
+  return reasons;
+}
+
 TEST(Fp16Islands, CalibratedMagnitudesAndSmallEpsilons) {
   auto m = Parse(R"(
     m (float[1, 16] x) => (float[1, 16] y) {
@@ -437,11 +454,7 @@ TEST(Fp16Islands, CalibratedMagnitudesAndSmallEpsilons) {
       s = Sqrt(shifted)
       y = Div(x, s)
     })");
-  Harness h(*m);
-  Fp16IslandsPass pass;
-  ASSERT_EQ(*h.Run(pass), 1) << h.rewriter.records().back().note;
-  std::map<std::string, std::string> reasons;
-  for (const IslandNode& i : pass.islands()) reasons[i.op_type] = i.reason;
+  std::map<std::string, std::string> reasons = Reasons(RunIslands(*m), &IslandNode::op_type);
   EXPECT_NE(reasons["Mul"].find("observed"), std::string::npos) << reasons["Mul"];
   EXPECT_NE(reasons["Add"].find("small constant"), std::string::npos) << reasons["Add"];
   EXPECT_TRUE(reasons.contains("Sqrt"));
@@ -468,8 +481,7 @@ TEST(Fp16Islands, AnglesOfSinAndCosStayFp32) {
   Harness h(*m);
   Fp16IslandsPass pass;
   ASSERT_EQ(*h.Run(pass), 1) << h.rewriter.records().back().note;
-  std::map<std::string, std::string> reasons;
-  for (const IslandNode& i : pass.islands()) reasons[i.node] = i.reason;
+  std::map<std::string, std::string> reasons = Reasons(pass.islands(), &IslandNode::node);
   for (const std::string& node : {"Cos", "Concat", "Mul"}) {
     bool angle = false;
     for (const auto& [name, why] : reasons) {
@@ -511,11 +523,7 @@ TEST(Fp16Islands, ResidualMatMulNearTheLimitStaysFp32) {
       small = MatMul(x, w)
       z = Add(small, ones)
     })");
-  Harness h(*m);
-  Fp16IslandsPass pass;
-  ASSERT_EQ(*h.Run(pass), 1) << h.rewriter.records().back().note;
-  std::map<std::string, std::string> reasons;
-  for (const IslandNode& i : pass.islands()) reasons[i.node] = i.reason;
+  std::map<std::string, std::string> reasons = Reasons(RunIslands(*m), &IslandNode::node);
   int residual = 0;
   for (const auto& [name, why] : reasons) {
     if (why.find("residual Add") != std::string::npos) {

@@ -40,17 +40,9 @@ TEST_P(TensorrtFp16, EqualRanksAndFp16WithIslandsThatOnnxruntimeRuns) {
   fs::create_directories(scratch);
   const std::string output = (scratch / "model.onnx").string();
 
-  PipelineOptions options;
-  options.input_path = dir + "/model.onnx";
-  options.output_path = output;
-  options.write_output = true;
-  options.calibration_data = {dir};
-  options.convert.target = "tensorrt";
-  ASSERT_TRUE(rules::SetOption("precision", "fp16", options.convert).ok());
-  options.set_by_user.insert("precision");
   // fp32 inputs and outputs (Casts inside), as the test data and TensorRT users have them.
-  ASSERT_TRUE(rules::SetOption("keep_io_types", "true", options.convert).ok());
-  options.set_by_user.insert("keep_io_types");
+  const PipelineOptions options =
+      test_support::TensorRtConversion(dir + "/model.onnx", output, dir, "fp16");
   auto model = LoadModel(options.input_path);
   ASSERT_TRUE(model.ok()) << model.status();
   auto report = ConvertModel(**model, options);

@@ -24,16 +24,25 @@ std::unique_ptr<Model> Parse() {
   return *std::move(m);
 }
 
+// Opens a rewrite `rule` of the node producing `output` and replaces that node with `op` of
+// `input` (a new value named `created`) in graph `g`; the caller commits or rolls back.
+Node* ReplaceProducer(Rewriter& rw, Graph& g, const std::string& rule, Value* output,
+                      const std::string& op, Value* input, const std::string& created) {
+  Node* old = output->producer();
+  rw.Begin(rule, {old});
+  Node* made = rw.CreateNode(g, op, {input}, {created}, old);
+  rw.ReplaceAllUsesWith(old->output(0), made->output(0));
+  return made;
+}
+
 TEST(Rewriter, RollbackRestoresTheGraphExactly) {
   auto model = Parse();
   const std::string before = PrintModelText(*model);
   Rewriter rw(*model);
   Graph& g = model->graph();
   Node* neg = g.FindValue("b")->producer();
-  rw.Begin("test", {neg});
   // Replace Neg(a) with Sigmoid(a), erase Neg, add a constant and an attribute.
-  Node* sig = rw.CreateNode(g, "Sigmoid", {g.FindValue("a")}, {"s"}, neg);
-  rw.ReplaceAllUsesWith(neg->output(0), sig->output(0));
+  Node* sig = ReplaceProducer(rw, g, "test", neg->output(0), "Sigmoid", g.FindValue("a"), "s");
   rw.EraseNode(neg);
   rw.CreateInitializer(g, "c", Tensor(DataType::kFloat, {1}));
   onnx::AttributeProto attr;
@@ -54,10 +63,7 @@ TEST(Rewriter, CommitRemovesDeadNodesAndKeepsOrder) {
   auto model = Parse();
   Rewriter rw(*model);
   Graph& g = model->graph();
-  Node* neg = g.FindValue("b")->producer();
-  rw.Begin("neg_to_sigmoid", {neg});
-  Node* sig = rw.CreateNode(g, "Sigmoid", {g.FindValue("a")}, {"s"}, neg);
-  rw.ReplaceAllUsesWith(neg->output(0), sig->output(0));
+  ReplaceProducer(rw, g, "neg_to_sigmoid", g.FindValue("b"), "Sigmoid", g.FindValue("a"), "s");
   RewriteRecord& record = rw.Commit();  // Neg is now dead and goes away
   EXPECT_EQ(record.removed, 1);
   EXPECT_EQ(record.created.size(), 1u);
@@ -70,10 +76,7 @@ TEST(Rewriter, GraphOutputsKeepTheirNames) {
   auto model = Parse();
   Rewriter rw(*model);
   Graph& g = model->graph();
-  Node* abs = g.FindValue("y")->producer();
-  rw.Begin("abs_to_relu", {abs});
-  Node* relu = rw.CreateNode(g, "Relu", {g.FindValue("b")}, {"r"}, abs);
-  rw.ReplaceAllUsesWith(abs->output(0), relu->output(0));
+  ReplaceProducer(rw, g, "abs_to_relu", g.FindValue("y"), "Relu", g.FindValue("b"), "r");
   rw.Commit();
   ASSERT_EQ(g.outputs().size(), 1u);
   EXPECT_EQ(g.outputs()[0]->name(), "y");
@@ -111,9 +114,7 @@ TEST(Rewriter, EditsInsideABodyRollBackExactly) {
   Graph& body = *(*model)->graph().FindValue("y")->producer()->GetSubgraph("body");
   Rewriter rw(**model);
   Node* neg = body.FindValue("t")->producer();
-  rw.Begin("neg_to_relu", {neg});
-  Node* relu = rw.CreateNode(body, "Relu", {neg->input(0)}, {"t"}, neg);
-  rw.ReplaceAllUsesWith(neg->output(0), relu->output(0));
+  ReplaceProducer(rw, body, "neg_to_relu", neg->output(0), "Relu", neg->input(0), "t");
   rw.EraseNode(neg);
   rw.CreateInitializer(body, "k", Tensor(DataType::kFloat, {1}));
   EXPECT_NE(PrintModelText(**model), before);

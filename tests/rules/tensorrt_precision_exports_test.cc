@@ -116,17 +116,8 @@ TEST_P(TensorrtPrecisionExports, EqualRanksHalfTensorsWithIslandsWithinTheDefaul
   ASSERT_EQ(w.inputs.empty(), false);
   const std::string output = (w.dir / "converted.onnx").string();
 
-  PipelineOptions options;
-  options.input_path = w.model;
-  options.output_path = output;
-  options.write_output = true;
-  options.calibration_data = {w.dir.string()};
-  options.convert.target = "tensorrt";
-  ASSERT_TRUE(rules::SetOption("precision", c.precision, options.convert).ok());
-  options.set_by_user.insert("precision");
-  // fp32 inputs and outputs (Casts inside), as TensorRT users feed them.
-  ASSERT_TRUE(rules::SetOption("keep_io_types", "true", options.convert).ok());
-  options.set_by_user.insert("keep_io_types");
+  const PipelineOptions options =
+      test_support::TensorRtConversion(w.model, output, w.dir.string(), c.precision);
   auto model = LoadModel(w.model);
   ASSERT_TRUE(model.ok()) << model.status();
   auto report = ConvertModel(**model, options);

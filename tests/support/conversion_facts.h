@@ -12,10 +12,12 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "converter/pipeline.h"
 #include "converter/report.h"
 #include "gtest/gtest.h"
 #include "ir/graph_walk.h"
 #include "ir/model.h"
+#include "rules/conversion_options.h"
 
 namespace ovfix::test_support {
 
@@ -93,6 +95,25 @@ inline WrittenPrecision CountWrittenPrecision(Model& m, DataType half) {
     }
   }
   return w;
+}
+
+// `convert INPUT OUTPUT --target tensorrt --precision PRECISION --keep-io-types
+// --calibration-data DATA` as the pipeline's options: fp32 inputs and outputs (Casts inside),
+// as TensorRT users feed them, and the file written.
+inline converter::PipelineOptions TensorRtConversion(const std::string& input,
+                                                     const std::string& output,
+                                                     const std::string& data,
+                                                     const std::string& precision) {
+  converter::PipelineOptions options;
+  options.input_path = input;
+  options.output_path = output;
+  options.write_output = true;
+  options.calibration_data = {data};
+  options.convert.target = "tensorrt";
+  EXPECT_TRUE(rules::SetOption("precision", precision, options.convert).ok()) << precision;
+  EXPECT_TRUE(rules::SetOption("keep_io_types", "true", options.convert).ok());
+  options.set_by_user = {"precision", "keep_io_types"};
+  return options;
 }
 
 }  // namespace ovfix::test_support

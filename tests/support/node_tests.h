@@ -7,14 +7,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "ir/graph.h"
 #include "ir/tensor.h"
 #include "ir/tensor_proto.h"
 
@@ -70,6 +73,56 @@ inline absl::StatusOr<Tensor> ReadTensor(const std::string& path, bool declared_
     return Tensor(DataType::kBfloat16, t->dims(), t->buffer());
   }
   return t;
+}
+
+// What running a node test's data sets found: nothing wrong (kNone), a file that does not
+// read, a run that fails, or an output that differs; `message` says which and where.
+struct DataSetProblem {
+  enum Kind { kNone, kLoad, kRun, kMismatch } kind = kNone;
+  std::string message;
+};
+
+// Runs each data set of the node test in `dir` on one executor and compares its outputs with
+// the set's output_K.pb: input_K.pb feeds the K-th graph input that is not an initializer (a
+// missing one is an optional input the test leaves out). The executor's value type V comes
+// in through `read(path, const Value&) -> StatusOr<V>`, `run(std::map<std::string, V>) ->
+// StatusOr<std::vector<V>>` and `differ(actual, expected) -> ""` or what differs.
+template <typename V, typename Read, typename Run, typename Differ>
+DataSetProblem RunDataSets(const std::filesystem::path& dir, const Graph& graph, Read read, Run run,
+                           Differ differ) {
+  std::vector<const Value*> inputs;
+  for (const Value* v : graph.inputs()) {
+    if (!v->is_initializer()) inputs.push_back(v);
+  }
+  for (const std::filesystem::path& data : DataSets(dir)) {
+    const std::string set = data.filename().string();
+    std::map<std::string, V> feeds;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const std::filesystem::path file = data / absl::StrCat("input_", k, ".pb");
+      if (!std::filesystem::exists(file)) continue;
+      absl::StatusOr<V> v = read(file.string(), *inputs[k]);
+      if (!v.ok())
+        return {DataSetProblem::kLoad, absl::StrCat(file.string(), ": ", v.status().message())};
+      feeds[inputs[k]->name()] = *std::move(v);
+    }
+    absl::StatusOr<std::vector<V>> out = run(feeds);
+    if (!out.ok()) return {DataSetProblem::kRun, absl::StrCat(set, ": ", out.status().message())};
+    for (size_t k = 0; k < graph.outputs().size(); ++k) {
+      const std::filesystem::path file = data / absl::StrCat("output_", k, ".pb");
+      absl::StatusOr<V> expected = read(file.string(), *graph.outputs()[k]);
+      if (!expected.ok()) {
+        return {DataSetProblem::kLoad,
+                absl::StrCat(file.string(), ": ", expected.status().message())};
+      }
+      if (k >= out->size()) return {DataSetProblem::kMismatch, "too few outputs"};
+      const std::string diff = differ((*out)[k], *expected);
+      if (!diff.empty()) {
+        return {DataSetProblem::kMismatch,
+                absl::StrCat(set, " output ", k, " '", graph.outputs()[k]->name(), "': ", diff)};
+      }
+    }
+  }
+  return {};
 }
 
 // Writes `passing` to the pass list at `path`, one name a line. The list only grows: a listed
