@@ -58,6 +58,7 @@ struct Options {
                                      "x_convnext",
                                      "x_swin",
                                      "x_swin_t",
+                                     "x_swin_deep",
                                      "x_bert",
                                      "x_decoder",
                                      "x_densenet",
@@ -104,6 +105,7 @@ Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch
   if (name == "x_convnext") return Generate(name, ExportedConvNextModel(), scratch / name);
   if (name == "x_swin") return Generate(name, ExportedSwinModel(), scratch / name);
   if (name == "x_swin_t") return Generate(name, ExportedSwinTModel(), scratch / name);
+  if (name == "x_swin_deep") return Generate(name, ExportedDeepSwinModel(), scratch / name);
   if (name == "x_bert") return Generate(name, ExportedBertModel(), scratch / name);
   if (name == "x_decoder") return Generate(name, ExportedCausalDecoderModel(), scratch / name);
   if (name == "x_densenet") return Generate(name, ExportedDenseNetModel(), scratch / name);
