@@ -197,7 +197,16 @@ __attribute__((always_inline)) inline void DotRowsImpl(const float* mat, int64_t
     const float* m3 = m2 + ld;
     Vec s0 = {}, s1 = {}, s2 = {}, s3 = {};
     int64_t i = 0;
+    // The next four rows are fetched while these are read: the product streams a matrix
+    // (weights of megabytes) from memory, and four row streams alone leave it waiting.
+    const float* next = r + 8 <= rows ? m3 + ld : nullptr;
     for (; i + W <= k; i += W) {
+      if (next != nullptr && i % 16 == 0) {
+        __builtin_prefetch(next + i);
+        __builtin_prefetch(next + ld + i);
+        __builtin_prefetch(next + 2 * ld + i);
+        __builtin_prefetch(next + 3 * ld + i);
+      }
       Vec xv, v0, v1, v2, v3;
       std::memcpy(&xv, x + i, sizeof(Vec));
       std::memcpy(&v0, m0 + i, sizeof(Vec));
