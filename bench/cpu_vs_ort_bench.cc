@@ -2,11 +2,12 @@
 // deep_residual and silero_vad from ../shared, and models generated here (a UNet with
 // bilinear Resize and Concat skips, a ViT-style encoder, a ConvNeXt-like and a
 // MobileNetV3-like net, and that UNet quantized as onnxruntime's dynamic quantization
-// (ConvInteger) and its static QDQ quantization write it). Same thread count on both
-// sides; measured in rounds that alternate ovfix and onnxruntime so both see the same
-// machine load. Prints per model the best and median run of each, their ratios, how far the
-// outputs are apart, and the geometric mean. Targets: geometric mean of the ratios <= 1.0,
-// no model above 1.5.
+// (ConvInteger) and its static QDQ quantization write it), exporter-style models
+// (bench/exporter_models.h) and a chain of 7000 tiny Adds (the cost per node). Same thread
+// count on both sides; measured in rounds that alternate ovfix and onnxruntime so both see
+// the same machine load. Prints per model the best and median run of each, their ratios,
+// how far the outputs are apart, and the geometric mean. Targets: geometric mean of the
+// ratios <= 1.0, no model above 1.5.
 //
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]
@@ -58,6 +59,8 @@ struct Options {
                                      "x_convnext",
                                      "x_swin",
                                      "x_swin_t",
+                                     "x_swin_deep",
+                                     "add_chain_7000",
                                      "x_bert",
                                      "x_decoder",
                                      "x_densenet",
@@ -100,10 +103,12 @@ Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch
   if (name == "vit_encoder") return Generate(name, VitEncoderModel(), scratch / name);
   if (name == "convnext") return Generate(name, ConvNextModel(), scratch / name);
   if (name == "mobilenet_v3_det") return Generate(name, MobileNetV3Model(), scratch / name);
+  if (name == "add_chain_7000") return Generate(name, AddChainModel(7000), scratch / name);
   // Exporter-style models (bench/exporter_models.h).
   if (name == "x_convnext") return Generate(name, ExportedConvNextModel(), scratch / name);
   if (name == "x_swin") return Generate(name, ExportedSwinModel(), scratch / name);
   if (name == "x_swin_t") return Generate(name, ExportedSwinTModel(), scratch / name);
+  if (name == "x_swin_deep") return Generate(name, ExportedDeepSwinModel(), scratch / name);
   if (name == "x_bert") return Generate(name, ExportedBertModel(), scratch / name);
   if (name == "x_decoder") return Generate(name, ExportedCausalDecoderModel(), scratch / name);
   if (name == "x_densenet") return Generate(name, ExportedDenseNetModel(), scratch / name);

@@ -348,6 +348,11 @@ onnx::ModelProto ExportedSwinTModel() {
                    /*torchvision=*/true, 25);
 }
 
+onnx::ModelProto ExportedDeepSwinModel() {
+  return SwinModel(224, {{56, 32, 1, 2}, {28, 64, 2, 2}, {14, 128, 4, 22}, {7, 256, 8, 2}},
+                   /*torchvision=*/true, 26);
+}
+
 onnx::ModelProto ExportedBertModel() { return ExportedBertModelSized(128, 256, 4, 4); }
 
 onnx::ModelProto ExportedBertModelSized(int64_t tokens, int64_t width, int64_t heads,

@@ -26,6 +26,10 @@ onnx::ModelProto ExportedSwinModel();
 // ExportedSwinModel plus the padding to windows from traced sizes and the shifted windows'
 // attention mask, the per-node cost case (most of its nodes are shape arithmetic).
 onnx::ModelProto ExportedSwinTModel();
+// The per-node cost case at torchvision swin_t's node count (about 7000): the same export with
+// 28 blocks (depths 2/2/22/2) at a quarter..third of swin_t's widths (32..256), so that the
+// graph's small shape-arithmetic nodes weigh against little arithmetic.
+onnx::ModelProto ExportedDeepSwinModel();
 // A BERT-style encoder (128 tokens, width 256, 4 heads, 4 layers) with an additive attention
 // mask computed from a 0/1 mask input, heads split by shape arithmetic, Div by sqrt(d).
 onnx::ModelProto ExportedBertModel();

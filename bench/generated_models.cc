@@ -182,4 +182,13 @@ onnx::ModelProto MobileNetV3Model() {
   return b.model();
 }
 
+onnx::ModelProto AddChainModel(int64_t nodes) {
+  B b(kOpset, 15);
+  std::string x = b.Input("x", {1, 16});
+  const std::string step = b.Fill({1, 16}, 1e-3f);
+  for (int64_t i = 0; i < nodes; ++i) x = b.Op("Add", {x, step});
+  b.Output(x);
+  return b.model();
+}
+
 }  // namespace ovfix::bench

@@ -30,5 +30,8 @@ onnx::ModelProto ConvNextModel();
 // A MobileNetV3-like backbone (as in text detectors): inverted residuals with 3x3 and 5x5
 // depthwise Convs, hard-swish written as Add/Clip/Mul/Div, squeeze-excitation.
 onnx::ModelProto MobileNetV3Model();
+// The executor's cost per node: a chain of `nodes` Adds of a [1, 16] tensor and a constant,
+// whose arithmetic is nothing (the bench's time per node is the executor's own).
+onnx::ModelProto AddChainModel(int64_t nodes);
 
 }  // namespace ovfix::bench

@@ -1,5 +1,6 @@
 #include "exec/qdq_fusion.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -159,11 +160,109 @@ const char* Match(const Node* n, std::vector<Value*>& inputs, Node*& q) {
   return nullptr;
 }
 
+// ---- QuantizeLinear through ops that only move or select values ----
+//
+// Static quantization dequantizes a value before MaxPool and Concat and quantizes their
+// result again, with the same scale and zero point. With those equal, Q(DQ(a)) is a for
+// every 8-bit a ((a - zero) * scale / scale is within a float rounding of a - zero), max
+// commutes with the non-decreasing DQ of a positive scale, and Q of a Concat is the Concat
+// of the Qs: so the integers can go through directly, bit for bit what the float graph
+// computes, without the float tensors between.
+
+// A QuantizeLinear's or DequantizeLinear's constant scalar scale (finite, positive) and
+// 8-bit zero point.
+struct ScalarQuantization {
+  float scale = 0;
+  DataType type = DataType::kUndefined;
+  int64_t zero = 0;
+};
+
+bool ReadScalarQuantization(const Node* n, const char* op, ScalarQuantization& q) {
+  if (!IsOp(n, op) || n->num_inputs() < 3 || n->num_outputs() != 1 || n->input(0) == nullptr) {
+    return false;
+  }
+  const Tensor* scale = Constant(n->input(1));
+  const Tensor* zero = Constant(n->input(2));
+  if (scale == nullptr || scale->type() != DataType::kFloat || scale->numel() != 1 ||
+      zero == nullptr || !IsEightBit(zero->type()) || zero->numel() != 1) {
+    return false;
+  }
+  q.scale = scale->data<float>()[0];
+  if (!(q.scale > 0) || !std::isfinite(q.scale)) return false;
+  q.type = zero->type();
+  q.zero = zero->GetAsInt64(0);
+  return true;
+}
+
+bool SameQuantization(const ScalarQuantization& a, const ScalarQuantization& b) {
+  return a.scale == b.scale && a.type == b.type && a.zero == b.zero;
+}
+
+// The integers that `v` dequantizes with exactly `q`'s parameters, or null.
+Value* DequantizedFrom(const Value* v, const ScalarQuantization& q) {
+  const Node* dq = v != nullptr ? v->producer() : nullptr;
+  ScalarQuantization d;
+  if (!ReadScalarQuantization(dq, "DequantizeLinear", d) || !SameQuantization(d, q)) {
+    return nullptr;
+  }
+  return dq->input(0);  // of the zero point's type (DequantizeLinear's constraint)
+}
+
+// The op that `q` (a QuantizeLinear) alone reads when q can move before it: Q(MaxPool(DQ(x)))
+// is MaxPool(x), Q(Concat(DQ(a), b, ...)) is Concat(a, Q(b), ...). `inputs` gets the moved
+// op's inputs, null where a QuantizeLinear of the op's input is to go.
+Node* MovableOp(const Node* q, std::vector<Value*>& inputs) {
+  ScalarQuantization params;
+  if (!ReadScalarQuantization(q, "QuantizeLinear", params)) return nullptr;
+  Node* op = q->input(0)->producer();
+  if (op == nullptr || OnlyReader(q->input(0)) != q) return nullptr;
+  inputs.clear();
+  if (IsOp(op, "MaxPool") && op->num_inputs() == 1 &&
+      (op->num_outputs() == 1 || op->output(1) == nullptr ||
+       (op->output(1)->uses().empty() && !op->output(1)->is_graph_output()))) {
+    Value* x = DequantizedFrom(op->input(0), params);
+    if (x == nullptr) return nullptr;
+    inputs = {x};
+    return op;
+  }
+  if (IsOp(op, "Concat") && op->num_outputs() == 1) {
+    bool any = false;
+    for (Value* in : op->inputs()) {
+      if (in == nullptr) return nullptr;
+      Value* x = DequantizedFrom(in, params);
+      any = any || x != nullptr;
+      inputs.push_back(x);
+    }
+    return any ? op : nullptr;
+  }
+  return nullptr;
+}
+
+// Moves `q` before the op it reads (MovableOp); returns whether it did.
+bool MoveQuantizationBefore(Graph& graph, Node* q, std::vector<std::unique_ptr<Node>>& detached) {
+  std::vector<Value*> inputs;
+  Node* op = MovableOp(q, inputs);
+  if (op == nullptr) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] != nullptr) continue;
+    Node* requantize =
+        graph.AddNode("QuantizeLinear", {op->input(i), q->input(1), q->input(2)},
+                      {graph.UniqueName(op->input(i)->name() + "_quantized")}, q->name(), "", op);
+    for (const onnx::AttributeProto& a : q->attributes()) requantize->SetAttribute(a);
+    inputs[i] = requantize->output(0);
+  }
+  Value* output = q->output(0);
+  detached.push_back(graph.DetachNode(q));
+  Node* moved = graph.AddNodeWithOutputs(op->op_type(), inputs, {output}, op->name(), "", op);
+  for (const onnx::AttributeProto& a : op->attributes()) moved->SetAttribute(a);
+  return true;
+}
+
 bool HasGroup(const Graph& graph) {
   for (const Node* n : graph.nodes()) {
     std::vector<Value*> inputs;
     Node* q = nullptr;
-    if (Match(n, inputs, q) != nullptr) return true;
+    if (Match(n, inputs, q) != nullptr || MovableOp(n, inputs) != nullptr) return true;
   }
   return false;
 }
@@ -174,6 +273,9 @@ int FuseQdqConvs(Graph& graph) {
   int fused = 0;
   // Detached QuantizeLinear nodes live until the loop is done (the list still points at them).
   std::vector<std::unique_ptr<Node>> detached;
+  for (Node* node : graph.NodeList()) {
+    if (IsOp(node, "QuantizeLinear") && MoveQuantizationBefore(graph, node, detached)) ++fused;
+  }
   for (Node* node : graph.NodeList()) {
     std::vector<Value*> inputs;
     Node* q = nullptr;

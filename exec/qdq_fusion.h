@@ -14,6 +14,12 @@
 // scales, zero points or weights are not constants (or are graph inputs that a run may
 // override), whose intermediate values are graph outputs or read elsewhere, or whose bias
 // scale differs from x_scale * w_scale are left as written.
+//
+// Between the groups, a QuantizeLinear after MaxPool or Concat whose inputs were dequantized
+// with its own scalar scale and zero point moves before the op: MaxPool runs on the integers,
+// Concat joins them (a float input of the Concat gets its own QuantizeLinear), bit for bit what
+// the float graph computes (Q(DQ(a)) is a; max commutes with a non-decreasing DQ), as
+// onnxruntime's QDQ transformer also keeps such ops on 8-bit data.
 #pragma once
 
 #include <memory>
@@ -24,8 +30,8 @@
 
 namespace ovfix::exec {
 
-// Rewrites the groups of `graph` (not its subgraphs); returns how many. Nodes left without
-// uses are removed.
+// Rewrites the groups of `graph` (not its subgraphs) and moves the QuantizeLinear nodes that
+// can move; returns how many rewrites. Nodes left without uses are removed.
 int FuseQdqConvs(Graph& graph);
 
 // A copy of `model` with its groups fused (weights shared with `model`, not copied), or null

@@ -101,6 +101,26 @@ absl::StatusOr<BroadcastPlan> BroadcastPlan::Make(
 
 absl::StatusOr<BroadcastPlan> BroadcastPlan::Make(const std::vector<int64_t>& a,
                                                   const std::vector<int64_t>& b) {
+  // Equal shapes (most binary ops of a graph) are one run over the output at stride 1, what
+  // the general plan below makes of them, without its copies and scratch vectors: a graph of
+  // small element-wise ops pays them on every node.
+  if (a == b) {
+    int64_t size = 1;
+    bool negative = false;
+    for (int64_t d : a) {
+      size *= d;
+      negative = negative || d < 0;
+    }
+    if (!negative && size > 0) {
+      BroadcastPlan plan;
+      plan.output_dims_ = a;
+      plan.output_size_ = size;
+      plan.num_operands_ = 2;
+      plan.loop_dims_.assign(1, size);
+      plan.strides_.assign(2, 1);
+      return plan;
+    }
+  }
   const std::vector<int64_t> dims[] = {a, b};
   return Make(dims);
 }

@@ -65,10 +65,11 @@ class BroadcastPlan {
   std::vector<int64_t> output_dims_;
   int64_t output_size_ = 0;
   int num_operands_ = 0;
-  // Collapsed iteration space, outermost first; the last dim is the run. Never empty.
-  std::vector<int64_t> loop_dims_;
+  // Collapsed iteration space, outermost first; the last dim is the run. Never empty. Inline
+  // storage: a plan is made per node run, and most have one or two loop dims.
+  absl::InlinedVector<int64_t, 4> loop_dims_;
   // strides_[d * num_operands_ + k]: elements operand k moves per step along loop dim d.
-  std::vector<int64_t> strides_;
+  absl::InlinedVector<int64_t, 8> strides_;
 };
 
 template <typename Fn>
@@ -77,6 +78,12 @@ void BroadcastPlan::ForEachRun(int64_t begin, int64_t end, Fn&& fn) const {
   end = std::min(end, output_size_);
   if (begin >= end) return;
   const int n = num_operands_;
+  if (loop_dims_.size() == 1) {  // one run (equal shapes, or a scalar beside a tensor)
+    absl::InlinedVector<int64_t, 4> offsets(n);
+    for (int k = 0; k < n; ++k) offsets[k] = begin * strides_[k];
+    fn(begin, static_cast<const int64_t*>(offsets.data()), end - begin);
+    return;
+  }
   const int outer_rank = static_cast<int>(loop_dims_.size()) - 1;
   const int64_t inner = loop_dims_.back();
   const int64_t* inner_strides = &strides_[outer_rank * n];

@@ -92,8 +92,13 @@ absl::Status RequireInputs(const KernelContext& ctx, size_t count) {
 absl::StatusOr<BroadcastPlan> BinaryPlan(const KernelContext& ctx) {
   OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const std::vector<int64_t>& a = ctx.input(0).dims();
+  if (ctx.opset >= 7) {
+    auto plan = BroadcastPlan::Make(a, ctx.input(1).dims());
+    if (!plan.ok()) return ctx.Error(plan.status().message());
+    return plan;
+  }
   std::vector<int64_t> b = ctx.input(1).dims();
-  if (ctx.opset < 7 && ctx.node.GetInt("broadcast", 0) != 0 && ctx.node.HasAttribute("axis")) {
+  if (ctx.node.GetInt("broadcast", 0) != 0 && ctx.node.HasAttribute("axis")) {
     const int64_t rank = static_cast<int64_t>(a.size());
     int64_t axis = ctx.node.GetInt("axis", 0);
     if (axis < 0) axis += rank;

@@ -39,6 +39,20 @@ bool NeverFolded(const Node& n) {
   return !n.domain().empty() || kOps.contains(n.op_type()) || !n.subgraphs().empty();
 }
 
+// DequantizeLinear of constant integers (the weights and biases of a QDQ model) stays: the
+// group it belongs to (DequantizeLinear into Conv or MatMul, then QuantizeLinear) is what
+// backends recognize and run as integer kernels (onnxruntime, TensorRT's explicit quantization,
+// the cpu executor's QDQ fusion), and its float value is four times the bytes of the integers.
+bool KeepsQuantizedForm(const Node& n) {
+  if (n.op_type() != "DequantizeLinear" || n.num_inputs() == 0 || n.input(0) == nullptr) {
+    return false;
+  }
+  const Value* x = n.input(0);
+  const DataType t = x->is_initializer() ? x->tensor().type() : x->elem_type();
+  return t == DataType::kInt8 || t == DataType::kUint8 || t == DataType::kInt16 ||
+         t == DataType::kUint16 || t == DataType::kInt32;
+}
+
 // What the evaluator reads (NodeEvaluator: initializers only), or an omitted input.
 bool IsFoldedInput(const Value* v) {
   return v == nullptr || (v->is_initializer() && !v->is_graph_input());
@@ -71,7 +85,7 @@ std::optional<Tensor> ShapeConstant(const Node& n, int opset) {
 // The folded outputs of `n`, or nullopt when it does not fold.
 std::optional<std::vector<Tensor>> Fold(const Model& model, const Node& n, int64_t limit,
                                         NodeEvaluator* evaluator) {
-  if (NeverFolded(n)) return std::nullopt;
+  if (NeverFolded(n) || KeepsQuantizedForm(n)) return std::nullopt;
   for (const Value* o : n.outputs()) {
     if (o != nullptr && o->is_graph_output()) return std::nullopt;  // outputs stay computed
   }

@@ -349,6 +349,77 @@ TEST(QdqFusion, LeavesGroupsItCannotRunExactlyAsWritten) {
   EXPECT_EQ(*fused, nullptr);
 }
 
+// Q(MaxPool(DQ(a))) and Q(Concat(DQ(a), b)) with the same scale and zero point as the DQ: the
+// integers go through MaxPool and Concat directly (a float branch of the Concat is quantized
+// on its own), bit for bit the graph as written; other parameters leave the graph alone.
+TEST(QdqFusion, MovesQuantizationBeforeMaxPoolAndConcatBitForBit) {
+  for (const bool same_parameters : {true, false}) {
+    for (const bool photo : {false, true}) {
+      const Tensor x = photo ? Photo("coffee_64.pb") : RandomInput(3, 30, 32, 21);
+      QdqBuilder b(3, x.dim(2), x.dim(3));
+      const float scale = 2.0f / 255;
+      const std::string a = b.Qdq("x", scale, onnx::TensorProto::UINT8, 128);
+      onnx::AttributeProto kernel, strides, pads, axis;
+      kernel.set_name("kernel_shape");
+      kernel.set_type(onnx::AttributeProto::INTS);
+      kernel.add_ints(3);
+      kernel.add_ints(3);
+      pads = kernel;
+      pads.set_name("pads");
+      pads.clear_ints();
+      for (int i = 0; i < 4; ++i) pads.add_ints(1);
+      strides = kernel;
+      strides.set_name("strides");
+      strides.clear_ints();
+      strides.add_ints(1);
+      strides.add_ints(1);
+      axis.set_name("axis");
+      axis.set_type(onnx::AttributeProto::INT);
+      axis.set_i(1);
+      // Padded MaxPool: the padding must not win over the lowest quantized value.
+      const std::string pooled =
+          b.Qdq(b.Op("MaxPool", {a}, {kernel, strides, pads}),
+                same_parameters ? scale : 1.5f * scale, onnx::TensorProto::UINT8, 128);
+      // Concat of dequantized values and of a float branch, quantized again.
+      const std::string joined =
+          b.Qdq(b.Op("Concat", {pooled, b.Op("Sigmoid", {"x"}), a}, {axis}),
+                same_parameters ? scale : 0.5f * scale, onnx::TensorProto::UINT8, 128);
+      auto model = Load(b.Finish(joined));
+      ASSERT_NE(model, nullptr);
+      const std::string what =
+          std::string(photo ? "photo" : "random") + (same_parameters ? "" : ", other parameters");
+      auto moved = FuseQdqConvsInCopy(*model);
+      ASSERT_TRUE(moved.ok()) << moved.status();
+      if (!same_parameters) {
+        EXPECT_EQ(*moved, nullptr) << what;
+        continue;
+      }
+      ASSERT_NE(*moved, nullptr) << what;
+      // The MaxPool reads the quantized input; the Concat's inputs are quantized: the
+      // QuantizeLinear of the image, the one of the Sigmoid branch, and nothing after them.
+      for (const Node* n : (*moved)->graph().nodes()) {
+        if (n->op_type() == "MaxPool" || n->op_type() == "Concat") {
+          for (const Value* in : n->inputs()) {
+            ASSERT_NE(in->producer(), nullptr) << what;
+            EXPECT_EQ(in->producer()->op_type(),
+                      in == n->input(0) && n->op_type() == "Concat" ? "MaxPool" : "QuantizeLinear")
+                << what << ": " << n->Describe();
+          }
+        }
+      }
+      EXPECT_EQ(CountOps(**moved, "QuantizeLinear"), 2) << what;
+      EXPECT_EQ(CountOps(**moved, "DequantizeLinear"), 1) << what;
+      const Tensor fused = RunModel(*model, x, true), written = RunModel(*model, x, false);
+      ASSERT_EQ(fused.dims(), written.dims());
+      int64_t differing = 0;
+      for (int64_t i = 0; i < fused.numel(); ++i) {
+        differing += fused.data<float>()[i] != written.data<float>()[i];
+      }
+      EXPECT_EQ(differing, 0) << what;
+    }
+  }
+}
+
 // A QDQ net (uint8 activations, per-channel int8 weights, MaxPool between) against
 // onnxruntime at its default optimization level, which runs the same groups as QLinearConv.
 TEST(QdqFusion, NetMatchesOnnxruntimeBitForBit) {
