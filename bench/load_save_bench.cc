@@ -16,6 +16,7 @@
 #include <map>
 
 #include "bench/bench_util.h"
+#include "bench/collecting_reporter.h"
 #include "benchmark/benchmark.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "ir/model_io.h"
@@ -115,23 +116,6 @@ void BM_OvfixExternal(benchmark::State& state) {
   for (auto _ : state) OvfixLoadSave(g_big, (g_dir / "ovfix_big.onnx").string(), true);
 }
 
-// Collects the real time of every run for the ratio table.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) times[r.benchmark_name()] = r.GetAdjustedRealTime();
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> times;
-};
-
-double Find(const std::map<std::string, double>& times, const std::string& prefix) {
-  for (const auto& [name, t] : times) {
-    if (name.rfind(prefix, 0) == 0) return t;
-  }
-  return -1;
-}
-
 }  // namespace
 }  // namespace ovfix::bench
 
@@ -192,10 +176,10 @@ int main(int argc, char** argv) {
       ChildPeakRss({"--measure", "ovfix-external", g_big, out("m4.onnx")}) / mb;
 
   PrintRatios("load+save time, ovfix vs protobuf (same run)",
-              {{"resnet18 (ms)", Find(reporter.times, "ovfix_load_save/resnet18"),
-                Find(reporter.times, "protobuf_roundtrip/resnet18"), "", 1.3},
-               {"external-data model (ms)", Find(reporter.times, "ovfix_load_save/external"),
-                Find(reporter.times, "protobuf_roundtrip_with_data/external"), "", 1.3}});
+              {{"resnet18 (ms)", reporter.TimeOf("ovfix_load_save/resnet18"),
+                reporter.TimeOf("protobuf_roundtrip/resnet18"), "", 1.3},
+               {"external-data model (ms)", reporter.TimeOf("ovfix_load_save/external"),
+                reporter.TimeOf("protobuf_roundtrip_with_data/external"), "", 1.3}});
   PrintRatios(
       "peak memory (MB) vs the data it holds (peer column: file / weights size)",
       {{"resnet18: ovfix vs file size", rss_ov, resnet_bytes / mb, "", 2.5},
