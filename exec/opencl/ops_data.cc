@@ -84,17 +84,7 @@ absl::Status CopyByTables(OpContext& ctx, size_t input, ClValue& y,
       base += t[0];
     }
   }
-  while (kept.size() > 1 && kept.back().size() < 64 &&
-         kept.back().size() * kept[kept.size() - 2].size() <= 4096) {
-    std::vector<int64_t> inner = std::move(kept.back());
-    kept.pop_back();
-    std::vector<int64_t> merged;
-    merged.reserve(kept.back().size() * inner.size());
-    for (int64_t a : kept.back()) {
-      for (int64_t b : inner) merged.push_back(a == kFill || b == kFill ? kFill : a + b);
-    }
-    kept.back() = std::move(merged);
-  }
+  data_movement::MergeShortTrailingTables(kept, kFill);
   if (kept.empty()) kept.push_back({0});
   const int rank = static_cast<int>(kept.size());
   std::vector<int64_t> meta(2 * rank);
@@ -577,27 +567,14 @@ absl::Status Range(OpContext& ctx) {
 
 // OpenCL C names of the integer types a cast takes (bool as its byte); empty for the rest.
 std::string_view IntegerTypeName(DataType t) {
-  switch (t) {
-    case DataType::kInt8:
-      return "char";
-    case DataType::kUint8:
-    case DataType::kBool:
-      return "uchar";
-    case DataType::kInt16:
-      return "short";
-    case DataType::kUint16:
-      return "ushort";
-    case DataType::kInt32:
-      return "int";
-    case DataType::kUint32:
-      return "uint";
-    case DataType::kInt64:
-      return "long";
-    case DataType::kUint64:
-      return "ulong";
-    default:
-      return "";
+  static constexpr std::pair<DataType, std::string_view> kNames[] = {
+      {DataType::kInt8, "char"},   {DataType::kUint8, "uchar"},   {DataType::kBool, "uchar"},
+      {DataType::kInt16, "short"}, {DataType::kUint16, "ushort"}, {DataType::kInt32, "int"},
+      {DataType::kUint32, "uint"}, {DataType::kInt64, "long"},    {DataType::kUint64, "ulong"}};
+  for (const auto& [type, name] : kNames) {
+    if (type == t) return name;
   }
+  return "";
 }
 
 }  // namespace
