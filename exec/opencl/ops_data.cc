@@ -268,12 +268,25 @@ absl::Status Split(OpContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status DepthToSpace(OpContext& ctx) {
+// What DepthToSpace and SpaceToDepth read: X (4-D, of a type the copy moves), its dims and
+// the blocksize (checked by each op against the dims it divides).
+struct BlockShuffle {
+  const ClValue& x;
+  int64_t n, c, h, w, b;
+};
+
+absl::StatusOr<BlockShuffle> ReadBlockShuffle(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
   const int64_t b = ctx.node.GetInt("blocksize", 0);
   if (x.dims.size() != 4) return ctx.Error("input must be 4-D");
-  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  return BlockShuffle{x, x.dims[0], x.dims[1], x.dims[2], x.dims[3], b};
+}
+
+absl::Status DepthToSpace(OpContext& ctx) {
+  OVFIX_ASSIGN_OR_RETURN(const BlockShuffle in, ReadBlockShuffle(ctx));
+  const ClValue& x = in.x;
+  const int64_t n = in.n, c = in.c, h = in.h, w = in.w, b = in.b;
   if (b <= 0 || c % (b * b) != 0) return ctx.Error("channels ", c, " not divisible by blocksize^2");
   const std::string mode = ctx.node.GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return ctx.Error("unknown mode '", mode, "'");
@@ -289,11 +302,9 @@ absl::Status DepthToSpace(OpContext& ctx) {
 }
 
 absl::Status SpaceToDepth(OpContext& ctx) {
-  const ClValue& x = ctx.input(0);
-  OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
-  const int64_t b = ctx.node.GetInt("blocksize", 0);
-  if (x.dims.size() != 4) return ctx.Error("input must be 4-D");
-  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  OVFIX_ASSIGN_OR_RETURN(const BlockShuffle in, ReadBlockShuffle(ctx));
+  const ClValue& x = in.x;
+  const int64_t n = in.n, c = in.c, h = in.h, w = in.w, b = in.b;
   if (b <= 0 || h % b != 0 || w % b != 0) {
     return ctx.Error("spatial dims ", h, "x", w, " not divisible by blocksize ", b);
   }
