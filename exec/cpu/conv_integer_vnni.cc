@@ -29,7 +29,8 @@ inline int8_t AsSigned(uint8_t v) { return static_cast<int8_t>(v ^ 0x80); }
 template <typename X>
 void Im2colRowBytes(const X* image, const Spatial3& s, int64_t k, int64_t first, int64_t count,
                     uint8_t pad, uint8_t* row) {
-  auto write_run = [&](int64_t j, int64_t run, const X* in, int64_t i2_first) {
+  auto write_run = [&](int64_t j, int64_t run, const X* in, int64_t i2_first)
+      __attribute__((always_inline)) {
     // Locals, not captures: the byte stores below may alias anything a capture refers to,
     // which would reload it on every element.
     const int64_t stride = s.stride[2], width = s.in[2];
