@@ -80,4 +80,12 @@ void PrintRatios(const std::string& title, const std::vector<Row>& rows) {
   }
 }
 
+int IntFlag(int argc, char** argv, std::string_view flag, int fallback) {
+  int value = fallback;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (argv[i] == flag) value = std::atoi(argv[i + 1]);
+  }
+  return value;
+}
+
 }  // namespace ovfix::bench

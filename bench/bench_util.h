@@ -5,9 +5,13 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ovfix::bench {
+
+// The number after the last `flag` among the arguments (--threads 4), or `fallback`.
+int IntFlag(int argc, char** argv, std::string_view flag, int fallback);
 
 // Ends the benchmark with "bench: WHAT failed" (exit 1) unless `ok`.
 void Check(bool ok, const std::string& what);

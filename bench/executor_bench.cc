@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/collecting_reporter.h"
 #include "bench/ort_peer.h"
 #include "benchmark/benchmark.h"
 #include "exec/executor.h"
@@ -49,11 +50,8 @@ void BM_Ovfix(benchmark::State& state, Loaded* m) {
 int main(int argc, char** argv) {
   using namespace ovfix;
   using namespace ovfix::bench;
-  int threads = 2, repeat = 20;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--threads") threads = std::atoi(argv[i + 1]);
-    if (std::string(argv[i]) == "--repeat") repeat = std::atoi(argv[i + 1]);
-  }
+  const int threads = IntFlag(argc, argv, "--threads", 2);
+  const int repeat = IntFlag(argc, argv, "--repeat", 20);
   std::vector<Loaded> models;
   for (const char* name : {"resnet18", "mobilenet_v3_small", "conv3d_991"}) {
     Loaded m;
@@ -91,24 +89,14 @@ int main(int argc, char** argv) {
         ->Iterations(repeat);
   }
   benchmark::Initialize(&argc, argv);
-  class Collect : public benchmark::ConsoleReporter {
-   public:
-    void ReportRuns(const std::vector<Run>& runs) override {
-      for (const auto& r : runs) times[r.benchmark_name()] = r.GetAdjustedRealTime();
-      ConsoleReporter::ReportRuns(runs);
-    }
-    std::map<std::string, double> times;
-  } reporter;
+  CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
   const std::string ort_modules = OrtModules();
   if (ort_modules.empty()) return 0;
   std::vector<Row> rows;
   for (auto& m : models) {
-    double ours = -1;
-    for (const auto& [name, t] : reporter.times) {
-      if (name.rfind("ovfix_cpu/" + m.name + "/", 0) == 0) ours = t;
-    }
+    const double ours = reporter.TimeOf("ovfix_cpu/" + m.name + "/");
     const double peer =
         RunOrt(ort_modules, m.dir + "/model.onnx", m.input_files, threads, repeat).median_ms;
     const double target = m.name == "conv3d_991" ? 99 : 3.0;  // conv3d: reported, no target

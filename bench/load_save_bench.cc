@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <utility>
 
 #include "bench/bench_util.h"
+#include "bench/collecting_reporter.h"
 #include "benchmark/benchmark.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "ir/model_io.h"
@@ -115,23 +117,6 @@ void BM_OvfixExternal(benchmark::State& state) {
   for (auto _ : state) OvfixLoadSave(g_big, (g_dir / "ovfix_big.onnx").string(), true);
 }
 
-// Collects the real time of every run for the ratio table.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) times[r.benchmark_name()] = r.GetAdjustedRealTime();
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> times;
-};
-
-double Find(const std::map<std::string, double>& times, const std::string& prefix) {
-  for (const auto& [name, t] : times) {
-    if (name.rfind(prefix, 0) == 0) return t;
-  }
-  return -1;
-}
-
 }  // namespace
 }  // namespace ovfix::bench
 
@@ -160,22 +145,26 @@ int main(int argc, char** argv) {
   std::printf("generating a %d MB external-data model in %s ...\n", megabytes, g_dir.c_str());
   GenerateBigModel(g_big, megabytes);
 
-  benchmark::RegisterBenchmark("protobuf_roundtrip/resnet18", BM_ProtobufResnet18)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->MinTime(2.0);
-  benchmark::RegisterBenchmark("ovfix_load_save/resnet18", BM_OvfixResnet18)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->MinTime(2.0);
-  benchmark::RegisterBenchmark("protobuf_roundtrip_with_data/external", BM_ProtobufExternal)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->Iterations(3);
-  benchmark::RegisterBenchmark("ovfix_load_save/external", BM_OvfixExternal)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->Iterations(3);
+  using Bench = void (*)(benchmark::State&);
+  // resnet18 in memory for at least 2 s each; the large external-data model 3 times each.
+  const std::pair<const char*, Bench> resnet18[] = {
+      {"protobuf_roundtrip/resnet18", BM_ProtobufResnet18},
+      {"ovfix_load_save/resnet18", BM_OvfixResnet18}};
+  const std::pair<const char*, Bench> external[] = {
+      {"protobuf_roundtrip_with_data/external", BM_ProtobufExternal},
+      {"ovfix_load_save/external", BM_OvfixExternal}};
+  for (const auto& [name, fn] : resnet18) {
+    benchmark::RegisterBenchmark(name, fn)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->MinTime(2.0);
+  }
+  for (const auto& [name, fn] : external) {
+    benchmark::RegisterBenchmark(name, fn)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(3);
+  }
   benchmark::Initialize(&argc, argv);
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -192,10 +181,10 @@ int main(int argc, char** argv) {
       ChildPeakRss({"--measure", "ovfix-external", g_big, out("m4.onnx")}) / mb;
 
   PrintRatios("load+save time, ovfix vs protobuf (same run)",
-              {{"resnet18 (ms)", Find(reporter.times, "ovfix_load_save/resnet18"),
-                Find(reporter.times, "protobuf_roundtrip/resnet18"), "", 1.3},
-               {"external-data model (ms)", Find(reporter.times, "ovfix_load_save/external"),
-                Find(reporter.times, "protobuf_roundtrip_with_data/external"), "", 1.3}});
+              {{"resnet18 (ms)", reporter.TimeOf("ovfix_load_save/resnet18"),
+                reporter.TimeOf("protobuf_roundtrip/resnet18"), "", 1.3},
+               {"external-data model (ms)", reporter.TimeOf("ovfix_load_save/external"),
+                reporter.TimeOf("protobuf_roundtrip_with_data/external"), "", 1.3}});
   PrintRatios(
       "peak memory (MB) vs the data it holds (peer column: file / weights size)",
       {{"resnet18: ovfix vs file size", rss_ov, resnet_bytes / mb, "", 2.5},

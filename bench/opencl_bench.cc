@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "bench/collecting_reporter.h"
 #include "benchmark/benchmark.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
@@ -147,20 +148,7 @@ int main(int argc, char** argv) {
   }
   int bench_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&bench_argc, rest.data());
-  class Collect : public benchmark::ConsoleReporter {
-   public:
-    void ReportRuns(const std::vector<Run>& runs) override {
-      for (const auto& r : runs) times[r.benchmark_name()] = r.GetAdjustedRealTime();
-      ConsoleReporter::ReportRuns(runs);
-    }
-    double Find(const std::string& prefix) const {
-      for (const auto& [name, t] : times) {
-        if (name.rfind(prefix, 0) == 0) return t;
-      }
-      return -1;
-    }
-    std::map<std::string, double> times;
-  } reporter;
+  CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
   std::printf("\nOpenCL (%s, %s) vs the CPU executor (%s threads), latency per run\n",
@@ -168,8 +156,8 @@ int main(int argc, char** argv) {
               threads == 0 ? "all" : std::to_string(threads).c_str());
   std::printf("%-24s %12s %12s %10s\n", "model", "opencl (ms)", "cpu (ms)", "ratio");
   for (const Loaded& m : loaded) {
-    const double cl = reporter.Find("opencl/" + m.name + "/");
-    const double cpu = reporter.Find("cpu/" + m.name + "/");
+    const double cl = reporter.TimeOf("opencl/" + m.name + "/");
+    const double cpu = reporter.TimeOf("cpu/" + m.name + "/");
     std::printf("%-24s %12.1f %12.1f %9.2fx\n", m.name.c_str(), cl, cpu, cl / cpu);
   }
   return 0;

@@ -34,6 +34,28 @@
 
 namespace ovfix::exec::control_flow {
 
+// The part of a Backend that only forwards to the session's kernel context (a `Context` with
+// node, opset, inputs, outputs, has_input and Error): backends derive from it and add input(i)
+// and how their values move.
+template <typename Context>
+class ContextBackend {
+ public:
+  explicit ContextBackend(Context& ctx) : ctx_(ctx) {}
+
+  const Node& node() const { return ctx_.node; }
+  int opset() const { return ctx_.opset; }
+  size_t num_inputs() const { return ctx_.inputs.size(); }
+  bool has_input(size_t i) const { return ctx_.has_input(i); }
+  auto& outputs() { return ctx_.outputs; }
+  template <typename... Args>
+  absl::Status Error(const Args&... args) const {
+    return ctx_.Error(args...);
+  }
+
+ protected:
+  Context& ctx_;
+};
+
 // A one-element value read as true or false.
 template <typename Backend, typename V>
 absl::StatusOr<bool> ReadCondition(Backend& b, V& v, const char* what) {

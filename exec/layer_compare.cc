@@ -391,21 +391,9 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
 }
 
 Tensor ConvertFeed(const Tensor& feed, DataType wanted) {
-  if (feed.type() == DataType::kFloat && wanted == DataType::kFloat16) {
-    Tensor out(DataType::kFloat16, feed.dims());
-    const float* in = feed.data<float>();
-    uint16_t* o = out.data<uint16_t>();
-    for (int64_t i = 0; i < feed.numel(); ++i) o[i] = FloatToHalfBits(in[i]);
-    return out;
-  }
-  if (feed.type() == DataType::kFloat16 && wanted == DataType::kFloat) {
-    Tensor out(DataType::kFloat, feed.dims());
-    const uint16_t* in = feed.data<uint16_t>();
-    float* o = out.data<float>();
-    for (int64_t i = 0; i < feed.numel(); ++i) o[i] = HalfBitsToFloat(in[i]);
-    return out;
-  }
-  return feed;
+  const bool float_and_half = (feed.type() == DataType::kFloat && wanted == DataType::kFloat16) ||
+                              (feed.type() == DataType::kFloat16 && wanted == DataType::kFloat);
+  return float_and_half ? ConvertTensor(feed, wanted) : feed;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // fp16-storage emulation rounds every float tensor through these.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -27,14 +28,11 @@ inline float HalfBitsToFloat(uint16_t h) {
     mantissa &= 0x3ffu;
     bits = sign | (static_cast<uint32_t>(113 - shift) << 23) | (mantissa << 13);
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 inline uint16_t FloatToHalfBits(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t abs = bits & 0x7fffffffu;
   if (abs >= 0x7f800000u) {  // inf or NaN
@@ -61,14 +59,11 @@ inline float RoundToHalf(float f) { return HalfBitsToFloat(FloatToHalfBits(f)); 
 
 inline float Bfloat16BitsToFloat(uint16_t b) {
   const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 inline uint16_t FloatToBfloat16Bits(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
+  uint32_t bits = std::bit_cast<uint32_t>(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);

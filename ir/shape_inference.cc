@@ -17,32 +17,6 @@
 namespace ovfix {
 namespace {
 
-// Copies inferred value_info back onto the values, graph by graph (subgraphs walked in the
-// same order as they were written).
-void ApplyInferred(const onnx::GraphProto& gp, Graph& g) {
-  for (const auto& vi : gp.value_info()) {
-    if (Value* v = g.FindValue(vi.name()); v != nullptr && !v->is_initializer()) {
-      *v->mutable_type() = vi.type();
-    }
-  }
-  for (const auto& vi : gp.output()) {
-    if (Value* v = g.FindValue(vi.name()); v != nullptr && !v->is_initializer() && vi.has_type()) {
-      *v->mutable_type() = vi.type();
-    }
-  }
-  auto nodes = g.NodeList();
-  for (int i = 0; i < gp.node_size() && i < static_cast<int>(nodes.size()); ++i) {
-    for (auto& s : nodes[i]->subgraphs()) {
-      for (const auto& attr : gp.node(i).attribute()) {
-        if (attr.name() != s.attribute) continue;
-        if (s.index < 0 && attr.has_g()) ApplyInferred(attr.g(), *s.graph);
-        if (s.index >= 0 && s.index < attr.graphs_size())
-          ApplyInferred(attr.graphs(s.index), *s.graph);
-      }
-    }
-  }
-}
-
 // LayerNormalization's inference writes the dims of Mean and InvStdDev from `axis` on
 // without checking it against the rank.
 void CheckAxisOfFirstInput(onnx::InferenceContext& ctx, int64_t default_axis) {
@@ -115,21 +89,46 @@ bool NeedsDataPropagation(const Model& model) {
   return false;
 }
 
-absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
-  OVFIX_RETURN_IF_ERROR(CheckNodes(model));
-  onnx::ModelProto proto = ModelToProto(model);
+void ApplyInferredTypes(const onnx::GraphProto& gp, Graph& g) {
+  auto apply = [&](const onnx::ValueInfoProto& vi) {
+    Value* v = g.FindValue(vi.name());
+    if (v != nullptr && !v->is_initializer() && vi.has_type()) *v->mutable_type() = vi.type();
+  };
+  for (const auto& vi : gp.value_info()) apply(vi);
+  for (const auto& vi : gp.output()) apply(vi);
+  auto nodes = g.NodeList();
+  for (int i = 0; i < gp.node_size() && i < static_cast<int>(nodes.size()); ++i) {
+    for (auto& s : nodes[i]->subgraphs()) {
+      for (const auto& attr : gp.node(i).attribute()) {
+        if (attr.name() != s.attribute) continue;
+        if (s.index < 0 && attr.has_g()) ApplyInferredTypes(attr.g(), *s.graph);
+        if (s.index >= 0 && s.index < attr.graphs_size())
+          ApplyInferredTypes(attr.graphs(s.index), *s.graph);
+      }
+    }
+  }
+}
+
+absl::Status InferShapesOfCopy(onnx::ModelProto& proto, bool strict, bool data_propagation,
+                               Model& model) {
   onnx::ShapeInferenceOptions onnx_options;
   onnx_options.check_type = false;
-  onnx_options.error_mode = options.strict ? 1 : 0;
-  onnx_options.enable_data_propagation = options.data_propagation && NeedsDataPropagation(model);
+  onnx_options.error_mode = strict ? 1 : 0;
+  onnx_options.enable_data_propagation = data_propagation && NeedsDataPropagation(model);
   try {
     onnx::shape_inference::InferShapes(proto, InferenceSchemas(), onnx_options);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape inference failed: ", Condensed(e.what())));
   }
-  ApplyInferred(proto.graph(), model.graph());
+  ApplyInferredTypes(proto.graph(), model.graph());
   return absl::OkStatus();
+}
+
+absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options) {
+  OVFIX_RETURN_IF_ERROR(CheckNodes(model));
+  onnx::ModelProto proto = ModelToProto(model);
+  return InferShapesOfCopy(proto, options.strict, options.data_propagation, model);
 }
 
 }  // namespace ovfix

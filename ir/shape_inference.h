@@ -17,6 +17,17 @@ struct ShapeInferenceOptions {
 // nodes fail ir/node_check.h's CheckNodes is refused first: onnx's inference trusts them.
 absl::Status InferShapes(Model& model, const ShapeInferenceOptions& options = {});
 
+// InferShapes over `proto`, a copy of `model` in full or with its large weights left out
+// (rules/light_proto.h): onnx's inference runs on the proto, with data propagation when
+// `data_propagation` (and the model needs it), failing on its errors when `strict`, and the
+// types it infers are stored on model's values.
+absl::Status InferShapesOfCopy(onnx::ModelProto& proto, bool strict, bool data_propagation,
+                               Model& model);
+// Stores the types onnx's inference wrote into `proto` (value_info and outputs, subgraphs
+// walked in the order they were written) on the values of `graph`, the graph it was written
+// from; initializers keep theirs.
+void ApplyInferredTypes(const onnx::GraphProto& proto, Graph& graph);
+
 // Whether onnx's data propagation can add anything to inference on `model`: it computes
 // the values of shape tensors, which start at Shape and Size nodes or at int32/int64
 // constants of rank 0 or 1 read by an op that propagates data (Concat, Gather, Add, ...).

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/type_proto_dims.h"
 
 namespace ovfix {
 
@@ -35,18 +36,7 @@ int Value::rank() const {
   return type_.tensor_type().shape().dim_size();
 }
 
-void Value::set_shape(const std::vector<Dim>& dims) {
-  auto* shape = type_.mutable_tensor_type()->mutable_shape();
-  shape->clear_dim();
-  for (const Dim& d : dims) {
-    auto* out = shape->add_dim();
-    if (d.known()) {
-      out->set_dim_value(d.value);
-    } else if (!d.symbol.empty()) {
-      out->set_dim_param(d.symbol);
-    }
-  }
-}
+void Value::set_shape(const std::vector<Dim>& dims) { SetTypeProtoDims(dims, type_); }
 
 void Value::set_shape(const std::vector<int64_t>& dims) {
   auto* shape = type_.mutable_tensor_type()->mutable_shape();
@@ -92,6 +82,19 @@ std::string DescribeType(const Value& v) {
     parts.push_back(d.known() ? absl::StrCat(d.value) : (d.symbol.empty() ? "?" : d.symbol));
   }
   return absl::StrCat(out, "[", absl::StrJoin(parts, ","), "]");
+}
+
+void SetTypeProtoDims(const std::vector<Dim>& dims, onnx::TypeProto& type) {
+  auto* shape = type.mutable_tensor_type()->mutable_shape();
+  shape->clear_dim();
+  for (const Dim& d : dims) {
+    auto* out = shape->add_dim();
+    if (d.known()) {
+      out->set_dim_value(d.value);
+    } else if (!d.symbol.empty()) {
+      out->set_dim_param(d.symbol);
+    }
+  }
 }
 
 }  // namespace ovfix

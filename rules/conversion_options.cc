@@ -42,6 +42,31 @@ absl::StatusOr<double> ParsePositiveNumber(std::string_view v) {
 
 std::string BoolText(bool b) { return b ? "true" : "false"; }
 
+// The table's setters and getters of one ConvertOptions field: the value parsed by `parse`
+// (or appended to a list), and the field back as text.
+template <auto field, auto parse>
+absl::Status SetParsed(std::string_view v, ConvertOptions& o) {
+  OVFIX_ASSIGN_OR_RETURN(o.*field, parse(v));
+  return absl::OkStatus();
+}
+template <auto field>
+absl::Status Append(std::string_view v, ConvertOptions& o) {
+  (o.*field).emplace_back(v);
+  return absl::OkStatus();
+}
+template <auto field>
+std::string GetBool(const ConvertOptions& o) {
+  return BoolText(o.*field);
+}
+template <auto field>
+std::string GetNumber(const ConvertOptions& o) {
+  return absl::StrCat(o.*field);
+}
+template <auto field, auto name>
+std::string GetNamed(const ConvertOptions& o) {
+  return std::string(name(o.*field));
+}
+
 // NAME=DIMS, dims joined by 'x' or ','.
 absl::Status SetInputShape(std::string_view text, ConvertOptions& o) {
   const std::string s(text);
@@ -84,21 +109,20 @@ std::vector<OptionSpec> MakeTable() {
          return absl::OkStatus();
        },
        .get = [](const ConvertOptions& o) { return o.target; }});
-  t.push_back(
-      {.name = "precision",
-       .type = Type::kEnum,
-       .choices = {"fp32", "fp16", "bf16"},
-       .value_name = "fp32|fp16|bf16",
-       .help = "The float type the model computes in, on any target: fp16 or bf16 "
-               "tensors and weights with fp32 islands where that type cannot hold a "
-               "value; fp32 converts nothing (default: the target's, fp16 for "
-               "gpu-fp16 and ncnn-vulkan, else fp32)",
-       .read_by = "pass manager (adds the precision phase: fp16_islands, cast_cleanup), "
-                  "end-to-end criteria, repair",
-       .in_target_files = true,
-       .api_field = "precision",
-       .set = SetPrecision,
-       .get = [](const ConvertOptions& o) { return std::string(PrecisionName(o.precision)); }});
+  t.push_back({.name = "precision",
+               .type = Type::kEnum,
+               .choices = {"fp32", "fp16", "bf16"},
+               .value_name = "fp32|fp16|bf16",
+               .help = "The float type the model computes in, on any target: fp16 or bf16 "
+                       "tensors and weights with fp32 islands where that type cannot hold a "
+                       "value; fp32 converts nothing (default: the target's, fp16 for "
+                       "gpu-fp16 and ncnn-vulkan, else fp32)",
+               .read_by = "pass manager (adds the precision phase: fp16_islands, cast_cleanup), "
+                          "end-to-end criteria, repair",
+               .in_target_files = true,
+               .api_field = "precision",
+               .set = SetPrecision,
+               .get = GetNamed<&ConvertOptions::precision, PrecisionName>});
   t.push_back({.name = "fp16",
                .type = Type::kBool,
                .default_text = "false",
@@ -111,7 +135,7 @@ std::vector<OptionSpec> MakeTable() {
                  OVFIX_ASSIGN_OR_RETURN(bool b, ParseBool(v));
                  return SetPrecision(b ? "fp16" : "fp32", o);
                },
-               .get = [](const ConvertOptions& o) { return BoolText(o.fp16); }});
+               .get = GetBool<&ConvertOptions::fp16>});
   t.push_back({.name = "batch",
                .type = Type::kInt,
                .value_name = "N",
@@ -119,11 +143,8 @@ std::vector<OptionSpec> MakeTable() {
                .read_by = "fix_input_shapes, reference inputs",
                .in_target_files = true,
                .api_field = "batch",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.batch, ParsePositiveInt(v));
-                 return absl::OkStatus();
-               },
-               .get = [](const ConvertOptions& o) { return absl::StrCat(o.batch); }});
+               .set = SetParsed<&ConvertOptions::batch, ParsePositiveInt>,
+               .get = GetNumber<&ConvertOptions::batch>});
   t.push_back({.name = "input_shape",
                .type = Type::kMap,
                .value_name = "NAME=DIMS",
@@ -137,10 +158,7 @@ std::vector<OptionSpec> MakeTable() {
                .help = "Keep nodes whose whole name or op type matches REGEX in fp32 (repeatable)",
                .read_by = "fp16_islands",
                .api_field = "keep_fp32",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 o.keep_fp32.emplace_back(v);
-                 return absl::OkStatus();
-               }});
+               .set = Append<&ConvertOptions::keep_fp32>});
   t.push_back({.name = "keep_io_types",
                .type = Type::kBool,
                .default_text = "false",
@@ -148,29 +166,21 @@ std::vector<OptionSpec> MakeTable() {
                .read_by = "fp16_islands",
                .in_target_files = true,
                .api_field = "keep_io_types",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.keep_io_types, ParseBool(v));
-                 return absl::OkStatus();
-               },
-               .get = [](const ConvertOptions& o) { return BoolText(o.keep_io_types); }});
-  t.push_back(
-      {.name = "fp16_islands",
-       .type = Type::kEnum,
-       .choices = {"structural", "magnitude"},
-       .default_text = "structural",
-       .value_name = "structural|magnitude",
-       .help = "Which nodes stay fp32: structural (precision-sensitive patterns, spec "
-               "limits, calibration) or magnitude (spec limits and calibrated "
-               "magnitudes only, as ModelOpt AutoCast)",
-       .read_by = "fp16_islands",
-       .in_target_files = true,
-       .api_field = "fp16_islands",
-       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-         OVFIX_ASSIGN_OR_RETURN(o.fp16_islands, ParseFp16Islands(v));
-         return absl::OkStatus();
-       },
-       .get =
-           [](const ConvertOptions& o) { return std::string(Fp16IslandsName(o.fp16_islands)); }});
+               .set = SetParsed<&ConvertOptions::keep_io_types, ParseBool>,
+               .get = GetBool<&ConvertOptions::keep_io_types>});
+  t.push_back({.name = "fp16_islands",
+               .type = Type::kEnum,
+               .choices = {"structural", "magnitude"},
+               .default_text = "structural",
+               .value_name = "structural|magnitude",
+               .help = "Which nodes stay fp32: structural (precision-sensitive patterns, spec "
+                       "limits, calibration) or magnitude (spec limits and calibrated "
+                       "magnitudes only, as ModelOpt AutoCast)",
+               .read_by = "fp16_islands",
+               .in_target_files = true,
+               .api_field = "fp16_islands",
+               .set = SetParsed<&ConvertOptions::fp16_islands, ParseFp16Islands>,
+               .get = GetNamed<&ConvertOptions::fp16_islands, Fp16IslandsName>});
   t.push_back({.name = "fp16_magnitude_threshold",
                .type = Type::kDouble,
                .default_text = "8192",
@@ -179,14 +189,10 @@ std::vector<OptionSpec> MakeTable() {
                .read_by = "fp16_islands",
                .in_target_files = true,
                .api_field = "fp16_magnitude_threshold",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.fp16_magnitude_threshold, ParsePositiveNumber(v));
-                 return absl::OkStatus();
-               },
-               .get =
-                   [](const ConvertOptions& o) {
-                     return absl::StrFormat("%g", o.fp16_magnitude_threshold);
-                   }});
+               .set = SetParsed<&ConvertOptions::fp16_magnitude_threshold, ParsePositiveNumber>,
+               .get = [](const ConvertOptions& o) {
+                 return absl::StrFormat("%g", o.fp16_magnitude_threshold);
+               }});
   t.push_back({.name = "islands_honoured",
                .type = Type::kBool,
                .default_text = "true",
@@ -195,40 +201,29 @@ std::vector<OptionSpec> MakeTable() {
                .read_by = "validation of fp16 conversions",
                .in_target_files = true,
                .on_command_line = false,
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.islands_honoured, ParseBool(v));
-                 return absl::OkStatus();
-               },
-               .get = [](const ConvertOptions& o) { return BoolText(o.islands_honoured); }});
-  t.push_back(
-      {.name = "broadcast",
-       .type = Type::kEnum,
-       .choices = {"rank", "full"},
-       .default_text = "rank",
-       .value_name = "rank|full",
-       .help = "rank: equal-rank element-wise inputs; full: identical shapes (Expand)",
-       .read_by = "explicit_broadcast rules, pass manager (runs explicit_broadcast_full "
-                  "for full)",
-       .in_target_files = true,
-       .api_field = "broadcast",
-       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-         OVFIX_ASSIGN_OR_RETURN(o.broadcast, ParseBroadcast(v));
-         return absl::OkStatus();
-       },
-       .get = [](const ConvertOptions& o) { return std::string(BroadcastName(o.broadcast)); }});
-  t.push_back(
-      {.name = "lower_conv3d_unit_kernel",
-       .type = Type::kBool,
-       .default_text = "false",
-       .help = "Rewrite Conv3D with a unit kernel dim as Conv2D",
-       .read_by = "pass manager (runs lower_conv3d_unit_kernel when true)",
-       .in_target_files = true,
-       .api_field = "lower_conv3d_unit_kernel",
-       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-         OVFIX_ASSIGN_OR_RETURN(o.lower_conv3d_unit_kernel, ParseBool(v));
-         return absl::OkStatus();
-       },
-       .get = [](const ConvertOptions& o) { return BoolText(o.lower_conv3d_unit_kernel); }});
+               .set = SetParsed<&ConvertOptions::islands_honoured, ParseBool>,
+               .get = GetBool<&ConvertOptions::islands_honoured>});
+  t.push_back({.name = "broadcast",
+               .type = Type::kEnum,
+               .choices = {"rank", "full"},
+               .default_text = "rank",
+               .value_name = "rank|full",
+               .help = "rank: equal-rank element-wise inputs; full: identical shapes (Expand)",
+               .read_by = "explicit_broadcast rules, pass manager (runs explicit_broadcast_full "
+                          "for full)",
+               .in_target_files = true,
+               .api_field = "broadcast",
+               .set = SetParsed<&ConvertOptions::broadcast, ParseBroadcast>,
+               .get = GetNamed<&ConvertOptions::broadcast, BroadcastName>});
+  t.push_back({.name = "lower_conv3d_unit_kernel",
+               .type = Type::kBool,
+               .default_text = "false",
+               .help = "Rewrite Conv3D with a unit kernel dim as Conv2D",
+               .read_by = "pass manager (runs lower_conv3d_unit_kernel when true)",
+               .in_target_files = true,
+               .api_field = "lower_conv3d_unit_kernel",
+               .set = SetParsed<&ConvertOptions::lower_conv3d_unit_kernel, ParseBool>,
+               .get = GetBool<&ConvertOptions::lower_conv3d_unit_kernel>});
   t.push_back({.name = "fold_size_limit",
                .type = Type::kInt,
                .default_text = "1048576",
@@ -237,11 +232,8 @@ std::vector<OptionSpec> MakeTable() {
                .read_by = "constant_folding, explicit_broadcast_full",
                .in_target_files = true,
                .api_field = "fold_size_limit",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.fold_size_limit, ParsePositiveInt(v));
-                 return absl::OkStatus();
-               },
-               .get = [](const ConvertOptions& o) { return absl::StrCat(o.fold_size_limit); }});
+               .set = SetParsed<&ConvertOptions::fold_size_limit, ParsePositiveInt>,
+               .get = GetNumber<&ConvertOptions::fold_size_limit>});
   t.push_back({.name = "rules",
                .type = Type::kList,
                .value_name = "FILE",
@@ -254,21 +246,15 @@ std::vector<OptionSpec> MakeTable() {
                .help = "Skip a pass, rule set, rule family or rule (repeatable)",
                .read_by = "pass manager, rule sets",
                .api_field = "disable",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 o.disabled.emplace_back(v);
-                 return absl::OkStatus();
-               }});
+               .set = Append<&ConvertOptions::disabled>});
   t.push_back({.name = "validate",
                .type = Type::kBool,
                .default_text = "true",
                .help = "Do not run the model: no validation, no fp16 calibration",
                .read_by = "calibration, validation and repair phases",
                .api_field = "validate",
-               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-                 OVFIX_ASSIGN_OR_RETURN(o.validate, ParseBool(v));
-                 return absl::OkStatus();
-               },
-               .get = [](const ConvertOptions& o) { return BoolText(o.validate); }});
+               .set = SetParsed<&ConvertOptions::validate, ParseBool>,
+               .get = GetBool<&ConvertOptions::validate>});
   t.push_back({.name = "input",
                .type = Type::kMap,
                .value_name = "NAME=FILE.pb",

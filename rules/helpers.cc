@@ -29,24 +29,8 @@ std::string Quote(const Value* v) { return absl::StrCat("'", v->name(), "'"); }
 bool IsExactCast(DataType from, DataType to) {
   if (from == to) return true;
   auto integer_bits = [](DataType t) -> int {
-    switch (t) {
-      case DataType::kBool:
-        return 1;
-      case DataType::kUint8:
-      case DataType::kInt8:
-        return 8;
-      case DataType::kUint16:
-      case DataType::kInt16:
-        return 16;
-      case DataType::kUint32:
-      case DataType::kInt32:
-        return 32;
-      case DataType::kUint64:
-      case DataType::kInt64:
-        return 64;
-      default:
-        return 0;
-    }
+    if (t == DataType::kBool) return 1;
+    return IsInteger(t) ? static_cast<int>(ElementSize(t)) * 8 : 0;
   };
   auto is_signed = [](DataType t) {
     return t == DataType::kInt8 || t == DataType::kInt16 || t == DataType::kInt32 ||

@@ -50,28 +50,6 @@ void WriteGraph(const Graph& g, size_t max_inline_bytes, onnx::GraphProto* out) 
   for (const Value* v : g.value_info()) WriteValueInfo(v, out->add_value_info());
 }
 
-// Copies inferred types back onto the values, graph by graph (as ir/shape_inference.cc).
-void ApplyInferred(const onnx::GraphProto& gp, Graph& g) {
-  auto apply = [&](const onnx::ValueInfoProto& vi) {
-    Value* v = g.FindValue(vi.name());
-    if (v != nullptr && !v->is_initializer() && vi.has_type()) *v->mutable_type() = vi.type();
-  };
-  for (const auto& vi : gp.value_info()) apply(vi);
-  for (const auto& vi : gp.output()) apply(vi);
-  const std::vector<Node*> nodes = g.NodeList();
-  for (int i = 0; i < gp.node_size() && i < static_cast<int>(nodes.size()); ++i) {
-    for (Subgraph& s : nodes[i]->subgraphs()) {
-      for (const auto& attr : gp.node(i).attribute()) {
-        if (attr.name() != s.attribute) continue;
-        if (s.index < 0 && attr.has_g()) ApplyInferred(attr.g(), *s.graph);
-        if (s.index >= 0 && s.index < attr.graphs_size()) {
-          ApplyInferred(attr.graphs(s.index), *s.graph);
-        }
-      }
-    }
-  }
-}
-
 }  // namespace
 
 onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes) {
@@ -97,7 +75,7 @@ absl::Status CheckLightProto(onnx::ModelProto& proto, bool data_propagation) {
 absl::Status InferShapesAndCheck(Model& model) {
   onnx::ModelProto proto = LightModelProto(model);
   absl::Status status = CheckLightProto(proto, NeedsDataPropagation(model));
-  ApplyInferred(proto.graph(), model.graph());
+  ApplyInferredTypes(proto.graph(), model.graph());
   return status;
 }
 
@@ -123,18 +101,7 @@ absl::Status InferTypes(PassContext& ctx) {
 
 absl::Status InferShapesLight(Model& model) {
   onnx::ModelProto proto = LightModelProto(model);
-  onnx::ShapeInferenceOptions options;
-  options.check_type = false;
-  options.error_mode = 0;
-  options.enable_data_propagation = NeedsDataPropagation(model);
-  try {
-    onnx::shape_inference::InferShapes(proto, InferenceSchemas(), options);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape inference failed: ", Condensed(e.what())));
-  }
-  ApplyInferred(proto.graph(), model.graph());
-  return absl::OkStatus();
+  return InferShapesOfCopy(proto, /*strict=*/false, /*data_propagation=*/true, model);
 }
 
 }  // namespace ovfix::rules

@@ -1,52 +1,79 @@
 #include "rules/pass.h"
 
 #include <cassert>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace ovfix::rules {
 
-std::string_view BroadcastName(ConvertOptions::Broadcast broadcast) {
-  return broadcast == ConvertOptions::Broadcast::kFull ? "full" : "rank";
-}
+namespace {
 
-absl::StatusOr<ConvertOptions::Broadcast> ParseBroadcast(std::string_view text) {
-  if (text == "rank") return ConvertOptions::Broadcast::kRank;
-  if (text == "full") return ConvertOptions::Broadcast::kFull;
-  return absl::InvalidArgumentError(
-      absl::StrCat("expected rank or full, got '", std::string(text), "'"));
-}
+using Broadcast = ConvertOptions::Broadcast;
+using Precision = ConvertOptions::Precision;
+using Fp16Islands = ConvertOptions::Fp16Islands;
 
-std::string_view PrecisionName(ConvertOptions::Precision precision) {
-  switch (precision) {
-    case ConvertOptions::Precision::kFp16:
-      return "fp16";
-    case ConvertOptions::Precision::kBf16:
-      return "bf16";
-    case ConvertOptions::Precision::kFp32:
-      break;
+// An option's values and their names; the first is the name of any value left out.
+template <typename E>
+struct ValueName {
+  E value;
+  std::string_view name;
+};
+
+constexpr ValueName<Broadcast> kBroadcastNames[] = {{Broadcast::kRank, "rank"},
+                                                    {Broadcast::kFull, "full"}};
+constexpr ValueName<Precision> kPrecisionNames[] = {
+    {Precision::kFp32, "fp32"}, {Precision::kFp16, "fp16"}, {Precision::kBf16, "bf16"}};
+constexpr ValueName<Fp16Islands> kFp16IslandsNames[] = {{Fp16Islands::kStructural, "structural"},
+                                                        {Fp16Islands::kMagnitude, "magnitude"}};
+
+template <typename E, size_t N>
+std::string_view NameOf(const ValueName<E> (&names)[N], E value) {
+  for (const ValueName<E>& n : names) {
+    if (n.value == value) return n.name;
   }
-  return "fp32";
+  return names[0].name;
 }
 
-absl::StatusOr<ConvertOptions::Precision> ParsePrecision(std::string_view text) {
-  if (text == "fp32") return ConvertOptions::Precision::kFp32;
-  if (text == "fp16") return ConvertOptions::Precision::kFp16;
-  if (text == "bf16") return ConvertOptions::Precision::kBf16;
+template <typename E, size_t N>
+std::optional<E> ValueNamed(const ValueName<E> (&names)[N], std::string_view text) {
+  for (const ValueName<E>& n : names) {
+    if (n.name == text) return n.value;
+  }
+  return std::nullopt;
+}
+
+// One of two values by name; else "expected A or B, got 'text'".
+template <typename E>
+absl::StatusOr<E> ParseEitherOf(const ValueName<E> (&names)[2], std::string_view text) {
+  if (std::optional<E> value = ValueNamed(names, text)) return *value;
+  return absl::InvalidArgumentError(absl::StrCat("expected ", std::string(names[0].name), " or ",
+                                                 std::string(names[1].name), ", got '",
+                                                 std::string(text), "'"));
+}
+
+}  // namespace
+
+std::string_view BroadcastName(Broadcast broadcast) { return NameOf(kBroadcastNames, broadcast); }
+
+absl::StatusOr<Broadcast> ParseBroadcast(std::string_view text) {
+  return ParseEitherOf(kBroadcastNames, text);
+}
+
+std::string_view PrecisionName(Precision precision) { return NameOf(kPrecisionNames, precision); }
+
+absl::StatusOr<Precision> ParsePrecision(std::string_view text) {
+  if (std::optional<Precision> precision = ValueNamed(kPrecisionNames, text)) return *precision;
   return absl::InvalidArgumentError(
       absl::StrCat("unknown precision '", std::string(text), "' (expected fp32, fp16 or bf16)"));
 }
 
-std::string_view Fp16IslandsName(ConvertOptions::Fp16Islands islands) {
-  return islands == ConvertOptions::Fp16Islands::kMagnitude ? "magnitude" : "structural";
-}
+std::string_view Fp16IslandsName(Fp16Islands islands) { return NameOf(kFp16IslandsNames, islands); }
 
-absl::StatusOr<ConvertOptions::Fp16Islands> ParseFp16Islands(std::string_view text) {
-  if (text == "structural") return ConvertOptions::Fp16Islands::kStructural;
-  if (text == "magnitude") return ConvertOptions::Fp16Islands::kMagnitude;
-  return absl::InvalidArgumentError(
-      absl::StrCat("expected structural or magnitude, got '", std::string(text), "'"));
+absl::StatusOr<Fp16Islands> ParseFp16Islands(std::string_view text) {
+  return ParseEitherOf(kFp16IslandsNames, text);
 }
 
 bool FinishRewrite(PassContext& ctx, bool validate) {

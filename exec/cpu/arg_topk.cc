@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/cpu/dispatch.h"
+#include "exec/cpu/opset_split_kernels.h"
 #include "exec/cpu/topk_count.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
@@ -219,10 +220,7 @@ absl::Status CumSumKernel(KernelContext& ctx) {
 
 void AddArgTopKKernels(std::vector<KernelDef>& table) {
   // select_last_index appeared in opset 12; the kernel reads ctx.opset.
-  table.push_back({"", "ArgMax", 1, 11, &ArgKernel<true>});
-  table.push_back({"", "ArgMax", 12, kLatestOpset, &ArgKernel<true>});
-  table.push_back({"", "ArgMin", 1, 11, &ArgKernel<false>});
-  table.push_back({"", "ArgMin", 12, kLatestOpset, &ArgKernel<false>});
+  AddOpsSplitAtOpset(table, 1, 12, {{"ArgMax", &ArgKernel<true>}, {"ArgMin", &ArgKernel<false>}});
   // k is an attribute before opset 10 and an input after; largest/sorted from opset 11.
   table.push_back({"", "TopK", 1, 9, &TopKKernel});
   table.push_back({"", "TopK", 10, 10, &TopKKernel});

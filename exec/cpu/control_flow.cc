@@ -84,21 +84,12 @@ absl::Status ConstantKernel(KernelContext& ctx) {
 
 // How exec/control_flow.h moves this session's values: tensors (or sequences, for Loop's
 // carried values) held on the host.
-class CpuControlFlow {
+class CpuControlFlow : public control_flow::ContextBackend<ValueContext> {
  public:
   using Value = RuntimeValue;
-  explicit CpuControlFlow(ValueContext& ctx) : ctx_(ctx) {}
+  using ContextBackend::ContextBackend;
 
-  const Node& node() const { return ctx_.node; }
-  int opset() const { return ctx_.opset; }
-  size_t num_inputs() const { return ctx_.inputs.size(); }
-  bool has_input(size_t i) const { return ctx_.has_input(i); }
   const RuntimeValue& input(size_t i) const { return ctx_.input(i); }
-  std::vector<RuntimeValue>& outputs() { return ctx_.outputs; }
-  template <typename... Args>
-  absl::Status Error(const Args&... args) const {
-    return ctx_.Error(args...);
-  }
   absl::StatusOr<std::vector<RuntimeValue>> RunGraph(std::string_view, const Graph& body,
                                                      std::vector<RuntimeValue> args) {
     return ctx_.run_subgraph(body, std::move(args));
@@ -122,9 +113,6 @@ class CpuControlFlow {
     if (!stacked.ok()) return Error("scan output: ", stacked.status().message());
     return RuntimeValue(std::move(*stacked));
   }
-
- private:
-  ValueContext& ctx_;
 };
 
 absl::Status IfKernel(ValueContext& ctx) {

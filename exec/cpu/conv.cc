@@ -148,108 +148,128 @@ void ApplyFusedActivation(const KernelContext& ctx, float* y, int64_t n) {
     HardSwishFloats(y, n, ctx.fused.hard_swish_alpha, ctx.fused.hard_swish_beta, ctx.pool);
 }
 
-absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0);
-  const Spatial3 s(g);
-  const int64_t in_size = s.in_size(), out_size = s.out_size();
-  if (batch == 0 || maps == 0 || out_size == 0) return absl::OkStatus();
+// What both element types read of a convolution: X (N x C x spatial), W (M x C/group x
+// kernel), the optional bias and the sizes of one group.
+template <typename T>
+struct ConvOperands {
+  ConvOperands(const KernelContext& ctx, const SpatialGeometry& g, int64_t group)
+      : x(ctx.input(0)),
+        w(ctx.input(1)),
+        bias(ctx.has_input(2) ? ctx.input(2).data<T>() : nullptr),
+        s(g),
+        batch(x.dim(0)),
+        channels(x.dim(1)),
+        maps(w.dim(0)),
+        group_channels(channels / group),
+        group_maps(maps / group),
+        depth(group_channels * s.kernel_size()),
+        in_size(s.in_size()),
+        out_size(s.out_size()) {}
 
-  if (g.rank() <= 2 && group > 1 && group == channels) {
+  const Tensor& x;
+  const Tensor& w;
+  const T* bias;
+  const Spatial3 s;
+  const int64_t batch, channels, maps, group_channels, group_maps, depth, in_size, out_size;
+};
+
+absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
+  const ConvOperands<float> c(ctx, g, group);
+  if (c.batch == 0 || c.maps == 0 || c.out_size == 0) return absl::OkStatus();
+
+  if (g.rank() <= 2 && group > 1 && group == c.channels) {
     DepthwiseShape d;
-    d.batch = batch;
-    d.channels = channels;
-    d.multiplier = maps / group;
-    d.in_h = s.in[1], d.in_w = s.in[2], d.out_h = s.out[1], d.out_w = s.out[2];
-    d.kernel_h = s.kernel[1], d.kernel_w = s.kernel[2];
-    d.stride_h = s.stride[1], d.stride_w = s.stride[2];
-    d.dilation_h = s.dilation[1], d.dilation_w = s.dilation[2];
-    d.pad_top = s.pad[1], d.pad_left = s.pad[2];
-    DepthwiseConv2D(x.data<float>(), w.data<float>(), bias, y.data<float>(), d, ctx.pool);
+    d.batch = c.batch;
+    d.channels = c.channels;
+    d.multiplier = c.maps / group;
+    d.in_h = c.s.in[1], d.in_w = c.s.in[2], d.out_h = c.s.out[1], d.out_w = c.s.out[2];
+    d.kernel_h = c.s.kernel[1], d.kernel_w = c.s.kernel[2];
+    d.stride_h = c.s.stride[1], d.stride_w = c.s.stride[2];
+    d.dilation_h = c.s.dilation[1], d.dilation_w = c.s.dilation[2];
+    d.pad_top = c.s.pad[1], d.pad_left = c.s.pad[2];
+    DepthwiseConv2D(c.x.data<float>(), c.w.data<float>(), c.bias, y.data<float>(), d, ctx.pool);
     ApplyFusedActivation(ctx, y.data<float>(), y.numel());
     return absl::OkStatus();
   }
 
-  const int64_t group_channels = channels / group, group_maps = maps / group;
-  const int64_t depth = group_channels * s.kernel_size();
-  const float* x_data = x.data<float>();
+  const float* x_data = c.x.data<float>();
   float* y_data = y.data<float>();
-  const bool pointwise = s.kernel_size() == 1 && in_size == out_size && s.pad[0] == 0 &&
-                         s.pad[1] == 0 && s.pad[2] == 0 && s.stride[0] == 1 && s.stride[1] == 1 &&
-                         s.stride[2] == 1;
+  const bool pointwise = c.s.kernel_size() == 1 && c.in_size == c.out_size && c.s.pad[0] == 0 &&
+                         c.s.pad[1] == 0 && c.s.pad[2] == 0 && c.s.stride[0] == 1 &&
+                         c.s.stride[1] == 1 && c.s.stride[2] == 1;
 
-  if (out_size == 1) {
+  if (c.out_size == 1) {
     // One output pixel per map (e.g. a 1x1 map in a squeeze-excitation block): a
     // matrix-vector product with the weights as they are, nothing worth packing.
-    for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t n = 0; n < c.batch; ++n) {
       for (int64_t gi = 0; gi < group; ++gi) {
-        const float* image = x_data + (n * channels + gi * group_channels) * in_size;
-        float* out = y_data + (n * maps + gi * group_maps);
+        const float* image = x_data + (n * c.channels + gi * c.group_channels) * c.in_size;
+        float* out = y_data + (n * c.maps + gi * c.group_maps);
         // A 1x1 kernel over a single pixel reads the channels as they lie.
         const float* column = image;
         std::vector<float> gathered, phases;
         if (!pointwise) {
-          const ColumnLayout layout(s);
-          const float* prepared = PrepareImage(image, group_channels, s, layout, phases);
-          gathered.resize(depth);
-          Tap tap(s, 0);
-          for (int64_t k = 0; k < depth; ++k, tap.Next(s)) {
-            Im2colRow(prepared, s, layout, tap, Position(s, 0), 1, gathered.data() + k);
+          const ColumnLayout layout(c.s);
+          const float* prepared = PrepareImage(image, c.group_channels, c.s, layout, phases);
+          gathered.resize(c.depth);
+          Tap tap(c.s, 0);
+          for (int64_t k = 0; k < c.depth; ++k, tap.Next(c.s)) {
+            Im2colRow(prepared, c.s, layout, tap, Position(c.s, 0), 1, gathered.data() + k);
           }
           column = gathered.data();
         }
-        for (int64_t m = 0; m < group_maps; ++m) {
-          out[m] = bias != nullptr ? bias[gi * group_maps + m] : 0.0f;
+        for (int64_t m = 0; m < c.group_maps; ++m) {
+          out[m] = c.bias != nullptr ? c.bias[gi * c.group_maps + m] : 0.0f;
         }
-        Sgemm(false, false, group_maps, 1, depth, 1.0f, w.data<float>() + gi * group_maps * depth,
-              depth, column, 1, 1.0f, out, 1, ctx.pool);
+        Sgemm(false, false, c.group_maps, 1, c.depth, 1.0f,
+              c.w.data<float>() + gi * c.group_maps * c.depth, c.depth, column, 1, 1.0f, out, 1,
+              ctx.pool);
       }
     }
     ApplyFusedActivation(ctx, y_data, y.numel());
     return absl::OkStatus();
   }
 
-  const bool channels_last_applies = !pointwise && ChannelsLastConvApplies(s);
-  const bool transposed = UseTransposedProduct(out_size, group_maps, depth, channels_last_applies);
+  const bool channels_last_applies = !pointwise && ChannelsLastConvApplies(c.s);
+  const bool transposed =
+      UseTransposedProduct(c.out_size, c.group_maps, c.depth, channels_last_applies);
   const bool channels_last = transposed && channels_last_applies;
   const bool implicit =
-      !channels_last && !transposed && !pointwise && ImplicitConvApplies(s, depth);
+      !channels_last && !transposed && !pointwise && ImplicitConvApplies(c.s, c.depth);
   ConvWeights local;
   const ConvWeights& packed =
-      GetPackedWeights(ctx, w.data<float>(), group, group_maps, depth, transposed, channels_last, s,
-                       implicit ? ImplicitConvDepthBlock(depth) : 0, local);
-  const int64_t items = batch * group;
-  const int64_t macs = group_maps * depth * out_size;
+      GetPackedWeights(ctx, c.w.data<float>(), group, c.group_maps, c.depth, transposed,
+                       channels_last, c.s, implicit ? ImplicitConvDepthBlock(c.depth) : 0, local);
+  const int64_t items = c.batch * group;
+  const int64_t macs = c.group_maps * c.depth * c.out_size;
   // Many small products (groups, batch): one per thread. Otherwise one after another, each
   // spread over the threads.
   const bool across_items = items > 1 && macs < (int64_t{1} << 22);
-  const ColumnLayout layout(s);
+  const ColumnLayout layout(c.s);
   auto run_item = [&](int64_t item, ThreadPool* pool) {
     const int64_t n = item / group, gi = item % group;
-    const float* image = x_data + (n * channels + gi * group_channels) * in_size;
-    float* out = y_data + (n * maps + gi * group_maps) * out_size;
+    const float* image = x_data + (n * c.channels + gi * c.group_channels) * c.in_size;
+    float* out = y_data + (n * c.maps + gi * c.group_maps) * c.out_size;
     GemmEpilogue epilogue{ctx.fused};
-    epilogue.row_bias = bias != nullptr ? bias + gi * group_maps : nullptr;
+    epilogue.row_bias = c.bias != nullptr ? c.bias + gi * c.group_maps : nullptr;
     thread_local std::vector<float> phases;
     if (channels_last) {
-      ChannelsLastConv(packed.channels_last_groups[gi], image, group_channels, s, epilogue, out,
+      ChannelsLastConv(packed.channels_last_groups[gi], image, c.group_channels, c.s, epilogue, out,
                        pool);
     } else if (transposed) {
       const float* prepared =
-          pointwise ? image : PrepareImage(image, group_channels, s, layout, phases);
-      TransposedConv(prepared, pointwise, s, layout, packed.transposed_groups[gi], epilogue, out,
+          pointwise ? image : PrepareImage(image, c.group_channels, c.s, layout, phases);
+      TransposedConv(prepared, pointwise, c.s, layout, packed.transposed_groups[gi], epilogue, out,
                      pool);
     } else if (pointwise) {
-      GemmPacked(packed.groups[gi], MatrixB(image, in_size, false), out_size, out, out_size,
+      GemmPacked(packed.groups[gi], MatrixB(image, c.in_size, false), c.out_size, out, c.out_size,
                  epilogue, pool);
     } else if (implicit) {
-      ImplicitConv(packed.groups[gi], image, group_channels, s, epilogue, out, pool);
+      ImplicitConv(packed.groups[gi], image, c.group_channels, c.s, epilogue, out, pool);
     } else {
-      const float* prepared = PrepareImage(image, group_channels, s, layout, phases);
-      GemmPacked(packed.groups[gi], Im2colB(prepared, s, layout), out_size, out, out_size, epilogue,
-                 pool);
+      const float* prepared = PrepareImage(image, c.group_channels, c.s, layout, phases);
+      GemmPacked(packed.groups[gi], Im2colB(prepared, c.s, layout), c.out_size, out, c.out_size,
+                 epilogue, pool);
     }
   };
   if (across_items) {
@@ -263,33 +283,27 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
 }
 
 absl::Status ConvDouble(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  const double* bias = ctx.has_input(2) ? ctx.input(2).data<double>() : nullptr;
-  const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0);
-  const Spatial3 s(g);
-  const int64_t in_size = s.in_size(), out_size = s.out_size();
-  const int64_t group_channels = channels / group, group_maps = maps / group;
-  const int64_t depth = group_channels * s.kernel_size();
-  std::vector<double> columns(depth * out_size), phases;
-  const ColumnLayout layout(s);
-  for (int64_t n = 0; n < batch; ++n) {
+  const ConvOperands<double> c(ctx, g, group);
+  std::vector<double> columns(c.depth * c.out_size), phases;
+  const ColumnLayout layout(c.s);
+  for (int64_t n = 0; n < c.batch; ++n) {
     for (int64_t gi = 0; gi < group; ++gi) {
-      const double* image = x.data<double>() + (n * channels + gi * group_channels) * in_size;
-      double* out = y.data<double>() + (n * maps + gi * group_maps) * out_size;
-      const double* prepared = PrepareImage(image, group_channels, s, layout, phases);
-      Tap tap(s, 0);
-      for (int64_t k = 0; k < depth; ++k, tap.Next(s)) {
-        Im2colRow(prepared, s, layout, tap, Position(s, 0), out_size,
-                  columns.data() + k * out_size);
+      const double* image =
+          c.x.data<double>() + (n * c.channels + gi * c.group_channels) * c.in_size;
+      double* out = y.data<double>() + (n * c.maps + gi * c.group_maps) * c.out_size;
+      const double* prepared = PrepareImage(image, c.group_channels, c.s, layout, phases);
+      Tap tap(c.s, 0);
+      for (int64_t k = 0; k < c.depth; ++k, tap.Next(c.s)) {
+        Im2colRow(prepared, c.s, layout, tap, Position(c.s, 0), c.out_size,
+                  columns.data() + k * c.out_size);
       }
-      for (int64_t m = 0; m < group_maps; ++m) {
-        std::fill(out + m * out_size, out + (m + 1) * out_size,
-                  bias != nullptr ? bias[gi * group_maps + m] : 0.0);
+      for (int64_t m = 0; m < c.group_maps; ++m) {
+        std::fill(out + m * c.out_size, out + (m + 1) * c.out_size,
+                  c.bias != nullptr ? c.bias[gi * c.group_maps + m] : 0.0);
       }
-      Dgemm(false, false, group_maps, out_size, depth, 1.0,
-            w.data<double>() + gi * group_maps * depth, depth, columns.data(), out_size, 1.0, out,
-            out_size, ctx.pool);
+      Dgemm(false, false, c.group_maps, c.out_size, c.depth, 1.0,
+            c.w.data<double>() + gi * c.group_maps * c.depth, c.depth, columns.data(), c.out_size,
+            1.0, out, c.out_size, ctx.pool);
     }
   }
   if (ctx.fused.clamp) {

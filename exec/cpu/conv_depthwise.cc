@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "exec/cpu/float_vec.h"
 #include "exec/cpu/gemm.h"
 
 namespace ovfix::exec {
@@ -30,10 +32,6 @@ struct Layout {
 // its length is rounded up to whole vectors of the widest kind (16 floats).
 constexpr int64_t kChunk = 64;
 constexpr int64_t kVector = 16;
-
-// A vector of W floats, for each instruction set its natural width (16, 8 or 4).
-template <int W>
-using FloatVec __attribute__((vector_size(W * sizeof(float)))) = float;
 
 Layout MakeLayout(const DepthwiseShape& s) {
   Layout l;
@@ -146,24 +144,12 @@ inline void ConvolveOnePlane(const float* x, const float* w, const float* bias, 
     const float b = bias != nullptr ? bias[j] : 0.0f;
     int64_t i = 0;
     for (; i + 4 * W <= l.length; i += 4 * W) {
-      Vec a0 = Vec{} + b, a1 = a0, a2 = a0, a3 = a0;
-      for (int64_t t = 0; t < taps; ++t) {
-        const float* src = sources[t] + i;
-        const float wt = weights[t];
-        Vec v0, v1, v2, v3;
-        std::memcpy(&v0, src, sizeof(Vec));
-        std::memcpy(&v1, src + W, sizeof(Vec));
-        std::memcpy(&v2, src + 2 * W, sizeof(Vec));
-        std::memcpy(&v3, src + 3 * W, sizeof(Vec));
-        a0 += v0 * wt;
-        a1 += v1 * wt;
-        a2 += v2 * wt;
-        a3 += v3 * wt;
-      }
-      std::memcpy(acc + i, &a0, sizeof(Vec));
-      std::memcpy(acc + i + W, &a1, sizeof(Vec));
-      std::memcpy(acc + i + 2 * W, &a2, sizeof(Vec));
-      std::memcpy(acc + i + 3 * W, &a3, sizeof(Vec));
+      const Vec bias_vec = Vec{} + b;
+      FourVecs<W> sums{bias_vec, bias_vec, bias_vec, bias_vec};
+      MultiplyAddRows<W>(sums, taps, [&](int64_t t) {
+        return std::pair<const float*, float>(sources[t] + i, weights[t]);
+      });
+      StoreFour<W>(sums, acc + i);
     }
     // The last vectors of the grid: two chains (even and odd taps) each, so the additions do
     // not wait on one another.

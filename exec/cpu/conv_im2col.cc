@@ -51,15 +51,6 @@ Spatial3::Spatial3(const SpatialGeometry& g) {
   }
 }
 
-Tap::Tap(const Spatial3& s, int64_t k)
-    : c(k / s.kernel_size()),
-      kd((k / (s.kernel[2] * s.kernel[1])) % s.kernel[0]),
-      kh((k / s.kernel[2]) % s.kernel[1]),
-      kw(k % s.kernel[2]) {}
-
-Position::Position(const Spatial3& s, int64_t n)
-    : od(n / (s.out[2] * s.out[1])), oh((n / s.out[2]) % s.out[1]), ow(n % s.out[2]) {}
-
 ColumnLayout::ColumnLayout(const Spatial3& s) : stride(s.stride[2]) {
   const int64_t width = s.in[2], out_width = s.out[2];
   phase_width = (width + stride - 1) / stride;

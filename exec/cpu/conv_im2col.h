@@ -29,7 +29,11 @@ struct Spatial3 {
 struct Tap {
   int64_t c = 0, kd = 0, kh = 0, kw = 0;
 
-  Tap(const Spatial3& s, int64_t k);
+  Tap(const Spatial3& s, int64_t k)
+      : c(k / s.kernel_size()),
+        kd((k / (s.kernel[2] * s.kernel[1])) % s.kernel[0]),
+        kh((k / s.kernel[2]) % s.kernel[1]),
+        kw(k % s.kernel[2]) {}
   void Next(const Spatial3& s) {
     if (++kw < s.kernel[2]) return;
     kw = 0;
@@ -44,7 +48,8 @@ struct Tap {
 // An output position: a column of the column matrix.
 struct Position {
   int64_t od = 0, oh = 0, ow = 0;
-  Position(const Spatial3& s, int64_t n);
+  Position(const Spatial3& s, int64_t n)
+      : od(n / (s.out[2] * s.out[1])), oh((n / s.out[2]) % s.out[1]), ow(n % s.out[2]) {}
   // `run` columns on along the output row, wrapping to the next row and plane at their ends.
   void Advance(const Spatial3& s, int64_t run) {
     ow += run;
@@ -57,6 +62,29 @@ struct Position {
     }
   }
 };
+
+// Row k of the column matrix of an image as it is (not prepared) over output positions
+// [first, first + count), in runs along the output row, where the input row is fixed. For each
+// run calls write(j, run, row, i2): positions [j, j + run) of the range read input row `row`
+// (nullptr where that row lies outside the image) at i2, i2 + stride[2], ... (the positions
+// outside [0, in[2]) are padding). The integer convolutions pack their columns through it.
+template <typename T, typename WriteRun>
+inline void ForEachIm2colRun(const T* image, const Spatial3& s, int64_t k, int64_t first,
+                             int64_t count, WriteRun write) {
+  const Tap tap(s, k);
+  const T* plane = image + tap.c * s.in_size();
+  Position p(s, first);
+  for (int64_t j = 0; j < count;) {
+    const int64_t i0 = p.od * s.stride[0] - s.pad[0] + tap.kd * s.dilation[0];
+    const int64_t i1 = p.oh * s.stride[1] - s.pad[1] + tap.kh * s.dilation[1];
+    const int64_t run = std::min(count - j, s.out[2] - p.ow);
+    const bool row_inside = i0 >= 0 && i0 < s.in[0] && i1 >= 0 && i1 < s.in[1];
+    write(j, run, row_inside ? plane + (i0 * s.in[1] + i1) * s.in[2] : nullptr,
+          p.ow * s.stride[2] - s.pad[2] + tap.kw * s.dilation[2]);
+    j += run;
+    p.Advance(s, run);
+  }
+}
 
 // How im2col reads input rows. With column stride 1 a row is used as it is; otherwise it is
 // split into `stride` phases of phase_width elements (phase b holds columns b, b + stride, ...).

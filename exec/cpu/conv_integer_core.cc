@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <array>
 
+#include "exec/cpu/conv_im2col.h"
 #include "exec/cpu/conv_integer_vnni.h"
 #include "exec/cpu/gemm_int8.h"
-#include "exec/cpu/padded_geometry.h"
 
 namespace ovfix::exec {
 namespace {
@@ -14,47 +14,25 @@ namespace {
 // image into packed B (zero point taken off; outside the image 0).
 // `slots[j]` is where column j of step 0 goes (QuantPackedBIndex(pairs, nr, 0, j)).
 template <typename T>
-void PackColumns(const T* image, int32_t x_zero, const Geometry3& s, int64_t depth, int64_t first,
+void PackColumns(const T* image, int32_t x_zero, const Spatial3& s, int64_t depth, int64_t first,
                  int64_t count, const std::vector<int64_t>& slots, int nr, int16_t* packed) {
-  const int64_t kernel_size = s.kernel_size();
   for (int64_t k = 0; k < depth; ++k) {
     int16_t* step = packed + (k / 2) * nr * 2 + (k & 1);
-    const int64_t channel = k / kernel_size, tap = k % kernel_size;
-    const int64_t t0 = tap / (s.kernel[1] * s.kernel[2]), t1 = tap / s.kernel[2] % s.kernel[1],
-                  t2 = tap % s.kernel[2];
-    const T* plane = image + channel * s.in_size();
-    int64_t o2 = first % s.out[2], o1 = first / s.out[2] % s.out[1],
-            o0 = first / (s.out[1] * s.out[2]);
-    int64_t j = 0;
-    while (j < count) {
-      // One run along the innermost output axis: the input row is fixed.
-      const int64_t i0 = o0 * s.strides[0] - s.pads[0] + t0 * s.dilations[0];
-      const int64_t i1 = o1 * s.strides[1] - s.pads[1] + t1 * s.dilations[1];
-      const int64_t run = std::min(count - j, s.out[2] - o2);
-      const bool row_inside = i0 >= 0 && i0 < s.in[0] && i1 >= 0 && i1 < s.in[1];
-      const T* row = row_inside ? plane + (i0 * s.in[1] + i1) * s.in[2] : plane;
+    auto write_run = [&](int64_t j, int64_t run, const T* row, int64_t i2_first) {
       for (int64_t r = 0; r < run; ++r) {
-        const int64_t i2 = (o2 + r) * s.strides[2] - s.pads[2] + t2 * s.dilations[2];
-        const bool inside = row_inside && i2 >= 0 && i2 < s.in[2];
+        const int64_t i2 = i2_first + r * s.stride[2];
+        const bool inside = row != nullptr && i2 >= 0 && i2 < s.in[2];
         step[slots[j + r]] = inside ? static_cast<int16_t>(int32_t{row[i2]} - x_zero) : int16_t{0};
       }
-      j += run;
-      o2 += run;
-      if (o2 == s.out[2]) {
-        o2 = 0;
-        if (++o1 == s.out[1]) {
-          o1 = 0;
-          ++o0;
-        }
-      }
-    }
+    };
+    ForEachIm2colRun(image, s, k, first, count, write_run);
   }
 }
 
 template <typename X, typename W>
 void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
          const SpatialGeometry& geometry, int64_t group, int32_t* y, ThreadPool* pool) {
-  const Geometry3 s(geometry);
+  const Spatial3 s(geometry);
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = w.dim(0);
   const int64_t group_channels = channels / group, group_filters = filters / group;
   const int64_t depth = group_channels * s.kernel_size();

@@ -6,9 +6,9 @@
 #include <string>
 #include <type_traits>
 
+#include "exec/cpu/conv_im2col.h"
 #include "exec/cpu/gemm_int8.h"
 #include "exec/cpu/gemm_vnni.h"
-#include "exec/cpu/padded_geometry.h"
 
 namespace ovfix::exec {
 namespace {
@@ -27,54 +27,36 @@ inline int8_t AsSigned(uint8_t v) { return static_cast<int8_t>(v ^ 0x80); }
 // Row k of the im2col matrix for output positions [first, first + count): the input byte
 // under tap k of each position's window, `pad` outside the image. `row` has `count` bytes.
 template <typename X>
-void Im2colRow(const X* image, const Geometry3& s, int64_t k, int64_t first, int64_t count,
-               uint8_t pad, uint8_t* row) {
-  const int64_t kernel_size = s.kernel_size();
-  const int64_t channel = k / kernel_size, tap = k % kernel_size;
-  const int64_t t0 = tap / (s.kernel[1] * s.kernel[2]), t1 = tap / s.kernel[2] % s.kernel[1],
-                t2 = tap % s.kernel[2];
-  const X* plane = image + channel * s.in_size();
-  int64_t o2 = first % s.out[2], o1 = first / s.out[2] % s.out[1],
-          o0 = first / (s.out[1] * s.out[2]);
-  int64_t j = 0;
-  while (j < count) {
-    // One run along the innermost output axis: the input row is fixed.
-    const int64_t i0 = o0 * s.strides[0] - s.pads[0] + t0 * s.dilations[0];
-    const int64_t i1 = o1 * s.strides[1] - s.pads[1] + t1 * s.dilations[1];
-    const int64_t run = std::min(count - j, s.out[2] - o2);
+void Im2colRowBytes(const X* image, const Spatial3& s, int64_t k, int64_t first, int64_t count,
+                    uint8_t pad, uint8_t* row) {
+  auto write_run = [&](int64_t j, int64_t run, const X* in, int64_t i2_first)
+      __attribute__((always_inline)) {
+    // Locals, not captures: the byte stores below may alias anything a capture refers to,
+    // which would reload it on every element.
+    const int64_t stride = s.stride[2], width = s.in[2];
     uint8_t* out = row + j;
-    if (i0 < 0 || i0 >= s.in[0] || i1 < 0 || i1 >= s.in[1]) {
+    if (in == nullptr) {
       std::memset(out, pad, run);
+      return;
+    }
+    // Positions r in [lo, hi) read inside the row; first_inside(i2_min) is the smallest r
+    // whose i2 = i2_first + r * stride is at least i2_min.
+    auto first_inside = [&](int64_t i2_min) {
+      const int64_t num = i2_min - i2_first;
+      return num <= 0 ? int64_t{0} : (num + stride - 1) / stride;
+    };
+    const int64_t lo = std::min(run, first_inside(0));
+    const int64_t hi = std::max(lo, std::min(run, first_inside(width)));
+    std::memset(out, pad, lo);
+    const X* src = in + (i2_first + lo * stride);
+    if (stride == 1 && sizeof(X) == 1 && std::is_same_v<X, uint8_t>) {
+      std::memcpy(out + lo, src, hi - lo);
     } else {
-      const X* in = plane + (i0 * s.in[1] + i1) * s.in[2];
-      const int64_t stride = s.strides[2];
-      const int64_t offset = t2 * s.dilations[2] - s.pads[2];  // i2 = (o2 + r) * stride + offset
-      // Positions r in [lo, hi) read inside the row.
-      auto first_inside = [&](int64_t i2_min) {  // smallest r with (o2+r)*stride+offset >= i2_min
-        const int64_t num = i2_min - offset - o2 * stride;
-        return num <= 0 ? int64_t{0} : (num + stride - 1) / stride;
-      };
-      const int64_t lo = std::min(run, first_inside(0));
-      const int64_t hi = std::max(lo, std::min(run, first_inside(s.in[2])));
-      std::memset(out, pad, lo);
-      const X* src = in + (o2 + lo) * stride + offset;
-      if (stride == 1 && sizeof(X) == 1 && std::is_same_v<X, uint8_t>) {
-        std::memcpy(out + lo, src, hi - lo);
-      } else {
-        for (int64_t r = 0; r < hi - lo; ++r) out[lo + r] = AsUnsigned(src[r * stride]);
-      }
-      std::memset(out + hi, pad, run - hi);
+      for (int64_t r = 0; r < hi - lo; ++r) out[lo + r] = AsUnsigned(src[r * stride]);
     }
-    j += run;
-    o2 += run;
-    if (o2 == s.out[2]) {
-      o2 = 0;
-      if (++o1 == s.out[1]) {
-        o1 = 0;
-        ++o0;
-      }
-    }
-  }
+    std::memset(out + hi, pad, run - hi);
+  };
+  ForEachIm2colRun(image, s, k, first, count, write_run);
 }
 
 // One group's filters as int8, in panels of kMr rows: per panel, per quad of K, per row, four
@@ -107,7 +89,7 @@ template <typename X, typename W>
 void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
          const SpatialGeometry& geometry, int64_t group, int32_t* y, ThreadPool* pool,
          const IntegerConvSink* sink) {
-  const Geometry3 s(geometry);
+  const Spatial3 s(geometry);
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = w.dim(0);
   const int64_t group_channels = channels / group, group_filters = filters / group;
   const int64_t depth = group_channels * s.kernel_size();
@@ -141,7 +123,8 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
       const int64_t first = b * block, count = std::min(block, out_size - first);
       const X* image = x.data<X>() + (n * channels + g * group_channels) * s.in_size();
       for (int64_t k = 0; k < depth; ++k) {
-        Im2colRow(image, s, k, first, count, static_cast<uint8_t>(xz), rows.data() + k * block);
+        Im2colRowBytes(image, s, k, first, count, static_cast<uint8_t>(xz),
+                       rows.data() + k * block);
       }
       const int64_t panels = (count + kNr - 1) / kNr;
       for (int64_t q = 0; q < quads; ++q) {

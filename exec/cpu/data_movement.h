@@ -91,6 +91,10 @@ inline int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t en
 // the caller guarantees every non-fill sum is inside `source`.
 void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offsets,
                    const Tensor* fill, Tensor& out, ThreadPool* pool);
+// Merges short trailing offset tables into the table before them (each entry the sum of
+// two, `fill` where either is `fill`), while the last has fewer than 64 entries and the merged
+// one at most 4096: the copies then run over fewer, longer rows.
+void MergeShortTrailingTables(std::vector<std::vector<int64_t>>& tables, int64_t fill = kFill);
 // Whether a tensor of these dims and type can be allocated (no negative dim, under 1 TiB).
 bool IsAllocatable(const std::vector<int64_t>& dims, DataType type);
 // A scalar of `type` holding `value` (rounded/converted as the type needs).

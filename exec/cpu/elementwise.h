@@ -257,6 +257,18 @@ constexpr T WrapNeg(T a) {
   return static_cast<T>(WrapType<T>{0} - static_cast<WrapType<T>>(a));
 }
 
+// a + b as Add and Sum compute it: floats as they are, integers wrapping.
+struct NumericAdd {
+  template <typename T>
+  constexpr T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return a + b;
+    } else {
+      return WrapAdd(a, b);
+    }
+  }
+};
+
 // A float converted to an integer type without undefined behaviour: NaN becomes 0, values
 // beyond the 64-bit range saturate, and narrower types wrap from 64 bits (what x86 code and
 // numpy do for the in-range cases).

@@ -26,13 +26,7 @@ absl::Status CheckNoIntegerZero(const KernelContext& ctx, const Tensor& divisor)
 }
 
 absl::Status Add(KernelContext& ctx) {
-  return BinaryKernel(ctx, kNumericTypes, kCheap, [](auto a, auto b) {
-    if constexpr (std::is_floating_point_v<decltype(a)>) {
-      return a + b;
-    } else {
-      return WrapAdd(a, b);
-    }
-  });
+  return BinaryKernel(ctx, kNumericTypes, kCheap, NumericAdd{});
 }
 
 absl::Status Sub(KernelContext& ctx) {

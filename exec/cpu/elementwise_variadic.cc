@@ -80,13 +80,7 @@ absl::Status Min(KernelContext& ctx) {
 
 absl::Status Sum(KernelContext& ctx) {
   if (HasLowPrecisionFloatInput(ctx)) return RunInFloat(ctx, Sum);
-  return Fold(ctx, kNumericTypes, false, [](auto a, auto b) {
-    if constexpr (std::is_floating_point_v<decltype(a)>) {
-      return a + b;
-    } else {
-      return WrapAdd(a, b);
-    }
-  });
+  return Fold(ctx, kNumericTypes, false, NumericAdd{});
 }
 
 absl::Status Mean(KernelContext& ctx) {

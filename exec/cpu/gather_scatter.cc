@@ -221,12 +221,19 @@ absl::Status ApplyUpdates(const KernelContext& ctx, Tensor& out, const Tensor& u
   return absl::OkStatus();
 }
 
+// The element types both scatters accept: data's one the kernels store, updates' the same.
+absl::Status CheckScatterTypes(const KernelContext& ctx, const Tensor& data,
+                               const Tensor& updates) {
+  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  if (updates.type() != data.type()) return ctx.Error("updates and data differ in type");
+  return absl::OkStatus();
+}
+
 absl::Status ScatterND(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   const Tensor& updates = ctx.input(2);
-  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
-  if (updates.type() != data.type()) return ctx.Error("updates and data differ in type");
+  OVFIX_RETURN_IF_ERROR(CheckScatterTypes(ctx, data, updates));
   OVFIX_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(ctx));
   const int64_t r = static_cast<int64_t>(data.rank());
   if (indices.rank() < 1) return ctx.Error("indices must have rank >= 1");
@@ -247,8 +254,7 @@ absl::Status ScatterElements(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   const Tensor& updates = ctx.input(2);
-  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
-  if (updates.type() != data.type()) return ctx.Error("updates and data differ in type");
+  OVFIX_RETURN_IF_ERROR(CheckScatterTypes(ctx, data, updates));
   if (updates.dims() != indices.dims()) return ctx.Error("updates and indices differ in shape");
   OVFIX_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(ctx));
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));

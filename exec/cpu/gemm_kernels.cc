@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "exec/cpu/avx512_tile.h"
+#include "exec/cpu/float_vec.h"
 
 namespace ovfix::exec {
 namespace {
@@ -179,11 +180,6 @@ const GemmKernel kPortableKernel{{"portable", kPortableMr, kPortableNr}, &Portab
 
 // ---- Matrix-vector products ----
 
-// A vector of W floats: 16 for AVX-512, 8 for AVX2, 4 for the baseline, so that each
-// instantiation below keeps its accumulators in registers.
-template <int W>
-using FloatVec __attribute__((vector_size(W * sizeof(float)))) = float;
-
 // out[r] = dot(mat + r * ld, x) over k elements, for r in [0, rows).
 template <int W>
 __attribute__((always_inline)) inline void DotRowsImpl(const float* mat, int64_t ld, int64_t rows,
@@ -298,24 +294,10 @@ __attribute__((always_inline)) inline void AxpyRowsImpl(const float* mat, int64_
   using Vec = FloatVec<W>;
   int64_t j = 0;
   for (; j + 4 * W <= n; j += 4 * W) {
-    Vec s0 = {}, s1 = {}, s2 = {}, s3 = {};
-    for (int64_t i = 0; i < k; ++i) {
-      const float* row = mat + i * ld + j;
-      const float xi = x[i];
-      Vec v0, v1, v2, v3;
-      std::memcpy(&v0, row, sizeof(Vec));
-      std::memcpy(&v1, row + W, sizeof(Vec));
-      std::memcpy(&v2, row + 2 * W, sizeof(Vec));
-      std::memcpy(&v3, row + 3 * W, sizeof(Vec));
-      s0 += v0 * xi;
-      s1 += v1 * xi;
-      s2 += v2 * xi;
-      s3 += v3 * xi;
-    }
-    std::memcpy(out + j, &s0, sizeof(Vec));
-    std::memcpy(out + j + W, &s1, sizeof(Vec));
-    std::memcpy(out + j + 2 * W, &s2, sizeof(Vec));
-    std::memcpy(out + j + 3 * W, &s3, sizeof(Vec));
+    FourVecs<W> sums{};
+    MultiplyAddRows<W>(
+        sums, k, [&](int64_t i) { return std::pair<const float*, float>(mat + i * ld + j, x[i]); });
+    StoreFour<W>(sums, out + j);
   }
   for (; j + W <= n; j += W) {
     Vec s0 = {};
@@ -373,33 +355,22 @@ inline void CopyIntoPanels(const float* row, int64_t count, int64_t panel_stride
   }
 }
 
+// CopyIntoPanels for the first of kNrs that is `nr`; false when none is.
+template <int... kNrs>
+__attribute__((always_inline)) inline bool CopyIntoPanelsOfWidth(int nr, const float* row,
+                                                                 int64_t count,
+                                                                 int64_t panel_stride, float* dst) {
+  return ((nr == kNrs && (CopyIntoPanels<kNrs>(row, count, panel_stride, dst), true)) || ...);
+}
+
 }  // namespace
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void PackRowIntoPanels(
     const float* row, int64_t count, int nr, int64_t panel_stride, float* dst) {
-  switch (nr) {
-    case 32:
-      CopyIntoPanels<32>(row, count, panel_stride, dst);
-      return;
-    case 16:
-      CopyIntoPanels<16>(row, count, panel_stride, dst);
-      return;
-    case 12:
-      CopyIntoPanels<12>(row, count, panel_stride, dst);
-      return;
-    case 8:
-      CopyIntoPanels<8>(row, count, panel_stride, dst);
-      return;
-    case 6:
-      CopyIntoPanels<6>(row, count, panel_stride, dst);
-      return;
-    case 4:
-      CopyIntoPanels<4>(row, count, panel_stride, dst);
-      return;
-    default:
-      for (int64_t j = 0; j < count; j += nr, dst += panel_stride) {
-        for (int64_t i = 0; i < nr; ++i) dst[i] = j + i < count ? row[j + i] : 0.0f;
-      }
+  // The panel widths of the micro-kernels, each copied with its width known.
+  if (CopyIntoPanelsOfWidth<32, 16, 12, 8, 6, 4>(nr, row, count, panel_stride, dst)) return;
+  for (int64_t j = 0; j < count; j += nr, dst += panel_stride) {
+    for (int64_t i = 0; i < nr; ++i) dst[i] = j + i < count ? row[j + i] : 0.0f;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "exec/cpu/conv_integer_vnni.h"
 #include "exec/cpu/misc_kernels.h"
 #include "exec/cpu/quantize_math.h"
+#include "exec/cpu/required_inputs.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
 
@@ -47,9 +48,7 @@ void Requantize(const std::vector<int32_t>& acc, const Tensor* bias,
 
 // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, [B].
 absl::Status QLinearConv(KernelContext& ctx) {
-  for (size_t i = 0; i < 8; ++i) {
-    if (!ctx.has_input(i)) return ctx.Error("missing input ", i);
-  }
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 8));
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(3);
   const Tensor& y_zero = ctx.input(7);

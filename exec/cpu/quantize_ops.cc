@@ -19,6 +19,7 @@
 #include "exec/cpu/matmul_integer_vnni.h"
 #include "exec/cpu/misc_kernels.h"
 #include "exec/cpu/quantize_math.h"
+#include "exec/cpu/required_inputs.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
 
@@ -353,9 +354,7 @@ absl::Status MatMulInteger(KernelContext& ctx) {
 
 // Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
 absl::Status QLinearMatMul(KernelContext& ctx) {
-  for (size_t i = 0; i < 8; ++i) {
-    if (!ctx.has_input(i)) return ctx.Error("missing input ", i);
-  }
+  OVFIX_RETURN_IF_ERROR(RequireInputs(ctx, 8));
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(3);
   const Tensor& y_scale = ctx.input(6);

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "exec/cpu/gemm.h"
+#include "exec/cpu/opset_split_kernels.h"
 #include "exec/cpu/recurrent_attributes.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
@@ -344,12 +345,10 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
 
 void AddRecurrentKernels(std::vector<KernelDef>& table) {
   // Opset 14 added `layout`; the kernels read ctx.opset, so each op has two entries.
-  table.push_back({"", "RNN", 7, 13, &RecurrentKernel<Cell::kRnn>});
-  table.push_back({"", "RNN", 14, kLatestOpset, &RecurrentKernel<Cell::kRnn>});
-  table.push_back({"", "GRU", 7, 13, &RecurrentKernel<Cell::kGru>});
-  table.push_back({"", "GRU", 14, kLatestOpset, &RecurrentKernel<Cell::kGru>});
-  table.push_back({"", "LSTM", 7, 13, &RecurrentKernel<Cell::kLstm>});
-  table.push_back({"", "LSTM", 14, kLatestOpset, &RecurrentKernel<Cell::kLstm>});
+  AddOpsSplitAtOpset(table, 7, 14,
+                     {{"RNN", &RecurrentKernel<Cell::kRnn>},
+                      {"GRU", &RecurrentKernel<Cell::kGru>},
+                      {"LSTM", &RecurrentKernel<Cell::kLstm>}});
 }
 
 }  // namespace ovfix::exec

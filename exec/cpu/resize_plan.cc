@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "ir/status_macros.h"
 
@@ -131,6 +134,38 @@ absl::Status FromSizes(const KernelContext& ctx, const std::vector<int64_t>& in_
   return absl::OkStatus();
 }
 
+// An attribute's value, by name, in the opsets [since, until] that define that name.
+template <typename E>
+struct NamedMode {
+  std::string_view name;
+  E mode;
+  int64_t since = 0;
+  int64_t until = std::numeric_limits<int64_t>::max();
+};
+
+template <typename E, size_t N>
+std::optional<E> ModeNamed(const NamedMode<E> (&modes)[N], std::string_view name, int64_t opset) {
+  for (const NamedMode<E>& m : modes) {
+    if (m.name == name && opset >= m.since && opset <= m.until) return m.mode;
+  }
+  return std::nullopt;
+}
+
+using Coordinate = ResizeCoordinateMode;
+constexpr NamedMode<Coordinate> kCoordinateModes[] = {
+    {"half_pixel", Coordinate::kHalfPixel},
+    {"half_pixel_symmetric", Coordinate::kHalfPixelSymmetric, 18},
+    {"pytorch_half_pixel", Coordinate::kPytorchHalfPixel},
+    {"align_corners", Coordinate::kAlignCorners},
+    {"asymmetric", Coordinate::kAsymmetric},
+    {"tf_half_pixel_for_nearest", Coordinate::kTfHalfPixelForNearest, 0, 17},
+    {"tf_crop_and_resize", Coordinate::kTfCropAndResize}};
+constexpr NamedMode<ResizeNearestMode> kNearestModes[] = {
+    {"round_prefer_floor", ResizeNearestMode::kRoundPreferFloor},
+    {"round_prefer_ceil", ResizeNearestMode::kRoundPreferCeil},
+    {"floor", ResizeNearestMode::kFloor},
+    {"ceil", ResizeNearestMode::kCeil}};
+
 std::vector<double> ReadDoubles(const Tensor& t) {
   std::vector<double> v(t.numel());
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.GetAsDouble(i);
@@ -157,35 +192,17 @@ absl::StatusOr<ResizeAttributes> ParseResizeAttributes(const KernelContext& ctx,
     return a;
   }
   const std::string coordinate = ctx.node.GetString("coordinate_transformation_mode", "half_pixel");
-  if (coordinate == "half_pixel") {
-    a.coordinate_mode = ResizeCoordinateMode::kHalfPixel;
-  } else if (coordinate == "half_pixel_symmetric" && ctx.opset >= 18) {
-    a.coordinate_mode = ResizeCoordinateMode::kHalfPixelSymmetric;
-  } else if (coordinate == "pytorch_half_pixel") {
-    a.coordinate_mode = ResizeCoordinateMode::kPytorchHalfPixel;
-  } else if (coordinate == "align_corners") {
-    a.coordinate_mode = ResizeCoordinateMode::kAlignCorners;
-  } else if (coordinate == "asymmetric") {
-    a.coordinate_mode = ResizeCoordinateMode::kAsymmetric;
-  } else if (coordinate == "tf_half_pixel_for_nearest" && ctx.opset < 18) {
-    a.coordinate_mode = ResizeCoordinateMode::kTfHalfPixelForNearest;
-  } else if (coordinate == "tf_crop_and_resize") {
-    a.coordinate_mode = ResizeCoordinateMode::kTfCropAndResize;
-  } else {
+  const std::optional<Coordinate> coordinate_mode =
+      ModeNamed(kCoordinateModes, coordinate, ctx.opset);
+  if (!coordinate_mode) {
     return ctx.Error("unsupported coordinate_transformation_mode '", coordinate, "'");
   }
+  a.coordinate_mode = *coordinate_mode;
   const std::string nearest = ctx.node.GetString("nearest_mode", "round_prefer_floor");
-  if (nearest == "round_prefer_floor") {
-    a.nearest_mode = ResizeNearestMode::kRoundPreferFloor;
-  } else if (nearest == "round_prefer_ceil") {
-    a.nearest_mode = ResizeNearestMode::kRoundPreferCeil;
-  } else if (nearest == "floor") {
-    a.nearest_mode = ResizeNearestMode::kFloor;
-  } else if (nearest == "ceil") {
-    a.nearest_mode = ResizeNearestMode::kCeil;
-  } else {
-    return ctx.Error("unsupported nearest_mode '", nearest, "'");
-  }
+  const std::optional<ResizeNearestMode> nearest_mode =
+      ModeNamed(kNearestModes, nearest, ctx.opset);
+  if (!nearest_mode) return ctx.Error("unsupported nearest_mode '", nearest, "'");
+  a.nearest_mode = *nearest_mode;
   a.cubic_coeff_a = ctx.node.GetFloat("cubic_coeff_a", -0.75f);
   a.exclude_outside = ctx.node.GetInt("exclude_outside", 0) != 0;
   a.extrapolation_value = ctx.node.GetFloat("extrapolation_value", 0.0f);

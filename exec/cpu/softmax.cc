@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "exec/cpu/opset_split_kernels.h"
 #include "exec/cpu/vector_math.h"
 #include "exec/kernel.h"
 #include "ir/status_macros.h"
@@ -193,12 +194,10 @@ absl::Status SoftmaxKernel(KernelContext& ctx) {
 void AddSoftmaxKernels(std::vector<KernelDef>& table) {
   // Opset 13 changed the meaning of axis (one axis instead of a 2-D coercion); the kernel
   // reads ctx.opset, so each op has one function and two entries.
-  table.push_back({"", "Softmax", 1, 12, &SoftmaxKernel<Mode::kSoftmax>});
-  table.push_back({"", "Softmax", 13, kLatestOpset, &SoftmaxKernel<Mode::kSoftmax>});
-  table.push_back({"", "LogSoftmax", 1, 12, &SoftmaxKernel<Mode::kLogSoftmax>});
-  table.push_back({"", "LogSoftmax", 13, kLatestOpset, &SoftmaxKernel<Mode::kLogSoftmax>});
-  table.push_back({"", "Hardmax", 1, 12, &SoftmaxKernel<Mode::kHardmax>});
-  table.push_back({"", "Hardmax", 13, kLatestOpset, &SoftmaxKernel<Mode::kHardmax>});
+  AddOpsSplitAtOpset(table, 1, 13,
+                     {{"Softmax", &SoftmaxKernel<Mode::kSoftmax>},
+                      {"LogSoftmax", &SoftmaxKernel<Mode::kLogSoftmax>},
+                      {"Hardmax", &SoftmaxKernel<Mode::kHardmax>}});
 }
 
 }  // namespace ovfix::exec

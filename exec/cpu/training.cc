@@ -12,6 +12,7 @@
 //                 standard: X' = X - R V';  nesterov: X' = X - R (G' + alpha V')
 //
 // Arithmetic is in double; the tensors are float or double.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -81,23 +82,32 @@ void Set(Tensor& t, int64_t e, double v) {
   }
 }
 
+// The loop of every optimizer: for each optimized tensor k, allocates its kOutputs outputs
+// (shaped like its X), then calls step(out, k, e, x, g) for each element e, with out[j] output
+// j of the tensor, x the element and g its gradient plus norm * x.
+template <size_t kOutputs, typename Step>
+void UpdateEach(KernelContext& ctx, const OptimizerInputs& in, double norm, Step step) {
+  for (size_t k = 0; k < in.n; ++k) {
+    std::array<Tensor*, kOutputs> out;
+    for (size_t j = 0; j < kOutputs; ++j) out[j] = &Out(ctx, in, j, k);
+    for (int64_t e = 0; e < out[0]->numel(); ++e) {
+      const double x = In(ctx, in, 0, k, e);
+      step(out, k, e, x, norm * x + In(ctx, in, 1, k, e));
+    }
+  }
+}
+
 absl::Status Adagrad(KernelContext& ctx) {
   OVFIX_ASSIGN_OR_RETURN(OptimizerInputs in, ReadOptimizerInputs(ctx, 3));  // X, G, H
   const double decay = ctx.node.GetFloat("decay_factor", 0.0f);
   const double epsilon = ctx.node.GetFloat("epsilon", 1e-6f);
   const double norm = ctx.node.GetFloat("norm_coefficient", 0.0f);
   const double rate = in.rate / (1.0 + static_cast<double>(in.count) * decay);
-  for (size_t k = 0; k < in.n; ++k) {
-    Tensor& x_new = Out(ctx, in, 0, k);
-    Tensor& h_new = Out(ctx, in, 1, k);
-    for (int64_t e = 0; e < x_new.numel(); ++e) {
-      const double x = In(ctx, in, 0, k, e);
-      const double g = norm * x + In(ctx, in, 1, k, e);
-      const double h = In(ctx, in, 2, k, e) + g * g;
-      Set(h_new, e, h);
-      Set(x_new, e, x - rate * g / (std::sqrt(h) + epsilon));
-    }
-  }
+  UpdateEach<2>(ctx, in, norm, [&](auto& out, size_t k, int64_t e, double x, double g) {
+    const double h = In(ctx, in, 2, k, e) + g * g;
+    Set(*out[1], e, h);
+    Set(*out[0], e, x - rate * g / (std::sqrt(h) + epsilon));
+  });
   return absl::OkStatus();
 }
 
@@ -112,20 +122,13 @@ absl::Status Adam(KernelContext& ctx) {
   const double rate =
       in.count > 0 ? in.rate * std::sqrt(1.0 - std::pow(beta, t)) / (1.0 - std::pow(alpha, t))
                    : in.rate;
-  for (size_t k = 0; k < in.n; ++k) {
-    Tensor& x_new = Out(ctx, in, 0, k);
-    Tensor& v_new = Out(ctx, in, 1, k);
-    Tensor& h_new = Out(ctx, in, 2, k);
-    for (int64_t e = 0; e < x_new.numel(); ++e) {
-      const double x = In(ctx, in, 0, k, e);
-      const double g = norm * x + In(ctx, in, 1, k, e);
-      const double v = alpha * In(ctx, in, 2, k, e) + (1.0 - alpha) * g;
-      const double h = beta * In(ctx, in, 3, k, e) + (1.0 - beta) * g * g;
-      Set(v_new, e, v);
-      Set(h_new, e, h);
-      Set(x_new, e, (1.0 - norm_post) * (x - rate * v / (std::sqrt(h) + epsilon)));
-    }
-  }
+  UpdateEach<3>(ctx, in, norm, [&](auto& out, size_t k, int64_t e, double x, double g) {
+    const double v = alpha * In(ctx, in, 2, k, e) + (1.0 - alpha) * g;
+    const double h = beta * In(ctx, in, 3, k, e) + (1.0 - beta) * g * g;
+    Set(*out[1], e, v);
+    Set(*out[2], e, h);
+    Set(*out[0], e, (1.0 - norm_post) * (x - rate * v / (std::sqrt(h) + epsilon)));
+  });
   return absl::OkStatus();
 }
 
@@ -142,17 +145,11 @@ absl::Status Momentum(KernelContext& ctx) {
     return ctx.Error("mode must be \"standard\" or \"nesterov\", got \"", mode, "\"");
   }
   const bool nesterov = mode == "nesterov";
-  for (size_t k = 0; k < in.n; ++k) {
-    Tensor& x_new = Out(ctx, in, 0, k);
-    Tensor& v_new = Out(ctx, in, 1, k);
-    for (int64_t e = 0; e < x_new.numel(); ++e) {
-      const double x = In(ctx, in, 0, k, e);
-      const double g = norm * x + In(ctx, in, 1, k, e);
-      const double v = alpha * In(ctx, in, 2, k, e) + beta * g;
-      Set(v_new, e, v);
-      Set(x_new, e, x - in.rate * (nesterov ? g + alpha * v : v));
-    }
-  }
+  UpdateEach<2>(ctx, in, norm, [&](auto& out, size_t k, int64_t e, double x, double g) {
+    const double v = alpha * In(ctx, in, 2, k, e) + beta * g;
+    Set(*out[1], e, v);
+    Set(*out[0], e, x - in.rate * (nesterov ? g + alpha * v : v));
+  });
   return absl::OkStatus();
 }
 

@@ -86,6 +86,20 @@ void CopyByOffsetsTyped(const Tensor& source, const std::vector<std::vector<int6
 
 namespace data_movement {
 
+void MergeShortTrailingTables(std::vector<std::vector<int64_t>>& tables, int64_t fill) {
+  while (tables.size() > 1 && tables.back().size() < 64 &&
+         tables.back().size() * tables[tables.size() - 2].size() <= 4096) {
+    std::vector<int64_t> inner = std::move(tables.back());
+    tables.pop_back();
+    std::vector<int64_t> merged;
+    merged.reserve(tables.back().size() * inner.size());
+    for (int64_t a : tables.back()) {
+      for (int64_t b : inner) merged.push_back(a == fill || b == fill ? fill : a + b);
+    }
+    tables.back() = std::move(merged);
+  }
+}
+
 // out[i_0, ..., i_r-1] = source[sum_d offsets[d][i_d]], or *fill where any offset is kFill
 // (zero / empty string when fill is null). `out` is allocated with dims = the table sizes.
 // Transpose, Expand, Tile, Slice, Pad and the space/depth shuffles are all this copy with
@@ -95,17 +109,7 @@ void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offse
   if (out.numel() == 0) return;
   if (offsets.empty()) offsets.push_back({0});
   // Short inner rows make the per-row work dominate: fold trailing dims into one table.
-  while (offsets.size() > 1 && offsets.back().size() < 64 &&
-         offsets.back().size() * offsets[offsets.size() - 2].size() <= 4096) {
-    std::vector<int64_t> inner = std::move(offsets.back());
-    offsets.pop_back();
-    std::vector<int64_t> merged;
-    merged.reserve(offsets.back().size() * inner.size());
-    for (int64_t a : offsets.back()) {
-      for (int64_t b : inner) merged.push_back(SumOffsets(a, b));
-    }
-    offsets.back() = std::move(merged);
-  }
+  MergeShortTrailingTables(offsets);
   VisitStorage(source.type(), [&]<typename T>() {
     T fill_value{};
     if (fill != nullptr && fill->numel() > 0) fill_value = Elements<T>(*fill)[0];

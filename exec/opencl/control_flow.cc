@@ -14,21 +14,12 @@ namespace {
 
 // How exec/control_flow.h moves this session's values: decisions read one element back to the
 // host; slices and stacked scan outputs of device values are copies on the device.
-class DeviceControlFlow {
+class DeviceControlFlow : public control_flow::ContextBackend<ControlContext> {
  public:
   using Value = ClValue;
-  explicit DeviceControlFlow(ControlContext& ctx) : ctx_(ctx) {}
+  using ContextBackend::ContextBackend;
 
-  const Node& node() const { return ctx_.node; }
-  int opset() const { return ctx_.opset; }
-  size_t num_inputs() const { return ctx_.inputs.size(); }
-  bool has_input(size_t i) const { return ctx_.has_input(i); }
   ClValue& input(size_t i) const { return *ctx_.inputs[i]; }
-  std::vector<ClValue>& outputs() { return ctx_.outputs; }
-  template <typename... Args>
-  absl::Status Error(const Args&... args) const {
-    return ctx_.Error(args...);
-  }
   absl::StatusOr<std::vector<ClValue>> RunGraph(std::string_view attribute, const Graph&,
                                                 std::vector<ClValue> args) {
     return ctx_.run_body(attribute, std::move(args));
@@ -97,9 +88,6 @@ class DeviceControlFlow {
     }
     return out;
   }
-
- private:
-  ControlContext& ctx_;
 };
 
 }  // namespace

@@ -84,17 +84,7 @@ absl::Status CopyByTables(OpContext& ctx, size_t input, ClValue& y,
       base += t[0];
     }
   }
-  while (kept.size() > 1 && kept.back().size() < 64 &&
-         kept.back().size() * kept[kept.size() - 2].size() <= 4096) {
-    std::vector<int64_t> inner = std::move(kept.back());
-    kept.pop_back();
-    std::vector<int64_t> merged;
-    merged.reserve(kept.back().size() * inner.size());
-    for (int64_t a : kept.back()) {
-      for (int64_t b : inner) merged.push_back(a == kFill || b == kFill ? kFill : a + b);
-    }
-    kept.back() = std::move(merged);
-  }
+  data_movement::MergeShortTrailingTables(kept, kFill);
   if (kept.empty()) kept.push_back({0});
   const int rank = static_cast<int>(kept.size());
   std::vector<int64_t> meta(2 * rank);
@@ -278,12 +268,25 @@ absl::Status Split(OpContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status DepthToSpace(OpContext& ctx) {
+// What DepthToSpace and SpaceToDepth read: X (4-D, of a type the copy moves), its dims and
+// the blocksize (checked by each op against the dims it divides).
+struct BlockShuffle {
+  const ClValue& x;
+  int64_t n, c, h, w, b;
+};
+
+absl::StatusOr<BlockShuffle> ReadBlockShuffle(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
   const int64_t b = ctx.node.GetInt("blocksize", 0);
   if (x.dims.size() != 4) return ctx.Error("input must be 4-D");
-  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  return BlockShuffle{x, x.dims[0], x.dims[1], x.dims[2], x.dims[3], b};
+}
+
+absl::Status DepthToSpace(OpContext& ctx) {
+  OVFIX_ASSIGN_OR_RETURN(const BlockShuffle in, ReadBlockShuffle(ctx));
+  const ClValue& x = in.x;
+  const int64_t n = in.n, c = in.c, h = in.h, w = in.w, b = in.b;
   if (b <= 0 || c % (b * b) != 0) return ctx.Error("channels ", c, " not divisible by blocksize^2");
   const std::string mode = ctx.node.GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return ctx.Error("unknown mode '", mode, "'");
@@ -299,11 +302,9 @@ absl::Status DepthToSpace(OpContext& ctx) {
 }
 
 absl::Status SpaceToDepth(OpContext& ctx) {
-  const ClValue& x = ctx.input(0);
-  OVFIX_RETURN_IF_ERROR(RequireBits(ctx, x));
-  const int64_t b = ctx.node.GetInt("blocksize", 0);
-  if (x.dims.size() != 4) return ctx.Error("input must be 4-D");
-  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  OVFIX_ASSIGN_OR_RETURN(const BlockShuffle in, ReadBlockShuffle(ctx));
+  const ClValue& x = in.x;
+  const int64_t n = in.n, c = in.c, h = in.h, w = in.w, b = in.b;
   if (b <= 0 || h % b != 0 || w % b != 0) {
     return ctx.Error("spatial dims ", h, "x", w, " not divisible by blocksize ", b);
   }
@@ -577,27 +578,14 @@ absl::Status Range(OpContext& ctx) {
 
 // OpenCL C names of the integer types a cast takes (bool as its byte); empty for the rest.
 std::string_view IntegerTypeName(DataType t) {
-  switch (t) {
-    case DataType::kInt8:
-      return "char";
-    case DataType::kUint8:
-    case DataType::kBool:
-      return "uchar";
-    case DataType::kInt16:
-      return "short";
-    case DataType::kUint16:
-      return "ushort";
-    case DataType::kInt32:
-      return "int";
-    case DataType::kUint32:
-      return "uint";
-    case DataType::kInt64:
-      return "long";
-    case DataType::kUint64:
-      return "ulong";
-    default:
-      return "";
+  static constexpr std::pair<DataType, std::string_view> kNames[] = {
+      {DataType::kInt8, "char"},   {DataType::kUint8, "uchar"},   {DataType::kBool, "uchar"},
+      {DataType::kInt16, "short"}, {DataType::kUint16, "ushort"}, {DataType::kInt32, "int"},
+      {DataType::kUint32, "uint"}, {DataType::kInt64, "long"},    {DataType::kUint64, "ulong"}};
+  for (const auto& [type, name] : kNames) {
+    if (type == t) return name;
   }
+  return "";
 }
 
 }  // namespace

@@ -77,16 +77,15 @@ std::string SpecReason(const Node& n, int64_t opset) {
 
 class Decider : public IslandMarks {
  public:
-  Decider(const Graph& g, const IslandOptions& o) : IslandMarks(g), o_(o) {}
+  Decider(const Graph& g, const IslandOptions& o) : IslandMarks(g, o, /*join_between=*/true) {}
 
-  absl::StatusOr<Islands> Run() {
-    const std::vector<Node*> nodes = g_.NodeList();
-    OVFIX_RETURN_IF_ERROR(MarkRequested(nodes, o_));
+ private:
+  void Decide(const std::vector<Node*>& nodes) override {
+    // What the spec leaves out always goes; the rest only with the structural rules.
     for (const Node* n : nodes) {
-      if (!IsFloatNode(*n)) continue;
-      if (std::string why = SpecReason(*n, o_.opset); !why.empty()) Mark(n, std::move(why));
+      if (IsFloatNode(*n)) SpecRule(*n);
     }
-    if (!o_.structural) return std::move(islands_);
+    if (!o_.structural) return;
     for (const Node* n : nodes) {
       if (IsFloatNode(*n)) OpKind(*n);
     }
@@ -103,12 +102,13 @@ class Decider : public IslandMarks {
       if (IsFloatNode(*n)) IntegerFeeding(*n, "bfloat16 holds integers exactly only up to 256");
     }
     for (const Node* n : nodes) AngleFeeding(*n, "bfloat16");
-    Closure(nodes, /*join_between=*/true);
-    Pull(nodes);
-    return std::move(islands_);
   }
 
- private:
+  // An op or a type without bfloat16 in the ONNX spec at the model's opset.
+  void SpecRule(const Node& n) {
+    if (std::string why = SpecReason(n, o_.opset); !why.empty()) Mark(&n, std::move(why));
+  }
+
   void OpKind(const Node& n) {
     if (IsSummingReduction(n) && IsFloat32(n.input(0))) {
       const std::optional<int64_t> count = ElementsPerOutput(n);
@@ -204,8 +204,6 @@ class Decider : public IslandMarks {
                              "(bfloat16 keeps 8 bits of the inputs)",
                              in, out->largest));
   }
-
-  const IslandOptions& o_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/status_macros.h"
+#include "ir/type_proto_dims.h"
 #include "rules/light_proto.h"
 
 namespace ovfix::rules {
@@ -46,16 +47,7 @@ absl::StatusOr<std::optional<std::vector<Dim>>> NewDims(const Value& v, const Co
 
 onnx::TypeProto WithDims(const onnx::TypeProto& type, const std::vector<Dim>& dims) {
   onnx::TypeProto out = type;
-  auto* shape = out.mutable_tensor_type()->mutable_shape();
-  shape->clear_dim();
-  for (const Dim& d : dims) {
-    auto* dim = shape->add_dim();
-    if (d.known()) {
-      dim->set_dim_value(d.value);
-    } else if (!d.symbol.empty()) {
-      dim->set_dim_param(d.symbol);
-    }
-  }
+  SetTypeProtoDims(dims, out);
   return out;
 }
 

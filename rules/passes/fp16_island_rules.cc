@@ -96,11 +96,10 @@ std::string_view OpKindReason(const Node& n, int64_t opset) {
 
 class Decider : public IslandMarks {
  public:
-  Decider(const Graph& g, const IslandOptions& o) : IslandMarks(g), o_(o) {}
+  Decider(const Graph& g, const IslandOptions& o) : IslandMarks(g, o, /*join_between=*/false) {}
 
-  absl::StatusOr<Islands> Run() {
-    const std::vector<Node*> nodes = g_.NodeList();
-    OVFIX_RETURN_IF_ERROR(MarkRequested(nodes, o_));
+ private:
+  void Decide(const std::vector<Node*>& nodes) override {
     for (const Node* n : nodes) {
       if (!IsFloatNode(*n)) continue;
       if (const std::string why(OpKindReason(*n, o_.opset)); !why.empty()) {
@@ -118,7 +117,7 @@ class Decider : public IslandMarks {
         if (IsFloatNode(*n)) ConstantRules(*n);
         if (IsFloatNode(*n) && o_.observed) Calibration(*n);
       }
-      return std::move(islands_);
+      return;
     }
     for (const Node* n : nodes) {
       if (IsReduction(*n) && IsFloat32(n->input(0))) GrowthFeeding(*n);
@@ -144,12 +143,8 @@ class Decider : public IslandMarks {
       }
       for (const Node* n : nodes) ResidualMatMul(*n);
     }
-    Closure(nodes, /*join_between=*/false);
-    Pull(nodes);
-    return std::move(islands_);
   }
 
- private:
   // Whether calibration on real data saw every float value `n` reads and computes, and what
   // it holds inside (a norm's variance, the squares of ReduceL2), at most kCalmLimit: then a
   // guard against overflow at `n` is not needed.
@@ -330,8 +325,6 @@ class Decider : public IslandMarks {
       if (check(v, false)) return;
     }
   }
-
-  const IslandOptions& o_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "ir/constant.h"
 #include "onnx/defs/attr_proto_util.h"
 #include "rules/passes/fp16_magnitudes.h"
+#include "rules/passes/graph_edit.h"
 
 namespace ovfix::rules {
 namespace {
@@ -70,13 +71,8 @@ Node* AbsorbingNorm(Node* linear, std::string& why) {
 }
 
 // A copy of `old` before it reading `inputs`, with a new output (the old output's type).
-Node* Clone(Rewriter& r, Node* old, std::vector<Value*> inputs) {
-  Node* n = r.CreateNode(*old->owner(), old->op_type(), inputs,
-                         {r.UniqueName(old->output(0)->name() + "_fp16safe")}, old,
-                         old->name().empty() ? "" : old->name() + "_fp16safe");
-  for (const onnx::AttributeProto& a : old->attributes()) r.SetAttribute(n, a);
-  r.SetType(n->output(0), old->output(0)->type());
-  return n;
+Node* Clone(Rewriter& r, Node* old, const std::vector<Value*>& inputs) {
+  return CloneWithInputs(r, old, inputs, old, "_fp16safe");
 }
 
 // New nodes from `linear` to `norm`, so that validation compares the normalization's output

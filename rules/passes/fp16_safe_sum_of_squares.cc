@@ -10,6 +10,7 @@
 #include "ir/constant.h"
 #include "ir/status_macros.h"
 #include "rules/passes/fp16_magnitudes.h"
+#include "rules/passes/graph_edit.h"
 
 namespace ovfix::rules {
 namespace {
@@ -94,13 +95,7 @@ Value* ScalarInitializer(PassContext& ctx, Graph& g, const std::string& name, fl
 }
 
 Node* Clone(PassContext& ctx, Node* old, const std::vector<Value*>& inputs, Node* before) {
-  Rewriter& r = ctx.rewriter;
-  Node* n = r.CreateNode(*old->owner(), old->op_type(), inputs,
-                         {r.UniqueName(old->output(0)->name() + "_fp16safe")}, before,
-                         old->name().empty() ? "" : old->name() + "_fp16safe");
-  for (const onnx::AttributeProto& a : old->attributes()) r.SetAttribute(n, a);
-  r.SetType(n->output(0), old->output(0)->type());
-  return n;
+  return CloneWithInputs(ctx.rewriter, old, inputs, before, "_fp16safe");
 }
 
 void Rewrite(PassContext& ctx, const Match& m, int k) {

@@ -10,4 +10,14 @@ void RedirectGraphOutput(Rewriter& rewriter, Value* from, Value* to) {
   for (const Use& u : readers) rewriter.SetInput(u.node, u.input_index, from);
 }
 
+Node* CloneWithInputs(Rewriter& rewriter, const Node* old, const std::vector<Value*>& inputs,
+                      Node* before, const std::string& suffix) {
+  Node* n = rewriter.CreateNode(*old->owner(), old->op_type(), inputs,
+                                {rewriter.UniqueName(old->output(0)->name() + suffix)}, before,
+                                old->name().empty() ? "" : old->name() + suffix);
+  for (const onnx::AttributeProto& a : old->attributes()) rewriter.SetAttribute(n, a);
+  rewriter.SetType(n->output(0), old->output(0)->type());
+  return n;
+}
+
 }  // namespace ovfix::rules

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/constant.h"
+#include "ir/status_macros.h"
 #include "onnx/defs/schema.h"
 #include "re2/re2.h"
 
@@ -43,6 +44,17 @@ bool OutputTypeSetByAttribute(const Node& n, int64_t opset) {
     if (!shared) return true;
   }
   return false;
+}
+
+absl::StatusOr<IslandMarks::Islands> IslandMarks::Run() {
+  const std::vector<Node*> nodes = g_.NodeList();
+  OVFIX_RETURN_IF_ERROR(MarkRequested(nodes, o_));
+  Decide(nodes);
+  if (o_.structural) {
+    Closure(nodes, join_between_);
+    Pull(nodes);
+  }
+  return std::move(islands_);
 }
 
 absl::Status IslandMarks::MarkRequested(const std::vector<Node*>& nodes,

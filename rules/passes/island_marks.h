@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "rules/passes/fp16_island_rules.h"
 
@@ -32,8 +33,19 @@ class IslandMarks {
  public:
   using Islands = absl::flat_hash_map<const Node*, std::string>;
 
+  virtual ~IslandMarks() = default;
+
+  // The islands of the graph: the nodes the user or the repair asked for, those the policy
+  // marks (Decide), and, with the structural rules, the closing rules (Closure, Pull).
+  absl::StatusOr<Islands> Run();
+
  protected:
-  explicit IslandMarks(const Graph& g) : g_(g) {}
+  // `join_between`: what Closure joins under this policy.
+  IslandMarks(const Graph& g, const IslandOptions& options, bool join_between)
+      : g_(g), o_(options), join_between_(join_between) {}
+
+  // The policy's marks over the graph's nodes (in graph order).
+  virtual void Decide(const std::vector<Node*>& nodes) = 0;
 
   // Marks the float nodes of `nodes` that the repair chose (options.keep_outputs) or a
   // --keep-fp32 regex matches (whole name or op type); InvalidArgument for a bad regex.
@@ -61,10 +73,13 @@ class IslandMarks {
   void Pull(const std::vector<Node*>& nodes);
 
   const Graph& g_;
+  const IslandOptions& o_;
   Islands islands_;
 
  private:
   bool OnlyIslandsRead(const Node& n) const;
+
+  const bool join_between_;
 };
 
 }  // namespace ovfix::rules
