@@ -13,49 +13,21 @@
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
+#include "tests/support/session_graph_check.h"
 
 namespace ovfix::converter {
 namespace {
 
 using B = bench::ModelBuilder;
 
-std::map<std::string, int> OpCounts(const Model& model) {
-  std::map<std::string, int> counts;
-  for (const Node* n : model.graph().nodes()) {
-    ++counts[n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type()];
-  }
-  return counts;
-}
+using test_support::OpCounts;
 
 // The optimized copy of `proto`, after checking that it gives the outputs of the graph as
-// written on random inputs: within `relative` of each output's range (0: bit for bit).
+// written on random inputs in [-2, 2): within `relative` of each output's range (0: bit for
+// bit).
 std::unique_ptr<Model> OptimizedKeepingOutputs(onnx::ModelProto proto, double relative) {
-  absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(proto), "", "model");
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return nullptr;
-  exec::RandomInputOptions random;
-  random.ranges = {-2, 2, 0, 1};
-  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph(), random);
-  EXPECT_TRUE(inputs.ok()) << inputs.status();
-  absl::StatusOr<std::unique_ptr<Model>> optimized = OptimizeForRun(**model, *inputs);
-  EXPECT_TRUE(optimized.ok()) << optimized.status();
-  if (!inputs.ok() || !optimized.ok()) return nullptr;
-  exec::SessionOptions options;
-  options.threads = 2;
-  auto expected = exec::CreateSession(**model, options).value()->Run(*inputs);
-  auto actual = exec::CreateSession(**optimized, options).value()->Run(*inputs);
-  EXPECT_TRUE(expected.ok()) << expected.status();
-  EXPECT_TRUE(actual.ok()) << actual.status();
-  if (!expected.ok() || !actual.ok()) return nullptr;
-  EXPECT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size() && i < expected->size(); ++i) {
-    const exec::Comparison range = exec::CompareTensors((*actual)[i], (*expected)[i]);
-    const double scale = std::max(range.expected_max - range.expected_min, 1e-30);
-    const exec::Comparison c =
-        exec::CompareTensors((*actual)[i], (*expected)[i], {0.0, relative * scale});
-    EXPECT_TRUE(c.ok) << "output " << i << ": " << c.message;
-  }
-  return *std::move(optimized);
+  return test_support::OptimizeExpectingSameOutputs(std::move(proto), relative, {-2, 2, 0, 1})
+      .optimized;
 }
 
 TEST(SessionAttention, ExporterModelsRunEveryAttentionAsOneNode) {

@@ -16,59 +16,22 @@
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
+#include "tests/support/session_graph_check.h"
 
 namespace ovfix::converter {
 namespace {
-
-std::map<std::string, int> OpCounts(const Model& model) {
-  std::map<std::string, int> counts;
-  for (const Node* n : model.graph().nodes()) {
-    ++counts[n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type()];
-  }
-  return counts;
-}
 
 // Each listed op occurs in `counts` as often as listed (0: not at all).
 void ExpectCounts(std::map<std::string, int> counts, const std::map<std::string, int>& expected) {
   for (const auto& [op, n] : expected) EXPECT_EQ(counts[op], n) << op;
 }
 
-struct Optimized {
-  std::unique_ptr<Model> as_written, optimized;
-};
+using test_support::OpCounts;
+using test_support::Optimized;
 
-// Runs both graphs on the same random inputs and expects the same outputs to 1e-6 of range.
+// Both graphs on the same random inputs in [-1, 1): the same outputs to 1e-6 of the range.
 Optimized ExpectSameOutputs(onnx::ModelProto proto) {
-  Optimized result;
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      ModelFromProto(std::move(proto), "", "exporter model");
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return result;
-  exec::RandomInputOptions random;
-  random.ranges = {-1, 1, 0, 1};
-  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph(), random);
-  EXPECT_TRUE(inputs.ok()) << inputs.status();
-  absl::StatusOr<std::unique_ptr<Model>> optimized = OptimizeForRun(**model, *inputs);
-  EXPECT_TRUE(optimized.ok()) << optimized.status();
-  if (!optimized.ok()) return result;
-  exec::SessionOptions options;
-  options.threads = 2;
-  auto expected = exec::CreateSession(**model, options).value()->Run(*inputs);
-  auto actual = exec::CreateSession(**optimized, options).value()->Run(*inputs);
-  EXPECT_TRUE(expected.ok()) << expected.status();
-  EXPECT_TRUE(actual.ok()) << actual.status();
-  if (!expected.ok() || !actual.ok()) return result;
-  EXPECT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size() && i < expected->size(); ++i) {
-    const exec::Comparison range = exec::CompareTensors((*actual)[i], (*expected)[i]);
-    const double scale = std::max(range.expected_max - range.expected_min, 1e-30);
-    const exec::Comparison c =
-        exec::CompareTensors((*actual)[i], (*expected)[i], {0.0, 1e-6 * scale});
-    EXPECT_TRUE(c.ok) << "output " << i << ": " << c.message;
-  }
-  result.as_written = *std::move(model);
-  result.optimized = *std::move(optimized);
-  return result;
+  return test_support::OptimizeExpectingSameOutputs(std::move(proto), 1e-6, {-1, 1, 0, 1});
 }
 
 TEST(SessionGraph, ConvNextFusesLayerNormAndGeluAndDropsPow) {
