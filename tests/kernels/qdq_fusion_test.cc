@@ -18,12 +18,14 @@
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
+#include "onnx/defs/attr_proto_util.h"
 #include "tests/support/ort_peer.h"
 
 namespace ovfix::exec {
 namespace {
 
 namespace fs = std::filesystem;
+using Ints = std::vector<int64_t>;
 
 // A small ONNX graph builder for QDQ models.
 class QdqBuilder {
@@ -359,23 +361,10 @@ TEST(QdqFusion, MovesQuantizationBeforeMaxPoolAndConcatBitForBit) {
       QdqBuilder b(3, x.dim(2), x.dim(3));
       const float scale = 2.0f / 255;
       const std::string a = b.Qdq("x", scale, onnx::TensorProto::UINT8, 128);
-      onnx::AttributeProto kernel, strides, pads, axis;
-      kernel.set_name("kernel_shape");
-      kernel.set_type(onnx::AttributeProto::INTS);
-      kernel.add_ints(3);
-      kernel.add_ints(3);
-      pads = kernel;
-      pads.set_name("pads");
-      pads.clear_ints();
-      for (int i = 0; i < 4; ++i) pads.add_ints(1);
-      strides = kernel;
-      strides.set_name("strides");
-      strides.clear_ints();
-      strides.add_ints(1);
-      strides.add_ints(1);
-      axis.set_name("axis");
-      axis.set_type(onnx::AttributeProto::INT);
-      axis.set_i(1);
+      const onnx::AttributeProto kernel = onnx::MakeAttribute("kernel_shape", Ints{3, 3});
+      const onnx::AttributeProto pads = onnx::MakeAttribute("pads", Ints{1, 1, 1, 1});
+      const onnx::AttributeProto strides = onnx::MakeAttribute("strides", Ints{1, 1});
+      const onnx::AttributeProto axis = onnx::MakeAttribute("axis", int64_t{1});
       // Padded MaxPool: the padding must not win over the lowest quantized value.
       const std::string pooled =
           b.Qdq(b.Op("MaxPool", {a}, {kernel, strides, pads}),
@@ -434,13 +423,8 @@ TEST(QdqFusion, NetMatchesOnnxruntimeBitForBit) {
     C c2 = c1;
     c2.in = 16, c2.out = 24, c2.x_scale = c1.y_scale, c2.y_scale = 0.04f;
     y = b.QdqConv(y, c2);
-    onnx::AttributeProto kernel, strides;
-    kernel.set_name("kernel_shape");
-    kernel.set_type(onnx::AttributeProto::INTS);
-    kernel.add_ints(2);
-    kernel.add_ints(2);
-    strides = kernel;
-    strides.set_name("strides");
+    const onnx::AttributeProto kernel = onnx::MakeAttribute("kernel_shape", Ints{2, 2});
+    const onnx::AttributeProto strides = onnx::MakeAttribute("strides", Ints{2, 2});
     y = b.Qdq(b.Op("MaxPool", {y}, {kernel, strides}), c2.y_scale, onnx::TensorProto::UINT8, 0);
     C c3 = c2;
     c3.in = 24, c3.out = 32, c3.stride = 2, c3.x_scale = c2.y_scale, c3.y_scale = 0.03f;
