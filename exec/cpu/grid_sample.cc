@@ -208,11 +208,10 @@ absl::Status RoiAlign(KernelContext& ctx) {
   const Tensor& rois = ctx.input(1);
   const Tensor& batch_indices = ctx.input(2);
   if (!IsFloatOrDouble(x) || !IsFloatOrDouble(rois)) return ctx.Error("unsupported types");
-  const int64_t num_rois = rois.rank() == 2 ? rois.dim(0) : -1;
-  if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4 || batch_indices.rank() != 1 ||
-      batch_indices.dim(0) != num_rois) {
-    return ctx.Error("expected X [N,C,H,W], rois [R,4] and batch_indices [R]");
+  if (!RoiAlignShapesFit(x.dims(), rois.dims(), batch_indices.dims())) {
+    return ctx.Error(kRoiAlignShapes);
   }
+  const int64_t num_rois = rois.dim(0);
   OVFIX_ASSIGN_OR_RETURN(const RoiAlignAttributes attributes, ReadRoiAlignAttributes(ctx));
   // Named copies, not a structured binding: the lambda below captures them (clang 14, which
   // builds the fuzz targets, cannot capture bindings).

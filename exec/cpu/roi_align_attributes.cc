@@ -23,4 +23,10 @@ absl::StatusOr<RoiAlignAttributes> ReadRoiAlignAttributes(const KernelContext& c
   return a;
 }
 
+bool RoiAlignShapesFit(const std::vector<int64_t>& x, const std::vector<int64_t>& rois,
+                       const std::vector<int64_t>& batch_indices) {
+  return x.size() == 4 && rois.size() == 2 && rois[1] == 4 && batch_indices.size() == 1 &&
+         batch_indices[0] == rois[0];
+}
+
 }  // namespace ovfix::exec

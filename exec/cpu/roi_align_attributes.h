@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "exec/kernel.h"
@@ -18,5 +19,11 @@ struct RoiAlignAttributes {
 };
 
 absl::StatusOr<RoiAlignAttributes> ReadRoiAlignAttributes(const KernelContext& ctx);
+
+// Whether the inputs' dims are X [N,C,H,W], rois [R,4] and batch_indices [R]; when not, both
+// kernels answer with kRoiAlignShapes.
+bool RoiAlignShapesFit(const std::vector<int64_t>& x, const std::vector<int64_t>& rois,
+                       const std::vector<int64_t>& batch_indices);
+inline constexpr char kRoiAlignShapes[] = "expected X [N,C,H,W], rois [R,4] and batch_indices [R]";
 
 }  // namespace ovfix::exec

@@ -222,11 +222,10 @@ absl::Status RoiAlign(OpContext& ctx) {
   const ClValue& x = ctx.input(0);
   const ClValue& rois = ctx.input(1);
   const ClValue& batch_indices = ctx.input(2);
-  const int64_t num_rois = rois.dims.size() == 2 ? rois.dims[0] : -1;
-  if (x.dims.size() != 4 || rois.dims.size() != 2 || rois.dims[1] != 4 ||
-      batch_indices.dims.size() != 1 || batch_indices.dims[0] != num_rois) {
-    return ctx.Error("expected X [N,C,H,W], rois [R,4] and batch_indices [R]");
+  if (!RoiAlignShapesFit(x.dims, rois.dims, batch_indices.dims)) {
+    return ctx.Error(kRoiAlignShapes);
   }
+  const int64_t num_rois = rois.dims[0];
   OVFIX_ASSIGN_OR_RETURN(const RoiAlignAttributes attributes,
                          ReadRoiAlignAttributes(KernelContext::For(ctx.node, ctx.opset)));
   const auto& [mode, half_pixel, out_h, out_w, sampling_ratio, spatial_scale] = attributes;
