@@ -3,6 +3,7 @@
 #include "absl/strings/str_format.h"
 #include "converter/float_outputs.h"
 #include "ir/graph_walk.h"
+#include "ir/nominal_dims.h"
 
 namespace ovfix::converter {
 namespace {
@@ -18,33 +19,23 @@ double Numel(const std::vector<int64_t>& dims) {
   return n;
 }
 
-std::optional<std::vector<int64_t>> Dims(const Value* v) {
-  if (v == nullptr) return std::nullopt;
-  if (v->is_initializer()) return v->tensor().dims();
-  const std::optional<std::vector<Dim>> shape = v->shape();
-  if (!shape) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const Dim& d : *shape) dims.push_back(d.known() ? d.value : 1);  // a dynamic batch: 1
-  return dims;
-}
-
 // Multiply-adds of one float node, or nullopt when its shapes are not known.
 std::optional<double> MultiplyAdds(const Node& n) {
-  const std::optional<std::vector<int64_t>> out = Dims(n.output(0));
+  const std::optional<std::vector<int64_t>> out = NominalDims(n.output(0));
   if (!out) return std::nullopt;
   const std::string& op = n.op_type();
   if (op == "Conv" || op == "ConvTranspose") {
-    const std::optional<std::vector<int64_t>> w = Dims(n.input(1));
+    const std::optional<std::vector<int64_t>> w = NominalDims(n.input(1));
     if (!w || w->empty() || (*w)[0] <= 0) return std::nullopt;
     const double per_filter = Numel(*w) / static_cast<double>((*w)[0]);
     if (op == "Conv") return Numel(*out) * per_filter;
     // ConvTranspose: W is [C, M/group, k...]; each input element meets M/group x k taps.
-    const std::optional<std::vector<int64_t>> x = Dims(n.input(0));
+    const std::optional<std::vector<int64_t>> x = NominalDims(n.input(0));
     if (!x) return std::nullopt;
     return Numel(*x) * per_filter;
   }
   if (op == "MatMul" || op == "Gemm") {
-    const std::optional<std::vector<int64_t>> a = Dims(n.input(0));
+    const std::optional<std::vector<int64_t>> a = NominalDims(n.input(0));
     if (!a || a->empty()) return std::nullopt;
     int64_t inner = a->back();
     if (op == "Gemm" && n.GetInt("transA", 0) != 0) inner = (*a)[0];

@@ -5,20 +5,10 @@
 #include <vector>
 
 #include "ir/graph_walk.h"
+#include "ir/nominal_dims.h"
 
 namespace ovfix::test_models {
 namespace {
-
-std::optional<std::vector<int64_t>> Dims(const Value* v) {
-  if (v == nullptr) return std::nullopt;
-  if (v->is_initializer()) return v->tensor().dims();
-  // A dynamic dim (the batch of a model with free batch) counts as 1.
-  const std::optional<std::vector<Dim>> shape = v->shape();
-  if (!shape) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const Dim& d : *shape) dims.push_back(d.known() ? d.value : 1);
-  return dims;
-}
 
 double Numel(const std::vector<int64_t>& d) {
   double n = 1;
@@ -32,9 +22,9 @@ bool IsFloatType(DataType t) { return t == DataType::kFloat || t == DataType::kF
 
 double MultiplyAdds(const Node& n) {
   const std::string& op = n.op_type();
-  const auto out = Dims(n.output(0));
-  const auto in = Dims(n.input(0));
-  const auto w = n.inputs().size() > 1 ? Dims(n.input(1)) : std::nullopt;
+  const auto out = NominalDims(n.output(0));
+  const auto in = NominalDims(n.input(0));
+  const auto w = n.inputs().size() > 1 ? NominalDims(n.input(1)) : std::nullopt;
   if (!out || !in || !w || w->size() < 2) return 0;
   if (op == "Conv") {  // each output element sums C/g * kernel products
     return Numel(*out) * Numel(*w) / static_cast<double>((*w)[0]);
