@@ -7,7 +7,7 @@
 // count on both sides; measured in rounds that alternate ovfix and onnxruntime so both see
 // the same machine load. Prints per model the best and median run of each, their ratios,
 // how far the outputs are apart, and the geometric mean. Targets: geometric mean of the
-// ratios <= 1.0, no model above 1.5.
+// ratios <= 1.0, no model above 1.3.
 //
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]
@@ -177,10 +177,13 @@ int Run(const Options& o) {
     }
     exec::SessionOptions session_options;
     session_options.threads = o.threads;
-    // As `ovfix run` does: the optimized session graph unless --graph-as-written.
+    // As `ovfix run` does: the optimized session graph unless --graph-as-written. The Add
+    // chain always runs as written: it measures the executor's cost per node, and the session
+    // graph would make its 7000 Adds one element-wise pass.
+    const bool as_written = o.graph_as_written || name == "add_chain_7000";
     std::string note;
     auto run_session =
-        converter::CreateRunSession(**model, inputs, session_options, o.graph_as_written, &note);
+        converter::CreateRunSession(**model, inputs, session_options, as_written, &note);
     if (!run_session.ok()) {
       std::fprintf(stderr, "bench: %s\n", std::string(run_session.status().message()).c_str());
       return 1;
@@ -230,8 +233,8 @@ int Run(const Options& o) {
   const double geomean = std::exp(log_sum / count);
   std::printf("\ngeometric mean of ratios: best %.2fx (target <= 1.0x: %s), median %.2fx\n",
               geomean, geomean <= 1.0 ? "ok" : "MISSED", std::exp(log_sum_median / count));
-  std::printf("largest ratio (best): %.2fx (target <= 1.5x: %s)\n", worst,
-              worst <= 1.5 ? "ok" : "MISSED");
+  std::printf("largest ratio (best): %.2fx (target <= 1.3x: %s)\n", worst,
+              worst <= 1.3 ? "ok" : "MISSED");
   std::printf("(%d threads each; %d rounds of %d runs; unet at %lldx%lld)\n", o.threads, o.rounds,
               o.repeat, static_cast<long long>(o.unet_size), static_cast<long long>(o.unet_size));
   return 0;
