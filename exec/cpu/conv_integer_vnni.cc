@@ -14,9 +14,10 @@ namespace ovfix::exec {
 namespace {
 
 using vnni::DotTile;
-using vnni::InterleaveQuad;
+using vnni::InterleaveQuadRows;
 using vnni::kMr;
 using vnni::kNr;
+using vnni::PackPanelFromRows;
 
 // Bytes of x as uint8: int8 values shifted by 128 (the flip of the sign bit).
 inline uint8_t AsUnsigned(uint8_t v) { return v; }
@@ -24,57 +25,45 @@ inline uint8_t AsUnsigned(int8_t v) { return static_cast<uint8_t>(v) ^ 0x80; }
 inline int8_t AsSigned(int8_t v) { return v; }
 inline int8_t AsSigned(uint8_t v) { return static_cast<int8_t>(v ^ 0x80); }
 
-// Row k of the im2col matrix for output positions [first, first + count): the input byte
-// under tap k of each position's window, `pad` outside the image. `row` has `count` bytes.
+// The images of x as uint8 with their padding written out (the shifted zero point): every
+// window then reads inside its image, and the taps of a run of positions along one output
+// row, at stride 1, are runs of bytes that the packing reads in place (no im2col rows).
+struct PaddedImages {
+  std::array<int64_t, 3> dims;  // spatial
+  int64_t plane = 0;            // dims[0] * dims[1] * dims[2]
+  std::vector<uint8_t> data;    // [N, C, dims...] and kNr bytes of slack for the last run
+};
+
 template <typename X>
-void Im2colRow(const X* image, const Geometry3& s, int64_t k, int64_t first, int64_t count,
-               uint8_t pad, uint8_t* row) {
-  const int64_t kernel_size = s.kernel_size();
-  const int64_t channel = k / kernel_size, tap = k % kernel_size;
-  const int64_t t0 = tap / (s.kernel[1] * s.kernel[2]), t1 = tap / s.kernel[2] % s.kernel[1],
-                t2 = tap % s.kernel[2];
-  const X* plane = image + channel * s.in_size();
-  int64_t o2 = first % s.out[2], o1 = first / s.out[2] % s.out[1],
-          o0 = first / (s.out[1] * s.out[2]);
-  int64_t j = 0;
-  while (j < count) {
-    // One run along the innermost output axis: the input row is fixed.
-    const int64_t i0 = o0 * s.strides[0] - s.pads[0] + t0 * s.dilations[0];
-    const int64_t i1 = o1 * s.strides[1] - s.pads[1] + t1 * s.dilations[1];
-    const int64_t run = std::min(count - j, s.out[2] - o2);
-    uint8_t* out = row + j;
-    if (i0 < 0 || i0 >= s.in[0] || i1 < 0 || i1 >= s.in[1]) {
-      std::memset(out, pad, run);
-    } else {
-      const X* in = plane + (i0 * s.in[1] + i1) * s.in[2];
-      const int64_t stride = s.strides[2];
-      const int64_t offset = t2 * s.dilations[2] - s.pads[2];  // i2 = (o2 + r) * stride + offset
-      // Positions r in [lo, hi) read inside the row.
-      auto first_inside = [&](int64_t i2_min) {  // smallest r with (o2+r)*stride+offset >= i2_min
-        const int64_t num = i2_min - offset - o2 * stride;
-        return num <= 0 ? int64_t{0} : (num + stride - 1) / stride;
-      };
-      const int64_t lo = std::min(run, first_inside(0));
-      const int64_t hi = std::max(lo, std::min(run, first_inside(s.in[2])));
-      std::memset(out, pad, lo);
-      const X* src = in + (o2 + lo) * stride + offset;
-      if (stride == 1 && sizeof(X) == 1 && std::is_same_v<X, uint8_t>) {
-        std::memcpy(out + lo, src, hi - lo);
-      } else {
-        for (int64_t r = 0; r < hi - lo; ++r) out[lo + r] = AsUnsigned(src[r * stride]);
-      }
-      std::memset(out + hi, pad, run - hi);
-    }
-    j += run;
-    o2 += run;
-    if (o2 == s.out[2]) {
-      o2 = 0;
-      if (++o1 == s.out[1]) {
-        o1 = 0;
-        ++o0;
-      }
-    }
+PaddedImages PadImages(const X* x, int64_t images, const Geometry3& s, uint8_t pad,
+                       ThreadPool* pool) {
+  PaddedImages p;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t reach = (s.out[d] - 1) * s.strides[d] + (s.kernel[d] - 1) * s.dilations[d] + 1;
+    p.dims[d] = std::max(s.in[d] + s.pads[d], reach);
   }
+  p.plane = p.dims[0] * p.dims[1] * p.dims[2];
+  p.data.resize(images * p.plane + 2 * kNr);
+  ParallelFor(pool, images, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      uint8_t* plane = p.data.data() + c * p.plane;
+      std::memset(plane, pad, p.plane);
+      const X* in = x + c * s.in_size();
+      for (int64_t i0 = 0; i0 < s.in[0]; ++i0) {
+        for (int64_t i1 = 0; i1 < s.in[1]; ++i1) {
+          const X* row = in + (i0 * s.in[1] + i1) * s.in[2];
+          uint8_t* out =
+              plane + ((i0 + s.pads[0]) * p.dims[1] + i1 + s.pads[1]) * p.dims[2] + s.pads[2];
+          if constexpr (std::is_same_v<X, uint8_t>) {
+            std::memcpy(out, row, s.in[2]);
+          } else {
+            for (int64_t i2 = 0; i2 < s.in[2]; ++i2) out[i2] = AsUnsigned(row[i2]);
+          }
+        }
+      }
+    }
+  });
+  return p;
 }
 
 // One group's filters as int8, in panels of kMr rows: per panel, per quad of K, per row, four
@@ -129,30 +118,84 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
       (int64_t{128} << 10) / std::max<int64_t>(1, quads * 4) / kNr * kNr, kNr, 64 * kNr);
   const int64_t blocks = (out_size + block - 1) / block;
   const int64_t row_panels = (group_filters + kMr - 1) / kMr;
+  const PaddedImages padded =
+      PadImages(x.data<X>(), batch * channels, s, static_cast<uint8_t>(xz), pool);
+  // Where tap k (of the group's channels) reads, relative to the first byte of a window.
+  std::vector<int64_t> tap_offsets(depth);
+  const int64_t kernel_size = s.kernel_size();
+  for (int64_t k = 0; k < depth; ++k) {
+    const int64_t channel = k / kernel_size, tap = k % kernel_size;
+    const int64_t t0 = tap / (s.kernel[1] * s.kernel[2]), t1 = tap / s.kernel[2] % s.kernel[1],
+                  t2 = tap % s.kernel[2];
+    tap_offsets[k] =
+        channel * padded.plane +
+        ((t0 * s.dilations[0]) * padded.dims[1] + t1 * s.dilations[1]) * padded.dims[2] +
+        t2 * s.dilations[2];
+  }
+  // The window's first byte of output position (o0, o1, o2).
+  const auto window = [&](int64_t o0, int64_t o1, int64_t o2) {
+    return (o0 * s.strides[0] * padded.dims[1] + o1 * s.strides[1]) * padded.dims[2] +
+           o2 * s.strides[2];
+  };
   ParallelFor(pool, batch * group * blocks, 1, [&](int64_t begin, int64_t end) {
-    // im2col rows (4 * quads rows of `block` bytes; rows past depth stay zero) and the
-    // interleaved panels.
-    std::vector<uint8_t> rows(quads * 4 * block, 0), columns(quads * 4 * block);
+    // The interleaved panels of this block's columns.
+    std::vector<uint8_t> columns(quads * 4 * block);
+    // Rows gathered for a panel that does not lie in one output row (or strides along it).
+    alignas(64) uint8_t gathered[4][kNr];
+    std::array<int64_t, kNr> starts;
     std::vector<int32_t> sums(column_sums ? block : 0);
     // With a sink: this block's results, one row of `block` per filter of the group.
     std::vector<int32_t> results(sink != nullptr ? group_filters * block : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (group * blocks), g = item / blocks % group, b = item % blocks;
       const int64_t first = b * block, count = std::min(block, out_size - first);
-      const X* image = x.data<X>() + (n * channels + g * group_channels) * s.in_size();
-      for (int64_t k = 0; k < depth; ++k) {
-        Im2colRow(image, s, k, first, count, static_cast<uint8_t>(xz), rows.data() + k * block);
-      }
+      const uint8_t* image =
+          padded.data.data() + (n * channels + g * group_channels) * padded.plane;
       const int64_t panels = (count + kNr - 1) / kNr;
-      for (int64_t q = 0; q < quads; ++q) {
-        InterleaveQuad(rows.data() + q * 4 * block, block, panels, quads * kNr * 4,
-                       columns.data() + q * kNr * 4);
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t j0 = first + p * kNr, width = std::min<int64_t>(kNr, count - p * kNr);
+        const int64_t o2 = j0 % s.out[2], o1 = j0 / s.out[2] % s.out[1],
+                      o0 = j0 / (s.out[1] * s.out[2]);
+        uint8_t* panel = columns.data() + p * quads * kNr * 4;
+        if (s.strides[2] == 1 && o2 + width <= s.out[2]) {
+          PackPanelFromRows(image + window(o0, o1, o2), tap_offsets.data(), depth, panel);
+          continue;
+        }
+        for (int64_t j = 0, a0 = o0, a1 = o1, a2 = o2; j < width; ++j) {
+          starts[j] = window(a0, a1, a2);
+          if (++a2 == s.out[2]) {
+            a2 = 0;
+            if (++a1 == s.out[1]) {
+              a1 = 0;
+              ++a0;
+            }
+          }
+        }
+        for (int64_t q = 0; q < quads; ++q) {
+          for (int i = 0; i < 4; ++i) {
+            const int64_t k = 4 * q + i;
+            if (k >= depth) {
+              std::memset(gathered[i], 0, kNr);
+              continue;
+            }
+            const uint8_t* tap = image + tap_offsets[k];
+            for (int64_t j = 0; j < width; ++j) gathered[i][j] = tap[starts[j]];
+            std::fill(gathered[i] + width, gathered[i] + kNr, uint8_t{0});
+          }
+          InterleaveQuadRows(gathered[0], gathered[1], gathered[2], gathered[3],
+                             panel + q * kNr * 4);
+        }
       }
       if (column_sums) {
-        std::fill(sums.begin(), sums.end(), 0);
-        for (int64_t k = 0; k < depth; ++k) {
-          const uint8_t* row = rows.data() + k * block;
-          for (int64_t j = 0; j < count; ++j) sums[j] += row[j];
+        // Bytes of the panels; those past depth are zero.
+        for (int64_t j = 0; j < count; ++j) {
+          const uint8_t* column = columns.data() + (j / kNr) * quads * kNr * 4 + (j % kNr) * 4;
+          int32_t sum = 0;
+          for (int64_t q = 0; q < quads; ++q) {
+            const uint8_t* v = column + q * kNr * 4;
+            sum += v[0] + v[1] + v[2] + v[3];
+          }
+          sums[j] = sum;
         }
       }
       int32_t* out = sink != nullptr ? results.data()

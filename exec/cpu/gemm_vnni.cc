@@ -6,23 +6,68 @@
 
 namespace ovfix::exec::vnni {
 
+void InterleaveQuadRows(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
+                        uint8_t* out) {
+  for (int half = 0; half < 2; ++half) {
+    const int64_t col = half * 16;
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + col));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + col));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r2 + col));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r3 + col));
+    const __m128i lo01 = _mm_unpacklo_epi8(a, b), hi01 = _mm_unpackhi_epi8(a, b);
+    const __m128i lo23 = _mm_unpacklo_epi8(c, d), hi23 = _mm_unpackhi_epi8(c, d);
+    __m128i* dst = reinterpret_cast<__m128i*>(out + half * 64);
+    _mm_storeu_si128(dst, _mm_unpacklo_epi16(lo01, lo23));
+    _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(lo01, lo23));
+    _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(hi01, hi23));
+    _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(hi01, hi23));
+  }
+}
+
 void InterleaveQuad(const uint8_t* rows, int64_t ld, int64_t panels, int64_t panel_stride,
                     uint8_t* out) {
   for (int64_t p = 0; p < panels; ++p) {
-    for (int half = 0; half < 2; ++half) {
-      const int64_t col = p * kNr + half * 16;
-      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + col));
-      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + ld + col));
-      const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + 2 * ld + col));
-      const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + 3 * ld + col));
-      const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
-      const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
-      __m128i* dst = reinterpret_cast<__m128i*>(out + p * panel_stride + half * 64);
-      _mm_storeu_si128(dst, _mm_unpacklo_epi16(lo01, lo23));
-      _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(lo01, lo23));
-      _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(hi01, hi23));
-      _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(hi01, hi23));
-    }
+    const uint8_t* r = rows + p * kNr;
+    InterleaveQuadRows(r, r + ld, r + 2 * ld, r + 3 * ld, out + p * panel_stride);
+  }
+}
+
+namespace {
+
+// Step of four rows of 32 bytes each: the 16-byte lanes of the unpacks hold columns
+// 0-3 | 16-19, 4-7 | 20-23, 8-11 | 24-27 and 12-15 | 28-31, put back in order by the permutes.
+__attribute__((target("avx2"))) inline void InterleaveQuadAvx2(const uint8_t* r0, const uint8_t* r1,
+                                                               const uint8_t* r2, const uint8_t* r3,
+                                                               uint8_t* out) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0));
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1));
+  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r2));
+  const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r3));
+  const __m256i lo01 = _mm256_unpacklo_epi8(a, b), hi01 = _mm256_unpackhi_epi8(a, b);
+  const __m256i lo23 = _mm256_unpacklo_epi8(c, d), hi23 = _mm256_unpackhi_epi8(c, d);
+  const __m256i x0 = _mm256_unpacklo_epi16(lo01, lo23), x1 = _mm256_unpackhi_epi16(lo01, lo23);
+  const __m256i x2 = _mm256_unpacklo_epi16(hi01, hi23), x3 = _mm256_unpackhi_epi16(hi01, hi23);
+  __m256i* dst = reinterpret_cast<__m256i*>(out);
+  _mm256_storeu_si256(dst, _mm256_permute2x128_si256(x0, x1, 0x20));
+  _mm256_storeu_si256(dst + 1, _mm256_permute2x128_si256(x2, x3, 0x20));
+  _mm256_storeu_si256(dst + 2, _mm256_permute2x128_si256(x0, x1, 0x31));
+  _mm256_storeu_si256(dst + 3, _mm256_permute2x128_si256(x2, x3, 0x31));
+}
+
+}  // namespace
+
+__attribute__((target("avx2"))) void PackPanelFromRows(const uint8_t* base, const int64_t* offsets,
+                                                       int64_t depth, uint8_t* out) {
+  const int64_t full = depth / 4;
+  for (int64_t q = 0; q < full; ++q, offsets += 4, out += kNr * 4) {
+    InterleaveQuadAvx2(base + offsets[0], base + offsets[1], base + offsets[2], base + offsets[3],
+                       out);
+  }
+  if (depth % 4 != 0) {
+    alignas(32) static const uint8_t kZeros[kNr] = {};
+    const uint8_t* r[4];
+    for (int64_t i = 0; i < 4; ++i) r[i] = i < depth % 4 ? base + offsets[i] : kZeros;
+    InterleaveQuadAvx2(r[0], r[1], r[2], r[3], out);
   }
 }
 

@@ -178,6 +178,9 @@ TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
       {{1, 64, 20, 20}, {19, 64, 1, 1}, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       // Several blocks of positions, the last one partial; K = 99 not a multiple of 4.
       {{1, 11, 37, 71}, {20, 11, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      // Output rows of 64 (whole panels of 32 read in place from the padded image), dilated,
+      // with windows reaching into the padding on every side.
+      {{1, 5, 12, 64}, {9, 5, 3, 3}, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}},
   };
   for (const DataType x_type : {DataType::kUint8, DataType::kInt8}) {
     for (const DataType w_type : {DataType::kInt8, DataType::kUint8}) {
