@@ -14,6 +14,7 @@ namespace ovfix::exec {
 namespace {
 
 using vnni::DotTile;
+using vnni::DotTileRequantize;
 using vnni::InterleaveQuadRows;
 using vnni::kMr;
 using vnni::kNr;
@@ -95,7 +96,7 @@ PackedFilters PackFilters(const W* w, int64_t filters, int64_t depth) {
 template <typename X, typename W>
 void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
          const SpatialGeometry& geometry, int64_t group, int32_t* y, ThreadPool* pool,
-         const IntegerConvSink* sink) {
+         const ConvRequantization* requantize) {
   const Geometry3 s(geometry);
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = w.dim(0);
   const int64_t group_channels = channels / group, group_filters = filters / group;
@@ -113,6 +114,13 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
     packed[g] = PackFilters(w.data<W>() + g * group_filters * depth, group_filters, depth);
   }
   const int64_t quads = (depth + 3) / 4;
+  // With requantization: per filter, the bias and the constant zero-point term.
+  std::vector<int32_t> offsets(requantize != nullptr ? filters : 0);
+  for (int64_t f = 0; f < static_cast<int64_t>(offsets.size()); ++f) {
+    const int64_t g = f / group_filters, m = f % group_filters;
+    offsets[f] = (requantize->bias != nullptr ? requantize->bias[f] : 0) + depth * xz * wz[f] -
+                 xz * packed[g].sums[m];
+  }
   // Blocks of positions whose im2col rows and packed columns stay in the core's cache.
   const int64_t block = std::clamp<int64_t>(
       (int64_t{128} << 10) / std::max<int64_t>(1, quads * 4) / kNr * kNr, kNr, 64 * kNr);
@@ -144,8 +152,6 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
     alignas(64) uint8_t gathered[4][kNr];
     std::array<int64_t, kNr> starts;
     std::vector<int32_t> sums(column_sums ? block : 0);
-    // With a sink: this block's results, one row of `block` per filter of the group.
-    std::vector<int32_t> results(sink != nullptr ? group_filters * block : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (group * blocks), g = item / blocks % group, b = item % blocks;
       const int64_t first = b * block, count = std::min(block, out_size - first);
@@ -198,29 +204,47 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
           sums[j] = sum;
         }
       }
-      int32_t* out = sink != nullptr ? results.data()
-                                     : y + (n * filters + g * group_filters) * out_size + first;
-      const int64_t ld = sink != nullptr ? block : out_size;
+      if (requantize != nullptr) {
+        const int64_t f0 = g * group_filters;
+        uint8_t* out = requantize->y + (n * filters + f0) * out_size + first;
+        for (int64_t p = 0; p < panels; ++p) {
+          const int cols = static_cast<int>(std::min<int64_t>(kNr, count - p * kNr));
+          for (int64_t r = 0; r < row_panels; ++r) {
+            const int rows_here = static_cast<int>(std::min<int64_t>(kMr, group_filters - r * kMr));
+            const int64_t f = f0 + r * kMr;
+            const vnni::TileRequantization tile = {offsets.data() + f,
+                                                   column_sums ? wz.data() + f : nullptr,
+                                                   column_sums ? sums.data() + p * kNr : nullptr,
+                                                   requantize->multipliers + f,
+                                                   requantize->low,
+                                                   requantize->high,
+                                                   requantize->zero};
+            DotTileRequantize(quads, packed[g].panel(r), columns.data() + p * quads * kNr * 4, tile,
+                              out + r * kMr * out_size + p * kNr, out_size, rows_here, cols);
+          }
+        }
+        continue;
+      }
+      int32_t* out = y + (n * filters + g * group_filters) * out_size + first;
       for (int64_t p = 0; p < panels; ++p) {
         const int cols = static_cast<int>(std::min<int64_t>(kNr, count - p * kNr));
         for (int64_t r = 0; r < row_panels; ++r) {
           const int rows_here = static_cast<int>(std::min<int64_t>(kMr, group_filters - r * kMr));
           DotTile(quads, packed[g].panel(r), columns.data() + p * quads * kNr * 4,
-                  out + r * kMr * ld + p * kNr, ld, rows_here, cols);
+                  out + r * kMr * out_size + p * kNr, out_size, rows_here, cols);
         }
       }
       // The zero point terms.
       for (int64_t m = 0; m < group_filters; ++m) {
         const int32_t filter_zero = wz[g * group_filters + m];
         const int32_t constant = depth * xz * filter_zero - xz * packed[g].sums[m];
-        int32_t* row = out + m * ld;
+        int32_t* row = out + m * out_size;
         if (filter_zero != 0) {
           for (int64_t j = 0; j < count; ++j) row[j] += constant - filter_zero * sums[j];
         } else if (constant != 0) {
           for (int64_t j = 0; j < count; ++j) row[j] += constant;
         }
       }
-      if (sink != nullptr) (*sink)(n, g * group_filters, group_filters, first, count, out, ld);
     }
   });
 }
@@ -228,11 +252,11 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
 template <typename X>
 void RunX(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
           const SpatialGeometry& g, int64_t group, int32_t* y, ThreadPool* pool,
-          const IntegerConvSink* sink) {
+          const ConvRequantization* requantize) {
   if (w.type() == DataType::kInt8) {
-    Run<X, int8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
+    Run<X, int8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
   } else {
-    Run<X, uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
+    Run<X, uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
   }
 }
 
@@ -244,11 +268,11 @@ bool IntegerConvVnniAvailable() {
 
 void IntegerConvVnni(const Tensor& x, int32_t x_zero, const Tensor& w,
                      const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
-                     int32_t* y, ThreadPool* pool, const IntegerConvSink* sink) {
+                     int32_t* y, ThreadPool* pool, const ConvRequantization* requantize) {
   if (x.type() == DataType::kInt8) {
-    RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
+    RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
   } else {
-    RunX<uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, sink);
+    RunX<uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
   }
 }
 

@@ -71,11 +71,13 @@ __attribute__((target("avx2"))) void PackPanelFromRows(const uint8_t* base, cons
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void DotTile(int64_t quads, const int8_t* a,
-                                                                    const uint8_t* b, int32_t* c,
-                                                                    int64_t ldc, int rows,
-                                                                    int cols) {
-  __m512i acc[kMr][2];
+namespace {
+
+#define OVFIX_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+// acc[r][half] = A panel . B panel over `quads` steps (columns half * 16 ..).
+OVFIX_VNNI_TARGET inline void Accumulate(int64_t quads, const int8_t* a, const uint8_t* b,
+                                         __m512i (&acc)[kMr][2]) {
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
   for (int64_t q = 0; q < quads; ++q, a += kMr * 4, b += kNr * 4) {
     const __m512i b0 = _mm512_loadu_si512(b);
@@ -89,6 +91,14 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void DotTile(int64_t quad
       acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, ar);
     }
   }
+}
+
+}  // namespace
+
+OVFIX_VNNI_TARGET void DotTile(int64_t quads, const int8_t* a, const uint8_t* b, int32_t* c,
+                               int64_t ldc, int rows, int cols) {
+  __m512i acc[kMr][2];
+  Accumulate(quads, a, b, acc);
   const __mmask16 low = cols >= 16 ? 0xFFFF : (1u << cols) - 1;
   const __mmask16 high = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1;
   for (int r = 0; r < rows; ++r) {
@@ -96,5 +106,47 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void DotTile(int64_t quad
     _mm512_mask_storeu_epi32(c + r * ldc + 16, high, acc[r][1]);
   }
 }
+
+// GCC 12's unmasked float intrinsics start from _mm512_undefined_ps(), which its
+// -Wmaybe-uninitialized takes for a read of an uninitialized value.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+OVFIX_VNNI_TARGET void DotTileRequantize(int64_t quads, const int8_t* a, const uint8_t* b,
+                                         const TileRequantization& q, uint8_t* y, int64_t ldy,
+                                         int rows, int cols) {
+  __m512i acc[kMr][2];
+  Accumulate(quads, a, b, acc);
+  const __mmask16 masks[2] = {static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1),
+                              static_cast<__mmask16>(cols >= 32   ? 0xFFFF
+                                                     : cols <= 16 ? 0
+                                                                  : (1u << (cols - 16)) - 1)};
+  __m512i sums[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  if (q.row_zeros != nullptr) {
+    sums[0] = _mm512_maskz_loadu_epi32(masks[0], q.column_sums);
+    sums[1] = _mm512_maskz_loadu_epi32(masks[1], q.column_sums + 16);
+  }
+  const __m512 low = _mm512_set1_ps(q.low), high = _mm512_set1_ps(q.high);
+  const __m512i zero = _mm512_set1_epi32(q.zero);
+  for (int r = 0; r < rows; ++r) {
+    const __m512i offset = _mm512_set1_epi32(q.offsets[r]);
+    const __m512 multiplier = _mm512_set1_ps(q.multipliers[r]);
+    for (int half = 0; half < 2; ++half) {
+      __m512i v = _mm512_add_epi32(acc[r][half], offset);
+      if (q.row_zeros != nullptr) {
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(q.row_zeros[r]), sums[half]));
+      }
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), multiplier);
+      // max/min return their second operand where the first is NaN, as Quantize's compares.
+      f = _mm512_max_ps(f, low);
+      f = _mm512_min_ps(f, high);
+      const __m512i rounded = _mm512_add_epi32(_mm512_cvtps_epi32(f), zero);
+      _mm512_mask_cvtepi32_storeu_epi8(y + r * ldy + half * 16, masks[half], rounded);
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+#undef OVFIX_VNNI_TARGET
 
 }  // namespace ovfix::exec::vnni
