@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -32,7 +33,9 @@ inline int8_t AsSigned(uint8_t v) { return static_cast<int8_t>(v ^ 0x80); }
 struct PaddedImages {
   std::array<int64_t, 3> dims;  // spatial
   int64_t plane = 0;            // dims[0] * dims[1] * dims[2]
-  std::vector<uint8_t> data;    // [N, C, dims...] and kNr bytes of slack for the last run
+  // [N, C, dims...] and kNr bytes of slack for the last run; left uninitialized by the
+  // allocation, as every byte is written once (padding, image or slack).
+  std::unique_ptr<uint8_t[]> data;
 };
 
 template <typename X>
@@ -44,22 +47,29 @@ PaddedImages PadImages(const X* x, int64_t images, const Geometry3& s, uint8_t p
     p.dims[d] = std::max(s.in[d] + s.pads[d], reach);
   }
   p.plane = p.dims[0] * p.dims[1] * p.dims[2];
-  p.data.resize(images * p.plane + 2 * kNr);
+  p.data.reset(new uint8_t[images * p.plane + 2 * kNr]);
+  std::memset(p.data.get() + images * p.plane, 0, 2 * kNr);
+  const int64_t right = p.dims[2] - s.pads[2] - s.in[2];  // padding after each image row
   ParallelFor(pool, images, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
-      uint8_t* plane = p.data.data() + c * p.plane;
-      std::memset(plane, pad, p.plane);
       const X* in = x + c * s.in_size();
-      for (int64_t i0 = 0; i0 < s.in[0]; ++i0) {
-        for (int64_t i1 = 0; i1 < s.in[1]; ++i1) {
-          const X* row = in + (i0 * s.in[1] + i1) * s.in[2];
-          uint8_t* out =
-              plane + ((i0 + s.pads[0]) * p.dims[1] + i1 + s.pads[1]) * p.dims[2] + s.pads[2];
-          if constexpr (std::is_same_v<X, uint8_t>) {
-            std::memcpy(out, row, s.in[2]);
-          } else {
-            for (int64_t i2 = 0; i2 < s.in[2]; ++i2) out[i2] = AsUnsigned(row[i2]);
+      uint8_t* out = p.data.get() + c * p.plane;
+      for (int64_t i0 = 0; i0 < p.dims[0]; ++i0) {
+        for (int64_t i1 = 0; i1 < p.dims[1]; ++i1, out += p.dims[2]) {
+          const int64_t r0 = i0 - s.pads[0], r1 = i1 - s.pads[1];
+          if (r0 < 0 || r0 >= s.in[0] || r1 < 0 || r1 >= s.in[1]) {
+            std::memset(out, pad, p.dims[2]);
+            continue;
           }
+          const X* row = in + (r0 * s.in[1] + r1) * s.in[2];
+          std::memset(out, pad, s.pads[2]);
+          uint8_t* inside = out + s.pads[2];
+          if constexpr (std::is_same_v<X, uint8_t>) {
+            std::memcpy(inside, row, s.in[2]);
+          } else {
+            for (int64_t i2 = 0; i2 < s.in[2]; ++i2) inside[i2] = AsUnsigned(row[i2]);
+          }
+          std::memset(inside + s.in[2], pad, right);
         }
       }
     }
@@ -155,8 +165,7 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (group * blocks), g = item / blocks % group, b = item % blocks;
       const int64_t first = b * block, count = std::min(block, out_size - first);
-      const uint8_t* image =
-          padded.data.data() + (n * channels + g * group_channels) * padded.plane;
+      const uint8_t* image = padded.data.get() + (n * channels + g * group_channels) * padded.plane;
       const int64_t panels = (count + kNr - 1) / kNr;
       for (int64_t p = 0; p < panels; ++p) {
         const int64_t j0 = first + p * kNr, width = std::min<int64_t>(kNr, count - p * kNr);
