@@ -103,10 +103,32 @@ PackedFilters PackFilters(const W* w, int64_t filters, int64_t depth) {
   return f;
 }
 
+}  // namespace
+
+struct VnniConvFilters {
+  std::vector<PackedFilters> groups;
+};
+
+std::shared_ptr<VnniConvFilters> PackVnniConvFilters(const Tensor& w, int64_t group) {
+  auto packed = std::make_shared<VnniConvFilters>();
+  const int64_t filters = w.dim(0), group_filters = filters / group;
+  const int64_t depth = filters > 0 ? w.numel() / filters : 0;
+  packed->groups.resize(group);
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t offset = g * group_filters * depth;
+    packed->groups[g] = w.type() == DataType::kInt8
+                            ? PackFilters(w.data<int8_t>() + offset, group_filters, depth)
+                            : PackFilters(w.data<uint8_t>() + offset, group_filters, depth);
+  }
+  return packed;
+}
+
+namespace {
+
 template <typename X, typename W>
 void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
          const SpatialGeometry& geometry, int64_t group, int32_t* y, ThreadPool* pool,
-         const ConvRequantization* requantize) {
+         const ConvRequantization* requantize, const VnniConvFilters* filters_packed) {
   const Geometry3 s(geometry);
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = w.dim(0);
   const int64_t group_channels = channels / group, group_filters = filters / group;
@@ -119,10 +141,12 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
     for (int32_t& z : wz) z -= 128;
   }
   const bool column_sums = std::any_of(wz.begin(), wz.end(), [](int32_t z) { return z != 0; });
-  std::vector<PackedFilters> packed(group);
-  for (int64_t g = 0; g < group; ++g) {
-    packed[g] = PackFilters(w.data<W>() + g * group_filters * depth, group_filters, depth);
+  std::shared_ptr<VnniConvFilters> own;
+  if (filters_packed == nullptr) {
+    own = PackVnniConvFilters(w, group);
+    filters_packed = own.get();
   }
+  const std::vector<PackedFilters>& packed = filters_packed->groups;
   const int64_t quads = (depth + 3) / 4;
   // With requantization: per filter, the bias and the constant zero-point term.
   std::vector<int32_t> offsets(requantize != nullptr ? filters : 0);
@@ -261,11 +285,11 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
 template <typename X>
 void RunX(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int32_t>& w_zero,
           const SpatialGeometry& g, int64_t group, int32_t* y, ThreadPool* pool,
-          const ConvRequantization* requantize) {
+          const ConvRequantization* requantize, const VnniConvFilters* filters_packed) {
   if (w.type() == DataType::kInt8) {
-    Run<X, int8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
+    Run<X, int8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize, filters_packed);
   } else {
-    Run<X, uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
+    Run<X, uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize, filters_packed);
   }
 }
 
@@ -277,11 +301,12 @@ bool IntegerConvVnniAvailable() {
 
 void IntegerConvVnni(const Tensor& x, int32_t x_zero, const Tensor& w,
                      const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
-                     int32_t* y, ThreadPool* pool, const ConvRequantization* requantize) {
+                     int32_t* y, ThreadPool* pool, const ConvRequantization* requantize,
+                     const VnniConvFilters* filters_packed) {
   if (x.type() == DataType::kInt8) {
-    RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
+    RunX<int8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize, filters_packed);
   } else {
-    RunX<uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize);
+    RunX<uint8_t>(x, x_zero, w, w_zero, g, group, y, pool, requantize, filters_packed);
   }
 }
 

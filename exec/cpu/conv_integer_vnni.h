@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "exec/cpu/conv_geometry.h"
@@ -35,11 +36,17 @@ struct ConvRequantization {
   uint8_t* y;  // [N, M, output...]
 };
 
+// w's filters packed for IntegerConvVnni, all groups. Where w is constant across runs,
+// QLinearConv packs them once per session (in its node state).
+struct VnniConvFilters;
+std::shared_ptr<VnniConvFilters> PackVnniConvFilters(const Tensor& w, int64_t group);
+
 // As IntegerConv (conv_integer_core.h); only where IntegerConvVnniAvailable(). With
 // `requantize`, the results are requantized into its y instead of written to y (which may then
-// be null).
+// be null). `filters`, where given, is PackVnniConvFilters(w, group).
 void IntegerConvVnni(const Tensor& x, int32_t x_zero, const Tensor& w,
                      const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
-                     int32_t* y, ThreadPool* pool, const ConvRequantization* requantize = nullptr);
+                     int32_t* y, ThreadPool* pool, const ConvRequantization* requantize = nullptr,
+                     const VnniConvFilters* filters = nullptr);
 
 }  // namespace ovfix::exec

@@ -5,6 +5,7 @@
 // accumulators is requantized in registers (no int32 result in memory).
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ void Requantize(const std::vector<int32_t>& acc, const Tensor* bias,
                 }
               });
 }
+
+// The node state: w packed for the dot-product kernel (w an initializer).
+struct PackedWeights {
+  int64_t group = 0;
+  std::shared_ptr<VnniConvFilters> filters;
+};
 
 // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, [B].
 absl::Status QLinearConv(KernelContext& ctx) {
@@ -108,7 +115,21 @@ absl::Status QLinearConv(KernelContext& ctx) {
         static_cast<float>(type_high - zero),
         zero,
         is_unsigned ? y.data<uint8_t>() : reinterpret_cast<uint8_t*>(y.data<int8_t>())};
-    IntegerConvVnni(x, x_zero, w, w_zeros, geometry, group, nullptr, ctx.pool, &requantize);
+    // Constant weights are packed on the session's first run and kept in the node state.
+    std::shared_ptr<VnniConvFilters> packed;
+    if (ctx.state != nullptr && ctx.input_is_constant(3)) {
+      auto* cached = static_cast<PackedWeights*>(ctx.state->get());
+      if (cached == nullptr || cached->group != group) {
+        auto fresh = std::make_shared<PackedWeights>();
+        fresh->group = group;
+        fresh->filters = PackVnniConvFilters(w, group);
+        *ctx.state = fresh;
+        cached = fresh.get();
+      }
+      packed = cached->filters;
+    }
+    IntegerConvVnni(x, x_zero, w, w_zeros, geometry, group, nullptr, ctx.pool, &requantize,
+                    packed.get());
     return absl::OkStatus();
   }
   std::vector<int32_t> acc(y.numel());
