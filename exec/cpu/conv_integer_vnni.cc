@@ -27,13 +27,13 @@ inline uint8_t AsUnsigned(int8_t v) { return static_cast<uint8_t>(v) ^ 0x80; }
 inline int8_t AsSigned(int8_t v) { return v; }
 inline int8_t AsSigned(uint8_t v) { return static_cast<int8_t>(v ^ 0x80); }
 
-// The images of x as uint8 with their padding written out (the shifted zero point): every
+// Images of x as uint8 with their padding written out (the shifted zero point): every
 // window then reads inside its image, and the taps of a run of positions along one output
 // row, at stride 1, are runs of bytes that the packing reads in place (no im2col rows).
 struct PaddedImages {
   std::array<int64_t, 3> dims;  // spatial
   int64_t plane = 0;            // dims[0] * dims[1] * dims[2]
-  // [N, C, dims...] and kNr bytes of slack for the last run; left uninitialized by the
+  // [images, dims...] and kNr bytes of slack for the last run; left uninitialized by the
   // allocation, as every byte is written once (padding, image or slack).
   std::unique_ptr<uint8_t[]> data;
 };
@@ -160,126 +160,131 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
       (int64_t{128} << 10) / std::max<int64_t>(1, quads * 4) / kNr * kNr, kNr, 64 * kNr);
   const int64_t blocks = (out_size + block - 1) / block;
   const int64_t row_panels = (group_filters + kMr - 1) / kMr;
-  const PaddedImages padded =
-      PadImages(x.data<X>(), batch * channels, s, static_cast<uint8_t>(xz), pool);
-  // Where tap k (of the group's channels) reads, relative to the first byte of a window.
-  std::vector<int64_t> tap_offsets(depth);
-  const int64_t kernel_size = s.kernel_size();
-  for (int64_t k = 0; k < depth; ++k) {
-    const int64_t channel = k / kernel_size, tap = k % kernel_size;
-    const int64_t t0 = tap / (s.kernel[1] * s.kernel[2]), t1 = tap / s.kernel[2] % s.kernel[1],
-                  t2 = tap % s.kernel[2];
-    tap_offsets[k] =
-        channel * padded.plane +
-        ((t0 * s.dilations[0]) * padded.dims[1] + t1 * s.dilations[1]) * padded.dims[2] +
-        t2 * s.dilations[2];
-  }
-  // The window's first byte of output position (o0, o1, o2).
-  const auto window = [&](int64_t o0, int64_t o1, int64_t o2) {
-    return (o0 * s.strides[0] * padded.dims[1] + o1 * s.strides[1]) * padded.dims[2] +
-           o2 * s.strides[2];
-  };
-  ParallelFor(pool, batch * group * blocks, 1, [&](int64_t begin, int64_t end) {
-    // The interleaved panels of this block's columns.
-    std::vector<uint8_t> columns(quads * 4 * block);
-    // Rows gathered for a panel that does not lie in one output row (or strides along it).
-    alignas(64) uint8_t gathered[4][kNr];
-    std::array<int64_t, kNr> starts;
-    std::vector<int32_t> sums(column_sums ? block : 0);
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / (group * blocks), g = item / blocks % group, b = item % blocks;
-      const int64_t first = b * block, count = std::min(block, out_size - first);
-      const uint8_t* image = padded.data.get() + (n * channels + g * group_channels) * padded.plane;
-      const int64_t panels = (count + kNr - 1) / kNr;
-      for (int64_t p = 0; p < panels; ++p) {
-        const int64_t j0 = first + p * kNr, width = std::min<int64_t>(kNr, count - p * kNr);
-        const int64_t o2 = j0 % s.out[2], o1 = j0 / s.out[2] % s.out[1],
-                      o0 = j0 / (s.out[1] * s.out[2]);
-        uint8_t* panel = columns.data() + p * quads * kNr * 4;
-        if (s.strides[2] == 1 && o2 + width <= s.out[2]) {
-          PackPanelFromRows(image + window(o0, o1, o2), tap_offsets.data(), depth, panel);
+  // One image at a time, so that the padded copy is one image's.
+  for (int64_t n = 0; n < batch; ++n) {
+    const PaddedImages padded = PadImages(x.data<X>() + n * channels * s.in_size(), channels, s,
+                                          static_cast<uint8_t>(xz), pool);
+    // Where tap k (of the group's channels) reads, relative to the first byte of a window.
+    std::vector<int64_t> tap_offsets(depth);
+    const int64_t kernel_size = s.kernel_size();
+    for (int64_t k = 0; k < depth; ++k) {
+      const int64_t channel = k / kernel_size, tap = k % kernel_size;
+      const int64_t t0 = tap / (s.kernel[1] * s.kernel[2]), t1 = tap / s.kernel[2] % s.kernel[1],
+                    t2 = tap % s.kernel[2];
+      tap_offsets[k] =
+          channel * padded.plane +
+          ((t0 * s.dilations[0]) * padded.dims[1] + t1 * s.dilations[1]) * padded.dims[2] +
+          t2 * s.dilations[2];
+    }
+    // The window's first byte of output position (o0, o1, o2).
+    const auto window = [&](int64_t o0, int64_t o1, int64_t o2) {
+      return (o0 * s.strides[0] * padded.dims[1] + o1 * s.strides[1]) * padded.dims[2] +
+             o2 * s.strides[2];
+    };
+    ParallelFor(pool, group * blocks, 1, [&](int64_t begin, int64_t end) {
+      // The interleaved panels of this block's columns.
+      std::vector<uint8_t> columns(quads * 4 * block);
+      // Rows gathered for a panel that does not lie in one output row (or strides along it).
+      alignas(64) uint8_t gathered[4][kNr];
+      std::array<int64_t, kNr> starts;
+      std::vector<int32_t> sums(column_sums ? block : 0);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t g = item / blocks, b = item % blocks;
+        const int64_t first = b * block, count = std::min(block, out_size - first);
+        const uint8_t* image = padded.data.get() + g * group_channels * padded.plane;
+        const int64_t panels = (count + kNr - 1) / kNr;
+        for (int64_t p = 0; p < panels; ++p) {
+          const int64_t j0 = first + p * kNr, width = std::min<int64_t>(kNr, count - p * kNr);
+          const int64_t o2 = j0 % s.out[2], o1 = j0 / s.out[2] % s.out[1],
+                        o0 = j0 / (s.out[1] * s.out[2]);
+          uint8_t* panel = columns.data() + p * quads * kNr * 4;
+          if (s.strides[2] == 1 && o2 + width <= s.out[2]) {
+            PackPanelFromRows(image + window(o0, o1, o2), tap_offsets.data(), depth, panel);
+            continue;
+          }
+          for (int64_t j = 0, a0 = o0, a1 = o1, a2 = o2; j < width; ++j) {
+            starts[j] = window(a0, a1, a2);
+            if (++a2 == s.out[2]) {
+              a2 = 0;
+              if (++a1 == s.out[1]) {
+                a1 = 0;
+                ++a0;
+              }
+            }
+          }
+          for (int64_t q = 0; q < quads; ++q) {
+            for (int i = 0; i < 4; ++i) {
+              const int64_t k = 4 * q + i;
+              if (k >= depth) {
+                std::memset(gathered[i], 0, kNr);
+                continue;
+              }
+              const uint8_t* tap = image + tap_offsets[k];
+              for (int64_t j = 0; j < width; ++j) gathered[i][j] = tap[starts[j]];
+              std::fill(gathered[i] + width, gathered[i] + kNr, uint8_t{0});
+            }
+            InterleaveQuadRows(gathered[0], gathered[1], gathered[2], gathered[3],
+                               panel + q * kNr * 4);
+          }
+        }
+        if (column_sums) {
+          // Bytes of the panels; those past depth are zero.
+          for (int64_t j = 0; j < count; ++j) {
+            const uint8_t* column = columns.data() + (j / kNr) * quads * kNr * 4 + (j % kNr) * 4;
+            int32_t sum = 0;
+            for (int64_t q = 0; q < quads; ++q) {
+              const uint8_t* v = column + q * kNr * 4;
+              sum += v[0] + v[1] + v[2] + v[3];
+            }
+            sums[j] = sum;
+          }
+        }
+        if (requantize != nullptr) {
+          const int64_t f0 = g * group_filters;
+          uint8_t* out = requantize->y + (n * filters + f0) * out_size + first;
+          for (int64_t p = 0; p < panels; ++p) {
+            const int cols = static_cast<int>(std::min<int64_t>(kNr, count - p * kNr));
+            for (int64_t r = 0; r < row_panels; ++r) {
+              const int rows_here =
+                  static_cast<int>(std::min<int64_t>(kMr, group_filters - r * kMr));
+              const int64_t f = f0 + r * kMr;
+              const vnni::TileRequantization tile = {offsets.data() + f,
+                                                     column_sums ? wz.data() + f : nullptr,
+                                                     column_sums ? sums.data() + p * kNr : nullptr,
+                                                     requantize->multipliers + f,
+                                                     requantize->low,
+                                                     requantize->high,
+                                                     requantize->zero};
+              DotTileRequantize(quads, packed[g].panel(r), columns.data() + p * quads * kNr * 4,
+                                tile, out + r * kMr * out_size + p * kNr, out_size, rows_here,
+                                cols);
+            }
+          }
           continue;
         }
-        for (int64_t j = 0, a0 = o0, a1 = o1, a2 = o2; j < width; ++j) {
-          starts[j] = window(a0, a1, a2);
-          if (++a2 == s.out[2]) {
-            a2 = 0;
-            if (++a1 == s.out[1]) {
-              a1 = 0;
-              ++a0;
-            }
-          }
-        }
-        for (int64_t q = 0; q < quads; ++q) {
-          for (int i = 0; i < 4; ++i) {
-            const int64_t k = 4 * q + i;
-            if (k >= depth) {
-              std::memset(gathered[i], 0, kNr);
-              continue;
-            }
-            const uint8_t* tap = image + tap_offsets[k];
-            for (int64_t j = 0; j < width; ++j) gathered[i][j] = tap[starts[j]];
-            std::fill(gathered[i] + width, gathered[i] + kNr, uint8_t{0});
-          }
-          InterleaveQuadRows(gathered[0], gathered[1], gathered[2], gathered[3],
-                             panel + q * kNr * 4);
-        }
-      }
-      if (column_sums) {
-        // Bytes of the panels; those past depth are zero.
-        for (int64_t j = 0; j < count; ++j) {
-          const uint8_t* column = columns.data() + (j / kNr) * quads * kNr * 4 + (j % kNr) * 4;
-          int32_t sum = 0;
-          for (int64_t q = 0; q < quads; ++q) {
-            const uint8_t* v = column + q * kNr * 4;
-            sum += v[0] + v[1] + v[2] + v[3];
-          }
-          sums[j] = sum;
-        }
-      }
-      if (requantize != nullptr) {
-        const int64_t f0 = g * group_filters;
-        uint8_t* out = requantize->y + (n * filters + f0) * out_size + first;
+        int32_t* out = y + (n * filters + g * group_filters) * out_size + first;
         for (int64_t p = 0; p < panels; ++p) {
           const int cols = static_cast<int>(std::min<int64_t>(kNr, count - p * kNr));
           for (int64_t r = 0; r < row_panels; ++r) {
             const int rows_here = static_cast<int>(std::min<int64_t>(kMr, group_filters - r * kMr));
-            const int64_t f = f0 + r * kMr;
-            const vnni::TileRequantization tile = {offsets.data() + f,
-                                                   column_sums ? wz.data() + f : nullptr,
-                                                   column_sums ? sums.data() + p * kNr : nullptr,
-                                                   requantize->multipliers + f,
-                                                   requantize->low,
-                                                   requantize->high,
-                                                   requantize->zero};
-            DotTileRequantize(quads, packed[g].panel(r), columns.data() + p * quads * kNr * 4, tile,
-                              out + r * kMr * out_size + p * kNr, out_size, rows_here, cols);
+            DotTile(quads, packed[g].panel(r), columns.data() + p * quads * kNr * 4,
+                    out + r * kMr * out_size + p * kNr, out_size, rows_here, cols);
           }
         }
-        continue;
-      }
-      int32_t* out = y + (n * filters + g * group_filters) * out_size + first;
-      for (int64_t p = 0; p < panels; ++p) {
-        const int cols = static_cast<int>(std::min<int64_t>(kNr, count - p * kNr));
-        for (int64_t r = 0; r < row_panels; ++r) {
-          const int rows_here = static_cast<int>(std::min<int64_t>(kMr, group_filters - r * kMr));
-          DotTile(quads, packed[g].panel(r), columns.data() + p * quads * kNr * 4,
-                  out + r * kMr * out_size + p * kNr, out_size, rows_here, cols);
+        // The zero point terms.
+        for (int64_t m = 0; m < group_filters; ++m) {
+          const int32_t filter_zero = wz[g * group_filters + m];
+          const int32_t constant = depth * xz * filter_zero - xz * packed[g].sums[m];
+          int32_t* row = out + m * out_size;
+          if (filter_zero != 0) {
+            for (int64_t j = 0; j < count; ++j) row[j] += constant - filter_zero * sums[j];
+          } else if (constant != 0) {
+            for (int64_t j = 0; j < count; ++j) row[j] += constant;
+          }
         }
       }
-      // The zero point terms.
-      for (int64_t m = 0; m < group_filters; ++m) {
-        const int32_t filter_zero = wz[g * group_filters + m];
-        const int32_t constant = depth * xz * filter_zero - xz * packed[g].sums[m];
-        int32_t* row = out + m * out_size;
-        if (filter_zero != 0) {
-          for (int64_t j = 0; j < count; ++j) row[j] += constant - filter_zero * sums[j];
-        } else if (constant != 0) {
-          for (int64_t j = 0; j < count; ++j) row[j] += constant;
-        }
-      }
-    }
-  });
+    });
+  }
 }
 
 template <typename X>
