@@ -10,7 +10,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <vector>
 
 #include "exec/cpu/conv_geometry.h"
@@ -23,17 +23,30 @@ namespace ovfix::exec {
 // select another kernel with SelectQuantGemmKernelForTesting get the int16 path).
 bool IntegerConvVnniAvailable();
 
-// Takes the int32 results of filters [filter, filter + count_filters) of image n at output
-// positions [first, first + count), as rows of `ld` values, on the thread that computed them
-// (while they are in its cache).
-using IntegerConvSink =
-    std::function<void(int64_t n, int64_t filter, int64_t count_filters, int64_t first,
-                       int64_t count, const int32_t* rows, int64_t ld)>;
+// QLinearConv's requantization of the int32 results, done on each tile of results in
+// registers (gemm_vnni.h's DotTileRequantize), so no int32 result reaches memory:
+//   y[n, f, position] = round_half_even(clamp(float(result + bias[f]) * multipliers[f],
+//                                             low, high)) + zero,
+// stored as a byte (uint8 or int8 alike, low and high being the type's bounds less zero).
+struct ConvRequantization {
+  const int32_t* bias;       // per filter, or null
+  const float* multipliers;  // per filter
+  float low, high;
+  int32_t zero;
+  uint8_t* y;  // [N, M, output...]
+};
 
-// As IntegerConv (conv_integer_core.h); only where IntegerConvVnniAvailable(). With a sink,
-// the results go to it block by block instead of to y (which may then be null).
+// w's filters packed for IntegerConvVnni, all groups. Where w is constant across runs,
+// QLinearConv packs them once per session (in its node state).
+struct VnniConvFilters;
+std::shared_ptr<VnniConvFilters> PackVnniConvFilters(const Tensor& w, int64_t group);
+
+// As IntegerConv (conv_integer_core.h); only where IntegerConvVnniAvailable(). With
+// `requantize`, the results are requantized into its y instead of written to y (which may then
+// be null). `filters`, where given, is PackVnniConvFilters(w, group).
 void IntegerConvVnni(const Tensor& x, int32_t x_zero, const Tensor& w,
                      const std::vector<int32_t>& w_zero, const SpatialGeometry& g, int64_t group,
-                     int32_t* y, ThreadPool* pool, const IntegerConvSink* sink = nullptr);
+                     int32_t* y, ThreadPool* pool, const ConvRequantization* requantize = nullptr,
+                     const VnniConvFilters* filters = nullptr);
 
 }  // namespace ovfix::exec

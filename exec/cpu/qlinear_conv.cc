@@ -1,10 +1,11 @@
 // QLinearConv (opset 10): convolution of 8-bit quantized tensors, any number of spatial
 // dims (1 to 3), groups, dilations, strides and padding (explicit or auto_pad). The int32
 // accumulators come from conv_integer_core.h (exact, threaded); the bias is added to them and
-// the sum requantized as onnxruntime does (quantize_math.h). On the VNNI path each block of
-// accumulators is requantized on the thread that computed it (no int32 image in memory).
+// the sum requantized as onnxruntime does (quantize_math.h). On the VNNI path each tile of
+// accumulators is requantized in registers (no int32 result in memory).
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ void Requantize(const std::vector<int32_t>& acc, const Tensor* bias,
                 }
               });
 }
+
+// The node state: w packed for the dot-product kernel (w an initializer).
+struct PackedWeights {
+  int64_t group = 0;
+  std::shared_ptr<VnniConvFilters> filters;
+};
 
 // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, [B].
 absl::Status QLinearConv(KernelContext& ctx) {
@@ -97,24 +104,31 @@ absl::Status QLinearConv(KernelContext& ctx) {
   const int32_t zero = static_cast<int32_t>(y_zero.GetAsInt64(0));
   const int32_t x_zero = static_cast<int32_t>(ctx.input(2).GetAsInt64(0));
   if (IntegerConvVnniAvailable()) {
-    // Each block of accumulators is requantized where it was computed, while in cache.
-    const auto requantize = [&](auto* out) {
-      const IntegerConvSink sink = [&](int64_t n, int64_t filter, int64_t count_filters,
-                                       int64_t first, int64_t count, const int32_t* rows,
-                                       int64_t ld) {
-        for (int64_t m = 0; m < count_filters; ++m) {
-          const int64_t f = filter + m;
-          RequantizeRow(rows + m * ld, count, bias ? bias->data<int32_t>()[f] : 0, multipliers[f],
-                        zero, out + (n * filters + f) * out_size + first);
-        }
-      };
-      IntegerConvVnni(x, x_zero, w, w_zeros, geometry, group, nullptr, ctx.pool, &sink);
-    };
-    if (y.type() == DataType::kUint8) {
-      requantize(y.data<uint8_t>());
-    } else {
-      requantize(y.data<int8_t>());
+    // Each tile of accumulators is requantized in registers where it was computed.
+    const bool is_unsigned = y.type() == DataType::kUint8;
+    const int32_t type_low = is_unsigned ? 0 : -128, type_high = is_unsigned ? 255 : 127;
+    const ConvRequantization requantize = {
+        bias ? bias->data<int32_t>() : nullptr,
+        multipliers.data(),
+        static_cast<float>(type_low - zero),
+        static_cast<float>(type_high - zero),
+        zero,
+        is_unsigned ? y.data<uint8_t>() : reinterpret_cast<uint8_t*>(y.data<int8_t>())};
+    // Constant weights are packed on the session's first run and kept in the node state.
+    std::shared_ptr<VnniConvFilters> packed;
+    if (ctx.state != nullptr && ctx.input_is_constant(3)) {
+      auto* cached = static_cast<PackedWeights*>(ctx.state->get());
+      if (cached == nullptr || cached->group != group) {
+        auto fresh = std::make_shared<PackedWeights>();
+        fresh->group = group;
+        fresh->filters = PackVnniConvFilters(w, group);
+        *ctx.state = fresh;
+        cached = fresh.get();
+      }
+      packed = cached->filters;
     }
+    IntegerConvVnni(x, x_zero, w, w_zeros, geometry, group, nullptr, ctx.pool, &requantize,
+                    packed.get());
     return absl::OkStatus();
   }
   std::vector<int32_t> acc(y.numel());

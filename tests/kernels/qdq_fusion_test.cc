@@ -302,6 +302,35 @@ TEST(QdqFusion, FusesEachGroupIntoQLinearConvWithinOneStepOfTheGraphAsWritten) {
   }
 }
 
+// QLinearConv packs constant weights on a session's first run and keeps them per node: the
+// later runs of one session, on other inputs, still match the graph as written (two convs of
+// different shapes, the second with uint8 weights and a zero point, so a mix-up would show).
+TEST(QdqFusion, KeepsEachNodesPackedWeightsAcrossRuns) {
+  using C = QdqBuilder::Conv;
+  QdqBuilder b(3, 19, 45);
+  const std::string in = b.Qdq("x", 2.0f / 255, onnx::TensorProto::UINT8, 128);
+  C first;
+  first.out = 4;
+  first.y_scale = 0.02f;
+  C second;
+  second.in = 4, second.out = 6, second.weight_type = onnx::TensorProto::UINT8;
+  second.weight_zero = 120, second.per_channel = false, second.x_scale = 0.02f;
+  auto model = Load(b.Finish(b.QdqConv(b.QdqConv(in, first), second)));
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.threads = 2;
+  options.fuse_qdq = true;
+  auto session = CreateSession(*model, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (uint32_t seed : {7u, 8u, 9u}) {
+    const Tensor x = RandomInput(3, 19, 45, seed);
+    auto out = (*session)->Run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectWithinOneStep((*out)[0], RunModel(*model, x, false), second.y_scale,
+                        "run with seed " + std::to_string(seed));
+  }
+}
+
 TEST(QdqFusion, FusesMatMulGroupsIntoQLinearMatMulWithinOneStepOfTheGraphAsWritten) {
   for (const bool photo : {false, true}) {
     const Tensor x = photo ? Photo("coffee_64.pb") : RandomInput(3, 29, 31, 17);

@@ -3,6 +3,8 @@
 // and ConvInteger (uint8 and int8 x and w) against naive int64 loops written here, hand-worked
 // cases of the values that break 16-bit shortcuts, rounding half to even and saturation in the
 // requantizing ops, and the same answers with and without the thread pool.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -167,9 +169,8 @@ std::vector<int32_t> NaiveConvInteger(const Tensor& x, int64_t x_zero, const Ten
   return y;
 }
 
-TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
-  std::mt19937 rng(11);
-  const std::vector<ConvCase> cases = {
+std::vector<ConvCase> ConvCases() {
+  return {
       {{1, 3, 9, 9}, {8, 3, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
       {{2, 4, 7, 6}, {6, 2, 3, 3}, 2, {2, 1}, {1, 2}, {1, 0, 2, 1}},
       {{1, 5, 17}, {7, 5, 4}, 1, {3}, {1}, {2, 1}},
@@ -178,7 +179,15 @@ TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
       {{1, 64, 20, 20}, {19, 64, 1, 1}, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       // Several blocks of positions, the last one partial; K = 99 not a multiple of 4.
       {{1, 11, 37, 71}, {20, 11, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      // Output rows of 64 (whole panels of 32 read in place from the padded image), dilated,
+      // with windows reaching into the padding on every side.
+      {{1, 5, 12, 64}, {9, 5, 3, 3}, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}},
   };
+}
+
+TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
+  std::mt19937 rng(11);
+  const std::vector<ConvCase> cases = ConvCases();
   for (const DataType x_type : {DataType::kUint8, DataType::kInt8}) {
     for (const DataType w_type : {DataType::kInt8, DataType::kUint8}) {
       for (const ConvCase& c : cases) {
@@ -201,6 +210,69 @@ TEST_P(QuantKernels, ConvIntegerMatchesNaiveLoops) {
           ASSERT_TRUE(y.ok()) << y.status();
           EXPECT_EQ((*y)[0].dims(), out_dims);
           EXPECT_EQ(Ints((*y)[0]), expected)
+              << DescribeTensor(x) << " * " << DescribeTensor(w) << (pool ? " pooled" : "");
+        }
+      }
+    }
+  }
+}
+
+// QLinearConv on the same geometries: the naive int32 sums plus the bias, times the float
+// multiplier x_scale * w_scale[f] / y_scale, rounded half to even (std::nearbyint) and
+// saturated, for uint8 and int8 x, w (with per-filter zero points) and y. The scales spread
+// the outputs past both ends of the output type.
+TEST_P(QuantKernels, QLinearConvMatchesNaiveRequantization) {
+  std::mt19937 rng(12);
+  for (const ConvCase& c : ConvCases()) {
+    for (const DataType x_type : {DataType::kUint8, DataType::kInt8}) {
+      for (const DataType w_type : {DataType::kInt8, DataType::kUint8}) {
+        const DataType y_type = x_type == w_type ? DataType::kUint8 : DataType::kInt8;
+        const int64_t filters = c.w[0];
+        const Tensor x = RandomBytes(x_type, c.x, rng);
+        const Tensor w = RandomBytes(w_type, c.w, rng);
+        const Tensor x_zero = RandomBytes(x_type, {}, rng);
+        const Tensor w_zero = RandomBytes(w_type, {filters}, rng);
+        const Tensor y_zero = RandomBytes(y_type, {}, rng);
+        std::uniform_real_distribution<float> scale(0.5f, 2.0f);
+        std::uniform_int_distribution<int32_t> bias_value(-20000, 20000);
+        const Tensor x_scale = FloatTensor({}, {scale(rng) * 0.01f});
+        const Tensor y_scale = FloatTensor({}, {scale(rng)});
+        std::vector<float> w_scales(filters);
+        Tensor bias(DataType::kInt32, {filters});
+        std::vector<int64_t> w_zeros(filters);
+        for (int64_t f = 0; f < filters; ++f) {
+          w_scales[f] = scale(rng);
+          bias.data<int32_t>()[f] = bias_value(rng);
+          w_zeros[f] = w_zero.GetAsInt64(f);
+        }
+        const Tensor w_scale = FloatTensor({filters}, w_scales);
+        Dims out_dims;
+        const std::vector<int32_t> sums =
+            NaiveConvInteger(x, x_zero.GetAsInt64(0), w, w_zeros, c, out_dims);
+        const int64_t out_size = static_cast<int64_t>(sums.size()) / (c.x[0] * filters);
+        const int64_t zero = y_zero.GetAsInt64(0);
+        const int64_t low = y_type == DataType::kInt8 ? -128 : 0, high = low + 255;
+        std::vector<int64_t> expected;
+        for (size_t i = 0; i < sums.size(); ++i) {
+          const int64_t f = static_cast<int64_t>(i) / out_size % filters;
+          const float multiplier =
+              x_scale.data<float>()[0] * w_scales[f] / y_scale.data<float>()[0];
+          const float v = static_cast<float>(sums[i] + bias.data<int32_t>()[f]) * multiplier;
+          expected.push_back(std::clamp(static_cast<int64_t>(std::nearbyint(v)) + zero, low, high));
+        }
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
+          NodeRun run;
+          run.pool = pool;
+          auto y = RunNode("QLinearConv", 10,
+                           {x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, bias},
+                           {IntAttr("group", c.group), IntsAttr("strides", c.strides),
+                            IntsAttr("dilations", c.dilations), IntsAttr("pads", c.pads)},
+                           run);
+          ASSERT_TRUE(y.ok()) << y.status();
+          EXPECT_EQ((*y)[0].dims(), out_dims);
+          std::vector<int64_t> got;
+          for (int64_t i = 0; i < (*y)[0].numel(); ++i) got.push_back((*y)[0].GetAsInt64(i));
+          EXPECT_EQ(got, expected)
               << DescribeTensor(x) << " * " << DescribeTensor(w) << (pool ? " pooled" : "");
         }
       }
