@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <queue>
 
@@ -65,6 +66,34 @@ std::vector<Node*> HoldersOfNestedChanges(const rules::Rewriter& rewriter, const
   return holders;
 }
 
+// The same data bit for bit: equal types, dims and bytes (NaNs with the same payload alike).
+// A weight still to be made (a lazy buffer) is only the same as itself: reading it whole would
+// keep it in memory.
+bool SameData(const Tensor& a, const Tensor& b) {
+  if (a.type() != b.type() || a.dims() != b.dims()) return false;
+  if (a.type() == DataType::kString) return a.strings() == b.strings();
+  if (a.buffer() == b.buffer()) return true;
+  if (a.nbytes() == 0) return true;
+  if (a.buffer() == nullptr || b.buffer() == nullptr || a.buffer()->is_pending() ||
+      b.buffer()->is_pending()) {
+    return false;
+  }
+  return std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// Whether `now` may hold the data `before` held, by what the graph declares: a rewiring to a
+// value of another element type or static shape changes what the node reads.
+bool MayHoldSameData(const Value* before, const Value* now) {
+  if (before == now) return true;
+  if (before == nullptr || now == nullptr) return false;
+  if (before->elem_type() == DataType::kUndefined || before->elem_type() != now->elem_type()) {
+    return false;
+  }
+  const std::optional<std::vector<int64_t>> a = before->static_shape();
+  const std::optional<std::vector<int64_t>> b = now->static_shape();
+  return !a || !b || *a == *b;
+}
+
 }  // namespace
 
 absl::StatusOr<exec::TensorMap> CaptureActivations(
@@ -117,6 +146,7 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
             }
             if (seen_in_set.insert(value.name()).second) ++seen.sets;
           }
+          if (k == 0) v->MeasureWeightsRead(value);
           if (t.type() != DataType::kFloat) return;
           const MagnitudeRange m = FloatMagnitudes(t.data<float>(), t.numel());
           auto [it, fresh] = measured.try_emplace(value.name(), m);
@@ -176,6 +206,21 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
   return v;
 }
 
+void ReferenceValidator::MeasureWeightsRead(const Value& computed) {
+  const Node* producer = computed.producer();
+  if (producer == nullptr) return;
+  for (const Value* in : producer->inputs()) {
+    if (in == nullptr || !in->is_initializer() || in->is_graph_input()) continue;
+    const Tensor& t = in->tensor();
+    if (t.type() != DataType::kFloat || t.buffer() == nullptr || t.buffer()->is_pending() ||
+        weight_magnitudes_.contains(in)) {
+      continue;
+    }
+    weight_magnitudes_.emplace(
+        in, WeightMagnitudes{t.buffer(), FloatMagnitudes(t.data<float>(), t.numel())});
+  }
+}
+
 absl::Status ReferenceValidator::Ensure(const std::vector<const Value*>& values) {
   const Graph& g = model_.graph();
   absl::flat_hash_set<Node*> needed;
@@ -220,6 +265,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
     // A node with a subgraph reads values of this graph that no input names: run the graph.
     if (!n->subgraphs().empty()) return RunWholeGraph(nodes, out);
   }
+  nodes_run_ += static_cast<int64_t>(nodes.size());
   absl::flat_hash_map<const Node*, int> pending_inputs;
   absl::flat_hash_set<const Value*> produced;
   for (Node* n : nodes) {
@@ -336,9 +382,77 @@ absl::Status ReferenceValidator::RunWholeGraph(const std::vector<Node*>& nodes,
   return absl::OkStatus();
 }
 
+std::vector<Node*> ReferenceValidator::RewiredOnly(const rules::Rewriter& rewriter,
+                                                   const std::vector<Node*>& changed) {
+  const Graph& g = model_.graph();
+  const absl::flat_hash_set<const Node*> modified(rewriter.modified_nodes().begin(),
+                                                  rewriter.modified_nodes().end());
+  rewired_inputs_.clear();
+  absl::flat_hash_set<const Node*> ineligible;
+  for (const rules::Rewriter::Rewiring& r : rewriter.rewirings()) {
+    if (!modified.contains(r.node)) continue;  // a created node (or one erased since)
+    if (!MayHoldSameData(r.before, r.node->input(r.input))) ineligible.insert(r.node);
+    rewired_inputs_[r.node].emplace_back(r.input, r.before);
+  }
+  std::vector<Node*> candidates;
+  for (Node* n : changed) {
+    if (!rewired_inputs_.contains(n) || ineligible.contains(n) || n->owner() != &g ||
+        !n->subgraphs().empty() || rewriter.ChangedBeyondInputs(n)) {
+      continue;
+    }
+    candidates.push_back(n);
+  }
+  return candidates;
+}
+
+std::optional<Tensor> ReferenceValidator::KnownData(const Value* v) {
+  if (v == nullptr) return std::nullopt;
+  if (auto it = pending_.find(v); it != pending_.end()) return it->second;
+  if (v->is_initializer() && !v->is_graph_input()) return v->tensor();
+  if (!Ensure({v}).ok()) return std::nullopt;
+  auto it = activations_.find(v);
+  if (it == activations_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool ReferenceValidator::ReadsSameData(const Node* n) {
+  absl::flat_hash_map<size_t, const Value*> before;
+  if (auto it = rewired_inputs_.find(n); it != rewired_inputs_.end()) {
+    before.insert(it->second.begin(), it->second.end());
+  }
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    const Value* now = n->input(i);
+    auto it = before.find(i);
+    if (it != before.end() && it->second != now) {
+      // Rewired: the new value against the activation of the one it replaced (an erased
+      // node's output keeps its activation until the commit).
+      const std::optional<Tensor> is = KnownData(now);
+      const Value* old = it->second;
+      std::optional<Tensor> was;
+      if (old->is_initializer() && !old->is_graph_input()) {
+        was = old->tensor();
+      } else if (auto a = activations_.find(old); a != activations_.end()) {
+        was = a->second;
+      }
+      if (!is || !was || !SameData(*is, *was)) return false;
+      same_data_.insert(now);
+      continue;
+    }
+    // Read as before: changed only if a node run for this rewrite computed it anew.
+    auto computed = pending_.find(now);
+    if (computed == pending_.end()) continue;
+    auto a = activations_.find(now);
+    if (a == activations_.end() || !SameData(computed->second, a->second)) return false;
+    same_data_.insert(now);
+  }
+  return true;
+}
+
 absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
   measured_ = false;
   pending_.clear();
+  unrun_.clear();
+  same_data_.clear();
   last_changes_precision_ = false;
   const Graph& g = model_.graph();
   const absl::flat_hash_set<const Node*> erased(rewriter.erased_nodes().begin(),
@@ -368,8 +482,26 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
     last_changes_precision_ = true;
     return -1.0;
   }
-  if (!changed.empty()) {
-    OVFIX_RETURN_IF_ERROR(RunNodes(changed, pending_));
+  // A node the rewrite only rewired to values holding the same data bit for bit (a rule that
+  // replaced its producer by an equivalent one) computes what it computed: it is not run, and
+  // the equality is the measure of those values. Whether they are the same is known once the
+  // rest has run; a node whose inputs turn out different is run with the rest, again.
+  std::vector<Node*> unrun = RewiredOnly(rewriter, changed);
+  for (;;) {
+    unrun_ = absl::flat_hash_set<const Node*>(unrun.begin(), unrun.end());
+    std::vector<Node*> run;
+    for (Node* n : changed) {
+      if (!unrun_.contains(n)) run.push_back(n);
+    }
+    pending_.clear();
+    same_data_.clear();
+    converted_boundary_ = false;
+    if (!run.empty()) {
+      OVFIX_RETURN_IF_ERROR(RunNodes(run, pending_));
+    }
+    const size_t before = unrun.size();
+    std::erase_if(unrun, [&](const Node* n) { return !ReadsSameData(n); });
+    if (unrun.size() == before) break;
   }
   last_changes_precision_ = casts_to_half > 0 || converted_boundary_;
   double error = 0;
@@ -390,7 +522,10 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
   // The values that replaced each other are those that leave the changed region: outputs of
   // nodes that were there before, read by unchanged nodes or by the graph's outputs. Values
   // inside the region may legitimately differ (a pair of nodes rewritten together).
-  const absl::flat_hash_set<const Node*> region(changed.begin(), changed.end());
+  absl::flat_hash_set<const Node*> region;
+  for (Node* n : changed) {
+    if (!unrun_.contains(n)) region.insert(n);
+  }
   std::vector<Node*> compared = holders;
   for (Node* n : rewriter.modified_nodes()) {
     if (n->owner() == &g) compared.push_back(n);
@@ -428,6 +563,8 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
 void ReferenceValidator::OnBegin(const rules::Rewriter& rewriter) {
   measured_ = false;
   deferring_ = false;
+  unrun_.clear();
+  same_data_.clear();
   // What a change measured on the file left without an activation is computed now that a
   // rewrite may read it, on the graph as it is before that rewrite changes it.
   if (recompute_pending_) {
@@ -447,8 +584,14 @@ void ReferenceValidator::OnCommitting(const rules::Rewriter& rewriter) {
                                            rewriter.created_nodes().end());
   changed.insert(rewriter.modified_nodes().begin(), rewriter.modified_nodes().end());
   for (Node* holder : HoldersOfNestedChanges(rewriter, model_.graph())) changed.insert(holder);
+  // Nodes Measure found reading the same data as before compute what they did: their values
+  // keep their activations as they are, unless they also read a value downstream of the
+  // change that Measure did not compare.
+  const absl::flat_hash_set<const Node*> unchanged =
+      kind == CommitKind::kUnmeasured ? absl::flat_hash_set<const Node*>() : unrun_;
   std::vector<const Value*> stack;
   for (const Node* n : changed) {
+    if (unchanged.contains(n)) continue;
     for (const Value* o : n->outputs()) stack.push_back(o);
   }
   absl::flat_hash_set<const Value*> seen;
@@ -456,7 +599,8 @@ void ReferenceValidator::OnCommitting(const rules::Rewriter& rewriter) {
     const Value* v = stack.back();
     stack.pop_back();
     if (v == nullptr || !seen.insert(v).second) continue;
-    const bool computed = kind != CommitKind::kUnmeasured && changed.contains(v->producer());
+    const bool computed = kind != CommitKind::kUnmeasured && changed.contains(v->producer()) &&
+                          !unchanged.contains(v->producer());
     if (computed) {
       stale_.erase(v);
     } else if (kind == CommitKind::kHeld) {
@@ -466,6 +610,7 @@ void ReferenceValidator::OnCommitting(const rules::Rewriter& rewriter) {
       pending_.erase(v);
     }
     for (const Use& u : v->uses()) {
+      if (unchanged.contains(u.node) && same_data_.contains(v)) continue;
       for (const Value* o : u.node->outputs()) stack.push_back(o);
     }
   }
@@ -488,6 +633,15 @@ void ReferenceValidator::Forget(const Value* v) {
 }
 
 std::optional<MagnitudeRange> ReferenceValidator::CapturedMagnitudes(const Value* v) const {
+  if (v->is_initializer() && !v->is_graph_input()) {
+    // Measured as the reference run read it, if the value still holds those bytes.
+    auto it = weight_magnitudes_.find(v);
+    if (it == weight_magnitudes_.end() || v->tensor().type() != DataType::kFloat ||
+        it->second.buffer.lock() != v->tensor().buffer()) {
+      return std::nullopt;
+    }
+    return it->second.range;
+  }
   if (v->owner() != &model_.graph()) {
     auto it = body_magnitudes_.find(v->name());
     if (it == body_magnitudes_.end()) return std::nullopt;
@@ -504,6 +658,8 @@ void ReferenceValidator::OnCommitted(const rules::Rewriter& rewriter) {
     activations_[value] = std::move(tensor);
   }
   pending_.clear();
+  unrun_.clear();
+  same_data_.clear();
   ForgetDeadValues();
   if (deferring_) {
     // What it left without an activation is computed when a later rewrite begins, not now:
@@ -535,6 +691,8 @@ void ReferenceValidator::RecomputeMissing() {
 void ReferenceValidator::OnRolledBack(const rules::Rewriter& rewriter) {
   deferring_ = false;
   pending_.clear();
+  unrun_.clear();
+  same_data_.clear();
   ForgetDeadValues();
 }
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,7 @@ class ReferenceValidator : public rules::Validator {
   // The activation of a value of the current graph, computed on demand from its producers
   // when no rewrite has computed it yet.
   absl::StatusOr<Tensor> Activation(const Value* v) override;
+  // Also of the float initializers the reference run read (measured as it read them).
   std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const override;
   // What the reference runs saw of body values, by name: a body none of its values are
   // listed for ran in no input set.
@@ -127,6 +129,8 @@ class ReferenceValidator : public rules::Validator {
   bool float32_reference() const { return float32_reference_; }
   // Full runs of a model made so far (reference runs, whole-graph runs, end-to-end runs).
   int model_runs() const { return model_runs_; }
+  // Nodes run on captured activations so far (measuring rewrites, computing activations).
+  int64_t nodes_run() const { return nodes_run_; }
   void count_model_runs(int n) { model_runs_ += n; }
   // The criteria each output is judged by: `spec`'s, else what `fallback` gives for the
   // output's number of elements. Until set: the worst element within 1e-4 of the range.
@@ -178,6 +182,22 @@ class ReferenceValidator : public rules::Validator {
   absl::Status RunWholeGraph(const std::vector<Node*>& nodes,
                              absl::flat_hash_map<const Value*, Tensor>& out);
   absl::Status Ensure(const std::vector<const Value*>& values);
+  // During the reference run, as each value is computed: the magnitudes of the float weights
+  // its node read that are not measured yet, while the node's read left them in cache (the
+  // fp16 conversion's range check then need not read every weight again).
+  void MeasureWeightsRead(const Value& computed);
+  // The modified nodes of `changed` whose only change is reading other values of the same
+  // declared type and shape (rules::Rewriter::rewirings): they may compute what they did.
+  // Fills rewired_inputs_.
+  std::vector<Node*> RewiredOnly(const rules::Rewriter& rewriter,
+                                 const std::vector<Node*>& changed);
+  // Whether `n` reads the same data bit for bit as before the rewrite: each rewired input
+  // against the activation of the value it read, each other input against what Measure
+  // computed for it (if it computed it). The values found the same go to same_data_.
+  bool ReadsSameData(const Node* n);
+  // The data of `v` now: computed by Measure, the initializer's, or its activation (computed
+  // if it has none); nullopt when it cannot be had.
+  std::optional<Tensor> KnownData(const Value* v);
   void ForgetDeadValues();
   // Computes the activations of the current graph's values that have none.
   void RecomputeMissing();
@@ -193,6 +213,7 @@ class ReferenceValidator : public rules::Validator {
   std::vector<exec::TensorMap> sets_;
   std::vector<std::vector<std::pair<std::string, Tensor>>> set_outputs_;
   int model_runs_ = 0;
+  int64_t nodes_run_ = 0;
   bool float32_reference_ = false;
   absl::flat_hash_map<const Value*, Tensor> activations_;
   absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes_;  // of activations_ entries
@@ -200,7 +221,21 @@ class ReferenceValidator : public rules::Validator {
   // reference run saw them: rewrites in bodies keep a value's name only with its content.
   absl::flat_hash_map<std::string, MagnitudeRange> body_magnitudes_;
   absl::flat_hash_map<std::string, SeenShape> body_shapes_;
+  // Of the float initializers the first reference run read, with the bytes they held then: a
+  // rewrite that gives a value other data makes its entry stale.
+  struct WeightMagnitudes {
+    std::weak_ptr<const Buffer> buffer;
+    MagnitudeRange range;
+  };
+  absl::flat_hash_map<const Value*, WeightMagnitudes> weight_magnitudes_;
   absl::flat_hash_map<const Value*, Tensor> pending_;
+  // Nodes of the measured rewrite that Measure did not run: they read the same data as
+  // before (ReadsSameData), so their activations and those downstream stay as they are.
+  absl::flat_hash_set<const Node*> unrun_;
+  // The values ReadsSameData found holding the data they held before the rewrite.
+  absl::flat_hash_set<const Value*> same_data_;
+  // Of the measured rewrite's modified nodes: (input, value it read before) per rewired input.
+  absl::flat_hash_map<const Node*, std::vector<std::pair<size_t, const Value*>>> rewired_inputs_;
   // Values whose activation was computed before a rewrite upstream of them (held to the
   // tolerance, so close, but not what the current graph computes exactly).
   absl::flat_hash_set<const Value*> stale_;

@@ -125,7 +125,8 @@ void Rewriter::SetInput(Node* node, size_t index, Value* v) {
   if (old == v) return;
   node->ReplaceInput(index, v);
   if (old != nullptr) lost_use_.push_back(old);
-  MarkModified(node);
+  if (rewired_.insert({node, index}).second) rewirings_.push_back({node, index, old});
+  MarkModified(node, /*beyond_inputs=*/false);
   Record([node, index, old] { node->ReplaceInput(index, old); });
 }
 
@@ -137,7 +138,7 @@ void Rewriter::SetAttribute(Node* node, onnx::AttributeProto attribute) {
   if (existing != nullptr) old = *existing;
   const std::string name = attribute.name();
   node->SetAttribute(std::move(attribute));
-  MarkModified(node);
+  MarkModified(node, /*beyond_inputs=*/true);
   Record([node, name, old] {
     if (old) {
       node->SetAttribute(*old);
@@ -154,7 +155,7 @@ void Rewriter::RemoveAttribute(Node* node, std::string_view name) {
   if (existing == nullptr) return;
   onnx::AttributeProto old = *existing;
   node->RemoveAttribute(name);
-  MarkModified(node);
+  MarkModified(node, /*beyond_inputs=*/true);
   Record([node, old] { node->SetAttribute(old); });
 }
 
@@ -270,12 +271,13 @@ void Rewriter::EraseNode(Node* node) {
   });
 }
 
-void Rewriter::MarkModified(Node* node) {
+void Rewriter::MarkModified(Node* node, bool beyond_inputs) {
+  if (beyond_inputs) changed_beyond_inputs_.insert(node);
   if (modified_set_.insert(node).second) modified_.push_back(node);
 }
 
 void Rewriter::MarkUsersModified(const Value* v) {
-  for (const Use& u : v->uses()) MarkModified(u.node);
+  for (const Use& u : v->uses()) MarkModified(u.node, /*beyond_inputs=*/true);
 }
 
 namespace {
@@ -443,6 +445,9 @@ void Rewriter::EndTransaction() {
   modified_.clear();
   modified_set_.clear();
   replaced_outputs_.clear();
+  rewirings_.clear();
+  rewired_.clear();
+  changed_beyond_inputs_.clear();
   lost_use_.clear();
   created_values_.clear();
   open_ = false;

@@ -139,6 +139,20 @@ class Rewriter {
   const std::vector<std::pair<size_t, Value*>>& replaced_outputs() const {
     return replaced_outputs_;
   }
+  // During a transaction: which value replaced which. Each node input that SetInput (or
+  // ReplaceAllUsesWith) pointed at another value is listed once, with the value it read when
+  // the transaction began (or null: a created node's input, set after its creation); it
+  // reads `node->input(input)` now, which may be `before` again.
+  struct Rewiring {
+    Node* node;
+    size_t input;
+    Value* before;
+  };
+  const std::vector<Rewiring>& rewirings() const { return rewirings_; }
+  // During a transaction: whether a modified node changed beyond reading other values (an
+  // attribute, or the data or type of a value it reads). A modified node that did not
+  // computes what it computed before when its new inputs hold the same data as the old.
+  bool ChangedBeyondInputs(const Node* node) const { return changed_beyond_inputs_.contains(node); }
 
   // Deletes every value left without producer or readers that is waiting for a batch (the
   // destructor does too): call before reading the model as a whole (checks, saving).
@@ -151,7 +165,8 @@ class Rewriter {
   void Record(std::function<void()> undo) { undo_.push_back(std::move(undo)); }
   // Forgets the open transaction's bookkeeping (its undo steps, created and modified nodes).
   void EndTransaction();
-  void MarkModified(Node* node);
+  // `beyond_inputs`: the change is more than an input reading another value.
+  void MarkModified(Node* node, bool beyond_inputs);
   void MarkUsersModified(const Value* v);
   // Commit's cleanup: removes nodes and initializers left dead by the transaction, starting
   // from the values that lost a use, and re-sorts the graphs where an edit broke the order.
@@ -176,6 +191,9 @@ class Rewriter {
   std::vector<Node*> modified_;
   absl::flat_hash_set<const Node*> modified_set_;  // created_ and modified_, for dedupe
   std::vector<std::pair<size_t, Value*>> replaced_outputs_;
+  std::vector<Rewiring> rewirings_;
+  absl::flat_hash_set<std::pair<const Node*, size_t>> rewired_;  // rewirings_, for dedupe
+  absl::flat_hash_set<const Node*> changed_beyond_inputs_;
   std::vector<Value*> lost_use_;  // values that lost a use (may have become dead)
   std::vector<Value*> created_values_;
   std::vector<const Node*> last_removed_;

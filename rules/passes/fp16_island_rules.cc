@@ -36,8 +36,13 @@ struct ConstantRange {
   double largest = 0;
   double smallest_nonzero = 0;
 };
-std::optional<ConstantRange> FloatConstantRange(const Value* v) {
+std::optional<ConstantRange> FloatConstantRange(const Value* v, const IslandOptions& o) {
   if (!IsFloat32(v)) return std::nullopt;
+  if (o.constant_magnitudes) {
+    if (std::optional<MagnitudeRange> m = o.constant_magnitudes(v)) {
+      return ConstantRange{m->largest, m->smallest_nonzero};
+    }
+  }
   absl::StatusOr<Tensor> t = ConstantValue(v);
   if (!t.ok() || t->numel() == 0 || t->type() != DataType::kFloat) return std::nullopt;
   const MagnitudeRange m = FloatMagnitudes(t->data<float>(), t->numel());
@@ -283,7 +288,7 @@ class Decider : public IslandMarks {
 
   void ConstantRules(const Node& n) {
     for (const Value* in : n.inputs()) {
-      std::optional<ConstantRange> r = FloatConstantRange(in);
+      std::optional<ConstantRange> r = FloatConstantRange(in, o_);
       if (!r) continue;
       if (r->largest > kFloat16Max) {
         Mark(&n, absl::StrFormat("constant '%s' of magnitude %.3g exceeds fp16's max 65504",

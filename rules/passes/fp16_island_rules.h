@@ -51,6 +51,9 @@ struct IslandOptions {
   // What a calibration run saw of a value's magnitudes (over every set, and every iteration
   // or branch taken in a body), or nullopt when it was not observed.
   std::function<std::optional<MagnitudeRange>(const Value*)> observed;
+  // The magnitudes of a float constant when already measured (the reference run measures the
+  // weights it reads), or nullopt: the range check reads the constant then.
+  std::function<std::optional<MagnitudeRange>(const Value*)> constant_magnitudes;
 };
 
 // Node -> reason, for the float nodes of `g` (its main level) that stay in fp32.

@@ -322,6 +322,10 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
       if (m) magnitudes_by_name_[v->name()] = magnitudes[v] = *m;
       return m;
     };
+    options.constant_magnitudes = [reference](const Value* v) -> std::optional<MagnitudeRange> {
+      if (!v->is_initializer() || v->is_graph_input()) return std::nullopt;
+      return reference->CapturedMagnitudes(v);
+    };
   } else if (ctx.magnitudes != nullptr) {
     options.observed = [&](const Value* v) -> std::optional<MagnitudeRange> {
       auto it = ctx.magnitudes->find(v->name());

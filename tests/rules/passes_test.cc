@@ -177,6 +177,102 @@ TEST(Validation, ARewriteThatChangesOutputsIsRolledBack) {
   EXPECT_EQ(h.EndToEnd(), 0);
 }
 
+// A model whose Add reads a constant of lower rank (what explicit_broadcast rewrites) and
+// feeds a MatMul: y = (x + c) @ w.
+constexpr char kBiasThenMatMul[] = R"(
+  m (float[2, 3] x) => (float[2, 2] y)
+      <float[3] c = {0.5, -1.0, 2.0}, float[1, 3] c_same = {0.5, -1.0, 2.0},
+       float[1, 3] c_other = {0.5, -1.0, 2.5},
+       float[3, 2] w = {1.0, -2.0, 0.25, 3.0, -0.5, 1.5}> {
+    a = Add(x, c)
+    y = MatMul(a, w)
+  }
+)";
+
+// y = (x + bias) @ w, computed here in double.
+std::vector<double> BiasThenMatMul(const Tensor& x, const std::vector<double>& bias) {
+  const double w[3][2] = {{1.0, -2.0}, {0.25, 3.0}, {-0.5, 1.5}};
+  std::vector<double> y(4, 0.0);
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      for (int k = 0; k < 3; ++k) y[i * 2 + j] += (x.GetAsDouble(i * 3 + k) + bias[k]) * w[k][j];
+    }
+  }
+  return y;
+}
+
+// Replaces a = Add(x, c) with Add(x, `constant`), as explicit_broadcast's rule does (a new
+// node, and the MatMul rewired to its output), and finishes the rewrite.
+bool ReplaceBias(Harness& h, const std::string& constant) {
+  Graph& g = h.model.graph();
+  Node* add = g.FindValue("a")->producer();
+  PassContext ctx{h.model, h.rewriter, h.options, h.validator.get()};
+  h.rewriter.Begin("replace_bias", {add});
+  Node* made =
+      h.rewriter.CreateNode(g, "Add", {g.FindValue("x"), g.FindValue(constant)}, {"a2"}, add);
+  h.rewriter.SetType(made->output(0), add->output(0)->type());
+  h.rewriter.ReplaceAllUsesWith(add->output(0), made->output(0));
+  h.rewriter.EraseNode(add);
+  return FinishRewrite(ctx);
+}
+
+TEST(Validation, ARewiringToTheSameDataIsMeasuredWithoutRunningItsReader) {
+  auto m = Parse(kBiasThenMatMul);
+  Harness h(*m);
+  const int64_t before = h.validator->nodes_run();
+  ASSERT_TRUE(ReplaceBias(h, "c_same"));
+  // Only the new Add ran: the MatMul reads the same data bit for bit, that is the measure.
+  EXPECT_EQ(h.validator->nodes_run() - before, 1);
+  EXPECT_EQ(h.rewriter.records().back().max_error, 0);
+  // The activations still follow the graph: the outputs as computed here.
+  const std::vector<double> want = BiasThenMatMul(h.reference_inputs.at("x"), {0.5, -1.0, 2.0});
+  auto final_outputs = h.validator->CompareFinalOutputs();
+  ASSERT_TRUE(final_outputs.ok()) << final_outputs.status();
+  EXPECT_EQ(final_outputs->max_error, 0);
+  auto y = h.validator->Activation(m->graph().outputs()[0]);
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y->GetAsDouble(i), want[i], 1e-5) << i;
+  EXPECT_EQ(h.EndToEnd(), 0);
+}
+
+TEST(Validation, ARewiringToOtherDataOfTheSameTypeIsStillMeasured) {
+  auto m = Parse(kBiasThenMatMul);
+  Harness h(*m);
+  // The same type and shape, other data: the MatMul runs and its outputs are compared.
+  EXPECT_FALSE(ReplaceBias(h, "c_other"));
+  ASSERT_EQ(h.rewriter.records().size(), 1u);
+  EXPECT_TRUE(h.rewriter.records()[0].rolled_back);
+  const Tensor& x = h.reference_inputs.at("x");
+  const std::vector<double> was = BiasThenMatMul(x, {0.5, -1.0, 2.0});
+  const std::vector<double> now = BiasThenMatMul(x, {0.5, -1.0, 2.5});
+  Tensor expected = Tensor::FromVector<float>(DataType::kFloat, {2, 2},
+                                              std::vector<float>(was.begin(), was.end()));
+  Tensor actual = Tensor::FromVector<float>(DataType::kFloat, {2, 2},
+                                            std::vector<float>(now.begin(), now.end()));
+  EXPECT_NEAR(h.rewriter.records()[0].max_error, RelativeError(actual, expected), 1e-5);
+  EXPECT_GT(h.rewriter.records()[0].max_error, 0.01);
+  EXPECT_EQ(h.EndToEnd(), 0);  // rolled back exactly
+}
+
+TEST(Validation, TheReferenceRunMeasuresTheWeightsItReads) {
+  auto m = Parse(kBiasThenMatMul);
+  Harness h(*m);
+  Graph& g = m->graph();
+  Value* w = g.FindValue("w");
+  std::optional<MagnitudeRange> r = h.validator->CapturedMagnitudes(w);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->largest, 3.0f);
+  EXPECT_EQ(r->smallest_nonzero, 0.25f);
+  EXPECT_FALSE(r->zero);
+  // New data in the weight: what was measured no longer holds.
+  h.rewriter.Begin("new_weight");
+  h.rewriter.SetInitializer(
+      w, Tensor::FromVector<float>(DataType::kFloat, {3, 2}, {7, 0, 0, 0, 0, 0}));
+  EXPECT_FALSE(h.validator->CapturedMagnitudes(w).has_value());
+  h.rewriter.Rollback("testing");
+  EXPECT_EQ(h.validator->CapturedMagnitudes(w)->largest, 3.0f);
+}
+
 // ---- fix_input_shapes ----
 
 TEST(FixInputShapes, BatchFixesTheFirstDimAndShapesFollow) {

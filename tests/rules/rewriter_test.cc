@@ -59,6 +59,43 @@ TEST(Rewriter, RollbackRestoresTheGraphExactly) {
   EXPECT_EQ(rw.records()[0].note, "testing");
 }
 
+TEST(Rewriter, SaysWhichValueReplacedWhichAndWhatChangedBeyondThat) {
+  auto model = Parse();
+  Rewriter rw(*model);
+  Graph& g = model->graph();
+  Value* a = g.FindValue("a");
+  Node* neg = g.FindValue("b")->producer();
+  Node* abs = g.FindValue("y")->producer();
+  // A rolled-back transaction leaves nothing behind.
+  rw.Begin("first", {neg});
+  rw.SetInput(neg, 0, g.inputs()[0]);
+  rw.Rollback("not this one");
+  EXPECT_TRUE(rw.rewirings().empty());
+  // Neg reads Sigmoid(a), then Tanh(a): one rewiring of its input, from `a`.
+  rw.Begin("rewire", {neg});
+  Node* sig = rw.CreateNode(g, "Sigmoid", {a}, {"s"}, neg);
+  Node* tanh = rw.CreateNode(g, "Tanh", {a}, {"t"}, neg);
+  rw.SetInput(neg, 0, sig->output(0));
+  rw.SetInput(neg, 0, tanh->output(0));
+  ASSERT_EQ(rw.rewirings().size(), 1u);
+  EXPECT_EQ(rw.rewirings()[0].node, neg);
+  EXPECT_EQ(rw.rewirings()[0].input, 0u);
+  EXPECT_EQ(rw.rewirings()[0].before, a);
+  EXPECT_EQ(neg->input(0), tanh->output(0));
+  EXPECT_FALSE(rw.ChangedBeyondInputs(neg));
+  // An attribute is a change beyond the inputs; so is new data in a value a node reads.
+  onnx::AttributeProto attr;
+  attr.set_name("note");
+  attr.set_type(onnx::AttributeProto::INT);
+  attr.set_i(1);
+  rw.SetAttribute(abs, attr);
+  EXPECT_TRUE(rw.ChangedBeyondInputs(abs));
+  EXPECT_FALSE(rw.ChangedBeyondInputs(neg));
+  rw.Commit();
+  EXPECT_TRUE(rw.rewirings().empty());  // per transaction
+  EXPECT_FALSE(rw.ChangedBeyondInputs(abs));
+}
+
 TEST(Rewriter, CommitRemovesDeadNodesAndKeepsOrder) {
   auto model = Parse();
   Rewriter rw(*model);
