@@ -22,7 +22,6 @@ using vnni::kNr;
 using vnni::PackPanelFromRows;
 
 // Bytes of x as uint8: int8 values shifted by 128 (the flip of the sign bit).
-inline uint8_t AsUnsigned(uint8_t v) { return v; }
 inline uint8_t AsUnsigned(int8_t v) { return static_cast<uint8_t>(v) ^ 0x80; }
 inline int8_t AsSigned(int8_t v) { return v; }
 inline int8_t AsSigned(uint8_t v) { return static_cast<int8_t>(v ^ 0x80); }
