@@ -151,7 +151,15 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
   }
   if (!options.report_path.empty()) kept.push_back(std::make_unique<KeptFile>(options.report_path));
   TakeBackOnInterrupt interrupt_guard(&kept);
-  if (absl::Status s = SaveModel(model, options.output_path, options.save); !s.ok()) {
+  // The file is run as it is written: the model file first, then each weight once the writer
+  // has passed it, the run beside the write.
+  absl::StatusOr<EndToEndResult> e2e = absl::UnknownError("not measured");
+  auto measure = [&](absl::StatusOr<std::unique_ptr<Model>> written) {
+    e2e = written.ok() ? validator->CompareEndToEnd(**written) : written.status();
+  };
+  if (absl::Status s = SaveModelAndRead(model, options.output_path, options.save,
+                                        validator != nullptr ? measure : WrittenModelReader());
+      !s.ok()) {
     return absl::InvalidArgumentError(s.message());
   }
   report.written = true;
@@ -174,9 +182,6 @@ absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
                                                    options.output_path, " was not kept)"));
   };
   if (validator == nullptr) return write_report();
-  absl::StatusOr<std::unique_ptr<Model>> written = LoadModel(options.output_path);
-  absl::StatusOr<EndToEndResult> e2e =
-      written.ok() ? validator->CompareEndToEnd(**written) : written.status();
   if (!e2e.ok()) {
     take_back();
     return NotRunnable(e2e.status());

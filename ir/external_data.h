@@ -29,6 +29,11 @@ class ExternalDataFiles {
   explicit ExternalDataFiles(std::string base_dir) : base_dir_(std::move(base_dir)) {}
   // A view of `bytes` bytes of the tensor's external data.
   absl::StatusOr<std::shared_ptr<Buffer>> Resolve(const onnx::TensorProto& proto, size_t bytes);
+  // Resolves the data file at `path` (as ExternalDataPath gives it) to `file`: a file still
+  // being written under another name.
+  void Provide(const std::string& path, std::shared_ptr<const MappedFile> file) {
+    files_[path] = std::move(file);
+  }
   // The files resolved so far, sorted.
   std::vector<std::string> paths() const;
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 
 namespace ovfix {
 
@@ -30,17 +31,51 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::st
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
   file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return absl::InternalError(absl::StrCat(path, ": cannot map: ", std::strerror(err)));
-    }
-    file->data_ = static_cast<std::byte*>(p);
-  }
+  absl::Status mapped = file->Map(fd);
   ::close(fd);
+  if (!mapped.ok()) return mapped;
   return std::shared_ptr<const MappedFile>(std::move(file));
+}
+
+absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::MapBeingWritten(
+    int fd, size_t size, const std::string& path, std::shared_ptr<const WriteProgress> progress) {
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  file->path_ = path;
+  file->size_ = size;
+  file->progress_ = std::move(progress);
+  OVFIX_RETURN_IF_ERROR(file->Map(fd));
+  return std::shared_ptr<const MappedFile>(std::move(file));
+}
+
+absl::Status MappedFile::Map(int fd) {
+  if (size_ == 0) return absl::OkStatus();
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED) {
+    return absl::InternalError(absl::StrCat(path_, ": cannot map: ", std::strerror(errno)));
+  }
+  data_ = static_cast<std::byte*>(p);
+  return absl::OkStatus();
+}
+
+void WriteProgress::Advance(uint64_t written) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    written_ = written;
+  }
+  changed_.notify_all();
+}
+
+void WriteProgress::Finish() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+  }
+  changed_.notify_all();
+}
+
+void WriteProgress::WaitFor(uint64_t end) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return finished_ || written_ >= end; });
 }
 
 MappedFile::~MappedFile() {

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -18,6 +20,7 @@
 #include "ir/atomic_file.h"
 #include "ir/external_data.h"
 #include "ir/graph_walk.h"
+#include "ir/mapped_file.h"
 #include "ir/piece_streamer.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -59,7 +62,7 @@ class ModelIO {
       if (!tensor.ok()) return tensor.status();
       Value* v = g.NewValue(tp.name());
       v->set_tensor(*std::move(tensor));
-      v->source_bytes_ = v->tensor().raw();
+      v->source_bytes_ = v->tensor().buffer() ? v->tensor().buffer()->address() : nullptr;
       v->source_proto_ = std::make_shared<onnx::TensorProto>(std::move(tp));
       // raw_data (if any) was moved into the tensor; the field stays set but empty.
       g.initializers_.push_back(v);
@@ -174,6 +177,13 @@ class ModelIO {
     std::unique_ptr<PieceStreamer> streamer;  // WritePieces', made with the first lazy tensor
     std::function<void(uint64_t, uint64_t)> progress;
     uint64_t bytes_written = 0, bytes_total = 0;
+    // The external tensors, placed by WriteGraph and written by WriteData: the model file is
+    // complete before the data file's bytes are.
+    struct Placed {
+      Tensor tensor;
+      uint64_t offset;
+    };
+    std::vector<Placed> placed;
 
     ~Writer() { GiveBack(); }
     void GiveBack() {
@@ -193,7 +203,8 @@ class ModelIO {
       }
       const bool pending = t.buffer() != nullptr && t.buffer()->is_pending();
       const bool unchanged =
-          v->source_proto_ && !pending && t.raw() == v->source_bytes_ &&
+          v->source_proto_ && !pending &&
+          (t.buffer() ? t.buffer()->address() : nullptr) == v->source_bytes_ &&
           static_cast<int32_t>(t.type()) == v->source_proto_->data_type() &&
           std::equal(t.dims().begin(), t.dims().end(), v->source_proto_->dims().begin(),
                      v->source_proto_->dims().end());
@@ -252,15 +263,8 @@ class ModelIO {
       tp->clear_uint64_data();
       tp->clear_external_data();
       const uint64_t offset = (data_offset + 63) / 64 * 64;
-      static const char zeros[64] = {};
-      if (offset > data_offset) WriteAll(zeros, offset - data_offset);
-      if (t.buffer() != nullptr && t.buffer()->is_pending()) {
-        WritePieces(*t.buffer());
-      } else {
-        WriteAll(t.raw(), t.nbytes());
-      }
+      placed.push_back({t, offset});
       data_offset = offset + t.nbytes();
-      if (progress) progress(bytes_written += t.nbytes(), bytes_total);
       tp->set_data_location(onnx::TensorProto::EXTERNAL);
       auto add = [&](const char* key, std::string value) {
         auto* e = tp->add_external_data();
@@ -270,6 +274,26 @@ class ModelIO {
       add("location", data_location);
       add("offset", std::to_string(offset));
       add("length", std::to_string(t.nbytes()));
+    }
+
+    // Writes the placed tensors to `data_fd` in order (64-byte aligned, zeros between),
+    // telling `written` (when given) how far the file is written.
+    void WriteData(WriteProgress* written) {
+      static const char zeros[64] = {};
+      uint64_t at = 0;
+      for (const Placed& p : placed) {
+        if (p.offset > at) WriteAll(zeros, p.offset - at);
+        const Tensor& t = p.tensor;
+        if (t.buffer() != nullptr && t.buffer()->is_pending()) {
+          WritePieces(*t.buffer());
+        } else {
+          WriteAll(t.raw(), t.nbytes());
+        }
+        if (!status.ok()) return;
+        at = p.offset + t.nbytes();
+        if (written != nullptr) written->Advance(at);
+        if (progress) progress(bytes_written += t.nbytes(), bytes_total);
+      }
     }
 
     // A lazy tensor made and written a piece at a time: only two pieces are ever in memory,
@@ -400,12 +424,19 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
 absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
                                                       const std::string& base_dir,
                                                       const std::string& source) {
+  ExternalDataFiles files(base_dir);
+  return ModelFromProto(std::move(proto), base_dir, source, files);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
+                                                      const std::string& base_dir,
+                                                      const std::string& source,
+                                                      ExternalDataFiles& files) {
   if (!proto.has_graph()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not an ONNX model (no graph)"));
   }
   auto model = std::make_unique<Model>();
   model->set_base_dir(base_dir);
-  ExternalDataFiles files(base_dir);
   onnx::GraphProto graph;
   graph.Swap(proto.mutable_graph());
   proto.clear_graph();
@@ -510,7 +541,36 @@ bool WritesExternalData(const Model& model, const SaveOptions& options) {
           (model.loaded_with_external_data() || WeightBytes(model.graph()) > kProtobufLimit));
 }
 
+namespace {
+
+// The model a save has just written to `fd` (the model file, complete, not yet renamed to
+// `path`), its external weights views of `data` (the data file, at `data_path`, still being
+// written when `data` has progress).
+absl::StatusOr<std::unique_ptr<Model>> ReadBack(int fd, const std::string& path,
+                                                const std::string& data_path,
+                                                std::shared_ptr<const MappedFile> data) {
+  onnx::ModelProto proto;
+  bool parsed = ::lseek(fd, 0, SEEK_SET) == 0;
+  if (parsed) {
+    google::protobuf::io::FileInputStream stream(fd);
+    parsed = proto.ParseFromZeroCopyStream(&stream);
+  }
+  if (!parsed) return absl::InternalError(absl::StrCat(path, ": the file written does not parse"));
+  const std::filesystem::path target(WriteTarget(path));
+  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+  ExternalDataFiles files(dir);
+  if (data != nullptr) files.Provide(data_path, std::move(data));
+  return ModelFromProto(std::move(proto), dir, path, files);
+}
+
+}  // namespace
+
 absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options) {
+  return SaveModelAndRead(model, path, options, nullptr);
+}
+
+absl::Status SaveModelAndRead(Model& model, const std::string& path, const SaveOptions& options,
+                              const WrittenModelReader& read) {
   const int64_t weight_bytes = WeightBytes(model.graph());
   const bool external = WritesExternalData(model, options);
   if (!external && weight_bytes > kProtobufLimit) {
@@ -523,41 +583,65 @@ absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions&
   writer.progress = options.progress;
   writer.bytes_total =
       static_cast<uint64_t>(WeightBytes(model.graph(), options.external_threshold));
-  auto write_model = [&]() -> absl::Status {
+  std::string data_path;
+  // Writes the model file to `fd`, then the external data (placed by WriteGraph) to
+  // `data_fd`; `read` runs on the files as they are written, beside the data's write.
+  auto write_model = [&](int fd, int data_fd) -> absl::Status {
+    writer.data_fd = data_fd;
     onnx::ModelProto proto = model.extras();
     writer.WriteGraph(model.graph(), proto.mutable_graph());
     if (!writer.status.ok()) return writer.status;
-    absl::Status written = WriteFileAtomicallyFd(path, [&](int fd) -> absl::Status {
-      google::protobuf::io::FileOutputStream stream(fd);
-      bool ok;
-      {
-        google::protobuf::io::CodedOutputStream coded(&stream);
-        coded.SetSerializationDeterministic(true);
-        ok = proto.SerializeToCodedStream(&coded) && !coded.HadError();
-      }
-      ok = stream.Flush() && ok;
-      return ok ? absl::OkStatus() : absl::InternalError("cannot write (disk full?)");
-    });
+    google::protobuf::io::FileOutputStream stream(fd);
+    bool ok;
+    {
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      ok = proto.SerializeToCodedStream(&coded) && !coded.HadError();
+    }
+    ok = stream.Flush() && ok;
     writer.GiveBack();  // before `proto`, which holds the lent bytes, goes away
-    return written;
+    if (!ok) return absl::InternalError("cannot write (disk full?)");
+    proto.Clear();
+    if (data_fd < 0) {
+      if (read) read(ReadBack(fd, path, data_path, nullptr));
+      return absl::OkStatus();
+    }
+    // The data file has its full size first, so that a reader can map it whole.
+    if (::ftruncate(data_fd, static_cast<off_t>(writer.data_offset)) != 0) {
+      return absl::InternalError(absl::StrCat("writing external data: ", std::strerror(errno)));
+    }
+    if (!read) {
+      writer.WriteData(nullptr);
+      return writer.status;
+    }
+    auto written = std::make_shared<WriteProgress>();
+    std::thread data_writer([&] {
+      writer.WriteData(written.get());
+      written->Finish();
+    });
+    // Joined also when `read` throws (std::bad_alloc): the writer never waits for it.
+    absl::Cleanup join = [&] { data_writer.join(); };
+    absl::StatusOr<std::shared_ptr<const MappedFile>> data =
+        MappedFile::MapBeingWritten(data_fd, writer.data_offset, data_path, written);
+    read(data.ok() ? ReadBack(fd, path, data_path, *std::move(data)) : data.status());
+    std::move(join).Invoke();
+    return writer.status;
   };
   absl::Status status;
   if (external) {
     writer.data_location = DataLocation(path, options);
-    absl::StatusOr<std::string> data_path = ExternalDataFile(path, options);
-    if (!data_path.ok()) return Prefixed(path, data_path.status());
-    if (SameFile(*data_path, path)) {
+    absl::StatusOr<std::string> data_file = ExternalDataFile(path, options);
+    if (!data_file.ok()) return Prefixed(path, data_file.status());
+    data_path = *data_file;
+    if (SameFile(data_path, path)) {
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": the external data file '", writer.data_location, "' is the model itself"));
     }
-    status = WriteFileAtomicallyFd(*data_path, [&](int fd) -> absl::Status {
-      writer.data_fd = fd;
-      absl::Status s = write_model();
-      writer.data_fd = -1;
-      return s;
+    status = WriteFileAtomicallyFd(data_path, [&](int data_fd) -> absl::Status {
+      return WriteFileAtomicallyFd(path, [&](int fd) { return write_model(fd, data_fd); });
     });
   } else {
-    status = write_model();
+    status = WriteFileAtomicallyFd(path, [&](int fd) { return write_model(fd, -1); });
   }
   writer.GiveBack();
   return status.ok() || absl::StartsWith(status.message(), path) ? status : Prefixed(path, status);

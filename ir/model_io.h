@@ -13,6 +13,8 @@
 
 namespace ovfix {
 
+class ExternalDataFiles;
+
 enum class ExternalDataMode {
   // External data when the model was loaded with external data, or when the weights would
   // push the file past protobuf's 2 GB; inline otherwise.
@@ -40,9 +42,23 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path);
 absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
                                                       const std::string& base_dir,
                                                       const std::string& source);
+// Same, with external data resolved through `files` (which may provide files mapped already).
+absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
+                                                      const std::string& base_dir,
+                                                      const std::string& source,
+                                                      ExternalDataFiles& files);
 // Writes the model atomically (temporary file + rename), external data likewise. Lazy
 // tensors (ConvertTensorLazily) are made and written piece by piece, and stay unmade.
 absl::Status SaveModel(Model& model, const std::string& path, const SaveOptions& options = {});
+// Gets the model read back from the file a save wrote (or why it could not be read).
+using WrittenModelReader = std::function<void(absl::StatusOr<std::unique_ptr<Model>> written)>;
+// SaveModel, with `read` given the model read back from the files being written, before they
+// are renamed into place: the model file is complete; the external weights are views of the
+// data file that wait until the writer has passed their bytes, so that `read` (a run of the
+// model) goes on beside the data's write. A failed write ends those waits (the weights then
+// read what the file holds): the save's status says whether what `read` saw was the file.
+absl::Status SaveModelAndRead(Model& model, const std::string& path, const SaveOptions& options,
+                              const WrittenModelReader& read);
 // Whether SaveModel writes external data for `model` (see ExternalDataMode).
 bool WritesExternalData(const Model& model, const SaveOptions& options = {});
 // The external data file SaveModel writes (when it writes one) for a model saved to `path`:

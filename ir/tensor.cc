@@ -63,6 +63,7 @@ std::shared_ptr<Buffer> Buffer::View(std::shared_ptr<const MappedFile> file, siz
   // The map is read-only; kernels never write through a view (views back initializers).
   b->data_ = const_cast<std::byte*>(file->data()) + offset;
   b->size_ = size;
+  if (file->progress() != nullptr) b->lazy_ = std::make_unique<LazyState>();
   b->file_ = std::move(file);
   return b;
 }
@@ -82,7 +83,10 @@ Buffer::~Buffer() {
 void Buffer::Materialize() const {
   // Kernels may reach a constant from several threads at once.
   std::call_once(lazy_->made, [this] {
-    if (size_ > 0) {
+    if (!lazy_->produce) {
+      // A view of a file being written: its bytes are awaited where they are mapped.
+      file_->progress()->WaitFor(static_cast<uint64_t>(data_ - file_->data()) + size_);
+    } else if (size_ > 0) {
       const size_t rounded = (size_ + 63) / 64 * 64;
       data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
       if (data_ == nullptr) throw std::bad_alloc();
@@ -94,7 +98,7 @@ void Buffer::Materialize() const {
 }
 
 bool Buffer::is_pending() const {
-  return lazy_ != nullptr && !lazy_->ready.load(std::memory_order_acquire);
+  return lazy_ != nullptr && lazy_->produce && !lazy_->ready.load(std::memory_order_acquire);
 }
 
 void Buffer::Read(size_t offset, size_t length, std::byte* out) const {
@@ -102,6 +106,7 @@ void Buffer::Read(size_t offset, size_t length, std::byte* out) const {
   if (is_pending()) {
     lazy_->produce(offset, length, out);
   } else if (length > 0) {
+    if (lazy_ != nullptr) Materialize();  // awaits a view's bytes
     std::memcpy(out, data_ + offset, length);
   }
 }

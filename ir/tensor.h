@@ -30,6 +30,8 @@ class Buffer {
   // Takes the string's bytes without copying them.
   static std::shared_ptr<Buffer> FromString(std::string&& bytes);
   // A view of [offset, offset + size) of a mapped file; the file stays mapped while viewed.
+  // Of a file still being written (MappedFile::progress), data() and Read() first wait until
+  // the writer has passed the view's bytes.
   static std::shared_ptr<Buffer> View(std::shared_ptr<const MappedFile> file, size_t offset,
                                       size_t size);
   // Writes bytes [offset, offset + length) of a lazy buffer to `out`; both fall on element
@@ -55,6 +57,9 @@ class Buffer {
     return data_;
   }
   size_t size() const { return size_; }
+  // Where the bytes are, without making or awaiting them (null while a lazy buffer is unmade):
+  // tells buffers apart.
+  const std::byte* address() const { return data_; }
   bool is_file_view() const { return file_ != nullptr; }
   // Whether the bytes are still to be made (data() has not been called on a lazy buffer).
   bool is_pending() const;
@@ -67,7 +72,7 @@ class Buffer {
 
  private:
   struct LazyState {
-    Producer produce;
+    Producer produce;  // empty for a view of a file being written: its bytes are awaited
     std::once_flag made;
     std::atomic<bool> ready = false;  // set once `made` has made the bytes
   };
