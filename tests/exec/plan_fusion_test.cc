@@ -11,7 +11,6 @@
 #include <set>
 #include <string>
 
-#include "exec/cpu_session.h"
 #include "exec/executor.h"
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
