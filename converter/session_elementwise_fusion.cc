@@ -8,7 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "converter/session_graph.h"
-#include "exec/kernel.h"
+#include "exec/plan_fusion.h"
 #include "onnx/defs/attr_proto_util.h"
 
 namespace ovfix::converter {
@@ -106,40 +106,6 @@ bool AsLink(Node* node, Value* chain, int opset, Link& link) {
   return true;
 }
 
-bool ProducerFusesClamp(const Value* v) {
-  const Node* p = v != nullptr ? v->producer() : nullptr;
-  return p != nullptr && exec::FusesOutputClamp(p->domain(), p->op_type());
-}
-
-// Whether the session puts `node` into the node before it (exec/session.cc FuseClamps): a
-// Relu, Clip, HardSwish or HardSigmoid (and the Mul of a hard swish) after a Conv, the Add of a
-// constant bias vector after a MatMul by constant weights. Such a node does not start a chain.
-bool FusedIntoProducer(const Node& node) {
-  const std::string& op = node.op_type();
-  if (op == "Relu" || op == "Clip" || op == "HardSwish" || op == "HardSigmoid") {
-    return ProducerFusesClamp(node.input(0));
-  }
-  if (node.num_inputs() != 2) return false;
-  for (int side = 0; side < 2; ++side) {
-    const Value* a = node.input(side);
-    const Value* b = node.input(1 - side);
-    if (a == nullptr || b == nullptr) return false;
-    const Node* p = a->producer();
-    if (op == "Mul" && p != nullptr && p->op_type() == "HardSigmoid" && p->input(0) == b &&
-        ProducerFusesClamp(b)) {
-      return true;
-    }
-    if (op == "Add" && p != nullptr && a->uses().size() == 1 &&
-        exec::FusesOutputBias(p->domain(), p->op_type()) && p->num_inputs() == 2 &&
-        p->input(1) != nullptr && p->input(1)->is_initializer() && !p->input(1)->is_graph_input() &&
-        p->input(1)->tensor().rank() >= 2 && b->is_initializer() && !b->is_graph_input() &&
-        b->tensor().rank() == 1 && b->tensor().numel() == p->input(1)->tensor().dims().back()) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // The value a chain starting at `node` continues: its only input for a one-input op; for a
 // binary op the input of the output's shape, a computed one before a constant.
 Value* ChainInput(const Node& node) {
@@ -199,7 +165,9 @@ absl::StatusOr<int> FuseElementwiseChains(rules::PassContext& ctx) {
   absl::flat_hash_set<const Node*> taken;
   int fused = 0;
   for (Node* head : g.NodeList()) {
-    if (taken.contains(head) || FusedIntoProducer(*head)) continue;
+    // What the session folds into the node before it (a Relu after a Conv, a bias Add after
+    // a MatMul) is left to the session: such a node does not start a chain.
+    if (taken.contains(head) || exec::FusesIntoProducer(*head, opset)) continue;
     Value* x = ChainInput(*head);
     Link link;
     if (x == nullptr || !AsLink(head, x, opset, link)) continue;

@@ -6,9 +6,9 @@
 // it is in cache instead of writing and reading a tensor per op. Same arithmetic, so the same
 // result bit for bit. A native pass: a chain has any length, which a rule pattern cannot say.
 //
-// What the session fuses into the node before a chain is left to it: a Relu, Clip or hard
-// swish after a Conv (exec/kernel.h FusesOutputClamp) and the Add of a constant bias after a
-// MatMul by constant weights (FusesOutputBias) do not start a chain.
+// What the session fuses into the node before a chain is left to it: a node its plan folds
+// into its producer (exec/plan_fusion.h FusesIntoProducer: a Relu, Clip or hard swish after a
+// Conv, the Add of a constant bias after a MatMul by constant weights) does not start a chain.
 #pragma once
 
 #include "absl/status/statusor.h"

@@ -5,8 +5,8 @@
 // them from the enclosing frame when their own frame starts (tensors share buffers).
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <new>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,6 +17,7 @@
 #include "exec/kernel.h"
 #include "exec/opencl/opencl_session.h"
 #include "exec/plan_builder.h"
+#include "exec/plan_fusion.h"
 #include "exec/qdq_fusion.h"
 #include "ir/constant.h"
 #include "ir/float16.h"
@@ -123,7 +124,7 @@ class Compiler {
     if (plan.widened.empty() && !options_.capture && !options_.on_value &&
         !options_.RoundsFloat32()) {
       PrecomputeConstantNodes(plan);
-      FuseClamps(plan);
+      FuseIntoProducers(plan);
     }
     PlanReleases(plan, /*keep_all=*/main && options_.capture);
   }
@@ -185,84 +186,6 @@ class Compiler {
     }
   }
 
-  // The bounds of a Relu or Clip step on float values, when they are known while compiling
-  // (Clip's bound inputs are initializers).
-  static bool ClampBounds(const Step& step, float& lo, float& hi) {
-    const Node& node = *step.node;
-    if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
-    if (step.value_kernel != nullptr || node.num_outputs() != 1) return false;
-    if (node.op_type() == "Relu") {
-      lo = 0.0f;
-      hi = std::numeric_limits<float>::infinity();
-      return true;
-    }
-    if (node.op_type() != "Clip") return false;
-    lo = std::numeric_limits<float>::lowest();
-    hi = std::numeric_limits<float>::max();
-    if (step.opset < 11) {
-      lo = node.GetFloat("min", lo);
-      hi = node.GetFloat("max", hi);
-      return true;
-    }
-    for (size_t i = 1; i < 3 && i < node.num_inputs(); ++i) {
-      const Value* v = node.input(i);
-      if (v == nullptr) continue;
-      if (!v->is_initializer() || v->is_graph_input() || v->tensor().type() != DataType::kFloat ||
-          v->tensor().numel() != 1) {
-        return false;
-      }
-      (i == 1 ? lo : hi) = v->tensor().data<float>()[0];
-    }
-    return true;
-  }
-
-  // A Relu, Clip or hard swish (HardSwish, or HardSigmoid and the Mul of its input by it)
-  // whose input is made by a kernel that can apply it to its own output (FusesOutputClamp)
-  // and read by nothing else goes into that kernel's step. Types need not be known for a
-  // clamp: Relu and Clip keep their input's type, a Clip fused has float bounds (so float
-  // values), and a Relu fused over float16 values gives what it gives unfused (rounding to
-  // half keeps signs and order). A hard swish is fused over float values only (MakesFloat).
-  // Whether the step's output 0 is known to hold float values (not float16: a hard swish
-  // fused over float16 values would be rounded once where HardSigmoid and Mul round twice).
-  static bool MakesFloat(const Step& step) {
-    const DataType out = step.node->output(0)->elem_type();
-    if (out != DataType::kUndefined) return out == DataType::kFloat;
-    bool any = false;
-    for (const Value* v : step.node->inputs()) {
-      if (v == nullptr) continue;
-      const DataType t = v->is_initializer() ? v->tensor().type() : v->elem_type();
-      if (t == DataType::kUndefined) continue;
-      if (t != DataType::kFloat) return false;
-      any = true;
-    }
-    return any;
-  }
-
-  // The float B of a MatMul step that takes a bias (FusesOutputBias) when it is constant (an
-  // initializer no input overrides) with at least 2 dims (A must then be float too: the
-  // kernel refuses operands of different types).
-  static const Tensor* ConstantMatrixB(const Step& step) {
-    const Node& node = *step.node;
-    if (step.value_kernel != nullptr || step.fused_bias != nullptr || step.fused.any() ||
-        !FusesOutputBias(node.domain(), node.op_type()) || node.num_inputs() != 2 ||
-        node.input(0) == nullptr || node.input(1) == nullptr) {
-      return nullptr;
-    }
-    const Value* b = node.input(1);
-    if (!b->is_initializer() || b->is_graph_input() || b->tensor().type() != DataType::kFloat ||
-        b->tensor().rank() < 2) {
-      return nullptr;
-    }
-    return &b->tensor();
-  }
-
-  // A constant 1-D float tensor of `n` elements.
-  static bool IsConstantFloatVector(const Value* v, int64_t n) {
-    if (v == nullptr || !v->is_initializer() || v->is_graph_input()) return false;
-    const Tensor& t = v->tensor();
-    return t.type() == DataType::kFloat && t.rank() == 1 && t.numel() == n;
-  }
-
   // Constant nodes (exporters write every literal of a graph's shape arithmetic as one, a
   // thousand and more in a transformer) become constants of the plan: their values are made
   // once here instead of by a step on every run. A value that does not decode stays a step,
@@ -287,113 +210,35 @@ class Compiler {
     plan.steps = std::move(kept);
   }
 
-  static void FuseClamps(Plan& plan) {
-    std::vector<int> uses(plan.num_slots, 0), producer(plan.num_slots, -1);
-    std::vector<int> reader(plan.num_slots, -1);  // a step that reads the slot
+  // What the plan folds into the step before it (exec/plan_fusion.h says which nodes: a bias
+  // Add into a MatMul, a clamp or hard swish into a Conv or BatchNormalization) goes into that
+  // step, which then makes the last folded node's output. Steps are in topological order, so
+  // a step's producer has taken what came before it when it takes the step.
+  static void FuseIntoProducers(Plan& plan) {
+    absl::flat_hash_map<const Node*, size_t> step_of;
+    for (size_t i = 0; i < plan.steps.size(); ++i) step_of[plan.steps[i].node] = i;
+    std::vector<bool> folded(plan.steps.size(), false);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step& step = plan.steps[i];
-      for (int s : step.inputs) {
-        if (s >= 0) {
-          ++uses[s];
-          reader[s] = static_cast<int>(i);
-        }
+      const std::optional<ProducerFusion> f = FusionIntoProducer(*step.node, step.opset);
+      if (!f) continue;
+      const auto source = step_of.find(f->producer);
+      if (source == step_of.end()) continue;  // never: the producer is a step of this plan
+      folded[i] = true;
+      // The HardSigmoid of a hard swish: its Mul, later, completes it.
+      if (f->last != step.node) continue;
+      Step& into = plan.steps[source->second];
+      if (f->kind == ProducerFusion::Kind::kBias) {
+        into.fused_bias = f->bias;
+      } else {
+        into.fused = f->activation;
       }
-      for (int s : step.implicit_inputs) ++uses[s];
-      for (int s : step.outputs) {
-        if (s >= 0) producer[s] = static_cast<int>(i);
-      }
-    }
-    for (int s : plan.output_slots) uses[s] += 2;
-    std::vector<bool> fused(plan.steps.size(), false);
-    // The step that makes `slot` when it can take an activation over its single output.
-    auto fusable_source = [&](int slot) -> Step* {
-      if (slot < 0 || producer[slot] < 0) return nullptr;
-      Step& source = plan.steps[producer[slot]];
-      const Node& node = *source.node;
-      if (source.fused.any() || source.value_kernel != nullptr || source.outputs.size() != 1 ||
-          source.outputs[0] != slot || !FusesOutputClamp(node.domain(), node.op_type())) {
-        return nullptr;
-      }
-      return &source;
-    };
-    auto plain = [](const Step& step, std::string_view op) {
-      const Node& node = *step.node;
-      return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == op &&
-             step.value_kernel == nullptr && step.outputs.size() == 1 && step.outputs[0] >= 0 &&
-             !step.inputs.empty() && step.inputs[0] >= 0;
-    };
-    // y = Add(MatMul(a, B), bias) (either order) with B and bias constant: the bias goes into
-    // the MatMul's step. First, so that an activation after the Add is fused after it.
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      const Step& add = plan.steps[i];
-      if (!plain(add, "Add") || add.inputs.size() != 2 || add.inputs[1] < 0) continue;
-      for (int side = 0; side < 2; ++side) {
-        const int slot = add.inputs[side];
-        const Value* bias = add.node->input(1 - side);
-        if (uses[slot] != 1 || producer[slot] < 0) continue;
-        Step& source = plan.steps[producer[slot]];
-        const Tensor* b = ConstantMatrixB(source);
-        if (b == nullptr || source.outputs.size() != 1 || source.outputs[0] != slot ||
-            !IsConstantFloatVector(bias, b->dims().back())) {
-          continue;
-        }
-        source.fused_bias = &bias->tensor();
-        source.outputs[0] = add.outputs[0];
-        producer[add.outputs[0]] = producer[slot];
-        fused[i] = true;
-        break;
-      }
-    }
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      if (fused[i]) continue;
-      const Step& step = plan.steps[i];
-      const int slot = step.inputs.empty() ? -1 : step.inputs[0];
-      float lo = 0.0f, hi = 0.0f;
-      if (step.outputs.size() == 1 && step.outputs[0] >= 0 && slot >= 0 && uses[slot] == 1 &&
-          ClampBounds(step, lo, hi)) {
-        // Relu or Clip.
-        Step* source = fusable_source(slot);
-        if (source == nullptr) continue;
-        source->fused.clamp = true;
-        source->fused.clamp_min = lo;
-        source->fused.clamp_max = hi;
-        source->outputs[0] = step.outputs[0];
-        producer[step.outputs[0]] = producer[slot];
-        fused[i] = true;
-      } else if (plain(step, "HardSwish") && uses[slot] == 1) {
-        Step* source = fusable_source(slot);
-        if (source == nullptr || !MakesFloat(*source)) continue;
-        source->fused.hard_swish = true;
-        source->fused.hard_swish_alpha = 1.0f / 6.0f;
-        source->fused.hard_swish_beta = 0.5f;
-        source->outputs[0] = step.outputs[0];
-        producer[step.outputs[0]] = producer[slot];
-        fused[i] = true;
-      } else if (plain(step, "HardSigmoid") && uses[slot] == 2) {
-        // y = Mul(x, HardSigmoid(x)) (either order), x read by nothing else.
-        const int gate = step.outputs[0];
-        if (uses[gate] != 1 || reader[gate] < 0) continue;
-        const Step& mul = plan.steps[reader[gate]];
-        if (!plain(mul, "Mul") || mul.inputs.size() != 2 || fused[reader[gate]] ||
-            !((mul.inputs[0] == slot && mul.inputs[1] == gate) ||
-              (mul.inputs[0] == gate && mul.inputs[1] == slot))) {
-          continue;
-        }
-        Step* source = fusable_source(slot);
-        if (source == nullptr || !MakesFloat(*source)) continue;
-        source->fused.hard_swish = true;
-        source->fused.hard_swish_alpha = step.node->GetFloat("alpha", 0.2f);
-        source->fused.hard_swish_beta = step.node->GetFloat("beta", 0.5f);
-        source->outputs[0] = mul.outputs[0];
-        producer[mul.outputs[0]] = producer[slot];
-        fused[i] = true;
-        fused[reader[gate]] = true;
-      }
+      into.outputs[0] = step.outputs[0];
     }
     std::vector<Step> kept;
     kept.reserve(plan.steps.size());
     for (size_t i = 0; i < plan.steps.size(); ++i) {
-      if (!fused[i]) kept.push_back(std::move(plan.steps[i]));
+      if (!folded[i]) kept.push_back(std::move(plan.steps[i]));
     }
     plan.steps = std::move(kept);
   }

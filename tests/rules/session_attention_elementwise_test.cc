@@ -142,6 +142,29 @@ TEST(SessionElementwise, SharedValuesAndSessionFusionsStay) {
   EXPECT_EQ(after["Mul"], 1);
 }
 
+// Right after a Conv, a chain starts where the session folds nothing into the Conv
+// (exec/plan_fusion.h): at a Relu of a Conv output that something else reads too, and at a
+// HardSigmoid that is no hard swish's gate. A Relu the session folds stays for it.
+TEST(SessionElementwise, ChainsStartWhereTheSessionFoldsNothing) {
+  B b(14, 7);
+  const std::string x = b.Input("x", {1, 4, 5, 5});
+  const std::string shared = b.Conv(x, 4, 4, 3);
+  b.Output(b.Op("Mul", {b.Op("Relu", {shared}), b.Fill({}, 2.0f)}));
+  b.Output(b.Op("Neg", {shared}));
+  const std::string gated = b.Conv(x, 4, 4, 3);
+  b.Output(b.Op("Add", {b.Op("HardSigmoid", {gated}), b.Fill({}, 1.0f)}));
+  // The Conv's Relu: left to the session, and the Mul after it alone is no chain.
+  b.Output(b.Op("Mul", {b.Op("Relu", {b.Conv(x, 4, 4, 3)}), b.Fill({}, 3.0f)}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 0.0);
+  ASSERT_NE(m, nullptr);
+  std::map<std::string, int> after = OpCounts(*m);
+  EXPECT_EQ(after["ovfix.fused.Elementwise"], 2);
+  EXPECT_EQ(after["HardSigmoid"], 0);
+  EXPECT_EQ(after["Relu"], 1);
+  EXPECT_EQ(after["Mul"], 1);
+  EXPECT_EQ(after["Neg"], 1);
+}
+
 // A session that rounds every float tensor to fp16 keeps the scores and the chain's
 // intermediates as tensors, so that they are rounded (and may overflow) as written.
 TEST(SessionFusions, Fp16StorageKeepsAttentionAndChainsUnfused) {
