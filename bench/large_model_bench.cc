@@ -25,6 +25,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tests/support/child_memory.h"
 #include "tests/support/transformer_model.h"
@@ -117,22 +119,27 @@ void BenchSize(double gigabytes, int repeats, const fs::path& dir, bool python, 
   const std::string script =
       absl::StrCat("import onnx; m = onnx.load('", model, "'); onnx.save(m, '", out,
                    "', save_as_external_data=True, location='out.onnx.data')");
-  for (int round = 0; round < repeats; ++round) {
-    // Each measure starts with no dirty pages left by the one before it (sync), so that none
-    // pays for another's writeback; the page cache stays warm.
+  // Each measure writes a new output (none is there to replace: python's save appends to an
+  // existing data file, and freeing the one before costs whoever replaces it), and starts
+  // with no dirty pages left by the one before it (sync), so that none pays for another's
+  // writeback; the page cache stays warm.
+  auto fresh = [&out] {
+    fs::remove(out);
+    fs::remove(out + ".data");
     ::sync();
+  };
+  for (int round = 0; round < repeats; ++round) {
+    fresh();
     validated.Add(
         testing::RunWatchingMemory({OVFIX_BINARY, "convert", model, out, "--target", "gpu-fp16"}));
-    ::sync();
+    fresh();
     unvalidated.Add(testing::RunWatchingMemory(
         {OVFIX_BINARY, "convert", model, out, "--target", "gpu-fp16", "--no-validate"}));
     if (python) {
-      // onnx.save appends to an existing external data file: start from none.
-      fs::remove(out + ".data");
-      ::sync();
+      fresh();
       python_peer.Add(testing::RunWatchingMemory({"/usr/bin/python3", "-c", script}));
     }
-    ::sync();
+    fresh();
     const auto t0 = std::chrono::steady_clock::now();
     CopyFile(model + ".data", out + ".copy");
     copy.seconds.push_back(
@@ -141,12 +148,15 @@ void BenchSize(double gigabytes, int repeats, const fs::path& dir, bool python, 
   }
   const double largest = spec.width * spec.width * 4.0;
   const double bound = 768 * kMB + largest;
-  std::printf("%-48s %9s %9s %11s %11s\n", "measure (median of rounds)", "seconds", "GB/s",
-              "anon MB", "VmHWM MB");
+  std::printf("%-48s %9s %9s %11s %11s  %s\n", "measure (median of rounds)", "seconds", "GB/s",
+              "anon MB", "VmHWM MB", "rounds (s)");
   for (const Measure* m : {&validated, &unvalidated, &python_peer, &copy}) {
     if (m->seconds.empty()) continue;
-    std::printf("%-48s %9.2f %9.2f %11.0f %11.0f\n", m->name.c_str(), m->Median(),
-                data_bytes / kGB / m->Median(), m->peak_anonymous / kMB, m->peak_resident / kMB);
+    std::printf("%-48s %9.2f %9.2f %11.0f %11.0f  %s\n", m->name.c_str(), m->Median(),
+                data_bytes / kGB / m->Median(), m->peak_anonymous / kMB, m->peak_resident / kMB,
+                absl::StrJoin(m->seconds, " ", [](std::string* out, double s) {
+                  absl::StrAppendFormat(out, "%.2f", s);
+                }).c_str());
   }
   std::printf(
       "GB/s: GB of float weights read per second (a copy also writes them all; a "

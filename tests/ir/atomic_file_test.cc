@@ -4,6 +4,8 @@
 #include "ir/atomic_file.h"
 
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "tests/cli/cli_util.h"
@@ -72,6 +74,34 @@ TEST(KeptFile, WithoutRestoreTheWriteStaysThroughALink) {
   }
   EXPECT_TRUE(fs::is_symlink(link));
   EXPECT_EQ(testing::Slurp(dir / "m.onnx"), "written");
+  fs::remove_all(dir);
+}
+
+// A file written over another replaces it whole (swapped into place, the old one removed):
+// nothing else is left in the folder, and a reader that opened the old file keeps reading it.
+TEST(WriteFileAtomically, ReplacesAnExistingFileAndLeavesNothingBeside) {
+  const fs::path dir = testing::TempDir("atomic_replace");
+  const std::string path = (dir / "m.onnx").string();
+  testing::WriteBytes(path, "original");
+  std::ifstream old_reader(path);
+  ASSERT_TRUE(Write(path, "written").ok());
+  EXPECT_EQ(testing::Slurp(path), "written");
+  EXPECT_EQ(Entries(dir), 1u);
+  std::string old_text;
+  std::getline(old_reader, old_text);
+  EXPECT_EQ(old_text, "original");
+  fs::remove_all(dir);
+}
+
+// A folder where the file is to go is refused, and stays.
+TEST(WriteFileAtomically, RefusesAFolderInThePlaceOfTheFile) {
+  const fs::path dir = testing::TempDir("atomic_folder");
+  fs::create_directory(dir / "m.onnx");
+  testing::WriteBytes(dir / "m.onnx" / "inside", "kept");
+  EXPECT_FALSE(Write((dir / "m.onnx").string(), "written").ok());
+  EXPECT_TRUE(fs::is_directory(dir / "m.onnx"));
+  EXPECT_EQ(testing::Slurp(dir / "m.onnx" / "inside"), "kept");
+  EXPECT_EQ(Entries(dir), 1u);
   fs::remove_all(dir);
 }
 
