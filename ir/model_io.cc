@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <exception>
 #include <thread>
 
 #include "absl/cleanup/cleanup.h"
@@ -616,7 +617,12 @@ absl::Status SaveModelAndRead(Model& model, const std::string& path, const SaveO
     }
     auto written = std::make_shared<WriteProgress>();
     std::thread data_writer([&] {
-      writer.WriteData(written.get());
+      try {
+        writer.WriteData(written.get());
+      } catch (const std::exception& e) {  // std::bad_alloc making a piece: the save's error
+        writer.status =
+            absl::ResourceExhaustedError(absl::StrCat("writing external data: ", e.what()));
+      }
       written->Finish();
     });
     // Joined also when `read` throws (std::bad_alloc): the writer never waits for it.
