@@ -10,8 +10,9 @@
 // ratios <= 1.0, no model above 1.3.
 //
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
-//   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 10] [--rounds 3]
+//   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 5] [--rounds 6]
 //       [--unet-size 512] [--models resnet18,unet,...] [--graph-as-written true]
+//   (short windows of runs alternated many times: bench/README.md says why)
 //   build/bench/ovfix_bench_cpu_vs_ort --write-models DIR   (the generated models, for profiling)
 #include <algorithm>
 #include <chrono>
@@ -41,7 +42,7 @@ namespace ovfix::bench {
 namespace {
 
 struct Options {
-  int threads = 2, repeat = 10, rounds = 3;
+  int threads = 2, repeat = 5, rounds = 6;
   int64_t unet_size = 512;
   std::string write_models;       // only write the generated models (and inputs) there
   bool graph_as_written = false;  // run the graph exactly as written (no session graph)
