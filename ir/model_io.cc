@@ -6,8 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <exception>
+#include <filesystem>
 #include <thread>
 
 #include "absl/cleanup/cleanup.h"
