@@ -178,25 +178,24 @@ std::optional<ProducerFusion> FusionOf(const Node& node, int opset, int depth) {
   if (depth > kMaxDepth || !IsDefaultDomain(node)) return std::nullopt;
   const std::string& op = node.op_type();
   if (op == "Add" && Plain(node, "Add")) return BiasFusion(node, opset, depth);
+  // One node that is the activation: a clamp, or HardSwish (over float values only).
+  FusedActivation activation;
   float lo = 0.0f, hi = 0.0f;
   if (ClampBounds(node, opset, lo, hi)) {
-    if (!SoleReader(node.input(0), node)) return std::nullopt;
-    const Node* source = ActivationTaker(node.input(0), node, opset, depth);
-    if (source == nullptr) return std::nullopt;
-    ProducerFusion f{ProducerFusion::Kind::kActivation, source, &node};
-    f.activation.clamp = true;
-    f.activation.clamp_min = lo;
-    f.activation.clamp_max = hi;
-    return f;
+    activation.clamp = true;
+    activation.clamp_min = lo;
+    activation.clamp_max = hi;
+  } else if (Plain(node, "HardSwish")) {
+    activation.hard_swish = true;
+    activation.hard_swish_alpha = 1.0f / 6.0f;
+    activation.hard_swish_beta = 0.5f;
   }
-  if (Plain(node, "HardSwish")) {
+  if (activation.any()) {
     if (!SoleReader(node.input(0), node)) return std::nullopt;
     const Node* source = ActivationTaker(node.input(0), node, opset, depth);
-    if (source == nullptr || !MakesFloat(*source)) return std::nullopt;
+    if (source == nullptr || (activation.hard_swish && !MakesFloat(*source))) return std::nullopt;
     ProducerFusion f{ProducerFusion::Kind::kActivation, source, &node};
-    f.activation.hard_swish = true;
-    f.activation.hard_swish_alpha = 1.0f / 6.0f;
-    f.activation.hard_swish_beta = 0.5f;
+    f.activation = activation;
     return f;
   }
   if (Plain(node, "HardSigmoid")) return HardSigmoidMulFusion(node, opset, depth);

@@ -420,6 +420,13 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
 }
 
+// Parses the model file open at `fd` from its start.
+bool ParseModelFile(int fd, onnx::ModelProto& proto) {
+  if (::lseek(fd, 0, SEEK_SET) != 0) return false;
+  google::protobuf::io::FileInputStream stream(fd);
+  return proto.ParseFromZeroCopyStream(&stream);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
@@ -474,11 +481,7 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
   unsigned char first = 0;
   if (::pread(fd, &first, 1, 0) != 1) first = 0;
   onnx::ModelProto proto;
-  bool parsed;
-  {
-    google::protobuf::io::FileInputStream stream(fd);
-    parsed = proto.ParseFromZeroCopyStream(&stream);
-  }
+  const bool parsed = ParseModelFile(fd, proto);
   ::close(fd);
   // A ModelProto starts with ir_version (field 1, varint: byte 0x08) as every exporter writes.
   if (!parsed) {
@@ -521,6 +524,12 @@ namespace {
 // Protobuf's 2 GB, less room for the graph itself.
 constexpr int64_t kProtobufLimit = (int64_t{1} << 31) - (int64_t{64} << 20);
 
+// The folder a save to `path` writes into: that of the file a link leads to.
+std::string WriteFolder(const std::string& path) {
+  const std::filesystem::path target(WriteTarget(path));
+  return target.has_parent_path() ? target.parent_path().string() : ".";
+}
+
 // The data file's name in the model's folder; beside the file a link leads to, since that is
 // where the model is written.
 std::string DataLocation(const std::string& path, const SaveOptions& options) {
@@ -531,9 +540,7 @@ std::string DataLocation(const std::string& path, const SaveOptions& options) {
 }  // namespace
 
 absl::StatusOr<std::string> ExternalDataFile(const std::string& path, const SaveOptions& options) {
-  const std::filesystem::path target(WriteTarget(path));
-  return ExternalDataPath(target.has_parent_path() ? target.parent_path().string() : ".",
-                          DataLocation(path, options));
+  return ExternalDataPath(WriteFolder(path), DataLocation(path, options));
 }
 
 bool WritesExternalData(const Model& model, const SaveOptions& options) {
@@ -551,14 +558,10 @@ absl::StatusOr<std::unique_ptr<Model>> ReadBack(int fd, const std::string& path,
                                                 const std::string& data_path,
                                                 std::shared_ptr<const MappedFile> data) {
   onnx::ModelProto proto;
-  bool parsed = ::lseek(fd, 0, SEEK_SET) == 0;
-  if (parsed) {
-    google::protobuf::io::FileInputStream stream(fd);
-    parsed = proto.ParseFromZeroCopyStream(&stream);
+  if (!ParseModelFile(fd, proto)) {
+    return absl::InternalError(absl::StrCat(path, ": the file written does not parse"));
   }
-  if (!parsed) return absl::InternalError(absl::StrCat(path, ": the file written does not parse"));
-  const std::filesystem::path target(WriteTarget(path));
-  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+  const std::string dir = WriteFolder(path);
   ExternalDataFiles files(dir);
   if (data != nullptr) files.Provide(data_path, std::move(data));
   return ModelFromProto(std::move(proto), dir, path, files);
