@@ -43,6 +43,7 @@ struct BoundMember {
 const std::vector<BoundMember>& Members() {
   static const std::vector<BoundMember> members = {OVFIX_MEMBER(target),
                                                    OVFIX_MEMBER(batch),
+                                                   OVFIX_MEMBER(opset),
                                                    OVFIX_MEMBER(input_shapes),
                                                    OVFIX_MEMBER(keep_fp32),
                                                    OVFIX_MEMBER(keep_io_types),

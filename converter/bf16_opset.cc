@@ -5,11 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "converter/opset_conversion.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
+#include "ir/op_schemas.h"
 #include "ir/status_macros.h"
 #include "onnx/defs/schema.h"
-#include "onnx/version_converter/convert.h"
 #include "rules/passes/bf16_island_rules.h"
 
 namespace ovfix::converter {
@@ -30,7 +31,7 @@ bool IsFloatNode(const Node& n) {
 bool LacksBfloat16(const Node& n, int64_t opset) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
   if (!IsFloatNode(n) || n.op_type() == "Shape" || n.op_type() == "Size") return false;
-  if (onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "") == nullptr) {
+  if (FindSchema(n.op_type(), static_cast<int>(opset), "") == nullptr) {
     return true;
   }
   for (size_t i = 0; i < n.outputs().size(); ++i) {
@@ -40,13 +41,6 @@ bool LacksBfloat16(const Node& n, int64_t opset) {
   }
   return !n.inputs().empty() && rules::IsFloat32(n.input(0)) &&
          !rules::SpecAllowsBfloat16(n, opset, false, 0);
-}
-
-// The IR version an opset needs at least (onnx's table of releases).
-int64_t IrVersionFor(int64_t opset) {
-  if (opset >= 15) return 8;
-  if (opset >= 13) return 7;
-  return 6;
 }
 
 }  // namespace
@@ -63,9 +57,7 @@ absl::StatusOr<OpsetRaise> RaiseOpsetForBfloat16(Model& model) {
   OpsetRaise r;
   r.from = r.to = model.OpsetVersion("");
   if (r.from < 1) return r;
-  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  const int64_t newest =
-      ranges.count(onnx::ONNX_DOMAIN) ? ranges.at(onnx::ONNX_DOMAIN).second : r.from;
+  const int64_t newest = kLatestOnnxOpset;
   r.lacking_before = r.lacking_after = NodesLackingBfloat16(model, r.from);
   if (r.lacking_before == 0) return r;
   int64_t best = r.from;
@@ -86,29 +78,16 @@ absl::StatusOr<OpsetRaise> RaiseOpsetForBfloat16(Model& model) {
                      " accepts bfloat16 for more of its ops): ", stays(r.from, r.lacking_before));
     return r;
   }
-  onnx::ModelProto converted;
-  try {
-    converted =
-        onnx::version_conversion::ConvertVersion(ModelToProto(model), static_cast<int>(best));
-  } catch (const std::exception& e) {
+  absl::StatusOr<OpsetChange> change = ConvertOpset(model, best);
+  if (!change.ok()) {
     r.lacking_after = r.lacking_before;
-    r.note =
-        absl::StrCat("opset ", r.from, " kept: onnx's version converter could not raise it to ",
-                     best, " (", e.what(), "): ", stays(r.from, r.lacking_before));
+    r.note = absl::StrCat("opset ", r.from, " kept: it could not be raised to ", best, " (",
+                          change.status().message(), "): ", stays(r.from, r.lacking_before));
     return r;
   }
-  converted.set_ir_version(std::max<int64_t>(converted.ir_version(), IrVersionFor(best)));
-  absl::StatusOr<std::unique_ptr<Model>> raised =
-      ModelFromProto(std::move(converted), model.base_dir(), "the model at a raised opset");
-  if (!raised.ok()) {
-    return absl::InternalError(absl::StrCat("raising the opset from ", r.from, " to ", best,
-                                            " for bfloat16: ", raised.status().message()));
-  }
-  (*raised)->set_external_data_files(model.external_data_files());
-  model = std::move(**raised);
   r.to = best;
   r.note = absl::StrCat(
-      "opset raised from ", r.from, " to ", r.to, " (onnx's version converter) so that ",
+      "opset raised from ", r.from, " to ", r.to, " so that ",
       r.lacking_before - r.lacking_after, " more float node(s) can compute in bfloat16",
       r.lacking_after > 0 ? absl::StrCat("; ", stays(r.to, r.lacking_after)) : std::string());
   return r;

@@ -1,10 +1,10 @@
 // The opset a bfloat16 conversion runs at. Many ONNX ops accept bfloat16 only from a later
 // opset than the one a model was exported with (Add, MatMul, Relu, Softmax... from 13,
-// BatchNormalization from 14, LeakyRelu and Where from 16). Before the conversion the model's
-// default-domain opset is raised, with onnx's version converter, to the opset up to the newest
-// onnx knows at which the fewest of its float nodes lack bfloat16 (the lowest such opset);
-// where the converter fails, or no later opset helps, the opset stays and those ops stay fp32
-// (bf16_island_rules: "no bfloat16 in the ONNX spec").
+// BatchNormalization from 14, LeakyRelu and Where from 16, Conv and pooling from 22). Before
+// the conversion the model's default-domain opset is raised (converter/opset_conversion.h) to
+// the opset up to 26 at which the fewest of its float nodes lack bfloat16 (the lowest such
+// opset); where the conversion fails, or no later opset helps, the opset stays and those ops
+// stay fp32 (bf16_island_rules: "no bfloat16 in the ONNX spec").
 #pragma once
 
 #include <string>

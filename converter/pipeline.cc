@@ -18,6 +18,7 @@
 #include "converter/layer_precision_hints.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
+#include "converter/opset_conversion.h"
 #include "converter/output_verdict.h"
 #include "converter/pass_manager.h"
 #include "converter/precision_cost.h"
@@ -57,6 +58,9 @@ namespace {
 // Weights past which a full run of the model costs enough to be worth saving (their bytes
 // are read, converted and streamed once more on each run).
 constexpr int64_t kRunCostsWeightBytes = int64_t{64} << 20;
+// An opset conversion rewrites ops into others that compute the same in fp32 (Gelu as Erf and
+// products, a Reduce's axes moved): what it changes is rounding, relative to the output range.
+constexpr double kOpsetTolerance = 1e-4;
 
 // Whether every input's dims are known once the options apply: then the reference run's
 // dims are those of every run, and observed dims are facts (not only ranks).
@@ -225,6 +229,7 @@ class Conversion {
 
   absl::Status Setup();
   absl::Status Calibrate();
+  absl::Status CheckOpsetConversion();
   // Sets `ended` when options.before_step ends the conversion before a step.
   absl::Status RunSteps(bool& ended);
   absl::Status Check();
@@ -259,6 +264,9 @@ class Conversion {
   bool precision_changed_ = false;
   // The graph right before the precision phase, for the repair to convert again.
   std::unique_ptr<Model> before_precision_;
+  // The model as loaded, when --opset converted it in setup: the conversion is checked against
+  // it on the calibration inputs before anything else runs.
+  std::unique_ptr<Model> before_opset_;
   // The steps' rewriter, which the validator observes: it lives as long as the validator.
   std::optional<Rewriter> rewriter_;
   // The graph the steps left, when the finish phase ran before a repair that may need it.
@@ -299,7 +307,19 @@ absl::Status Conversion::Setup() {
   casts_before_ = CountCasts(model_);
   Infer(model_);
   OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(model_));
-  if (convert_.precision == ConvertOptions::Precision::kBf16) {
+  if (convert_.opset > 0 && convert_.opset != model_.OpsetVersion("")) {
+    OVFIX_ASSIGN_OR_RETURN(before_opset_, SerializedCopy(model_));
+    absl::StatusOr<OpsetChange> change = ConvertOpset(model_, convert_.opset);
+    if (!change.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--opset ", convert_.opset, ": ", change.status().message()));
+    }
+    report_.opset_note = change->note;
+    options_.log(absl::StrCat("opset: ", change->note, ", ", change->nodes_rewritten,
+                              " node(s) across opset 17 rewritten"));
+    OVFIX_RETURN_IF_ERROR(CheckNodes(model_));
+    Infer(model_);
+  } else if (convert_.precision == ConvertOptions::Precision::kBf16) {
     OVFIX_ASSIGN_OR_RETURN(const OpsetRaise raise, RaiseOpsetForBfloat16(model_));
     report_.opset_note = raise.note;
     if (!raise.note.empty()) options_.log(absl::StrCat("bf16: ", raise.note));
@@ -339,11 +359,46 @@ absl::Status Conversion::Calibrate() {
     validator_->set_precision_measured_on_file(true);
   }
   OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options_.accuracy, validator_->reference_outputs(0)));
+  OVFIX_RETURN_IF_ERROR(CheckOpsetConversion());
   report_.validated = true;
   PhaseDone("reference run");
   report_.observed_shape_facts = ObserveShapes(model_, *validator_, InputsFixed(model_, convert_),
                                                shape_facts_, bodies_not_run_);
   if (report_.observed_shape_facts > 0) Infer(model_);
+  return absl::OkStatus();
+}
+
+// The model at the --opset the user asked for computes what the model as loaded computes, on
+// every calibration set: the opset conversion is held to the fp32 rewrites' tolerance.
+absl::Status Conversion::CheckOpsetConversion() {
+  if (before_opset_ == nullptr) return absl::OkStatus();
+  for (size_t k = 0; k < validator_->sets().size(); ++k) {
+    absl::StatusOr<std::vector<Tensor>> original =
+        RunAsTyped(*before_opset_, validator_->sets()[k], /*random_seed=*/1);
+    if (!original.ok()) return NotRunnable(original.status());
+    const auto& converted = validator_->reference_outputs(k);
+    for (size_t i = 0; i < original->size() && i < converted.size(); ++i) {
+      const Tensor& a = (*original)[i];
+      const Tensor& b = converted[i].second;
+      if (a.numel() != b.numel()) {
+        return absl::InvalidArgumentError(absl::StrCat("--opset ", convert_.opset, ": output '",
+                                                       converted[i].first, "' changes shape"));
+      }
+      double range = 0, error = 0;
+      for (int64_t j = 0; j < a.numel(); ++j) {
+        const double x = a.GetAsDouble(j), y = b.GetAsDouble(j);
+        range = std::max(range, std::fabs(x));
+        if (std::isnan(x) != std::isnan(y)) error = std::numeric_limits<double>::infinity();
+        if (!std::isnan(x) && !std::isnan(y)) error = std::max(error, std::fabs(x - y));
+      }
+      if (error > kOpsetTolerance * std::max(range, 1.0)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--opset %d: output '%s' changes by %.3g (of range %.3g) at the new opset",
+            convert_.opset, converted[i].first, error, range));
+      }
+    }
+  }
+  before_opset_.reset();
   return absl::OkStatus();
 }
 

@@ -24,11 +24,11 @@ std::optional<double> MultiplyAdds(const Node& n) {
   const std::optional<std::vector<int64_t>> out = NominalDims(n.output(0));
   if (!out) return std::nullopt;
   const std::string& op = n.op_type();
-  if (op == "Conv" || op == "ConvTranspose") {
+  if (op == "Conv" || op == "ConvTranspose" || op == "DeformConv") {
     const std::optional<std::vector<int64_t>> w = NominalDims(n.input(1));
     if (!w || w->empty() || (*w)[0] <= 0) return std::nullopt;
     const double per_filter = Numel(*w) / static_cast<double>((*w)[0]);
-    if (op == "Conv") return Numel(*out) * per_filter;
+    if (op == "Conv" || op == "DeformConv") return Numel(*out) * per_filter;
     // ConvTranspose: W is [C, M/group, k...]; each input element meets M/group x k taps.
     const std::optional<std::vector<int64_t>> x = NominalDims(n.input(0));
     if (!x) return std::nullopt;
@@ -40,6 +40,14 @@ std::optional<double> MultiplyAdds(const Node& n) {
     int64_t inner = a->back();
     if (op == "Gemm" && n.GetInt("transA", 0) != 0) inner = (*a)[0];
     return Numel(*out) * static_cast<double>(inner);
+  }
+  if (op == "Attention") {
+    // Q K^T and the weights times V: per output element of Y, one row of scores (the total
+    // sequence, K's second-to-last dim in 4-D, its middle dim in 3-D) twice over.
+    const std::optional<std::vector<int64_t>> k = NominalDims(n.input(1));
+    if (!k || k->size() < 3) return std::nullopt;
+    const double total_sequence = static_cast<double>((*k)[k->size() == 4 ? 2 : 1]);
+    return 2 * Numel(*out) * total_sequence;
   }
   return Numel(*out);
 }

@@ -89,7 +89,7 @@ struct KernelContext {
     if (type == DataType::kString) {
       outputs[i] = Tensor(type, std::move(dims));
     } else {
-      const size_t bytes = static_cast<size_t>(Tensor::NumElements(dims)) * ElementSize(type);
+      const size_t bytes = StorageBytes(type, Tensor::NumElements(dims));
       outputs[i] =
           Tensor(type, std::move(dims),
                  recycler != nullptr ? recycler->Take(bytes, zero) : Buffer::Allocate(bytes, zero));
@@ -124,7 +124,7 @@ struct KernelDef {
   Float16Mode float16 = Float16Mode::kAsFloat;
 };
 
-constexpr int kLatestOpset = 18;
+constexpr int kLatestOpset = 26;
 
 // Whether the kernel of this op honours KernelContext::fused (the session then
 // fuses a following Relu or Clip into it).

@@ -18,6 +18,7 @@ void AddFourierKernels(std::vector<KernelDef>& table);   // DFT, STFT
 void AddStringKernels(std::vector<KernelDef>& table);    // StringNormalizer, TfIdfVectorizer
 void AddTrainingKernels(std::vector<KernelDef>& table);  // Adagrad, Adam, Momentum
 void AddFusedKernels(std::vector<KernelDef>& table);     // ovfix.fused (session graph)
+void AddModernOpKernels(std::vector<KernelDef>& table);  // ops added in opsets 18-26
 
 namespace {
 
@@ -44,6 +45,7 @@ const Table& GetTable() {
     AddStringKernels(t->entries);
     AddTrainingKernels(t->entries);
     AddFusedKernels(t->entries);
+    AddModernOpKernels(t->entries);
     for (size_t i = 0; i < t->entries.size(); ++i) {
       const KernelDef& k = t->entries[i];
       std::string domain(k.domain == "ai.onnx" ? std::string_view() : k.domain);

@@ -22,6 +22,7 @@
 #include "ir/external_data.h"
 #include "ir/graph_walk.h"
 #include "ir/mapped_file.h"
+#include "ir/model_check.h"
 #include "ir/piece_streamer.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -55,7 +56,7 @@ class ModelIO {
         }
         const auto type = static_cast<DataType>(tp.data_type());
         OVFIX_ASSIGN_OR_RETURN(auto buffer,
-                               files.Resolve(tp, static_cast<size_t>(n) * ElementSize(type)));
+                               files.Resolve(tp, StorageBytes(type, n)));
         tensor = Tensor(type, {tp.dims().begin(), tp.dims().end()}, std::move(buffer));
       } else {
         tensor = TensorFromProtoMove(tp);
@@ -493,6 +494,10 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
   if (!proto.has_graph() || proto.ir_version() <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": not an ONNX model (", proto.has_graph() ? "no ir_version" : "no graph", ")"));
+  }
+  if (std::string why = UnsupportedVersions(proto.ir_version(), proto.opset_import());
+      !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", why));
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";

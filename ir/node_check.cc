@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph.h"
 #include "ir/message_text.h"
+#include "ir/op_schemas.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "ir/value.h"
@@ -67,7 +68,7 @@ onnx::NodeProto SchemaView(const Node& node) {
 absl::Status CheckSchema(const Node& node, int64_t opset) {
   const std::string domain = DefaultDomain(node) ? "" : node.domain();
   const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), domain);
+      FindSchema(node.op_type(), static_cast<int>(opset), domain);
   // No schema (a custom domain, an op onnx does not have): what runs it checks it.
   if (schema == nullptr) return absl::OkStatus();
   try {

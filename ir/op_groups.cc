@@ -32,7 +32,8 @@ std::vector<OpGroup> MakeGroups() {
   const std::vector<OpGroupMember> activation = {
       {"Relu", 6},        {"LeakyRelu", 6},  {"Sigmoid", 6}, {"Tanh", 6},
       {"HardSigmoid", 6}, {"HardSwish", 14}, {"Elu", 6},     {"Selu", 6},
-      {"Softplus", 1},    {"Softsign", 1},   {"Clip", 6}};
+      {"Softplus", 1},    {"Softsign", 1},   {"Clip", 6},      {"Mish", 18},
+      {"Gelu", 20},       {"Swish", 24}};
   const std::vector<OpGroupMember> reduction = {
       {"ReduceSum"}, {"ReduceMean"}, {"ReduceMax"},    {"ReduceMin"},       {"ReduceProd"},
       {"ReduceL1"},  {"ReduceL2"},   {"ReduceLogSum"}, {"ReduceLogSumExp"}, {"ReduceSumSquare"}};
@@ -43,8 +44,9 @@ std::vector<OpGroup> MakeGroups() {
       {"variadic", "element-wise ops of any number of inputs, broadcast together", variadic},
       {"broadcasting",
        "every element-wise op whose inputs broadcast: arithmetic, comparison, logical, variadic, "
-       "PRelu (its slope) and Where",
-       Join({&arithmetic, &comparison, &logical, &variadic}, {{"PRelu", 7}, {"Where", 9}})},
+       "PRelu (its slope), Where and the bitwise ops",
+       Join({&arithmetic, &comparison, &logical, &variadic},
+            {{"PRelu", 7}, {"Where", 9}, {"BitwiseAnd", 18}, {"BitwiseOr", 18}, {"BitwiseXor", 18}})},
       {"commutative", "ops whose inputs may be read in any order", commutative},
       {"unary_math", "element-wise math of one input", unary_math},
       {"activation", "element-wise activations of one input (attributes or bounds aside)",

@@ -9,58 +9,15 @@
 #include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
+#include "ir/op_schemas.h"
 #include "ir/status_macros.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
 #include "onnx/shape_inference/implementation.h"
 
 namespace ovfix {
-namespace {
 
-// LayerNormalization's inference writes the dims of Mean and InvStdDev from `axis` on
-// without checking it against the rank.
-void CheckAxisOfFirstInput(onnx::InferenceContext& ctx, int64_t default_axis) {
-  if (!onnx::hasInputShape(ctx, 0)) return;
-  const int64_t rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
-  const onnx::AttributeProto* attribute = ctx.getAttribute("axis");
-  const int64_t axis = attribute != nullptr ? attribute->i() : default_axis;
-  if (axis < -rank || axis >= rank) {
-    fail_shape_inference("axis ", axis, " is out of range for rank ", rank);
-  }
-}
-
-class GuardedSchemas : public onnx::ISchemaRegistry {
- public:
-  const onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
-                                  const std::string& domain) const override {
-    const onnx::OpSchema* schema =
-        onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
-    const bool onnx_domain = domain.empty() || domain == "ai.onnx";
-    if (schema == nullptr || !onnx_domain || key != "LayerNormalization") return schema;
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::unique_ptr<onnx::OpSchema>& guarded = guarded_[schema];
-    if (guarded == nullptr) {
-      guarded = std::make_unique<onnx::OpSchema>(*schema);
-      guarded->TypeAndShapeInferenceFunction(
-          [infer = schema->GetTypeAndShapeInferenceFunction()](onnx::InferenceContext& ctx) {
-            CheckAxisOfFirstInput(ctx, -1);
-            infer(ctx);
-          });
-    }
-    return guarded.get();
-  }
-
- private:
-  mutable std::mutex mutex_;
-  mutable absl::flat_hash_map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> guarded_;
-};
-
-}  // namespace
-
-const onnx::ISchemaRegistry* InferenceSchemas() {
-  static const GuardedSchemas* const schemas = new GuardedSchemas();
-  return schemas;
-}
+const onnx::ISchemaRegistry* InferenceSchemas() { return SchemaRegistry(); }
 
 bool NeedsDataPropagation(const Model& model) {
   // Graphs are only read here; GraphsRecursive takes a mutable root.
@@ -81,8 +38,8 @@ bool NeedsDataPropagation(const Model& model) {
         }
       }
       if (!reads_shape_constant) continue;
-      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
-          n->op_type(), static_cast<int>(model.OpsetVersion(n->domain())), n->domain());
+      const onnx::OpSchema* schema =
+          FindSchema(n->op_type(), static_cast<int>(model.OpsetVersion(n->domain())), n->domain());
       if (schema == nullptr || schema->has_data_propagation_function()) return true;
     }
   }

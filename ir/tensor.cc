@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/float16.h"
 #include "ir/mapped_file.h"
+#include "ir/narrow_types.h"
 #include "ir/type_list.h"
 
 namespace ovfix {
@@ -127,8 +128,8 @@ Tensor::Tensor(DataType type, std::vector<int64_t> dims) : type_(type), dims_(st
 
 Tensor Tensor::Uninitialized(DataType type, std::vector<int64_t> dims) {
   assert(type != DataType::kString);
-  const int64_t bytes = NumElements(dims) * static_cast<int64_t>(ElementSize(type));
-  return Tensor(type, std::move(dims), Buffer::Allocate(static_cast<size_t>(bytes), false));
+  const size_t bytes = StorageBytes(type, NumElements(dims));
+  return Tensor(type, std::move(dims), Buffer::Allocate(bytes, false));
 }
 
 Tensor::Tensor(DataType type, std::vector<int64_t> dims, std::shared_ptr<Buffer> buffer)
@@ -196,6 +197,13 @@ Stored<T> DoubleToElement(double v) {
 }  // namespace
 
 double Tensor::GetAsDouble(int64_t i) const {
+  if (IsPacked(type_)) {
+    const int32_t element = GetPackedElement(type_, raw(), i);
+    return type_ == DataType::kFloat4E2M1
+               ? NarrowFloatToFloat(type_, static_cast<uint8_t>(element))
+               : static_cast<double>(element);
+  }
+  if (IsNarrowFloat(type_)) return NarrowFloatToFloat(type_, data<uint8_t>()[i]);
   double v = 0.0;
   VisitType(type_, kStoredTypes, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -205,6 +213,24 @@ double Tensor::GetAsDouble(int64_t i) const {
 }
 
 void Tensor::SetFromDouble(int64_t i, double v) {
+  // The narrow floats saturate (what a conversion into a format without room means here);
+  // Cast's kernel chooses for itself.
+  if (IsNarrowFloat(type_)) {
+    const uint8_t code = FloatToNarrowFloat(type_, static_cast<float>(v), /*saturate=*/true);
+    if (IsPacked(type_)) {
+      SetPackedElement(type_, raw(), i, code);
+    } else {
+      data<uint8_t>()[i] = code;
+    }
+    return;
+  }
+  if (IsPacked(type_)) {
+    const double clamped = std::isnan(v) ? 0.0
+                                         : std::clamp<double>(v, PackedIntegerMin(type_),
+                                                              PackedIntegerMax(type_));
+    SetPackedElement(type_, raw(), i, static_cast<int32_t>(clamped));
+    return;
+  }
   VisitType(type_, kStoredTypes, [&](auto tag) {
     using T = typename decltype(tag)::type;
     data<Stored<T>>()[i] = DoubleToElement<T>(v);

@@ -107,7 +107,7 @@ class Tensor {
   size_t rank() const { return dims_.size(); }
   int64_t dim(size_t i) const { return dims_[i]; }
   int64_t numel() const { return NumElements(dims_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * ElementSize(type_); }
+  size_t nbytes() const { return StorageBytes(type_, numel()); }
   bool defined() const { return type_ != DataType::kUndefined; }
 
   void* raw() { return buffer_ ? buffer_->data() : nullptr; }

@@ -99,7 +99,7 @@ absl::StatusOr<Layout> CheckedLayout(const onnx::TensorProto& proto) {
     }
     return layout;
   }
-  layout.bytes = static_cast<size_t>(n) * ElementSize(layout.type);
+  layout.bytes = StorageBytes(layout.type, n);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) return layout;  // sized on reading
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != layout.bytes) {

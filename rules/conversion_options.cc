@@ -145,6 +145,15 @@ std::vector<OptionSpec> MakeTable() {
                .api_field = "batch",
                .set = SetParsed<&ConvertOptions::batch, ParsePositiveInt>,
                .get = GetNumber<&ConvertOptions::batch>});
+  t.push_back({.name = "opset",
+               .type = Type::kInt,
+               .value_name = "N",
+               .help = "Write the model at ai.onnx opset N (7-26), up or down from its own",
+               .read_by = "setup (converter/opset_conversion), checked against the original",
+               .in_target_files = true,
+               .api_field = "opset",
+               .set = SetParsed<&ConvertOptions::opset, ParsePositiveInt>,
+               .get = GetNumber<&ConvertOptions::opset>});
   t.push_back({.name = "input_shape",
                .type = Type::kMap,
                .value_name = "NAME=DIMS",

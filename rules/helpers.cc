@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/constant.h"
+#include "ir/op_schemas.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/schema.h"
@@ -193,8 +194,7 @@ void AddNodeHelpers(std::vector<Helper>& out) {
         OVFIX_ASSIGN_OR_RETURN(Node * node, ProducerOf(v));
         if (const auto* a = node->FindAttribute(name)) return FromAttribute(*a);
         const int64_t opset = c.model.OpsetVersion(node->domain());
-        const auto* schema = onnx::OpSchemaRegistry::Schema(
-            node->op_type(), static_cast<int>(opset), node->domain());
+        const auto* schema = FindSchema(node->op_type(), static_cast<int>(opset), node->domain());
         if (schema != nullptr) {
           auto it = schema->attributes().find(name);
           if (it != schema->attributes().end() && it->second.default_value.has_type()) {

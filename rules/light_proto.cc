@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/message_text.h"
+#include "ir/model_check.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
@@ -60,9 +61,9 @@ onnx::ModelProto LightModelProto(const Model& model, size_t max_inline_bytes) {
 
 absl::Status CheckLightProto(onnx::ModelProto& proto, bool data_propagation) {
   try {
-    onnx::checker::check_model(proto);
+    CheckModelProto(proto);
     onnx::ShapeInferenceOptions si;
-    si.check_type = true;
+    si.check_type = !UsesTypesOnnxLibraryLacks(proto);
     si.error_mode = 1;
     si.enable_data_propagation = data_propagation;
     onnx::shape_inference::InferShapes(proto, InferenceSchemas(), si);

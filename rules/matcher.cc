@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/constant.h"
+#include "ir/op_schemas.h"
 #include "ir/tensor_proto.h"
 #include "onnx/defs/schema.h"
 
@@ -74,7 +75,7 @@ const onnx::AttributeProto* AttributeOrDefault(const Node& n, const std::string&
                                                int64_t opset) {
   if (const auto* a = n.FindAttribute(name)) return a;
   if (!IsDefaultDomain(n.domain()) || opset <= 0) return nullptr;
-  const auto* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
+  const auto* schema = FindSchema(n.op_type(), static_cast<int>(opset), "");
   if (schema == nullptr) return nullptr;
   auto it = schema->attributes().find(name);
   if (it == schema->attributes().end() || !it->second.default_value.has_type()) return nullptr;

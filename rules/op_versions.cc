@@ -4,19 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "onnx/defs/schema.h"
+#include "ir/op_schemas.h"
 
 namespace ovfix::rules {
-namespace {
-
-int LatestOpset(std::string_view domain) {
-  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  auto it = map.find(std::string(domain));
-  return it == map.end() ? -1 : it->second.second;
-}
-
-}  // namespace
-
 std::string OpVersionRange::ToString() const {
   const std::string op = domain.empty() ? op_type : absl::StrCat(domain, ".", op_type);
   if (since <= 1 && until == kOpenVersion) return op;
@@ -29,22 +19,12 @@ int OpVersion(const Model& model, std::string_view domain, std::string_view op_t
   const int64_t opset = model.OpsetVersion(domain);
   if (opset <= 0) return -1;
   if (LatestOpset(domain) < 0) return static_cast<int>(opset);
-  const auto* schema = onnx::OpSchemaRegistry::Schema(std::string(op_type), static_cast<int>(opset),
-                                                      std::string(domain));
+  const auto* schema = FindSchema(op_type, static_cast<int>(opset), domain);
   if (schema == nullptr) return -1;
   return schema->SinceVersion();
 }
 
-std::vector<int> KnownOpVersions(std::string_view op_type) {
-  std::vector<int> versions;
-  for (int opset = 1; opset <= LatestOpset(""); ++opset) {
-    const auto* schema = onnx::OpSchemaRegistry::Schema(std::string(op_type), opset, "");
-    if (schema != nullptr && (versions.empty() || versions.back() != schema->SinceVersion())) {
-      versions.push_back(schema->SinceVersion());
-    }
-  }
-  return versions;
-}
+std::vector<int> KnownOpVersions(std::string_view op_type) { return SchemaVersions(op_type, ""); }
 
 std::string CheckOpVersionRange(const OpVersionRange& range) {
   if (range.until < range.since) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "ir/op_schemas.h"
 #include "onnx/defs/schema.h"
 #include "rules/closest_name.h"
 #include "rules/text_cursor.h"
@@ -504,8 +505,8 @@ const std::map<std::string, std::vector<std::string>>& OnnxOpsByDomain() {
          onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map()) {
       (*ops)[domain];
     }
-    for (const onnx::OpSchema& schema : onnx::OpSchemaRegistry::get_all_schemas()) {
-      (*ops)[schema.domain()].push_back(schema.Name());
+    for (const onnx::OpSchema* schema : LatestSchemas()) {
+      (*ops)[schema->domain()].push_back(schema->Name());
     }
     return ops;
   }();

@@ -32,6 +32,7 @@ using NamedTensors = std::map<std::string, onnx::TensorProto>;
 struct ConversionOptions {
   std::string target = "generic";  // a built-in profile (gpu-fp16, tensorrt...) or a .target file
   std::optional<int64_t> batch;    // --batch N
+  std::optional<int64_t> opset;    // --opset N: write at ai.onnx opset N (7-26)
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape NAME=1x3x224x224
   std::vector<std::string> keep_fp32;                        // --keep-fp32 REGEX
   std::optional<bool> keep_io_types;                         // --keep-io-types

@@ -250,6 +250,7 @@ def every_option():
         "target": ("tensorrt", ["--target", "tensorrt"]),
         "precision": ("fp32", ["--precision", "fp32"]),
         "batch": (1, ["--batch", "1"]),
+        "opset": (18, ["--opset", "18"]),
         "input_shape": ({"x": [2, 64]}, ["--input-shape", "x=2x64"]),  # refused: x is 1x64
         "keep_fp32": (["Exp", "ReduceSum"], ["--keep-fp32", "Exp", "--keep-fp32", "ReduceSum"]),
         "keep_io_types": (True, ["--keep-io-types"]),

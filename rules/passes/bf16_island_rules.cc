@@ -32,7 +32,8 @@ bool IsSummingReduction(const Node& n) {
 bool IsNormalization(const Node& n) {
   static const absl::flat_hash_set<std::string> kNormalizations = {
       "LayerNormalization", "InstanceNormalization",     "GroupNormalization",
-      "LpNormalization",    "MeanVarianceNormalization", "BatchNormalization"};
+      "LpNormalization",    "MeanVarianceNormalization", "BatchNormalization",
+      "RMSNormalization"};
   return n.domain().empty() && kNormalizations.contains(n.op_type());
 }
 

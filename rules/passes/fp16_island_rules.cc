@@ -66,16 +66,20 @@ Value* SoleVariableInput(const Node& n) {
 bool IsNormalization(const Node& n) {
   static const absl::flat_hash_set<std::string> kNormalizations = {
       "LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
-      "MeanVarianceNormalization"};
+      "MeanVarianceNormalization", "RMSNormalization"};
   return n.domain().empty() && kNormalizations.contains(n.op_type());
 }
 
 // What the spec fixes: float inputs or outputs with no float16, or typed by an attribute.
 std::string_view SpecReason(const Node& n, int64_t opset) {
-  // Ops whose float inputs or outputs have no float16 in the ONNX spec (opset <= 18).
+  // Ops whose float inputs or outputs have no float16 in the ONNX spec (QuantizeLinear and
+  // DequantizeLinear take float16 scales from opset 19).
   static const absl::flat_hash_set<std::string> kNoFloat16 = {
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "NonMaxSuppression"};
-  if (kNoFloat16.contains(n.op_type())) return "no float16 in the ONNX spec for this op";
+  const bool quantize = n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear";
+  if (kNoFloat16.contains(n.op_type()) && !(quantize && opset >= 19)) {
+    return "no float16 in the ONNX spec for this op";
+  }
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     if (IsFloat32(n.output(i)) && !SpecAllowsFloat16(n, opset, true, i)) {
       return "no float16 in the ONNX spec for this op";
@@ -95,6 +99,7 @@ std::string_view OpKindReason(const Node& n, int64_t opset) {
   if (IsReduction(n)) return "reduction";
   if (IsNormalization(n)) return "normalization";
   if (n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") return "softmax";
+  if (n.op_type() == "Attention") return "attention (a softmax of scaled dot products)";
   if (n.op_type() == "Range") return "float Range";
   return SpecReason(n, opset);
 }

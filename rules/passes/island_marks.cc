@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/constant.h"
+#include "ir/op_schemas.h"
 #include "ir/status_macros.h"
 #include "onnx/defs/schema.h"
 #include "re2/re2.h"
@@ -33,7 +34,7 @@ bool OutputTypeSetByAttribute(const Node& n, int64_t opset) {
     return false;
   }
   const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
+      FindSchema(n.op_type(), static_cast<int>(opset), "");
   if (schema == nullptr || schema->outputs().empty()) return false;
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     if (!IsFloat32(n.output(i))) continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ir/op_schemas.h"
 #include "onnx/defs/schema.h"
 
 namespace ovfix::rules {
@@ -11,7 +12,7 @@ bool SpecAllowsType(const Node& n, int64_t opset, bool output, size_t index, onn
   const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
   if (!domain.empty()) return true;
   const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), domain);
+      FindSchema(n.op_type(), static_cast<int>(opset), domain);
   if (schema == nullptr) return true;
   const auto& formals = output ? schema->outputs() : schema->inputs();
   if (formals.empty()) return true;
