@@ -87,8 +87,8 @@ absl::StatusOr<OpsetRaise> RaiseOpsetForBfloat16(Model& model) {
   }
   r.to = best;
   r.note = absl::StrCat(
-      "opset raised from ", r.from, " to ", r.to, " so that ",
-      r.lacking_before - r.lacking_after, " more float node(s) can compute in bfloat16",
+      "opset raised from ", r.from, " to ", r.to, " so that ", r.lacking_before - r.lacking_after,
+      " more float node(s) can compute in bfloat16",
       r.lacking_after > 0 ? absl::StrCat("; ", stays(r.to, r.lacking_after)) : std::string());
   return r;
 }

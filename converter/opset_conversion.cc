@@ -30,8 +30,8 @@ int VersionAt(const Node& n, int64_t opset) {
 }
 
 absl::Status Cannot(const Node& n, int64_t opset, const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat(n.Describe(), " (", n.op_type(), "-",
-                                                 VersionAt(n, opset), "): ", why));
+  return absl::InvalidArgumentError(
+      absl::StrCat(n.Describe(), " (", n.op_type(), "-", VersionAt(n, opset), "): ", why));
 }
 
 // Node edits: new nodes go before the node being converted; Replace puts the last node of a
@@ -40,10 +40,10 @@ class Edit {
  public:
   Edit(Graph& g, Node* n) : g_(g), n_(n) {}
   Value* Ints(const std::vector<int64_t>& values, bool scalar = false) {
-    Tensor t = Tensor::FromVector(DataType::kInt64,
-                                  scalar ? std::vector<int64_t>{}
-                                         : std::vector<int64_t>{static_cast<int64_t>(values.size())},
-                                  values);
+    Tensor t = Tensor::FromVector(
+        DataType::kInt64,
+        scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())},
+        values);
     return g_.AddInitializer(g_.UniqueName(absl::StrCat(n_->name(), "_const")), std::move(t));
   }
   // A scalar of the node's float type.
@@ -59,8 +59,9 @@ class Edit {
   }
   Value* Op(std::string_view op, std::vector<Value*> inputs,
             std::vector<onnx::AttributeProto> attributes = {}) {
-    Node* node = g_.AddNode(op, inputs, {g_.UniqueName(absl::StrCat(n_->name(), "_", std::string(op)))},
-                            g_.UniqueName(absl::StrCat(n_->name(), "/", std::string(op))), "", n_);
+    Node* node =
+        g_.AddNode(op, inputs, {g_.UniqueName(absl::StrCat(n_->name(), "_", std::string(op)))},
+                   g_.UniqueName(absl::StrCat(n_->name(), "/", std::string(op))), "", n_);
     for (auto& a : attributes) node->SetAttribute(std::move(a));
     return node->output(0);
   }
@@ -111,7 +112,7 @@ bool HasInput(const Node& n, size_t i) { return n.input(i) != nullptr; }
 
 const absl::flat_hash_set<std::string_view>& ReducesWithAxesInputFrom18() {
   static const absl::flat_hash_set<std::string_view> kOps = {
-      "ReduceL1",  "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
       "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSumSquare"};
   return kOps;
 }
@@ -148,7 +149,8 @@ absl::Status DownSplit(Graph& g, Node* n, int64_t opset) {
     const int64_t total = (*dims)[static_cast<size_t>(axis)];
     const int64_t chunk = (total + parts - 1) / parts;
     std::vector<int64_t> sizes;
-    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, total - chunk * i)));
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, total - chunk * i)));
     std::vector<Value*> inputs = {n->input(0), Edit(g, n).Ints(sizes)};
     std::vector<onnx::AttributeProto> attributes(n->attributes().begin(), n->attributes().end());
     Edit(g, n).Replace("Split", inputs, std::move(attributes));
@@ -185,7 +187,8 @@ absl::Status DownPad(Graph& g, Node* n, int64_t opset) {
 
 absl::Status DropDefault(Node* n, int64_t opset, const char* attribute, int64_t default_value,
                          const char* needs) {
-  if (n->FindAttribute(attribute) != nullptr && n->GetInt(attribute, default_value) != default_value) {
+  if (n->FindAttribute(attribute) != nullptr &&
+      n->GetInt(attribute, default_value) != default_value) {
     return Cannot(*n, opset, absl::StrCat(attribute, " needs ", needs));
   }
   n->RemoveAttribute(attribute);
@@ -235,7 +238,8 @@ absl::Status DownDft(Graph& g, Node* n, int64_t opset) {
 }
 
 absl::Status DownGridSample(Node* n, int64_t opset) {
-  if (n->input(0)->rank() != 4) return Cannot(*n, opset, "a grid of rank other than 4 needs opset 20");
+  if (n->input(0)->rank() != 4)
+    return Cannot(*n, opset, "a grid of rank other than 4 needs opset 20");
   const std::string mode = n->GetString("mode", "linear");
   const std::string old = mode == "linear" ? "bilinear" : mode == "cubic" ? "bicubic" : mode;
   n->SetAttribute(onnx::MakeAttribute("mode", old));
@@ -309,7 +313,8 @@ absl::Status DownGroupNormalization(Graph& g, Node* n, int64_t opset, int versio
   Value* centered = e.Op("Sub", {grouped, mean});
   Value* variance = ReduceMean(e, e.Op("Mul", {centered, centered}), {2}, to);
   const double epsilon = n->GetFloat("epsilon", 1e-5f);
-  Value* normalized = e.Op("Div", {centered, e.Op("Sqrt", {e.Op("Add", {variance, e.Scalar(epsilon)})})});
+  Value* normalized =
+      e.Op("Div", {centered, e.Op("Sqrt", {e.Op("Add", {variance, e.Scalar(epsilon)})})});
   Value* scale = n->input(1);
   Value* bias = n->input(2);
   if (version < 21) {
@@ -400,14 +405,16 @@ absl::Status Up(Graph& g, Node* n, int64_t from, int64_t to) {
   }
   if (op == "GridSample" && to >= 20 && VersionAt(*n, from) < 20) {
     const std::string mode = n->GetString("mode", "bilinear");
-    n->SetAttribute(onnx::MakeAttribute(
-        "mode", mode == "bilinear" ? std::string("linear") : mode == "bicubic" ? std::string("cubic") : mode));
+    n->SetAttribute(onnx::MakeAttribute("mode", mode == "bilinear"  ? std::string("linear")
+                                                : mode == "bicubic" ? std::string("cubic")
+                                                                    : mode));
     return absl::OkStatus();
   }
   if (op == "GroupNormalization" && to >= 21 && VersionAt(*n, from) < 21) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        n->Describe(), " (GroupNormalization-18): its per-group scale and bias have no "
-        "opset-21 form here; convert to opset 20 or below"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(n->Describe(),
+                     " (GroupNormalization-18): its per-group scale and bias have no "
+                     "opset-21 form here; convert to opset 20 or below"));
   }
   return absl::OkStatus();
 }
@@ -425,11 +432,11 @@ absl::Status ForEachDefaultNode(Model& model,
 absl::Status WithOnnxConverter(Model& model, int64_t target) {
   onnx::ModelProto converted;
   try {
-    converted = onnx::version_conversion::ConvertVersion(ModelToProto(model), static_cast<int>(target));
+    converted =
+        onnx::version_conversion::ConvertVersion(ModelToProto(model), static_cast<int>(target));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("onnx's version converter cannot take the model to opset ", target, ": ",
-                     e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "onnx's version converter cannot take the model to opset ", target, ": ", e.what()));
   }
   converted.set_ir_version(std::max<int64_t>(converted.ir_version(), IrVersionForOpset(target)));
   absl::StatusOr<std::unique_ptr<Model>> rebuilt =

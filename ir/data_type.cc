@@ -89,12 +89,12 @@ bool IsSubByteInteger(DataType type) {
 std::string_view DataTypeName(DataType type) {
   // Indexed by the enum's values, which are onnx's (0 to 26, every one used).
   static constexpr std::string_view kNames[] = {
-      "undefined",    "float",          "uint8",      "int8",           "uint16",
-      "int16",        "int32",          "int64",      "string",         "bool",
-      "float16",      "double",         "uint32",     "uint64",         "complex64",
-      "complex128",   "bfloat16",       "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
-      "float8e5m2fnuz", "uint4",        "int4",       "float4e2m1",     "float8e8m0",
-      "uint2",        "int2"};
+      "undefined",      "float",    "uint8",        "int8",           "uint16",
+      "int16",          "int32",    "int64",        "string",         "bool",
+      "float16",        "double",   "uint32",       "uint64",         "complex64",
+      "complex128",     "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+      "float8e5m2fnuz", "uint4",    "int4",         "float4e2m1",     "float8e8m0",
+      "uint2",          "int2"};
   const auto index = static_cast<size_t>(type);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

@@ -34,9 +34,9 @@ enum class DataType : int32_t {
   // in files as in memory.
   kUint4 = 21,
   kInt4 = 22,
-  kFloat4E2M1 = 23,    // IR 11: 4-bit float (1 sign, 2 exponent, 1 mantissa bits), packed
-  kFloat8E8M0 = 24,    // IR 12: a power of two (the scale of microscaling formats)
-  kUint2 = 25,         // IR 13: 2-bit integers, four per byte, element 4i in the low bits
+  kFloat4E2M1 = 23,  // IR 11: 4-bit float (1 sign, 2 exponent, 1 mantissa bits), packed
+  kFloat8E8M0 = 24,  // IR 12: a power of two (the scale of microscaling formats)
+  kUint2 = 25,       // IR 13: 2-bit integers, four per byte, element 4i in the low bits
   kInt2 = 26,
 };
 
@@ -57,8 +57,8 @@ bool IsPacked(DataType type);
 bool IsNarrowFloat(DataType type);
 // onnx's spelling in text form: "float", "float16", "int64", ...
 std::string_view DataTypeName(DataType type);
-bool IsFloatingPoint(DataType type);  // float, float16, double, bfloat16
-bool IsInteger(DataType type);        // signed and unsigned, 8 to 64 bits (not bool)
+bool IsFloatingPoint(DataType type);   // float, float16, double, bfloat16
+bool IsInteger(DataType type);         // signed and unsigned, 8 to 64 bits (not bool)
 bool IsSubByteInteger(DataType type);  // int4, uint4, int2, uint2
 bool IsKnownDataType(int32_t value);
 

@@ -12,9 +12,7 @@
 namespace ovfix {
 namespace {
 
-bool LacksType(int32_t elem_type) {
-  return elem_type > static_cast<int32_t>(DataType::kBfloat16);
-}
+bool LacksType(int32_t elem_type) { return elem_type > static_cast<int32_t>(DataType::kBfloat16); }
 
 bool TypeLacks(const onnx::TypeProto& type) {
   switch (type.value_case()) {

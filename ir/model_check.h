@@ -17,8 +17,8 @@ bool UsesTypesOnnxLibraryLacks(const onnx::ModelProto& model);
 
 // The one-line reason ovfix cannot read a model of this IR version and opsets, or "" when
 // it can: an IR version or an opset of ai.onnx / ai.onnx.ml newer than ovfix knows.
-std::string UnsupportedVersions(int64_t ir_version,
-                                const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>&
-                                    opset_import);
+std::string UnsupportedVersions(
+    int64_t ir_version,
+    const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& opset_import);
 
 }  // namespace ovfix

@@ -55,8 +55,7 @@ class ModelIO {
           n *= d;
         }
         const auto type = static_cast<DataType>(tp.data_type());
-        OVFIX_ASSIGN_OR_RETURN(auto buffer,
-                               files.Resolve(tp, StorageBytes(type, n)));
+        OVFIX_ASSIGN_OR_RETURN(auto buffer, files.Resolve(tp, StorageBytes(type, n)));
         tensor = Tensor(type, {tp.dims().begin(), tp.dims().end()}, std::move(buffer));
       } else {
         tensor = TensorFromProtoMove(tp);

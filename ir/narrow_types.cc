@@ -16,9 +16,9 @@ struct Format {
   int exponent_bits;
   int mantissa_bits;
   int bias;
-  bool has_inf;        // e5m2: the all-ones exponent with a zero mantissa
-  bool ieee_nan;       // e5m2: every all-ones exponent with a non-zero mantissa is NaN
-  bool nan_all_ones;   // e4m3fn: only the all-ones code (either sign) is NaN
+  bool has_inf;            // e5m2: the all-ones exponent with a zero mantissa
+  bool ieee_nan;           // e5m2: every all-ones exponent with a non-zero mantissa is NaN
+  bool nan_all_ones;       // e4m3fn: only the all-ones code (either sign) is NaN
   bool nan_negative_zero;  // the fnuz formats: 0x80 is NaN, and there is no -0
   bool has_nan;
 };

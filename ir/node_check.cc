@@ -67,8 +67,7 @@ onnx::NodeProto SchemaView(const Node& node) {
 
 absl::Status CheckSchema(const Node& node, int64_t opset) {
   const std::string domain = DefaultDomain(node) ? "" : node.domain();
-  const onnx::OpSchema* schema =
-      FindSchema(node.op_type(), static_cast<int>(opset), domain);
+  const onnx::OpSchema* schema = FindSchema(node.op_type(), static_cast<int>(opset), domain);
   // No schema (a custom domain, an op onnx does not have): what runs it checks it.
   if (schema == nullptr) return absl::OkStatus();
   try {

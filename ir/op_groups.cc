@@ -30,10 +30,9 @@ std::vector<OpGroup> MakeGroups() {
       {"Reciprocal", 6}, {"Floor", 6}, {"Ceil", 6}, {"Erf", 9},   {"Sin", 7},
       {"Cos", 7},        {"Tan", 7},   {"Sign", 9}, {"Round", 11}};
   const std::vector<OpGroupMember> activation = {
-      {"Relu", 6},        {"LeakyRelu", 6},  {"Sigmoid", 6}, {"Tanh", 6},
-      {"HardSigmoid", 6}, {"HardSwish", 14}, {"Elu", 6},     {"Selu", 6},
-      {"Softplus", 1},    {"Softsign", 1},   {"Clip", 6},      {"Mish", 18},
-      {"Gelu", 20},       {"Swish", 24}};
+      {"Relu", 6},       {"LeakyRelu", 6}, {"Sigmoid", 6}, {"Tanh", 6},     {"HardSigmoid", 6},
+      {"HardSwish", 14}, {"Elu", 6},       {"Selu", 6},    {"Softplus", 1}, {"Softsign", 1},
+      {"Clip", 6},       {"Mish", 18},     {"Gelu", 20},   {"Swish", 24}};
   const std::vector<OpGroupMember> reduction = {
       {"ReduceSum"}, {"ReduceMean"}, {"ReduceMax"},    {"ReduceMin"},       {"ReduceProd"},
       {"ReduceL1"},  {"ReduceL2"},   {"ReduceLogSum"}, {"ReduceLogSumExp"}, {"ReduceSumSquare"}};
@@ -45,8 +44,11 @@ std::vector<OpGroup> MakeGroups() {
       {"broadcasting",
        "every element-wise op whose inputs broadcast: arithmetic, comparison, logical, variadic, "
        "PRelu (its slope), Where and the bitwise ops",
-       Join({&arithmetic, &comparison, &logical, &variadic},
-            {{"PRelu", 7}, {"Where", 9}, {"BitwiseAnd", 18}, {"BitwiseOr", 18}, {"BitwiseXor", 18}})},
+       Join({&arithmetic, &comparison, &logical, &variadic}, {{"PRelu", 7},
+                                                              {"Where", 9},
+                                                              {"BitwiseAnd", 18},
+                                                              {"BitwiseOr", 18},
+                                                              {"BitwiseXor", 18}})},
       {"commutative", "ops whose inputs may be read in any order", commutative},
       {"unary_math", "element-wise math of one input", unary_math},
       {"activation", "element-wise activations of one input (attributes or bounds aside)",

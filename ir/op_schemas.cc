@@ -110,8 +110,8 @@ const onnx::OpSchema* FindSchema(std::string_view op_type, int opset, std::strin
   const std::string op(op_type);
   const onnx::OpSchema* onnx_schema = onnx::OpSchemaRegistry::Schema(op, opset, d);
   const onnx::OpSchema* own = Own().Find(op, opset, d);
-  if (own != nullptr && (onnx_schema == nullptr ||
-                         own->since_version() > onnx_schema->since_version())) {
+  if (own != nullptr &&
+      (onnx_schema == nullptr || own->since_version() > onnx_schema->since_version())) {
     return own;
   }
   return onnx_schema;
@@ -165,8 +165,7 @@ DerivedSchema::DerivedSchema(const onnx::OpSchema& base, std::string name, int v
       attributes_(base.attributes()),
       types_(base.typeConstraintParams()),
       inference_(base.GetTypeAndShapeInferenceFunction()),
-      data_propagation_(base.GetDataPropagationFunction()) {
-}
+      data_propagation_(base.GetDataPropagationFunction()) {}
 
 DerivedSchema& DerivedSchema::RemoveAttribute(const std::string& name) {
   attributes_.erase(name);
@@ -252,8 +251,7 @@ DerivedSchema& DerivedSchema::Inference(onnx::InferenceFunction inference) {
   return *this;
 }
 
-DerivedSchema& DerivedSchema::InferenceBefore(
-    std::function<void(onnx::InferenceContext&)> before) {
+DerivedSchema& DerivedSchema::InferenceBefore(std::function<void(onnx::InferenceContext&)> before) {
   inference_ = [before = std::move(before), base = inference_](onnx::InferenceContext& ctx) {
     before(ctx);
     if (base) base(ctx);

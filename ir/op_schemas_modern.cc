@@ -183,18 +183,51 @@ const std::vector<Changed>& TypesOnlyVersions() {
       {"ScatterND", {18}},
       {"OptionalGetElement", {18}},
       {"OptionalHasElement", {18}},
-      {"Acos", {22}}, {"Acosh", {22}}, {"Asin", {22}}, {"Asinh", {22}}, {"Atan", {22}},
-      {"Atanh", {22}}, {"AveragePool", {22}}, {"Bernoulli", {22}}, {"Conv", {22}},
-      {"ConvTranspose", {22}}, {"Cos", {22}}, {"Cosh", {22}}, {"Det", {22}},
-      {"Dropout", {22}}, {"Elu", {22}}, {"EyeLike", {22}}, {"GRU", {22}},
-      {"GlobalAveragePool", {22}}, {"GlobalLpPool", {22}}, {"GlobalMaxPool", {22}},
-      {"HardSigmoid", {22}}, {"HardSwish", {22}}, {"InstanceNormalization", {22}},
-      {"LSTM", {22}}, {"LpNormalization", {22}}, {"LpPool", {22}}, {"MaxPool", {22}},
-      {"MaxRoiPool", {22}}, {"MaxUnpool", {22}}, {"Multinomial", {22}},
-      {"NegativeLogLikelihoodLoss", {22}}, {"RNN", {22}}, {"RandomNormal", {22}},
-      {"RandomNormalLike", {22}}, {"RandomUniform", {22}}, {"RandomUniformLike", {22}},
-      {"RoiAlign", {22}}, {"Round", {22}}, {"Selu", {22}}, {"Sin", {22}}, {"Sinh", {22}},
-      {"Softplus", {22}}, {"Softsign", {22}}, {"Tan", {22}}, {"ThresholdedRelu", {22}},
+      {"Acos", {22}},
+      {"Acosh", {22}},
+      {"Asin", {22}},
+      {"Asinh", {22}},
+      {"Atan", {22}},
+      {"Atanh", {22}},
+      {"AveragePool", {22}},
+      {"Bernoulli", {22}},
+      {"Conv", {22}},
+      {"ConvTranspose", {22}},
+      {"Cos", {22}},
+      {"Cosh", {22}},
+      {"Det", {22}},
+      {"Dropout", {22}},
+      {"Elu", {22}},
+      {"EyeLike", {22}},
+      {"GRU", {22}},
+      {"GlobalAveragePool", {22}},
+      {"GlobalLpPool", {22}},
+      {"GlobalMaxPool", {22}},
+      {"HardSigmoid", {22}},
+      {"HardSwish", {22}},
+      {"InstanceNormalization", {22}},
+      {"LSTM", {22}},
+      {"LpNormalization", {22}},
+      {"LpPool", {22}},
+      {"MaxPool", {22}},
+      {"MaxRoiPool", {22}},
+      {"MaxUnpool", {22}},
+      {"Multinomial", {22}},
+      {"NegativeLogLikelihoodLoss", {22}},
+      {"RNN", {22}},
+      {"RandomNormal", {22}},
+      {"RandomNormalLike", {22}},
+      {"RandomUniform", {22}},
+      {"RandomUniformLike", {22}},
+      {"RoiAlign", {22}},
+      {"Round", {22}},
+      {"Selu", {22}},
+      {"Sin", {22}},
+      {"Sinh", {22}},
+      {"Softplus", {22}},
+      {"Softsign", {22}},
+      {"Tan", {22}},
+      {"ThresholdedRelu", {22}},
       {"GridSample", {22}},
   };
   return kTable;
@@ -227,7 +260,8 @@ void AddChangedOpSchemas(SchemaList& out) {
                          "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare"}) {
     DerivedSchema d(reduce_sum, op, 18);
     const OpSchema& old = OnnxSchema(op, 17);
-    for (const auto& t : old.typeConstraintParams()) d.SetTypes(t.type_param_str, t.allowed_type_strs);
+    for (const auto& t : old.typeConstraintParams())
+      d.SetTypes(t.type_param_str, t.allowed_type_strs);
     Add(out, d);
   }
   {
@@ -259,7 +293,7 @@ void AddChangedOpSchemas(SchemaList& out) {
   // ---- opset 19 ----
   Add(out, DerivedSchema(OnnxSchema("AveragePool", 11), "AveragePool", 19)
                .AddAttribute("dilations", AttributeProto::INTS));
-  Add(out, DerivedSchema(Previous(out, "Pad", 19), "Pad", 19));  // mode "wrap"
+  Add(out, DerivedSchema(Previous(out, "Pad", 19), "Pad", 19));        // mode "wrap"
   Add(out, DerivedSchema(Previous(out, "Resize", 19), "Resize", 19));  // half_pixel_symmetric
   for (int v : {19, 21, 23, 24, 25}) {
     DerivedSchema cast(Previous(out, "Cast", v), "Cast", v);
@@ -279,7 +313,8 @@ void AddChangedOpSchemas(SchemaList& out) {
     q.SetTypes("T1", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(int32)"});
     DerivedSchema dq(Previous(out, "DequantizeLinear", v), "DequantizeLinear", v);
     dq.Inference(DequantizeInference);
-    dq.SetOutput(0, "y", "T2").SetTypes("T2", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"});
+    dq.SetOutput(0, "y", "T2")
+        .SetTypes("T2", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"});
     dq.SetInput(1, "x_scale", "T2", OpSchema::Single);
     if (v >= 21) {
       q.AddIntAttribute("block_size", 0).AddIntAttribute("output_dtype", 0);
@@ -288,9 +323,11 @@ void AddChangedOpSchemas(SchemaList& out) {
     if (v >= 23) {
       q.AddIntAttribute("precision", 0);
       q.SetInput(1, "y_scale", "T2", OpSchema::Single)
-          .SetTypes("T2", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(int32)"});
+          .SetTypes("T2",
+                    {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(int32)"});
       dq.AddIntAttribute("output_dtype", 0);
-      dq.SetOutput(0, "y", "T3").SetTypes("T3", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"});
+      dq.SetOutput(0, "y", "T3")
+          .SetTypes("T3", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"});
     }
     Add(out, q);
     Add(out, dq);

@@ -112,7 +112,9 @@ void AddAttention(SchemaList& out, int version) {
       .Output(3, "qk_matmul_output", "", "T1", OpSchema::Optional);
   std::vector<std::string> mask = Numbers();
   mask.push_back("tensor(bool)");
-  s->TypeConstraint("T1", kFloats, "").TypeConstraint("T2", kFloats, "").TypeConstraint("U", mask, "");
+  s->TypeConstraint("T1", kFloats, "")
+      .TypeConstraint("T2", kFloats, "")
+      .TypeConstraint("U", mask, "");
   s->TypeAndShapeInferenceFunction(AttentionInference);
   Finish(out, std::move(s));
 }
@@ -191,7 +193,9 @@ void AddSpatial(SchemaList& out) {
   {
     auto s = Begin("CenterCropPad", 18);
     s->Attr("axes", "", AttributeProto::INTS, false);
-    s->Input(0, "input_data", "", "T").Input(1, "shape", "", "Tind").Output(0, "output_data", "", "T");
+    s->Input(0, "input_data", "", "T")
+        .Input(1, "shape", "", "Tind")
+        .Output(0, "output_data", "", "T");
     std::vector<std::string> all = Numbers();
     all.push_back("tensor(bool)");
     all.push_back("tensor(string)");
@@ -217,7 +221,8 @@ void AddSpatial(SchemaList& out) {
       y->add_dim();
       y->add_dim();
       for (int64_t i = 0; i < image.dim(0).dim_value(); ++i) y->add_dim();
-      if (onnx::hasInputShape(ctx, 0)) *y->mutable_dim(0) = ctx.getInputType(0)->tensor_type().shape().dim(0);
+      if (onnx::hasInputShape(ctx, 0))
+        *y->mutable_dim(0) = ctx.getInputType(0)->tensor_type().shape().dim(0);
     });
     Finish(out, std::move(s));
   }
@@ -232,14 +237,17 @@ void AddSpatial(SchemaList& out) {
     s->Input(0, "X", "", "T").Input(1, "W", "", "T").Input(2, "offset", "", "T");
     s->Input(3, "B", "", "T", OpSchema::Optional).Input(4, "mask", "", "T", OpSchema::Optional);
     s->Output(0, "Y", "", "T");
-    s->TypeConstraint("T", version >= 22 ? kFloats
-                                         : std::vector<std::string>{"tensor(float)", "tensor(float16)",
-                                                                    "tensor(double)"},
+    s->TypeConstraint("T",
+                      version >= 22 ? kFloats
+                                    : std::vector<std::string>{"tensor(float)", "tensor(float16)",
+                                                               "tensor(double)"},
                       "");
     s->TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
       // Y's spatial dims are the offset's (it has one offset per output position).
       onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-      if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1) || !onnx::hasInputShape(ctx, 2)) return;
+      if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1) ||
+          !onnx::hasInputShape(ctx, 2))
+        return;
       const auto& x = ctx.getInputType(0)->tensor_type().shape();
       const auto& w = ctx.getInputType(1)->tensor_type().shape();
       const auto& offset = ctx.getInputType(2)->tensor_type().shape();
@@ -268,7 +276,8 @@ void AddSpatial(SchemaList& out) {
       }
       auto* grid = onnx::getOutputShape(ctx, 0);
       grid->add_dim()->set_dim_value(size->int64_data(0));
-      for (int i = 2; i < size->int64_data_size(); ++i) grid->add_dim()->set_dim_value(size->int64_data(i));
+      for (int i = 2; i < size->int64_data_size(); ++i)
+        grid->add_dim()->set_dim_value(size->int64_data(i));
       grid->add_dim()->set_dim_value(size->int64_data_size() - 2);
     });
     Finish(out, std::move(s));
@@ -294,7 +303,8 @@ void AddDataOps(SchemaList& out) {
     s->Attr("exclusive", "", AttributeProto::INT, static_cast<int64_t>(0))
         .Attr("reverse", "", AttributeProto::INT, static_cast<int64_t>(0));
     s->Input(0, "x", "", "T").Input(1, "axis", "", "T2").Output(0, "y", "", "T");
-    s->TypeConstraint("T", Numbers(), "").TypeConstraint("T2", {"tensor(int32)", "tensor(int64)"}, "");
+    s->TypeConstraint("T", Numbers(), "")
+        .TypeConstraint("T2", {"tensor(int32)", "tensor(int64)"}, "");
     s->TypeAndShapeInferenceFunction(SameAsFirst);
     Finish(out, std::move(s));
   }

@@ -199,9 +199,8 @@ Stored<T> DoubleToElement(double v) {
 double Tensor::GetAsDouble(int64_t i) const {
   if (IsPacked(type_)) {
     const int32_t element = GetPackedElement(type_, raw(), i);
-    return type_ == DataType::kFloat4E2M1
-               ? NarrowFloatToFloat(type_, static_cast<uint8_t>(element))
-               : static_cast<double>(element);
+    return type_ == DataType::kFloat4E2M1 ? NarrowFloatToFloat(type_, static_cast<uint8_t>(element))
+                                          : static_cast<double>(element);
   }
   if (IsNarrowFloat(type_)) return NarrowFloatToFloat(type_, data<uint8_t>()[i]);
   double v = 0.0;
@@ -225,9 +224,9 @@ void Tensor::SetFromDouble(int64_t i, double v) {
     return;
   }
   if (IsPacked(type_)) {
-    const double clamped = std::isnan(v) ? 0.0
-                                         : std::clamp<double>(v, PackedIntegerMin(type_),
-                                                              PackedIntegerMax(type_));
+    const double clamped =
+        std::isnan(v) ? 0.0
+                      : std::clamp<double>(v, PackedIntegerMin(type_), PackedIntegerMax(type_));
     SetPackedElement(type_, raw(), i, static_cast<int32_t>(clamped));
     return;
   }

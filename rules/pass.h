@@ -22,7 +22,7 @@ namespace ovfix::rules {
 struct ConvertOptions {
   std::string target = "generic";
   // Static shapes.
-  int64_t batch = -1;                                        // --batch N
+  int64_t batch = -1;  // --batch N
   int64_t opset = -1;  // --opset N: the default-domain opset written (-1: the model's own)
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape NAME=1x3x224x224
   // The float type the converted model computes in, with fp32 islands where that type cannot

@@ -1,6 +1,7 @@
 // Cast and CastLike between every numeric type, bool, float16, bfloat16 and string.
 // Conversions to float16/bfloat16 round to nearest even exactly, also from double (no double
 // rounding through float).
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <type_traits>
 
 #include "exec/cpu/elementwise.h"
+#include "ir/narrow_types.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec::elementwise {
@@ -141,13 +143,140 @@ bool FromString(const std::string& text, To& value) {
   }
 }
 
+// The types of opsets 19-25 that have no C++ element type here: the 8- and 4-bit floats and
+// the packed integers. Cast goes through float / int32 (exact for all of them) on their side.
+bool IsNarrow(DataType type) { return IsNarrowFloat(type) || IsPacked(type); }
+
+// Cast-19's `saturate` and Cast-24's `round_mode`, which only conversions into narrow floats
+// read.
+struct NarrowCastOptions {
+  bool saturate = true;
+  E8M0Rounding e8m0 = E8M0Rounding::kUp;
+};
+
+absl::StatusOr<NarrowCastOptions> ReadNarrowCastOptions(const KernelContext& ctx) {
+  NarrowCastOptions options;
+  options.saturate = ctx.node.GetInt("saturate", 1) != 0;
+  const std::string mode = ctx.node.GetString("round_mode", "up");
+  if (mode == "up") {
+    options.e8m0 = E8M0Rounding::kUp;
+  } else if (mode == "down") {
+    options.e8m0 = E8M0Rounding::kDown;
+  } else if (mode == "nearest") {
+    options.e8m0 = E8M0Rounding::kNearest;
+  } else {
+    return ctx.Error("round_mode '", mode, "' is not one of up, down, nearest");
+  }
+  return options;
+}
+
+// A narrow tensor decoded to float (the narrow floats) or int32 (the packed integers): every
+// value is exact, so casting onwards from it is casting from the narrow type.
+Tensor Widen(const Tensor& x) {
+  const bool is_float = IsNarrowFloat(x.type());
+  Tensor wide = Tensor::Uninitialized(is_float ? DataType::kFloat : DataType::kInt32, x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (is_float) {
+      wide.data<float>()[i] = static_cast<float>(x.GetAsDouble(i));
+    } else {
+      wide.data<int32_t>()[i] = GetPackedElement(x.type(), x.raw(), i);
+    }
+  }
+  return wide;
+}
+
+// A value as the float that the narrow float encoders round from: exact for the 16-bit floats,
+// rounded to odd from wider types so that the second rounding is correct.
+template <typename From>
+float ToFloatForNarrow(From value) {
+  if constexpr (std::is_same_v<From, Half>) {
+    return HalfBitsToFloat(value.bits);
+  } else if constexpr (std::is_same_v<From, BFloat16>) {
+    return Bfloat16BitsToFloat(value.bits);
+  } else {
+    return ToFloatForLowPrecision(value);
+  }
+}
+
+// A value as a packed integer (Cast's "discard higher bits" between integer types): floats
+// round to the nearest integer first, ties away from zero as onnxruntime casts (onnx's int4
+// notes say ties to even; the files ovfix writes run on onnxruntime), NaN and infinities give
+// 0; then the low bits are kept and read back in two's complement for int4/int2.
+template <typename From>
+int32_t ToPackedInteger(From value, DataType to) {
+  int64_t whole = 0;
+  if constexpr (std::is_same_v<From, bool>) {
+    whole = value ? 1 : 0;
+  } else if constexpr (std::is_integral_v<From>) {
+    whole = static_cast<int64_t>(value);  // modular for uint64 (C++20)
+  } else {
+    const double wide = static_cast<double>(ToFloatForNarrow(value));
+    // fmod by 256 is exact and keeps the low bits of any integer-valued double.
+    if (std::isfinite(wide)) whole = static_cast<int64_t>(std::fmod(std::round(wide), 256.0));
+  }
+  const int bits = BitsPerElement(to);
+  int32_t field = static_cast<int32_t>(whole & ((int64_t{1} << bits) - 1));
+  if (PackedIntegerMin(to) < 0 && field >= (1 << (bits - 1))) field -= 1 << bits;
+  return field;
+}
+
+// Casts a tensor of a type with a C++ element type into a narrow type.
+absl::Status CastIntoNarrow(KernelContext& ctx, const Tensor& x, DataType to,
+                            const NarrowCastOptions& options) {
+  return Dispatch(ctx, x.type(), kStoredTypes, [&](auto tag) {
+    using From = typename decltype(tag)::type;
+    const int64_t n = x.numel();
+    const From* in = x.data<From>();
+    Tensor& y = ctx.Output(0, to, x.dims());  // zeroed: packed elements are or-ed in
+    if (!IsPacked(to)) {
+      uint8_t* out = y.data<uint8_t>();
+      ParallelElements(ctx.pool, n, Cost::kCheap, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          out[i] = FloatToNarrowFloat(to, ToFloatForNarrow(in[i]), options.saturate, options.e8m0);
+        }
+      });
+      return absl::OkStatus();
+    }
+    // Packed: one thread, since neighbours share bytes.
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t element =
+          to == DataType::kFloat4E2M1
+              ? FloatToNarrowFloat(to, ToFloatForNarrow(in[i]), options.saturate)
+              : ToPackedInteger(in[i], to);
+      SetPackedElement(to, y.raw(), i, element);
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status CastTo(KernelContext& ctx, DataType to) {
-  const Tensor& x = ctx.input(0);
+  const Tensor& input = ctx.input(0);
+  if (input.type() == to) {
+    ctx.outputs[0] = input;  // nothing to convert; outputs never write into inputs
+    return absl::OkStatus();
+  }
+  // A narrow source is widened first, then cast as float or int32 (to anything, narrow too).
+  Tensor widened;
+  if (IsNarrow(input.type())) widened = Widen(input);
+  const Tensor& x = widened.defined() ? widened : input;
   if (x.type() == to) {
-    ctx.outputs[0] = x;  // nothing to convert; outputs never write into inputs
+    ctx.outputs[0] = std::move(widened);
     return absl::OkStatus();
   }
   const int64_t n = x.numel();
+  if (IsNarrow(to)) {
+    OVFIX_ASSIGN_OR_RETURN(const NarrowCastOptions options, ReadNarrowCastOptions(ctx));
+    if (x.type() != DataType::kString) return CastIntoNarrow(ctx, x, to, options);
+    // Strings are read as double first, then rounded once from there.
+    if (x.strings().size() != static_cast<size_t>(n)) return ctx.Error("malformed string input");
+    Tensor numbers = Tensor::Uninitialized(DataType::kDouble, x.dims());
+    for (int64_t i = 0; i < n; ++i) {
+      if (!FromString(x.strings()[i], numbers.data<double>()[i])) {
+        return ctx.Error("cannot read '", x.strings()[i], "' as ", std::string(DataTypeName(to)));
+      }
+    }
+    return CastIntoNarrow(ctx, numbers, to, options);
+  }
   if (to == DataType::kString) {
     return Dispatch(ctx, x.type(), kStoredTypes, [&](auto tag) {
       using From = typename decltype(tag)::type;
@@ -218,11 +347,12 @@ absl::Status CastLike(KernelContext& ctx) {
 }  // namespace
 
 void AddCastKernels(std::vector<KernelDef>& table) {
-  // Cast-1 takes the type by name, 6 by number, 9 and 13 add string and bfloat16; 19 adds
-  // saturate (not covered).
+  // Cast-1 takes the type by name, 6 by number, 9 and 13 add string and bfloat16; 19 adds the
+  // float8 types and `saturate`, 21 int4/uint4, 23 float4e2m1, 24 float8e8m0 and `round_mode`,
+  // 25 int2/uint2: the types only exist in models of those opsets, so one kernel serves all.
   static constexpr KernelDef kKernels[] = {
-      {"", "Cast", 1, 18, Cast, Float16Mode::kNative},
-      {"", "CastLike", 15, 18, CastLike, Float16Mode::kNative},
+      {"", "Cast", 1, kLatestOpset, Cast, Float16Mode::kNative},
+      {"", "CastLike", 15, kLatestOpset, CastLike, Float16Mode::kNative},
   };
   table.insert(table.end(), std::begin(kKernels), std::end(kKernels));
 }

@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "exec/kernel.h"
 #include "exec/thread_pool.h"
 #include "ir/tensor.h"
 
@@ -46,6 +48,14 @@ void VisitStorage(DataType type, Fn&& fn) {
 
 inline bool StorageSupported(DataType type) {
   return type == DataType::kString || ElementSize(type) > 0;
+}
+
+// StorageSupported, or an error that names the type: the packed sub-byte types (int4, uint4,
+// float4e2m1, int2, uint2) have no whole-byte elements to move.
+inline absl::Status CheckStorage(const KernelContext& ctx, DataType type) {
+  if (StorageSupported(type)) return absl::OkStatus();
+  return ctx.Error("element type ", std::string(DataTypeName(type)), " is not supported",
+                   IsPacked(type) ? " (packed sub-byte elements)" : "");
 }
 
 template <typename T>

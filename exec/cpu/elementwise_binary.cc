@@ -218,6 +218,16 @@ absl::Status Xor(KernelContext& ctx) {
 }
 
 absl::Status Equal(KernelContext& ctx) {
+  // Equal-19 also compares strings, which have no element type in the lists.
+  if (ctx.has_input(0) && ctx.has_input(1) && ctx.input(0).type() == DataType::kString &&
+      ctx.input(1).type() == DataType::kString) {
+    OVFIX_ASSIGN_OR_RETURN(auto plan, BinaryPlan(ctx));
+    Tensor& y = ctx.OutputToOverwrite(0, DataType::kBool, plan.output_dims());
+    BroadcastBinary(plan, ctx.input(0).strings().data(), ctx.input(1).strings().data(),
+                    y.data<bool>(), ctx.pool, kCheap,
+                    [](const std::string& u, const std::string& v) { return u == v; });
+    return absl::OkStatus();
+  }
   return BinaryKernel<bool>(ctx, kNumericTypes + kBoolTypes, kCheap,
                             [](auto a, auto b) { return a == b; });
 }
@@ -240,24 +250,24 @@ void AddBinaryKernels(std::vector<KernelDef>& table) {
   // Versions before 7 broadcast only when asked (broadcast/axis attributes); BinaryPlan reads
   // those, so one kernel covers every version. Later versions only added types.
   static constexpr KernelDef kKernels[] = {
-      {"", "Add", 1, 18, Add},
-      {"", "Sub", 1, 18, Sub},
-      {"", "Mul", 1, 18, Mul},
-      {"", "Div", 1, 18, Div},
-      {"", "Pow", 1, 18, Pow},
-      {"", "Mod", 10, 18, Mod},
-      {"", "BitShift", 11, 18, BitShift},
-      {"", "BitwiseAnd", 18, 18, BitwiseAnd},
-      {"", "BitwiseOr", 18, 18, BitwiseOr},
-      {"", "BitwiseXor", 18, 18, BitwiseXor},
-      {"", "And", 1, 18, And},
-      {"", "Or", 1, 18, Or},
-      {"", "Xor", 1, 18, Xor},
-      {"", "Equal", 1, 18, Equal},
-      {"", "Less", 1, 18, Less},
-      {"", "LessOrEqual", 12, 18, LessOrEqual},
-      {"", "Greater", 1, 18, Greater},
-      {"", "GreaterOrEqual", 12, 18, GreaterOrEqual},
+      {"", "Add", 1, kLatestOpset, Add},
+      {"", "Sub", 1, kLatestOpset, Sub},
+      {"", "Mul", 1, kLatestOpset, Mul},
+      {"", "Div", 1, kLatestOpset, Div},
+      {"", "Pow", 1, kLatestOpset, Pow},
+      {"", "Mod", 10, kLatestOpset, Mod},
+      {"", "BitShift", 11, kLatestOpset, BitShift},
+      {"", "BitwiseAnd", 18, kLatestOpset, BitwiseAnd},
+      {"", "BitwiseOr", 18, kLatestOpset, BitwiseOr},
+      {"", "BitwiseXor", 18, kLatestOpset, BitwiseXor},
+      {"", "And", 1, kLatestOpset, And},
+      {"", "Or", 1, kLatestOpset, Or},
+      {"", "Xor", 1, kLatestOpset, Xor},
+      {"", "Equal", 1, kLatestOpset, Equal},
+      {"", "Less", 1, kLatestOpset, Less},
+      {"", "LessOrEqual", 12, kLatestOpset, LessOrEqual},
+      {"", "Greater", 1, kLatestOpset, Greater},
+      {"", "GreaterOrEqual", 12, kLatestOpset, GreaterOrEqual},
   };
   table.insert(table.end(), std::begin(kKernels), std::end(kKernels));
 }

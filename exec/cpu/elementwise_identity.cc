@@ -112,8 +112,8 @@ absl::Status Dropout(KernelContext& ctx) {
 void AddDataMovementKernels(std::vector<KernelDef>& table) {
   // Identity-14/16 extend the input to sequences and optionals, which tensors do not carry.
   static constexpr KernelDef kKernels[] = {
-      {"", "Identity", 1, 18, Identity, Float16Mode::kNative},
-      {"", "Dropout", 1, 18, Dropout, Float16Mode::kNative},
+      {"", "Identity", 1, kLatestOpset, Identity, Float16Mode::kNative},
+      {"", "Dropout", 1, kLatestOpset, Dropout, Float16Mode::kNative},
   };
   table.insert(table.end(), std::begin(kKernels), std::end(kKernels));
 }

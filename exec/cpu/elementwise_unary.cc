@@ -124,19 +124,19 @@ void AddUnaryMathKernels(std::vector<KernelDef>& table) {
   // Versions 1 and 6 differ only in the removed consumed_inputs attribute, 13 adds bfloat16:
   // one kernel covers them all.
   static constexpr KernelDef kKernels[] = {
-      {"", "Abs", 1, 18, Abs},      {"", "Neg", 1, 18, Neg},
-      {"", "Exp", 1, 18, Exp},      {"", "Log", 1, 18, Log},
-      {"", "Sqrt", 1, 18, Sqrt},    {"", "Reciprocal", 1, 18, Reciprocal},
-      {"", "Floor", 1, 18, Floor},  {"", "Ceil", 1, 18, Ceil},
-      {"", "Round", 11, 18, Round}, {"", "Sign", 9, 18, Sign},
-      {"", "Sin", 7, 18, Sin},      {"", "Cos", 7, 18, Cos},
-      {"", "Tan", 7, 18, Tan},      {"", "Asin", 7, 18, Asin},
-      {"", "Acos", 7, 18, Acos},    {"", "Atan", 7, 18, Atan},
-      {"", "Sinh", 9, 18, Sinh},    {"", "Cosh", 9, 18, Cosh},
-      {"", "Asinh", 9, 18, Asinh},  {"", "Acosh", 9, 18, Acosh},
-      {"", "Atanh", 9, 18, Atanh},  {"", "Erf", 9, 18, Erf},
-      {"", "IsNaN", 9, 18, IsNaN},  {"", "IsInf", 10, 18, IsInf},
-      {"", "Not", 1, 18, Not},      {"", "BitwiseNot", 18, 18, BitwiseNot},
+      {"", "Abs", 1, kLatestOpset, Abs},      {"", "Neg", 1, kLatestOpset, Neg},
+      {"", "Exp", 1, kLatestOpset, Exp},      {"", "Log", 1, kLatestOpset, Log},
+      {"", "Sqrt", 1, kLatestOpset, Sqrt},    {"", "Reciprocal", 1, kLatestOpset, Reciprocal},
+      {"", "Floor", 1, kLatestOpset, Floor},  {"", "Ceil", 1, kLatestOpset, Ceil},
+      {"", "Round", 11, kLatestOpset, Round}, {"", "Sign", 9, kLatestOpset, Sign},
+      {"", "Sin", 7, kLatestOpset, Sin},      {"", "Cos", 7, kLatestOpset, Cos},
+      {"", "Tan", 7, kLatestOpset, Tan},      {"", "Asin", 7, kLatestOpset, Asin},
+      {"", "Acos", 7, kLatestOpset, Acos},    {"", "Atan", 7, kLatestOpset, Atan},
+      {"", "Sinh", 9, kLatestOpset, Sinh},    {"", "Cosh", 9, kLatestOpset, Cosh},
+      {"", "Asinh", 9, kLatestOpset, Asinh},  {"", "Acosh", 9, kLatestOpset, Acosh},
+      {"", "Atanh", 9, kLatestOpset, Atanh},  {"", "Erf", 9, kLatestOpset, Erf},
+      {"", "IsNaN", 9, kLatestOpset, IsNaN},  {"", "IsInf", 10, kLatestOpset, IsInf},
+      {"", "Not", 1, kLatestOpset, Not},      {"", "BitwiseNot", 18, kLatestOpset, BitwiseNot},
   };
   table.insert(table.end(), std::begin(kKernels), std::end(kKernels));
 }

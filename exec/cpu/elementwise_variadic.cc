@@ -170,11 +170,11 @@ absl::Status Where(KernelContext& ctx) {
 
 void AddVariadicKernels(std::vector<KernelDef>& table) {
   static constexpr KernelDef kKernels[] = {
-      {"", "Max", 1, 18, Max},
-      {"", "Min", 1, 18, Min},
-      {"", "Sum", 1, 18, Sum},
-      {"", "Mean", 1, 18, Mean},
-      {"", "Where", 9, 18, Where, Float16Mode::kNative},
+      {"", "Max", 1, kLatestOpset, Max},
+      {"", "Min", 1, kLatestOpset, Min},
+      {"", "Sum", 1, kLatestOpset, Sum},
+      {"", "Mean", 1, kLatestOpset, Mean},
+      {"", "Where", 9, kLatestOpset, Where, Float16Mode::kNative},
   };
   table.insert(table.end(), std::begin(kKernels), std::end(kKernels));
 }

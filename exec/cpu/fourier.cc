@@ -1,4 +1,5 @@
-// The discrete Fourier transforms DFT and STFT (opset 17).
+// The discrete Fourier transforms DFT (opsets 17 and 20: the axis moved from an attribute to
+// input 2) and STFT (opset 17).
 //
 // DFT transforms [batch, d1, ..., dN, 1 or 2] (the last axis: real, or real and imaginary)
 // along `axis` into [..., 2]: X[k] = sum_j x[j] e^(-2 pi i j k / n), n = dft_length (the
@@ -87,18 +88,32 @@ absl::StatusOr<int64_t> OptionalScalar(const KernelContext& ctx, size_t i, const
   return t.GetAsInt64(0);
 }
 
+// DFT-17 takes `axis` as an attribute (default 1, a signal axis after the batch); DFT-20 as
+// input 2 (default -2, the last signal axis; the first axis may be one).
+absl::StatusOr<int64_t> DftAxis(const KernelContext& ctx, int64_t rank) {
+  int64_t given = 0;
+  if (ctx.opset >= 20) {
+    OVFIX_ASSIGN_OR_RETURN(given, OptionalScalar(ctx, 2, "axis", -2));
+  } else {
+    given = ctx.node.GetInt("axis", 1);
+  }
+  const int64_t axis = given < 0 ? given + rank : given;
+  const int64_t first = ctx.opset >= 20 ? 0 : 1;
+  if (axis < first || axis > rank - 2) {
+    return ctx.Error("axis ", given, " is not a signal axis of ", DescribeTensor(ctx.input(0)));
+  }
+  return axis;
+}
+
 absl::Status Dft(KernelContext& ctx) {
-  if (!ctx.has_input(0) || !IsRealOrComplexFloat(ctx.input(0)) || ctx.input(0).rank() < 3) {
-    return ctx.Error("expects a float or double input [batch, ..., 1 or 2]");
+  const size_t min_rank = ctx.opset >= 20 ? 2 : 3;
+  if (!ctx.has_input(0) || !IsRealOrComplexFloat(ctx.input(0)) || ctx.input(0).rank() < min_rank) {
+    return ctx.Error("expects a float or double input [", ctx.opset >= 20 ? "" : "batch, ",
+                     "..., 1 or 2]");
   }
   const Tensor& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.rank());
-  int64_t axis = ctx.node.GetInt("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 1 || axis > rank - 2) {
-    return ctx.Error("axis ", ctx.node.GetInt("axis", 1), " is not a signal axis of ",
-                     DescribeTensor(x));
-  }
+  OVFIX_ASSIGN_OR_RETURN(const int64_t axis, DftAxis(ctx, rank));
   const int64_t length = x.dim(axis);
   OVFIX_ASSIGN_OR_RETURN(int64_t n, OptionalScalar(ctx, 1, "dft_length", length));
   if (n < 1) return ctx.Error("dft_length must be positive, got ", n);
@@ -178,7 +193,9 @@ absl::Status Stft(KernelContext& ctx) {
 }  // namespace
 
 void AddFourierKernels(std::vector<KernelDef>& table) {
-  table.push_back({"", "DFT", 17, kLatestOpset, &Dft});
+  // One function for both: it reads the axis where the node's opset puts it.
+  table.push_back({"", "DFT", 17, 19, &Dft});
+  table.push_back({"", "DFT", 20, kLatestOpset, &Dft});
   table.push_back({"", "STFT", 17, kLatestOpset, &Stft});
 }
 

@@ -2,6 +2,7 @@
 // deprecated Scatter. Indices may be negative (counted from the end); an index outside the axis
 // is an error that names the node, checked before anything is read or written.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "exec/cpu/native_kernels.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/narrow_types.h"
 #include "ir/status_macros.h"
 #include "ir/type_list.h"
 
@@ -36,10 +38,34 @@ absl::Status OutOfRange(const KernelContext& ctx, int64_t index, int64_t limit) 
   return ctx.Error("index ", index, " out of range for a dim of ", limit);
 }
 
+// Gather's copy for packed sub-byte elements: whole bytes where every row starts on a byte,
+// else element by element.
+void GatherPacked(const Tensor& data, const std::vector<int64_t>& idx, int64_t outer,
+                  int64_t axis_dim, int64_t inner, Tensor& y) {
+  const DataType type = data.type();
+  const int64_t n = static_cast<int64_t>(idx.size());
+  const auto* src = static_cast<const unsigned char*>(data.raw());
+  auto* dst = static_cast<unsigned char*>(y.raw());
+  const bool whole_bytes = inner * BitsPerElement(type) % 8 == 0;
+  const size_t row_bytes = StorageBytes(type, inner);
+  for (int64_t row = 0; row < outer * n; ++row) {
+    const int64_t o = row / n, k = row % n;
+    const int64_t from = (o * axis_dim + idx[k]) * inner;
+    if (whole_bytes) {
+      std::memcpy(dst + row * row_bytes, src + StorageBytes(type, from), row_bytes);
+      continue;
+    }
+    for (int64_t j = 0; j < inner; ++j) {
+      SetPackedElement(type, dst, row * inner + j, GetPackedElement(type, src, from + j));
+    }
+  }
+}
+
 absl::Status Gather(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
-  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  const bool packed = IsPacked(data.type());  // int4, uint4, float4e2m1, int2, uint2
+  if (!packed) OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, data.type()));
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, indices));
   const int64_t axis_dim = data.dim(axis);
@@ -55,6 +81,10 @@ absl::Status Gather(KernelContext& ctx) {
   const int64_t outer = Product(data.dims(), 0, axis);
   const int64_t inner = Product(data.dims(), axis + 1, data.rank());
   const int64_t n = static_cast<int64_t>(idx.size());
+  if (packed) {
+    GatherPacked(data, idx, outer, axis_dim, inner, y);
+    return absl::OkStatus();
+  }
   VisitStorage(data.type(), [&]<typename T>() {
     const T* src = Elements<T>(data);
     T* dst = MutableElements<T>(y);
@@ -79,7 +109,8 @@ absl::StatusOr<std::vector<int64_t>> ElementOffsets(const KernelContext& ctx, co
 absl::Status GatherElements(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
-  if (!StorageSupported(data.type())) return ctx.Error("unsupported element type");
+  const bool packed = IsPacked(data.type());  // int4, uint4, float4e2m1, int2, uint2
+  if (!packed) OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, data.type()));
   OVFIX_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node.GetInt("axis", 0), data.rank()));
   OVFIX_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ElementOffsets(ctx, data, indices, axis));
   Tensor& y = ctx.Output(0, data.type(), indices.dims());

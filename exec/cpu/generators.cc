@@ -12,6 +12,7 @@
 #include "exec/cpu/native_kernels.h"
 #include "exec/kernel.h"
 #include "ir/float16.h"
+#include "ir/narrow_types.h"
 #include "ir/status_macros.h"
 #include "ir/type_list.h"
 
@@ -38,9 +39,25 @@ absl::Status ConstantOfShape(KernelContext& ctx) {
     if (attribute->numel() != 1) return ctx.Error("value must hold exactly one element");
     value = *std::move(attribute);
   }
-  if (!StorageSupported(value.type())) return ctx.Error("unsupported element type");
+  const bool packed = IsPacked(value.type());  // int4, uint4, float4e2m1, int2, uint2
+  if (!packed) OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, value.type()));
   if (!IsAllocatable(dims, value.type())) return ctx.Error("bad or too large shape");
   Tensor& y = ctx.Output(0, value.type(), dims);
+  if (packed) {
+    // Whole bytes of the repeated element, then the elements of a last partial byte (its
+    // unused bits stay zero).
+    const DataType type = value.type();
+    const int32_t element = GetPackedElement(type, value.raw(), 0);
+    const int64_t per_byte = 8 / BitsPerElement(type);
+    unsigned char pattern = 0;
+    for (int64_t i = 0; i < per_byte; ++i) SetPackedElement(type, &pattern, i, element);
+    const int64_t whole = y.numel() / per_byte;
+    std::fill_n(static_cast<unsigned char*>(y.raw()), whole, pattern);
+    for (int64_t i = whole * per_byte; i < y.numel(); ++i) {
+      SetPackedElement(type, y.raw(), i, element);
+    }
+    return absl::OkStatus();
+  }
   VisitStorage(value.type(), [&]<typename T>() {
     std::fill_n(MutableElements<T>(y), y.numel(), Elements<T>(value)[0]);
   });

@@ -1,4 +1,5 @@
-// Sampling at fractional positions: GridSample (opset 16, 4-D) and RoiAlign (opsets 10, 16).
+// Sampling at fractional positions: GridSample (opset 16, 4-D; opset 20, N-D and the modes
+// renamed linear/cubic) and RoiAlign (opsets 10, 16).
 // Both follow the implementations their tests were generated from (PyTorch's grid_sampler,
 // Detectron's RoIAlign as onnxruntime has it), computing in double precision.
 #include <algorithm>
@@ -83,21 +84,100 @@ double CubicWeight(double d) {
   return 0;
 }
 
+// Linear or nearest sampling of X [N, C, D_1, ..., D_r] at grid [N, O_1, ..., O_r, r] (opset
+// 20's volumetric and other N-D forms; grid component k addresses spatial axis r - 1 - k, so
+// (x, y, z) is (W, H, D) as in the 2-D case). Linear interpolates over the 2^r corners.
+absl::Status GridSampleNd(KernelContext& ctx, bool linear, Padding padding, bool align_corners) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& grid = ctx.input(1);
+  const int64_t r = static_cast<int64_t>(x.rank()) - 2;
+  if (r < 1 || static_cast<int64_t>(grid.rank()) != r + 2 || grid.dim(0) != x.dim(0) ||
+      grid.dims().back() != r) {
+    return ctx.Error("expected X [N,C,D1..Dr] and grid [N,O1..Or,r], got ", DescribeTensor(x),
+                     " and ", DescribeTensor(grid));
+  }
+  const int64_t batch = x.dim(0), channels = x.dim(1);
+  std::vector<int64_t> sizes(x.dims().begin() + 2, x.dims().end());
+  std::vector<int64_t> out_dims = {batch, channels};
+  out_dims.insert(out_dims.end(), grid.dims().begin() + 1, grid.dims().end() - 1);
+  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  if (y.numel() == 0) return absl::OkStatus();
+  int64_t image_size = 1, points_per_image = 1;
+  for (int64_t d = 0; d < r; ++d) {
+    if (sizes[d] == 0) return ctx.Error("cannot sample an empty image");
+    image_size *= sizes[d];
+    points_per_image *= grid.dim(d + 1);
+  }
+  const std::vector<double> input = ReadDoubles(x), points = ReadDoubles(grid);
+  std::vector<double> output(y.numel());
+  ParallelFor(ctx.pool, batch * channels, 1, [&](int64_t begin, int64_t end) {
+    std::vector<double> coordinate(r), fraction(r);
+    std::vector<int64_t> base(r);
+    for (int64_t nc = begin; nc < end; ++nc) {
+      const int64_t n = nc / channels;
+      const double* image = &input[nc * image_size];
+      // The value at integer indices (row-major over D_1..D_r); 0 outside the image.
+      const auto at = [&](const std::vector<int64_t>& index) {
+        int64_t flat = 0;
+        for (int64_t d = 0; d < r; ++d) {
+          if (index[d] < 0 || index[d] >= sizes[d]) return 0.0;
+          flat = flat * sizes[d] + index[d];
+        }
+        return image[flat];
+      };
+      std::vector<int64_t> index(r);
+      for (int64_t p = 0; p < points_per_image; ++p) {
+        const double* g = &points[(n * points_per_image + p) * r];
+        for (int64_t d = 0; d < r; ++d) {
+          coordinate[d] = ApplyPadding(Unnormalize(g[r - 1 - d], sizes[d], align_corners), sizes[d],
+                                       padding, align_corners);
+        }
+        double value = 0;
+        if (!linear) {
+          for (int64_t d = 0; d < r; ++d) index[d] = ToIndex(std::nearbyint(coordinate[d]));
+          value = at(index);
+        } else {
+          for (int64_t d = 0; d < r; ++d) {
+            const double low = std::floor(coordinate[d]);
+            base[d] = ToIndex(low);
+            fraction[d] = coordinate[d] - low;
+          }
+          for (int64_t corner = 0; corner < (int64_t{1} << r); ++corner) {
+            double weight = 1;
+            for (int64_t d = 0; d < r; ++d) {
+              const bool high = (corner >> d) & 1;
+              index[d] = base[d] + (high ? 1 : 0);
+              weight *= high ? fraction[d] : 1 - fraction[d];
+            }
+            if (weight != 0) value += weight * at(index);
+          }
+        }
+        output[nc * points_per_image + p] = value;
+      }
+    }
+  });
+  WriteDoubles(output, y);
+  return absl::OkStatus();
+}
+
 absl::Status GridSample(KernelContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("needs inputs X and grid");
   const Tensor& x = ctx.input(0);
   const Tensor& grid = ctx.input(1);
   if (!IsFloatOrDouble(x) || !IsFloatOrDouble(grid)) return ctx.Error("unsupported types");
-  if (x.rank() != 4 || grid.rank() != 4 || grid.dim(0) != x.dim(0) || grid.dim(3) != 2) {
-    return ctx.Error("expected X [N,C,H,W] and grid [N,H_out,W_out,2], got ", DescribeTensor(x),
-                     " and ", DescribeTensor(grid));
+  // Opset 20 renamed bilinear/bicubic to linear/cubic (they now cover N-D) and made linear
+  // the default.
+  const bool renamed = ctx.opset >= 20;
+  std::string mode_name = ctx.node.GetString("mode", renamed ? "linear" : "bilinear");
+  if (renamed ? (mode_name != "linear" && mode_name != "nearest" && mode_name != "cubic")
+              : (mode_name != "bilinear" && mode_name != "nearest" && mode_name != "bicubic")) {
+    return ctx.Error("unsupported mode '", mode_name, "' at opset ", ctx.opset,
+                     renamed ? " (linear, nearest or cubic)" : " (bilinear, nearest or bicubic)");
   }
-  const std::string mode_name = ctx.node.GetString("mode", "bilinear");
+  if (mode_name == "linear") mode_name = "bilinear";
+  if (mode_name == "cubic") mode_name = "bicubic";
   const std::string padding_name = ctx.node.GetString("padding_mode", "zeros");
   const bool align_corners = ctx.node.GetInt("align_corners", 0) != 0;
-  if (mode_name != "bilinear" && mode_name != "nearest" && mode_name != "bicubic") {
-    return ctx.Error("unsupported mode '", mode_name, "'");
-  }
   Padding padding;
   if (padding_name == "zeros") {
     padding = Padding::kZeros;
@@ -107,6 +187,14 @@ absl::Status GridSample(KernelContext& ctx) {
     padding = Padding::kReflection;
   } else {
     return ctx.Error("unsupported padding_mode '", padding_name, "'");
+  }
+  if (renamed && x.rank() != 4) {
+    if (mode_name == "bicubic") return ctx.Error("cubic mode needs a 4-D input");
+    return GridSampleNd(ctx, mode_name == "bilinear", padding, align_corners);
+  }
+  if (x.rank() != 4 || grid.rank() != 4 || grid.dim(0) != x.dim(0) || grid.dim(3) != 2) {
+    return ctx.Error("expected X [N,C,H,W] and grid [N,H_out,W_out,2], got ", DescribeTensor(x),
+                     " and ", DescribeTensor(grid));
   }
   const int64_t batch = x.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);
   const int64_t out_h = grid.dim(1), out_w = grid.dim(2);
@@ -298,8 +386,8 @@ absl::Status RoiAlign(KernelContext& ctx) {
 }  // namespace
 
 void AddGridSampleKernels(std::vector<KernelDef>& table) {
-  table.push_back({"", "GridSample", 16, 18, GridSample, Float16Mode::kAsFloat});
-  table.push_back({"", "RoiAlign", 10, 18, RoiAlign, Float16Mode::kAsFloat});
+  table.push_back({"", "GridSample", 16, kLatestOpset, GridSample, Float16Mode::kAsFloat});
+  table.push_back({"", "RoiAlign", 10, kLatestOpset, RoiAlign, Float16Mode::kAsFloat});
 }
 
 }  // namespace ovfix::exec

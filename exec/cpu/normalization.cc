@@ -390,7 +390,7 @@ void AddNormalizationKernels(std::vector<KernelDef>& table) {
   // The session graph's fused LayerNorm (exec/cpu/fused_ops.cc), at any opset of the model.
   table.push_back({"ovfix.fused", "LayerNormalization", 1, 1, &LayerNormalizationKernel});
   table.push_back({"", "InstanceNormalization", 1, kLatestOpset, &InstanceNormalizationKernel});
-  table.push_back({"", "GroupNormalization", 18, kLatestOpset, &GroupNormalizationKernel});
+  table.push_back({"", "GroupNormalization", 18, 20, &GroupNormalizationKernel});
   table.push_back({"", "LRN", 1, kLatestOpset, &LrnKernel});
   table.push_back(
       {"", "MeanVarianceNormalization", 9, kLatestOpset, &MeanVarianceNormalizationKernel});

@@ -144,7 +144,7 @@ absl::Status QLinearConv(KernelContext& ctx) {
 }  // namespace
 
 void AddQLinearConvKernels(std::vector<KernelDef>& table) {
-  table.push_back({"", "QLinearConv", 10, 18, QLinearConv, Float16Mode::kAsFloat});
+  table.push_back({"", "QLinearConv", 10, kLatestOpset, QLinearConv, Float16Mode::kAsFloat});
 }
 
 }  // namespace ovfix::exec

@@ -1,5 +1,6 @@
-// Linear quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (opsets 10-18,
-// 8-bit integers), and the integer products MatMulInteger and QLinearMatMul.
+// Linear quantization: QuantizeLinear, DequantizeLinear (8-bit integers; from opset 19 the
+// float8 types, 21 int4/uint4/int16/uint16 and blocks, 23 float4e2m1, 25 int2/uint2),
+// DynamicQuantizeLinear, and the integer products MatMulInteger and QLinearMatMul.
 //
 // Quantized values q stand for real values (q - zero_point) * scale. Rounding is to nearest,
 // ties to even, then saturation (quantize_math.h); products on the int16 GEMM (gemm_int8.h);
@@ -11,6 +12,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "exec/cpu/broadcast.h"
@@ -21,6 +23,8 @@
 #include "exec/cpu/quantize_math.h"
 #include "exec/cpu/required_inputs.h"
 #include "exec/kernel.h"
+#include "ir/float16.h"
+#include "ir/narrow_types.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec {
@@ -33,13 +37,22 @@ std::string TypeName(DataType t) { return std::string(DataTypeName(t)); }
 // Elements per task of the element-wise loops.
 constexpr int64_t kElementsPerTask = 1 << 15;
 
-// Scale and zero point for each element of x: per tensor, or per slice along `axis`.
+// Scale and zero point for each element of x: per tensor, per slice along `axis`, or (opset
+// 21 on) per block of `block` consecutive slices along `axis`.
 struct Quantization {
   std::vector<double> scales;
-  std::vector<int64_t> zero_points;
-  int64_t inner = 1;  // elements per step along the axis
+  std::vector<double> zero_points;  // integers, or the decoded float8 zero point
+  int64_t inner = 1;                // elements per step along the axis
+  int64_t axis_dim = 1;             // x's size along the axis
+  int64_t block = 0;                // > 0: blocked
+  int64_t scale_axis_dim = 1;       // the scale's size along the axis (blocked)
+  bool blocked() const { return block > 0; }
   int64_t channel(int64_t i) const {
-    return scales.size() == 1 ? 0 : (i / inner) % static_cast<int64_t>(scales.size());
+    if (scales.size() == 1) return 0;
+    const int64_t along = (i / inner) % axis_dim;
+    if (!blocked()) return along;
+    const int64_t outer = i / (inner * axis_dim);
+    return (outer * scale_axis_dim + along / block) * inner + i % inner;
   }
 };
 
@@ -50,22 +63,40 @@ absl::StatusOr<Quantization> ReadQuantization(const KernelContext& ctx, const Te
   if (zero_point != nullptr && zero_point->numel() != channels) {
     return ctx.Error("scale and zero point have different sizes");
   }
-  if (channels != 1) {
-    if (ctx.opset < 13 || scale.rank() != 1) {
+  const int64_t block = ctx.opset >= 21 ? ctx.node.GetInt("block_size", 0) : 0;
+  if (block < 0) return ctx.Error("block_size ", block, " is negative");
+  if (channels != 1 || block > 0) {
+    if (ctx.opset < 13 || (block == 0 && scale.rank() != 1)) {
       return ctx.Error("scale must be a scalar", ctx.opset >= 13 ? " or 1-D" : "");
     }
     int64_t axis = ctx.node.GetInt("axis", 1);
     const int64_t rank = static_cast<int64_t>(x.rank());
     if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
     if (axis < 0) axis += rank;
-    if (x.dim(axis) != channels) {
-      return ctx.Error("scale has ", channels, " values for an axis of size ", x.dim(axis));
-    }
+    q.axis_dim = x.dim(axis);
     for (int64_t d = axis + 1; d < rank; ++d) q.inner *= x.dim(d);
+    if (block == 0) {
+      if (x.dim(axis) != channels) {
+        return ctx.Error("scale has ", channels, " values for an axis of size ", x.dim(axis));
+      }
+    } else {
+      // Blocked: the scale has x's shape but ceil(D / block) along the axis.
+      bool fits = scale.rank() == x.rank();
+      for (int64_t d = 0; fits && d < rank; ++d) {
+        const int64_t want = d == axis ? (x.dim(d) + block - 1) / block : x.dim(d);
+        fits = scale.dim(d) == want;
+      }
+      if (!fits) {
+        return ctx.Error("scale ", DescribeTensor(scale), " does not block ", DescribeTensor(x),
+                         " by ", block, " along axis ", axis);
+      }
+      q.block = block;
+      q.scale_axis_dim = scale.dim(axis);
+    }
   }
   for (int64_t c = 0; c < channels; ++c) {
     q.scales.push_back(scale.GetAsDouble(c));
-    q.zero_points.push_back(zero_point ? zero_point->GetAsInt64(c) : 0);
+    q.zero_points.push_back(zero_point ? zero_point->GetAsDouble(c) : 0.0);
   }
   return q;
 }
@@ -117,42 +148,198 @@ void ForEachRun(ThreadPool* pool, int64_t count, const Quantization& q, Fn fn) {
   });
 }
 
+// The element type input i has in the model (before the session hands float16 over as
+// float), else the tensor's own.
+DataType DeclaredType(const KernelContext& ctx, size_t i) {
+  const Value* v = i < ctx.node.num_inputs() ? ctx.node.input(i) : nullptr;
+  const DataType declared = v != nullptr ? v->elem_type() : DataType::kUndefined;
+  return declared != DataType::kUndefined ? declared : ctx.input(i).type();
+}
+
+// A float result rounded to the arithmetic of `type` (float16/bfloat16; others unchanged).
+// The float operations here take operands of at most 24 significant bits, so rounding their
+// float result once more is the same as computing in the narrower type.
+float RoundTo(DataType type, float v) {
+  if (type == DataType::kFloat16) return HalfBitsToFloat(FloatToHalfBits(v));
+  if (type == DataType::kBfloat16) return Bfloat16BitsToFloat(FloatToBfloat16Bits(v));
+  return v;
+}
+
+// The types QuantizeLinear writes and DequantizeLinear reads (besides int32).
+bool IsQuantizedType(DataType t) {
+  switch (t) {
+    case DataType::kUint8:
+    case DataType::kInt8:
+    case DataType::kUint16:
+    case DataType::kInt16:
+      return true;
+    default:
+      return IsNarrowFloat(t) || IsSubByteInteger(t);
+  }
+}
+
+bool IsFloatOutput(DataType t) {
+  return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
+}
+
+// The saturation range of an integer quantized type.
+std::pair<double, double> IntegerRange(DataType t) {
+  switch (t) {
+    case DataType::kUint8:
+      return {0, 255};
+    case DataType::kInt8:
+      return {-128, 127};
+    case DataType::kUint16:
+      return {0, 65535};
+    case DataType::kInt16:
+      return {-32768, 32767};
+    default:
+      return {PackedIntegerMin(t), PackedIntegerMax(t)};
+  }
+}
+
+// Writes element i of a quantized tensor from the quotient x / scale: integers round half to
+// even, add the zero point and saturate (NaN gives the lowest value, as Quantize does); the
+// narrow floats add the decoded zero point and round as Cast does.
+void StoreQuantized(Tensor& y, int64_t i, double quotient, double zero, bool saturate) {
+  const DataType type = y.type();
+  if (IsNarrowFloat(type)) {
+    const uint8_t code = FloatToNarrowFloat(type, static_cast<float>(quotient + zero), saturate);
+    if (IsPacked(type)) {
+      SetPackedElement(type, y.raw(), i, code);
+    } else {
+      y.data<uint8_t>()[i] = code;
+    }
+    return;
+  }
+  const auto [lo, hi] = IntegerRange(type);
+  const double v = std::isnan(quotient) ? lo : std::clamp(std::nearbyint(quotient) + zero, lo, hi);
+  switch (type) {
+    case DataType::kUint8:
+      y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+      break;
+    case DataType::kInt8:
+      y.data<int8_t>()[i] = static_cast<int8_t>(v);
+      break;
+    case DataType::kUint16:
+      y.data<uint16_t>()[i] = static_cast<uint16_t>(v);
+      break;
+    case DataType::kInt16:
+      y.data<int16_t>()[i] = static_cast<int16_t>(v);
+      break;
+    default:
+      SetPackedElement(type, y.raw(), i, static_cast<int32_t>(v));
+  }
+}
+
+// Runs fn(begin, end) over [0, n): on the pool, except for packed types, whose neighbouring
+// elements share bytes.
+template <typename Fn>
+void ForElements(ThreadPool* pool, int64_t n, DataType type, Fn fn) {
+  if (IsPacked(type)) {
+    fn(int64_t{0}, n);
+  } else {
+    ParallelFor(pool, n, kElementsPerTask, fn);
+  }
+}
+
+// The type QuantizeLinear writes: the zero point's, or `output_dtype` (opset 21 on), or uint8.
+absl::StatusOr<DataType> QuantizedOutputType(const KernelContext& ctx, const Tensor* zero_point) {
+  DataType type = zero_point ? zero_point->type() : DataType::kUint8;
+  const int64_t output_dtype = ctx.opset >= 21 ? ctx.node.GetInt("output_dtype", 0) : 0;
+  if (output_dtype != 0) {
+    if (output_dtype < 0 || output_dtype > INT32_MAX ||
+        !IsKnownDataType(static_cast<int32_t>(output_dtype))) {
+      return ctx.Error("unknown output_dtype ", output_dtype);
+    }
+    const DataType wanted = static_cast<DataType>(output_dtype);
+    if (zero_point != nullptr && wanted != type) {
+      return ctx.Error("output_dtype ", TypeName(wanted), " differs from the zero point's type ",
+                       TypeName(type));
+    }
+    type = wanted;
+  }
+  if (!IsQuantizedType(type)) return ctx.Error("unsupported output type ", TypeName(type));
+  return type;
+}
+
 absl::Status QuantizeLinear(KernelContext& ctx) {
   if (ctx.num_inputs() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
     return ctx.Error("needs inputs x and y_scale");
   }
   const Tensor& x = ctx.input(0);
   const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const DataType type = zero_point ? zero_point->type() : DataType::kUint8;
-  if (!IsEightBit(type)) return ctx.Error("unsupported zero point type ", TypeName(type));
-  if (x.type() != DataType::kFloat && x.type() != DataType::kInt32) {
+  OVFIX_ASSIGN_OR_RETURN(const DataType type, QuantizedOutputType(ctx, zero_point));
+  if (x.type() != DataType::kFloat && x.type() != DataType::kInt32 &&
+      x.type() != DataType::kFloat16 && x.type() != DataType::kBfloat16) {
     return ctx.Error("unsupported input type ", TypeName(x.type()));
   }
   OVFIX_ASSIGN_OR_RETURN(Quantization q, ReadQuantization(ctx, x, ctx.input(1), zero_point));
-  Tensor& y = ctx.Output(0, type, x.dims());
-  const auto quantize = [&](auto* out) {
-    using T = std::remove_pointer_t<decltype(out)>;
-    ForEachRun(ctx.pool, x.numel(), q, [&](int64_t begin, int64_t end, int64_t c) {
-      const int32_t zero = static_cast<int32_t>(q.zero_points[c]);
-      if (x.type() == DataType::kFloat) {
-        // Float inputs divide in float, as onnxruntime and the reference do.
-        QuantizeValues(x.data<float>() + begin, end - begin, static_cast<float>(q.scales[c]), zero,
-                       out + begin);
-      } else {  // int32 input: in double, which holds every quotient's rounding exactly
-        for (int64_t i = begin; i < end; ++i) {
-          const double v = std::nearbyint(x.data<int32_t>()[i] / q.scales[c]) + zero;
-          out[i] = static_cast<T>(
-              std::clamp<double>(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
-        }
-      }
-    });
-  };
-  if (type == DataType::kUint8) {
-    quantize(y.data<uint8_t>());
-  } else {
-    quantize(y.data<int8_t>());
+  // The division's precision: `precision` (opset 25), else the scale's type in the model.
+  DataType precision = DeclaredType(ctx, 1);
+  if (const int64_t p = ctx.opset >= 25 ? ctx.node.GetInt("precision", 0) : 0; p != 0) {
+    precision = static_cast<DataType>(p);
   }
+  const bool saturate = ctx.node.GetInt("saturate", 1) != 0;
+  Tensor& y = ctx.Output(0, type, x.dims());
+  const bool float_division = x.type() == DataType::kFloat && precision == DataType::kFloat;
+  if (IsEightBit(type) && !q.blocked() && (float_division || x.type() == DataType::kInt32)) {
+    // The common case, vectorized.
+    const auto quantize = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      ForEachRun(ctx.pool, x.numel(), q, [&](int64_t begin, int64_t end, int64_t c) {
+        const int32_t zero = static_cast<int32_t>(q.zero_points[c]);
+        if (x.type() == DataType::kFloat) {
+          // Float inputs divide in float, as onnxruntime and the reference do.
+          QuantizeValues(x.data<float>() + begin, end - begin, static_cast<float>(q.scales[c]),
+                         zero, out + begin);
+        } else {  // int32 input: in double, which holds every quotient's rounding exactly
+          for (int64_t i = begin; i < end; ++i) {
+            const double v = std::nearbyint(x.data<int32_t>()[i] / q.scales[c]) + zero;
+            out[i] = static_cast<T>(std::clamp<double>(v, std::numeric_limits<T>::min(),
+                                                       std::numeric_limits<T>::max()));
+          }
+        }
+      });
+    };
+    if (type == DataType::kUint8) {
+      quantize(y.data<uint8_t>());
+    } else {
+      quantize(y.data<int8_t>());
+    }
+    return absl::OkStatus();
+  }
+  ForElements(ctx.pool, x.numel(), type, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t c = q.channel(i);
+      double quotient;
+      if (x.type() == DataType::kInt32) {
+        quotient = x.data<int32_t>()[i] / q.scales[c];
+      } else {
+        quotient = RoundTo(precision,
+                           static_cast<float>(x.GetAsDouble(i)) / static_cast<float>(q.scales[c]));
+      }
+      StoreQuantized(y, i, quotient, q.zero_points[c], saturate);
+    }
+  });
   return absl::OkStatus();
+}
+
+// The type DequantizeLinear writes: `output_dtype` (opset 23 on), else the scale's type (opset
+// 19 on; float before). Under the session a float16 scale arrives as float, and the session
+// turns the float result back into the float16 the model declares.
+absl::StatusOr<DataType> DequantizedOutputType(const KernelContext& ctx) {
+  DataType type = DataType::kFloat;
+  if (ctx.opset >= 19 && IsFloatOutput(ctx.input(1).type())) type = ctx.input(1).type();
+  const int64_t output_dtype = ctx.opset >= 23 ? ctx.node.GetInt("output_dtype", 0) : 0;
+  if (output_dtype != 0) {
+    if (output_dtype < 0 || output_dtype > INT32_MAX ||
+        !IsFloatOutput(static_cast<DataType>(output_dtype))) {
+      return ctx.Error("output_dtype ", output_dtype, " is not float, float16 or bfloat16");
+    }
+    type = static_cast<DataType>(output_dtype);
+  }
+  return type;
 }
 
 absl::Status DequantizeLinear(KernelContext& ctx) {
@@ -161,28 +348,52 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
   }
   const Tensor& x = ctx.input(0);
   const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (!IsEightBit(x.type()) && x.type() != DataType::kInt32) {
+  if (!IsQuantizedType(x.type()) && x.type() != DataType::kInt32) {
     return ctx.Error("unsupported input type ", TypeName(x.type()));
   }
   if (zero_point && zero_point->type() != x.type()) {
     return ctx.Error("zero point type differs from the input's");
   }
   OVFIX_ASSIGN_OR_RETURN(Quantization q, ReadQuantization(ctx, x, ctx.input(1), zero_point));
-  Tensor& y = ctx.Output(0, DataType::kFloat, x.dims());
-  float* out = y.data<float>();
-  const auto dequantize = [&](const auto* in) {
-    ForEachRun(ctx.pool, x.numel(), q, [&](int64_t begin, int64_t end, int64_t c) {
-      DequantizeValues(in + begin, end - begin, static_cast<float>(q.scales[c]),
-                       static_cast<int32_t>(q.zero_points[c]), out + begin);
-    });
-  };
-  if (x.type() == DataType::kUint8) {
-    dequantize(x.data<uint8_t>());
-  } else if (x.type() == DataType::kInt8) {
-    dequantize(x.data<int8_t>());
-  } else {
-    dequantize(x.data<int32_t>());
+  OVFIX_ASSIGN_OR_RETURN(const DataType out_type, DequantizedOutputType(ctx));
+  Tensor& y = ctx.Output(0, out_type, x.dims());
+  const bool plain = IsEightBit(x.type()) || x.type() == DataType::kInt32;
+  if (plain && !q.blocked() && out_type == DataType::kFloat) {
+    // The common case, vectorized.
+    float* out = y.data<float>();
+    const auto dequantize = [&](const auto* in) {
+      ForEachRun(ctx.pool, x.numel(), q, [&](int64_t begin, int64_t end, int64_t c) {
+        DequantizeValues(in + begin, end - begin, static_cast<float>(q.scales[c]),
+                         static_cast<int32_t>(q.zero_points[c]), out + begin);
+      });
+    };
+    if (x.type() == DataType::kUint8) {
+      dequantize(x.data<uint8_t>());
+    } else if (x.type() == DataType::kInt8) {
+      dequantize(x.data<int8_t>());
+    } else {
+      dequantize(x.data<int32_t>());
+    }
+    return absl::OkStatus();
   }
+  // Every other type: element by element, the product in the output's precision.
+  ParallelFor(ctx.pool, x.numel(), kElementsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t c = q.channel(i);
+      const float difference = static_cast<float>(x.GetAsDouble(i) - q.zero_points[c]);
+      const float value = difference * static_cast<float>(q.scales[c]);
+      switch (out_type) {
+        case DataType::kFloat16:
+          y.data<uint16_t>()[i] = FloatToHalfBits(value);
+          break;
+        case DataType::kBfloat16:
+          y.data<uint16_t>()[i] = FloatToBfloat16Bits(value);
+          break;
+        default:
+          y.data<float>()[i] = value;
+      }
+    }
+  });
   return absl::OkStatus();
 }
 
@@ -395,12 +606,13 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
 }  // namespace
 
 void AddQuantizeKernels(std::vector<KernelDef>& table) {
-  table.push_back({"", "QuantizeLinear", 10, 18, QuantizeLinear, Float16Mode::kAsFloat});
-  table.push_back({"", "DequantizeLinear", 10, 18, DequantizeLinear, Float16Mode::kAsFloat});
+  table.push_back({"", "QuantizeLinear", 10, kLatestOpset, QuantizeLinear, Float16Mode::kAsFloat});
   table.push_back(
-      {"", "DynamicQuantizeLinear", 11, 18, DynamicQuantizeLinear, Float16Mode::kAsFloat});
-  table.push_back({"", "MatMulInteger", 10, 18, MatMulInteger, Float16Mode::kAsFloat});
-  table.push_back({"", "QLinearMatMul", 10, 18, QLinearMatMul, Float16Mode::kAsFloat});
+      {"", "DequantizeLinear", 10, kLatestOpset, DequantizeLinear, Float16Mode::kAsFloat});
+  table.push_back({"", "DynamicQuantizeLinear", 11, kLatestOpset, DynamicQuantizeLinear,
+                   Float16Mode::kAsFloat});
+  table.push_back({"", "MatMulInteger", 10, kLatestOpset, MatMulInteger, Float16Mode::kAsFloat});
+  table.push_back({"", "QLinearMatMul", 10, kLatestOpset, QLinearMatMul, Float16Mode::kAsFloat});
   AddQLinearConvKernels(table);
 }
 

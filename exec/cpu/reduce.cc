@@ -367,6 +367,22 @@ absl::Status ReduceKernel(KernelContext& ctx) {
   OVFIX_ASSIGN_OR_RETURN(std::vector<bool> reduce_axis, ReducedAxes(ctx, kAxesInputSince));
   const Tensor& input = ctx.input(0);
   const ReducePlan plan = MakePlan(input.dims(), reduce_axis, ctx.node.GetInt("keepdims", 1));
+  if constexpr (std::is_same_v<Op<uint8_t>, MaxOp<uint8_t>> ||
+                std::is_same_v<Op<uint8_t>, MinOp<uint8_t>>) {
+    // ReduceMax/ReduceMin-20 take bool: bytes 0/1, so max is any and min is all. The empty
+    // set gives false (max) and true (min), the identities of or/and.
+    if (input.type() == DataType::kBool && ctx.opset >= 20) {
+      Tensor& output = ctx.Output(0, DataType::kBool, plan.output_dims);
+      if (plan.output_count == 0) return absl::OkStatus();
+      uint8_t* y = output.data<uint8_t>();
+      if (plan.reduce_count == 0) {
+        std::fill(y, y + plan.output_count, std::is_same_v<Op<uint8_t>, MinOp<uint8_t>> ? 1 : 0);
+        return absl::OkStatus();
+      }
+      RunReduction<Op<uint8_t>>(plan, input.data<uint8_t>(), y, ctx.pool);
+      return absl::OkStatus();
+    }
+  }
   return Dispatch(ctx, input.type(), kNumericTypes, [&](auto tag) {
     return ReduceTyped<Op, typename decltype(tag)::type>(ctx, plan);
   });

@@ -244,7 +244,7 @@ absl::Status Resize(KernelContext& ctx) {
 }  // namespace
 
 void AddResizeKernels(std::vector<KernelDef>& table) {
-  table.push_back({"", "Resize", 10, 18, Resize, Float16Mode::kAsFloat});
+  table.push_back({"", "Resize", 10, kLatestOpset, Resize, Float16Mode::kAsFloat});
   table.push_back({"", "Upsample", 7, 9, Resize, Float16Mode::kAsFloat});
 }
 

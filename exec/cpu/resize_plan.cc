@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "ir/status_macros.h"
 
@@ -154,7 +156,7 @@ std::optional<E> ModeNamed(const NamedMode<E> (&modes)[N], std::string_view name
 using Coordinate = ResizeCoordinateMode;
 constexpr NamedMode<Coordinate> kCoordinateModes[] = {
     {"half_pixel", Coordinate::kHalfPixel},
-    {"half_pixel_symmetric", Coordinate::kHalfPixelSymmetric, 18},
+    {"half_pixel_symmetric", Coordinate::kHalfPixelSymmetric, 19},
     {"pytorch_half_pixel", Coordinate::kPytorchHalfPixel},
     {"align_corners", Coordinate::kAlignCorners},
     {"asymmetric", Coordinate::kAsymmetric},
@@ -206,12 +208,67 @@ absl::StatusOr<ResizeAttributes> ParseResizeAttributes(const KernelContext& ctx,
   a.cubic_coeff_a = ctx.node.GetFloat("cubic_coeff_a", -0.75f);
   a.exclude_outside = ctx.node.GetInt("exclude_outside", 0) != 0;
   a.extrapolation_value = ctx.node.GetFloat("extrapolation_value", 0.0f);
-  if (ctx.node.GetInt("antialias", 0) != 0) return ctx.Error("antialias is not supported");
+  a.antialias = ctx.opset >= 18 && ctx.node.GetInt("antialias", 0) != 0;
   return a;
+}
+
+// An antialiased downscaling axis (scale < 1): the linear (tent, half-width 1) or cubic
+// (half-width 2) kernel stretched to half-width support = w / scale around each output
+// position's original coordinate x. The taps are the positions j in
+// [floor(x + 1 - support), floor(x + 1 + support)) (onnxruntime's window), weighted
+// kernel((j - x) * scale) and normalized to sum 1; taps outside the input read the edge
+// element, or with exclude_outside are dropped before normalizing.
+AxisPlan MakeAntialiasAxisPlan(const ResizeAttributes& a, int64_t in_size, int64_t out_size,
+                               double scale, double out_width, double roi_start, double roi_end) {
+  AxisPlan p;
+  p.in_size = in_size;
+  p.out_size = out_size;
+  const double half_width = a.mode == ResizeMode::kLinear ? 1.0 : 2.0;
+  const double support = half_width / scale;
+  const auto kernel = [&](double d) {
+    d = std::fabs(d);
+    return a.mode == ResizeMode::kLinear ? std::max(0.0, 1.0 - d) : CubicWeight(d, a.cubic_coeff_a);
+  };
+  std::vector<std::vector<std::pair<int64_t, double>>> taps(out_size);
+  size_t widest = 1;
+  for (int64_t j = 0; j < out_size; ++j) {
+    const double x =
+        OriginalCoordinate(a, j, scale, in_size, out_size, out_width, roi_start, roi_end);
+    if (!std::isfinite(x)) continue;
+    const int64_t first = static_cast<int64_t>(std::floor(x + 1 - support));
+    const int64_t last = static_cast<int64_t>(std::floor(x + 1 + support));
+    double total = 0;
+    for (int64_t i = first; i < last; ++i) {
+      const bool inside = i >= 0 && i < in_size;
+      if (!inside && a.exclude_outside) continue;
+      const double w = kernel((static_cast<double>(i) - x) * scale);
+      taps[j].emplace_back(std::clamp<int64_t>(i, 0, in_size - 1), w);
+      total += w;
+    }
+    if (total != 0) {
+      for (auto& tap : taps[j]) tap.second /= total;
+    }
+    widest = std::max(widest, taps[j].size());
+  }
+  p.taps = static_cast<int>(widest);
+  p.index.assign(out_size * p.taps, 0);
+  p.weight.assign(out_size * p.taps, 0.0);
+  p.outside.assign(out_size, 0);
+  for (int64_t j = 0; j < out_size; ++j) {
+    for (size_t t = 0; t < taps[j].size(); ++t) {
+      p.index[j * p.taps + t] = taps[j][t].first;
+      p.weight[j * p.taps + t] = taps[j][t].second;
+    }
+  }
+  return p;
 }
 
 AxisPlan MakeAxisPlan(const ResizeAttributes& a, int64_t in_size, int64_t out_size, double scale,
                       double out_width, double roi_start, double roi_end) {
+  if (a.antialias && a.mode != ResizeMode::kNearest && scale < 1 && scale > 0 &&
+      a.coordinate_mode != ResizeCoordinateMode::kTfCropAndResize) {
+    return MakeAntialiasAxisPlan(a, in_size, out_size, scale, out_width, roi_start, roi_end);
+  }
   AxisPlan p;
   p.in_size = in_size;
   p.out_size = out_size;
@@ -336,6 +393,10 @@ std::optional<BilinearPlan> BilinearFloatPlan(const ResizeAttributes& a, const R
                                               const std::vector<int64_t>& in_dims) {
   const size_t rank = in_dims.size();
   if (a.mode != ResizeMode::kLinear || (rank != 2 && rank != 4)) return std::nullopt;
+  if (a.antialias &&
+      std::any_of(g.scales.begin(), g.scales.end(), [](double s) { return s < 1; })) {
+    return std::nullopt;  // the antialias taps are the generic plan's
+  }
   for (size_t i = 0; i + 2 < rank; ++i) {
     if (g.out_dims[i] != in_dims[i] || g.scales[i] != 1.0) return std::nullopt;
   }

@@ -37,6 +37,9 @@ struct ResizeAttributes {
   double cubic_coeff_a = -0.75;
   bool exclude_outside = false;
   double extrapolation_value = 0.0;
+  // Resize-18: linear and cubic downscaling widen their kernel by 1 / scale (a low-pass
+  // filter), with weights normalized to sum 1, as onnxruntime does it.
+  bool antialias = false;
 };
 
 // One axis: for output position j, taps input indices index[j*taps + t] with weights.

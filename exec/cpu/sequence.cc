@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "exec/cpu/control_flow.h"
+#include "ir/narrow_types.h"
 #include "ir/status_macros.h"
 
 namespace ovfix::exec {
@@ -22,6 +23,13 @@ void CopyElements(const Tensor& src, int64_t src_at, Tensor& dst, int64_t dst_at
   if (count <= 0) return;
   if (src.type() == DataType::kString) {
     for (int64_t i = 0; i < count; ++i) dst.strings()[dst_at + i] = src.strings()[src_at + i];
+    return;
+  }
+  if (IsPacked(src.type())) {  // sub-byte elements: one at a time, by value
+    for (int64_t i = 0; i < count; ++i) {
+      SetPackedElement(dst.type(), dst.raw(), dst_at + i,
+                       GetPackedElement(src.type(), src.raw(), src_at + i));
+    }
     return;
   }
   const size_t element = ElementSize(src.type());

@@ -20,7 +20,7 @@ using namespace data_movement;  // NOLINT: the group's shared vocabulary
 
 absl::Status Slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, x.type()));
   OVFIX_ASSIGN_OR_RETURN(const SliceGeometry g, PlanSliceOfNode(ctx, x.dims(), [&](size_t i) {
                            return absl::StatusOr<std::vector<int64_t>>(ToInt64s(ctx.input(i)));
                          }));
@@ -36,7 +36,7 @@ absl::Status Slice(KernelContext& ctx) {
 
 absl::Status Pad(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, x.type()));
   OVFIX_ASSIGN_OR_RETURN(
       const PadArguments args,
       PlanPadOfNode(

@@ -138,6 +138,7 @@ int64_t PadSource(int64_t o, int64_t before, int64_t dim, std::string_view mode)
   if (i >= 0 && i < dim) return i;
   if (mode == "constant") return data_movement::kFill;
   if (mode == "edge") return i < 0 ? 0 : dim - 1;
+  if (mode == "wrap") return (i % dim + dim) % dim;  // the axis repeated, as on a torus
   // reflect: the axis mirrored about its end elements without repeating them, with period
   // 2 * (dim - 1); reflection of a single element is that element.
   if (dim == 1) return 0;

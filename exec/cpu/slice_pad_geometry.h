@@ -91,7 +91,7 @@ absl::StatusOr<ExpandGeometry> PlanExpand(const KernelContext& ctx,
                                           const std::vector<int64_t>& shape);
 
 struct PadArguments {
-  std::string mode;  // constant, reflect or edge
+  std::string mode;  // constant, reflect, edge, or wrap (opset 19)
   PadGeometry geometry;
   Tensor value;  // the constant pad value; undefined: zeros
 };
@@ -105,7 +105,8 @@ absl::StatusOr<PadArguments> PlanPadOfNode(const Context& ctx, DataType type,
                                            ReadTensor read_tensor) {
   PadArguments args;
   args.mode = ctx.node.GetString("mode", "constant");
-  if (args.mode != "constant" && args.mode != "reflect" && args.mode != "edge") {
+  if (args.mode != "constant" && args.mode != "reflect" && args.mode != "edge" &&
+      (args.mode != "wrap" || ctx.opset < 19)) {
     return ctx.Error("unsupported mode '", args.mode, "'");
   }
   std::vector<int64_t> pads, axes;

@@ -213,7 +213,7 @@ absl::Status Transpose(KernelContext& ctx) {
     }
     seen[p] = true;
   }
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, x.type()));
   std::vector<int64_t> out_dims(rank);
   for (size_t i = 0; i < rank; ++i) out_dims[i] = x.dim(perm[i]);
 
@@ -284,7 +284,7 @@ absl::Status Concat(KernelContext& ctx) {
   if (rank == 0) return ctx.Error("cannot concatenate scalars");
   if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
   if (axis < 0) axis += rank;
-  if (!StorageSupported(first.type())) return ctx.Error("unsupported element type");
+  OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, first.type()));
   std::vector<int64_t> out_dims = first.dims();
   out_dims[axis] = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -357,7 +357,7 @@ absl::Status Split(KernelContext& ctx) {
   int64_t axis = ctx.node.GetInt("axis", 0);
   if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " out of range");
   if (axis < 0) axis += rank;
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, x.type()));
   const int64_t n_out = static_cast<int64_t>(ctx.outputs.size());
   if (n_out == 0) return ctx.Error("no outputs");
   const int64_t dim = x.dim(axis);
@@ -398,7 +398,7 @@ absl::Status Tile(KernelContext& ctx) {
   if (repeats.size() != x.rank()) {
     return ctx.Error("repeats has ", repeats.size(), " entries for a rank ", x.rank(), " input");
   }
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, x.type()));
   std::vector<int64_t> out_dims(x.rank());
   for (size_t d = 0; d < x.rank(); ++d) {
     if (repeats[d] < 0) return ctx.Error("negative repeat ", repeats[d]);
@@ -424,7 +424,7 @@ absl::Status Expand(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!ctx.has_input(1)) return ctx.Error("shape is required");
   const std::vector<int64_t> shape = ToInt64s(ctx.input(1));
-  if (!StorageSupported(x.type())) return ctx.Error("unsupported element type");
+  OVFIX_RETURN_IF_ERROR(CheckStorage(ctx, x.type()));
   OVFIX_ASSIGN_OR_RETURN(const ExpandGeometry g, PlanExpand(ctx, x.dims(), shape));
   const std::vector<int64_t>& in_dims = g.input_dims;
   const std::vector<int64_t>& out_dims = g.dims;

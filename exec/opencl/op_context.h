@@ -151,5 +151,6 @@ void AddRecurrentOps(std::vector<OpDef>& table);
 void AddResizeOps(std::vector<OpDef>& table);
 void AddConvTransposeOps(std::vector<OpDef>& table);
 void AddDetectionOps(std::vector<OpDef>& table);
+void AddModernOps(std::vector<OpDef>& table);
 
 }  // namespace ovfix::exec::opencl

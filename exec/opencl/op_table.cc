@@ -16,6 +16,7 @@ const std::vector<OpDef>& AllOps() {
     AddResizeOps(t);
     AddConvTransposeOps(t);
     AddDetectionOps(t);
+    AddModernOps(t);
     return t;
   }();
   return table;

@@ -1,6 +1,6 @@
-// Resize (opsets 10-18) and Upsample (7-9) on the device. Attributes, output sizes and each
-// axis's taps come from the CPU kernel's own arithmetic (exec/cpu/resize_plan.h), so every
-// mode, coordinate transformation and nearest rounding matches it by construction; the device
+// Resize (opsets 10-26; antialias on the CPU) and Upsample (7-9) on the device. Attributes, output
+// sizes and each axis's taps come from the CPU kernel's own arithmetic (exec/cpu/resize_plan.h), so
+// every mode, coordinate transformation and nearest rounding matches it by construction; the device
 // gathers (nearest), interpolates one axis per launch (linear, cubic), or, for the bilinear
 // resizes the CPU computes in onnxruntime's float arithmetic, does exactly that arithmetic.
 #include <algorithm>
@@ -204,14 +204,17 @@ absl::Status RunResize(OpContext& ctx, ResizeForm form) {
 
 // Resize and Upsample, in the form their opset gives them.
 absl::Status Resize(OpContext& ctx) {
+  // Antialiased taps (opset 18) vary in number per output: the CPU kernel's.
+  if (ctx.opset >= 18 && ctx.node.GetInt("antialias", 0) != 0) {
+    return ctx.Unsupported("antialias");
+  }
   return RunResize(ctx, ResizeFormOf(ctx.node.op_type(), ctx.opset));
 }
 
 }  // namespace
 
 void AddResizeOps(std::vector<OpDef>& table) {
-  // The CPU kernel's range: antialias and the other additions of opset 19 are not there.
-  table.push_back({"Resize", 10, 18, Resize});
+  table.push_back({"Resize", 10, kLatestOpset, Resize});
   table.push_back({"Upsample", 7, 9, Resize});
 }
 

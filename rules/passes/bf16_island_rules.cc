@@ -31,9 +31,8 @@ bool IsSummingReduction(const Node& n) {
 
 bool IsNormalization(const Node& n) {
   static const absl::flat_hash_set<std::string> kNormalizations = {
-      "LayerNormalization", "InstanceNormalization",     "GroupNormalization",
-      "LpNormalization",    "MeanVarianceNormalization", "BatchNormalization",
-      "RMSNormalization"};
+      "LayerNormalization",        "InstanceNormalization", "GroupNormalization", "LpNormalization",
+      "MeanVarianceNormalization", "BatchNormalization",    "RMSNormalization"};
   return n.domain().empty() && kNormalizations.contains(n.op_type());
 }
 

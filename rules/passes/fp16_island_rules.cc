@@ -65,8 +65,8 @@ Value* SoleVariableInput(const Node& n) {
 
 bool IsNormalization(const Node& n) {
   static const absl::flat_hash_set<std::string> kNormalizations = {
-      "LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
-      "MeanVarianceNormalization", "RMSNormalization"};
+      "LayerNormalization", "InstanceNormalization",     "GroupNormalization",
+      "LpNormalization",    "MeanVarianceNormalization", "RMSNormalization"};
   return n.domain().empty() && kNormalizations.contains(n.op_type());
 }
 

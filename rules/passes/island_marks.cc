@@ -33,8 +33,7 @@ bool OutputTypeSetByAttribute(const Node& n, int64_t opset) {
   if (!n.domain().empty() || IsOp(n, "Cast") || IsOp(n, "Constant") || IsOp(n, "ConstantOfShape")) {
     return false;
   }
-  const onnx::OpSchema* schema =
-      FindSchema(n.op_type(), static_cast<int>(opset), "");
+  const onnx::OpSchema* schema = FindSchema(n.op_type(), static_cast<int>(opset), "");
   if (schema == nullptr || schema->outputs().empty()) return false;
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     if (!IsFloat32(n.output(i))) continue;

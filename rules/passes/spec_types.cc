@@ -11,8 +11,7 @@ namespace ovfix::rules {
 bool SpecAllowsType(const Node& n, int64_t opset, bool output, size_t index, onnx::DataType type) {
   const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
   if (!domain.empty()) return true;
-  const onnx::OpSchema* schema =
-      FindSchema(n.op_type(), static_cast<int>(opset), domain);
+  const onnx::OpSchema* schema = FindSchema(n.op_type(), static_cast<int>(opset), domain);
   if (schema == nullptr) return true;
   const auto& formals = output ? schema->outputs() : schema->inputs();
   if (formals.empty()) return true;

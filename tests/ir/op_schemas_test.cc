@@ -55,8 +55,7 @@ TEST(OpSchemas, VersionsBeyondWhatOvfixKnowsAreRefusedWithTheReason) {
   google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto> opsets;
   opsets.Add()->set_version(26);
   EXPECT_EQ(UnsupportedVersions(13, opsets), "");
-  EXPECT_EQ(UnsupportedVersions(14, opsets),
-            "IR version 14 is newer than ovfix reads (up to 13)");
+  EXPECT_EQ(UnsupportedVersions(14, opsets), "IR version 14 is newer than ovfix reads (up to 13)");
   opsets.Mutable(0)->set_version(27);
   EXPECT_EQ(UnsupportedVersions(10, opsets),
             "opset 27 of ai.onnx is newer than ovfix knows (up to 26)");

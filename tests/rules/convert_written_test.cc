@@ -195,7 +195,7 @@ TEST(ConvertWritten, ReportedErrorIsTheWrittenFilesNotTheRewritesEstimate) {
     <ir_version: 8, opset_import: ["" : 18]>
     m (float[3, 4, 5] x) => (float[3, 4, 5] y) {
       axes = Constant <value = int64[1] {-1}> ()
-      mx = ReduceMax <axes = [-1], keepdims = 1> (x)
+      mx = ReduceMax <keepdims = 1> (x, axes)
       sub = Sub(x, mx)
       e = Exp(sub)
       s = ReduceSum <keepdims = 1> (e, axes)

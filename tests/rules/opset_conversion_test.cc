@@ -120,8 +120,7 @@ g (float[1,4,8] q, float[1,4,8] k, float[1,4,8] v) => (float[1,4,8] y) {
 )");
   absl::StatusOr<OpsetChange> change = ConvertOpset(*model, 17);
   ASSERT_FALSE(change.ok());
-  EXPECT_NE(change.status().message().find("Attention-23"), std::string::npos)
-      << change.status();
+  EXPECT_NE(change.status().message().find("Attention-23"), std::string::npos) << change.status();
   EXPECT_NE(change.status().message().find("no equivalent at opset 17"), std::string::npos);
   EXPECT_EQ(model->OpsetVersion(""), 23);
 }
