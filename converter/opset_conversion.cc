@@ -13,6 +13,7 @@
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
 #include "ir/op_schemas.h"
+#include "ir/shape_inference.h"
 #include "ir/status_macros.h"
 #include "onnx/defs/attr_proto_util.h"
 #include "onnx/version_converter/convert.h"
@@ -508,6 +509,10 @@ absl::StatusOr<OpsetChange> ConvertOpset(Model& model, int64_t target) {
   if (target == change.from) return change;
   // Converted on a copy: a node that cannot be converted leaves the model as it was.
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(model));
+  // The adapters read ranks and static dims (Split sizes, Pad's axes, RMSNormalization's).
+  if (absl::Status s = InferShapes(*copy); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("shape inference: ", s.message()));
+  }
   OVFIX_RETURN_IF_ERROR(ConvertInPlace(*copy, change.from, target, change));
   model = std::move(*copy);
   change.note = absl::StrCat("opset ", change.from, " -> ", change.to, " (IR ",

@@ -89,12 +89,27 @@ absl::Status RunQuantization(OpContext& ctx, const char* name, int group,
   return ctx.Run(k, cl::NDRange(static_cast<size_t>(y.numel())));
 }
 
+// What opsets 19-25 added beyond 8-bit integers with a float scale, per tensor or per axis:
+// blocks, output_dtype, precision, the narrow types and float16 scales run on the CPU.
+absl::Status DeclineNewForms(OpContext& ctx, DataType quantized) {
+  if (ctx.opset < 19) return absl::OkStatus();
+  for (const char* attribute : {"block_size", "output_dtype", "precision"}) {
+    if (ctx.node.GetInt(attribute, 0) != 0) return ctx.Unsupported(attribute);
+  }
+  if (!IsEightBit(quantized) && quantized != DataType::kInt32) {
+    return ctx.Unsupported(TypeName(quantized));
+  }
+  if (ctx.input(1).type != DataType::kFloat) return ctx.Unsupported("a scale other than float");
+  return absl::OkStatus();
+}
+
 absl::Status QuantizeLinear(OpContext& ctx) {
   if (ctx.inputs.size() < 2 || !ctx.has_input(0) || !ctx.has_input(1)) {
     return ctx.Error("needs inputs x and y_scale");
   }
   const ClValue& x = ctx.input(0);
   const DataType type = ctx.has_input(2) ? ctx.input(2).type : DataType::kUint8;
+  OVFIX_RETURN_IF_ERROR(DeclineNewForms(ctx, type));
   if (!IsEightBit(type)) return ctx.Error("unsupported zero point type ", TypeName(type));
   if (x.type == DataType::kInt32) return ctx.Unsupported("int32 input");
   if (x.type != DataType::kFloat) return ctx.Error("unsupported input type ", TypeName(x.type));
@@ -111,6 +126,7 @@ absl::Status DequantizeLinear(OpContext& ctx) {
     return ctx.Error("needs inputs x and x_scale");
   }
   const ClValue& x = ctx.input(0);
+  OVFIX_RETURN_IF_ERROR(DeclineNewForms(ctx, x.type));
   if (!IsEightBit(x.type) && x.type != DataType::kInt32) {
     return ctx.Error("unsupported input type ", TypeName(x.type));
   }
@@ -303,10 +319,10 @@ absl::Status ConvInteger(OpContext& ctx) {
 }  // namespace
 
 void AddQuantOps(std::vector<OpDef>& table) {
-  table.push_back({"QuantizeLinear", 10, 18, QuantizeLinear});
-  table.push_back({"DequantizeLinear", 10, 18, DequantizeLinear});
-  table.push_back({"DynamicQuantizeLinear", 11, 18, DynamicQuantizeLinear});
-  table.push_back({"MatMulInteger", 10, 18, MatMulInteger});
+  table.push_back({"QuantizeLinear", 10, kLatestOpset, QuantizeLinear});
+  table.push_back({"DequantizeLinear", 10, kLatestOpset, DequantizeLinear});
+  table.push_back({"DynamicQuantizeLinear", 11, kLatestOpset, DynamicQuantizeLinear});
+  table.push_back({"MatMulInteger", 10, kLatestOpset, MatMulInteger});
   table.push_back({"ConvInteger", 10, kLatestOpset, ConvInteger});
 }
 

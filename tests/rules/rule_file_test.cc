@@ -287,8 +287,8 @@ TEST(RuleFile, TruncatedFilesFailCleanly) {
 TEST(RuleFile, LibrarySelectsBySetFamilyOrName) {
   auto library = RuleLibrary::Load();
   ASSERT_TRUE(library.ok()) << library.status();
-  // Two rules over the 24 ops of the `broadcasting` group.
-  EXPECT_EQ(library->Select("explicit_broadcast").size(), 48u);
+  // Two rules over the 24 ops of the `broadcasting` group, and two for Attention's mask.
+  EXPECT_EQ(library->Select("explicit_broadcast").size(), 50u);
   EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze").size(), 24u);
   EXPECT_EQ(library->Select("explicit_broadcast_unsqueeze.Add").size(), 1u);
   EXPECT_TRUE(library->Select("no_such_rule").empty());
