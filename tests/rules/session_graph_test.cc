@@ -12,6 +12,7 @@
 
 #include "bench/exporter_models.h"
 #include "bench/model_builder.h"
+#include "converter/opset_conversion.h"
 #include "exec/compare.h"
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
@@ -50,6 +51,27 @@ TEST(SessionGraph, ConvNextFusesLayerNormAndGeluAndDropsPow) {
   // channels, the element-wise chains Add(eps) Sqrt and Div Mul Add become one node each.
   EXPECT_EQ(m.as_written->graph().num_nodes() - m.optimized->graph().num_nodes(),
             7 * 8 + 6 * 4 + 3 * 3);
+}
+
+// The same exports written at opset 18, as PyTorch's dynamo exporter writes them (Reduce axes
+// as inputs): the session graph fuses them the same way.
+onnx::ModelProto AtOpset18(onnx::ModelProto proto) {
+  absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(proto), "", "export");
+  EXPECT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<OpsetChange> change = ConvertOpset(**model, 18);
+  EXPECT_TRUE(change.ok()) << change.status();
+  return ModelToProto(**model);
+}
+
+TEST(SessionGraph, Opset18ExportsFuseAsTheirOpset17Forms) {
+  Optimized convnext = ExpectSameOutputs(AtOpset18(bench::ExportedConvNextModel()));
+  ASSERT_NE(convnext.optimized, nullptr);
+  EXPECT_EQ(convnext.optimized->OpsetVersion(""), 18);
+  ExpectCounts(OpCounts(*convnext.optimized),
+               {{"ovfix.fused.LayerNormalization", 7}, {"ovfix.fused.Gelu", 6}, {"Pow", 0}});
+  Optimized bert = ExpectSameOutputs(AtOpset18(bench::ExportedBertModel()));
+  ASSERT_NE(bert.optimized, nullptr);
+  EXPECT_GE(OpCounts(*bert.optimized)["ovfix.fused.LayerNormalization"], 8);
 }
 
 TEST(SessionGraph, SwinShapeArithmeticFolds) {
