@@ -20,5 +20,7 @@ void AddModernAttentionKernels(std::vector<KernelDef>& table);      // Attention
 void AddModernDataKernels(std::vector<KernelDef>& table);
 void AddModernDeformConvKernels(std::vector<KernelDef>& table);  // DeformConv-19/22
 void AddModernSpatialKernels(std::vector<KernelDef>& table);     // Col2Im-18, CenterCropPad-18
+// RegexFullMatch-20, StringConcat-20, StringSplit-20.
+void AddModernStringKernels(std::vector<KernelDef>& table);
 
 }  // namespace ovfix::exec

@@ -11,6 +11,7 @@ void AddModernOpKernels(std::vector<KernelDef>& table) {
   AddModernDataKernels(table);
   AddModernDeformConvKernels(table);
   AddModernSpatialKernels(table);
+  AddModernStringKernels(table);
 }
 
 }  // namespace ovfix::exec
