@@ -26,6 +26,7 @@
 #include "ir/piece_streamer.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
+#include "ir/type_check.h"
 
 namespace ovfix {
 
@@ -443,6 +444,8 @@ absl::StatusOr<std::unique_ptr<Model>> ModelFromProto(onnx::ModelProto&& proto,
   if (!proto.has_graph()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not an ONNX model (no graph)"));
   }
+  // onnx 1.12's inference and checker trust declared types: a malformed one stops here.
+  if (auto s = CheckDeclaredTypes(proto.graph()); !s.ok()) return Prefixed(source, s);
   auto model = std::make_unique<Model>();
   model->set_base_dir(base_dir);
   onnx::GraphProto graph;

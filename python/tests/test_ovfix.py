@@ -182,6 +182,22 @@ def test_errors_raise_with_the_one_line_message(tmp_path):
         assert "'s\\nt'" in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
+def test_malformed_declared_types_raise_instead_of_crashing(tmp_path):
+    """The fuzzer's finds (an empty TypeProto crashed onnx 1.12's shape inference): every call
+    raises ovfix.Error with the one line naming the value, from a path and from a ModelProto."""
+    paths = sorted(glob.glob(os.path.join(SOURCE_DIR, "fuzz", "regressions", "load_model",
+                                          "*.onnx")))
+    assert len(paths) >= 7, SOURCE_DIR
+    for path in paths:
+        proto = onnx.load(path)
+        for call in (lambda: ovfix.convert(path), lambda: ovfix.convert(proto),
+                     lambda: ovfix.compare(path, path),
+                     lambda: ovfix.run(proto, {"x": np.ones((3,), np.float32)})):
+            with pytest.raises(ovfix.Error) as e:
+                call()
+            assert "input 'x'" in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
 def test_unknown_keyword_names_the_closest_and_the_options():
     with pytest.raises(ovfix.Error) as e:
         ovfix.convert(add_relu_model(), keep_io_type=True)

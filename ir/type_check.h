@@ -1,0 +1,22 @@
+// The types a model declares, checked when it is read: onnx 1.12's checker, shape inference
+// and version converter dereference the parts of a TypeProto they expect (a graph input
+// declared with an empty `type {}` crashes its inference), so no TypeProto reaches them that
+// is not whole. Every entry point reads models through ModelFromProto, which runs this first.
+#pragma once
+
+#include "absl/status/status.h"
+#include "onnx/onnx_pb.h"
+
+namespace ovfix {
+
+// A declared type is whole when its kind is set and every element type in it is one of
+// TensorProto's (1-26), a map's key an integer or string type, and no dim negative. Values may
+// leave their type out (a graph output, a value_info entry, a body input); a type that is
+// present must be whole. Walks the graph's inputs, outputs and value_info, the type attributes
+// of its nodes, and every subgraph; errors name the value or node.
+absl::Status CheckDeclaredTypes(const onnx::GraphProto& graph);
+
+// One TypeProto; `what` names it in the error ("graph input 'x'").
+absl::Status CheckTypeProto(const onnx::TypeProto& type, const std::string& what);
+
+}  // namespace ovfix
