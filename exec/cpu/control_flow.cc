@@ -95,62 +95,6 @@ absl::Status ConstantKernel(KernelContext& ctx) {
 
 // ---- If, Loop, Scan ----
 
-// TakeAlongAxis and StackOnNewAxis (exec/cpu/sequence.cc) move whole-byte elements; these are
-// their counterparts for the packed sub-byte types (int4, uint4, float4e2m1, int2, uint2),
-// which move one element at a time.
-void CopyPackedElements(const Tensor& from, int64_t from_at, Tensor& to, int64_t to_at,
-                        int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    SetPackedElement(to.type(), to.raw(), to_at + i,
-                     GetPackedElement(from.type(), from.raw(), from_at + i));
-  }
-}
-
-int64_t DimProduct(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t d = begin; d < end; ++d) p *= dims[d];
-  return p;
-}
-
-absl::StatusOr<Tensor> TakePacked(const Tensor& t, int64_t axis, int64_t index) {
-  if (axis < 0 || axis >= (int64_t)t.rank()) return absl::InvalidArgumentError("axis out of range");
-  if (index < 0 || index >= t.dim(axis)) return absl::InvalidArgumentError("index out of range");
-  std::vector<int64_t> dims = t.dims();
-  dims.erase(dims.begin() + axis);
-  Tensor out(t.type(), dims);
-  const int64_t outer = DimProduct(t.dims(), 0, axis);
-  const int64_t inner = DimProduct(t.dims(), axis + 1, t.rank());
-  for (int64_t o = 0; o < outer; ++o) {
-    CopyPackedElements(t, (o * t.dim(axis) + index) * inner, out, o * inner, inner);
-  }
-  return out;
-}
-
-absl::StatusOr<Tensor> StackPacked(const std::vector<Tensor>& parts, int64_t axis) {
-  const Tensor& first = parts[0];
-  if (axis < 0 || axis > (int64_t)first.rank()) {
-    return absl::InvalidArgumentError("stack axis out of range");
-  }
-  for (const Tensor& p : parts) {
-    if (p.type() != first.type() || p.dims() != first.dims()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot stack ", DescribeTensor(p), " with ", DescribeTensor(first)));
-    }
-  }
-  std::vector<int64_t> dims = first.dims();
-  const int64_t count = static_cast<int64_t>(parts.size());
-  dims.insert(dims.begin() + axis, count);
-  Tensor out(first.type(), dims);
-  const int64_t outer = DimProduct(first.dims(), 0, axis);
-  const int64_t inner = DimProduct(first.dims(), axis, first.rank());
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t k = 0; k < count; ++k) {
-      CopyPackedElements(parts[k], o * inner, out, (o * count + k) * inner, inner);
-    }
-  }
-  return out;
-}
-
 // How exec/control_flow.h moves this session's values: tensors (or sequences, for Loop's
 // carried values) held on the host.
 class CpuControlFlow : public control_flow::ContextBackend<ValueContext> {
@@ -170,8 +114,7 @@ class CpuControlFlow : public control_flow::ContextBackend<ValueContext> {
   static absl::StatusOr<const Tensor*> Host(const RuntimeValue& v) { return &v.tensor; }
   static RuntimeValue FromHost(Tensor t) { return RuntimeValue(std::move(t)); }
   absl::StatusOr<RuntimeValue> Take(const RuntimeValue& v, int64_t axis, int64_t index) const {
-    absl::StatusOr<Tensor> slice = IsPacked(v.tensor.type()) ? TakePacked(v.tensor, axis, index)
-                                                             : TakeAlongAxis(v.tensor, axis, index);
+    absl::StatusOr<Tensor> slice = TakeAlongAxis(v.tensor, axis, index);
     if (!slice.ok()) return Error(slice.status().message());
     return RuntimeValue(std::move(*slice));
   }
@@ -179,9 +122,7 @@ class CpuControlFlow : public control_flow::ContextBackend<ValueContext> {
     std::vector<Tensor> tensors;
     tensors.reserve(parts.size());
     for (RuntimeValue& p : parts) tensors.push_back(std::move(p.tensor));
-    absl::StatusOr<Tensor> stacked = !tensors.empty() && IsPacked(tensors[0].type())
-                                         ? StackPacked(tensors, axis)
-                                         : StackOnNewAxis(tensors, axis);
+    absl::StatusOr<Tensor> stacked = StackOnNewAxis(tensors, axis);
     if (!stacked.ok()) return Error("scan output: ", stacked.status().message());
     return RuntimeValue(std::move(*stacked));
   }

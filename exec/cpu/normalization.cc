@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "exec/cpu/broadcast_parameter.h"
 #include "exec/kernel.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
@@ -107,40 +108,6 @@ absl::Status DispatchFloat(const KernelContext& ctx, DataType type, Fn&& fn) {
   }
 }
 
-// `t` broadcast (numpy-style, aligned at the right) to `dims`, flattened, as doubles.
-absl::StatusOr<std::vector<double>> BroadcastTo(const KernelContext& ctx, const Tensor& t,
-                                                const std::vector<int64_t>& dims,
-                                                const char* what) {
-  const size_t rank = dims.size();
-  bool ok = t.rank() <= rank;
-  for (size_t d = 0; ok && d < t.rank(); ++d) {
-    const int64_t size = t.dim(t.rank() - 1 - d);
-    ok = size == 1 || size == dims[rank - 1 - d];
-  }
-  if (!ok) return ctx.Error(what, " ", DescribeTensor(t), " does not broadcast to the shape");
-  // Strides of t over `dims`: 0 where t has no dim or a dim of 1.
-  std::vector<int64_t> strides(rank, 0);
-  int64_t stride = 1;
-  for (size_t d = 0; d < t.rank(); ++d) {
-    const size_t own = t.rank() - 1 - d;
-    if (t.dim(own) != 1) strides[rank - 1 - d] = stride;
-    stride *= t.dim(own);
-  }
-  std::vector<double> out(Tensor::NumElements(dims));
-  std::vector<int64_t> index(rank, 0);
-  int64_t offset = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = t.GetAsDouble(offset);
-    for (size_t d = rank; d-- > 0;) {
-      offset += strides[d];
-      if (++index[d] < dims[d]) break;
-      offset -= strides[d] * dims[d];
-      index[d] = 0;
-    }
-  }
-  return out;
-}
-
 absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Error("expects inputs X and Scale");
   const Tensor& input = ctx.input(0);
@@ -150,10 +117,11 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   const int64_t axis = found;
   const std::vector<int64_t> normalized(input.dims().begin() + axis, input.dims().end());
   OVFIX_ASSIGN_OR_RETURN(std::vector<double> scale,
-                         BroadcastTo(ctx, ctx.input(1), normalized, "Scale"));
+                         BroadcastParameter(ctx, ctx.input(1), normalized, "Scale"));
   std::vector<double> bias;
   if (ctx.has_input(2)) {
-    OVFIX_ASSIGN_OR_RETURN(std::vector<double> b, BroadcastTo(ctx, ctx.input(2), normalized, "B"));
+    OVFIX_ASSIGN_OR_RETURN(std::vector<double> b,
+                           BroadcastParameter(ctx, ctx.input(2), normalized, "B"));
     bias = std::move(b);
   }
   const int64_t n = Tensor::NumElements(normalized);

@@ -18,7 +18,9 @@ int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   return n;
 }
 
-// Copies `count` elements from src[src_at] to dst[dst_at] (element offsets).
+// Copies `count` elements from src[src_at] to dst[dst_at] (element offsets); packed sub-byte
+// elements (int4, uint4, float4e2m1, int2, uint2) one at a time, so that Scan and Loop slices
+// and stacks and the sequence ops move them too.
 void CopyElements(const Tensor& src, int64_t src_at, Tensor& dst, int64_t dst_at, int64_t count) {
   if (count <= 0) return;
   if (src.type() == DataType::kString) {
