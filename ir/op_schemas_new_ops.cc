@@ -106,6 +106,10 @@ void AddAttention(SchemaList& out, int version) {
       .Input(4, "past_key", "", "T1", OpSchema::Optional)
       .Input(5, "past_value", "", "T2", OpSchema::Optional);
   if (version >= 24) s->Input(6, "nonpad_kv_seqlen", "", "tensor(int64)", OpSchema::Optional);
+  if (version >= 25) {
+    s->Attr("left_window_size", "", AttributeProto::INT, static_cast<int64_t>(-1))
+        .Attr("right_window_size", "", AttributeProto::INT, static_cast<int64_t>(-1));
+  }
   s->Output(0, "Y", "", "T1")
       .Output(1, "present_key", "", "T1", OpSchema::Optional)
       .Output(2, "present_value", "", "T2", OpSchema::Optional)
@@ -396,6 +400,7 @@ void AddNewOpSchemas(SchemaList& out) {
   AddStringOps(out);
   AddAttention(out, 23);
   AddAttention(out, 24);
+  AddAttention(out, 25);
 }
 
 }  // namespace ovfix

@@ -184,6 +184,13 @@ absl::Status AttentionKernel(KernelContext& ctx) {
   const int64_t mask_dims[4] = {q.batch, q.heads, q.seq, total};
   OVFIX_ASSIGN_OR_RETURN(const Mask mask, ReadMask(ctx, mask_dims));
   const bool causal = ctx.node.GetInt("is_causal", 0) != 0;
+  // Attention-25's sliding window: keys within [p - left, p + right] of the query's absolute
+  // position p (-1: that side unbounded).
+  const int64_t left_window = ctx.opset >= 25 ? ctx.node.GetInt("left_window_size", -1) : -1;
+  const int64_t right_window = ctx.opset >= 25 ? ctx.node.GetInt("right_window_size", -1) : -1;
+  if (left_window < -1 || right_window < -1) {
+    return ctx.Error("window sizes must be -1 or more, are ", left_window, " and ", right_window);
+  }
   const float scale = ctx.node.HasAttribute("scale")
                           ? ctx.node.GetFloat("scale", 1.0f)
                           : static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size)));
@@ -232,15 +239,21 @@ absl::Status AttentionKernel(KernelContext& ctx) {
       for (int64_t j = 0; j < total; ++j) scores[j] = softcap * std::tanh(scores[j] / softcap);
     }
     if (mode == 1 && qk_row != nullptr) std::copy_n(scores, total, qk_row);
-    // The bias: causal frontier, padding, then the mask.
+    // The bias: causal frontier, sliding window, padding, then the mask.
     int64_t visible = total;
     if (!nonpad.empty()) visible = nonpad[b];
-    if (causal) {
-      const int64_t offset = past_key != nullptr ? past : (nonpad.empty() ? 0 : nonpad[b] - q.seq);
-      visible = std::min(visible, std::max<int64_t>(0, i + offset + 1));
+    const int64_t offset = past_key != nullptr ? past : (nonpad.empty() ? 0 : nonpad[b] - q.seq);
+    const int64_t position = i + offset;
+    if (causal) visible = std::min(visible, std::max<int64_t>(0, position + 1));
+    if (right_window >= 0) {
+      visible = std::min(visible, std::max<int64_t>(0, position + right_window + 1));
     }
     if (mask.tensor != nullptr) visible = std::min(visible, mask.keys);
     for (int64_t j = visible; j < total; ++j) scores[j] = kMinusInf;
+    if (left_window >= 0) {
+      const int64_t first = std::clamp<int64_t>(position - left_window, 0, total);
+      for (int64_t j = 0; j < first; ++j) scores[j] = kMinusInf;
+    }
     if (mask.tensor != nullptr) {
       const int64_t m = mask.RowOffset(b, h, i);
       if (bool_mask) {

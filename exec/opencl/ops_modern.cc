@@ -342,6 +342,10 @@ absl::Status Attention(OpContext& ctx) {
     // The kernel's softmax is float; a model asking for another precision runs on the CPU.
     return ctx.Unsupported("softmax_precision other than float");
   }
+  if (ctx.node.GetInt("left_window_size", -1) != -1 ||
+      ctx.node.GetInt("right_window_size", -1) != -1) {
+    return ctx.Unsupported("a sliding window (Attention-25)");
+  }
   OVFIX_ASSIGN_OR_RETURN(const Heads hq, ReadHeads(ctx, q, "Q", "q_num_heads"));
   OVFIX_ASSIGN_OR_RETURN(const Heads hk, ReadHeads(ctx, k, "K", "kv_num_heads"));
   OVFIX_ASSIGN_OR_RETURN(const Heads hv, ReadHeads(ctx, v, "V", "kv_num_heads"));

@@ -448,6 +448,59 @@ TEST(ModernAttention, NonpadKvSeqlenWithCausal) {
   ExpectNear((*y)[0], {B, H, Sq, D}, naive.Run(q, k, v), 1e-5, "Y");
 }
 
+// Attention-25's sliding window: query p (absolute: past keys before it) sees keys in
+// [p - left, p + right]; with is_causal the right side stops at p. The spec's example
+// (left 2, right 1, no past) and a left-looking causal window after 2 past keys.
+TEST(ModernAttention, SlidingWindowOfOpset25) {
+  std::mt19937 rng(25);
+  const int64_t B = 1, H = 2, Sq = 4, T = 6, D = 3;
+  const auto q = RandomFloats(B * H * Sq * D, rng), k = RandomFloats(B * H * T * D, rng),
+             v = RandomFloats(B * H * T * D, rng);
+  NaiveAttention naive{B, H, H, Sq, T, D, D, 1 / std::sqrt(double(D))};
+  naive.bias = [](int64_t, int64_t, int64_t i, int64_t j) {
+    return i - 2 <= j && j <= i + 1 ? 0.0 : -INFINITY;
+  };
+  auto y = RunModern(
+      "Attention", 25,
+      {FloatTensor({B, H, Sq, D}, q), FloatTensor({B, H, T, D}, k), FloatTensor({B, H, T, D}, v)},
+      {MakeAttribute("left_window_size", int64_t{2}),
+       MakeAttribute("right_window_size", int64_t{1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectNear((*y)[0], {B, H, Sq, D}, naive.Run(q, k, v), 1e-5, "Y");
+  // At opset 24 the attributes do not exist: every key is seen.
+  NaiveAttention all{B, H, H, Sq, T, D, D, 1 / std::sqrt(double(D))};
+  auto y24 = RunModern(
+      "Attention", 24,
+      {FloatTensor({B, H, Sq, D}, q), FloatTensor({B, H, T, D}, k), FloatTensor({B, H, T, D}, v)},
+      {});
+  ASSERT_TRUE(y24.ok()) << y24.status();
+  ExpectNear((*y24)[0], {B, H, Sq, D}, all.Run(q, k, v), 1e-5, "Y at 24");
+
+  // Causal with a window of one key to the left, after 2 past keys: query i is at 2 + i.
+  const int64_t P = 2, S = 3;
+  const auto q2 = RandomFloats(B * H * S * D, rng), k2 = RandomFloats(B * H * S * D, rng),
+             v2 = RandomFloats(B * H * S * D, rng), pk = RandomFloats(B * H * P * D, rng),
+             pv = RandomFloats(B * H * P * D, rng);
+  std::vector<float> keys, values;  // past then new, per head
+  for (int64_t h = 0; h < H; ++h) {
+    keys.insert(keys.end(), pk.begin() + h * P * D, pk.begin() + (h + 1) * P * D);
+    keys.insert(keys.end(), k2.begin() + h * S * D, k2.begin() + (h + 1) * S * D);
+    values.insert(values.end(), pv.begin() + h * P * D, pv.begin() + (h + 1) * P * D);
+    values.insert(values.end(), v2.begin() + h * S * D, v2.begin() + (h + 1) * S * D);
+  }
+  NaiveAttention window{B, H, H, S, P + S, D, D, 1 / std::sqrt(double(D))};
+  window.bias = [&](int64_t, int64_t, int64_t i, int64_t j) {
+    return P + i - 1 <= j && j <= P + i ? 0.0 : -INFINITY;
+  };
+  auto y2 = RunModern(
+      "Attention", 25,
+      {FloatTensor({B, H, S, D}, q2), FloatTensor({B, H, S, D}, k2), FloatTensor({B, H, S, D}, v2),
+       Tensor(), FloatTensor({B, H, P, D}, pk), FloatTensor({B, H, P, D}, pv)},
+      {MakeAttribute("is_causal", int64_t{1}), MakeAttribute("left_window_size", int64_t{1})});
+  ASSERT_TRUE(y2.ok()) << y2.status();
+  ExpectNear((*y2)[0], {B, H, S, D}, window.Run(q2, keys, values), 1e-5, "causal window");
+}
+
 TEST(ModernAttention, RefusesMismatchedHeads) {
   const Tensor q = FloatTensor({1, 3, 2, 4}, std::vector<float>(24, 0.5f));
   const Tensor kv = FloatTensor({1, 2, 2, 4}, std::vector<float>(16, 0.5f));
