@@ -42,6 +42,8 @@ absl::Status CheckNestedType(const onnx::TypeProto& type, const std::string& wha
   return CheckTypeProto(type, what);
 }
 
+absl::Status CheckGraphTypes(const onnx::GraphProto& graph, bool main);
+
 absl::Status CheckAttributeTypes(const onnx::NodeProto& node) {
   for (const onnx::AttributeProto& a : node.attribute()) {
     const std::string what =
@@ -50,8 +52,10 @@ absl::Status CheckAttributeTypes(const onnx::NodeProto& node) {
     for (const onnx::TypeProto& tp : a.type_protos()) {
       OVFIX_RETURN_IF_ERROR(CheckTypeProto(tp, what));
     }
-    if (a.has_g()) OVFIX_RETURN_IF_ERROR(CheckDeclaredTypes(a.g()));
-    for (const onnx::GraphProto& g : a.graphs()) OVFIX_RETURN_IF_ERROR(CheckDeclaredTypes(g));
+    if (a.has_g()) OVFIX_RETURN_IF_ERROR(CheckGraphTypes(a.g(), /*main=*/false));
+    for (const onnx::GraphProto& g : a.graphs()) {
+      OVFIX_RETURN_IF_ERROR(CheckGraphTypes(g, /*main=*/false));
+    }
   }
   return absl::OkStatus();
 }
@@ -84,17 +88,32 @@ absl::Status CheckTypeProto(const onnx::TypeProto& type, const std::string& what
   }
 }
 
-absl::Status CheckDeclaredTypes(const onnx::GraphProto& graph) {
+namespace {
+
+absl::Status CheckGraphTypes(const onnx::GraphProto& graph, bool main) {
   const std::string in = graph.name().empty() ? "" : absl::StrCat(" of graph '", graph.name(), "'");
-  auto check = [&](const onnx::ValueInfoProto& vi, const char* kind) -> absl::Status {
-    if (!vi.has_type()) return absl::OkStatus();
+  // `type {}` (no kind) says no more than a missing type, as exporters write the outputs of
+  // If branches; only the main graph's inputs must say what they take: shape inference reads
+  // their types as given.
+  auto check = [&](const onnx::ValueInfoProto& vi, const char* kind, bool required) {
+    if (!vi.has_type() || (!required && vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)) {
+      return absl::OkStatus();
+    }
     return CheckTypeProto(vi.type(), absl::StrCat(kind, " '", vi.name(), "'", in));
   };
-  for (const auto& vi : graph.input()) OVFIX_RETURN_IF_ERROR(check(vi, "input"));
-  for (const auto& vi : graph.output()) OVFIX_RETURN_IF_ERROR(check(vi, "output"));
-  for (const auto& vi : graph.value_info()) OVFIX_RETURN_IF_ERROR(check(vi, "value_info"));
+  for (const auto& vi : graph.input()) OVFIX_RETURN_IF_ERROR(check(vi, "input", main));
+  for (const auto& vi : graph.output()) OVFIX_RETURN_IF_ERROR(check(vi, "output", false));
+  for (const auto& vi : graph.value_info()) {
+    OVFIX_RETURN_IF_ERROR(check(vi, "value_info", false));
+  }
   for (const auto& node : graph.node()) OVFIX_RETURN_IF_ERROR(CheckAttributeTypes(node));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckDeclaredTypes(const onnx::GraphProto& graph) {
+  return CheckGraphTypes(graph, /*main=*/true);
 }
 
 }  // namespace ovfix

@@ -11,9 +11,10 @@ namespace ovfix {
 
 // A declared type is whole when its kind is set and every element type in it is one of
 // TensorProto's (1-26), a map's key an integer or string type, and no dim negative. Values may
-// leave their type out (a graph output, a value_info entry, a body input); a type that is
-// present must be whole. Walks the graph's inputs, outputs and value_info, the type attributes
-// of its nodes, and every subgraph; errors name the value or node.
+// leave their type out or declare it empty (`type {}`: a graph output, a value_info entry, a
+// body's input or output, as exporters write If branches), except the main graph's inputs;
+// a type that says anything must be whole. Walks the graph's inputs, outputs and value_info,
+// the type attributes of its nodes, and every subgraph; errors name the value or node.
 absl::Status CheckDeclaredTypes(const onnx::GraphProto& graph);
 
 // One TypeProto; `what` names it in the error ("graph input 'x'").

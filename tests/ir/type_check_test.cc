@@ -1,0 +1,97 @@
+// Declared types checked on load: what onnx 1.12's inference would crash on is refused, what
+// exporters write (If branch outputs declared `type {}`) is read.
+#include "ir/type_check.h"
+
+#include <functional>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "ir/model_io.h"
+
+namespace ovfix {
+namespace {
+
+onnx::ModelProto ShapeOfInput(const std::function<void(onnx::TypeProto&)>& input_type) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(15);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("g");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Shape");
+  n->add_input("x");
+  n->add_output("y");
+  onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("x");
+  input_type(*x->mutable_type());
+  onnx::ValueInfoProto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  return m;
+}
+
+std::string LoadError(onnx::ModelProto m) {
+  absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(m), "", "m.onnx");
+  return model.ok() ? "" : std::string(model.status().message());
+}
+
+TEST(TypeCheck, MalformedInputTypesAreRefusedNamingTheValue) {
+  EXPECT_EQ(LoadError(ShapeOfInput([](onnx::TypeProto&) {})),
+            "m.onnx: input 'x' of graph 'g': an empty type (neither tensor, sequence, map nor "
+            "optional)");
+  EXPECT_EQ(LoadError(ShapeOfInput([](onnx::TypeProto& t) { t.mutable_tensor_type(); })),
+            "m.onnx: input 'x' of graph 'g': a tensor type without an element type");
+  EXPECT_EQ(LoadError(ShapeOfInput([](onnx::TypeProto& t) { t.mutable_sequence_type(); })),
+            "m.onnx: input 'x' of graph 'g': a sequence type without an element type");
+  EXPECT_EQ(LoadError(ShapeOfInput(
+                [](onnx::TypeProto& t) { t.mutable_tensor_type()->set_elem_type(99); })),
+            "m.onnx: input 'x' of graph 'g': unknown element type 99");
+  EXPECT_EQ(LoadError(ShapeOfInput([](onnx::TypeProto& t) {
+              t.mutable_tensor_type()->set_elem_type(1);
+              t.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(-5);
+            })),
+            "m.onnx: input 'x' of graph 'g': negative dim -5");
+  EXPECT_EQ(LoadError(ShapeOfInput([](onnx::TypeProto& t) {
+              t.mutable_map_type()->set_key_type(onnx::TensorProto::FLOAT);
+              t.mutable_map_type()->mutable_value_type()->mutable_tensor_type()->set_elem_type(1);
+            })),
+            "m.onnx: input 'x' of graph 'g': a map key type 1 that is neither an integer type "
+            "nor string");
+  // The newest element types are whole types.
+  EXPECT_EQ(LoadError(ShapeOfInput(
+                [](onnx::TypeProto& t) { t.mutable_tensor_type()->set_elem_type(26); })),
+            "");
+}
+
+TEST(TypeCheck, AnEmptyTypeOnABranchOutputIsRead) {
+  // If(c) with branches whose outputs declare `type {}`, as silero VAD's exporter wrote them.
+  onnx::ModelProto m = ShapeOfInput(
+      [](onnx::TypeProto& t) { t.mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL); });
+  onnx::GraphProto* g = m.mutable_graph();
+  g->mutable_node(0)->set_output(0, "shape");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("If");
+  n->add_input("c");
+  n->add_output("y");
+  onnx::ValueInfoProto* c = g->add_input();
+  c->set_name("c");
+  c->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(branch);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* body = a->mutable_g();
+    body->set_name(branch);
+    onnx::NodeProto* identity = body->add_node();
+    identity->set_op_type("Identity");
+    identity->add_input("shape");
+    identity->add_output(std::string(branch) + "_out");
+    onnx::ValueInfoProto* out = body->add_output();
+    out->set_name(std::string(branch) + "_out");
+    out->mutable_type();  // `type {}`
+  }
+  EXPECT_EQ(LoadError(m), "");
+}
+
+}  // namespace
+}  // namespace ovfix
