@@ -1,10 +1,13 @@
-// The README's "Use" section, walked as a newcomer would: every `build/ovfix ...` line of its
-// shell blocks is run from the source folder, and must exit as the README says (0 unless a
-// `#> exit N` line follows) and print every line the README shows after it (`#> TEXT`: TEXT
-// appears in its output). Commands on ../shared are skipped where the shared models are
-// missing, OpenCL ones where there is no OpenCL device.
+// The README's "Use" section, walked as a newcomer would: every command line of its shell
+// blocks is run from the source folder, exactly as printed and with nothing prepared (the
+// folder the examples write to is removed first: the README's own `mkdir` makes it), and must
+// exit as the README says (0 unless a `#> exit N` line follows); a `build/ovfix ...` line must
+// also print every line the README shows after it (`#> TEXT`: TEXT appears in its output).
+// Commands on ../shared are skipped where the shared models are missing, OpenCL ones where
+// there is no OpenCL device.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,7 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Example {
-  std::string command;  // after "build/ovfix "
+  std::string command;  // after "build/ovfix ", or the whole line when `shell`
+  bool shell = false;   // a line other than build/ovfix (mkdir ...), run by sh
   int line = 0;
   int exit_code = 0;
   std::vector<std::string> shows;
@@ -50,7 +54,10 @@ std::vector<Example> UseExamples(const std::string& readme) {
       pending += " " + std::string(absl::StripAsciiWhitespace(line));
     } else if (absl::StartsWith(line, "build/ovfix ") || line == "build/ovfix") {
       pending = line;
-      out.push_back({"", line_number, 0, {}});
+      out.push_back({"", false, line_number, 0, {}});
+    } else if (!line.empty() && !absl::StartsWith(line, "#")) {
+      out.push_back({line, true, line_number, 0, {}});
+      continue;
     } else if (absl::StartsWith(line, "#> ") && !out.empty()) {
       absl::string_view shown = absl::string_view(line).substr(3);
       int code;
@@ -82,12 +89,17 @@ TEST(Readme, UseExamplesRunAsShown) {
   ASSERT_GE(examples.size(), 10u) << "the README's Use section lost its examples";
   const fs::path previous = fs::current_path();
   fs::current_path(OVFIX_SOURCE_DIR);
-  fs::create_directories("/tmp/ovfix-readme");
+  fs::remove_all("/tmp/ovfix-readme");
   const bool shared = fs::exists("../shared/models");
   const bool opencl =
       testing::RunOvfix("devices --json").out.find("\"index\":") != std::string::npos;
   for (const Example& e : examples) {
-    SCOPED_TRACE("README.md:" + std::to_string(e.line) + ": build/ovfix" + e.command);
+    SCOPED_TRACE("README.md:" + std::to_string(e.line) + ": " +
+                 (e.shell ? e.command : "build/ovfix" + e.command));
+    if (e.shell) {
+      EXPECT_EQ(std::system(e.command.c_str()), 0);
+      continue;
+    }
     if (!shared && absl::StrContains(e.command, "../shared/")) continue;
     if (!opencl && absl::StrContains(e.command, "opencl")) continue;
     const testing::CommandResult r = testing::RunOvfix(e.command, 300);
