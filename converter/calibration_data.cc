@@ -84,6 +84,32 @@ absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file) {
   return t;
 }
 
+namespace {
+
+// The data of an input against the shape --batch or --input-shape fixes for it: the user's
+// data and the user's option disagree, which the user must settle (not a bug of ovfix's).
+absl::Status CheckAgainstFixedShape(const Value& v, const Tensor& t, const std::string& file,
+                                    const rules::ConvertOptions& options) {
+  if (auto it = options.input_shapes.find(v.name()); it != options.input_shapes.end()) {
+    if (t.dims() != it->second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": holds ", DescribeTensor(t), ", but --input-shape ", v.name(), "=",
+          absl::StrJoin(it->second, "x"), " fixes input '", v.name(), "' to that shape"));
+    }
+    return absl::OkStatus();
+  }
+  const std::optional<std::vector<Dim>> shape = v.shape();
+  const bool dynamic_first = shape.has_value() && !shape->empty() && !(*shape)[0].known();
+  if (options.batch > 0 && dynamic_first && !t.dims().empty() && t.dims()[0] != options.batch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ": holds ", DescribeTensor(t), ", a batch of ", t.dims()[0], ", but --batch ",
+        options.batch, " fixes the first dim of input '", v.name(), "' to ", options.batch));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
                                                     const std::vector<std::string>& folders,
                                                     std::vector<InputFiles> input_sets,
@@ -141,6 +167,7 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
     }
     if (auto it = options.input_files.find(v->name()); it != options.input_files.end()) {
       OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadInputFile(*v, it->second));
+      OVFIX_RETURN_IF_ERROR(CheckAgainstFixedShape(*v, t, it->second, options));
       inputs.emplace(v->name(), std::move(t));
       continue;
     }
