@@ -18,6 +18,7 @@ using Precision = ConvertOptions::Precision;
 constexpr std::string_view kPrecisionPass = "fp16_islands";
 constexpr std::string_view kPrecisionCleanup = "cast_cleanup";
 constexpr std::string_view kSafeSoftmaxPass = "fp16_safe_softmax";
+constexpr std::string_view kSafeMaskPass = "fp16_safe_mask";
 
 bool HasPass(const std::vector<TargetStep>& steps, std::string_view name) {
   for (const TargetStep& s : steps) {
@@ -61,6 +62,11 @@ std::vector<TargetStep> PlanSteps(const Target& target, const ConvertOptions& o,
   if (o.precision == Precision::kFp16 && !HasPass(steps, kSafeSoftmaxPass)) {
     insert(Find(steps, kPrecisionPass),
            {TargetStep::Kind::kPass, std::string(kSafeSoftmaxPass), 0});
+  }
+  // An attention mask built from float32's extremes is -inf in fp16 (and 0 * -inf is NaN);
+  // bounded first, it stays finite and the Softmax reading it can be the only fp32 island.
+  if (o.precision == Precision::kFp16 && !HasPass(steps, kSafeMaskPass)) {
+    insert(Find(steps, kSafeSoftmaxPass), {TargetStep::Kind::kPass, std::string(kSafeMaskPass), 0});
   }
   if ((o.batch > 0 || !o.input_shapes.empty()) && !HasPass(steps, "fix_input_shapes")) {
     insert(0, {TargetStep::Kind::kPass, "fix_input_shapes", 0});

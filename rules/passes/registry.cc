@@ -7,6 +7,7 @@
 #include "rules/passes/fold_batch_normalization.h"
 #include "rules/passes/fp16_islands.h"
 #include "rules/passes/fp16_safe_linear_scale.h"
+#include "rules/passes/fp16_safe_mask.h"
 #include "rules/passes/fp16_safe_softmax.h"
 #include "rules/passes/fp16_safe_sum_of_squares.h"
 #include "rules/passes/lower_conv3d_unit_kernel.h"
@@ -52,6 +53,11 @@ const std::vector<NativePassInfo>& NativePasses() {
             "--broadcast full: expand element-wise inputs to identical shapes",
             ExpandBroadcastsFull, {"broadcast rank|full (--broadcast)"}),
       Fp16IslandsEntry(),
+      Entry(kFp16SafeMask,
+            "islands ignored or fp16: a mask constant beyond fp16 (finfo.min, -1e9, -inf) whose "
+            "every use builds a Softmax bias or an Attention attn_mask becomes +-4096",
+            BoundAttentionMasks,
+            {"islands_honoured false (target option)", "fp16 (target option)"}),
       Entry(kFp16SafeSumOfSquares,
             "islands ignored: a calibrated sum of squares beyond fp16 computed on x / 2^k, the "
             "scale carried into its square root",

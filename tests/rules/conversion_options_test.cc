@@ -231,9 +231,10 @@ TEST(PassManager, InsertsThePrecisionPhaseOnAnyTarget) {
   absl::StatusOr<Plan> trt = PlanFor("tensorrt", "fp16");
   ASSERT_TRUE(trt.ok()) << trt.status();
   const std::string steps = absl::StrJoin(trt->names, " ");
-  // A hand-written softmax is shifted (fp16_safe_softmax) before the islands are decided.
-  EXPECT_NE(steps.find("explicit_broadcast constant_folding fp16_safe_softmax fp16_islands "
-                       "cast_cleanup dead_code_elimination"),
+  // Attention masks are bounded (fp16_safe_mask) and a hand-written softmax is shifted
+  // (fp16_safe_softmax) before the islands are decided.
+  EXPECT_NE(steps.find("explicit_broadcast constant_folding fp16_safe_mask fp16_safe_softmax "
+                       "fp16_islands cast_cleanup dead_code_elimination"),
             std::string::npos)
       << steps;
   absl::StatusOr<Plan> fp32 = PlanFor("tensorrt", "");
