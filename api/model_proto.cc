@@ -9,6 +9,7 @@
 #include "ir/message_text.h"
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
+#include "ir/type_check.h"
 
 namespace ovfix {
 
@@ -34,6 +35,9 @@ absl::Status OneLine(const absl::Status& status) {
 }
 
 absl::StatusOr<std::unique_ptr<Model>> ModelFromMemory(const onnx::ModelProto& proto) {
+  if (absl::Status s = RequireInputTypes(proto.graph()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model: ", s.message()));
+  }
   onnx::ModelProto copy = proto;
   return ModelFromProto(std::move(copy), "", "the model");
 }

@@ -497,6 +497,9 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": not an ONNX model (", proto.has_graph() ? "no ir_version" : "no graph", ")"));
   }
+  if (auto s = RequireInputTypes(proto.graph()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  }
   if (std::string why = UnsupportedVersions(proto.ir_version(), proto.opset_import());
       !why.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", why));

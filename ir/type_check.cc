@@ -116,4 +116,14 @@ absl::Status CheckDeclaredTypes(const onnx::GraphProto& graph) {
   return CheckGraphTypes(graph, /*main=*/true);
 }
 
+absl::Status RequireInputTypes(const onnx::GraphProto& graph) {
+  const std::string in = graph.name().empty() ? "" : absl::StrCat(" of graph '", graph.name(), "'");
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    if (!input.has_type()) {
+      return Bad(absl::StrCat("input '", input.name(), "'", in), "no type");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ovfix

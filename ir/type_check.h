@@ -17,6 +17,12 @@ namespace ovfix {
 // the type attributes of its nodes, and every subgraph; errors name the value or node.
 absl::Status CheckDeclaredTypes(const onnx::GraphProto& graph);
 
+// Every input of the main graph declares a type, as the ONNX IR requires (onnx's checker
+// and onnxruntime refuse a model that does not): what a file or a ModelProto handed to the
+// API must hold. The text form of the tests may leave them out (a rule meeting an unknown
+// type); onnx's inference is not run on such a model (ir/shape_inference.h).
+absl::Status RequireInputTypes(const onnx::GraphProto& graph);
+
 // One TypeProto; `what` names it in the error ("graph input 'x'").
 absl::Status CheckTypeProto(const onnx::TypeProto& type, const std::string& what);
 

@@ -2,11 +2,13 @@
 // exporters write (If branch outputs declared `type {}`) is read.
 #include "ir/type_check.h"
 
+#include <fstream>
 #include <functional>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
+#include "ir/shape_inference.h"
 
 namespace ovfix {
 namespace {
@@ -61,6 +63,27 @@ TEST(TypeCheck, MalformedInputTypesAreRefusedNamingTheValue) {
   EXPECT_EQ(LoadError(ShapeOfInput(
                 [](onnx::TypeProto& t) { t.mutable_tensor_type()->set_elem_type(26); })),
             "");
+}
+
+// A main-graph input without any type: a file or an API ModelProto is refused (the IR requires
+// the type; onnx 1.12's inference crashed on it, found by the load_model fuzzer), and onnx's
+// inference is not run on a model of the text form that has one.
+TEST(TypeCheck, AMainInputWithoutATypeIsRefusedAndNeverInferred) {
+  onnx::ModelProto m = ShapeOfInput([](onnx::TypeProto&) {});
+  m.mutable_graph()->mutable_input(0)->clear_type();
+  EXPECT_EQ(RequireInputTypes(m.graph()).message(), "input 'x' of graph 'g': no type");
+  const std::string path = ::testing::TempDir() + "/no_type.onnx";
+  {
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+  }
+  absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModel(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().message(), path + ": input 'x' of graph 'g': no type");
+  absl::StatusOr<std::unique_ptr<Model>> lenient = ModelFromProto(std::move(m), "", "text");
+  ASSERT_TRUE(lenient.ok()) << lenient.status();
+  EXPECT_TRUE(InferShapes(**lenient).ok());
+  EXPECT_EQ((*lenient)->graph().FindValue("x")->elem_type(), DataType::kUndefined);
 }
 
 TEST(TypeCheck, AnEmptyTypeOnABranchOutputIsRead) {
