@@ -20,6 +20,7 @@
 #include "ir/text_form.h"
 #include "tests/cli/cli_util.h"
 #include "tests/support/offset_model.h"
+#include "tests/support/tensor_checks.h"
 
 namespace ovfix::converter {
 namespace {
@@ -98,12 +99,7 @@ void ExpectWideningChangesNoBit(const Model& model, const exec::TensorMap& input
   }
 }
 
-bool AllFinite(const Tensor& t) {
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(t.GetAsDouble(i))) return false;
-  }
-  return true;
-}
+using test_support::AllFinite;
 
 struct Converted {
   std::unique_ptr<Model> original;

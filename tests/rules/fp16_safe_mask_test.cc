@@ -27,6 +27,7 @@
 #include "ir/text_form.h"
 #include "tests/support/conversion_facts.h"
 #include "tests/support/ort_peer.h"
+#include "tests/support/tensor_checks.h"
 
 namespace ovfix::converter {
 namespace {
@@ -98,19 +99,9 @@ constexpr char kNotMasks[] = R"(
 
 fs::path ScratchDir(const std::string& name) { return test_support::ScratchDir("fp16_mask", name); }
 
-Tensor AsFloat(const Tensor& t) {
-  if (t.type() != DataType::kFloat16) return t;
-  Tensor f(DataType::kFloat, t.dims());
-  Float16TensorToFloats(t, f.data<float>());
-  return f;
-}
+Tensor AsFloat(const Tensor& t) { return ConvertTensor(t, DataType::kFloat); }
 
-bool AllFinite(const Tensor& t) {
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(t.GetAsDouble(i))) return false;
-  }
-  return true;
-}
+using test_support::AllFinite;
 
 std::unique_ptr<Model> Parse(const char* text) {
   auto model = ParseModelText(text);

@@ -27,6 +27,7 @@
 #include "tests/support/fp16_overflow_models.h"
 #include "tests/support/gfpgan_style_model.h"
 #include "tests/support/ort_peer.h"
+#include "tests/support/tensor_checks.h"
 
 namespace ovfix::converter {
 namespace {
@@ -43,19 +44,9 @@ Tensor LargeInput(std::vector<int64_t> dims) {
   return t;
 }
 
-Tensor AsFloat(const Tensor& t) {
-  if (t.type() != DataType::kFloat16) return t;
-  Tensor f(DataType::kFloat, t.dims());
-  Float16TensorToFloats(t, f.data<float>());
-  return f;
-}
+Tensor AsFloat(const Tensor& t) { return ConvertTensor(t, DataType::kFloat); }
 
-bool AllFinite(const Tensor& t) {
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(t.GetAsDouble(i))) return false;
-  }
-  return true;
-}
+using test_support::AllFinite;
 
 struct Form {
   const char* name;
