@@ -149,12 +149,38 @@ absl::Status CheckGraphNodes(const Graph& graph, const Model& model,
 
 }  // namespace
 
+namespace {
+
+// A convolution or pooling input of a declared rank below 3 (batch, channels, one spatial axis
+// at least), or a Conv/ConvTranspose weight whose rank differs from the input's: onnx 1.12's
+// inference indexes spatial dims that are not there (ConvTranspose's crashed on a rank-2 input).
+absl::Status CheckSpatialRanks(const Node& node) {
+  const Value* x = node.input(0);
+  const int rank = x != nullptr ? x->rank() : -1;
+  if (rank >= 0 && rank < 3) {
+    return NodeError(node, "input of rank ", rank, ": needs batch, channels and spatial axes");
+  }
+  const bool weight_second = node.op_type() == "Conv" || node.op_type() == "ConvTranspose" ||
+                             node.op_type() == "ConvInteger";
+  const Value* w = weight_second ? node.input(1) : nullptr;
+  const int weight_rank = w != nullptr ? w->rank() : -1;
+  if (rank >= 0 && weight_rank >= 0 && weight_rank != rank) {
+    return NodeError(node, "weight of rank ", weight_rank, " for an input of rank ", rank);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckNode(const Node& node, int64_t opset) {
   if (opset >= 0) {
     OVFIX_RETURN_IF_ERROR(CheckSchema(node, opset));
   }
   OVFIX_RETURN_IF_ERROR(CheckTensorAttributes(node));
-  if (HasSpatialAttributes(node)) return CheckSpatialAttributes(node, -1);
+  if (HasSpatialAttributes(node)) {
+    OVFIX_RETURN_IF_ERROR(CheckSpatialRanks(node));
+    return CheckSpatialAttributes(node, -1);
+  }
   return absl::OkStatus();
 }
 

@@ -95,11 +95,19 @@ absl::Status CheckGraphTypes(const onnx::GraphProto& graph, bool main) {
   // `type {}` (no kind) says no more than a missing type, as exporters write the outputs of
   // If branches; only the main graph's inputs must say what they take: shape inference reads
   // their types as given.
+  // Likewise a tensor type without an element type (a shape known, the type not: how ovfix
+  // itself writes such a value).
   auto check = [&](const onnx::ValueInfoProto& vi, const char* kind, bool required) {
-    if (!vi.has_type() || (!required && vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)) {
-      return absl::OkStatus();
+    if (!vi.has_type()) return absl::OkStatus();
+    const onnx::TypeProto& type = vi.type();
+    const bool unknown = type.value_case() == onnx::TypeProto::VALUE_NOT_SET ||
+                         (type.has_tensor_type() && type.tensor_type().elem_type() == 0);
+    if (!required && unknown) {
+      return type.has_tensor_type() ? CheckShape(type.tensor_type().shape(),
+                                                 absl::StrCat(kind, " '", vi.name(), "'", in))
+                                    : absl::OkStatus();
     }
-    return CheckTypeProto(vi.type(), absl::StrCat(kind, " '", vi.name(), "'", in));
+    return CheckTypeProto(type, absl::StrCat(kind, " '", vi.name(), "'", in));
   };
   for (const auto& vi : graph.input()) OVFIX_RETURN_IF_ERROR(check(vi, "input", main));
   for (const auto& vi : graph.output()) OVFIX_RETURN_IF_ERROR(check(vi, "output", false));

@@ -7,6 +7,7 @@
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
+#include "ir/text_form.h"
 #include "tests/ir/malformed_nodes.h"
 
 namespace ovfix {
@@ -144,6 +145,33 @@ TEST(TensorProtoCheck, SizesMustFitTheDimsWithoutDecoding) {
   external.add_dims(1 << 20);
   external.set_data_location(onnx::TensorProto::EXTERNAL);
   EXPECT_TRUE(CheckTensorProto(external).ok());
+}
+
+}  // namespace
+}  // namespace ovfix
+
+namespace ovfix {
+namespace {
+
+// Found by the convert fuzzer: ConvTranspose on a rank-2 input crashed onnx 1.12's inference
+// (fuzz/regressions/convert/conv_transpose_rank2_input.txt); refused before it runs.
+TEST(NodeCheck, ConvolutionsNeedSpatialAxesAndWeightsOfTheInputsRank) {
+  for (const char* text : {
+           "g (float[1,3] x, float[1,2,3] w) => (y) { y = ConvTranspose(x, w) }",
+           "g (float[1,3] x, float[1,1,3] w) => (y) { y = Conv(x, w) }",
+           "g (float[1,1,8] x, float[1,1,3,3] w) => (y) { y = Conv(x, w) }",
+           "g (float[1,3] x) => (y) { y = MaxPool<kernel_shape = [2]>(x) }",
+       }) {
+    absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(text);
+    ASSERT_TRUE(model.ok()) << model.status();
+    absl::Status s = CheckNodes(**model);
+    EXPECT_FALSE(s.ok()) << text;
+    EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("rank")) << text;
+  }
+  absl::StatusOr<std::unique_ptr<Model>> fine =
+      ParseModelText("g (float[1,1,8] x, float[1,1,3] w) => (y) { y = Conv(x, w) }");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_TRUE(CheckNodes(**fine).ok());
 }
 
 }  // namespace
