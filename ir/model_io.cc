@@ -134,7 +134,10 @@ class ModelIO {
             absl::StrCat("graph output '", vi.name(), "' is not produced by any node"));
       }
       if (v->owner() == &g) {
-        if (vi.has_type() || !v->is_initializer()) *v->mutable_type() = vi.type();
+        // An output without a type says nothing of its value: a graph input passed through
+        // keeps the type its input entry declared (the load_model fuzzer found it lost).
+        const bool declared_elsewhere = v->is_initializer() || v->is_graph_input();
+        if (vi.has_type() || !declared_elsewhere) *v->mutable_type() = vi.type();
         v->doc_string_ = vi.doc_string();
       }
       g.AddOutput(v);

@@ -35,8 +35,8 @@ nice -n 19 "$fuzzer" "${dict[@]}" -max_total_time=$((minutes * 60)) -timeout=30 
 set -e
 before=$(grep -m1 -o 'INITED cov: [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
 after=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo "?")
-runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
 count_before=$(find "$corpus" -type f | wc -l)
 nice -n 19 "$fuzzer" -merge=1 -max_len=4096 "$corpus" "$work/new" > "$work/merge.log" 2>&1 || true
 gained=$(( $(find "$corpus" -type f | wc -l) - count_before ))

@@ -86,6 +86,21 @@ TEST(TypeCheck, AMainInputWithoutATypeIsRefusedAndNeverInferred) {
   EXPECT_EQ((*lenient)->graph().FindValue("x")->elem_type(), DataType::kUndefined);
 }
 
+// A graph input that is also a graph output declared without a type keeps the input's type
+// through a load and a save (the load_model fuzzer found it lost, and the saved file refused).
+TEST(TypeCheck, AnInputPassedThroughToAnUntypedOutputKeepsItsType) {
+  onnx::ModelProto m = ShapeOfInput(
+      [](onnx::TypeProto& t) { t.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT); });
+  onnx::ValueInfoProto* passed = m.mutable_graph()->add_output();
+  passed->set_name("x");
+  absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(m), "", "m.onnx");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const onnx::ModelProto saved = ModelToProto(**model);
+  ASSERT_EQ(saved.graph().input_size(), 1);
+  EXPECT_EQ(saved.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT);
+  EXPECT_TRUE(RequireInputTypes(saved.graph()).ok());
+}
+
 TEST(TypeCheck, AnEmptyTypeOnABranchOutputIsRead) {
   // If(c) with branches whose outputs declare `type {}`, as silero VAD's exporter wrote them.
   onnx::ModelProto m = ShapeOfInput(
