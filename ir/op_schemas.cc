@@ -154,6 +154,22 @@ const onnx::ISchemaRegistry* SchemaRegistry() {
   return registry;
 }
 
+void InferSameRank(onnx::InferenceContext& ctx) {
+  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (!onnx::hasInputShape(ctx, 0)) return;
+  const int rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
+  auto* out = onnx::getOutputShape(ctx, 0);
+  for (int i = 0; i < rank; ++i) out->add_dim();
+}
+
+void InferBroadcastOfTwo(onnx::InferenceContext& ctx) {
+  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (!onnx::hasNInputShapes(ctx, 2)) return;
+  onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(),
+                                             ctx.getInputType(1)->tensor_type().shape(),
+                                             *onnx::getOutputShape(ctx, 0));
+}
+
 // ---- DerivedSchema ----
 
 DerivedSchema::DerivedSchema(const onnx::OpSchema& base, std::string name, int version)

@@ -83,6 +83,12 @@ class DerivedSchema {
   onnx::DataPropagationFunction data_propagation_;
 };
 
+// Inference shared by ovfix's schemas: output 0 has input 0's type and rank, its dims unknown
+// (an op whose output dims shapes alone do not tell); output 0 has input 0's type and the
+// numpy broadcast of inputs 0 and 1's shapes.
+void InferSameRank(onnx::InferenceContext& ctx);
+void InferBroadcastOfTwo(onnx::InferenceContext& ctx);
+
 // The schemas ovfix adds, by group; each appends to `out` (op_schemas_*.cc).
 using SchemaList = std::vector<std::unique_ptr<onnx::OpSchema>>;
 void AddChangedOpSchemas(SchemaList& out);  // new versions of ops onnx 1.12 knows

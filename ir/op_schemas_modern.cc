@@ -68,12 +68,7 @@ void ResizeInference(InferenceContext& ctx, const onnx::InferenceFunction& base)
     base(ctx);
     return;
   }
-  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-  if (onnx::hasInputShape(ctx, 0)) {
-    const int rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
-    auto* shape = onnx::getOutputShape(ctx, 0);
-    for (int i = 0; i < rank; ++i) shape->add_dim();
-  }
+  InferSameRank(ctx);
 }
 
 // Split with `num_outputs` (opset 18): chunks of ceil(dim / n), the last one smaller.
@@ -118,12 +113,7 @@ void PadInference(InferenceContext& ctx, const onnx::InferenceFunction& base) {
     base(ctx);
     return;
   }
-  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-  if (onnx::hasInputShape(ctx, 0)) {
-    const int rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
-    auto* shape = onnx::getOutputShape(ctx, 0);
-    for (int i = 0; i < rank; ++i) shape->add_dim();
-  }
+  InferSameRank(ctx);
 }
 
 // GridSample-20: N-D; output [N, C, grid dims 1..n-2].

@@ -33,15 +33,6 @@ void SameAsInput(InferenceContext& ctx, size_t from = 0, size_t to = 0) {
 
 void SameAsFirst(InferenceContext& ctx) { SameAsInput(ctx); }
 
-// A rank-preserving op whose output dims are not all known from shapes alone.
-void SameRank(InferenceContext& ctx) {
-  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-  if (!onnx::hasInputShape(ctx, 0)) return;
-  const int rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
-  auto* out = onnx::getOutputShape(ctx, 0);
-  for (int i = 0; i < rank; ++i) out->add_dim();
-}
-
 std::unique_ptr<OpSchema> Unary(const char* name, int version, std::vector<std::string> types) {
   auto s = std::make_unique<OpSchema>();
   s->SetName(name).SetDomain("").SinceVersion(version);
@@ -180,14 +171,7 @@ void AddBitwise(SchemaList& out) {
     auto s = Begin(op, 18);
     s->Input(0, "A", "", "T").Input(1, "B", "", "T").Output(0, "C", "", "T");
     s->TypeConstraint("T", kInts, "");
-    s->TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-      if (onnx::hasNInputShapes(ctx, 2)) {
-        onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(),
-                                                   ctx.getInputType(1)->tensor_type().shape(),
-                                                   *onnx::getOutputShape(ctx, 0));
-      }
-    });
+    s->TypeAndShapeInferenceFunction(InferBroadcastOfTwo);
     Finish(out, std::move(s));
   }
   Finish(out, Unary("BitwiseNot", 18, kInts));
@@ -204,7 +188,7 @@ void AddSpatial(SchemaList& out) {
     all.push_back("tensor(bool)");
     all.push_back("tensor(string)");
     s->TypeConstraint("T", all, "").TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "");
-    s->TypeAndShapeInferenceFunction(SameRank);
+    s->TypeAndShapeInferenceFunction(InferSameRank);
     Finish(out, std::move(s));
   }
   {
@@ -334,14 +318,7 @@ void AddStringOps(SchemaList& out) {
     auto s = Begin("StringConcat", 20);
     s->Input(0, "X", "", "T").Input(1, "Y", "", "T").Output(0, "Z", "", "T");
     s->TypeConstraint("T", {"tensor(string)"}, "");
-    s->TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-      if (onnx::hasNInputShapes(ctx, 2)) {
-        onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(),
-                                                   ctx.getInputType(1)->tensor_type().shape(),
-                                                   *onnx::getOutputShape(ctx, 0));
-      }
-    });
+    s->TypeAndShapeInferenceFunction(InferBroadcastOfTwo);
     Finish(out, std::move(s));
   }
   {
