@@ -326,7 +326,18 @@ bool BuildReplacement(const onnx::GraphProto& graph, const std::set<std::string>
     TemplateNode n = NodeOf(proto, variadic);
     n.commutative = false;
     for (const auto& in : n.inputs) {
-      if (in.empty() || produced.count(in) || bound(in)) continue;
+      if (in.empty() || produced.count(in)) continue;
+      if (is_pattern_output(in)) {
+        // The pattern's output is the value this replacement replaces: reading it would make
+        // the new nodes depend on what they stand for.
+        error.in_body = true;
+        return Fail(error,
+                    absl::StrCat("'", in,
+                                 "' is an output the replacement replaces; a replacement node "
+                                 "cannot read it (read the values it is computed from)"),
+                    in);
+      }
+      if (bound(in)) continue;
       return Fail(error,
                   absl::StrCat("'", in, "' is used in replace but not bound in match or let"), in);
     }

@@ -93,6 +93,7 @@ struct Pattern {
 struct TemplateError {
   std::string message;
   std::string token;
+  bool in_body = false;  // the token is read by a node: look for it after the graph's '{'
 };
 
 // Builds and checks a pattern from its parsed graph. An `any_input` capture must be used once,

@@ -118,7 +118,9 @@ class RuleFileParser {
                 const std::vector<OpVersionRange>& versions, const onnx::GraphProto& match,
                 const onnx::GraphProto& replace, RuleFile& out);
   // Where `token` first appears in `span` as a whole identifier; the span start otherwise.
-  std::pair<int, int> Locate(const Span& span, const std::string& token) const;
+  // Where `token` first stands in `span` as a whole name; in the node list only when `in_body`.
+  std::pair<int, int> Locate(const Span& span, const std::string& token,
+                             bool in_body = false) const;
 
   std::string path_;
   TextCursor cursor_;
@@ -421,10 +423,12 @@ bool RuleFileParser::ParseRule(RawRule& rule) {
   return true;
 }
 
-std::pair<int, int> RuleFileParser::Locate(const Span& span, const std::string& token) const {
+std::pair<int, int> RuleFileParser::Locate(const Span& span, const std::string& token,
+                                           bool in_body) const {
   if (!token.empty()) {
-    for (size_t at = span.text.find(token); at != std::string::npos;
-         at = span.text.find(token, at + 1)) {
+    const size_t body = in_body ? span.text.find('{') : 0;
+    for (size_t at = span.text.find(token, body == std::string::npos ? 0 : body);
+         at != std::string::npos; at = span.text.find(token, at + 1)) {
       const bool left = at == 0 || !IsIdentifierChar(span.text[at - 1]);
       const size_t end = at + token.size();
       const bool right = end >= span.text.size() || !IsIdentifierChar(span.text[end]);
@@ -761,7 +765,7 @@ bool RuleFileParser::BuildOne(const RawRule& raw, const OpVersionRange* op,
   if (errors_.size() != errors_before) return false;
   if (!BuildReplacement(substituted(replace), raw.variadic, bound, rule->pattern.outputs,
                         rule->replacement, te)) {
-    auto [line, column] = Locate(*raw.replace, te.token);
+    auto [line, column] = Locate(*raw.replace, te.token, te.in_body);
     Error(line, column, te.message);
     return false;
   }

@@ -124,6 +124,23 @@ TEST(RuleFile, CaptureUsedInReplaceButNotBound) {
             "f.rules:5:16: 'z' is used in replace but not bound in match or let");
 }
 
+TEST(RuleFile, ReplacementCannotReadTheOutputItReplaces) {
+  // Found by a rule_file fuzz campaign: the new Neg read the `y` it defines, so after the
+  // rewrite a node read a value produced after it.
+  EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
+                    "  replace (x) => (y) {\n"
+                    "    t = Abs(y)\n"
+                    "    y = Neg(t)\n"
+                    "  }\n"),
+            "f.rules:5:13: 'y' is an output the replacement replaces; a replacement node cannot "
+            "read it (read the values it is computed from)");
+  // Reading it after a replacement node has produced it is the new value, and fine.
+  EXPECT_TRUE(ParseRuleFile("f.rules",
+                            "# a\nrule r\n  match (x) => (z, y) { y = Relu(x)  z = Neg(y) }\n"
+                            "  replace (x) => (z, y) { y = Abs(x)  z = Neg(y) }\n")
+                  .ok());
+}
+
 TEST(RuleFile, ReplacementOutputsMustMatchPatternOutputs) {
   EXPECT_EQ(ErrorOf("# a\nrule r\n  match (x) => (y) { y = Relu(x) }\n"
                     "  replace (x) => (y, z) { y = Relu(x)  z = Neg(x) }\n"),
