@@ -129,7 +129,7 @@ absl::Status CheckOptions(const Target& target, const ConvertOptions& options,
   // Options that only shape a reduced-precision conversion, given for one that stays fp32.
   for (std::string_view name : {"keep_io_types", "fp16_islands", "fp16_magnitude_threshold"}) {
     if (!set_by_user.contains(std::string(name))) continue;
-    if (name == "keep_io_types" && !options.keep_io_types) continue;
+    if (name == "keep_io_types" && options.keep_io_types) continue;
     const rules::OptionSpec* spec = rules::FindOption(name);
     return absl::InvalidArgumentError(
         absl::StrCat(rules::FlagName(*spec), " applies to reduced precision only: target ",

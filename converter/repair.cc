@@ -233,6 +233,21 @@ const Value* ThroughCasts(const Value* v) {
   return v;
 }
 
+// The name a node's output has in the original model: the repair keeps nodes by it. A main
+// output the conversion gave back its original type (keep_io_types) is the Cast's; the node
+// itself computes a renamed value.
+std::string KeepKey(const Node* n) {
+  const Value* v = n->output(0);
+  if (v->uses().size() == 1 && !v->is_graph_output()) {
+    const Node* reader = v->uses()[0].node;
+    if (reader->op_type() == "Cast" && reader->output(0) != nullptr &&
+        reader->output(0)->is_graph_output()) {
+      return reader->output(0)->name();
+    }
+  }
+  return v->name();
+}
+
 struct UnitNode {
   const Node* node;                 // of the first conversion
   std::string output;               // its first output's name (the keep key)
@@ -251,7 +266,7 @@ std::vector<Unit> MakeUnits(const Graph& g, const ValueErrors& first) {
     if (n->op_type() == "Cast" || n->op_type() == "CastLike") continue;
     if (!first.float16.contains(n->output(0)->name())) continue;
     if (units.empty() || StartsUnit(*n)) units.emplace_back();
-    UnitNode u{n, n->output(0)->name(), {}, Sums(*n)};
+    UnitNode u{n, KeepKey(n), {}, Sums(*n)};
     for (const Value* v : n->inputs()) {
       const Value* source = ThroughCasts(v);
       if (source == nullptr || source->is_initializer()) continue;
@@ -411,7 +426,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
   auto keep_map = [&](const std::vector<bool>& flags) {
     std::map<std::string, std::string> keep;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      if (flags[i]) keep[nodes[i]->output(0)->name()] = "repair: kept to meet the criterion";
+      if (flags[i]) keep[KeepKey(nodes[i])] = "repair: kept to meet the criterion";
     }
     return keep;
   };
@@ -432,7 +447,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!flags[i]) continue;
       ++e.fp32_nodes;
-      const std::string& v = nodes[i]->output(0)->name();
+      const std::string v = KeepKey(nodes[i]);
       if (auto it = errors.error.find(v); it != errors.error.end()) e.kept_errors[v] = it->second;
     }
     log(absl::StrFormat(
@@ -470,7 +485,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
     result.end_to_end = e.end_to_end;
     for (int i : kept_nodes) {
       const Node* n = nodes[i];
-      const std::string& out = n->output(0)->name();
+      const std::string out = KeepKey(n);
       RepairedNode k{n->Describe(), n->op_type(), out, 0, 0, search.round_of[i]};
       if (auto it = first_errors.error.find(out); it != first_errors.error.end()) {
         k.error_before = it->second;

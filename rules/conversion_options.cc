@@ -170,8 +170,10 @@ std::vector<OptionSpec> MakeTable() {
                .set = Append<&ConvertOptions::keep_fp32>});
   t.push_back({.name = "keep_io_types",
                .type = Type::kBool,
-               .default_text = "false",
-               .help = "Keep fp32 model inputs and outputs (Casts inside)",
+               .default_text = "true",
+               .help = "Give a reduced-precision file float16/bfloat16 inputs and outputs "
+                       "where its first and last nodes compute in them (by default they keep the "
+                       "original's types, Casts inside)",
                .read_by = "fp16_islands",
                .in_target_files = true,
                .api_field = "keep_io_types",

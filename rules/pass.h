@@ -38,7 +38,9 @@ struct ConvertOptions {
   std::vector<std::string> keep_fp32;  // --keep-fp32 REGEX (names or op types)
   // Nodes to keep in fp32, by the name of their first output, with the reason (repair).
   std::map<std::string, std::string> keep_fp32_outputs;
-  bool keep_io_types = false;
+  // The written file's inputs and outputs keep the original's element types (Casts inside);
+  // false gives float16/bfloat16 inputs and outputs where the graph computes them so.
+  bool keep_io_types = true;
   double fp16_magnitude_threshold = 8192;
   // Which islands: kStructural (the graph's precision-sensitive patterns, spec limits and
   // calibration) or kMagnitude (only what the spec needs, constants above fp16's max, and

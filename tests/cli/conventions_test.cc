@@ -219,8 +219,7 @@ TEST_F(CommandFolder, OptionsThatMatchNothingWarnInOneLine) {
 }
 
 TEST_F(CommandFolder, ConvertEndsWithASummaryAndQuietPrintsTheResultOnly) {
-  auto r = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out.onnx") +
-                    " --target gpu-fp16 --keep-io-types");
+  auto r = RunOvfix("convert " + Path("tiny.onnx") + " " + Path("out.onnx") + " --target gpu-fp16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Not a terminal: no progress, nothing on stderr.
   EXPECT_EQ(r.err, "");
@@ -229,7 +228,7 @@ TEST_F(CommandFolder, ConvertEndsWithASummaryAndQuietPrintsTheResultOnly) {
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
   }
   // One Add on 4 floats: weights 16 B -> 8 B in fp16; two Casts added at the fp32 interface
-  // that --keep-io-types keeps.
+  // that the file keeps by default.
   EXPECT_NE(r.out.find("weights                              16 B  ->  8 B\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\n  Cast                                  0  ->  2\n"), std::string::npos)

@@ -132,7 +132,7 @@ TEST_P(Bf16Convert, WithinToleranceOfTheReferenceOutputs) {
   if (!fp32.empty()) EXPECT_FALSE(report->layer_output_types.empty());
 }
 
-// With --keep-io-types (float inputs and outputs, so that run.js can feed and read them).
+// Float inputs and outputs (the default), so that run.js can feed and read them.
 TEST_P(Bf16Convert, OnnxruntimeLoadsTheWrittenModel) {
   const Case& c = GetParam();
   const std::string dir = ModelDir(c.name);
@@ -146,8 +146,6 @@ TEST_P(Bf16Convert, OnnxruntimeLoadsTheWrittenModel) {
   ASSERT_TRUE(model.ok()) << model.status();
   PipelineOptions o;
   o.convert.target = "gpu-bf16";
-  o.convert.keep_io_types = true;
-  o.set_by_user = {"keep_io_types"};
   std::vector<std::string> inputs;
   for (const Value* v : (*model)->graph().inputs()) {
     if (v->is_initializer()) continue;

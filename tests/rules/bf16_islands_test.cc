@@ -33,6 +33,7 @@ std::unique_ptr<Model> Parse(const char* text) { return test_support::ParseAndIn
 std::map<std::string, std::string> ConvertToBf16(Model& m, const exec::TensorMap& inputs) {
   ConvertOptions options;
   options.precision = ConvertOptions::Precision::kBf16;
+  options.keep_io_types = false;  // the tests read the types the graph's values compute in
   auto validator = converter::ReferenceValidator::Create(m, inputs);
   EXPECT_TRUE(validator.ok()) << validator.status();
   Rewriter rewriter(m);

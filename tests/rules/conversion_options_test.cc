@@ -62,8 +62,8 @@ TEST(OptionTable, NamesAreUniqueSnakeCaseWithHelp) {
     if (spec.in_target_files) EXPECT_NE(spec.set, nullptr) << spec.name;
     if (!spec.same_as.empty()) EXPECT_NE(FindOption(spec.same_as), nullptr) << spec.name;
   }
-  EXPECT_EQ(FlagName(*FindOption("keep_io_types")), "--keep-io-types");
-  EXPECT_EQ(FlagName(*FindOption("validate")), "--no-validate");  // on by default
+  EXPECT_EQ(FlagName(*FindOption("keep_io_types")), "--no-keep-io-types");  // on by default
+  EXPECT_EQ(FlagName(*FindOption("validate")), "--no-validate");            // on by default
   EXPECT_EQ(FlagName(*FindOption("input_shape")), "--input-shape");
 }
 
@@ -209,7 +209,7 @@ absl::StatusOr<Plan> PlanFor(const std::string& target_name, const std::string& 
     set_by_user.insert("precision");
   }
   if (absl::Status s = converter::ApplyTargetOptions(*target, set_by_user, o); !s.ok()) return s;
-  if (set_by_user.contains("keep_io_types")) o.keep_io_types = true;
+  if (set_by_user.contains("keep_io_types")) o.keep_io_types = false;  // --no-keep-io-types
   absl::StatusOr<RuleLibrary> library = RuleLibrary::Load({});
   if (!library.ok()) return library.status();
   absl::StatusOr<converter::PassManager> manager =
@@ -269,7 +269,8 @@ TEST(PassManager, RefusesIncompatibleCombinations) {
   absl::StatusOr<Plan> io = PlanFor("generic", "", {"keep_io_types"});
   ASSERT_FALSE(io.ok());
   EXPECT_EQ(io.status().message(),
-            "--keep-io-types applies to reduced precision only: target generic converts in fp32 "
+            "--no-keep-io-types applies to reduced precision only: target generic converts in "
+            "fp32 "
             "(add --precision fp16)");
   EXPECT_TRUE(PlanFor("generic", "fp16", {"keep_io_types"}).ok());
   EXPECT_TRUE(PlanFor("gpu-fp16", "", {"keep_io_types"}).ok());
@@ -280,15 +281,15 @@ TEST(PassManager, CommandLineRefusesInOneLine) {
   const std::string model = std::string(OVFIX_SHARED_DIR) + "/models/trt_broadcast/model.onnx";
   if (!fs::exists(model)) GTEST_SKIP() << "no trt_broadcast in ../shared";
   const fs::path out = fs::temp_directory_path() / absl::StrCat("ovfix_refused_", ::getpid());
-  for (const std::string& args : {"--target openvino-gpu --precision bf16", "--keep-io-types"}) {
+  for (const std::string& args : {"--target openvino-gpu --precision bf16", "--no-keep-io-types"}) {
     testing::CommandResult r =
         testing::RunOvfix(absl::StrCat("convert ", model, " ", out.string(), " ", args));
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(
-        r.err.find(args == "--keep-io-types" ? "--keep-io-types applies to reduced precision"
-                                             : "runs every tensor in the float type its backend"),
-        std::string::npos)
+    EXPECT_NE(r.err.find(args == "--no-keep-io-types"
+                             ? "--no-keep-io-types applies to reduced precision"
+                             : "runs every tensor in the float type its backend"),
+              std::string::npos)
         << r.err;
     EXPECT_FALSE(fs::exists(out));
   }

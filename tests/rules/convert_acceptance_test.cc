@@ -194,7 +194,8 @@ void ExpectFp16Close(const std::string& name) {
   for (size_t i = 0; i < reference.size(); ++i) {
     EXPECT_LE(exec::RelativeError(converted[i], reference[i]), 1e-2) << name << " output " << i;
   }
-  EXPECT_EQ(c.model->graph().inputs()[0]->elem_type(), DataType::kFloat16);
+  // The file takes the original's float32 input (keep_io_types by default).
+  EXPECT_EQ(c.model->graph().inputs()[0]->elem_type(), DataType::kFloat);
   ExpectWideningChangesNoBit(*c.model, inputs, converted);
 }
 

@@ -84,8 +84,6 @@ TEST(Fp16ShiftedSoftmax, OnnxruntimeRunsTheFp16FileWithinTheDefaultCriteria) {
   PipelineOptions options;
   options.convert.target = "gpu-fp16";
   options.convert.input_files = {{"x", input}};
-  options.convert.keep_io_types = true;
-  options.set_by_user = {"keep_io_types"};
   const std::string converted = (dir / "converted.onnx").string();
   options.output_path = converted;
   options.write_output = true;

@@ -97,9 +97,9 @@ inline WrittenPrecision CountWrittenPrecision(Model& m, DataType half) {
   return w;
 }
 
-// `convert INPUT OUTPUT --target tensorrt --precision PRECISION --keep-io-types
-// --calibration-data DATA` as the pipeline's options: fp32 inputs and outputs (Casts inside),
-// as TensorRT users feed them, and the file written.
+// `convert INPUT OUTPUT --target tensorrt --precision PRECISION --calibration-data DATA` as
+// the pipeline's options: fp32 inputs and outputs (Casts inside, the default), as TensorRT
+// users feed them, and the file written.
 inline converter::PipelineOptions TensorRtConversion(const std::string& input,
                                                      const std::string& output,
                                                      const std::string& data,
@@ -111,8 +111,7 @@ inline converter::PipelineOptions TensorRtConversion(const std::string& input,
   options.calibration_data = {data};
   options.convert.target = "tensorrt";
   EXPECT_TRUE(rules::SetOption("precision", precision, options.convert).ok()) << precision;
-  EXPECT_TRUE(rules::SetOption("keep_io_types", "true", options.convert).ok());
-  options.set_by_user = {"precision", "keep_io_types"};
+  options.set_by_user = {"precision"};
   return options;
 }
 
