@@ -298,6 +298,8 @@ absl::Status Conversion::Setup() {
   OVFIX_ASSIGN_OR_RETURN(Target target, LoadTarget(options_.convert.target));
   convert_ = options_.convert;
   OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options_.set_by_user, convert_));
+  report_.fp32_runtime = target.fp32_runtime;
+  report_.fp32_by_request = Fp32ByRequest(target, options_.set_by_user, convert_);
   absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options_.rule_files);
   if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
   OVFIX_ASSIGN_OR_RETURN(manager_, PassManager::Plan(target, convert_, options_.set_by_user,

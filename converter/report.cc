@@ -70,6 +70,7 @@ void WriteValidation(cli::JsonWriter& w, const ConversionReport& report) {
         {OptionalField(report.end_to_end_tolerance >= 0, "tolerance", report.end_to_end_tolerance),
          Field("max_error", e->max_error), Field("score", e->score), Field("meets", e->meets())});
     w.Array("outputs", e->outputs, WriteOutput);
+    if (report.fp32_by_request) w.Fields({Field("fp32_runtime", report.fp32_runtime)});
     if (report.islands_ignored) {
       w.Fields({Field("islands_ignored", true)});
       w.Array("fp16_overflows", report.fp16_overflows,
@@ -286,6 +287,14 @@ std::string SummaryTable(const ConversionReport& report) {
                         "  none: the error is fp16's rounding, which no rescaling changes (the "
                         "backend needs fp32 for this model)\n");
       }
+      if (!report.outputs_match && !report.fp32_runtime.empty()) {
+        absl::StrAppend(&out, "  the way out: --precision fp32 writes the file for the backend ",
+                        "set to compute in fp32 (", report.fp32_runtime, ")\n");
+      }
+    }
+    if (report.fp32_by_request) {
+      absl::StrAppend(&out, "precision fp32: validated in fp32, for the backend set to compute ",
+                      "in fp32 (", report.fp32_runtime, ")\n");
     }
   } else {
     absl::StrAppend(

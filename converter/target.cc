@@ -65,8 +65,9 @@ absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text)
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     const std::string where = absl::StrCat(t.path, ":", line_number, ":", indent + 1, ": ");
     const std::string& keyword = words[0];
-    if (keyword == "description") {
-      t.description = std::string(absl::StripAsciiWhitespace(line.substr(keyword.size())));
+    if (keyword == "description" || keyword == "fp32_runtime") {
+      (keyword == "description" ? t.description : t.fp32_runtime) =
+          std::string(absl::StripAsciiWhitespace(line.substr(keyword.size())));
     } else if (keyword == "pass" || keyword == "rules") {
       if (words.size() != 2) {
         errors.push_back(absl::StrCat(where, "'", keyword, "' takes one name"));
@@ -94,8 +95,9 @@ absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text)
       }
       t.options.emplace_back(words[1], words[2]);
     } else {
-      errors.push_back(absl::StrCat(where, "unknown keyword '", keyword,
-                                    "' (expected description, pass, rules or option)"));
+      errors.push_back(
+          absl::StrCat(where, "unknown keyword '", keyword,
+                       "' (expected description, fp32_runtime, pass, rules or option)"));
     }
   }
   if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
@@ -151,7 +153,16 @@ absl::Status ApplyTargetOptions(const Target& target, const std::set<std::string
           absl::StrCat(target.path, ": option ", key, ": ", s.message()));
     }
   }
+  if (Fp32ByRequest(target, set_by_user, options)) options.islands_honoured = true;
   return absl::OkStatus();
+}
+
+bool Fp32ByRequest(const Target& target, const std::set<std::string>& set_by_user,
+                   const ConvertOptions& options) {
+  ConvertOptions target_only;  // the target's own values (checked when the file was read)
+  for (const auto& [key, value] : target.options) SetOption(key, value, target_only).IgnoreError();
+  return !target_only.islands_honoured && options.precision == ConvertOptions::Precision::kFp32 &&
+         (set_by_user.contains("precision") || set_by_user.contains("fp16"));
 }
 
 }  // namespace ovfix::converter

@@ -6,6 +6,8 @@
 //   pass   fix_input_shapes        # a native pass (rules/passes/registry.cc)
 //   rules  conv_normalization      # a rule set: a rule file's stem, a rule family or a rule
 //   option fp16_magnitude_threshold 8192
+//   fp32_runtime  compile with INFERENCE_PRECISION_HINT f32   # only where islands_honoured
+//                 # is false: how the backend is set to fp32, which --precision fp32 asks for
 //
 // One step per line, run in the order written; `#` starts a comment. Options set defaults
 // that the command line overrides: the entries of the option table that target files may
@@ -36,6 +38,9 @@ struct Target {
   std::string name;  // the file's stem
   std::string path;  // as given, or "targets/NAME.target" for built-in ones
   std::string description;
+  // For a backend that picks its own float type (islands_honoured false): how its user sets
+  // it to compute in fp32, which `--precision fp32` asks of them ("fp32_runtime" line).
+  std::string fp32_runtime;
   std::vector<TargetStep> steps;
   std::vector<std::pair<std::string, std::string>> options;  // in file order
 };
@@ -50,8 +55,13 @@ absl::StatusOr<Target> LoadTarget(std::string_view name);
 std::vector<Target> BuiltinTargets();
 
 // Sets the target's options in `options`, except those named in `set_by_user` (the command
-// line wins). Option names are those of the file format.
+// line wins). Option names are those of the file format. `--precision fp32` given on a
+// target whose backend picks its own float type means the user sets that backend to fp32
+// (Fp32ByRequest): the model then runs as written there, and islands_honoured becomes true.
 absl::Status ApplyTargetOptions(const Target& target, const std::set<std::string>& set_by_user,
                                 rules::ConvertOptions& options);
+// Whether the user asked for fp32 on a target whose backend otherwise picks fp16 itself.
+bool Fp32ByRequest(const Target& target, const std::set<std::string>& set_by_user,
+                   const rules::ConvertOptions& options);
 
 }  // namespace ovfix::converter
