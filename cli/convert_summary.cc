@@ -143,7 +143,18 @@ std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryF
   absl::StrAppend(&out, RewriteLine(report));
   absl::StrAppend(&out, ActionableRollbacks(report));
   if (!report.islands.empty()) absl::StrAppend(&out, IslandLine(report));
-  if (!report.opset_note.empty()) absl::StrAppend(&out, "bf16: ", report.opset_note, "\n");
+  if (!report.opset_note.empty()) {
+    absl::StrAppend(&out, "bf16: ", report.opset_note, "\n");
+    // A bfloat16 conversion that left most of the model in fp32 says so, and what else to do.
+    if (report.cost && report.cost->NodeShare() > 0.5) {
+      absl::StrAppend(&out,
+                      absl::StrFormat("bf16: %d of %d float node(s) (%.0f%%) stay fp32, so the "
+                                      "file computes mostly in fp32; --precision fp16 computes "
+                                      "them in fp16 with fp32 islands instead\n",
+                                      report.cost->fp32_nodes, report.cost->float_nodes,
+                                      100 * report.cost->NodeShare()));
+    }
+  }
   if (!report.dynamic_values.empty()) {
     absl::StrAppend(&out, "stayed dynamic (shapes depend on data): ",
                     FirstFew(report.dynamic_values, kListed), "\n");

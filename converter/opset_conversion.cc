@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "converter/model_run.h"
 #include "ir/constant.h"
@@ -60,9 +61,11 @@ class Edit {
   }
   Value* Op(std::string_view op, std::vector<Value*> inputs,
             std::vector<onnx::AttributeProto> attributes = {}) {
-    Node* node =
-        g_.AddNode(op, inputs, {g_.UniqueName(absl::StrCat(n_->name(), "_", std::string(op)))},
-                   g_.UniqueName(absl::StrCat(n_->name(), "/", std::string(op))), "", n_);
+    // Named after its output, a new unique name: the node being converted may have no name,
+    // and a rewrite may add two nodes of one op type (onnxruntime refuses equal node names).
+    const std::string base = n_->name().empty() ? n_->output(0)->name() : n_->name();
+    const std::string output = g_.UniqueName(absl::StrCat(base, "_", std::string(op)));
+    Node* node = g_.AddNode(op, inputs, {output}, output, "", n_);
     for (auto& a : attributes) node->SetAttribute(std::move(a));
     return node->output(0);
   }
@@ -430,14 +433,51 @@ absl::Status ForEachDefaultNode(Model& model,
   return absl::OkStatus();
 }
 
+// Softmax, LogSoftmax and Hardmax before opset 13 flatten their input to 2-D at `axis`; from
+// 13 they work along `axis` alone. onnx 1.12's adapter needs the input's full shape for any
+// axis but the last it can see, and stops the whole conversion where it is unknown (a
+// Reshape to a computed shape, the shape of a recurrent state...). Written here first in a
+// form both versions read alike, which the adapter leaves as it is: the last axis as -1, and
+// any other axis, or an input of unknown rank, as Flatten, the op along axis -1, and a
+// Reshape back to the input's shape.
+void NormalizeSoftmaxBefore13(Graph& g, Node* n) {
+  if (n->op_type() != "Softmax" && n->op_type() != "LogSoftmax" && n->op_type() != "Hardmax") {
+    return;
+  }
+  Value* x = n->input(0);
+  const int rank = x != nullptr ? x->rank() : -1;
+  int64_t axis = n->GetInt("axis", 1);
+  if (rank >= 0 && axis < 0) axis += rank;
+  if (rank >= 0 && axis == rank - 1) {
+    n->SetAttribute(onnx::MakeAttribute("axis", int64_t{-1}));
+    return;
+  }
+  const std::string op(n->op_type());
+  Edit e(g, n);
+  Value* flat = e.Op("Flatten", {x}, {onnx::MakeAttribute("axis", axis)});
+  Value* along = e.Op(op, {flat}, {onnx::MakeAttribute("axis", int64_t{-1})});
+  e.Replace("Reshape", {along, e.Op("Shape", {x})});
+}
+
+// The reason in one of onnx's assertion texts ("FILE:LINE: FUNCTION: Assertion `...` failed:
+// REASON"), without the source location and the condition, which say nothing to a user.
+std::string OnnxFailureReason(std::string_view what) {
+  const size_t failed = what.find("failed: ");
+  if (what.find("Assertion") != std::string_view::npos && failed != std::string_view::npos) {
+    what.remove_prefix(failed + 8);
+  }
+  return std::string(absl::StripAsciiWhitespace(absl::string_view(what.data(), what.size())));
+}
+
 absl::Status WithOnnxConverter(Model& model, int64_t target) {
   onnx::ModelProto converted;
   try {
     converted =
         onnx::version_conversion::ConvertVersion(ModelToProto(model), static_cast<int>(target));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "onnx's version converter cannot take the model to opset ", target, ": ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("onnx's version converter cannot take the model to opset ", target, ": ",
+                     OnnxFailureReason(e.what())));
   }
   converted.set_ir_version(std::max<int64_t>(converted.ir_version(), IrVersionForOpset(target)));
   absl::StatusOr<std::unique_ptr<Model>> rebuilt =
@@ -461,6 +501,12 @@ absl::Status ConvertInPlace(Model& model, int64_t from, int64_t target, OpsetCha
     at = step;
   }
   if (target > at && at < kLibraryOpset) {
+    if (at < 13 && target >= 13) {
+      OVFIX_RETURN_IF_ERROR(ForEachDefaultNode(model, [](Graph& g, Node* n) {
+        NormalizeSoftmaxBefore13(g, n);
+        return absl::OkStatus();
+      }));
+    }
     OVFIX_RETURN_IF_ERROR(WithOnnxConverter(model, std::min(target, kLibraryOpset)));
     at = std::min(target, kLibraryOpset);
   }

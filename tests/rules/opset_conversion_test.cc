@@ -2,7 +2,10 @@
 // equivalent at the target opset is named.
 #include "converter/opset_conversion.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "converter/model_run.h"
@@ -11,7 +14,9 @@
 #include "ir/model_check.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
+#include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "tests/support/ort_peer.h"
 
 namespace ovfix::converter {
 namespace {
@@ -123,6 +128,62 @@ g (float[1,4,8] q, float[1,4,8] k, float[1,4,8] v) => (float[1,4,8] y) {
   EXPECT_NE(change.status().message().find("Attention-23"), std::string::npos) << change.status();
   EXPECT_NE(change.status().message().find("no equivalent at opset 17"), std::string::npos);
   EXPECT_EQ(model->OpsetVersion(""), 23);
+}
+
+// Softmax-family ops before opset 13 flatten at `axis`; onnx 1.12's adapter stopped a raise
+// past 12 where it could not see the input's shape ("Version conversion for Softmax failed
+// because input shape is unknown"; a PaddleOCR recognizer kept every node fp32 for bf16 so).
+// Raised to 13 and 17, onnxruntime computes what it computed at opset 11.
+TEST(OpsetConversion, SoftmaxOfUnknownShapeIsRaisedPast12) {
+  const std::string modules = testing_support::OrtModules();
+  if (modules.empty()) {
+    if (testing_support::OrtRequired()) FAIL() << "onnxruntime-node is not installed";
+    GTEST_SKIP() << "no node or onnxruntime-node";
+  }
+  constexpr char kOpset11[] = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2,6,8] x, int64[K] s) => (float[P,Q,R] a, float[2,6,8] b, float[P,Q,R] c, float[2,6,8] d) {
+  r = Reshape(x, s)
+  a = Softmax <axis = 1> (r)
+  b = LogSoftmax <axis = -1> (x)
+  c = Hardmax <axis = 2> (r)
+  d = Softmax (x)
+}
+)";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / absl::StrCat("ovfix_softmax_11_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string original = (dir / "m11.onnx").string();
+  std::unique_ptr<Model> model = Load(kOpset11);
+  ASSERT_NE(model, nullptr);
+  ASSERT_TRUE(SaveModel(*model, original).ok());
+  const std::vector<std::string> inputs = {(dir / "x.pb").string(), (dir / "s.pb").string()};
+  ASSERT_TRUE(WriteTensorFile(inputs[0], Inputs().at("x"), "x").ok());
+  ASSERT_TRUE(
+      WriteTensorFile(inputs[1], Tensor::FromVector<int64_t>(DataType::kInt64, {3}, {2, 6, 8}), "s")
+          .ok());
+  const std::vector<Tensor> expected =
+      testing_support::RunOrt(modules, original, inputs, dir / "expected");
+  ASSERT_EQ(expected.size(), 4u);
+  for (int64_t opset : {13, 17}) {
+    SCOPED_TRACE(opset);
+    std::unique_ptr<Model> converted = Load(kOpset11);
+    absl::StatusOr<OpsetChange> change = ConvertOpset(*converted, opset);
+    ASSERT_TRUE(change.ok()) << change.status();
+    const std::string file = (dir / absl::StrCat("m", opset, ".onnx")).string();
+    ASSERT_TRUE(SaveModel(*converted, file).ok());
+    const std::vector<Tensor> got =
+        testing_support::RunOrt(modules, file, inputs, dir / absl::StrCat("got", opset));
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].dims(), expected[i].dims()) << "output " << i;
+      for (int64_t j = 0; j < got[i].numel(); ++j) {
+        EXPECT_NEAR(got[i].GetAsDouble(j), expected[i].GetAsDouble(j), 1e-6) << "output " << i;
+      }
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
