@@ -4,8 +4,11 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "converter/model_run.h"
 #include "exec/random_inputs.h"
 #include "ir/float16.h"
@@ -34,8 +37,19 @@ std::string WhyNoRewrite(const Graph& g, const Value& v, const std::string& op) 
     }
   }
   if (IsSumOfSquares(op)) {
-    return "no fp16-safe rewrite fits: a scaled sum of squares needs a consumer that takes the "
-           "scale (Sqrt, after an optional Add of a constant), and this one has none";
+    // The readers that would have to take the scale, named: the one that blocks it is there.
+    std::vector<std::string> readers;
+    for (const Use& use : v.uses()) {
+      const Value* o = use.node->outputs().empty() ? nullptr : use.node->output(0);
+      readers.push_back(
+          absl::StrCat(use.node->op_type(), " '", o != nullptr ? o->name() : "", "'"));
+    }
+    return absl::StrCat(
+        "no fp16-safe rewrite fits: a scaled sum of squares needs a reader that takes the scale "
+        "(Sqrt, after an optional Add of a constant), and ",
+        readers.empty()
+            ? "it has no reader"
+            : absl::StrCat("none of its readers does (", absl::StrJoin(readers, ", "), ")"));
   }
   return absl::StrCat("no fp16-safe rewrite handles ", op,
                       " (sums of squares before a Sqrt are rescaled; other large activations "

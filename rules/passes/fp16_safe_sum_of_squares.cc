@@ -53,8 +53,10 @@ std::string Check(Node* reduce, Match& m) {
     m.x = reduce->input(0);
     if (op == "ReduceL2") return "";
   } else {
+    // The square may have other readers (an `energy` output beside a pixel norm): the
+    // rewrite computes its own scaled square and leaves the original to them.
     Node* sq = reduce->input(0) != nullptr ? reduce->input(0)->producer() : nullptr;
-    if (sq == nullptr || !SingleUse(reduce->input(0))) return "its input is not a square";
+    if (sq == nullptr) return "its input is not a square";
     if (Is(sq, "Pow") && ScalarConstant(sq->input(1)) == 2.0) {
       m.square = sq;
     } else if (Is(sq, "Mul") && sq->input(0) == sq->input(1)) {
@@ -134,8 +136,13 @@ void Rewrite(PassContext& ctx, const Match& m, int k) {
                                {r.UniqueName(last->output(0)->name() + "_fp16safe_out")}, last);
   r.SetType(unscale->output(0), last->output(0)->type());
   r.ReplaceAllUsesWith(last->output(0), unscale->output(0));
-  for (Node* n : {m.root, m.add, m.reduce, m.square}) {
+  for (Node* n : {m.root, m.add, m.reduce}) {
     if (n != nullptr) r.EraseNode(n);
+  }
+  // A square other nodes or the graph's outputs still read stays for them.
+  if (m.square != nullptr && !m.square->output(0)->has_uses() &&
+      !m.square->output(0)->is_graph_output()) {
+    r.EraseNode(m.square);
   }
 }
 

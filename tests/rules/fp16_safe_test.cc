@@ -210,6 +210,35 @@ TEST(Fp16Safe, SumOfSquaresWithoutSquareRootIsReportedNotRewritten) {
   EXPECT_TRUE(listed_energy && listed_square) << SummaryTable(*report);
 }
 
+// A sum of squares no square root reads: the report names the reader that blocks the scale.
+TEST(Fp16Safe, SumOfSquaresOverflowNamesTheReaderThatCannotTakeTheScale) {
+  const fs::path dir = ScratchDir("energy_reader");
+  auto model = ParseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    m (float[1, 8, 4, 4] x) => (float[1, 8, 4, 4] y) {
+      axes = Constant <value = int64[3] {1, 2, 3}> ()
+      sq = Mul(x, x)
+      s = ReduceSum <keepdims = 1> (sq, axes)
+      d = Div(x, s)
+      y = Relu(d)
+    })");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string input = (dir / "input_0.pb").string();
+  ASSERT_TRUE(WriteTensorFile(input, LargeInput({1, 8, 4, 4}), "x").ok());
+  PipelineOptions options;
+  options.convert.target = "openvino-gpu";
+  options.convert.input_files = {{"x", input}};
+  auto report = ConvertModel(**model, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  bool named = false;
+  for (const Fp16Overflow& o : report->fp16_overflows) {
+    if (o.value == "s") {
+      named = o.why.find("none of its readers does (Div 'd')") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named) << SummaryTable(*report);
+}
+
 // The validation of such targets: in a model that declares float16, fp16-storage keeps the
 // float32 islands in fp32 (as a backend that honours them does) unless islands are ignored.
 TEST(Fp16Safe, EveryFloatInFp16RoundsTheIslandsOfAFloat16Model) {
@@ -237,14 +266,16 @@ TEST(Fp16Safe, EveryFloatInFp16RoundsTheIslandsOfAFloat16Model) {
 
 struct Case {
   std::string target;
-  bool shared;  // gfpgan_modconv from ../shared, else the GFPGAN-style block
+  bool shared;          // gfpgan_modconv from ../shared, else the GFPGAN-style block
+  bool energy = false;  // the block with an energy output sharing the pixel norm's square
 };
 
 class Fp16SafeModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Fp16SafeModel, EveryTensorInFp16HasNoInfWhereFp16CanHoldTheOutput) {
   const Case& c = GetParam();
-  const fs::path dir = ScratchDir(absl::StrCat(c.target, c.shared ? "_modconv" : "_block"));
+  const fs::path dir = ScratchDir(
+      absl::StrCat(c.target, c.shared ? "_modconv" : (c.energy ? "_block_energy" : "_block")));
   std::unique_ptr<Model> model;
   exec::TensorMap feeds;
   std::vector<std::string> input_files;
@@ -266,7 +297,7 @@ TEST_P(Fp16SafeModel, EveryTensorInFp16HasNoInfWhereFp16CanHoldTheOutput) {
       input_files.push_back(file);
     }
   } else {
-    auto m = test_models::GfpganStyleBlock();
+    auto m = test_models::GfpganStyleBlock(c.energy);
     ASSERT_TRUE(m.ok()) << m.status();
     model = std::move(m->model);
     feeds[m->input_name] = m->input;
@@ -316,9 +347,18 @@ TEST_P(Fp16SafeModel, EveryTensorInFp16HasNoInfWhereFp16CanHoldTheOutput) {
     // The block's pixel norm and demodulation overflow as written, and are rescaled.
     EXPECT_FALSE(AllFinite((*original_fp16)[0]) &&
                  exec::RelativeError((*original_fp16)[0], (*reference)[0]) < 0.1);
+    // With the energy output beside it, the pixel norm takes the scale all the same (its
+    // own scaled square); what still overflows is the energy and the square it sums.
     EXPECT_EQ(test_support::CommittedRewrites(*report, "fp16_safe_sum_of_squares"), 2)
         << SummaryTable(*report);
-    EXPECT_TRUE(report->fp16_overflows.empty()) << SummaryTable(*report);
+    if (c.energy) {
+      EXPECT_FALSE(report->fp16_overflows.empty());
+      for (const Fp16Overflow& o : report->fp16_overflows) {
+        EXPECT_NE(o.why.find("graph output"), std::string::npos) << o.value << ": " << o.why;
+      }
+    } else {
+      EXPECT_TRUE(report->fp16_overflows.empty()) << SummaryTable(*report);
+    }
   }
 
   // onnxruntime runs the written file on the inputs in the types it declares.
@@ -335,11 +375,15 @@ TEST_P(Fp16SafeModel, EveryTensorInFp16HasNoInfWhereFp16CanHoldTheOutput) {
 
 INSTANTIATE_TEST_SUITE_P(Targets, Fp16SafeModel,
                          ::testing::Values(Case{"ncnn-vulkan", true}, Case{"openvino-gpu", true},
-                                           Case{"ncnn-vulkan", false}, Case{"openvino-gpu", false}),
+                                           Case{"ncnn-vulkan", false}, Case{"openvino-gpu", false},
+                                           Case{"ncnn-vulkan", false, true},
+                                           Case{"openvino-gpu", false, true}),
                          [](const auto& info) {
                            std::string name =
-                               info.param.target +
-                               (info.param.shared ? "_gfpgan_modconv" : "_gfpgan_style_block");
+                               info.param.target + (info.param.shared ? "_gfpgan_modconv"
+                                                    : info.param.energy
+                                                        ? "_gfpgan_style_block_with_energy"
+                                                        : "_gfpgan_style_block");
                            for (char& ch : name) ch = ch == '-' ? '_' : ch;
                            return name;
                          });

@@ -28,7 +28,7 @@ Tensor Planar(const Tensor& photo) {
 
 }  // namespace
 
-absl::StatusOr<Fp16TestModel> GfpganStyleBlock() {
+absl::StatusOr<Fp16TestModel> GfpganStyleBlock(bool energy_output) {
   ModelBuilder b(17, 41);
   constexpr int64_t kIn = 16, kOut = 32;
   const std::string x = b.Input("image", {1, 3, 96, 96});
@@ -41,9 +41,9 @@ absl::StatusOr<Fp16TestModel> GfpganStyleBlock() {
   f = b.Op("Mul", {b.Op("LeakyRelu", {f}, {ModelBuilder::Float("alpha", 0.2f)}),
                    b.Floats({std::sqrt(2.0f)})});
   // Pixel norm over channels.
-  const std::string mean_sq =
-      b.Op("ReduceMean", {b.Op("Pow", {f, b.Floats({2.0f})})},
-           {ModelBuilder::Ints("axes", {1}), ModelBuilder::Int("keepdims", 1)});
+  const std::string square = b.Op("Pow", {f, b.Floats({2.0f})});
+  const std::string mean_sq = b.Op(
+      "ReduceMean", {square}, {ModelBuilder::Ints("axes", {1}), ModelBuilder::Int("keepdims", 1)});
   const std::string norm = b.Op("Sqrt", {b.Op("Add", {mean_sq, b.Floats({1e-8f})})});
   const std::string p = b.Op("Div", {f, norm});
   // Style code from the encoder's features: Gemm(GAP(f)) + 1 (StyleGAN2's EqualLinear, bias 1).
@@ -68,6 +68,7 @@ absl::StatusOr<Fp16TestModel> GfpganStyleBlock() {
   const std::string rgb =
       b.Op("Tanh", {b.Op("Conv", {y, b.Weight({3, kOut, 1, 1}, 0.05f), b.Fill({3}, 0.0f)})});
   b.Output(rgb);
+  if (energy_output) b.Output(b.Op("ReduceSum", {square}, {ModelBuilder::Int("keepdims", 1)}));
   onnx::ModelProto proto = b.model();
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                          ModelFromProto(std::move(proto), "", "gfpgan_style"));

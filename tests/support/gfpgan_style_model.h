@@ -13,6 +13,8 @@
 
 namespace ovfix::test_models {
 
-absl::StatusOr<Fp16TestModel> GfpganStyleBlock();
+// `energy_output`: a second output, the sum of the pixel norm's squares (1e9: beyond fp16 in
+// the original too), which shares the square with the pixel norm.
+absl::StatusOr<Fp16TestModel> GfpganStyleBlock(bool energy_output = false);
 
 }  // namespace ovfix::test_models
