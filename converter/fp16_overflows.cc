@@ -4,10 +4,13 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "converter/model_run.h"
 #include "exec/random_inputs.h"
@@ -87,6 +90,84 @@ absl::StatusOr<std::vector<Fp16Overflow>> ListFp16Overflows(const Model& model,
     }
   }
   return found;
+}
+
+std::string NonFiniteOrigin::Why() const {
+  if (largest_fp32 > kFloat16Largest) {
+    return absl::StrCat("its values reach ", absl::StrFormat("%.3g", largest_fp32),
+                        " in fp32, beyond fp16's 65504: it overflows");
+  }
+  if (nan && largest_input == 0) {
+    return "NaN from inputs that are all 0 in fp16: their values underflow (below 6e-8), and "
+           "0 / 0 or 0 * inf is NaN";
+  }
+  if (nan) {
+    return absl::StrCat("NaN from finite inputs (largest |x| ",
+                        absl::StrFormat("%.3g", largest_input),
+                        "): an intermediate inside the op overflows fp16 (inf - inf, 0 * inf) or a "
+                        "value that underflowed to 0 is divided by or taken the log of");
+  }
+  return absl::StrCat("infinite from finite inputs (largest |x| ",
+                      absl::StrFormat("%.3g", largest_input),
+                      "): the op's result or an intermediate exceeds fp16's 65504");
+}
+
+absl::StatusOr<std::optional<NonFiniteOrigin>> FirstNonFiniteInFp16(const Model& model,
+                                                                    const exec::TensorMap& inputs) {
+  std::set<const Value*> non_finite;
+  std::map<const Value*, double> largest;  // finite values' largest |x|, for the inputs
+  std::optional<NonFiniteOrigin> origin;
+  exec::SessionOptions options;
+  options.random_seed = exec::kValidationSeed;
+  options.precision = exec::Precision::kFp16Storage;
+  options.islands_ignored = true;
+  options.on_value = [&](const Value& v, const Tensor& t) {
+    if (origin || !IsFloatingPoint(t.type())) return;
+    int64_t bad = 0;
+    bool nan = false;
+    double m = 0;
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      const double x = t.GetAsDouble(k);
+      if (std::isfinite(x)) {
+        m = std::max(m, std::abs(x));
+      } else {
+        ++bad;
+        nan = nan || std::isnan(x);
+      }
+    }
+    largest[&v] = m;
+    if (bad == 0) return;
+    non_finite.insert(&v);
+    const Node* n = v.producer();
+    if (n == nullptr) return;
+    double in = 0;
+    for (const Value* i : n->inputs()) {
+      if (i == nullptr) continue;
+      if (non_finite.contains(i)) return;  // it only carries a non-finite value further
+      if (auto it = largest.find(i); it != largest.end()) in = std::max(in, it->second);
+    }
+    origin = NonFiniteOrigin{n->Describe(), n->op_type(), v.name(), bad, nan, in, -1};
+  };
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
+                         exec::CreateSession(model, options));
+  OVFIX_RETURN_IF_ERROR(session->Run(MatchInputTypes(model.graph(), inputs)).status());
+  if (origin) {
+    // Its output in fp32: an overflow of the value itself, or of something inside the op.
+    exec::SessionOptions fp32;
+    fp32.random_seed = exec::kValidationSeed;
+    fp32.on_value = [&](const Value& v, const Tensor& t) {
+      if (v.name() != origin->value || !IsFloatingPoint(t.type())) return;
+      double m = 0;
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        const double x = std::abs(t.GetAsDouble(k));
+        if (!(x <= m)) m = x;
+      }
+      origin->largest_fp32 = std::max(origin->largest_fp32, m);
+    };
+    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> plain, exec::CreateSession(model, fp32));
+    OVFIX_RETURN_IF_ERROR(plain->Run(MatchInputTypes(model.graph(), inputs)).status());
+  }
+  return origin;
 }
 
 }  // namespace ovfix::converter

@@ -526,6 +526,13 @@ void Conversion::ListOverflows(const Model& m) {
   } else {
     options_.log(absl::StrCat("values beyond fp16 not listed: ", overflows.status().message()));
   }
+  absl::StatusOr<std::optional<NonFiniteOrigin>> origin =
+      FirstNonFiniteInFp16(m, validator_->inputs());
+  if (origin.ok()) {
+    report_.first_non_finite = *std::move(origin);
+  } else {
+    options_.log(absl::StrCat("first non-finite value not traced: ", origin.status().message()));
+  }
 }
 
 bool Conversion::RepairPossible() const {

@@ -78,6 +78,12 @@ void WriteValidation(cli::JsonWriter& w, const ConversionReport& report) {
                 w.Object({Field("value", o.value), Field("op", o.op), Field("largest", o.largest),
                           Field("why", o.why)});
               });
+      if (const std::optional<NonFiniteOrigin>& o = report.first_non_finite) {
+        w.Key("first_non_finite")
+            .Object({Field("node", o->node), Field("op", o->op), Field("value", o->value),
+                     Field("non_finite", o->non_finite), Field("nan", o->nan),
+                     Field("why", o->Why())});
+      }
     }
   }
   w.Fields({OptionalField(!report.calibration.empty(), "calibration", report.calibration),
@@ -282,7 +288,11 @@ std::string SummaryTable(const ConversionReport& report) {
         absl::StrAppend(&out, "  ", o.value, " (", o.op, "): max |x| ", Error(o.largest), ": ",
                         o.why, "\n");
       }
-      if (report.fp16_overflows.empty() && !report.outputs_match) {
+      if (const std::optional<NonFiniteOrigin>& o = report.first_non_finite) {
+        absl::StrAppend(&out, "  first NaN/inf with every float tensor in fp16: ", o->node, ", ",
+                        o->non_finite, " element(s): ", o->Why(), "\n");
+      }
+      if (report.fp16_overflows.empty() && !report.outputs_match && !report.first_non_finite) {
         absl::StrAppend(&out,
                         "  none: the error is fp16's rounding, which no rescaling changes (the "
                         "backend needs fp32 for this model)\n");

@@ -70,6 +70,8 @@ struct ConversionReport {
   // Targets whose backend ignores fp32 islands: the values that still exceed fp16's range.
   bool islands_ignored = false;
   std::vector<Fp16Overflow> fp16_overflows;
+  // Where the run with every float tensor in fp16 first turned a value into NaN or inf.
+  std::optional<NonFiniteOrigin> first_non_finite;
   // Such a target's way to fp32 (Target::fp32_runtime), and whether --precision fp32 took it:
   // the file is then for the backend set to compute in fp32, and was validated so.
   std::string fp32_runtime;
