@@ -5,8 +5,9 @@
 // steps before it and with the shape facts of the reference run, so that explain and convert
 // agree. For a pass: what it did; for fp16_islands, why each node it kept in fp32 is fp32.
 //
-// Without --target, the first built-in target that runs NAME (generic, then gpu-fp16,
-// tensorrt, openvino-gpu, ncnn-vulkan).
+// Without --target, the first built-in target that runs NAME: generic, then the fp16
+// targets, then the others, each group by name.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -232,12 +233,22 @@ int RunExplain(ExplainOptions& o) {
   // The target: as given, or the first built-in one that runs the rule or pass.
   std::string step;
   if (f.target_option->count() == 0) {
-    for (const char* name : {"generic", "gpu-fp16", "tensorrt", "openvino-gpu", "ncnn-vulkan"}) {
-      absl::StatusOr<converter::Target> t = converter::LoadTarget(name);
-      if (!t.ok()) continue;
-      step = StepOf(*t, *library, o.name, selected);
+    std::vector<converter::Target> targets = converter::BuiltinTargets();
+    auto group = [](const converter::Target& t) {
+      if (t.name == "generic") return 0;
+      rules::ConvertOptions options;
+      const bool fp16 = converter::ApplyTargetOptions(t, {}, options).ok() &&
+                        options.precision == rules::ConvertOptions::Precision::kFp16;
+      return fp16 ? 1 : 2;
+    };
+    std::stable_sort(targets.begin(), targets.end(),
+                     [&](const converter::Target& a, const converter::Target& b) {
+                       return group(a) < group(b);
+                     });
+    for (const converter::Target& t : targets) {
+      step = StepOf(t, *library, o.name, selected);
       if (!step.empty()) {
-        f.target = name;
+        f.target = t.name;
         break;
       }
     }

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "converter/pipeline.h"
+#include "converter/target.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/scratch_folder.h"
 #include "ir/model_io.h"
@@ -17,8 +19,17 @@
 
 namespace {
 
-constexpr const char* kTargets[] = {"generic", "gpu-fp16", "tensorrt", "openvino-gpu",
-                                    "ncnn-vulkan"};
+// Every built-in target, as the registry lists them.
+const std::vector<std::string>& TargetNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const ovfix::converter::Target& t : ovfix::converter::BuiltinTargets()) {
+      out.push_back(t.name);
+    }
+    return out;
+  }();
+  return names;
+}
 
 }  // namespace
 
@@ -37,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   converter::PipelineOptions options;
   options.input_path = scratch.File("model.onnx");
   options.output_path = scratch.File("converted.onnx");
-  options.convert.target = kTargets[size % std::size(kTargets)];
+  options.convert.target = TargetNames()[size % TargetNames().size()];
   options.convert.validate = false;
   options.write_output = true;
   absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, options);
