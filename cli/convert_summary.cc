@@ -107,11 +107,15 @@ std::string FirstFew(const std::vector<std::string>& items, size_t shown) {
 }
 
 std::string ActionableRollbacks(const ConversionReport& report) {
-  // One line per rule: how often, the first node and the reason.
+  // One line per rule: how often, the first node and the reason; for the user's own rules
+  // whatever the reason, for built-in ones where the user can act on it.
   std::vector<std::string> rules;
   std::map<std::string, std::pair<int, const rules::RewriteRecord*>> by_rule;
   for (const rules::RewriteRecord& r : report.rewrites) {
-    if (!r.rolled_back || !absl::StrContains(r.note, "no cpu kernel")) continue;
+    if (!r.rolled_back) continue;
+    if (!report.user_rules.contains(r.rule) && !absl::StrContains(r.note, "no cpu kernel")) {
+      continue;
+    }
     auto [it, added] = by_rule.try_emplace(r.rule, 0, &r);
     if (added) rules.push_back(r.rule);
     ++it->second.first;

@@ -302,6 +302,7 @@ absl::Status Conversion::Setup() {
   report_.fp32_by_request = Fp32ByRequest(target, options_.set_by_user, convert_);
   absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options_.rule_files);
   if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
+  for (const auto& rule : library->UserRules()) report_.user_rules.insert(rule->name);
   OVFIX_ASSIGN_OR_RETURN(manager_, PassManager::Plan(target, convert_, options_.set_by_user,
                                                      !options_.rule_files.empty(), *library));
   // Shape inference and the passes trust the nodes' structure.

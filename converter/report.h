@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct Repair {
 
 struct ConversionReport {
   std::string input, output, target;
+  std::set<std::string> user_rules;  // the rules of the --rules files
   std::vector<StepReport> steps;
   std::vector<rules::RewriteRecord> rewrites;
   std::vector<rules::IslandNode> islands;

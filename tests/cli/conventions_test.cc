@@ -268,6 +268,25 @@ rule leaky_to_multinomial
       << r.out;
 }
 
+// A user's rule rolled back for changing the outputs says so on the console, with the error.
+TEST_F(CommandFolder, UserRuleRolledBackForChangingOutputsSaysWhy) {
+  testing::WriteBytes(Path("drop_leaky.rules"), R"(# LeakyRelu(x) -> x
+rule drop_leaky_relu
+  match   (x) => (y) { y = LeakyRelu(x) }
+  replace (x) => (x) {}
+)");
+  const std::string example = std::string(OVFIX_SOURCE_DIR) + "/examples/gfpgan_modconv";
+  auto r = RunOvfix("convert " + example + "/model.onnx " + Path("out.onnx") + " --rules " +
+                    Path("drop_leaky.rules"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("rolled back: drop_leaky_relu 2x (first at LeakyRelu '/LeakyRelu': "
+                       "changed outputs: error "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("): change the rule, or --disable drop_leaky_relu\n"), std::string::npos)
+      << r.out;
+}
+
 // The conversion the issue counted 2,580 lines for: the summary stays short.
 TEST(ConvertSummary, DeepResidualWithCalibrationPrintsAtMost40Lines) {
   const std::string dir = testing::SharedDir() + "/models/deep_residual";
