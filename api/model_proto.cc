@@ -2,9 +2,13 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <system_error>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ir/message_text.h"
 #include "ir/model_io.h"
@@ -17,8 +21,14 @@ const char* Version() { return OVFIX_VERSION; }
 
 absl::StatusOr<onnx::ModelProto> LoadModelProto(const std::string& path) {
   absl::StatusOr<std::unique_ptr<Model>> model = ovfix::LoadModel(path);
-  if (!model.ok()) return api::OneLine(model.status());
+  if (!model.ok()) return api::OneLine(api::Tagged(model.status(), "model"));
   return ModelToProto(**model);
+}
+
+std::string ErrorKind(const absl::Status& status) {
+  if (auto kind = status.GetPayload(kErrorKindPayload)) return std::string(*kind);
+  if (status.GetPayload(kConversionReportPayload)) return "accuracy";
+  return "";
 }
 
 absl::Status SaveModelProto(const onnx::ModelProto& model, const std::string& path) {
@@ -31,15 +41,52 @@ namespace api {
 
 absl::Status OneLine(const absl::Status& status) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), EscapeControlCharacters(status.message()));
+  absl::StatusCode code = status.code();
+  // An op no executor implements is Unimplemented (include/ovfix/ovfix.h), whichever layer
+  // found it: the executors' sessions say so as InvalidArgument.
+  if (code == absl::StatusCode::kInvalidArgument &&
+      (absl::StrContains(status.message(), " kernel for ") ||
+       absl::StrContains(status.message(), "executor does not run"))) {
+    code = absl::StatusCode::kUnimplemented;
+  }
+  std::string message(status.message());
+  bool option = false;
+  if (code == absl::StatusCode::kInvalidArgument) {
+    // A message that starts with a command-line flag ("--accuracy y=max:1: ...") names the
+    // option as the API does ("accuracy y=max:1: ..."); it and an unknown target, backend or
+    // precision are errors of an option.
+    if (absl::StartsWith(message, "--") && message.size() > 2 &&
+        std::islower(static_cast<unsigned char>(message[2]))) {
+      const size_t end = message.find_first_of(" =:", 2);
+      std::string flag = message.substr(2, end == std::string::npos ? end : end - 2);
+      std::replace(flag.begin(), flag.end(), '-', '_');
+      message = flag + (end == std::string::npos ? "" : message.substr(end));
+      option = true;
+    }
+    for (const char* prefix : {"unknown target", "unknown backend", "unknown precision"}) {
+      option = option || absl::StartsWith(message, prefix);
+    }
+  }
+  absl::Status line(code, EscapeControlCharacters(message));
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { line.SetPayload(url, payload); });
+  if (option && !line.GetPayload(kErrorKindPayload)) return Tagged(line, "option");
+  return line;
+}
+
+absl::Status Tagged(absl::Status status, absl::string_view kind) {
+  if (!status.ok()) status.SetPayload(kErrorKindPayload, absl::Cord(kind));
+  return status;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> ModelFromMemory(const onnx::ModelProto& proto) {
   if (absl::Status s = RequireInputTypes(proto.graph()); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model: ", s.message()));
+    return Tagged(absl::InvalidArgumentError(absl::StrCat("the model: ", s.message())), "model");
   }
   onnx::ModelProto copy = proto;
-  return ModelFromProto(std::move(copy), "", "the model");
+  absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(copy), "", "the model");
+  if (!model.ok()) return Tagged(model.status(), "model");
+  return model;
 }
 
 absl::StatusOr<exec::TensorMap> TensorsFromProtos(const NamedTensors& tensors) {

@@ -10,12 +10,22 @@
 #include "ir/model.h"
 #include "ovfix/ovfix.h"
 
+namespace ovfix::converter {
+struct OutputVerdict;
+}  // namespace ovfix::converter
+
 namespace ovfix::api {
+
+// A verdict on one output (converter/output_verdict.h) in the API's terms (api/run.cc).
+OutputComparison FromVerdict(const converter::OutputVerdict& verdict);
 
 // The API's errors are one line (include/ovfix/ovfix.h): control characters in what a message
 // quotes from the model (value and node names) written as escapes, as the command line
 // prints them.
 absl::Status OneLine(const absl::Status& status);
+// `status` marked as an error of `kind` (ErrorKind, include/ovfix/ovfix.h): "option", "model".
+absl::Status Tagged(absl::Status status, absl::string_view kind);
+
 template <typename T>
 absl::StatusOr<T> OneLine(absl::StatusOr<T> result) {
   if (result.ok()) return result;

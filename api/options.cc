@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "api/model_proto.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 #include "rules/closest_name.h"
@@ -251,12 +252,15 @@ absl::Status SetOption(ConversionOptions& options, std::string_view name, std::s
   if (member == nullptr) {
     std::vector<std::string> names;
     for (const OptionInfo& info : ConversionOptionList()) names.push_back(info.name);
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown option '", std::string(name), "'", rules::DidYouMean(name, names),
-                     " (the options: ", absl::StrJoin(names, ", "), ")"));
+    return api::Tagged(
+        absl::InvalidArgumentError(
+            absl::StrCat("unknown option '", std::string(name), "'", rules::DidYouMean(name, names),
+                         " (the options: ", absl::StrJoin(names, ", "), ")")),
+        "option");
   }
   if (absl::Status s = api::SetMember(*spec, *member, std::string(value), options); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(name), ": ", s.message()));
+    return api::Tagged(
+        absl::InvalidArgumentError(absl::StrCat(std::string(name), ": ", s.message())), "option");
   }
   return absl::OkStatus();
 }

@@ -1,19 +1,59 @@
 // Run, CompareModels and CompareBackends: a session of the executor (exec/) as `ovfix run`
-// makes one, and the relative error `ovfix compare` and validation measure.
+// makes one, and the verdict on final outputs `ovfix compare` gives
+// (converter/output_verdict.h).
 #include <algorithm>
 #include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "api/model_proto.h"
 #include "converter/calibration_data.h"
 #include "converter/model_run.h"
+#include "converter/output_verdict.h"
 #include "converter/validation.h"
-#include "exec/compare.h"
+#include "ir/data_type.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
 
 namespace ovfix {
+namespace api {
+
+// A verdict (converter/output_verdict.h) in the API's terms.
+OutputComparison FromVerdict(const converter::OutputVerdict& v) {
+  OutputComparison o;
+  o.name = v.name;
+  o.computed = v.computed;
+  o.criteria = converter::CriteriaToString(v.criteria);
+  for (const converter::CriterionCheck& c : v.checks) {
+    o.checks.push_back({c.criterion.ToString(), c.measured, c.criterion.bound, c.meets});
+  }
+  o.score = v.score;
+  o.meets = v.meets;
+  o.within_tolerance = v.meets;
+  const converter::OutputStatistics& s = v.stats;
+  o.elements = s.elements;
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  o.relative_error = v.computed ? s.max : kInfinity;
+  o.max_abs_error = v.computed ? s.max_abs : kInfinity;
+  o.mean_error = v.computed ? s.mean : kInfinity;
+  o.p99_error = v.computed ? s.PercentileValue(99) : kInfinity;
+  o.p99_9_error = v.computed ? s.PercentileValue(99.9) : kInfinity;
+  for (const converter::ShareBeyond& b : s.beyond) {
+    if (b.error == converter::kReportedBeyondError) o.share_beyond = b.share;
+  }
+  o.non_finite = s.non_finite;
+  o.statistics = v.computed ? converter::DescribeStatistics(s) : "not computed";
+  return o;
+}
+
+}  // namespace api
+
 namespace {
+
+using api::FromVerdict;
 
 absl::StatusOr<std::vector<Tensor>> RunModel(const Model& model, const exec::TensorMap& inputs,
                                              const RunOptions& o) {
@@ -39,30 +79,50 @@ absl::StatusOr<exec::TensorMap> CompleteInputs(const Model& model, const NamedTe
   return inputs;
 }
 
-Comparison CompareOutputs(const Model& reference, const std::vector<Tensor>& expected,
-                          const Model& candidate, const std::vector<Tensor>& actual,
-                          double tolerance) {
-  Comparison c;
-  c.tolerance = tolerance;
-  const auto& ref_outputs = reference.graph().outputs();
-  const auto& cand_outputs = candidate.graph().outputs();
-  for (size_t i = 0; i < ref_outputs.size(); ++i) {
-    OutputComparison o;
-    o.name = ref_outputs[i]->name();
-    auto it = std::find_if(cand_outputs.begin(), cand_outputs.end(),
-                           [&](const Value* v) { return v->name() == o.name; });
-    if (it == cand_outputs.end() || i >= expected.size()) {
-      o.relative_error = std::numeric_limits<double>::infinity();
-      o.max_abs_error = o.relative_error;
-    } else {
-      const Tensor& a = actual[it - cand_outputs.begin()];
-      const bool half = a.type() == DataType::kFloat16 || expected[i].type() == DataType::kFloat16;
-      o.relative_error = exec::RelativeError(a, expected[i], half ? exec::kFloat16Resolution : 0);
-      o.max_abs_error = exec::CompareTensors(a, expected[i]).max_abs_error;
+// How outputs are judged: `accuracy` as --accuracy takes it, `tolerance` as --tolerance.
+absl::StatusOr<converter::AccuracySpec> Accuracy(const std::vector<std::string>& accuracy,
+                                                 std::optional<double> tolerance) {
+  converter::AccuracySpec spec;
+  for (const std::string& text : accuracy) {
+    OVFIX_RETURN_IF_ERROR(converter::AddAccuracyOption(text, spec));
+  }
+  if (tolerance) {
+    if (!(*tolerance >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tolerance: expected a number >= 0, got ", *tolerance));
     }
-    o.within_tolerance = o.relative_error <= tolerance;
-    c.outputs_match = c.outputs_match && o.within_tolerance;
-    c.outputs.push_back(std::move(o));
+    if (!spec.default_criteria) spec.default_criteria = converter::MaxErrorCriteria(*tolerance);
+  }
+  return spec;
+}
+
+// The graph's outputs by name, as the run returned them.
+converter::NamedOutputs Named(const Model& model, std::vector<Tensor> outputs) {
+  converter::NamedOutputs named;
+  const auto& values = model.graph().outputs();
+  for (size_t i = 0; i < values.size() && i < outputs.size(); ++i) {
+    named.emplace_back(values[i]->name(), std::move(outputs[i]));
+  }
+  return named;
+}
+
+// Judges `candidate`'s outputs against `reference`'s as `ovfix compare` does.
+absl::StatusOr<Comparison> CompareOutputs(const Model& reference, std::vector<Tensor> expected,
+                                          const Model& candidate, std::vector<Tensor> actual,
+                                          converter::JudgedPrecision precision,
+                                          const converter::AccuracySpec& spec) {
+  const converter::NamedOutputs want = Named(reference, std::move(expected));
+  OVFIX_RETURN_IF_ERROR(converter::CheckAccuracySpec(spec, want));
+  Comparison c;
+  for (const converter::OutputVerdict& v :
+       converter::JudgeOutputs(want, Named(candidate, std::move(actual)), precision, spec)) {
+    for (const converter::Criterion& criterion : v.criteria) {
+      if (criterion.kind == converter::CriterionKind::kMax) {
+        c.tolerance = std::max(c.tolerance, criterion.bound);
+      }
+    }
+    c.outputs_match = c.outputs_match && v.meets;
+    c.outputs.push_back(FromVerdict(v));
   }
   return c;
 }
@@ -84,34 +144,125 @@ absl::StatusOr<NamedTensors> RunProto(const onnx::ModelProto& model, const Named
 }
 
 // Runs `reference` with `ref_options` and `candidate` with `options` on the same inputs
-// (`inputs` completed for the reference) and compares their outputs.
+// (`inputs` completed for the reference) and judges the candidate's outputs. `two_models`:
+// the candidate is another model, whose float types count for the defaults.
 absl::StatusOr<Comparison> CompareRuns(const Model& reference, const RunOptions& ref_options,
                                        const Model& candidate, const RunOptions& options,
-                                       const NamedTensors& inputs, double tolerance) {
+                                       bool two_models, const NamedTensors& inputs,
+                                       std::optional<double> tolerance,
+                                       const std::vector<std::string>& accuracy) {
+  OVFIX_ASSIGN_OR_RETURN(converter::AccuracySpec spec, Accuracy(accuracy, tolerance));
+  OVFIX_ASSIGN_OR_RETURN(exec::Precision ref_precision,
+                         exec::ParsePrecision(ref_options.precision));
+  OVFIX_ASSIGN_OR_RETURN(exec::Precision precision, exec::ParsePrecision(options.precision));
   OVFIX_ASSIGN_OR_RETURN(exec::TensorMap feeds, CompleteInputs(reference, inputs));
   OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> expected, RunModel(reference, feeds, ref_options));
   OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> actual, RunModel(candidate, feeds, options));
-  return CompareOutputs(reference, expected, candidate, actual, tolerance);
+  const converter::JudgedPrecision judged =
+      converter::JudgedPrecisionOf(two_models ? &candidate : nullptr, {ref_precision, precision});
+  return CompareOutputs(reference, std::move(expected), candidate, std::move(actual), judged, spec);
 }
 
 absl::StatusOr<Comparison> CompareModelProtos(const onnx::ModelProto& reference,
                                               const onnx::ModelProto& candidate,
-                                              const NamedTensors& inputs, double tolerance,
-                                              const RunOptions& options) {
+                                              const NamedTensors& inputs,
+                                              std::optional<double> tolerance,
+                                              const RunOptions& options,
+                                              const std::vector<std::string>& accuracy) {
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> ref, api::ModelFromMemory(reference));
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> cand, api::ModelFromMemory(candidate));
-  return CompareRuns(*ref, options, *cand, options, inputs, tolerance);
+  return CompareRuns(*ref, options, *cand, options, true, inputs, tolerance, accuracy);
 }
 
 absl::StatusOr<Comparison> CompareProtoBackends(const onnx::ModelProto& model,
                                                 const RunOptions& reference,
                                                 const RunOptions& candidate,
-                                                const NamedTensors& inputs, double tolerance) {
+                                                const NamedTensors& inputs,
+                                                std::optional<double> tolerance,
+                                                const std::vector<std::string>& accuracy) {
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> ir, api::ModelFromMemory(model));
-  return CompareRuns(*ir, reference, *ir, candidate, inputs, tolerance);
+  return CompareRuns(*ir, reference, *ir, candidate, false, inputs, tolerance, accuracy);
 }
 
 }  // namespace
+
+// The session's model (which the executor's session reads as long as it runs), its executor
+// session and the names and types of its inputs and outputs.
+struct Session::State {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<exec::Session> session;
+  std::vector<std::string> input_names, output_names;
+  std::vector<int32_t> input_types;
+  std::mutex running;  // one Run at a time: the executor's session is not reentrant
+};
+
+Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Session::~Session() = default;
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(const onnx::ModelProto& model,
+                                                         const RunOptions& options) {
+  auto state = std::make_unique<State>();
+  absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
+  if (!ir.ok()) return api::OneLine(ir.status());
+  state->model = *std::move(ir);
+  absl::StatusOr<exec::Precision> precision = exec::ParsePrecision(options.precision);
+  if (!precision.ok()) return api::OneLine(precision.status());
+  exec::SessionOptions session_options;
+  session_options.backend = options.backend;
+  session_options.precision = *precision;
+  session_options.threads = options.threads;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session =
+      exec::CreateSession(*state->model, session_options);
+  if (!session.ok()) return api::OneLine(session.status());
+  state->session = *std::move(session);
+  for (const Value* v : state->model->graph().inputs()) {
+    if (v->is_initializer()) continue;
+    state->input_names.push_back(v->name());
+    state->input_types.push_back(static_cast<int32_t>(v->elem_type()));
+  }
+  for (const Value* v : state->model->graph().outputs()) state->output_names.push_back(v->name());
+  return std::unique_ptr<Session>(new Session(std::move(state)));
+}
+
+const std::vector<std::string>& Session::input_names() const { return state_->input_names; }
+const std::vector<std::string>& Session::output_names() const { return state_->output_names; }
+const std::vector<int32_t>& Session::input_types() const { return state_->input_types; }
+
+absl::StatusOr<std::vector<onnx::TensorProto>> Session::Run(const NamedTensors& inputs, bool cast) {
+  absl::StatusOr<exec::TensorMap> feeds = api::TensorsFromProtos(inputs);
+  if (!feeds.ok()) return api::OneLine(feeds.status());
+  for (size_t i = 0; i < state_->input_names.size(); ++i) {
+    const std::string& name = state_->input_names[i];
+    auto it = feeds->find(name);
+    if (it == feeds->end()) {
+      return api::OneLine(
+          absl::InvalidArgumentError(absl::StrCat("input '", name, "': not given")));
+    }
+    const auto declared = static_cast<DataType>(state_->input_types[i]);
+    const DataType given = it->second.type();
+    if (given == declared) continue;
+    if (cast && IsFloatingPoint(given) && IsFloatingPoint(declared)) continue;
+    return api::OneLine(absl::InvalidArgumentError(absl::StrCat(
+        "input '", name, "': the model declares ", std::string(DataTypeName(declared)), ", got ",
+        std::string(DataTypeName(given)), cast ? "" : " (cast=true converts float types)")));
+  }
+  for (const auto& [name, tensor] : *feeds) {
+    if (std::find(state_->input_names.begin(), state_->input_names.end(), name) ==
+        state_->input_names.end()) {
+      return api::OneLine(absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "': the model has no such input")));
+    }
+  }
+  std::lock_guard<std::mutex> lock(state_->running);
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      state_->session->Run(converter::MatchInputTypes(state_->model->graph(), *feeds));
+  if (!outputs.ok()) return api::OneLine(outputs.status());
+  std::vector<onnx::TensorProto> protos;
+  for (size_t i = 0; i < state_->output_names.size() && i < outputs->size(); ++i) {
+    protos.push_back(TensorToProto((*outputs)[i], state_->output_names[i]));
+  }
+  return protos;
+}
 
 // The public calls, their errors made one line (api::OneLine).
 absl::StatusOr<NamedTensors> Run(const onnx::ModelProto& model, const NamedTensors& inputs,
@@ -121,15 +272,20 @@ absl::StatusOr<NamedTensors> Run(const onnx::ModelProto& model, const NamedTenso
 
 absl::StatusOr<Comparison> CompareModels(const onnx::ModelProto& reference,
                                          const onnx::ModelProto& candidate,
-                                         const NamedTensors& inputs, double tolerance,
-                                         const RunOptions& options) {
-  return api::OneLine(CompareModelProtos(reference, candidate, inputs, tolerance, options));
+                                         const NamedTensors& inputs,
+                                         std::optional<double> tolerance, const RunOptions& options,
+                                         const std::vector<std::string>& accuracy) {
+  return api::OneLine(
+      CompareModelProtos(reference, candidate, inputs, tolerance, options, accuracy));
 }
 
 absl::StatusOr<Comparison> CompareBackends(const onnx::ModelProto& model,
                                            const RunOptions& reference, const RunOptions& candidate,
-                                           const NamedTensors& inputs, double tolerance) {
-  return api::OneLine(CompareProtoBackends(model, reference, candidate, inputs, tolerance));
+                                           const NamedTensors& inputs,
+                                           std::optional<double> tolerance,
+                                           const std::vector<std::string>& accuracy) {
+  return api::OneLine(
+      CompareProtoBackends(model, reference, candidate, inputs, tolerance, accuracy));
 }
 
 }  // namespace ovfix

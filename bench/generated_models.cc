@@ -41,10 +41,10 @@ std::string Linear(B& b, const std::string& x, int64_t in, int64_t out) {
 
 }  // namespace
 
-void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv) {
+void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv, const UnetWidths& unet) {
   using B = ModelBuilder;
   std::string x = b.Input("image", {1, 3, size, size});
-  const std::vector<int64_t> widths = {16, 32, 64, 128};
+  const std::vector<int64_t>& widths = unet.levels;
   auto double_conv = [&](std::string in, int64_t in_channels, int64_t out_channels) {
     in = conv(b, in, in_channels, out_channels, 3, true);
     return conv(b, in, out_channels, out_channels, 3, true);
@@ -57,8 +57,8 @@ void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv) {
     x = b.Op("MaxPool", {x}, {B::Ints("kernel_shape", {2, 2}), B::Ints("strides", {2, 2})});
     channels = w;
   }
-  x = double_conv(x, channels, 256);
-  channels = 256;
+  x = double_conv(x, channels, unet.bottleneck);
+  channels = unet.bottleneck;
   const std::string scales = b.Floats({1.0f, 1.0f, 2.0f, 2.0f});
   for (int i = static_cast<int>(widths.size()) - 1; i >= 0; --i) {
     const std::string up = b.Op(

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "bench/model_builder.h"
 #include "onnx/onnx_pb.h"
@@ -19,8 +20,13 @@ onnx::ModelProto UnetModel(int64_t size);
 // kernel, followed by Relu) -> output.
 using ConvLayer =
     std::function<std::string(ModelBuilder&, const std::string&, int64_t, int64_t, int64_t, bool)>;
+// The channel widths of a UNet: one per level going down, then the bottleneck's.
+struct UnetWidths {
+  std::vector<int64_t> levels = {16, 32, 64, 128};
+  int64_t bottleneck = 256;
+};
 // The UnetModel net built into `b` with its convolutions made by `conv`.
-void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv);
+void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv, const UnetWidths& widths = {});
 // A ViT-style encoder: 16x16 patch embedding (Conv), LayerNormalization, MatMul attention
 // with Softmax, GELU (as Erf) MLP, residual Adds; 197 tokens of width 384, 6 heads, 6 layers.
 onnx::ModelProto VitEncoderModel();

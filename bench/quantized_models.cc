@@ -126,18 +126,21 @@ std::string QdqConv(B& b, const std::string& x, int64_t in, int64_t out, int64_t
 
 }  // namespace
 
-onnx::ModelProto DynamicQuantizedUnetModel(int64_t size, bool uint8_weights) {
+onnx::ModelProto DynamicQuantizedUnetModel(int64_t size, bool uint8_weights,
+                                           const UnetWidths& widths) {
   B b(kOpset, 21);
-  BuildUnet(b, size,
-            [&](B& b, const std::string& x, int64_t in, int64_t out, int64_t kernel, bool relu) {
-              return DynamicConv(b, x, in, out, kernel, relu, uint8_weights);
-            });
+  BuildUnet(
+      b, size,
+      [&](B& b, const std::string& x, int64_t in, int64_t out, int64_t kernel, bool relu) {
+        return DynamicConv(b, x, in, out, kernel, relu, uint8_weights);
+      },
+      widths);
   return b.model();
 }
 
-onnx::ModelProto QdqUnetModel(int64_t size) {
+onnx::ModelProto QdqUnetModel(int64_t size, const UnetWidths& widths) {
   B b(kOpset, 22);
-  BuildUnet(b, size, QdqConv);
+  BuildUnet(b, size, QdqConv, widths);
   return b.model();
 }
 

@@ -195,15 +195,17 @@ std::string Summary(const exec::LayerReport& report) {
       absl::StrFormat("%d of %d values out of tolerance (rtol %g, atol %g)", report.diverged_values,
                       report.compared_values, report.tolerance.rtol, report.tolerance.atol);
   if (report.first_divergence >= 0) {
+    // Inside an If, Loop or Scan: the node in its body where the divergence starts says why.
     const exec::NodeComparison& n = report.nodes[report.first_divergence];
     std::string why;
-    for (const exec::ValueComparison& v : n.outputs) {
+    for (const exec::ValueComparison& v : exec::FirstDivergingNode(report)->outputs) {
       if (!v.within) {
         why = absl::StrCat(" (output '", v.name, "': ", v.problem, ")");
         break;
       }
     }
-    return absl::StrCat("first divergence: #", n.index, " ", n.description, why, "; ", tail);
+    return absl::StrCat("first divergence: #", n.index, " ", exec::FirstDivergenceText(report), why,
+                        "; ", tail);
   }
   for (const exec::ValueComparison& v : report.graph_inputs) {
     if (!v.within) {
@@ -230,10 +232,6 @@ absl::Status CheckFiles(const CompareOptions& o, const Model& first, const Model
   if (!o.json.empty()) files.Write(o.json, "--json");
   if (!o.html.empty()) files.Write(o.html, "--html");
   return files.Check();
-}
-
-bool RoundsToHalf(const exec::SessionOptions& options) {
-  return options.precision != exec::Precision::kFp32;
 }
 
 int RunCompare(CompareOptions& o) {
@@ -283,10 +281,12 @@ int RunCompare(CompareOptions& o) {
   if (o.strict_device && ref.options.backend == "cpu" && test.options.backend == "cpu") {
     return fail("--strict-device needs a device backend (opencl) on one side");
   }
-  // fp16 rounding noise reaches ~1e-3 of a value's range after a few layers; fp32 backends
-  // differ only in summation order.
-  const bool half = RoundsToHalf(ref.options) || RoundsToHalf(test.options) ||
-                    (two_models && exec::HasFloat16Values(test_model));
+  // The final outputs are judged at the precision involved (a side that rounds to float16, a
+  // second model that holds 16-bit float data). fp16 rounding noise reaches ~1e-3 of a value's
+  // range after a few layers; fp32 backends differ only in summation order.
+  const converter::JudgedPrecision judged = converter::JudgedPrecisionOf(
+      two_models ? &test_model : nullptr, {ref.options.precision, test.options.precision});
+  const bool half = judged != converter::JudgedPrecision::kFloat32;
   exec::Tolerance tolerance{half ? 1e-2 : 1e-4, half ? 1e-3 : 1e-5};
   if (o.rtol_option->count() > 0) tolerance.rtol = o.rtol;
   if (o.atol_option->count() > 0) tolerance.atol = o.atol;
@@ -346,27 +346,30 @@ int RunCompare(CompareOptions& o) {
     }
   }
   for (const std::string& note : report->notes) std::printf("note: %s\n", note.c_str());
+  // The verdict on the final outputs, by convert's criteria and its defaults for the precision
+  // involved; the console and the files say the same.
+  const std::vector<converter::OutputVerdict> verdicts =
+      converter::JudgeOutputs(report->ref_outputs, report->test_outputs, judged, accuracy);
   if (!o.json.empty()) {
-    if (auto s = WriteCompareJson(o.json, *report, context); !s.ok()) return fail(s.message());
+    if (auto s = WriteCompareJson(o.json, *report, verdicts, context); !s.ok()) {
+      return fail(s.message());
+    }
   }
   if (!o.html.empty()) {
-    if (auto s = WriteCompareHtml(o.html, *report, context); !s.ok()) return fail(s.message());
+    if (auto s = WriteCompareHtml(o.html, *report, verdicts, context); !s.ok()) {
+      return fail(s.message());
+    }
   }
-  // The verdict on the final outputs, by convert's criteria and its defaults for the precision
-  // involved (a float16 model or a side that rounds to float16).
   bool outputs_meet = true;
-  for (const auto& [name, expected] : report->ref_outputs) {
-    auto actual = std::find_if(report->test_outputs.begin(), report->test_outputs.end(),
-                               [&](const auto& t) { return t.first == name; });
-    if (actual == report->test_outputs.end()) {
-      std::printf("output '%s': not computed by %s FAILS\n", name.c_str(), test.label.c_str());
-      outputs_meet = false;
+  for (const converter::OutputVerdict& verdict : verdicts) {
+    outputs_meet = outputs_meet && verdict.meets;
+    if (!verdict.computed) {
+      std::printf("output '%s': not computed by %s FAILS\n", verdict.name.c_str(),
+                  test.label.c_str());
       continue;
     }
-    const converter::OutputVerdict verdict =
-        converter::JudgeOutput(name, actual->second, expected, half, accuracy);
-    outputs_meet = outputs_meet && verdict.meets;
-    std::printf("output '%s': %s%s\n", name.c_str(), converter::DescribeVerdict(verdict).c_str(),
+    std::printf("output '%s': %s%s\n", verdict.name.c_str(),
+                converter::DescribeVerdict(verdict).c_str(),
                 verdict.meets ? " - meets the criteria" : " FAILS");
   }
   // The summary last: the layer search's finding, then the verdict the exit code follows.

@@ -189,7 +189,9 @@ std::string NodeLabel(const NodeComparison& node) {
   return node.name.empty() ? node.description : node.name;
 }
 
-std::string CompareReportJson(const LayerReport& report, const CompareContext& context) {
+std::string CompareReportJson(const LayerReport& report,
+                              const std::vector<converter::OutputVerdict>& verdicts,
+                              const CompareContext& context) {
   JsonWriter json;
   json.BeginObject().Fields({Field("ref", report.ref_label), Field("test", report.test_label),
                              Field("ref_model", context.ref_model),
@@ -199,10 +201,24 @@ std::string CompareReportJson(const LayerReport& report, const CompareContext& c
       .Object({Field("rtol", report.tolerance.rtol), Field("atol", report.tolerance.atol)});
   json.Fields({Field("result", report.all_within() ? "within" : "diverged"),
                Field("compared_values", report.compared_values),
-               Field("diverged_values", report.diverged_values)});
+               Field("diverged_values", report.diverged_values),
+               Field("outputs_meet_criteria",
+                     std::all_of(verdicts.begin(), verdicts.end(),
+                                 [](const converter::OutputVerdict& v) { return v.meets; }))});
+  json.Array("final_outputs", verdicts, converter::WriteVerdict);
   if (report.first_divergence >= 0) {
     json.Key("first_divergence");
     WriteNode(json, report.nodes[report.first_divergence], true);
+    // Where it starts inside the bodies of an If, Loop or Scan, outermost first.
+    json.Key("first_divergence_inside").BeginArray();
+    for (const exec::BodyDivergence& step : report.inside) {
+      json.BeginObject().Fields({Field("holder", step.holder), Field("body", step.attribute),
+                                 OptionalField(step.iteration >= 0, "iteration", step.iteration)});
+      json.Key("node");
+      WriteNode(json, step.node, true);
+      json.EndObject();
+    }
+    json.EndArray();
   }
   json.Array("graph_inputs", report.graph_inputs, WriteValue);
   json.Key("nodes").BeginArray();
@@ -216,7 +232,9 @@ std::string CompareReportJson(const LayerReport& report, const CompareContext& c
   return json.str() + "\n";
 }
 
-std::string CompareReportHtml(const LayerReport& report, const CompareContext& context) {
+std::string CompareReportHtml(const LayerReport& report,
+                              const std::vector<converter::OutputVerdict>& verdicts,
+                              const CompareContext& context) {
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<title>ovfix compare</title>\n<style>\n"
@@ -238,9 +256,11 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
                   Number(report.tolerance.rtol), ", atol ", Number(report.tolerance.atol),
                   "</p>\n<p class=\"summary\">");
   if (report.first_divergence >= 0) {
-    const NodeComparison& n = report.nodes[report.first_divergence];
-    absl::StrAppend(&html, "First divergence: <b>", converter::HtmlEscape(n.description), "</b> (#",
-                    n.index, ")");
+    const NodeComparison& top = report.nodes[report.first_divergence];
+    const NodeComparison& n = *exec::FirstDivergingNode(report);
+    absl::StrAppend(&html, "First divergence: <b>",
+                    converter::HtmlEscape(exec::FirstDivergenceText(report)), "</b> (#", top.index,
+                    ")");
     if (!n.outputs.empty()) {
       for (const ValueComparison& v : n.outputs) {
         if (!v.within) {
@@ -256,7 +276,16 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
     absl::StrAppend(&html, "All ", report.compared_values, " compared values within tolerance.");
   }
   absl::StrAppend(&html, " ", report.diverged_values, " of ", report.compared_values,
-                  " values out of tolerance.</p>\n<h2>Error per layer</h2>\n", ErrorPlot(report));
+                  " values out of tolerance.</p>\n");
+  const bool outputs_meet = std::all_of(verdicts.begin(), verdicts.end(),
+                                        [](const converter::OutputVerdict& v) { return v.meets; });
+  absl::StrAppend(&html, "<h2>Final outputs</h2>\n<p class=\"summary\">",
+                  outputs_meet ? "The final outputs meet the accuracy criteria."
+                               : "The final outputs FAIL the accuracy criteria.",
+                  "</p>\n<p>Errors relative to each output's range in the reference; score = "
+                  "the worst of the output's criteria over its bound (at most 1 meets them).</p>\n",
+                  converter::VerdictTableHtml(verdicts), "<h2>Error per layer</h2>\n",
+                  ErrorPlot(report));
   html +=
       "<h2>Nodes</h2>\n<table><tr><th>#</th><th class=\"l\">node</th><th class=\"l\">op</th>"
       "<th>max abs error</th><th>rel error</th><th>cosine</th><th>non-finite ref/test</th>"
@@ -317,13 +346,15 @@ std::string CompareReportHtml(const LayerReport& report, const CompareContext& c
 }
 
 absl::Status WriteCompareJson(const std::string& path, const LayerReport& report,
+                              const std::vector<converter::OutputVerdict>& verdicts,
                               const CompareContext& context) {
-  return WriteText(path, CompareReportJson(report, context));
+  return WriteText(path, CompareReportJson(report, verdicts, context));
 }
 
 absl::Status WriteCompareHtml(const std::string& path, const LayerReport& report,
+                              const std::vector<converter::OutputVerdict>& verdicts,
                               const CompareContext& context) {
-  return WriteText(path, CompareReportHtml(report, context));
+  return WriteText(path, CompareReportHtml(report, verdicts, context));
 }
 
 }  // namespace ovfix::cli

@@ -16,6 +16,7 @@
 #include "cli/command_files.h"
 #include "cli/conversion_flags.h"
 #include "cli/convert_summary.h"
+#include "cli/interrupt.h"
 #include "cli/model_stats.h"
 #include "cli/save_progress.h"
 #include "converter/pipeline.h"
@@ -25,6 +26,7 @@
 #include "ir/model_io.h"
 #include "re2/re2.h"
 #include "rules/conversion_options.h"
+#include "rules/passes/island_marks.h"
 #include "rules/passes/registry.h"
 #include "rules/rule_set.h"
 
@@ -126,12 +128,7 @@ std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model&
                                       f.target, " does not convert to fp16"));
       continue;
     }
-    bool any = false;
-    for (const Node* n : model.graph().nodes()) {
-      any = any || RE2::FullMatch(n->name(), re) || RE2::FullMatch(n->op_type(), re);
-      if (any) break;
-    }
-    if (!any) {
+    if (!rules::KeepFp32MatchesAny(model.graph(), re)) {
       warnings.push_back(absl::StrCat("--keep-fp32 '", pattern,
                                       "' matches no node name or op type of the model (the "
                                       "whole name must match)"));
@@ -198,11 +195,16 @@ int RunConvert(ConvertOptions& o) {
   SaveProgress progress(o.quiet ? nullptr : stderr, "writing " + o.output);
   p.save.progress = [&progress](uint64_t done, uint64_t total) { progress.Update(done, total); };
 
+  // What an interrupt's line says was written, or not (the data file once the model says).
+  WatchOutputs({o.output, o.report});
   auto model = LoadModel(f.input);
   if (!model.ok()) return BadInput("convert", model.status().message(), Files(o));
   if (absl::Status s = CheckFiles(o, **model, p.save); !s.ok()) {
     return BadInput("convert", s.message(), Files(o));
   }
+  absl::StatusOr<std::string> data_file = ExternalDataFile(o.output, p.save);
+  WatchOutputs({o.output, data_file.ok() && WritesExternalData(**model, p.save) ? *data_file : "",
+                o.report});
   ConvertSummaryFacts facts;
   facts.before = converter::MeasureModel(**model);
   facts.before.file_bytes = converter::FileBytes(f.input, (*model)->external_data_files());

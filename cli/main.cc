@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "cli/interrupt.h"
 #include "rules/closest_name.h"
 
 namespace {
@@ -23,7 +24,8 @@ const std::map<std::string, std::string>& MismatchMeaning() {
   static const std::map<std::string, std::string> kMeaning = {
       {"run", "an output fails its accuracy criteria against --test-data's output_K.pb"},
       {"convert",
-       "the converted model changes the outputs beyond the tolerance (nothing is written)"},
+       "the converted model changes the outputs beyond the accuracy criteria: the model (and "
+       "its external data) is not written, the --report file is (it says why)"},
       {"compare",
        "a final output fails its accuracy criteria (or, with --rtol/--atol, a value diverges "
        "beyond them)"},
@@ -36,7 +38,9 @@ std::string ExitCodes(const std::string& command) {
   return absl::StrCat("Exit codes: 0 success", it == MismatchMeaning().end() ? "" : ", 1 ",
                       it == MismatchMeaning().end() ? "" : it->second,
                       ", 2 bad input or usage (one line on stderr naming the file and the "
-                      "problem; no output written)");
+                      "problem; no output written), 130 interrupted by Ctrl-C (143 SIGTERM, 129 "
+                      "SIGHUP; one line on stderr says what was written, no temporary file is "
+                      "left)");
 }
 
 bool IsOptionLike(const std::string& arg) {
@@ -192,6 +196,7 @@ int main(int argc, char** argv) {
   }
   for (auto& c : commands) {
     if (!c.app->parsed()) continue;
+    ovfix::cli::HandleInterrupts(c.app->get_name());
     // Sizes are checked before allocation and errors are statuses; this is the last resort
     // that keeps an error no check foresaw to the promised one line and exit code.
     try {

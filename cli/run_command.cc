@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/command_files.h"
 #include "cli/conversion_flags.h"
@@ -26,7 +28,6 @@
 #include "converter/status_line.h"
 #include "exec/compare.h"
 #include "exec/executor.h"
-#include "exec/layer_compare.h"
 #include "exec/opencl/opencl_session.h"
 #include "ir/model_io.h"
 #include "ir/status_macros.h"
@@ -129,12 +130,35 @@ class NodeTimes {
 
 absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& graph) {
   OVFIX_ASSIGN_OR_RETURN(exec::TensorMap feeds, ReadFeeds(graph, o.test_data, o.inputs));
-  for (const Value* v : converter::DataInputs(graph)) {
-    if (!feeds.contains(v->name())) {
-      return absl::InvalidArgumentError(absl::StrCat("missing input '", v->name(), "' (",
-                                                     DescribeType(*v), "): give --input ",
-                                                     v->name(), "=FILE.pb or --test-data DIR"));
+  const std::vector<const Value*> inputs = converter::DataInputs(graph);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Value* v = inputs[k];
+    if (feeds.contains(v->name())) continue;
+    if (!o.test_data.empty()) {
+      // A folder without any input_K.pb is most likely not a test-data folder at all.
+      bool any = false;
+      for (size_t i = 0; i < inputs.size() && !any; ++i) {
+        any = fs::exists(fs::path(o.test_data) / absl::StrCat("input_", i, ".pb"));
+      }
+      if (!any) {
+        const std::string expected =
+            inputs.size() == 1
+                ? absl::StrCat("input_0.pb for input '", v->name(), "'")
+                : absl::StrCat("input_0.pb to input_", inputs.size() - 1,
+                               ".pb, one per graph input in order: ",
+                               absl::StrJoin(inputs, ", ", [](std::string* out, const Value* in) {
+                                 absl::StrAppend(out, in->name());
+                               }));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--test-data ", o.test_data, ": no input_K.pb files (expected ", expected, ")"));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("--test-data ", o.test_data, ": no input_", k, ".pb for input '", v->name(),
+                       "' (", DescribeType(*v), "): give --input ", v->name(), "=FILE.pb"));
     }
+    return absl::InvalidArgumentError(absl::StrCat("missing input '", v->name(), "' (",
+                                                   DescribeType(*v), "): give --input ", v->name(),
+                                                   "=FILE.pb or --test-data DIR"));
   }
   return feeds;
 }
@@ -205,9 +229,8 @@ void PrintJson(const RunOptions& o, const std::vector<OutputRecord>& records,
                 Field("max_abs_error", r.max_abs_error), Field("max_rel_error", r.max_rel_error)});
     }
     if (r.compared && r.verdict) {
-      w.Fields({Field("criteria", converter::CriteriaToString(r.verdict->criteria)),
-                Field("score", r.verdict->score), Field("meets_criteria", r.verdict->meets),
-                Field("statistics", converter::DescribeStatistics(r.verdict->stats))});
+      w.Key("verdict");
+      converter::WriteVerdict(w, *r.verdict);
     }
     w.EndObject();
   });
@@ -352,7 +375,8 @@ int RunModel(const RunOptions& o) {
   }
   // The criteria convert judges by, with its defaults for the precision involved: a model
   // that holds float16 data (a conversion) or a run that rounds to float16.
-  const bool float16 = *precision != exec::Precision::kFp32 || exec::HasFloat16Values(**model);
+  const converter::JudgedPrecision judged =
+      converter::JudgedPrecisionOf(model->get(), {*precision});
   std::vector<std::pair<std::string, Tensor>> expected_outputs;
   for (size_t k = 0; k < outputs->size(); ++k) {
     const std::string path = (fs::path(o.test_data) / absl::StrCat("output_", k, ".pb")).string();
@@ -390,15 +414,18 @@ int RunModel(const RunOptions& o) {
     }
     exec::Comparison c = exec::CompareTensors(*actual, *expected, {o.rtol, o.atol});
     converter::OutputVerdict verdict =
-        converter::JudgeOutput(name, *actual, *expected, float16, accuracy);
+        converter::JudgeOutput(name, *actual, *expected, judged, accuracy);
     const bool matches = (!o.elementwise || c.ok) && (!judge_by_criteria || verdict.meets);
     ++compared;
     all_match = all_match && matches;
     records[k].compared = true;
     records[k].matches = matches;
     records[k].comparison = c.ok ? exec::DescribeComparison(c) : c.message;
-    records[k].max_abs_error = c.max_abs_error;
-    records[k].max_rel_error = c.max_rel_error;
+    // The verdict's measure (float16 as float; a NaN or infinity the reference lacks is an
+    // infinite error, never 0).
+    records[k].max_abs_error = verdict.stats.max_abs;
+    records[k].max_rel_error =
+        c.non_finite_differences > 0 ? std::numeric_limits<double>::infinity() : c.max_rel_error;
     records[k].verdict = verdict;
     if (o.json) continue;
     // The line convert prints of the output, then the element-wise check when asked for.

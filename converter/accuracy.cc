@@ -388,6 +388,7 @@ OutputStatistics MeasureOutput(const Tensor& actual, const Tensor& expected, dou
   if (actual.dims() != expected.dims() || strings) {
     // Nothing to measure element by element: every statistic is infinite.
     s.mean = kInfinity;
+    s.max_abs = kInfinity;
     s.non_finite = std::max<int64_t>(1, s.elements);
     for (double q : qs) s.percentiles.push_back({q, kInfinity});
     for (double e : errors_beyond) s.beyond.push_back({e, 1, s.elements});
@@ -417,9 +418,13 @@ OutputStatistics MeasureOutput(const Tensor& actual, const Tensor& expected, dou
     const double x = pe[i], y = pa[i];
     double err = 0;
     if (std::isfinite(x) && std::isfinite(y)) {
+      s.max_abs = std::max(s.max_abs, std::abs(y - x));
       err = std::abs(y - x) / scale;
     } else if (!((std::isnan(x) && std::isnan(y)) || x == y)) {
+      // Counted, and no error of 0: a NaN or infinity the original lacks is infinitely wrong.
       ++s.non_finite;
+      s.max_abs = kInfinity;
+      err = kInfinity;
     }
     errors[i] = static_cast<float>(err);
     sum += err;
@@ -521,6 +526,16 @@ double CriteriaScore(const Criteria& criteria, const OutputStatistics& stats) {
     score = std::max(score, s);
   }
   return score;
+}
+
+std::string ScoreText(double score, int digits) {
+  std::string text = absl::StrFormat("%.*g", digits, score);
+  for (int d = digits + 1; score > 1 && d <= 17; ++d) {
+    double read = 0;
+    if (absl::SimpleAtod(text, &read) && read > 1) break;
+    text = absl::StrFormat("%.*g", d, score);
+  }
+  return text;
 }
 
 std::string DescribeStatistics(const OutputStatistics& s) {

@@ -100,11 +100,16 @@ struct ShareBeyond {
 };
 
 // Everything measured of one output, errors relative to the original's range (never less
-// than `resolution` times its largest magnitude, as exec::RelativeError).
+// than `resolution` times its largest magnitude, as exec::RelativeError). An element NaN or
+// infinite where the original holds another value is counted in non_finite and its error is
+// infinite (in max, mean, the percentiles it reaches and the shares beyond).
 struct OutputStatistics {
   int64_t elements = 0;
   double max = 0;  // exec::RelativeError: infinite for any difference in a non-float output
   double mean = 0;
+  // The largest |actual - expected| in the outputs' own units, float16 and other float types
+  // compared as float; infinite where non_finite is not 0.
+  double max_abs = 0;
   std::vector<Percentile> percentiles;  // 99 and 99.9, then those criteria name
   std::vector<ShareBeyond> beyond;      // the general error first, then those criteria name
   int64_t non_finite = 0;               // NaN/inf where the original holds another value
@@ -129,6 +134,11 @@ double CriterionMeasure(const Criterion& criterion, const OutputStatistics& stat
 // gives 0 when the measure is 0 and 1 plus the measure's count of failures otherwise (the
 // elements, rows or boxes that fail: fewer is better). Non-finite differences: infinity.
 double CriteriaScore(const Criteria& criteria, const OutputStatistics& stats);
+
+// A score as a line prints it: `digits` significant digits, and as many more as it takes for
+// a score above 1 (one that fails) not to read as 1 ("1.005 FAILS", never "1 FAILS" beside
+// "at most 1 meets them"). A score of at most 1 never reads as more than 1.
+std::string ScoreText(double score, int digits = 2);
 
 // The statistics in a few words for a console line: "max 0.083, mean 7e-05, ...".
 std::string DescribeStatistics(const OutputStatistics& stats);

@@ -58,7 +58,7 @@ absl::StatusOr<std::vector<InputFiles>> FindCalibrationSets(const Graph& g,
   return sets;
 }
 
-absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file) {
+absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file, bool positional) {
   std::string recorded;
   absl::StatusOr<Tensor> t = ReadTensorFile(file, &recorded);
   if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(file, ": ", t.status().message()));
@@ -66,7 +66,7 @@ absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": ", what, " (input '", v.name(), "' is ", DescribeType(v), ")"));
   };
-  if (!recorded.empty() && recorded != v.name()) {
+  if (positional && !recorded.empty() && recorded != v.name()) {
     return mismatch(absl::StrCat("holds tensor '", recorded, "', not '", v.name(), "'"));
   }
   const DataType want = v.elem_type();
@@ -108,42 +108,9 @@ absl::Status CheckAgainstFixedShape(const Value& v, const Tensor& t, const std::
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
-                                                    const std::vector<std::string>& folders,
-                                                    std::vector<InputFiles> input_sets,
-                                                    const rules::ConvertOptions& convert) {
-  const Graph& g = model.graph();
-  CalibrationSets result;
-  std::vector<InputFiles> sets;
-  for (const std::string& dir : folders) {
-    OVFIX_ASSIGN_OR_RETURN(std::vector<InputFiles> found, FindCalibrationSets(g, dir));
-    sets.insert(sets.end(), found.begin(), found.end());
-  }
-  if (!convert.input_files.empty()) input_sets.push_back(convert.input_files);
-  sets.insert(sets.end(), input_sets.begin(), input_sets.end());
-  if (sets.empty()) {
-    OVFIX_ASSIGN_OR_RETURN(exec::TensorMap random, MakeReferenceInputs(model, convert));
-    result.sets.push_back(std::move(random));
-    result.description =
-        "no calibration data: validating on random inputs (give --calibration-data DIR or "
-        "--input NAME=FILE.pb for real ranges)";
-    return result;
-  }
-  for (const InputFiles& files : sets) {
-    rules::ConvertOptions with_files = convert;
-    with_files.input_files = files;
-    OVFIX_ASSIGN_OR_RETURN(exec::TensorMap set, MakeReferenceInputs(model, with_files));
-    result.sets.push_back(std::move(set));
-  }
-  result.description = absl::StrCat("calibration: ", sets.size(), " input set(s)",
-                                    folders.empty() ? "" : " from ", absl::StrJoin(folders, ", "));
-  return result;
-}
-
-absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
-                                                    const rules::ConvertOptions& options) {
+// MakeReferenceInputs, with `positional` files (ReadInputFile).
+absl::StatusOr<exec::TensorMap> MakeInputs(const Model& model, const rules::ConvertOptions& options,
+                                           bool positional) {
   const Graph& g = model.graph();
   for (const auto& [name, file] : options.input_files) {
     const Value* v = g.FindValue(name);
@@ -166,7 +133,7 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
           ", not a tensor: validation runs take tensors (--no-validate converts without)"));
     }
     if (auto it = options.input_files.find(v->name()); it != options.input_files.end()) {
-      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadInputFile(*v, it->second));
+      OVFIX_ASSIGN_OR_RETURN(Tensor t, ReadInputFile(*v, it->second, positional));
       OVFIX_RETURN_IF_ERROR(CheckAgainstFixedShape(*v, t, it->second, options));
       inputs.emplace(v->name(), std::move(t));
       continue;
@@ -177,6 +144,46 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
     inputs.emplace(v->name(), std::move(t));
   }
   return inputs;
+}
+
+}  // namespace
+
+absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
+                                                    const std::vector<std::string>& folders,
+                                                    std::vector<InputFiles> input_sets,
+                                                    const rules::ConvertOptions& convert) {
+  const Graph& g = model.graph();
+  CalibrationSets result;
+  std::vector<InputFiles> sets;
+  for (const std::string& dir : folders) {
+    OVFIX_ASSIGN_OR_RETURN(std::vector<InputFiles> found, FindCalibrationSets(g, dir));
+    sets.insert(sets.end(), found.begin(), found.end());
+  }
+  const size_t positional_sets = sets.size();  // the folders'; then the --input sets
+  if (!convert.input_files.empty()) input_sets.push_back(convert.input_files);
+  sets.insert(sets.end(), input_sets.begin(), input_sets.end());
+  if (sets.empty()) {
+    OVFIX_ASSIGN_OR_RETURN(exec::TensorMap random, MakeReferenceInputs(model, convert));
+    result.sets.push_back(std::move(random));
+    result.description =
+        "no calibration data: validating on random inputs (give --calibration-data DIR or "
+        "--input NAME=FILE.pb for real ranges)";
+    return result;
+  }
+  for (size_t i = 0; i < sets.size(); ++i) {
+    rules::ConvertOptions with_files = convert;
+    with_files.input_files = sets[i];
+    OVFIX_ASSIGN_OR_RETURN(exec::TensorMap set, MakeInputs(model, with_files, i < positional_sets));
+    result.sets.push_back(std::move(set));
+  }
+  result.description = absl::StrCat("calibration: ", sets.size(), " input set(s)",
+                                    folders.empty() ? "" : " from ", absl::StrJoin(folders, ", "));
+  return result;
+}
+
+absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
+                                                    const rules::ConvertOptions& options) {
+  return MakeInputs(model, options, /*positional=*/false);
 }
 
 }  // namespace ovfix::converter

@@ -22,10 +22,13 @@ using InputFiles = std::map<std::string, std::string>;
 // holds input_K.pb directly. input_K.pb is the K-th graph input that is not an initializer.
 absl::StatusOr<std::vector<InputFiles>> FindCalibrationSets(const Graph& g, const std::string& dir);
 
-// Reads the tensor for graph input `v` from `file` and checks it: the name the file records
-// (when it records one), the element type (any float type for a float input), the rank and
-// every declared dim. Errors name the file and the problem in one line.
-absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file);
+// Reads the tensor for graph input `v` from `file` and checks it: the element type (any float
+// type for a float input), the rank and every declared dim, and for a `positional` file (a
+// folder's input_K.pb, taken for the K-th input) the name it records, when it records one.
+// A file the command line names for `v` (--input NAME=FILE) is `v`'s whatever name it
+// records, as `ovfix run` takes it. Errors name the file and the problem in one line.
+absl::StatusOr<Tensor> ReadInputFile(const Value& v, const std::string& file,
+                                     bool positional = false);
 
 // Inputs for reference and calibration runs: the --input files, else deterministic random
 // tensors (fixed seed) shaped as declared, with --input-shape dims where given and other

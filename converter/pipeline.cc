@@ -357,8 +357,10 @@ absl::Status Conversion::Calibrate() {
   validator_ = *std::move(v);
   validator_->set_islands_ignored(!convert_.islands_honoured);
   // Where the file written is run and measured anyway and a run of the model costs (its
-  // weights read, converted and streamed again), the precision step is measured by that run.
-  if (options_.write_output && WeightBytes(model_.graph()) > kRunCostsWeightBytes) {
+  // weights read, converted and streamed again; or its activations, more than the store keeps
+  // in memory, written to the store's file), the precision step is measured by that run.
+  if (options_.write_output && (WeightBytes(model_.graph()) > kRunCostsWeightBytes ||
+                                validator_->store().moved_bytes() > 0)) {
     validator_->set_precision_measured_on_file(true);
   }
   OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options_.accuracy, validator_->reference_outputs(0)));
@@ -486,6 +488,9 @@ absl::Status Conversion::Check() {
       options_.log(absl::StrFormat("end-to-end estimate from the rewrites' activations: %.3g",
                                    estimate->max_error));
     }
+    // The rewrites are done: their activations are not read again (a later Activation()
+    // computes what it asks for), and the runs of the file and of the repair need the room.
+    validator_->ForgetActivations();
   }
   // Final types for the saved model, and onnx's checker, on one light proto.
   if (absl::Status s = InferShapesAndCheck(model_); !s.ok()) return CheckerFailure(options_, s);

@@ -161,39 +161,108 @@ struct ValueErrors {
   std::set<std::string> float16;
 };
 
-ValueErrors Compare(const exec::TensorMap& converted, const exec::TensorMap& fp32) {
-  ValueErrors errors;
-  for (const auto& [name, t] : converted) {
-    if (t.type() == DataType::kFloat16 || t.type() == DataType::kBfloat16) {
-      errors.float16.insert(name);  // bfloat16 too: the repair is the same for both
-    }
-    if (!IsFloatingPoint(t.type())) continue;
-    auto it = fp32.find(name);
-    if (it == fp32.end() || it->second.dims() != t.dims()) continue;
-    errors.error[name] = exec::RelativeError(t, it->second, exec::kFloat16Resolution);
-  }
-  return errors;
+// Whether the run held `v` as float16 or bfloat16 (as float when it widened float16 values).
+bool HeldInHalf(const Value& v, const Tensor& t) {
+  return t.type() == DataType::kFloat16 || t.type() == DataType::kBfloat16 ||
+         (t.type() == DataType::kFloat && v.elem_type() == DataType::kFloat16);
 }
 
-// Captures every activation of `model`'s serialized bytes on the first set and compares its
-// outputs on every set (only the first when `first_set_only`); `errors` gets each value's
-// error against `fp32_activations`.
-absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidator& reference,
-                                            const exec::TensorMap& fp32_activations,
-                                            bool first_set_only, ValueErrors& errors) {
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> bytes, SerializedCopy(model));
-  absl::StatusOr<exec::TensorMap> captured =
-      CaptureActivations(*bytes, reference.sets()[0], exec::Precision::kFp32);
-  reference.count_model_runs(1);
-  if (!captured.ok()) return captured.status();
-  errors = Compare(*captured, fp32_activations);
-  std::vector<Tensor> outputs;
-  for (const Value* v : bytes->graph().outputs()) {
-    auto it = captured->find(v->name());
-    if (it == captured->end()) return absl::InternalError(absl::StrCat("no output ", v->name()));
-    outputs.push_back(it->second);
+// `errors` gets what `t`, the converted model's value `name` held in half or not as `half`
+// says, tells against the fp32 run.
+void Compare(const std::string& name, const Tensor& t, bool half, const exec::TensorMap& fp32,
+             ValueErrors& errors) {
+  if (half) errors.float16.insert(name);  // bfloat16 too: the repair is the same for both
+  if (!IsFloatingPoint(t.type())) return;
+  auto it = fp32.find(name);
+  if (it == fp32.end() || it->second.dims() != t.dims()) return;
+  errors.error[name] = exec::RelativeError(t, it->second, exec::kFloat16Resolution);
+}
+
+// The runs of a body's values compared (the first iterations of a Loop or Scan body): the
+// fp32 run keeps each, so a long loop would hold every iteration.
+constexpr int kBodyRunsCompared = 16;
+
+// The key of value `v` in a run whose main graph is `g`: its name, and in a body, for each run
+// of the body after the first (an iteration, a branch taken again), "NAME#RUN", counted in
+// `runs`; "" past kBodyRunsCompared runs.
+std::string RunKey(const Value& v, const Graph& g, std::map<std::string, int>& runs) {
+  if (v.owner() == &g) return v.name();
+  const int k = runs[v.name()]++;
+  if (k >= kBodyRunsCompared) return "";
+  return k == 0 ? v.name() : absl::StrCat(v.name(), "#", k);
+}
+
+// The fp32 graph's run on the first set: its main graph's inputs and the values computed in
+// every graph (RunKey) as the store keeps them (past its budget, in its file), and the scale and
+// float16 rounding of each float value, weights included (Weights), measured as it was computed.
+struct Fp32Run {
+  exec::TensorMap values;
+  std::map<std::string, double> scale, rounding;
+  void Measure(const std::string& name, const Tensor& t) {
+    if (!IsFloatingPoint(t.type())) return;
+    const exec::Comparison c = exec::CompareTensors(t, t);
+    const double largest = std::max(std::abs(c.expected_min), std::abs(c.expected_max));
+    const double range = c.expected_max - c.expected_min;
+    scale[name] = std::max(range > 0 ? range : (largest > 0 ? largest : 1),
+                           exec::kFloat16Resolution * largest);
+    rounding[name] = 0x1.0p-11 * largest / scale[name];
   }
-  OVFIX_ASSIGN_OR_RETURN(EndToEndResult worst, reference.Compare(bytes->graph(), outputs, 0));
+};
+
+absl::StatusOr<Fp32Run> RunFp32(const Model& fp32, ReferenceValidator& reference) {
+  Fp32Run run;
+  const Graph& g = fp32.graph();
+  std::map<std::string, int> runs;
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      RunObserving(fp32, reference.sets()[0], [&](const Value& v, const Tensor& t) {
+        // Body values too, each run apart: the repair keeps nodes inside bodies as well.
+        const std::string key = RunKey(v, g, runs);
+        if (key.empty()) return;
+        if (key == v.name()) run.Measure(v.name(), t);
+        run.values[key] = reference.store().Keep(AsDeclared(v, t));
+      });
+  reference.count_model_runs(1);
+  if (!outputs.ok()) return outputs.status();
+  for (auto& [name, t] : MatchInputTypes(g, reference.sets()[0])) {
+    run.Measure(name, t);
+    run.values[name] = t;
+  }
+  for (const Value* w : g.initializers()) {
+    if (!run.values.contains(w->name())) run.Measure(w->name(), w->tensor());
+  }
+  return run;
+}
+
+// Runs `model`'s serialized bytes on the first set, comparing each value with the fp32 run's
+// as it is computed (nothing of the run is kept), and compares its outputs on every set (only
+// the first when `first_set_only`); `errors` gets each value's error against `fp32`.
+absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidator& reference,
+                                            const exec::TensorMap& fp32, bool first_set_only,
+                                            ValueErrors& errors) {
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> bytes, SerializedCopy(model));
+  const Graph& g = bytes->graph();
+  errors = ValueErrors();
+  std::map<std::string, int> runs;
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      RunObserving(*bytes, reference.sets()[0], [&](const Value& v, const Tensor& t) {
+        const std::string key = RunKey(v, g, runs);
+        if (key.empty()) return;
+        Compare(key, t, HeldInHalf(v, t), fp32, errors);
+        if (key == v.name()) return;
+        // A body value's error is its worst run's.
+        if (auto it = errors.error.find(key); it != errors.error.end()) {
+          errors.error[v.name()] = std::max(errors.error[v.name()], it->second);
+          errors.error.erase(it);
+        }
+        errors.float16.erase(key);
+      });
+  reference.count_model_runs(1);
+  if (!outputs.ok()) return outputs.status();
+  for (const auto& [name, t] : MatchInputTypes(g, reference.sets()[0])) {
+    const Value* v = g.FindValue(name);
+    if (v != nullptr) Compare(name, t, HeldInHalf(*v, t), fp32, errors);
+  }
+  OVFIX_ASSIGN_OR_RETURN(EndToEndResult worst, reference.Compare(g, *outputs, 0));
   for (size_t k = 1; !first_set_only && k < reference.sets().size(); ++k) {
     absl::StatusOr<std::vector<Tensor>> out =
         RunAsTyped(*bytes, reference.sets()[k], exec::kValidationSeed);
@@ -259,20 +328,29 @@ struct Unit {
   std::vector<UnitNode> nodes;
 };
 
-std::vector<Unit> MakeUnits(const Graph& g, const ValueErrors& first) {
+void AddToUnit(const Node& n, Unit& unit) {
+  UnitNode u{&n, KeepKey(&n), {}, Sums(n)};
+  for (const Value* v : n.inputs()) {
+    const Value* source = ThroughCasts(v);
+    if (source == nullptr || source->is_initializer()) continue;
+    u.inputs.push_back(source->name());
+  }
+  unit.nodes.push_back(std::move(u));
+}
+
+// Units of every graph, bodies of If, Loop and Scan included (a unit stays in one graph).
+std::vector<Unit> MakeUnits(const Graph& root, const ValueErrors& first) {
   std::vector<Unit> units;
-  for (const Node* n : g.nodes()) {
-    if (n->outputs().empty() || n->output(0) == nullptr) continue;
-    if (n->op_type() == "Cast" || n->op_type() == "CastLike") continue;
-    if (!first.float16.contains(n->output(0)->name())) continue;
-    if (units.empty() || StartsUnit(*n)) units.emplace_back();
-    UnitNode u{n, KeepKey(n), {}, Sums(*n)};
-    for (const Value* v : n->inputs()) {
-      const Value* source = ThroughCasts(v);
-      if (source == nullptr || source->is_initializer()) continue;
-      u.inputs.push_back(source->name());
+  for (const Graph* g : GraphsRecursive(const_cast<Graph&>(root))) {
+    bool graph_started = false;
+    for (const Node* n : g->nodes()) {
+      if (n->outputs().empty() || n->output(0) == nullptr) continue;
+      if (n->op_type() == "Cast" || n->op_type() == "CastLike") continue;
+      if (!first.float16.contains(n->output(0)->name())) continue;
+      if (!graph_started || StartsUnit(*n)) units.emplace_back();
+      graph_started = true;
+      AddToUnit(*n, units.back());
     }
-    units.back().nodes.push_back(std::move(u));
   }
   return units;
 }
@@ -302,19 +380,8 @@ struct Weights {
   }
 };
 
-Weights MakeWeights(const Graph& g, const exec::TensorMap& fp32_activations) {
-  Weights w;
-  for (const auto& [name, t] : fp32_activations) {
-    if (!IsFloatingPoint(t.type())) continue;
-    const exec::Comparison c = exec::CompareTensors(t, t);
-    const double largest = std::max(std::abs(c.expected_min), std::abs(c.expected_max));
-    const double range = c.expected_max - c.expected_min;
-    const double scale = std::max(range > 0 ? range : (largest > 0 ? largest : 1),
-                                  exec::kFloat16Resolution * largest);
-    w.scale[name] = scale;
-    w.rounding[name] = 0x1.0p-11 * largest / scale;
-  }
-  for (const Value* v : g.outputs()) w.weight[v->name()] = 1;
+// From the outputs of `g`'s nodes back to their inputs.
+void PassWeights(const Graph& g, Weights& w) {
   std::vector<Node*> nodes = g.NodeList();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* n = *it;
@@ -331,6 +398,27 @@ Weights MakeWeights(const Graph& g, const exec::TensorMap& fp32_activations) {
       double& to = w.weight[v->name()];
       to = std::max(to, passed);
     }
+  }
+}
+
+// Every graph's: a body's outputs weigh what the outputs of the node holding it weigh.
+Weights MakeWeights(const Graph& root, const Fp32Run& fp32) {
+  Weights w;
+  w.scale = fp32.scale;
+  w.rounding = fp32.rounding;
+  for (const Value* v : root.outputs()) w.weight[v->name()] = 1;
+  for (const Graph* g : GraphsRecursive(const_cast<Graph&>(root))) {
+    if (const Node* holder = g->owner_node(); holder != nullptr) {
+      double out = 0;
+      for (const Value* v : holder->outputs()) {
+        if (v != nullptr) out = std::max(out, w.Weight(v->name()));
+      }
+      for (const Value* v : g->outputs()) {
+        double& to = w.weight[v->name()];
+        to = std::max(to, out);
+      }
+    }
+    PassWeights(*g, w);
   }
   return w;
 }
@@ -394,17 +482,16 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
   const int runs_before = reference.model_runs();
   const int sets = static_cast<int>(reference.sets().size());
   RepairResult result;
-  absl::StatusOr<exec::TensorMap> fp32_activations =
-      CaptureActivations(fp32, reference.sets()[0], exec::Precision::kFp32);
-  reference.count_model_runs(1);
-  if (!fp32_activations.ok()) return fp32_activations.status();
+  // The rewrites' activations are not read again: the fp32 run's take their place.
+  reference.ForgetActivations();
+  OVFIX_ASSIGN_OR_RETURN(const Fp32Run fp32_run, RunFp32(fp32, reference));
 
   // The conversion that failed: its score over every set is known, its activations are
   // not (one run on the first set).
   ValueErrors first_errors;
   OVFIX_ASSIGN_OR_RETURN(
       EndToEndResult first_measured,
-      MeasureRound(*first, reference, *fp32_activations, /*first_set_only=*/true, first_errors));
+      MeasureRound(*first, reference, fp32_run.values, /*first_set_only=*/true, first_errors));
   const std::vector<Unit> units = MakeUnits(first->graph(), first_errors);
   // The nodes the search keeps or gives back, and each unit's nodes among them.
   std::vector<const Node*> nodes;
@@ -418,7 +505,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
   }
   UnitProbe first_probe;
   first_probe.score = std::max(Score(first_measured, tolerance), first_error / tolerance);
-  const Weights weights = MakeWeights(first->graph(), *fp32_activations);
+  const Weights weights = MakeWeights(first->graph(), fp32_run);
   first_probe.added = AddedErrors(units, weights, first_errors);
   const int max_evaluations = std::max(3, (kRepairModelRuns - 2) / std::max(1, sets));
 
@@ -437,7 +524,7 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
     ValueErrors errors;
     OVFIX_ASSIGN_OR_RETURN(
         EndToEndResult measured,
-        MeasureRound(*candidate, reference, *fp32_activations, /*first_set_only=*/false, errors));
+        MeasureRound(*candidate, reference, fp32_run.values, /*first_set_only=*/false, errors));
     measured.score = Score(measured, tolerance);
     Evaluated e;
     e.end_to_end = measured;

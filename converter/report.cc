@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/accuracy.h"
 #include "converter/float_outputs.h"
 #include "converter/json_writer.h"
+#include "converter/output_verdict.h"
 #include "ir/graph_walk.h"
 
 namespace ovfix::converter {
@@ -32,31 +34,12 @@ std::string Error(double e) { return absl::StrFormat("%.2g", e); }
 
 // One output's comparison: its criteria, score and every statistic measured.
 void WriteOutput(cli::JsonWriter& w, const OutputComparison& c) {
-  const OutputStatistics& s = c.stats;
   w.BeginObject().Fields({Field("name", c.name), Field("error", c.error), Field("finite", c.finite),
                           Field("criteria", CriteriaToString(c.criteria)), Field("score", c.score),
                           Field("meets", c.meets),
                           OptionalField(c.beyond_fp16, "beyond_fp16", true),
-                          Field("input_set", c.set), Field("elements", s.elements),
-                          Field("max", s.max), Field("mean", s.mean)});
-  for (const Percentile& p : s.percentiles) w.Fields({Field(absl::StrFormat("p%g", p.q), p.value)});
-  w.Array("beyond", s.beyond, [](cli::JsonWriter& w, const ShareBeyond& b) {
-    w.Object({Field("error", b.error), Field("share", b.share), Field("elements", b.count)});
-  });
-  w.Fields({Field("non_finite", s.non_finite)});
-  w.ArrayUnlessEmpty("topk", s.topk, [](cli::JsonWriter& w, const TopKAgreement& t) {
-    w.Object({Field("k", t.k), Field("rows", t.rows), Field("differing", t.differing)});
-  });
-  w.ArrayUnlessEmpty("masks", s.masks, [](cli::JsonWriter& w, const MaskAgreement& m) {
-    w.Object({Field("threshold", m.threshold), Field("elements", m.elements),
-              Field("flipped", m.flipped)});
-  });
-  w.ArrayUnlessEmpty("boxes", s.boxes, [](cli::JsonWriter& w, const BoxAgreement& b) {
-    w.Object({Field("iou", b.iou), Field("reference", b.reference), Field("converted", b.converted),
-              Field("unmatched_reference", b.unmatched_reference),
-              Field("unmatched_converted", b.unmatched_converted),
-              Field("worst_score_difference", b.worst_score_difference)});
-  });
+                          Field("input_set", c.set)});
+  WriteStatistics(w, c.stats);
   w.EndObject();
 }
 
@@ -171,11 +154,12 @@ std::string RepairLines(const Repair& r, size_t listed, bool every_round) {
       ++not_listed;
       continue;
     }
-    absl::StrAppend(&out, absl::StrFormat("  round %d: %s %d node(s): %d in fp32 (%.1f%% of float "
-                                          "nodes), error %s, score %.3g - %s\n",
-                                          h.round, h.give_back ? "give back" : "add",
-                                          h.nodes_changed, h.fp32_nodes, 100 * h.fp32_share,
-                                          Error(h.error), h.score, h.kept ? "kept" : "not kept"));
+    absl::StrAppend(&out,
+                    absl::StrFormat("  round %d: %s %d node(s): %d in fp32 (%.1f%% of float "
+                                    "nodes), error %s, score %s - %s\n",
+                                    h.round, h.give_back ? "give back" : "add", h.nodes_changed,
+                                    h.fp32_nodes, 100 * h.fp32_share, Error(h.error),
+                                    ScoreText(h.score, 3), h.kept ? "kept" : "not kept"));
   }
   if (not_listed > 0) {
     absl::StrAppend(&out, "  … and ", not_listed, " round(s) not kept (--report)\n");
@@ -260,7 +244,7 @@ std::string SummaryTable(const ConversionReport& report) {
     if (most < 2 && e.outputs.size() > 1) common.clear();
     const bool only_fp32 = report.repair && report.repair->only_fp32;
     absl::StrAppend(
-        &out, "end-to-end: score ", Error(e.score), " (",
+        &out, "end-to-end: score ", ScoreText(e.score), " (",
         common.empty()     ? "each output's criteria"
         : uses.size() == 1 ? absl::StrCat("criteria ", common)
                            : absl::StrCat("criteria ", common, " unless an output names its own"),
@@ -272,7 +256,7 @@ std::string SummaryTable(const ConversionReport& report) {
     for (const OutputComparison& c : e.outputs) {
       const std::string criteria = CriteriaToString(c.criteria);
       absl::StrAppend(&out, "  ", c.name, ": ", DescribeStatistics(c.stats),
-                      c.finite ? "" : " (non-finite)", "; score ", Error(c.score),
+                      c.finite ? "" : " (non-finite)", "; score ", ScoreText(c.score),
                       criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
                       c.beyond_fp16 ? " - beyond fp16's range in the original, not judged"
                       : c.meets     ? ""

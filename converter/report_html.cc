@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "converter/accuracy.h"
 #include "converter/html_escape.h"
 
 namespace ovfix::converter {
@@ -17,6 +18,9 @@ std::string Number(double v) {
   if (std::isnan(v)) return "NaN";
   return absl::StrFormat("%.3g", v);
 }
+
+// A score: never "1" for one above 1 (accuracy.h).
+std::string Score(double v) { return std::isfinite(v) ? ScoreText(v, 3) : Number(v); }
 
 std::string Percent(double share) { return absl::StrFormat("%.1f%%", 100 * share); }
 
@@ -106,9 +110,9 @@ std::string OutputsSection(const ConversionReport& r) {
                     HtmlEscape(CriteriaToString(c.criteria)), "</code></td><td>", Number(c.error),
                     "</td><td>", Number(c.stats.mean), "</td><td>",
                     Number(c.stats.PercentileValue(99)), "</td><td>",
-                    Number(c.stats.PercentileValue(99.9)), "</td><td>", Number(c.score),
-                    "</td><td>", c.finite ? "yes" : "no",
-                    "</td><td class=", c.meets ? "ok>meets" : "bad>misses", "</td></tr>");
+                    Number(c.stats.PercentileValue(99.9)), "</td><td>", Score(c.score), "</td><td>",
+                    c.finite ? "yes" : "no", "</td><td class=", c.meets ? "ok>meets" : "bad>misses",
+                    "</td></tr>");
   }
   absl::StrAppend(&out, "</table>");
   return out;
@@ -224,7 +228,7 @@ std::string RepairSection(const ConversionReport& r) {
                                   : "add",
                     "</td><td>", h.nodes_changed, "</td><td>", h.fp32_nodes, "</td><td>",
                     Percent(h.fp32_share), "</td><td>", Number(h.error), "</td><td>",
-                    Number(h.score), "</td><td class=", h.kept ? "ok>kept" : "bad>not kept",
+                    Score(h.score), "</td><td class=", h.kept ? "ok>kept" : "bad>not kept",
                     "</td></tr>");
   }
   absl::StrAppend(&out, "</table>");

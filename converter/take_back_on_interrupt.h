@@ -1,7 +1,9 @@
 // While a conversion measures the model it wrote and writes its report, an interrupt (Ctrl-C,
 // a build system's SIGTERM or SIGHUP) takes the written files back as a failure would, and
-// then ends the process as the signal would have: a model is never left behind without its
-// report, nor unmeasured. Restoring is rename/unlink only, which a signal handler may call.
+// then passes the signal on to the handler it replaced (the command's, cli/interrupt.h, which
+// says so and ends the process), else ends the process as the signal would have: a model is
+// never left behind without its report, nor unmeasured. Restoring is rename/unlink only,
+// which a signal handler may call. A signal the process ignores stays ignored.
 #pragma once
 
 #include <csignal>

@@ -27,6 +27,11 @@ namespace {
 
 bool IsFloat(DataType t) { return IsFloatingPoint(t); }
 
+// What a validation run keeps of the buffers it lets go of, for its next tensors of the same
+// size: the values it computes go to the store, and a net whose layers all differ in size would
+// have its session keep nearly every buffer that the store copied to its file.
+constexpr size_t kRecycledBytes = size_t{128} << 20;
+
 // The range covering both: the larger largest, the smaller nonzero smallest.
 MagnitudeRange Wider(const MagnitudeRange& a, const MagnitudeRange& b) {
   MagnitudeRange r;
@@ -96,18 +101,23 @@ bool MayHoldSameData(const Value* before, const Value* now) {
 
 }  // namespace
 
-absl::StatusOr<exec::TensorMap> CaptureActivations(
-    const Model& model, const exec::TensorMap& inputs, exec::Precision precision,
-    std::function<void(const Value&, const Tensor&)> on_value) {
+absl::StatusOr<std::vector<Tensor>> RunObserving(const Model& model, const exec::TensorMap& inputs,
+                                                 const ValueObserver& on_value) {
   exec::SessionOptions options;
-  options.precision = precision;
-  options.capture = true;
-  options.on_value = std::move(on_value);
+  options.on_value = on_value;
   options.random_seed = exec::kValidationSeed;
+  options.fuse_qdq = false;  // every value of the graph as written is computed
+  options.recycled_bytes = kRecycledBytes;
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
                          exec::CreateSession(model, options));
-  OVFIX_RETURN_IF_ERROR(session->Run(MatchInputTypes(model.graph(), inputs)).status());
-  return session->captured();
+  return session->Run(MatchInputTypes(model.graph(), inputs));
+}
+
+Tensor AsDeclared(const Value& v, const Tensor& t) {
+  if (t.type() == DataType::kFloat && v.elem_type() == DataType::kFloat16) {
+    return ConvertTensor(t, DataType::kFloat16);
+  }
+  return t;
 }
 
 // ---- ReferenceValidator ----
@@ -135,8 +145,8 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
   absl::flat_hash_map<std::string, MagnitudeRange> measured;
   for (size_t k = 0; k < v->sets_.size(); ++k) {
     absl::flat_hash_set<std::string> seen_in_set;
-    absl::StatusOr<exec::TensorMap> captured = CaptureActivations(
-        model, v->sets_[k], exec::Precision::kFp32, [&](const Value& value, const Tensor& t) {
+    absl::StatusOr<std::vector<Tensor>> outputs =
+        RunObserving(model, v->sets_[k], [&](const Value& value, const Tensor& t) {
           if (value.owner() != &g) {
             auto [it, fresh] = v->body_shapes_.try_emplace(value.name(), SeenShape{t.dims()});
             SeenShape& seen = it->second;
@@ -145,6 +155,10 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
               seen.same_dims = seen.same_dims && seen.dims == t.dims();
             }
             if (seen_in_set.insert(value.name()).second) ++seen.sets;
+          } else if (k == 0) {
+            // The store keeps it, in memory or in its file, as the run goes: the run itself
+            // holds only the values still to be read.
+            v->activations_[&value] = v->store_.Keep(AsDeclared(value, t));
           }
           if (k == 0) v->MeasureWeightsRead(value);
           if (t.type() != DataType::kFloat) return;
@@ -153,25 +167,28 @@ absl::StatusOr<std::unique_ptr<ReferenceValidator>> ReferenceValidator::Create(
           if (!fresh) it->second = Wider(it->second, m);
         });
     ++v->model_runs_;
-    if (!captured.ok()) {
-      return absl::Status(captured.status().code(),
-                          absl::StrCat("reference run: ", captured.status().message()));
+    if (!outputs.ok()) {
+      return absl::Status(outputs.status().code(),
+                          absl::StrCat("reference run: ", outputs.status().message()));
     }
-    std::vector<std::pair<std::string, Tensor>> outputs;
-    for (const Value* out : g.outputs()) {
-      auto it = captured->find(out->name());
-      if (it == captured->end()) {
+    std::vector<std::pair<std::string, Tensor>> named;
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      if (i >= outputs->size()) {
         return absl::InternalError(
-            absl::StrCat("reference run: output '", out->name(), "' was not captured"));
+            absl::StrCat("reference run: output '", g.outputs()[i]->name(), "' was not computed"));
       }
-      outputs.emplace_back(out->name(), it->second);
+      named.emplace_back(g.outputs()[i]->name(), (*outputs)[i]);
     }
-    v->set_outputs_.push_back(std::move(outputs));
+    v->set_outputs_.push_back(std::move(named));
     if (k > 0) continue;
-    for (auto& [name, tensor] : *captured) {
-      const Value* value = g.FindValue(name);
-      if (value == nullptr || (value->is_initializer() && !value->is_graph_input())) continue;
-      v->activations_[value] = tensor;
+    // The graph's inputs as the run read them (converted to the types they declare).
+    const exec::TensorMap fed = MatchInputTypes(g, v->sets_[0]);
+    for (const Value* in : g.inputs()) {
+      if (auto it = fed.find(in->name()); it != fed.end()) {
+        v->activations_[in] = it->second;
+      } else if (in->is_initializer()) {
+        v->activations_[in] = in->tensor();
+      }
     }
   }
   // A model that computes in float16 itself is judged against its float32 math (converter/
@@ -335,7 +352,12 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
     elements += t.numel();
     feed.emplace(b->name(), std::move(t));
   }
-  std::vector<const Value*> outputs;
+  // Every value computed is taken as the run goes (on_value) and kept in the store; the
+  // small graph's outputs are only the values none of its nodes reads, so that the session
+  // lets go of the others once read (a precision rewrite runs most of the model at once).
+  absl::flat_hash_set<const Value*> read_inside;
+  for (Node* n : order) read_inside.insert(n->inputs().begin(), n->inputs().end());
+  absl::flat_hash_map<const Value*, const Value*> original;  // of the small graph's values
   for (Node* n : order) {
     std::vector<Value*> ins;
     for (const Value* in : n->inputs()) ins.push_back(in ? sg.FindValue(in->name()) : nullptr);
@@ -346,37 +368,42 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       if (n->output(i) == nullptr) continue;
       *copy->output(i)->mutable_type() = n->output(i)->type();  // lets the session widen float16
-      sg.AddOutput(copy->output(i));
-      outputs.push_back(n->output(i));
+      if (!read_inside.contains(n->output(i))) sg.AddOutput(copy->output(i));
+      original[copy->output(i)] = n->output(i);
     }
   }
   exec::SessionOptions options;
   options.threads = elements > (1 << 16) ? 0 : 1;
   options.random_seed = exec::kValidationSeed;
   options.fuse_qdq = false;  // as the captured reference activations were computed
+  options.recycled_bytes = kRecycledBytes;
+  options.on_value = [&](const Value& v, const Tensor& t) {
+    if (auto it = original.find(&v); it != original.end()) {
+      out[it->second] = store_.Keep(AsDeclared(v, t));
+    }
+  };
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
                          exec::CreateSession(small, options));
-  OVFIX_ASSIGN_OR_RETURN(std::vector<Tensor> results, session->Run(feed));
-  for (size_t i = 0; i < outputs.size() && i < results.size(); ++i) {
-    out[outputs[i]] = std::move(results[i]);
-  }
-  return absl::OkStatus();
+  return session->Run(feed).status();
 }
 
 absl::Status ReferenceValidator::RunWholeGraph(const std::vector<Node*>& nodes,
                                                absl::flat_hash_map<const Value*, Tensor>& out) {
-  absl::StatusOr<exec::TensorMap> captured =
-      CaptureActivations(model_, inputs_, exec::Precision::kFp32);
-  ++model_runs_;
-  if (!captured.ok()) return captured.status();
+  absl::flat_hash_set<const Value*> wanted;
   for (Node* n : nodes) {
     for (const Value* o : n->outputs()) {
-      if (o == nullptr) continue;
-      auto it = captured->find(o->name());
-      if (it == captured->end()) {
-        return absl::InternalError(absl::StrCat("'", o->name(), "' was not computed"));
-      }
-      out[o] = it->second;
+      if (o != nullptr) wanted.insert(o);
+    }
+  }
+  absl::StatusOr<std::vector<Tensor>> run =
+      RunObserving(model_, inputs_, [&](const Value& v, const Tensor& t) {
+        if (wanted.contains(&v)) out[&v] = store_.Keep(AsDeclared(v, t));
+      });
+  ++model_runs_;
+  if (!run.ok()) return run.status();
+  for (const Value* o : wanted) {
+    if (!out.contains(o)) {
+      return absl::InternalError(absl::StrCat("'", o->name(), "' was not computed"));
     }
   }
   return absl::OkStatus();
@@ -630,6 +657,12 @@ void ReferenceValidator::ForgetDeadValues() {
 void ReferenceValidator::Forget(const Value* v) {
   activations_.erase(v);
   magnitudes_.erase(v);
+}
+
+void ReferenceValidator::ForgetActivations() {
+  activations_.clear();
+  pending_.clear();
+  stale_.clear();
 }
 
 std::optional<MagnitudeRange> ReferenceValidator::CapturedMagnitudes(const Value* v) const {

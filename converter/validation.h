@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "converter/accuracy.h"
+#include "converter/activation_store.h"
 #include "exec/executor.h"
 #include "ir/float16.h"
 #include "ir/model.h"
@@ -22,11 +23,16 @@
 
 namespace ovfix::converter {
 
-// Runs `model` once with capture on and returns every activation by name; `on_value` (when
-// set) sees each value as it is computed.
-absl::StatusOr<exec::TensorMap> CaptureActivations(
-    const Model& model, const exec::TensorMap& inputs, exec::Precision precision,
-    std::function<void(const Value&, const Tensor&)> on_value = nullptr);
+// Runs `model` once in fp32 on `inputs` (as validation does: the graph as written, random ops
+// seeded) and returns its outputs; `on_value` sees each value a node computes as it is computed
+// (in its float form when the run holds float16 values as float: AsDeclared gives its own
+// type). Nothing is kept beyond what `on_value` keeps: a run that held every activation to its
+// end would hold all of them at once.
+using ValueObserver = std::function<void(const Value& value, const Tensor& tensor)>;
+absl::StatusOr<std::vector<Tensor>> RunObserving(const Model& model, const exec::TensorMap& inputs,
+                                                 const ValueObserver& on_value);
+// `t` as `v` declares it: a float16 value the run held as float goes back to float16.
+Tensor AsDeclared(const Value& v, const Tensor& t);
 
 struct OutputComparison {
   std::string name;
@@ -151,6 +157,11 @@ class ReferenceValidator : public rules::Validator {
   // the original computes beyond fp16's range are reported (beyond_fp16), not judged.
   void set_islands_ignored(bool ignored) { islands_ignored_ = ignored; }
   bool islands_ignored() const { return islands_ignored_; }
+  // Lets go of the activations of the rewrites (a later Activation() computes what it needs
+  // again): the repair measures whole runs and keeps its own in the store.
+  void ForgetActivations();
+  // Where activations are kept (the repair keeps its fp32 run's there too).
+  ActivationStore& store() { return store_; }
   // Runs `final_model` as `ovfix run` does on every input set and compares each output with
   // the original model's output of the same name: the worst error over the sets.
   absl::StatusOr<EndToEndResult> CompareEndToEnd(const Model& final_model);
@@ -215,6 +226,7 @@ class ReferenceValidator : public rules::Validator {
   int model_runs_ = 0;
   int64_t nodes_run_ = 0;
   bool float32_reference_ = false;
+  ActivationStore store_;  // where activations_ and pending_ keep their tensors
   absl::flat_hash_map<const Value*, Tensor> activations_;
   absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes_;  // of activations_ entries
   // Of the values bodies computed, by name (a body's values have no one activation), as the

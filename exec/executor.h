@@ -51,6 +51,11 @@ struct SessionOptions {
   // runs only while the model's weights total at most this many bytes; a larger model has
   // them derived on each run, so its weights are never held a second time in memory.
   size_t kernel_state_budget = size_t{256} << 20;
+  // cpu: the most bytes of released buffers the session keeps for the next tensors of the
+  // same size (exec/buffer_recycler.h). A run of a net whose layers all differ in size keeps
+  // nearly every buffer it let go of; a caller that holds memory of its own for the run
+  // (validation) keeps less.
+  size_t recycled_bytes = size_t{1} << 31;
   // cpu: run QDQ convolutions and MatMuls (DequantizeLinear -> Conv/MatMul [-> Relu] ->
   // QuantizeLinear) as one integer QLinearConv/QLinearMatMul each, as onnxruntime does
   // (exec/qdq_fusion.h); in fp32 without capture or on_value only. False runs the graph as

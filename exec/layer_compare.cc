@@ -162,9 +162,61 @@ bool HeldAsFloat16(const Graph& test_graph, const std::string& name) {
   return false;
 }
 
-absl::StatusOr<Session*> StartSession(const CompareSide& side, std::unique_ptr<Session>& holder) {
+// The values the nodes of bodies computed in one run, by name: one tensor per run of the body
+// (a branch taken, an iteration), in order, up to a budget of bytes.
+class BodyValues {
+ public:
+  void Record(const Value& v, const Tensor& t) {
+    if (v.owner() == nullptr || v.owner()->owner_node() == nullptr) return;
+    if (bytes_ + t.nbytes() > kBudget) {
+      full_ = true;
+      return;
+    }
+    bytes_ += t.nbytes();
+    runs_[v.name()].push_back(t.Clone());  // the session reuses its buffers
+  }
+  // How often the body `g` ran: the most runs any value of its nodes has.
+  size_t Runs(const Graph& g) const {
+    size_t most = 0;
+    for (const Node* n : g.nodes()) {
+      for (const Value* v : n->outputs()) {
+        if (auto it = v == nullptr ? runs_.end() : runs_.find(v->name()); it != runs_.end()) {
+          most = std::max(most, it->second.size());
+        }
+      }
+    }
+    return most;
+  }
+  // The values of `g`'s nodes in its run `k`.
+  TensorMap Run(const Graph& g, size_t k) const {
+    TensorMap values;
+    for (const Node* n : g.nodes()) {
+      for (const Value* v : n->outputs()) {
+        if (auto it = v == nullptr ? runs_.end() : runs_.find(v->name());
+            it != runs_.end() && k < it->second.size()) {
+          values.emplace(v->name(), it->second[k]);
+        }
+      }
+    }
+    return values;
+  }
+  bool full() const { return full_; }
+
+ private:
+  static constexpr size_t kBudget = size_t{1} << 30;
+  absl::flat_hash_map<std::string, std::vector<Tensor>> runs_;
+  size_t bytes_ = 0;
+  bool full_ = false;
+};
+
+absl::StatusOr<Session*> StartSession(const CompareSide& side, std::unique_ptr<Session>& holder,
+                                      BodyValues& bodies) {
   SessionOptions options = side.options;
   options.capture = true;
+  options.on_value = [&bodies, outer = side.options.on_value](const Value& v, const Tensor& t) {
+    bodies.Record(v, t);
+    if (outer) outer(v, t);
+  };
   absl::StatusOr<std::unique_ptr<Session>> session = CreateSession(*side.model, options);
   if (!session.ok()) {
     return absl::Status(session.status().code(),
@@ -258,13 +310,19 @@ ValueComparison CompareValue(const std::string& name, const Tensor& ref, const T
   return c;
 }
 
-LayerReport CompareCaptures(const Graph& ref_graph, const TensorMap& ref, const TensorMap& test,
-                            const Tolerance& tolerance) {
+namespace {
+
+// Values known to be out of tolerance (true), or within it, by name; computed from such values
+// without being comparable themselves counts as what came in.
+using Diverged = absl::flat_hash_map<std::string, bool>;
+
+// CompareCaptures over `graph`, with what is known of the values it reads from outside
+// (`diverged`, which it extends); `order` gets the node of each row.
+LayerReport CompareGraph(const Graph& ref_graph, const TensorMap& ref, const TensorMap& test,
+                         const Tolerance& tolerance, Diverged& diverged,
+                         std::vector<const Node*>& order) {
   LayerReport report;
   report.tolerance = tolerance;
-  // Values known to be out of tolerance, or computed from such values without being
-  // comparable themselves.
-  absl::flat_hash_map<std::string, bool> diverged;
   auto compare = [&](const std::string& name) -> std::optional<ValueComparison> {
     auto r = ref.find(name);
     auto t = test.find(name);
@@ -319,8 +377,64 @@ LayerReport CompareCaptures(const Graph& ref_graph, const TensorMap& ref, const 
       report.first_divergence = static_cast<int>(report.nodes.size());
     }
     report.nodes.push_back(std::move(row));
+    order.push_back(node);
   }
   return report;
+}
+
+// From the node where `report` (of `graph`) finds the first divergence, while it holds a body
+// that ran on both sides: the first run of a body (the branch taken, the iteration) where a
+// node starts a divergence, appended to `inside`, and on into that node's bodies.
+void DescendIntoBodies(const LayerReport& report, const std::vector<const Node*>& order,
+                       const Diverged& diverged, const BodyValues& ref, const BodyValues& test,
+                       const Tolerance& tolerance, std::vector<BodyDivergence>& inside) {
+  if (report.first_divergence < 0) return;
+  const Node& holder = *order[static_cast<size_t>(report.first_divergence)];
+  for (const Subgraph& body : holder.subgraphs()) {
+    if (body.graph == nullptr) continue;
+    const size_t runs = std::min(ref.Runs(*body.graph), test.Runs(*body.graph));
+    for (size_t k = 0; k < runs; ++k) {
+      Diverged known = diverged;
+      std::vector<const Node*> body_order;
+      LayerReport run = CompareGraph(*body.graph, ref.Run(*body.graph, k), test.Run(*body.graph, k),
+                                     tolerance, known, body_order);
+      if (run.first_divergence < 0) {
+        // Values that diverge with no node starting it (from outside the recorded values):
+        // the later runs would only inherit it.
+        if (!run.all_within()) return;
+        continue;
+      }
+      inside.push_back({holder.Describe(), body.attribute,
+                        holder.op_type() == "If" ? -1 : static_cast<int>(k),
+                        run.nodes[static_cast<size_t>(run.first_divergence)]});
+      DescendIntoBodies(run, body_order, known, ref, test, tolerance, inside);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+LayerReport CompareCaptures(const Graph& ref_graph, const TensorMap& ref, const TensorMap& test,
+                            const Tolerance& tolerance) {
+  Diverged diverged;
+  std::vector<const Node*> order;
+  return CompareGraph(ref_graph, ref, test, tolerance, diverged, order);
+}
+
+const NodeComparison* FirstDivergingNode(const LayerReport& report) {
+  if (!report.inside.empty()) return &report.inside.back().node;
+  return report.first_divergence < 0 ? nullptr : &report.nodes[report.first_divergence];
+}
+
+std::string FirstDivergenceText(const LayerReport& report) {
+  if (report.first_divergence < 0) return "";
+  std::string text = report.nodes[report.first_divergence].description;
+  for (const BodyDivergence& step : report.inside) {
+    absl::StrAppend(&text, " → ", step.attribute, ": ", step.node.description);
+    if (step.iteration >= 0) absl::StrAppend(&text, " (iteration ", step.iteration, ")");
+  }
+  return text;
 }
 
 std::vector<WeightIssue> FindUnrepresentableWeights(const Model& model, double max_relative_loss) {
@@ -350,13 +464,21 @@ absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareS
     return absl::InvalidArgumentError("both sides need a model");
   }
   std::unique_ptr<Session> ref_holder, test_holder;
-  OVFIX_ASSIGN_OR_RETURN(Session * ref_session, StartSession(ref, ref_holder));
-  OVFIX_ASSIGN_OR_RETURN(Session * test_session, StartSession(test, test_holder));
+  BodyValues ref_bodies, test_bodies;
+  OVFIX_ASSIGN_OR_RETURN(Session * ref_session, StartSession(ref, ref_holder, ref_bodies));
+  OVFIX_ASSIGN_OR_RETURN(Session * test_session, StartSession(test, test_holder, test_bodies));
   OVFIX_RETURN_IF_ERROR(RunSide(ref, *ref_session, inputs));
   OVFIX_RETURN_IF_ERROR(RunSide(test, *test_session, inputs));
 
-  LayerReport report = CompareCaptures(ref.model->graph(), ref_session->captured(),
-                                       test_session->captured(), tolerance);
+  Diverged diverged;
+  std::vector<const Node*> order;
+  LayerReport report = CompareGraph(ref.model->graph(), ref_session->captured(),
+                                    test_session->captured(), tolerance, diverged, order);
+  DescendIntoBodies(report, order, diverged, ref_bodies, test_bodies, tolerance, report.inside);
+  if (ref_bodies.full() || test_bodies.full()) {
+    report.notes.push_back(
+        "the values computed in bodies passed 1 GiB: later runs of bodies were not compared");
+  }
   report.ref_label = ref.label;
   report.test_label = test.label;
   for (const Value* v : ref.model->graph().outputs()) {

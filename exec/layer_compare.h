@@ -83,11 +83,26 @@ struct WeightIssue {
   std::string problem;                   // "1e-08 becomes 0"
 };
 
+// A step into a body of the node where a divergence starts (an If, Loop or Scan): the body
+// that ran (an If's branch taken; a Loop's or Scan's body at the first iteration whose values
+// diverge) and the node in it where the divergence starts.
+struct BodyDivergence {
+  std::string holder;     // the node holding the body, Node::Describe()
+  std::string attribute;  // "then_branch", "else_branch", "body"
+  // Which run of the body, from 0: a Loop's or Scan's iteration (a body inside a Loop body
+  // counts its runs over all the outer iterations); -1 for an If's branch.
+  int iteration = -1;
+  NodeComparison node;  // `index` is the position in the body
+};
+
 struct LayerReport {
   std::string ref_label, test_label;
   Tolerance tolerance;
   std::vector<NodeComparison> nodes;
   int first_divergence = -1;  // index into `nodes`, -1 when none
+  // Where the first divergence is a node holding bodies that ran on both sides (cpu): the
+  // steps into them, outermost first, down to a node that holds none.
+  std::vector<BodyDivergence> inside;
   std::vector<WeightIssue> weights;
   // Graph inputs and outputs that differ, and remarks (e.g. nodes that ran on the CPU).
   std::vector<ValueComparison> graph_inputs;
@@ -103,8 +118,14 @@ struct LayerReport {
   std::vector<std::pair<std::string, Tensor>> ref_outputs, test_outputs;
 };
 
+// "If 'If_0' → then_branch: LSTM 'LSTM_3' (iteration 0)": the first diverging node, and the
+// path into the bodies down to where the divergence starts; "" without a divergence.
+std::string FirstDivergenceText(const LayerReport& report);
+// The node where the divergence starts: the innermost of `inside`, else the first divergence.
+const NodeComparison* FirstDivergingNode(const LayerReport& report);
+
 // Walks `ref_graph`'s nodes in topological order over two sets of captured values (by name)
-// and fills everything but the weights and notes.
+// and fills everything but the weights, notes and bodies.
 LayerReport CompareCaptures(const Graph& ref_graph, const TensorMap& ref, const TensorMap& test,
                             const Tolerance& tolerance);
 
@@ -115,7 +136,10 @@ LayerReport CompareCaptures(const Graph& ref_graph, const TensorMap& ref, const 
 std::vector<WeightIssue> FindUnrepresentableWeights(const Model& model,
                                                     double max_relative_loss = 0.1);
 
-// Runs both sides on `inputs` with capture on and compares them. Weights are checked when
+// Runs both sides on `inputs` with capture on and compares them; where the first divergence is
+// an If, Loop or Scan, the values its bodies computed (on cpu sides, by SessionOptions::
+// on_value: once per branch taken or iteration) are compared too, to name the node inside
+// where it starts (LayerReport::inside). Weights are checked when
 // the test side rounds floats to fp16 (fp16-storage, fp16) and, for two different models,
 // where a float weight of the reference is float16 in the test model.
 absl::StatusOr<LayerReport> CompareLayers(const CompareSide& ref, const CompareSide& test,

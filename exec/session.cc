@@ -597,7 +597,9 @@ absl::Status CheckInput(const Value& declared, const RuntimeValue& given) {
 
 }  // namespace
 
-CpuSession::CpuSession(const SessionOptions& options) { options_ = options; }
+CpuSession::CpuSession(const SessionOptions& options) : recycler_(options.recycled_bytes) {
+  options_ = options;
+}
 CpuSession::~CpuSession() = default;
 
 absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Create(const Model& model,

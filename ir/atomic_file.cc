@@ -2,10 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ext/stdio_filebuf.h>
@@ -20,7 +26,77 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kTemporaryMarker = ".tmp-";
-constexpr size_t kRandomChars = 6;  // mkstemp's XXXXXX
+constexpr size_t kRandomChars = 6;  // as mkstemp's XXXXXX
+
+// The temporary files of writes in progress, in fixed slots that a signal handler reads without
+// allocating or locking. A slot is taken for a name before the file of that name is created,
+// so that no file exists that the handler does not know of:
+//   free -> claimed (its path being filled) -> creating (the file being created) -> held
+//   (the file exists) -> free once renamed or removed; or taken by the handler, for good.
+enum SlotState : int { kFree, kClaimed, kCreating, kHeld, kTaken };
+struct TemporarySlot {
+  std::atomic<int> state{kFree};
+  char path[PATH_MAX];
+};
+static_assert(std::atomic<int>::is_always_lock_free);
+constexpr int kTemporarySlots = 32;  // writes in progress at once (a model and its data: 2)
+TemporarySlot temporary_slots[kTemporarySlots];
+// Set by the handler before it looks at the slots: from then on no temporary file is created.
+std::atomic<bool> ending{false};
+
+// Creates `path` (O_EXCL) for writing, in a slot that keeps its name for the handler: the file
+// descriptor, and the slot in `slot` (-1 when all are taken: the file is then left to the
+// next write's cleanup, as a killed run's is); -1 with errno on failure.
+int CreateHeldFile(const std::string& path, int& slot) {
+  slot = -1;
+  for (int i = 0; i < kTemporarySlots && slot < 0 && path.size() < PATH_MAX; ++i) {
+    int expected = kFree;
+    if (temporary_slots[i].state.compare_exchange_strong(expected, kClaimed)) slot = i;
+  }
+  if (slot >= 0) {
+    std::memcpy(temporary_slots[slot].path, path.c_str(), path.size() + 1);
+    temporary_slots[slot].state.store(kCreating);
+  }
+  // An interrupt being handled on another thread: that thread ends the process.
+  if (ending.load()) {
+    if (slot >= 0) temporary_slots[slot].state.store(kFree);
+    slot = -1;
+    errno = EINTR;
+    return -1;
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (slot >= 0) {
+    int expected = kCreating;
+    temporary_slots[slot].state.compare_exchange_strong(expected, fd >= 0 ? kHeld : kFree);
+    if (fd < 0) slot = -1;
+  }
+  return fd;
+}
+
+// Once the file is renamed or removed. A slot the handler has taken stays its own.
+void ReleaseTemporary(int slot) {
+  if (slot < 0) return;
+  int expected = kHeld;
+  temporary_slots[slot].state.compare_exchange_strong(expected, kFree);
+}
+
+// kRandomChars letters and digits, different on every call.
+std::string RandomChars() {
+  static constexpr char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  static std::atomic<uint64_t> counter{0};
+  uint64_t bits = 0;
+  if (::getrandom(&bits, sizeof(bits), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(bits))) {
+    bits = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+           (static_cast<uint64_t>(::getpid()) << 32);
+  }
+  bits ^= counter.fetch_add(0x9E3779B97F4A7C15ULL);
+  std::string out(kRandomChars, 'X');
+  for (char& c : out) {
+    c = kChars[bits % (sizeof(kChars) - 1)];
+    bits /= sizeof(kChars) - 1;
+  }
+  return out;
+}
 
 std::string TemporaryPrefix(const fs::path& target) {
   return absl::StrCat(".", target.filename().string(), std::string(kTemporaryMarker));
@@ -46,22 +122,25 @@ void RemoveAbandonedTemporaries(const fs::path& dir, const std::string& prefix) 
   }
 }
 
-// A locked temporary file next to `target`, its name in `name`; -1 with errno on failure.
-int CreateTemporary(const fs::path& target, std::string& name) {
+// A locked temporary file next to `target`, its name in `name` and its slot in `slot`
+// (CreateHeldFile); -1 with errno on failure.
+int CreateTemporary(const fs::path& target, std::string& name, int& slot) {
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   const std::string prefix = TemporaryPrefix(target);
   RemoveAbandonedTemporaries(dir, prefix);
-  // Another run's cleanup may take the file between mkstemp and flock: it is unlinked by the
-  // time the lock is ours, and another one is made.
+  // Another run's cleanup may take the file between its creation and flock: it is unlinked by
+  // the time the lock is ours, and another one is made.
   for (int attempt = 0; attempt < 16; ++attempt) {
-    name = (dir / absl::StrCat(prefix, std::string(kRandomChars, 'X'))).string();
-    const int fd = ::mkstemp(name.data());
+    name = (dir / absl::StrCat(prefix, RandomChars())).string();
+    const int fd = CreateHeldFile(name, slot);
+    if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) return -1;
     // Without locks (some network file systems) nobody's cleanup can take the file either.
     if (::flock(fd, LOCK_EX) != 0) return fd;
     struct stat st;
     if (::fstat(fd, &st) == 0 && st.st_nlink > 0) return fd;
     ::close(fd);
+    ReleaseTemporary(slot);
   }
   errno = EAGAIN;
   return -1;
@@ -124,6 +203,24 @@ void KeptFile::Restore() {
   }
 }
 
+void RemoveTemporaryFilesInProgress() {
+  ending.store(true);
+  for (TemporarySlot& slot : temporary_slots) {
+    // A file being created on another thread is removed once it exists; on this thread (the
+    // handler interrupted its creation) it never will, and the wait ends after 100 ms.
+    for (int waited = 0; slot.state.load() == kCreating && waited < 100; ++waited) {
+      const struct timespec millisecond = {0, 1000000};
+      ::nanosleep(&millisecond, nullptr);
+    }
+    int state = slot.state.load();
+    // Taken for good: the process ends after this, and the path cannot change meanwhile.
+    if ((state == kHeld || state == kCreating) &&
+        slot.state.compare_exchange_strong(state, kTaken)) {
+      ::unlink(slot.path);
+    }
+  }
+}
+
 bool IsTemporaryFileName(std::string_view filename) {
   const size_t marker = filename.rfind(kTemporaryMarker);
   return filename.size() > 1 && filename[0] == '.' && marker != std::string_view::npos &&
@@ -136,7 +233,8 @@ absl::Status WriteFileAtomicallyFd(const std::string& path,
   // the caller means.
   const std::string target = WriteTarget(path);
   std::string tmp;
-  const int fd = CreateTemporary(fs::path(target), tmp);
+  int slot = -1;
+  const int fd = CreateTemporary(fs::path(target), tmp, slot);
   if (fd < 0) {
     return absl::PermissionDeniedError(
         absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
@@ -156,6 +254,7 @@ absl::Status WriteFileAtomicallyFd(const std::string& path,
         absl::StrCat(path, ": cannot rename into place: ", std::strerror(errno)));
   }
   if (!status.ok()) ::unlink(tmp.c_str());
+  ReleaseTemporary(slot);
   if (lock >= 0) ::close(lock);
   return status;
 }

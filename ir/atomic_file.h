@@ -37,6 +37,10 @@ class KeptFile {
 };
 // The file a write to `path` replaces: `path`, or where it leads when it is a symbolic link.
 std::string WriteTarget(const std::string& path);
+// Removes the temporary files of this process's writes in progress, which the process ending
+// now would leave beside their outputs. Async-signal-safe (unlink only, no allocation nor
+// lock): for a SIGINT or SIGTERM handler that then ends the process (cli/interrupt.h).
+void RemoveTemporaryFilesInProgress();
 // Whether `filename` (without folder) is the name of an atomic write's temporary file.
 bool IsTemporaryFileName(std::string_view filename);
 // True when both paths name the same file: the same existing file (also through links and

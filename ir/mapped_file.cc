@@ -47,9 +47,23 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::MapBeingWritten(
   return std::shared_ptr<const MappedFile>(std::move(file));
 }
 
-absl::Status MappedFile::Map(int fd) {
+absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::MapRegion(int fd, uint64_t offset,
+                                                                        size_t size,
+                                                                        const std::string& path) {
+  if (offset % static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot map from offset ", offset, " (not page aligned)"));
+  }
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  file->path_ = path;
+  file->size_ = size;
+  OVFIX_RETURN_IF_ERROR(file->Map(fd, offset));
+  return std::shared_ptr<const MappedFile>(std::move(file));
+}
+
+absl::Status MappedFile::Map(int fd, uint64_t offset) {
   if (size_ == 0) return absl::OkStatus();
-  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(offset));
   if (p == MAP_FAILED) {
     return absl::InternalError(absl::StrCat(path_, ": cannot map: ", std::strerror(errno)));
   }

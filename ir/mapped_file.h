@@ -39,6 +39,11 @@ class MappedFile {
   // in messages.
   static absl::StatusOr<std::shared_ptr<const MappedFile>> MapBeingWritten(
       int fd, size_t size, const std::string& path, std::shared_ptr<const WriteProgress> progress);
+  // Maps bytes [offset, offset + size) of the open file `fd`, whose bytes are all written;
+  // `offset` a multiple of the page size. `path` names it in messages.
+  static absl::StatusOr<std::shared_ptr<const MappedFile>> MapRegion(int fd, uint64_t offset,
+                                                                     size_t size,
+                                                                     const std::string& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -51,7 +56,7 @@ class MappedFile {
 
  private:
   MappedFile() = default;
-  absl::Status Map(int fd);
+  absl::Status Map(int fd, uint64_t offset = 0);
   std::shared_ptr<const WriteProgress> progress_;
   std::byte* data_ = nullptr;
   size_t size_ = 0;

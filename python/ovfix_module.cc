@@ -5,26 +5,50 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cctype>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "ovfix/ovfix.h"
 
 namespace py = pybind11;
 
 namespace {
 
-// Raised as ovfix.Error, with the API's one-line message.
+// An error of the C++ API, raised as _ovfix.NativeError(code, kind, message, report), which
+// the Python side (ovfix/__init__.py) raises as the ovfix exception for the status code and
+// ovfix::ErrorKind: ovfix.MissingFileError, InvalidOptionError, AccuracyError...
+struct StatusError {
+  absl::Status status;
+  py::object report;  // the report as a dict (a conversion that missed its criteria), or None
+};
+
+// An argument of the wrong Python type (a keyword option, compare's tolerance), raised as
+// ovfix.ArgumentTypeError (a TypeError).
 struct OvfixError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+[[noreturn]] void Throw(absl::Status status, py::object report = py::none()) {
+  throw StatusError{std::move(status), std::move(report)};
+}
+
 template <typename T>
 T Value(absl::StatusOr<T> result) {
-  if (!result.ok()) throw OvfixError(std::string(result.status().message()));
+  if (!result.ok()) Throw(result.status());
   return *std::move(result);
+}
+
+// absl's name of a status code in lower case: "not_found", "invalid_argument".
+std::string CodeName(absl::StatusCode code) {
+  std::string name = absl::StatusCodeToString(code);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
 }
 
 ovfix::NamedTensors TensorsFromBytes(const py::dict& tensors) {
@@ -32,22 +56,19 @@ ovfix::NamedTensors TensorsFromBytes(const py::dict& tensors) {
   for (const auto& [key, value] : tensors) {
     const std::string name = py::cast<std::string>(key);
     if (!named[name].ParseFromString(py::cast<std::string>(value))) {
-      throw OvfixError("input " + name + ": not a serialized onnx.TensorProto");
+      Throw(absl::InvalidArgumentError("input '" + name + "': not a serialized onnx.TensorProto"));
     }
   }
   return named;
 }
 
-py::dict TensorsToBytes(const ovfix::NamedTensors& tensors) {
-  py::dict out;
-  for (const auto& [name, tensor] : tensors)
-    out[py::str(name)] = py::bytes(tensor.SerializeAsString());
-  return out;
-}
-
 onnx::ModelProto ModelFromBytes(const std::string& bytes) {
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) throw OvfixError("not a serialized onnx.ModelProto");
+  if (!model.ParseFromString(bytes)) {
+    absl::Status s = absl::InvalidArgumentError("the model: not a serialized onnx.ModelProto");
+    s.SetPayload(ovfix::kErrorKindPayload, absl::Cord("model"));
+    Throw(s);
+  }
   return model;
 }
 
@@ -129,9 +150,7 @@ ovfix::ConversionOptions OptionsFromDict(const py::dict& d) {
     const std::vector<std::string> texts =
         option == table.end() ? std::vector<std::string>{""} : OptionTexts(*option, value);
     for (const std::string& text : texts) {
-      if (absl::Status s = ovfix::SetOption(o, name, text); !s.ok()) {
-        throw OvfixError(std::string(s.message()));
-      }
+      if (absl::Status s = ovfix::SetOption(o, name, text); !s.ok()) Throw(s);
     }
   }
   return o;
@@ -144,12 +163,66 @@ py::dict Dict(std::initializer_list<std::pair<const char*, py::object>> items) {
   return d;
 }
 
+// One output's verdict, as ovfix::OutputComparison holds it (`ovfix compare`'s).
+py::dict OutputToDict(const ovfix::OutputComparison& o) {
+  py::list checks;
+  for (const ovfix::CriterionCheck& c : o.checks) {
+    checks.append(Dict({{"criterion", py::cast(c.criterion)},
+                        {"measured", py::cast(c.measured)},
+                        {"bound", py::cast(c.bound)},
+                        {"meets", py::cast(c.meets)}}));
+  }
+  return Dict({{"computed", py::cast(o.computed)},
+               {"criteria", py::cast(o.criteria)},
+               {"checks", checks},
+               {"score", py::cast(o.score)},
+               {"meets", py::cast(o.meets)},
+               {"within_tolerance", py::cast(o.within_tolerance)},
+               {"elements", py::cast(o.elements)},
+               {"relative_error", py::cast(o.relative_error)},
+               {"max_abs_error", py::cast(o.max_abs_error)},
+               {"mean_error", py::cast(o.mean_error)},
+               {"p99_error", py::cast(o.p99_error)},
+               {"p99_9_error", py::cast(o.p99_9_error)},
+               {"share_beyond", py::cast(o.share_beyond)},
+               {"non_finite", py::cast(o.non_finite)},
+               {"statistics", py::cast(o.statistics)}});
+}
+
+py::dict OutputsToDict(const std::vector<ovfix::OutputComparison>& list) {
+  py::dict outputs;
+  for (const ovfix::OutputComparison& o : list) outputs[py::str(o.name)] = OutputToDict(o);
+  return outputs;
+}
+
 py::dict ReportToDict(const ovfix::ConversionReport& r) {
-  py::list steps;
+  py::list steps, islands, rounds, kept;
   for (const ovfix::StepSummary& s : r.steps) {
     steps.append(Dict({{"name", py::cast(s.name)},
                        {"rewrites", py::cast(s.rewrites)},
                        {"rolled_back", py::cast(s.rolled_back)}}));
+  }
+  for (const ovfix::IslandSummary& i : r.islands) {
+    islands.append(Dict({{"node", py::cast(i.node)},
+                         {"op_type", py::cast(i.op_type)},
+                         {"reason", py::cast(i.reason)}}));
+  }
+  for (const ovfix::RepairRoundSummary& round : r.repair_rounds) {
+    rounds.append(Dict({{"round", py::cast(round.round)},
+                        {"action", py::cast(round.action)},
+                        {"nodes", py::cast(round.nodes)},
+                        {"fp32_nodes", py::cast(round.fp32_nodes)},
+                        {"fp32_share", py::cast(round.fp32_share)},
+                        {"score", py::cast(round.score)},
+                        {"error", py::cast(round.error)},
+                        {"kept", py::cast(round.kept)}}));
+  }
+  for (const ovfix::RepairedNodeSummary& k : r.repaired) {
+    kept.append(Dict({{"node", py::cast(k.node)},
+                      {"op_type", py::cast(k.op_type)},
+                      {"round", py::cast(k.round)},
+                      {"error_before", py::cast(k.error_before)},
+                      {"error_after", py::cast(k.error_after)}}));
   }
   return Dict({{"target", py::cast(r.target)},
                {"outputs_match", py::cast(r.outputs_match)},
@@ -158,9 +231,14 @@ py::dict ReportToDict(const ovfix::ConversionReport& r) {
                {"calibration", py::cast(r.calibration)},
                {"end_to_end_error", py::cast(r.end_to_end_error)},
                {"tolerance", py::cast(r.tolerance)},
+               {"outputs", OutputsToDict(r.outputs)},
+               {"failure", py::cast(r.failure)},
+               {"suggestion", py::cast(r.suggestion)},
                {"rewrites", py::cast(r.rewrites)},
                {"fp32_nodes_kept", py::cast(r.fp32_nodes_kept)},
+               {"islands", islands},
                {"repaired_nodes", py::cast(r.repaired_nodes)},
+               {"repair", Dict({{"rounds", rounds}, {"kept", kept}})},
                {"steps", steps},
                {"written", py::cast(r.written)},
                {"seconds", py::cast(r.seconds)},
@@ -168,15 +246,31 @@ py::dict ReportToDict(const ovfix::ConversionReport& r) {
 }
 
 py::dict ComparisonToDict(const ovfix::Comparison& c) {
-  py::dict outputs;
-  for (const ovfix::OutputComparison& o : c.outputs) {
-    outputs[py::str(o.name)] = Dict({{"relative_error", py::cast(o.relative_error)},
-                                     {"max_abs_error", py::cast(o.max_abs_error)},
-                                     {"within_tolerance", py::cast(o.within_tolerance)}});
-  }
   return Dict({{"outputs_match", py::cast(c.outputs_match)},
                {"tolerance", py::cast(c.tolerance)},
-               {"outputs", outputs}});
+               {"outputs", OutputsToDict(c.outputs)}});
+}
+
+// compare()'s tolerance (None: the default criteria) and accuracy (a str or a list of them).
+std::optional<double> Tolerance(const py::object& tolerance) {
+  if (tolerance.is_none()) return std::nullopt;
+  if (py::isinstance<py::bool_>(tolerance) || !py::hasattr(tolerance, "__float__")) {
+    throw OvfixError("tolerance: expected a number, got " +
+                     py::cast<std::string>(py::type::of(tolerance).attr("__name__")));
+  }
+  return py::cast<double>(py::float_(tolerance));
+}
+
+std::vector<std::string> Accuracy(const py::object& accuracy) {
+  if (accuracy.is_none()) return {};
+  if (py::isinstance<py::str>(accuracy)) return {Text(accuracy)};
+  if (!py::isinstance<py::iterable>(accuracy)) {
+    throw OvfixError("accuracy: expected a str or a list of them, got " +
+                     py::cast<std::string>(py::type::of(accuracy).attr("__name__")));
+  }
+  std::vector<std::string> texts;
+  for (const py::handle item : accuracy) texts.push_back(Text(item));
+  return texts;
 }
 
 // The table's options for the Python side's docstring and keyword check.
@@ -216,46 +310,89 @@ ovfix::RunOptions Backend(const std::string& backend, const std::string& precisi
 
 PYBIND11_MODULE(_ovfix, m) {
   m.doc() = "ovfix's native module (use the ovfix package)";
-  py::register_exception<OvfixError>(m, "Error", PyExc_ValueError);
+  // Every error as NativeError(code, kind, message, report); ovfix/__init__.py raises the
+  // typed exception.
+  static py::exception<StatusError> native(m, "NativeError", PyExc_Exception);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      py::tuple args = py::make_tuple(CodeName(e.status.code()), ovfix::ErrorKind(e.status),
+                                      std::string(e.status.message()), e.report);
+      PyErr_SetObject(native.ptr(), args.ptr());
+    } catch (const OvfixError& e) {
+      py::tuple args = py::make_tuple("type_error", "option", std::string(e.what()), py::none());
+      PyErr_SetObject(native.ptr(), args.ptr());
+    }
+  });
   m.def("version", [] { return std::string(ovfix::Version()); });
   m.def("options", OptionList);
   m.def("convert_file", [](const std::string& input, const std::string& output, py::dict options) {
     const ovfix::ConversionOptions o = OptionsFromDict(options);
     return ReportToDict(WithoutGil([&] { return ovfix::ConvertFile(input, output, o); }));
   });
+  // (model bytes, report) of a conversion in memory; a conversion that missed its criteria
+  // raises with the report.
   m.def("convert_bytes", [](py::bytes model, py::dict options) {
     const onnx::ModelProto proto = ModelFromBytes(model);
     const ovfix::ConversionOptions o = OptionsFromDict(options);
-    const ovfix::ConvertedModel c = WithoutGil([&] { return ovfix::Convert(proto, o); });
-    return py::make_tuple(py::bytes(c.model.SerializeAsString()), ReportToDict(c.report));
+    ovfix::ConversionReport report;
+    bool ran = false;
+    absl::StatusOr<ovfix::ConvertedModel> c;
+    {
+      py::gil_scoped_release release;
+      report.outputs_match = false;
+      c = ovfix::Convert(proto, o, &report);
+      ran = !report.json.empty();
+    }
+    if (!c.ok()) Throw(c.status(), ran ? py::object(ReportToDict(report)) : py::none());
+    return py::make_tuple(py::bytes(c->model.SerializeAsString()), ReportToDict(c->report));
   });
+  // A model loaded once (ovfix::Session), run on serialized TensorProtos.
+  py::class_<ovfix::Session>(m, "Session")
+      .def(py::init([](py::bytes model, const std::string& backend, const std::string& precision,
+                       int threads) {
+        const onnx::ModelProto proto = ModelFromBytes(model);
+        ovfix::RunOptions o = Backend(backend, precision);
+        o.threads = threads;
+        return WithoutGil([&] { return ovfix::Session::Create(proto, o); });
+      }))
+      .def_property_readonly("input_names", &ovfix::Session::input_names)
+      .def_property_readonly("output_names", &ovfix::Session::output_names)
+      .def_property_readonly("input_types", &ovfix::Session::input_types)
+      .def("run", [](ovfix::Session& session, py::dict inputs, bool cast) {
+        const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
+        const std::vector<onnx::TensorProto> outputs =
+            WithoutGil([&] { return session.Run(feeds, cast); });
+        py::list list;
+        for (const onnx::TensorProto& t : outputs) list.append(py::bytes(t.SerializeAsString()));
+        return list;
+      });
   m.def("load_bytes", [](const std::string& path) {
     return py::bytes(Value(ovfix::LoadModelProto(path)).SerializeAsString());
   });
-  m.def("run", [](py::bytes model, py::dict inputs, const std::string& backend,
-                  const std::string& precision) {
-    const onnx::ModelProto proto = ModelFromBytes(model);
-    const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
-    return TensorsToBytes(
-        WithoutGil([&] { return ovfix::Run(proto, feeds, Backend(backend, precision)); }));
-  });
   m.def("compare_models",
-        [](py::bytes reference, py::bytes candidate, py::dict inputs, double tolerance,
-           const std::string& backend, const std::string& precision) {
+        [](py::bytes reference, py::bytes candidate, py::dict inputs, py::object tolerance,
+           const std::string& backend, const std::string& precision, py::object accuracy) {
           const onnx::ModelProto a = ModelFromBytes(reference), b = ModelFromBytes(candidate);
           const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
+          const std::optional<double> bound = Tolerance(tolerance);
+          const std::vector<std::string> criteria = Accuracy(accuracy);
           return ComparisonToDict(WithoutGil([&] {
-            return ovfix::CompareModels(a, b, feeds, tolerance, Backend(backend, precision));
+            return ovfix::CompareModels(a, b, feeds, bound, Backend(backend, precision), criteria);
           }));
         });
-  m.def("compare_backends", [](py::bytes model, const std::string& ref_backend,
-                               const std::string& ref_precision, const std::string& backend,
-                               const std::string& precision, py::dict inputs, double tolerance) {
-    const onnx::ModelProto proto = ModelFromBytes(model);
-    const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
-    return ComparisonToDict(WithoutGil([&] {
-      return ovfix::CompareBackends(proto, Backend(ref_backend, ref_precision),
-                                    Backend(backend, precision), feeds, tolerance);
-    }));
-  });
+  m.def("compare_backends",
+        [](py::bytes model, const std::string& ref_backend, const std::string& ref_precision,
+           const std::string& backend, const std::string& precision, py::dict inputs,
+           py::object tolerance, py::object accuracy) {
+          const onnx::ModelProto proto = ModelFromBytes(model);
+          const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
+          const std::optional<double> bound = Tolerance(tolerance);
+          const std::vector<std::string> criteria = Accuracy(accuracy);
+          return ComparisonToDict(WithoutGil([&] {
+            return ovfix::CompareBackends(proto, Backend(ref_backend, ref_precision),
+                                          Backend(backend, precision), feeds, bound, criteria);
+          }));
+        });
 }

@@ -38,15 +38,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // The converted model against the original, on random inputs (fixed seed).
-  absl::StatusOr<ovfix::Comparison> comparison =
-      ovfix::CompareModels(*original, converted->model, {}, report.tolerance);
+  // The converted model against the original, on random inputs (fixed seed), judged by the
+  // criteria convert judged it by.
+  absl::StatusOr<ovfix::Comparison> comparison = ovfix::CompareModels(*original, converted->model);
   if (!comparison.ok()) {
     std::fprintf(stderr, "%s\n", std::string(comparison.status().message()).c_str());
     return 2;
   }
   for (const ovfix::OutputComparison& o : comparison->outputs) {
-    std::printf("output %s: relative error %.3g\n", o.name.c_str(), o.relative_error);
+    std::printf("output %s: %s (%s)%s\n", o.name.c_str(), o.statistics.c_str(), o.criteria.c_str(),
+                o.meets ? "" : " FAILS");
   }
   std::printf("wrote %s\n", argv[2]);
   return 0;

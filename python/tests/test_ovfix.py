@@ -128,8 +128,8 @@ def test_calibration_arrays_are_the_command_lines_input_files(tmp_path):
 @needs_model
 def test_precision_on_any_target_gives_the_command_lines_bytes(tmp_path):
     expected = cli_convert(tmp_path, "--target", "tensorrt", "--precision", "fp16",
-                           "--keep-io-types", "--calibration-data", DATA)
-    model, report = ovfix.convert(MODEL, target="tensorrt", precision="fp16", keep_io_types=True,
+                           "--no-keep-io-types", "--calibration-data", DATA)
+    model, report = ovfix.convert(MODEL, target="tensorrt", precision="fp16", keep_io_types=False,
                                   calibration=DATA)
     assert model.SerializeToString() == expected
     assert any(s["name"] == "fp16_islands" for s in report["steps"])
@@ -269,7 +269,7 @@ def every_option():
         "opset": (18, ["--opset", "18"]),
         "input_shape": ({"x": [2, 64]}, ["--input-shape", "x=2x64"]),  # refused: x is 1x64
         "keep_fp32": (["Exp", "ReduceSum"], ["--keep-fp32", "Exp", "--keep-fp32", "ReduceSum"]),
-        "keep_io_types": (True, ["--keep-io-types"]),
+        "keep_io_types": (False, ["--no-keep-io-types"]),
         "fp16_islands": ("magnitude", ["--fp16-islands", "magnitude"]),
         "fp16_magnitude_threshold": (0.25, ["--fp16-magnitude-threshold", "0.25"]),
         "broadcast": ("full", ["--broadcast", "full"]),
@@ -316,3 +316,137 @@ def test_every_keyword_gives_the_command_lines_bytes_and_report(tmp_path):
         assert model.SerializeToString() == expected[0], name
         assert without_paths(report["json"]) == expected[1], name
         assert (expected == baseline) == (name in SAME_AS_DEFAULT_HERE), name
+
+
+def matmul_tanh_model(seed=3):
+    """y = tanh(x @ w), 8 outputs: an fp16 conversion moves y by a few 1e-4 of its range."""
+    w = np.random.default_rng(seed).standard_normal((16, 8)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Tanh", ["m"], ["y"])],
+        "matmul_tanh",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        [numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def sqrt_model(abs_first):
+    """y = sqrt(|x|), or sqrt(x): NaN for the negative x the tests feed."""
+    nodes = [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Sqrt", ["a"], ["y"])]
+    if not abs_first:
+        nodes = [helper.make_node("Sqrt", ["x"], ["y"])]
+    graph = helper.make_graph(nodes, "sqrt", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def fp16_conversion(x):
+    """matmul_tanh_model and its gpu-fp16 conversion with float16 inputs and outputs."""
+    original = matmul_tanh_model()
+    converted, _ = ovfix.convert(original, target="gpu-fp16", keep_io_types=False,
+                                 calibration={"x": x})
+    assert converted.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT16
+    return original, converted
+
+
+def test_compare_measures_float16_outputs_as_floats():
+    """The errors of a float16 output are those of its values: max |a - b| and its share of the
+    reference's range, computed here from the two runs' raw outputs."""
+    x = (np.random.default_rng(7).standard_normal((1, 16)) * 0.3).astype(np.float32)
+    original, converted = fp16_conversion(x)
+    a = ovfix.run(original, {"x": x})["y"]
+    b = ovfix.run(converted, {"x": x.astype(np.float16)})["y"]
+    assert b.dtype == np.float16
+    difference = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    largest = float(difference.max())
+    assert largest > 0
+    result = ovfix.compare(original, converted, {"x": x})
+    y = result["outputs"]["y"]
+    assert y["max_abs_error"] == pytest.approx(largest, rel=1e-6)
+    assert y["relative_error"] == pytest.approx(largest / float(a.max() - a.min()), rel=1e-5)
+    assert y["mean_error"] == pytest.approx(float(difference.mean()) / float(a.max() - a.min()),
+                                            rel=1e-5)
+    assert y["non_finite"] == 0 and y["elements"] == 8
+
+
+def test_compare_judges_by_converts_default_criteria():
+    """A conversion convert accepts meets compare's defaults: fp16 ones for a float16 model
+    (max:0.01 for 8 elements), each criterion with its measure; tolerance= is max:X."""
+    x = (np.random.default_rng(7).standard_normal((1, 16)) * 0.3).astype(np.float32)
+    original, converted = fp16_conversion(x)
+    a = ovfix.run(original, {"x": x})["y"].astype(np.float64)
+    b = ovfix.run(converted, {"x": x.astype(np.float16)})["y"].astype(np.float64)
+    relative = float(np.abs(a - b).max() / (a.max() - a.min()))
+    assert 1e-4 < relative < 0.01  # beyond the fp32 default, within the fp16 one
+    result = ovfix.compare(original, converted, {"x": x})
+    assert result["outputs_match"]
+    y = result["outputs"]["y"]
+    assert y["meets"] and y["within_tolerance"]
+    assert y["criteria"] == "max:0.01"
+    assert y["checks"] == [{"criterion": "max:0.01", "measured": pytest.approx(relative, rel=1e-5),
+                            "bound": 0.01, "meets": True}]
+    assert y["score"] == pytest.approx(relative / 0.01, rel=1e-5)
+    strict = ovfix.compare(original, converted, {"x": x}, tolerance=1e-4)
+    assert not strict["outputs_match"] and strict["outputs"]["y"]["criteria"] == "max:0.0001"
+    judged = ovfix.compare(original, converted, {"x": x}, accuracy="y=top1:0")
+    assert judged["outputs"]["y"]["criteria"] == "top1:0"
+    # fp32 on both sides of one model keeps the fp32 default.
+    same = ovfix.compare(original, inputs={"x": x})
+    assert same["outputs"]["y"]["criteria"] == "max:0.0001"
+    with pytest.raises(ovfix.Error, match="has no output 'nope'"):
+        ovfix.compare(original, converted, {"x": x}, accuracy=["nope=max:1"])
+    with pytest.raises(ovfix.Error, match="tolerance: expected a number, got str"):
+        ovfix.compare(original, converted, {"x": x}, tolerance="0.1")
+
+
+@needs_binary
+def test_compare_gives_the_command_lines_verdict(tmp_path):
+    """The dict's statistics and verdict are those `ovfix compare` prints for the same files."""
+    x = (np.random.default_rng(7).standard_normal((1, 16)) * 0.3).astype(np.float32)
+    original, converted = fp16_conversion(x)
+    onnx.save(original, str(tmp_path / "a.onnx"))
+    onnx.save(converted, str(tmp_path / "b.onnx"))
+    onnx.save_tensor(numpy_helper.from_array(x, "x"), str(tmp_path / "x.pb"))
+    cli = subprocess.run([BINARY, "compare", str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx"),
+                          "--input", "x=" + str(tmp_path / "x.pb")],
+                         capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    line = next(l for l in cli.stdout.splitlines() if l.startswith("output 'y': "))
+    y = ovfix.compare(original, converted, {"x": x})["outputs"]["y"]
+    assert line == "output 'y': %s; score %s (%s) - meets the criteria" % (
+        y["statistics"], "%.2g" % y["score"], y["criteria"])
+
+
+def test_compare_counts_non_finite_values():
+    """NaN where the reference is finite: counted, an infinite error, never an error of 0."""
+    x = np.array([[-1.0, -4.0, -9.0], [-0.25, -2.0, -3.0]], np.float32)
+    result = ovfix.compare(sqrt_model(True), sqrt_model(False), {"x": x})
+    assert not result["outputs_match"]
+    y = result["outputs"]["y"]
+    assert y["non_finite"] == 6
+    assert y["max_abs_error"] == float("inf") and y["relative_error"] == float("inf")
+    assert not y["meets"] and not y["checks"][0]["meets"]
+    assert "6 NaN/inf" in y["statistics"]
+
+
+def test_compare_backends_judges_fp16_storage_by_the_fp16_defaults():
+    x = (np.random.default_rng(7).standard_normal((1, 16)) * 0.3).astype(np.float32)
+    model = matmul_tanh_model()
+    a = ovfix.run(model, {"x": x})["y"].astype(np.float64)
+    b = ovfix.run(model, {"x": x}, precision="fp16-storage")["y"].astype(np.float64)
+    assert 1e-4 < float(np.abs(a - b).max() / (a.max() - a.min())) < 0.01
+    result = ovfix.compare(model, inputs={"x": x}, precision="fp16-storage")
+    assert result["outputs_match"]
+    assert result["outputs"]["y"]["criteria"] == "max:0.01"
+
+
+def test_compare_judges_a_bfloat16_conversion_by_its_defaults():
+    """A gpu-bf16 conversion is judged by convert's bfloat16 default (max:0.02 below 100
+    elements), the criteria its report names, not by the tighter fp16 one."""
+    x = (np.random.default_rng(7).standard_normal((1, 16)) * 0.3).astype(np.float32)
+    original = matmul_tanh_model()
+    converted, report = ovfix.convert(original, target="gpu-bf16", calibration={"x": x})
+    assert json.loads(report["json"])["validation"]["outputs"][0]["criteria"] == "max:0.02"
+    y = ovfix.compare(original, converted, {"x": x})["outputs"]["y"]
+    assert y["criteria"] == "max:0.02"
+    assert y["meets"]

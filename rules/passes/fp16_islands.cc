@@ -352,6 +352,9 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
       return islands.status();
     }
     for (const Node* n : graph->nodes()) {
+      // An If, Loop or Scan is marked so that its interface stays float; what it computes is
+      // its bodies' nodes, listed (and counted by the fp32 cost) on their own.
+      if (!n->subgraphs().empty()) continue;
       if (auto it = islands->find(n); it != islands->end()) {
         islands_.push_back({n->Describe(), n->op_type(), it->second});
       }

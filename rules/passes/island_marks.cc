@@ -46,6 +46,49 @@ bool OutputTypeSetByAttribute(const Node& n, int64_t opset) {
   return false;
 }
 
+namespace {
+
+std::string OwnName(const Node& n) {
+  if (!n.name().empty() || n.outputs().empty() || n.output(0) == nullptr) return n.name();
+  return n.output(0)->name();
+}
+
+}  // namespace
+
+std::string NodePath(const Node& n) {
+  std::string path = OwnName(n);
+  for (const Graph* g = n.owner(); g != nullptr && g->owner_node() != nullptr;
+       g = g->owner_node()->owner()) {
+    const Node& holder = *g->owner_node();
+    std::string body;
+    for (const Subgraph& s : holder.subgraphs()) {
+      if (s.graph.get() != g) continue;
+      body = s.attribute == "then_branch"   ? "then"
+             : s.attribute == "else_branch" ? "else"
+                                            : s.attribute;
+      if (s.index >= 0) absl::StrAppend(&body, "[", s.index, "]");
+    }
+    path = absl::StrCat(OwnName(holder), "/", body, "/", path);
+  }
+  return path;
+}
+
+bool KeepFp32Matches(const Node& n, const RE2& pattern) {
+  if (RE2::FullMatch(n.name(), pattern) || RE2::FullMatch(n.op_type(), pattern)) return true;
+  return n.owner() != nullptr && n.owner()->owner_node() != nullptr &&
+         RE2::FullMatch(NodePath(n), pattern);
+}
+
+bool KeepFp32MatchesAny(const Graph& root, const RE2& pattern) {
+  for (const Node* n : root.nodes()) {
+    if (KeepFp32Matches(*n, pattern)) return true;
+    for (const Subgraph& s : n->subgraphs()) {
+      if (s.graph != nullptr && KeepFp32MatchesAny(*s.graph, pattern)) return true;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<IslandMarks::Islands> IslandMarks::Run() {
   const std::vector<Node*> nodes = g_.NodeList();
   OVFIX_RETURN_IF_ERROR(MarkRequested(nodes, o_));
@@ -77,7 +120,7 @@ absl::Status IslandMarks::MarkRequested(const std::vector<Node*>& nodes,
       }
     }
     for (size_t i = 0; i < patterns.size(); ++i) {
-      if (RE2::FullMatch(n->name(), *patterns[i]) || RE2::FullMatch(n->op_type(), *patterns[i])) {
+      if (KeepFp32Matches(*n, *patterns[i])) {
         Mark(n, absl::StrCat("--keep-fp32 '", options.keep_fp32[i], "'"));
         break;
       }

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
+#include "re2/re2.h"
 #include "rules/passes/fp16_island_rules.h"
 
 namespace ovfix::rules {
@@ -28,6 +29,16 @@ bool IsFloatNode(const Node& n);
 // retyping it would contradict the node. Cast and the constants are retyped with their
 // attribute, so they are not among them.
 bool OutputTypeSetByAttribute(const Node& n, int64_t opset);
+
+// Where `n` sits: the name of each node holding a body around it, with the body ("then",
+// "else", or the attribute's name: "body"), from the outermost in, then its own name:
+// "If_0/then/LSTM_3", "Loop_0/body/LSTM_1"; a main-graph node's path is its name. An unnamed
+// node goes by its first output's name.
+std::string NodePath(const Node& n);
+// Whether a --keep-fp32 regex matches the whole of `n`'s name, op type or NodePath.
+bool KeepFp32Matches(const Node& n, const RE2& pattern);
+// Whether it matches a node of `root` or of a body inside it, at any depth.
+bool KeepFp32MatchesAny(const Graph& root, const RE2& pattern);
 
 class IslandMarks {
  public:
@@ -48,7 +59,7 @@ class IslandMarks {
   virtual void Decide(const std::vector<Node*>& nodes) = 0;
 
   // Marks the float nodes of `nodes` that the repair chose (options.keep_outputs) or a
-  // --keep-fp32 regex matches (whole name or op type); InvalidArgument for a bad regex.
+  // --keep-fp32 regex matches (KeepFp32Matches); InvalidArgument for a bad regex.
   absl::Status MarkRequested(const std::vector<Node*>& nodes, const IslandOptions& options);
   // Marks `n` (of this graph level only) unless it has a reason already.
   void Mark(const Node* n, std::string reason);
