@@ -99,8 +99,9 @@ std::vector<OutputVerdict> JudgeOutputs(const NamedOutputs& expected, const Name
                                         JudgedPrecision precision, const AccuracySpec& spec) {
   std::vector<OutputVerdict> verdicts;
   for (const auto& [name, reference] : expected) {
-    auto found =
-        std::find_if(actual.begin(), actual.end(), [&](const auto& a) { return a.first == name; });
+    const std::string& wanted = name;  // clang 14 captures no structured binding
+    auto found = std::find_if(actual.begin(), actual.end(),
+                              [&](const auto& a) { return a.first == wanted; });
     if (found != actual.end()) {
       verdicts.push_back(JudgeOutput(name, found->second, reference, precision, spec));
       continue;
