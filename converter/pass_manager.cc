@@ -179,7 +179,8 @@ absl::StatusOr<PassManager> PassManager::Plan(const Target& target, const Conver
           target.path, ":", s.line, ": no rule set, rule family or rule named '", s.name, "'"));
     }
     const std::string name = s.name == "--rules" ? "user_rules" : s.name;
-    manager.steps_.push_back({name, rules::MakeRuleSetPass(name, std::move(rules)), phase, runs});
+    manager.steps_.push_back(
+        {name, rules::MakeRuleSetPass(name, std::move(rules)), phase, runs, s.name == "--rules"});
   }
   if (manager.precision_pass_ == nullptr) manager.precision_step_ = manager.steps_.size();
   return manager;

@@ -44,6 +44,9 @@ struct PlannedStep {
   std::unique_ptr<rules::Pass> pass;
   StepPhase phase = StepPhase::kStructural;
   bool runs = true;  // false: listed, switched off by the options
+  // The rules of the user's files (--rules): a rewrite whose values change beyond the
+  // tolerance is judged by the criteria on the model's outputs (rules::PassContext).
+  bool outputs_judged = false;
 };
 
 class PassManager {

@@ -232,6 +232,11 @@ class Conversion {
   absl::Status CheckOpsetConversion();
   // Sets `ended` when options.before_step ends the conversion before a step.
   absl::Status RunSteps(bool& ended);
+  // The default criteria of an output by its number of elements: --tolerance's bound when
+  // given, else fp16's (`float16_judged`) or fp32's, bf16's where `precision_changed` and the
+  // precision is bf16.
+  ReferenceValidator::DefaultCriteria CriteriaFallback(bool float16_judged,
+                                                       bool precision_changed) const;
   absl::Status Check();
   absl::Status RepairToCriteria();
   absl::Status Finish();
@@ -412,6 +417,16 @@ absl::Status Conversion::RunSteps(bool& ended) {
   Rewriter& rewriter = *rewriter_;
   rewriter.set_shape_facts(&shape_facts_);
   rewriter.set_observer(validator_.get());
+  // The criteria the written file will be judged by, for the rewrites judged on the outputs
+  // (the user's rules): fp16 ones where the target converts to fp16 or ignores islands.
+  if (validator_ != nullptr) {
+    const bool converts = manager_->precision_pass() != nullptr &&
+                          convert_.precision != ConvertOptions::Precision::kFp32;
+    validator_->set_accuracy(
+        options_.accuracy,
+        CriteriaFallback(converts || !convert_.islands_honoured || validator_->float32_reference(),
+                         converts));
+  }
   std::vector<PlannedStep>& steps = manager_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     PlannedStep& step = steps[i];
@@ -429,6 +444,7 @@ absl::Status Conversion::RunSteps(bool& ended) {
     PassContext ctx{model_,           rewriter,     convert_,
                     validator_.get(), options_.log, &types_inferred_at_,
                     &evaluator_};
+    ctx.outputs_judged = step.outputs_judged;
     OVFIX_ASSIGN_OR_RETURN(int committed, manager_->RunStep(i, ctx));
     StepReport s{step.name};
     for (size_t k = before; k < rewriter.records().size(); ++k) {
@@ -450,6 +466,17 @@ absl::Status Conversion::RunSteps(bool& ended) {
   return absl::OkStatus();
 }
 
+ReferenceValidator::DefaultCriteria Conversion::CriteriaFallback(bool float16_judged,
+                                                                 bool precision_changed) const {
+  const double tolerance = options_.tolerance;
+  const bool bf16 = precision_changed && convert_.precision == ConvertOptions::Precision::kBf16;
+  return [tolerance, bf16, float16_judged](int64_t elements) {
+    if (tolerance >= 0) return MaxErrorCriteria(tolerance);
+    if (bf16) return DefaultBfloat16Criteria(elements);
+    return DefaultCriteriaFor(float16_judged, elements);
+  };
+}
+
 // The check phase: onnx's checker, and the end-to-end comparison of the serialized model.
 absl::Status Conversion::Check() {
   // The default criteria; the loosest bound they put on the worst element is the reported
@@ -459,13 +486,8 @@ absl::Status Conversion::Check() {
   // A backend that ignores islands runs the model in fp16 whatever the model says.
   const bool float16_judged = precision_changed_ || !convert_.islands_honoured ||
                               (validator_ != nullptr && validator_->float32_reference());
-  ReferenceValidator::DefaultCriteria fallback = [this, float16_judged](int64_t elements) {
-    if (options_.tolerance >= 0) return MaxErrorCriteria(options_.tolerance);
-    if (precision_changed_ && convert_.precision == ConvertOptions::Precision::kBf16) {
-      return DefaultBfloat16Criteria(elements);
-    }
-    return DefaultCriteriaFor(float16_judged, elements);
-  };
+  ReferenceValidator::DefaultCriteria fallback =
+      CriteriaFallback(float16_judged, precision_changed_);
   report_.end_to_end_tolerance =
       options_.accuracy.default_criteria
           ? MaxBound(*options_.accuracy.default_criteria)

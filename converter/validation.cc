@@ -587,6 +587,64 @@ absl::StatusOr<double> ReferenceValidator::Measure(rules::Rewriter& rewriter) {
   return error;
 }
 
+absl::StatusOr<rules::OutputsJudgement> ReferenceValidator::JudgeOutputs(
+    rules::Rewriter& rewriter) {
+  const Graph& g = model_.graph();
+  const absl::flat_hash_set<const Node*> erased(rewriter.erased_nodes().begin(),
+                                                rewriter.erased_nodes().end());
+  // The node of `g` that `n` is or sits in (a body's node is run by its holder).
+  auto in_graph = [&](Node* n) {
+    while (n != nullptr && n->owner() != &g) n = n->owner()->owner_node();
+    return n;
+  };
+  std::vector<Node*> stack;
+  for (Node* n : rewriter.created_nodes()) stack.push_back(in_graph(n));
+  for (Node* n : rewriter.modified_nodes()) stack.push_back(in_graph(n));
+  absl::flat_hash_set<const Node*> seen;
+  std::vector<Node*> nodes;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (n == nullptr || erased.contains(n) || !seen.insert(n).second) continue;
+    nodes.push_back(n);
+    for (const Value* o : n->outputs()) {
+      if (o == nullptr) continue;
+      for (const Use& u : o->uses()) stack.push_back(in_graph(u.node));
+    }
+  }
+  absl::flat_hash_map<const Value*, Tensor> computed;
+  OVFIX_RETURN_IF_ERROR(RunNodes(nodes, computed));
+  std::vector<Tensor> outputs;
+  for (const Value* o : g.outputs()) {
+    if (auto it = computed.find(o); it != computed.end()) {
+      outputs.push_back(it->second);
+      continue;
+    }
+    OVFIX_ASSIGN_OR_RETURN(Tensor t, Activation(o));
+    outputs.push_back(std::move(t));
+  }
+  OVFIX_ASSIGN_OR_RETURN(EndToEndResult result, Compare(g, outputs, 0));
+  rules::OutputsJudgement judgement;
+  judgement.meets = result.meets();
+  // The worst output: NaN or infinity first, then by score (a NaN score counts as the worst).
+  auto badness = [](const OutputComparison& c) {
+    return std::pair(c.stats.non_finite > 0,
+                     std::isnan(c.score) ? std::numeric_limits<double>::infinity() : c.score);
+  };
+  const OutputComparison* worst = nullptr;
+  for (const OutputComparison& c : result.outputs) {
+    if (!c.beyond_fp16 && (worst == nullptr || badness(*worst) < badness(c))) worst = &c;
+  }
+  if (worst != nullptr) {
+    judgement.worst = absl::StrCat("output '", worst->name, "': score ", ScoreText(worst->score),
+                                   " of ", CriteriaToString(worst->criteria));
+    if (worst->stats.non_finite > 0) {
+      absl::StrAppend(&judgement.worst, ", ", worst->stats.non_finite, " NaN or infinite");
+    }
+  }
+  return judgement;
+}
+
 void ReferenceValidator::OnBegin(const rules::Rewriter& rewriter) {
   measured_ = false;
   deferring_ = false;

@@ -106,6 +106,9 @@ class ReferenceValidator : public rules::Validator {
 
   absl::StatusOr<double> Measure(rules::Rewriter& rewriter) override;
   bool last_changes_precision() const override { return last_changes_precision_; }
+  // Runs the nodes Measure ran and every node downstream of them on the first input set, and
+  // judges the outputs as the end-to-end comparison does (CriteriaFor).
+  absl::StatusOr<rules::OutputsJudgement> JudgeOutputs(rules::Rewriter& rewriter) override;
 
   // Bookkeeping around the end of a transaction, as the rewriter's observer: before a
   // commit, mark or forget the activations downstream of the rewrite; after it, keep what

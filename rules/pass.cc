@@ -91,7 +91,25 @@ bool FinishRewrite(PassContext& ctx, bool validate) {
   }
   const bool precision = ctx.validator->last_changes_precision();
   const bool held = *error <= ctx.validator->tolerance;
-  if (!precision && !held) {
+  std::string judged;
+  if (!precision && !held && ctx.outputs_judged) {
+    absl::StatusOr<OutputsJudgement> outputs = ctx.validator->JudgeOutputs(rewriter);
+    if (!outputs.ok()) {
+      rewriter.Rollback(absl::StrCat("could not judge the outputs: ", outputs.status().message()));
+      return false;
+    }
+    if (!outputs->meets) {
+      rewriter.Rollback(absl::StrFormat(
+          "changed outputs beyond the criteria: %s (its own values change by %.3g of their "
+          "range)",
+          outputs->worst, *error));
+      rewriter.records().back().max_error = *error;
+      return false;
+    }
+    judged = absl::StrFormat(
+        "its own values change by %.3g of their range; the outputs meet the criteria (%s)", *error,
+        outputs->worst);
+  } else if (!precision && !held) {
     rewriter.Rollback(absl::StrFormat("changed outputs: error %.3g > tolerance %.3g", *error,
                                       ctx.validator->tolerance));
     rewriter.records().back().max_error = *error;
@@ -99,6 +117,7 @@ bool FinishRewrite(PassContext& ctx, bool validate) {
   }
   RewriteRecord& record = rewriter.Commit();
   record.max_error = *error;
+  if (!judged.empty() && record.note.empty()) record.note = judged;
   if (precision && record.note.empty()) {
     // A negative error: the validator measures the change end to end, on the file written.
     record.note = *error < 0 ? "changes precision: error measured end to end, on the file written"

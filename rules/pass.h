@@ -73,6 +73,13 @@ absl::StatusOr<ConvertOptions::Precision> ParsePrecision(std::string_view text);
 std::string_view Fp16IslandsName(ConvertOptions::Fp16Islands islands);
 absl::StatusOr<ConvertOptions::Fp16Islands> ParseFp16Islands(std::string_view text);
 
+// What the outputs of a model with a rewrite open measured against the original's criteria.
+struct OutputsJudgement {
+  bool meets = false;
+  // The worst output in words: "output 'y': score 0.03 of max:0.01".
+  std::string worst;
+};
+
 // Checks a rewrite inside its open transaction: runs the matched subgraph as it was and as
 // it is now on the activations of a reference run, and returns the max error relative to the
 // range of the outputs it replaced. It observes the rewriter (set_observer) to follow the
@@ -88,6 +95,11 @@ class Validator : public RewriteObserver {
   // The magnitudes of a float activation when the reference run measured them as it went
   // (cheaper than scanning the activation again) and no rewrite has replaced it since.
   virtual std::optional<MagnitudeRange> CapturedMagnitudes(const Value* v) const = 0;
+  // The model's outputs with the open rewrite, on the first calibration set, judged end to end
+  // by the conversion's accuracy criteria: for a rewrite written to approximate (a user's rule
+  // that bounds a mask constant, or swaps an activation for a cheaper one), whose values
+  // differ beyond the tolerance where it made them but whose outputs may not.
+  virtual absl::StatusOr<OutputsJudgement> JudgeOutputs(Rewriter& rewriter) = 0;
   // The tolerance for rewrites that do not change precision (rel. to range).
   double tolerance = 1e-5;
 };
@@ -115,6 +127,10 @@ struct PassContext {
   // Without a validator: calibrated |x| by value name from an earlier run of the same graph
   // (the repair's reconversions), or null.
   const std::map<std::string, MagnitudeRange>* magnitudes = nullptr;
+  // A rewrite whose values differ beyond the validator's tolerance is judged by the
+  // conversion's criteria on the model's outputs (JudgeOutputs) instead of being rolled back:
+  // the rules of the user's files, which may approximate on purpose.
+  bool outputs_judged = false;
 };
 
 class Pass {
@@ -145,7 +161,8 @@ class FunctionPass : public Pass {
 };
 
 // Ends the rewrite that `ctx.rewriter` has open: validates it (when a validator is set and
-// `validate` is true), commits it when the error is within tolerance, rolls it back
+// `validate` is true), commits it when the error is within tolerance (or, with
+// `ctx.outputs_judged`, when the model's outputs meet the criteria), rolls it back
 // otherwise. Returns true when committed.
 bool FinishRewrite(PassContext& ctx, bool validate = true);
 

@@ -268,7 +268,8 @@ rule leaky_to_multinomial
       << r.out;
 }
 
-// A user's rule rolled back for changing the outputs says so on the console, with the error.
+// A user's rule rolled back for changing the outputs says so on the console, with the output
+// and the criteria it missed.
 TEST_F(CommandFolder, UserRuleRolledBackForChangingOutputsSaysWhy) {
   testing::WriteBytes(Path("drop_leaky.rules"), R"(# LeakyRelu(x) -> x
 rule drop_leaky_relu
@@ -280,7 +281,7 @@ rule drop_leaky_relu
                     Path("drop_leaky.rules"));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("rolled back: drop_leaky_relu 2x (first at LeakyRelu '/LeakyRelu': "
-                       "changed outputs: error "),
+                       "changed outputs beyond the criteria: output '"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("): change the rule, or --disable drop_leaky_relu\n"), std::string::npos)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -295,6 +296,104 @@ TEST(Fp16SafeMask, Gpufp16KeepsOnlyTheSoftmaxInFp32) {
   std::vector<std::string> ops;
   for (const rules::IslandNode& i : report->islands) ops.push_back(i.op_type);
   EXPECT_EQ(absl::StrJoin(ops, ", "), "Softmax");
+}
+
+// A user's rule that bounds the mask constant itself (the values it replaces change by the
+// whole range) is judged by the criteria on the model's outputs, which it keeps: committed,
+// where the 1e-5 tolerance on its own values rolled it back. With the built-in bound switched
+// off, it is also what makes openvino-gpu's all-fp16 run finite.
+const rules::RewriteRecord* UserRuleRecord(const ConversionReport& report) {
+  for (const rules::RewriteRecord& r : report.rewrites) {
+    if (r.rule == "bound_finfo_min") return &r;
+  }
+  return nullptr;
+}
+
+void WriteBoundRule(const fs::path& file, const char* bound) {
+  std::ofstream(file) << "# x * finfo.min -> x * " << bound << R"(
+rule bound_finfo_min
+  match   (x, c) => (y) { y = Mul(x, c) }
+  where   is_constant(c) && scalar_value(c) < -1e30
+  let     b = )" << bound
+                      << R"(
+  replace (x, b) => (y) { y = Mul(x, b) }
+)";
+}
+
+TEST(Fp16SafeMask, UserRuleBoundingTheMaskIsJudgedByTheOutputs) {
+  for (const char* target : {"generic", "openvino-gpu"}) {
+    SCOPED_TRACE(target);
+    const fs::path dir = ScratchDir(absl::StrCat("user_rule_", target));
+    std::unique_ptr<Model> model = Parse(kHuggingFaceMask);
+    ASSERT_NE(model, nullptr);
+    const exec::TensorMap feeds = Feeds(model->graph());
+    const std::string original = (dir / "original.onnx").string();
+    ASSERT_TRUE(SaveModel(*model, original).ok());
+    auto reference = RunAsTyped(*model, feeds);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    PipelineOptions options;
+    options.convert.target = target;
+    options.convert.disabled = {kPass};
+    WriteBoundRule(dir / "bound.rules", "-10000.0");
+    options.rule_files = {(dir / "bound.rules").string()};
+    const std::vector<std::string> input_files = WriteFeeds(model->graph(), feeds, dir, options);
+
+    auto report = ConvertModel(*model, options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_TRUE(report->outputs_match) << SummaryTable(*report);
+    const rules::RewriteRecord* record = UserRuleRecord(*report);
+    ASSERT_NE(record, nullptr) << SummaryTable(*report);
+    EXPECT_FALSE(record->rolled_back) << record->note;
+    EXPECT_GT(record->max_error, 0.5) << "the rule's own values change: no test";
+    EXPECT_NE(record->note.find("the outputs meet the criteria (output 'y': score "),
+              std::string::npos)
+        << record->note;
+    const std::vector<double> constants = ConstantFloats(*model);
+    EXPECT_NE(std::find(constants.begin(), constants.end(), -1e4), constants.end());
+    for (double v : constants) EXPECT_LE(std::abs(v), 65504);
+
+    // Every float in fp16, as openvino-gpu runs it: finite now, and close to the original.
+    auto converted_fp16 = RunEveryFloatInFp16(*model, feeds);
+    ASSERT_TRUE(converted_fp16.ok()) << converted_fp16.status();
+    EXPECT_TRUE(AllFinite(AsFloat((*converted_fp16)[0])));
+    EXPECT_LE(exec::RelativeError(AsFloat((*converted_fp16)[0]), (*reference)[0]), 1e-2);
+
+    const std::string converted = (dir / "converted.onnx").string();
+    ASSERT_TRUE(SaveModel(*model, converted).ok());
+    OVFIX_REQUIRE_ORT(modules);
+    const auto expected = testing_support::RunOrt(modules, original, input_files, dir / "ort_o");
+    const auto actual = testing_support::RunOrt(
+        modules, converted, testing_support::AsDeclared(converted, input_files, dir),
+        dir / "ort_c");
+    ASSERT_EQ(actual.size(), 1u);
+    EXPECT_LE(exec::RelativeError(AsFloat(actual[0]), expected[0]),
+              std::string(target) == "generic" ? 1e-6 : 1e-2);
+  }
+}
+
+// A user's rule whose rewrite changes the outputs beyond the criteria is rolled back, and the
+// reason names the output and the criteria it missed.
+TEST(Fp16SafeMask, UserRuleThatChangesTheOutputsIsRolledBackNamingTheCriteria) {
+  const fs::path dir = ScratchDir("user_rule_unmasks");
+  std::unique_ptr<Model> model = Parse(kHuggingFaceMask);
+  ASSERT_NE(model, nullptr);
+  PipelineOptions options;
+  options.convert.target = "generic";
+  WriteBoundRule(dir / "unmask.rules", "-1.0");  // masks nothing: the padded keys get weight
+  options.rule_files = {(dir / "unmask.rules").string()};
+  WriteFeeds(model->graph(), Feeds(model->graph()), dir, options);
+  auto report = ConvertModel(*model, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->outputs_match) << SummaryTable(*report);
+  const rules::RewriteRecord* record = UserRuleRecord(*report);
+  ASSERT_NE(record, nullptr) << SummaryTable(*report);
+  EXPECT_TRUE(record->rolled_back);
+  EXPECT_NE(record->note.find("changed outputs beyond the criteria: output 'y': score "),
+            std::string::npos)
+      << record->note;
+  EXPECT_NE(record->note.find(" of max:"), std::string::npos) << record->note;
+  const std::vector<double> constants = ConstantFloats(*model);
+  EXPECT_EQ(std::find(constants.begin(), constants.end(), -1.0), constants.end());
 }
 
 }  // namespace
