@@ -16,6 +16,8 @@
 //                               float: fp16 holds integers exactly only up to 2048, and
 //                               its rounding moves values across .5 boundaries)
 //   angles                      Sin/Cos and the arithmetic computing their angle (RoPE)
+//   quantizer inputs            float nodes whose values reach a QuantizeLinear or
+//                               DynamicQuantizeLinear (fp16 rounding flips integer codes)
 //   constants fp16 cannot hold  an epsilon below 2^-14 (Add/Div), a constant above 65504
 //   calibration                 observed |value| > threshold, or fp16 rounding of a value
 //                               gives inf, in the node's outputs or inputs
