@@ -97,6 +97,40 @@ std::string IslandLine(const ConversionReport& report) {
                       FirstFew(items, kListed), ")\n");
 }
 
+// One line per body no calibration set ran that still holds what the target exists to remove
+// (its kinds counted: "left 3 element-wise input of unknown rank, 1 Shape"), and one for the
+// others: the file is complete only for the inputs the calibration sets stand for.
+std::string BodiesNotRunLines(const ConversionReport& report) {
+  std::string out;
+  int listed = 0, more = 0, clean = 0;
+  for (const converter::BodyNotRun& b : report.bodies_not_run) {
+    if (b.left.empty()) {
+      ++clean;
+      continue;
+    }
+    if (static_cast<size_t>(listed) == kListed) {
+      ++more;
+      continue;
+    }
+    ++listed;
+    std::map<std::string, int> kinds;  // "Shape: NAME" counts as a Shape
+    for (const std::string& l : b.left) kinds[l.substr(0, l.find(':'))]++;
+    std::vector<std::string> items;
+    for (const auto& [kind, n] : kinds) items.push_back(absl::StrCat(n, " ", kind));
+    absl::StrAppend(&out, "no calibration set ran ", b.body, " (static shape facts only): left ",
+                    absl::StrJoin(items, ", "), "; give --calibration-data that takes it\n");
+  }
+  if (more > 0) {
+    absl::StrAppend(&out, "… and ", more, " more bodies no calibration set ran, with ",
+                    "something left (--report)\n");
+  }
+  if (clean > 0) {
+    absl::StrAppend(&out, "no calibration set ran ", clean, listed + more > 0 ? " other" : "",
+                    " If/Loop bodies: nothing left unconverted in them\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FirstFew(const std::vector<std::string>& items, size_t shown) {
@@ -163,6 +197,7 @@ std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryF
     absl::StrAppend(&out, "stayed dynamic (shapes depend on data): ",
                     FirstFew(report.dynamic_values, kListed), "\n");
   }
+  absl::StrAppend(&out, BodiesNotRunLines(report));
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
   if (report.repair) absl::StrAppend(&out, converter::RepairLines(*report.repair, kListed, false));
   absl::StrAppend(&out, absl::StrFormat("time: %.1f s\n", report.seconds));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/graph_walk.h"
 #include "ir/op_groups.h"
+#include "rules/light_proto.h"
 
 namespace ovfix::converter {
 namespace {
@@ -73,13 +74,28 @@ int BranchRank(const Value* v, const SeenShapes& seen) {
   return v->rank();
 }
 
-// Whether every branch of the If `n` gives its output `k` rank `rank`.
-bool BranchesAgree(const Node& n, size_t k, size_t rank, const SeenShapes& seen) {
+enum class Agreement { kAgree, kDisagree, kUnknown };
+
+// Whether every branch of the If `n` gives its output `k` rank `rank`; kUnknown where a
+// branch no run executed has no rank by inference (yet: the ranks the runs saw outside it may
+// tell it).
+Agreement BranchesAgree(const Node& n, size_t k, size_t rank, const SeenShapes& seen) {
+  Agreement agreement = Agreement::kAgree;
   for (const Subgraph& s : n.subgraphs()) {
-    if (k >= s.graph->outputs().size()) return false;
-    if (BranchRank(s.graph->outputs()[k], seen) != static_cast<int>(rank)) return false;
+    if (k >= s.graph->outputs().size()) return Agreement::kDisagree;
+    const int branch = BranchRank(s.graph->outputs()[k], seen);
+    if (branch >= 0 && branch != static_cast<int>(rank)) return Agreement::kDisagree;
+    if (branch < 0) agreement = Agreement::kUnknown;
   }
-  return true;
+  return agreement;
+}
+
+// Whether `v` may carry another value's shape as data (Shape, Size and what is computed from
+// them are integers): a rank that differs from run to run upstream can reach its values,
+// hence a Reshape's rank, even where its own rank is known.
+bool MayCarryShape(const Value& v) {
+  const DataType t = v.elem_type();
+  return t == DataType::kInt64 || t == DataType::kInt32;
 }
 
 std::string NodeLabel(const Node& n) {
@@ -94,8 +110,13 @@ bool DataShaped(const Node& n) {
   return kOps.contains(n.op_type());
 }
 
-int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
-                  rules::ShapeFacts& facts, std::vector<BodyName>& not_run, bool bodies_only) {
+namespace {
+
+// One walk of ObserveShapes over every graph; `retry` is set where an If output's rank was
+// left open only because a branch no run executed has no rank by inference yet.
+int ObserveOnce(Model& model, ReferenceValidator& validator, bool dims_fixed,
+                rules::ShapeFacts& facts, std::vector<BodyName>& not_run, bool bodies_only,
+                bool& retry) {
   const SeenShapes& seen = validator.body_shapes();
   Graph& root = model.graph();
   // Values whose dims depend on data, and values whose rank a run cannot tell (an If output
@@ -142,10 +163,19 @@ int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
           dims = it->second.dims;
           same_dims = it->second.same_dims;
         }
-        if (unknown ||
-            (n->op_type() == "If" && v->rank() < 0 && !BranchesAgree(*n, k, dims.size(), seen))) {
+        // A value whose rank inference proves has that rank in every run, whatever the
+        // branches before it gave: it ends the uncertainty, unless it may carry a shape.
+        if (unknown && (v->rank() < 0 || MayCarryShape(*v))) {
           rank_unknown.insert(v);
           continue;
+        }
+        if (n->op_type() == "If" && v->rank() < 0) {
+          const Agreement agreement = BranchesAgree(*n, k, dims.size(), seen);
+          if (agreement != Agreement::kAgree) {
+            retry |= agreement == Agreement::kUnknown;
+            rank_unknown.insert(v);
+            continue;
+          }
         }
         const bool fixed = dims_fixed && same_dims && !dependent.contains(v) && !Iterated(*g);
         if (facts.Observe(*v, dims, fixed)) {
@@ -155,6 +185,29 @@ int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
       }
     }
     ListInValueInfo(*g, observed);
+  }
+  return count;
+}
+
+}  // namespace
+
+int ObserveShapes(Model& model, ReferenceValidator& validator, bool dims_fixed,
+                  rules::ShapeFacts& facts, std::vector<BodyName>& not_run, bool bodies_only) {
+  // A branch no run executed gets ranks from inference once the ranks the runs saw outside it
+  // are facts (an empty result sliced from a value of observed rank), and an If whose every
+  // branch then agrees gives its output's rank: observe again after inference, while that adds
+  // facts.
+  constexpr int kRounds = 4;
+  int count = 0;
+  std::vector<BodyName> again;  // the bodies not run, listed in the first round
+  for (int round = 0; round < kRounds; ++round) {
+    bool retry = false;
+    const int added = ObserveOnce(model, validator, dims_fixed, facts, round == 0 ? not_run : again,
+                                  bodies_only, retry);
+    count += added;
+    if (!retry || added == 0) break;
+    if (!rules::InferShapesLight(model).ok()) break;
+    if (rules::AddRankFacts(model.graph()) > 0 && !rules::InferShapesLight(model).ok()) break;
   }
   return count;
 }

@@ -38,7 +38,10 @@ bool DataShaped(const Node& n);
 // Takes what the validator's runs saw where inference left gaps, in every graph: ranks, and
 // dims too when `dims_fixed` (every input's dims are fixed) for values that do not depend on
 // data and sit in no Loop body. A body value counts only where a run executed its body, an
-// If output's rank only where every branch gives that rank. Lists what it added in value_info;
+// If output's rank only where every branch gives that rank (a branch no run executed: as
+// inference tells it once what the runs saw around it is a fact, so observation and inference
+// alternate while that adds facts). Below an If output of open rank no rank is taken, except
+// past a float value whose rank inference proves. Lists what it added in value_info;
 // returns how many facts, and the outermost bodies that no run executed in `not_run`.
 // With `bodies_only`, the main graph's values are left as they are (after If nodes were
 // inlined, when the model is no longer the one the validator's activations belong to).

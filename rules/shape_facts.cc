@@ -81,6 +81,10 @@ int RankFromInputs(const Node& n) {
   const bool keeps_rank = InOpGroup("unary_math", n.domain(), op) ||
                           InOpGroup("activation", n.domain(), op) || op == "Softmax" ||
                           op == "LogSoftmax" || op == "Cast" || op == "Identity" ||
+                          // Whatever their other inputs (starts, pads, repeats) hold, and
+                          // whether or not onnx can read them (an outer graph's constants):
+                          // the first input's rank.
+                          op == "Slice" || op == "Pad" || op == "Tile" || op == "Transpose" ||
                           (InOpGroup("reduction", n.domain(), op) && n.GetInt("keepdims", 1) != 0);
   return keeps_rank ? input_rank(0) : -1;
 }

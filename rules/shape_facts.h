@@ -62,9 +62,9 @@ void ListKnownShapesInValueInfo(Graph& root);
 
 // Ranks that onnx's inference leaves open where ovfix can tell them: element-wise ops (the
 // largest rank of their inputs), ops that keep their input's rank (unary math, activations,
-// Softmax) and reductions with keepdims, whose axes onnx does not read when they come from an
-// initializer of an outer graph. Each such output gets its rank (unknown dims) and a place in
-// value_info. Returns how many.
+// Softmax, Slice, Pad, Tile, Transpose) and reductions with keepdims, whose axes onnx does not read
+// when they come from an initializer of an outer graph. Each such output gets its rank (unknown
+// dims) and a place in value_info. Returns how many.
 int AddRankFacts(Graph& root);
 
 }  // namespace ovfix::rules
