@@ -35,9 +35,14 @@ absl::Status WriteCalibrationSets(const std::vector<NamedTensors>& sets, const s
     converter::InputFiles files;
     int k = 0;
     for (const auto& [name, tensor] : sets[i]) {
+      absl::StatusOr<onnx::TensorProto> proto = ToTensorProto(tensor);
+      if (!proto.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("calibration array '", name, "' (set ", i,
+                                                       "): ", proto.status().message()));
+      }
       const std::string file = absl::StrCat(folder, "/set_", i, "_input_", k++, ".pb");
       std::ofstream out(file, std::ios::binary);
-      if (!tensor.SerializeToOstream(&out) || !out.flush()) {
+      if (!proto->SerializeToOstream(&out) || !out.flush()) {
         return absl::InternalError(absl::StrCat(file, ": cannot write calibration tensor"));
       }
       files[name] = file;
@@ -78,7 +83,7 @@ absl::StatusOr<converter::PipelineOptions> PipelineOptionsOf(const ConversionOpt
   OVFIX_RETURN_IF_ERROR(SetTableOptions(o, p));
   // The options the pipeline reads itself (the table's entries without a setter).
   p.rule_files = o.rule_files;
-  if (o.log) p.log = o.log;
+  if (o.log != nullptr) p.log = [sink = o.log](const std::string& line) { sink->Write(line); };
   p.calibration_data = o.calibration_data;
   if (o.tolerance) {
     if (!(*o.tolerance >= 0)) return absl::InvalidArgumentError("tolerance: must be >= 0");
@@ -290,9 +295,9 @@ absl::StatusOr<ConversionReport> ConvertModelFile(const std::string& input,
   return ConvertAndWrite(**model, *p, options, output, scratch, /*in_memory=*/false);
 }
 
-absl::StatusOr<ConvertedModel> ConvertProto(const onnx::ModelProto& model,
-                                            const ConversionOptions& options,
-                                            ConversionReport* report_out) {
+absl::StatusOr<ConvertedModelProto> ConvertProto(const onnx::ModelProto& model,
+                                                 const ConversionOptions& options,
+                                                 ConversionReport* report_out) {
   absl::StatusOr<converter::PipelineOptions> p = ToPipelineOptions(options);
   if (!p.ok()) return p.status();
   absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
@@ -310,7 +315,7 @@ absl::StatusOr<ConvertedModel> ConvertProto(const onnx::ModelProto& model,
     failed.SetPayload(kConversionReportPayload, absl::Cord(report->json));
     return failed;
   }
-  ConvertedModel result;
+  ConvertedModelProto result;
   result.report = *std::move(report);
   if (WritesExternalData(**ir, p->save)) {
     absl::StatusOr<onnx::ModelProto> loaded = LoadModelProto(output);
@@ -352,21 +357,23 @@ absl::Status WithFileCode(absl::Status status, const ConversionOptions& o,
 }  // namespace
 
 // The public calls, their errors made one line (api::OneLine).
-absl::StatusOr<ConversionReport> ConvertFile(const std::string& input, const std::string& output,
-                                             const ConversionOptions& options) {
+absl::StatusOr<ConversionReport> ConvertFileStatus(const std::string& input,
+                                                   const std::string& output,
+                                                   const ConversionOptions& options) {
   absl::StatusOr<ConversionReport> report = ConvertModelFile(input, output, options);
   if (!report.ok()) return api::OneLine(WithFileCode(report.status(), options, {input}));
   return report;
 }
 
-absl::StatusOr<ConvertedModel> Convert(const onnx::ModelProto& model,
-                                       const ConversionOptions& options) {
+absl::StatusOr<ConvertedModelProto> Convert(const onnx::ModelProto& model,
+                                            const ConversionOptions& options) {
   return Convert(model, options, nullptr);
 }
 
-absl::StatusOr<ConvertedModel> Convert(const onnx::ModelProto& model,
-                                       const ConversionOptions& options, ConversionReport* report) {
-  absl::StatusOr<ConvertedModel> result = ConvertProto(model, options, report);
+absl::StatusOr<ConvertedModelProto> Convert(const onnx::ModelProto& model,
+                                            const ConversionOptions& options,
+                                            ConversionReport* report) {
+  absl::StatusOr<ConvertedModelProto> result = ConvertProto(model, options, report);
   if (result.ok()) return result;
   return api::OneLine(WithFileCode(result.status(), options, {}));
 }

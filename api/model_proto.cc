@@ -17,8 +17,6 @@
 
 namespace ovfix {
 
-const char* Version() { return OVFIX_VERSION; }
-
 absl::StatusOr<onnx::ModelProto> LoadModelProto(const std::string& path) {
   absl::StatusOr<std::unique_ptr<Model>> model = ovfix::LoadModel(path);
   if (!model.ok()) return api::OneLine(api::Tagged(model.status(), "model"));
@@ -37,18 +35,80 @@ absl::Status SaveModelProto(const onnx::ModelProto& model, const std::string& pa
   return api::OneLine(ovfix::SaveModel(**ir, path));
 }
 
+absl::Status ToStatus(const Error& error) {
+  if (error.ok()) return absl::OkStatus();
+  absl::Status status(static_cast<absl::StatusCode>(error.code), error.message);
+  if (!error.kind.empty()) status.SetPayload(kErrorKindPayload, absl::Cord(error.kind));
+  if (error.report) status.SetPayload(kConversionReportPayload, absl::Cord(error.report->json));
+  return status;
+}
+
+Error ToError(const absl::Status& status) {
+  if (status.ok()) return {};
+  return {static_cast<ErrorCode>(status.code()), ErrorKind(status), std::string(status.message()),
+          std::nullopt};
+}
+
+absl::StatusOr<onnx::TensorProto> ToTensorProto(const OnnxTensor& tensor) {
+  const std::string what = tensor.name().empty() ? "a tensor" : "'" + tensor.name() + "'";
+  if (tensor.type() == ElementType::kString || tensor.type() == ElementType::kUndefined) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": no elements of type ", static_cast<int>(tensor.type())));
+  }
+  for (int64_t d : tensor.shape()) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": negative dimension ", d));
+  }
+  const size_t size = ElementSize(tensor.type());
+  if (size != 0 && tensor.bytes().size() != size * static_cast<size_t>(tensor.element_count())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", tensor.bytes().size(), " bytes for ", tensor.element_count(), " element(s) of ",
+        ElementTypeName(tensor.type()), " (", size * tensor.element_count(), " bytes)"));
+  }
+  onnx::TensorProto proto;
+  proto.set_name(tensor.name());
+  proto.set_data_type(static_cast<int32_t>(tensor.type()));
+  for (int64_t d : tensor.shape()) proto.add_dims(d);
+  proto.set_raw_data(tensor.bytes());
+  return proto;
+}
+
+absl::StatusOr<OnnxTensor> ToOnnxTensor(const onnx::TensorProto& proto) {
+  if (proto.data_type() == onnx::TensorProto::STRING) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", proto.name(), "': strings are not held by OnnxTensor"));
+  }
+  absl::StatusOr<Tensor> t = TensorFromProto(proto, "");
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", proto.name(), "': ", t.status().message()));
+  }
+  return OnnxTensor::FromBytes(static_cast<ElementType>(t->type()), t->dims(), t->raw(),
+                               t->nbytes(), proto.name());
+}
+
+absl::StatusOr<onnx::ModelProto> ToModelProto(const OnnxModel& model) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(model.bytes())) {
+    return api::Tagged(absl::InvalidArgumentError("the model: not a serialized onnx.ModelProto"),
+                       "model");
+  }
+  return proto;
+}
+
+absl::StatusOr<OnnxModel> ToOnnxModel(const onnx::ModelProto& model) {
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) {
+    return absl::InvalidArgumentError(
+        "the model: cannot be serialized (over 2 GB: save it with SaveModelProto)");
+  }
+  return OnnxModel::FromBytes(std::move(bytes));
+}
+
 namespace api {
 
 absl::Status OneLine(const absl::Status& status) {
   if (status.ok()) return status;
-  absl::StatusCode code = status.code();
-  // An op no executor implements is Unimplemented (include/ovfix/ovfix.h), whichever layer
-  // found it: the executors' sessions say so as InvalidArgument.
-  if (code == absl::StatusCode::kInvalidArgument &&
-      (absl::StrContains(status.message(), " kernel for ") ||
-       absl::StrContains(status.message(), "executor does not run"))) {
-    code = absl::StatusCode::kUnimplemented;
-  }
+  const absl::StatusCode code = status.code();
   std::string message(status.message());
   bool option = false;
   if (code == absl::StatusCode::kInvalidArgument) {
@@ -89,7 +149,7 @@ absl::StatusOr<std::unique_ptr<Model>> ModelFromMemory(const onnx::ModelProto& p
   return model;
 }
 
-absl::StatusOr<exec::TensorMap> TensorsFromProtos(const NamedTensors& tensors) {
+absl::StatusOr<exec::TensorMap> TensorsFromProtos(const NamedTensorProtos& tensors) {
   exec::TensorMap map;
   for (const auto& [name, proto] : tensors) {
     absl::StatusOr<Tensor> t = TensorFromProto(proto, "");

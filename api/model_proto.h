@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "exec/executor.h"
 #include "ir/model.h"
-#include "ovfix/ovfix.h"
+#include "ovfix/onnx.h"
 
 namespace ovfix::converter {
 struct OutputVerdict;
@@ -35,7 +35,10 @@ absl::StatusOr<T> OneLine(absl::StatusOr<T> result) {
 // The IR of a ModelProto held in memory (external data refused: there is no folder).
 absl::StatusOr<std::unique_ptr<Model>> ModelFromMemory(const onnx::ModelProto& proto);
 
-absl::StatusOr<exec::TensorMap> TensorsFromProtos(const NamedTensors& tensors);
+absl::StatusOr<exec::TensorMap> TensorsFromProtos(const NamedTensorProtos& tensors);
+
+// The options of the table (ConversionOptionList, ovfix/ovfix.h).
+std::vector<OptionInfo> OptionList();
 
 // A fresh folder under $TMPDIR, removed with everything in it when this goes away.
 class ScratchFolder {

@@ -1,6 +1,6 @@
-// SetOption and ConversionOptionList (include/ovfix/ovfix.h): the API's options by the
-// table's names. The table (rules/conversion_options.h) says each option's name, type and
-// check; all this file adds is which member of ConversionOptions carries it.
+// SetOptionStatus and api::OptionList (SetOption and ConversionOptionList, ovfix/ovfix.h): the
+// API's options by the table's names. The table (rules/conversion_options.h) says each option's
+// name, type and check; all this file adds is which member of ConversionOptions carries it.
 #include "api/options.h"
 
 #include <cstdint>
@@ -26,11 +26,12 @@ using rules::OptionSpec;
 using Type = OptionSpec::Type;
 using Options = ConversionOptions;
 using Shapes = std::map<std::string, std::vector<int64_t>>;
+using Ranges = std::map<std::string, ShapeRange>;
 using Member = std::variant<std::string Options::*, std::optional<std::string> Options::*,
                             std::optional<int64_t> Options::*, std::optional<double> Options::*,
                             std::optional<bool> Options::*, bool Options::*,
                             std::vector<std::string> Options::*, Shapes Options::*,
-                            std::vector<NamedTensors> Options::*>;
+                            Ranges Options::*, std::vector<NamedTensors> Options::*>;
 
 struct BoundMember {
   std::string_view name;
@@ -46,6 +47,7 @@ const std::vector<BoundMember>& Members() {
                                                    OVFIX_MEMBER(batch),
                                                    OVFIX_MEMBER(opset),
                                                    OVFIX_MEMBER(input_shapes),
+                                                   OVFIX_MEMBER(shape_ranges),
                                                    OVFIX_MEMBER(keep_fp32),
                                                    OVFIX_MEMBER(keep_io_types),
                                                    OVFIX_MEMBER(broadcast),
@@ -105,8 +107,9 @@ absl::Status AddInputFile(const std::string& text, std::vector<NamedTensors>& se
   const std::string name = text.substr(0, eq), file = text.substr(eq + 1);
   std::string stored_name;
   OVFIX_ASSIGN_OR_RETURN(Tensor tensor, ReadTensorFile(file, &stored_name));
+  OVFIX_ASSIGN_OR_RETURN(OnnxTensor read, ToOnnxTensor(TensorToProto(tensor, name)));
   if (sets.empty() || sets.back().contains(name)) sets.emplace_back();
-  sets.back()[name] = TensorToProto(tensor, name);
+  sets.back()[name] = std::move(read);
   return absl::OkStatus();
 }
 
@@ -156,6 +159,10 @@ absl::Status SetMember(const OptionSpec& spec, const Member& member, const std::
           // NAME=DIMS as the table's check read it.
           if (spec.set == nullptr) return absl::InternalError("no check reads NAME=DIMS");
           for (const auto& [name, dims] : checked.input_shapes) value[name] = dims;
+        } else if constexpr (std::is_same_v<T, Ranges>) {
+          // NAME=MIN:OPT:MAX as the table's check read it.
+          if (spec.set == nullptr) return absl::InternalError("no check reads NAME=MIN:OPT:MAX");
+          for (const auto& [name, r] : checked.shape_ranges) value[name] = {r.min, r.opt, r.max};
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           value.push_back(text);
         } else {
@@ -187,6 +194,7 @@ bool MemberHasTableType(const OptionSpec& spec) {
                [&](bool Options::*) { return type == Type::kBool; },
                [&](std::vector<std::string> Options::*) { return type == Type::kList; },
                [&](Shapes Options::*) { return type == Type::kMap; },
+               [&](Ranges Options::*) { return type == Type::kMap; },
                [&](std::vector<NamedTensors> Options::*) { return type == Type::kMap; }},
       *member);
 }
@@ -222,13 +230,20 @@ std::vector<std::string> MemberTexts(const OptionSpec& spec, const Options& o) {
                  }
                  return texts;
                },
+               [&](Ranges Options::*m) {
+                 std::vector<std::string> texts;
+                 for (const auto& [name, r] : o.*m) {
+                   texts.push_back(absl::StrCat(name, "=", absl::StrJoin(r.min, "x"), ":",
+                                                absl::StrJoin(r.opt, "x"), ":",
+                                                absl::StrJoin(r.max, "x")));
+                 }
+                 return texts;
+               },
                [&](std::vector<NamedTensors> Options::*) { return std::vector<std::string>{}; }},
       *member);
 }
 
-}  // namespace api
-
-std::vector<OptionInfo> ConversionOptionList() {
+std::vector<OptionInfo> OptionList() {
   std::vector<OptionInfo> list;
   for (const rules::OptionSpec& spec : rules::ConversionOptionTable()) {
     if (spec.api_field.empty()) continue;
@@ -246,21 +261,22 @@ std::vector<OptionInfo> ConversionOptionList() {
   return list;
 }
 
-absl::Status SetOption(ConversionOptions& options, std::string_view name, std::string_view value) {
+}  // namespace api
+
+absl::Status SetOptionStatus(ConversionOptions& options, const std::string& name,
+                             const std::string& value) {
   const rules::OptionSpec* spec = rules::FindOption(name);
   const api::Member* member = spec == nullptr ? nullptr : api::FindMember(spec->api_field);
   if (member == nullptr) {
     std::vector<std::string> names;
-    for (const OptionInfo& info : ConversionOptionList()) names.push_back(info.name);
-    return api::Tagged(
-        absl::InvalidArgumentError(
-            absl::StrCat("unknown option '", std::string(name), "'", rules::DidYouMean(name, names),
-                         " (the options: ", absl::StrJoin(names, ", "), ")")),
-        "option");
+    for (const OptionInfo& info : api::OptionList()) names.push_back(info.name);
+    return api::Tagged(absl::InvalidArgumentError(absl::StrCat(
+                           "unknown option '", name, "'", rules::DidYouMean(name, names),
+                           " (the options: ", absl::StrJoin(names, ", "), ")")),
+                       "option");
   }
-  if (absl::Status s = api::SetMember(*spec, *member, std::string(value), options); !s.ok()) {
-    return api::Tagged(
-        absl::InvalidArgumentError(absl::StrCat(std::string(name), ": ", s.message())), "option");
+  if (absl::Status s = api::SetMember(*spec, *member, value, options); !s.ok()) {
+    return api::Tagged(absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message())), "option");
   }
   return absl::OkStatus();
 }

@@ -69,7 +69,7 @@ absl::StatusOr<std::vector<Tensor>> RunModel(const Model& model, const exec::Ten
 }
 
 // The given inputs, and random ones (validation's fixed seed) for the graph inputs they lack.
-absl::StatusOr<exec::TensorMap> CompleteInputs(const Model& model, const NamedTensors& given) {
+absl::StatusOr<exec::TensorMap> CompleteInputs(const Model& model, const NamedTensorProtos& given) {
   absl::StatusOr<exec::TensorMap> inputs = api::TensorsFromProtos(given);
   if (!inputs.ok()) return inputs.status();
   absl::StatusOr<exec::TensorMap> random =
@@ -127,18 +127,19 @@ absl::StatusOr<Comparison> CompareOutputs(const Model& reference, std::vector<Te
   return c;
 }
 
-absl::StatusOr<NamedTensors> RunProto(const onnx::ModelProto& model, const NamedTensors& inputs,
-                                      const RunOptions& options) {
+absl::StatusOr<std::vector<onnx::TensorProto>> RunProto(const onnx::ModelProto& model,
+                                                        const NamedTensorProtos& inputs,
+                                                        const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
   if (!ir.ok()) return ir.status();
   absl::StatusOr<exec::TensorMap> feeds = api::TensorsFromProtos(inputs);
   if (!feeds.ok()) return feeds.status();
   absl::StatusOr<std::vector<Tensor>> outputs = RunModel(**ir, *feeds, options);
   if (!outputs.ok()) return outputs.status();
-  NamedTensors named;
+  std::vector<onnx::TensorProto> named;
   const auto& values = (*ir)->graph().outputs();
   for (size_t i = 0; i < values.size() && i < outputs->size(); ++i) {
-    named[values[i]->name()] = TensorToProto((*outputs)[i], values[i]->name());
+    named.push_back(TensorToProto((*outputs)[i], values[i]->name()));
   }
   return named;
 }
@@ -148,7 +149,7 @@ absl::StatusOr<NamedTensors> RunProto(const onnx::ModelProto& model, const Named
 // the candidate is another model, whose float types count for the defaults.
 absl::StatusOr<Comparison> CompareRuns(const Model& reference, const RunOptions& ref_options,
                                        const Model& candidate, const RunOptions& options,
-                                       bool two_models, const NamedTensors& inputs,
+                                       bool two_models, const NamedTensorProtos& inputs,
                                        std::optional<double> tolerance,
                                        const std::vector<std::string>& accuracy) {
   OVFIX_ASSIGN_OR_RETURN(converter::AccuracySpec spec, Accuracy(accuracy, tolerance));
@@ -165,7 +166,7 @@ absl::StatusOr<Comparison> CompareRuns(const Model& reference, const RunOptions&
 
 absl::StatusOr<Comparison> CompareModelProtos(const onnx::ModelProto& reference,
                                               const onnx::ModelProto& candidate,
-                                              const NamedTensors& inputs,
+                                              const NamedTensorProtos& inputs,
                                               std::optional<double> tolerance,
                                               const RunOptions& options,
                                               const std::vector<std::string>& accuracy) {
@@ -177,7 +178,7 @@ absl::StatusOr<Comparison> CompareModelProtos(const onnx::ModelProto& reference,
 absl::StatusOr<Comparison> CompareProtoBackends(const onnx::ModelProto& model,
                                                 const RunOptions& reference,
                                                 const RunOptions& candidate,
-                                                const NamedTensors& inputs,
+                                                const NamedTensorProtos& inputs,
                                                 std::optional<double> tolerance,
                                                 const std::vector<std::string>& accuracy) {
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> ir, api::ModelFromMemory(model));
@@ -188,7 +189,7 @@ absl::StatusOr<Comparison> CompareProtoBackends(const onnx::ModelProto& model,
 
 // The session's model (which the executor's session reads as long as it runs), its executor
 // session and the names and types of its inputs and outputs.
-struct Session::State {
+struct ProtoSession::State {
   std::unique_ptr<Model> model;
   std::unique_ptr<exec::Session> session;
   std::vector<std::string> input_names, output_names;
@@ -196,11 +197,11 @@ struct Session::State {
   std::mutex running;  // one Run at a time: the executor's session is not reentrant
 };
 
-Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}
-Session::~Session() = default;
+ProtoSession::ProtoSession(std::unique_ptr<State> state) : state_(std::move(state)) {}
+ProtoSession::~ProtoSession() = default;
 
-absl::StatusOr<std::unique_ptr<Session>> Session::Create(const onnx::ModelProto& model,
-                                                         const RunOptions& options) {
+absl::StatusOr<std::unique_ptr<ProtoSession>> ProtoSession::Create(const onnx::ModelProto& model,
+                                                                   const RunOptions& options) {
   auto state = std::make_unique<State>();
   absl::StatusOr<std::unique_ptr<Model>> ir = api::ModelFromMemory(model);
   if (!ir.ok()) return api::OneLine(ir.status());
@@ -221,14 +222,15 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const onnx::ModelProto&
     state->input_types.push_back(static_cast<int32_t>(v->elem_type()));
   }
   for (const Value* v : state->model->graph().outputs()) state->output_names.push_back(v->name());
-  return std::unique_ptr<Session>(new Session(std::move(state)));
+  return std::unique_ptr<ProtoSession>(new ProtoSession(std::move(state)));
 }
 
-const std::vector<std::string>& Session::input_names() const { return state_->input_names; }
-const std::vector<std::string>& Session::output_names() const { return state_->output_names; }
-const std::vector<int32_t>& Session::input_types() const { return state_->input_types; }
+const std::vector<std::string>& ProtoSession::input_names() const { return state_->input_names; }
+const std::vector<std::string>& ProtoSession::output_names() const { return state_->output_names; }
+const std::vector<int32_t>& ProtoSession::input_types() const { return state_->input_types; }
 
-absl::StatusOr<std::vector<onnx::TensorProto>> Session::Run(const NamedTensors& inputs, bool cast) {
+absl::StatusOr<std::vector<onnx::TensorProto>> ProtoSession::Run(const NamedTensorProtos& inputs,
+                                                                 bool cast) {
   absl::StatusOr<exec::TensorMap> feeds = api::TensorsFromProtos(inputs);
   if (!feeds.ok()) return api::OneLine(feeds.status());
   for (size_t i = 0; i < state_->input_names.size(); ++i) {
@@ -265,14 +267,15 @@ absl::StatusOr<std::vector<onnx::TensorProto>> Session::Run(const NamedTensors& 
 }
 
 // The public calls, their errors made one line (api::OneLine).
-absl::StatusOr<NamedTensors> Run(const onnx::ModelProto& model, const NamedTensors& inputs,
-                                 const RunOptions& options) {
+absl::StatusOr<std::vector<onnx::TensorProto>> Run(const onnx::ModelProto& model,
+                                                   const NamedTensorProtos& inputs,
+                                                   const RunOptions& options) {
   return api::OneLine(RunProto(model, inputs, options));
 }
 
 absl::StatusOr<Comparison> CompareModels(const onnx::ModelProto& reference,
                                          const onnx::ModelProto& candidate,
-                                         const NamedTensors& inputs,
+                                         const NamedTensorProtos& inputs,
                                          std::optional<double> tolerance, const RunOptions& options,
                                          const std::vector<std::string>& accuracy) {
   return api::OneLine(
@@ -281,7 +284,7 @@ absl::StatusOr<Comparison> CompareModels(const onnx::ModelProto& reference,
 
 absl::StatusOr<Comparison> CompareBackends(const onnx::ModelProto& model,
                                            const RunOptions& reference, const RunOptions& candidate,
-                                           const NamedTensors& inputs,
+                                           const NamedTensorProtos& inputs,
                                            std::optional<double> tolerance,
                                            const std::vector<std::string>& accuracy) {
   return api::OneLine(

@@ -130,17 +130,19 @@ class Compiler {
   }
 
  private:
+  // Unimplemented: an op the executor has no kernel for (the API's callers tell it from a bad
+  // model or input by the code).
   absl::Status Unsupported(const Node& node, const std::string& domain, int opset) {
     for (const onnx::FunctionProto& f : model_.extras().functions()) {
       if (f.name() == node.op_type() && f.domain() == node.domain()) {
-        return absl::InvalidArgumentError(
+        return absl::UnimplementedError(
             absl::StrCat(node.Describe(), ": calls the model-local function '", node.op_type(),
                          "' (domain '", node.domain(), "'), which the cpu executor does not run"));
       }
     }
-    return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": no cpu kernel for ",
-                                                   domain.empty() ? "ai.onnx" : domain,
-                                                   "::", node.op_type(), " at opset ", opset));
+    return absl::UnimplementedError(absl::StrCat(node.Describe(), ": no cpu kernel for ",
+                                                 domain.empty() ? "ai.onnx" : domain,
+                                                 "::", node.op_type(), " at opset ", opset));
   }
 
   // Float16 values held as float: each kernel then runs on float data directly instead of

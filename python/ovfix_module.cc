@@ -1,6 +1,6 @@
-// The native part of the Python module (python/ovfix/__init__.py): the C++ API
-// (include/ovfix/ovfix.h) with models and tensors as serialized ONNX protos (bytes), which
-// the Python side turns into onnx.ModelProto and numpy arrays.
+// The native part of the Python module (python/ovfix/__init__.py): the C++ API over ONNX's
+// protos (include/ovfix/onnx.h) with models and tensors as serialized ONNX protos (bytes),
+// which the Python side turns into onnx.ModelProto and numpy arrays.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/cord.h"
-#include "ovfix/ovfix.h"
+#include "ovfix/onnx.h"
 
 namespace py = pybind11;
 
@@ -51,8 +51,8 @@ std::string CodeName(absl::StatusCode code) {
   return name;
 }
 
-ovfix::NamedTensors TensorsFromBytes(const py::dict& tensors) {
-  ovfix::NamedTensors named;
+ovfix::NamedTensorProtos TensorsFromBytes(const py::dict& tensors) {
+  ovfix::NamedTensorProtos named;
   for (const auto& [key, value] : tensors) {
     const std::string name = py::cast<std::string>(key);
     if (!named[name].ParseFromString(py::cast<std::string>(value))) {
@@ -136,8 +136,13 @@ ovfix::ConversionOptions OptionsFromDict(const py::dict& d) {
     const std::string name = py::cast<std::string>(key);
     if (value.is_none()) continue;
     if (name == "calibration_sets") {
-      for (const py::handle set : value)
-        o.calibration_sets.push_back(TensorsFromBytes(py::cast<py::dict>(set)));
+      for (const py::handle set : value) {
+        ovfix::NamedTensors tensors;
+        for (auto& [name, proto] : TensorsFromBytes(py::cast<py::dict>(set))) {
+          tensors[name] = Value(ovfix::ToOnnxTensor(proto));
+        }
+        o.calibration_sets.push_back(std::move(tensors));
+      }
       continue;
     }
     if (name == "report") {
@@ -150,7 +155,7 @@ ovfix::ConversionOptions OptionsFromDict(const py::dict& d) {
     const std::vector<std::string> texts =
         option == table.end() ? std::vector<std::string>{""} : OptionTexts(*option, value);
     for (const std::string& text : texts) {
-      if (absl::Status s = ovfix::SetOption(o, name, text); !s.ok()) Throw(s);
+      if (absl::Status s = ovfix::SetOptionStatus(o, name, text); !s.ok()) Throw(s);
     }
   }
   return o;
@@ -329,7 +334,7 @@ PYBIND11_MODULE(_ovfix, m) {
   m.def("options", OptionList);
   m.def("convert_file", [](const std::string& input, const std::string& output, py::dict options) {
     const ovfix::ConversionOptions o = OptionsFromDict(options);
-    return ReportToDict(WithoutGil([&] { return ovfix::ConvertFile(input, output, o); }));
+    return ReportToDict(WithoutGil([&] { return ovfix::ConvertFileStatus(input, output, o); }));
   });
   // (model bytes, report) of a conversion in memory; a conversion that missed its criteria
   // raises with the report.
@@ -338,7 +343,7 @@ PYBIND11_MODULE(_ovfix, m) {
     const ovfix::ConversionOptions o = OptionsFromDict(options);
     ovfix::ConversionReport report;
     bool ran = false;
-    absl::StatusOr<ovfix::ConvertedModel> c;
+    absl::StatusOr<ovfix::ConvertedModelProto> c;
     {
       py::gil_scoped_release release;
       report.outputs_match = false;
@@ -348,20 +353,20 @@ PYBIND11_MODULE(_ovfix, m) {
     if (!c.ok()) Throw(c.status(), ran ? py::object(ReportToDict(report)) : py::none());
     return py::make_tuple(py::bytes(c->model.SerializeAsString()), ReportToDict(c->report));
   });
-  // A model loaded once (ovfix::Session), run on serialized TensorProtos.
-  py::class_<ovfix::Session>(m, "Session")
+  // A model loaded once (ovfix::ProtoSession), run on serialized TensorProtos.
+  py::class_<ovfix::ProtoSession>(m, "Session")
       .def(py::init([](py::bytes model, const std::string& backend, const std::string& precision,
                        int threads) {
         const onnx::ModelProto proto = ModelFromBytes(model);
         ovfix::RunOptions o = Backend(backend, precision);
         o.threads = threads;
-        return WithoutGil([&] { return ovfix::Session::Create(proto, o); });
+        return WithoutGil([&] { return ovfix::ProtoSession::Create(proto, o); });
       }))
-      .def_property_readonly("input_names", &ovfix::Session::input_names)
-      .def_property_readonly("output_names", &ovfix::Session::output_names)
-      .def_property_readonly("input_types", &ovfix::Session::input_types)
-      .def("run", [](ovfix::Session& session, py::dict inputs, bool cast) {
-        const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
+      .def_property_readonly("input_names", &ovfix::ProtoSession::input_names)
+      .def_property_readonly("output_names", &ovfix::ProtoSession::output_names)
+      .def_property_readonly("input_types", &ovfix::ProtoSession::input_types)
+      .def("run", [](ovfix::ProtoSession& session, py::dict inputs, bool cast) {
+        const ovfix::NamedTensorProtos feeds = TensorsFromBytes(inputs);
         const std::vector<onnx::TensorProto> outputs =
             WithoutGil([&] { return session.Run(feeds, cast); });
         py::list list;
@@ -375,7 +380,7 @@ PYBIND11_MODULE(_ovfix, m) {
         [](py::bytes reference, py::bytes candidate, py::dict inputs, py::object tolerance,
            const std::string& backend, const std::string& precision, py::object accuracy) {
           const onnx::ModelProto a = ModelFromBytes(reference), b = ModelFromBytes(candidate);
-          const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
+          const ovfix::NamedTensorProtos feeds = TensorsFromBytes(inputs);
           const std::optional<double> bound = Tolerance(tolerance);
           const std::vector<std::string> criteria = Accuracy(accuracy);
           return ComparisonToDict(WithoutGil([&] {
@@ -387,7 +392,7 @@ PYBIND11_MODULE(_ovfix, m) {
            const std::string& backend, const std::string& precision, py::dict inputs,
            py::object tolerance, py::object accuracy) {
           const onnx::ModelProto proto = ModelFromBytes(model);
-          const ovfix::NamedTensors feeds = TensorsFromBytes(inputs);
+          const ovfix::NamedTensorProtos feeds = TensorsFromBytes(inputs);
           const std::optional<double> bound = Tolerance(tolerance);
           const std::vector<std::string> criteria = Accuracy(accuracy);
           return ComparisonToDict(WithoutGil([&] {

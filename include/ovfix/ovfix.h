@@ -1,48 +1,124 @@
 // ovfix as a library: convert, run and compare ONNX models from C++ (docs/api.md).
 //
-// The API is a thin layer over the pipeline behind `ovfix convert` (converter/pipeline.h):
-// the same options give the same bytes as the command line. Models and tensors cross it as
-// onnx::ModelProto and onnx::TensorProto, so the API's types are ONNX's own and its headers
-// hold nothing of ovfix's internals. Errors are absl::Status with a one-line message that
-// names the file or the option and the problem, and a code that says which kind it is:
+// This header is the light surface: it needs no ONNX, protobuf or absl header and compiles in
+// a fraction of a second (bench/header_compile.sh), and a program that uses only it links one
+// library, the shared libovfix.so (CMake: ovfix::ovfix). Models cross it as the bytes of a
+// serialized onnx.ModelProto (OnnxModel), tensors as an element type with ONNX's numbering, a
+// shape and little-endian bytes (OnnxTensor), errors as an Error in a Result. A program that
+// holds onnx::ModelProto already includes "ovfix/onnx.h", which adds overloads over ONNX's
+// protos and absl::Status and links the static library (ovfix::ovfix_static).
+//
+// The calls are a thin layer over the pipeline behind `ovfix convert` (converter/pipeline.h):
+// the same options give the same bytes as the command line. Each error has a one-line message
+// that names the file or the option and the problem, and a code that says which kind it is:
 //   NotFound            a file that does not exist (a model, a rule file, calibration data)
 //   InvalidArgument     a bad option or argument, a model that does not parse or is invalid,
 //                       inputs that do not fit the model
-//   FailedPrecondition  the converted model does not meet the accuracy criteria (Convert;
-//                       the status carries the report: ConversionReportJson)
+//   FailedPrecondition  the converted model does not meet the accuracy criteria (Convert; the
+//                       error carries the report: Error::report)
 //   Unimplemented       an op (or op version) no executor or pass implements
 //   Internal            anything else (a file that cannot be written...)
-// ErrorKind(status) tells the kinds that share a code apart.
+// Error::kind tells the kinds that share a code apart.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
+#include <utility>
 #include <vector>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "onnx/onnx_pb.h"
 
 namespace ovfix {
 
 // The library's version ("0.1.0"), the same as `ovfix --version`.
 const char* Version();
 
-// What an error status of the API is about, where its code alone does not say: "option" (a bad
-// option or argument: InvalidArgument), "model" (a model that does not parse or is invalid:
-// InvalidArgument, or NotFound for a missing file), "accuracy" (Convert's outputs missed the
-// criteria: FailedPrecondition, with the report); "" otherwise (inputs that do not fit the
-// model, a file that cannot be read...). Carried as the payload kErrorKindPayload.
-inline constexpr char kErrorKindPayload[] = "type.ovfix/ErrorKind";
-std::string ErrorKind(const absl::Status& status);
+// ---- options and reports (shared with ovfix/onnx.h) ----
 
-// Tensors by name: graph inputs or outputs.
-using NamedTensors = std::map<std::string, onnx::TensorProto>;
+// An element type, numbered as onnx.TensorProto.DataType numbers them.
+enum class ElementType : int32_t {
+  kUndefined = 0,
+  kFloat = 1,
+  kUint8 = 2,
+  kInt8 = 3,
+  kUint16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kString = 8,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+  kUint32 = 12,
+  kUint64 = 13,
+  kBfloat16 = 16,
+};
+// ONNX's name of the type ("float", "float16", "int64"; also of ONNX's types the enum does not
+// name, "float8e4m3fn"); "unknown" beyond ONNX's numbering.
+const char* ElementTypeName(ElementType type);
+// Bytes per element; 0 for strings, packed sub-byte types (int4) and numbers beyond ONNX's.
+size_t ElementSize(ElementType type);
+
+// A tensor as ONNX holds one: element type, shape, the elements' bytes in little-endian order,
+// row-major, and a name (a graph input's or output's). Strings are not held.
+class OnnxTensor {
+ public:
+  OnnxTensor() = default;
+  // The elements given, converted to the tensor's type: FromFloat16s rounds each to half,
+  // FromBfloat16s to bfloat16. The number of values should be the shape's element count; a
+  // tensor whose bytes do not fit its shape is refused by the call it is given to.
+  static OnnxTensor FromFloats(std::vector<int64_t> shape, const std::vector<float>& values,
+                               std::string name = "");
+  static OnnxTensor FromFloat16s(std::vector<int64_t> shape, const std::vector<float>& values,
+                                 std::string name = "");
+  static OnnxTensor FromBfloat16s(std::vector<int64_t> shape, const std::vector<float>& values,
+                                  std::string name = "");
+  static OnnxTensor FromDoubles(std::vector<int64_t> shape, const std::vector<double>& values,
+                                std::string name = "");
+  static OnnxTensor FromInt64s(std::vector<int64_t> shape, const std::vector<int64_t>& values,
+                               std::string name = "");
+  static OnnxTensor FromInt32s(std::vector<int64_t> shape, const std::vector<int32_t>& values,
+                               std::string name = "");
+  // A tensor over a copy of `size` raw bytes (little-endian elements of `type`).
+  static OnnxTensor FromBytes(ElementType type, std::vector<int64_t> shape, const void* data,
+                              size_t size, std::string name = "");
+
+  ElementType type() const { return type_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::string& bytes() const { return bytes_; }
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  int64_t element_count() const;  // the product of the shape (1 for a scalar)
+
+  // The elements converted to float / double / int64 (any numeric or bool type: float16 and
+  // bfloat16 widened, floats to integers rounded toward zero); empty for strings or bytes
+  // that do not fit the shape.
+  std::vector<float> ToFloats() const;
+  std::vector<double> ToDoubles() const;
+  std::vector<int64_t> ToInt64s() const;
+
+ private:
+  ElementType type_ = ElementType::kUndefined;
+  std::vector<int64_t> shape_;
+  std::string bytes_;
+  std::string name_;
+};
+
+// Tensors by name: graph inputs, calibration sets.
+using NamedTensors = std::map<std::string, OnnxTensor>;
+
+// Receives what each pass did, one line at a time (ConversionOptions::log).
+class LogSink {
+ public:
+  virtual ~LogSink() = default;
+  virtual void Write(const std::string& line) = 0;
+};
+
+// The three shapes of an input that --shape-range names, as a TensorRT optimization profile.
+struct ShapeRange {
+  std::vector<int64_t> min, opt, max;
+};
 
 // What `ovfix convert` takes on its command line, one member per option of the table
 // (ConversionOptionList; SetOption sets one by name); an option left unset is the target's.
@@ -51,10 +127,13 @@ struct ConversionOptions {
   std::optional<int64_t> batch;    // --batch N
   std::optional<int64_t> opset;    // --opset N: write at ai.onnx opset N (7-26)
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape NAME=1x3x224x224
-  std::vector<std::string> keep_fp32;                        // --keep-fp32 REGEX
-  std::optional<bool> keep_io_types;                         // --no-keep-io-types: false
-  std::optional<std::string> broadcast;                      // --broadcast rank|full
-  std::optional<bool> lower_conv3d_unit_kernel;              // --lower-conv3d-unit-kernel
+  // --shape-range NAME=MIN:OPT:MAX (a TensorRT profile): calibrated and validated at each of
+  // the three shapes, the calibration data brought to each (docs/validation.md).
+  std::map<std::string, ShapeRange> shape_ranges;
+  std::vector<std::string> keep_fp32;            // --keep-fp32 REGEX
+  std::optional<bool> keep_io_types;             // --no-keep-io-types: false
+  std::optional<std::string> broadcast;          // --broadcast rank|full
+  std::optional<bool> lower_conv3d_unit_kernel;  // --lower-conv3d-unit-kernel
   // The float type the model computes in: fp32, fp16 (fp32 islands where fp16 cannot hold a
   // value) or bf16, on any target (--precision).
   std::optional<std::string> precision;
@@ -77,8 +156,8 @@ struct ConversionOptions {
   std::vector<NamedTensors> calibration_sets;
   // A report file written with the model (--report): FILE.html a page, else JSON.
   std::string report_path;
-  // What each pass did, one line at a time (--verbose); unset: nothing.
-  std::function<void(const std::string&)> log;
+  // What each pass did, one line at a time (--verbose); null: nothing. Not owned.
+  LogSink* log = nullptr;
 };
 
 // One conversion option as the option table declares it (rules/conversion_options.h): the
@@ -95,14 +174,6 @@ struct OptionInfo {
   std::string help;                  // one line, as `ovfix convert --help` shows it
   std::string field;                 // the member of ConversionOptions it sets
 };
-// The options ConversionOptions carries, in the table's order.
-std::vector<OptionInfo> ConversionOptionList();
-
-// Sets option `name` (OptionInfo::name) in `options` from `value` written as on the command
-// line: "true"/"false", "8", "fp16", "x=1x3x224x224", "x=input_0.pb" (`input`, the file read
-// now); a list or map option adds one value (an `input` named again starts another set).
-// InvalidArgument: "NAME: what is wrong", or an unknown name with the closest and the list.
-absl::Status SetOption(ConversionOptions& options, std::string_view name, std::string_view value);
 
 // One criterion of an output's accuracy criteria (docs/validation.md) and what it measured.
 struct CriterionCheck {
@@ -202,71 +273,10 @@ struct ConversionReport {
   std::string json;  // the full report, as `--report FILE.json` writes it
 };
 
-// Reads a model file (external data read in) / writes one atomically (weights inline).
-absl::StatusOr<onnx::ModelProto> LoadModelProto(const std::string& path);
-absl::Status SaveModelProto(const onnx::ModelProto& model, const std::string& path);
-
-// `ovfix convert INPUT OUTPUT` with `options`: writes OUTPUT (and the report) only when the
-// converted model keeps the outputs; the report says whether it did (outputs_match, failure,
-// written). A missing input, rule file, calibration folder or output folder is NotFound.
-absl::StatusOr<ConversionReport> ConvertFile(const std::string& input, const std::string& output,
-                                             const ConversionOptions& options = {});
-
-struct ConvertedModel {
-  onnx::ModelProto model;  // the bytes ConvertFile would write, parsed
-  ConversionReport report;
-};
-// Converts a model held in memory. A conversion whose outputs miss the accuracy criteria is an
-// error, FailedPrecondition, whose message names the failing output, the criterion, what it
-// measured and what to try (ConversionReport::failure and ::suggestion). The status carries
-// the JSON report (`--report FILE.json`'s text) as its payload kConversionReportPayload
-// (ConversionReportJson reads it); with `report` given, the report itself is written there
-// whenever the conversion ran, whether its outputs met the criteria or not.
-absl::StatusOr<ConvertedModel> Convert(const onnx::ModelProto& model,
-                                       const ConversionOptions& options = {});
-absl::StatusOr<ConvertedModel> Convert(const onnx::ModelProto& model,
-                                       const ConversionOptions& options, ConversionReport* report);
-
-// The JSON report a failed conversion's status carries (Convert); nullopt for any other status.
-inline constexpr char kConversionReportPayload[] = "type.ovfix/ConversionReport";
-std::optional<std::string> ConversionReportJson(const absl::Status& status);
-
 struct RunOptions {
   std::string backend = "cpu";     // cpu or opencl
   std::string precision = "fp32";  // fp32, fp16-storage or fp16 (as `ovfix run --precision`)
   int threads = 0;                 // 0: one per core
-};
-// Runs a model on `inputs` (every graph input that is not an initializer; float data is
-// converted to the float type each input declares) and returns its outputs by name.
-absl::StatusOr<NamedTensors> Run(const onnx::ModelProto& model, const NamedTensors& inputs,
-                                 const RunOptions& options = {});
-
-// A model loaded once and run many times (Run loads it on every call).
-//   absl::StatusOr<std::unique_ptr<ovfix::Session>> s = ovfix::Session::Create(model);
-//   absl::StatusOr<std::vector<onnx::TensorProto>> y = (*s)->Run({{"x", x}});
-// Run takes every graph input that is not an initializer, each of the element type the graph
-// declares for it (InvalidArgument naming the input and both types otherwise; a float type
-// other than the declared one is converted with `cast`), and returns the outputs in the
-// graph's order (output_names). Runs from several threads take turns.
-class Session {
- public:
-  static absl::StatusOr<std::unique_ptr<Session>> Create(const onnx::ModelProto& model,
-                                                         const RunOptions& options = {});
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-
-  const std::vector<std::string>& input_names() const;   // graph inputs, initializers aside
-  const std::vector<std::string>& output_names() const;  // in the graph's order
-  // The element type (onnx::TensorProto::DataType) each input declares, as input_names.
-  const std::vector<int32_t>& input_types() const;
-
-  absl::StatusOr<std::vector<onnx::TensorProto>> Run(const NamedTensors& inputs, bool cast = false);
-
- private:
-  struct State;
-  explicit Session(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
 };
 
 struct Comparison {
@@ -275,6 +285,169 @@ struct Comparison {
   double tolerance = 0;
   std::vector<OutputComparison> outputs;  // in the reference's graph order
 };
+
+// ---- errors ----
+
+// The kind of failure, numbered as absl::StatusCode numbers it (codes not named here may
+// appear as their number).
+enum class ErrorCode : int {
+  kOk = 0,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kNotFound = 5,
+  kFailedPrecondition = 9,
+  kUnimplemented = 12,
+  kInternal = 13,
+};
+// absl's name of the code: "NotFound", "InvalidArgument"...
+const char* ErrorCodeName(ErrorCode code);
+
+struct Error {
+  ErrorCode code = ErrorCode::kOk;
+  // What it is about where the code alone does not say: "option" (a bad option or argument:
+  // InvalidArgument), "model" (a model that does not parse or is invalid: InvalidArgument, or
+  // NotFound for a missing file), "accuracy" (Convert's outputs missed the criteria:
+  // FailedPrecondition, with the report); "" otherwise.
+  std::string kind;
+  std::string message;  // one line
+  // An accuracy failure's report: the per-output statistics and verdicts, failure, suggestion.
+  std::optional<ConversionReport> report;
+
+  bool ok() const { return code == ErrorCode::kOk; }
+};
+
+namespace internal {
+// Reading the value of a Result that holds an error: prints the error and aborts.
+[[noreturn]] void AbortOnError(const Error& error);
+}  // namespace internal
+
+// A value or the Error that kept it from being made.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}
+  Result(Error error) : error_(std::move(error)) {
+    if (error_.ok()) error_ = {ErrorCode::kInternal, "", "a Result made from no error", {}};
+  }
+  bool ok() const { return value_.has_value(); }
+  const Error& error() const { return error_; }
+
+  T& value() & { return Checked(), *value_; }
+  const T& value() const& { return Checked(), *value_; }
+  T&& value() && { return Checked(), std::move(*value_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  void Checked() const {
+    if (!value_) internal::AbortOnError(error_);
+  }
+  std::optional<T> value_;
+  Error error_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error)) {}
+  bool ok() const { return error_.ok(); }
+  const Error& error() const { return error_; }
+
+ private:
+  Error error_;
+};
+
+// ---- models, tensors ----
+
+// An ONNX model as the bytes of a serialized onnx.ModelProto (weights inline).
+class OnnxModel {
+ public:
+  OnnxModel() = default;
+  // Reads a model file (external data read in). NotFound for a missing file.
+  static Result<OnnxModel> Load(const std::string& path);
+  // The bytes are checked when the model is used (InvalidArgument, kind "model").
+  static OnnxModel FromBytes(std::string bytes);
+
+  const std::string& bytes() const { return bytes_; }
+  // Writes the bytes as they are, atomically (Convert's are those `ovfix convert` writes).
+  // NotFound for a missing folder.
+  Result<void> Save(const std::string& path) const;
+
+ private:
+  std::string bytes_;
+};
+
+// Reads an ONNX TensorProto file (test data's input_0.pb; its name becomes the tensor's) /
+// writes one.
+Result<OnnxTensor> LoadTensor(const std::string& path);
+Result<void> SaveTensor(const OnnxTensor& tensor, const std::string& path);
+
+// ---- calls ----
+
+// The options ConversionOptions carries, in the table's order.
+std::vector<OptionInfo> ConversionOptionList();
+
+// Sets option `name` (OptionInfo::name) in `options` from `value` written as on the command
+// line: "true"/"false", "8", "fp16", "x=1x3x224x224", "x=input_0.pb" (`input`, the file read
+// now); a list or map option adds one value (an `input` named again starts another set).
+// InvalidArgument: "NAME: what is wrong", or an unknown name with the closest and the list.
+Result<void> SetOption(ConversionOptions& options, const std::string& name,
+                       const std::string& value);
+
+// `ovfix convert INPUT OUTPUT` with `options`: writes OUTPUT (and the report) only when the
+// converted model keeps the outputs; the report says whether it did (outputs_match, failure,
+// written). A missing input, rule file, calibration folder or output folder is NotFound.
+Result<ConversionReport> ConvertFile(const std::string& input, const std::string& output,
+                                     const ConversionOptions& options = {});
+
+struct ConvertedModel {
+  OnnxModel model;  // the bytes ConvertFile would write
+  ConversionReport report;
+};
+// Converts a model held in memory. A conversion whose outputs miss the accuracy criteria is an
+// error, FailedPrecondition of kind "accuracy", whose message names the failing output, the
+// criterion, what it measured and what to try, and whose `report` holds the per-output
+// statistics (ConversionReport::outputs, failure, suggestion).
+Result<ConvertedModel> Convert(const OnnxModel& model, const ConversionOptions& options = {});
+
+// Runs a model on `inputs` (every graph input that is not an initializer; float data is
+// converted to the float type each input declares) and returns its outputs in the graph's
+// order, each named (FindTensor finds one by name).
+Result<std::vector<OnnxTensor>> Run(const OnnxModel& model, const NamedTensors& inputs,
+                                    const RunOptions& options = {});
+// The tensor named `name` in `tensors`; null when none is.
+const OnnxTensor* FindTensor(const std::vector<OnnxTensor>& tensors, const std::string& name);
+
+class ProtoSession;  // ovfix/onnx.h
+
+// A model loaded once and run many times (Run loads it on every call). Run takes every graph
+// input that is not an initializer, each of the element type the graph declares for it
+// (InvalidArgument naming the input and both types otherwise; a float type other than the
+// declared one is converted with `cast`), and returns the outputs in the graph's order
+// (output_names), each named. Runs from several threads take turns. Move-only.
+class Session {
+ public:
+  static Result<Session> Create(const OnnxModel& model, const RunOptions& options = {});
+  Session(Session&& other) noexcept : impl_(std::exchange(other.impl_, nullptr)) {}
+  Session& operator=(Session&& other) noexcept;
+  ~Session();
+
+  const std::vector<std::string>& input_names() const;   // graph inputs, initializers aside
+  const std::vector<std::string>& output_names() const;  // in the graph's order
+  std::vector<ElementType> input_types() const;          // as input_names
+
+  Result<std::vector<OnnxTensor>> Run(const NamedTensors& inputs, bool cast = false);
+
+ private:
+  explicit Session(ProtoSession* impl) : impl_(impl) {}
+  ProtoSession* impl_ = nullptr;
+};
+
 // Runs `reference` and `candidate` on the same inputs and judges the candidate's outputs
 // against the reference's of the same name, by convert's criteria: `accuracy` as --accuracy
 // takes it ("NAME=CRITERIA" or "CRITERIA" each), for the outputs it leaves, `tolerance` as
@@ -282,18 +455,16 @@ struct Comparison {
 // (fp16 ones where the candidate holds float16 data or `options` runs in fp16 or
 // fp16-storage; bfloat16 ones for a candidate in bfloat16; max:1e-4 otherwise). Inputs the
 // map lacks are random (fixed seed).
-absl::StatusOr<Comparison> CompareModels(const onnx::ModelProto& reference,
-                                         const onnx::ModelProto& candidate,
-                                         const NamedTensors& inputs = {},
-                                         std::optional<double> tolerance = std::nullopt,
-                                         const RunOptions& options = {},
-                                         const std::vector<std::string>& accuracy = {});
+Result<Comparison> CompareModels(const OnnxModel& reference, const OnnxModel& candidate,
+                                 const NamedTensors& inputs = {},
+                                 std::optional<double> tolerance = std::nullopt,
+                                 const RunOptions& options = {},
+                                 const std::vector<std::string>& accuracy = {});
 // Runs one model on two backends (or precisions) and judges the outputs as CompareModels
 // does (fp16 defaults where either side runs in fp16 or fp16-storage).
-absl::StatusOr<Comparison> CompareBackends(const onnx::ModelProto& model,
-                                           const RunOptions& reference, const RunOptions& candidate,
-                                           const NamedTensors& inputs = {},
-                                           std::optional<double> tolerance = std::nullopt,
-                                           const std::vector<std::string>& accuracy = {});
+Result<Comparison> CompareBackends(const OnnxModel& model, const RunOptions& reference,
+                                   const RunOptions& candidate, const NamedTensors& inputs = {},
+                                   std::optional<double> tolerance = std::nullopt,
+                                   const std::vector<std::string>& accuracy = {});
 
 }  // namespace ovfix

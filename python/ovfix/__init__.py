@@ -77,7 +77,7 @@ class AccuracyError(Error):
 
 
 def _error(code, kind, message, report=None):
-    """The ovfix exception for a status code and ovfix::ErrorKind (include/ovfix/ovfix.h)."""
+    """The ovfix exception for a status code and ovfix::ErrorKind (include/ovfix/onnx.h)."""
     if code == "type_error":
         return ArgumentTypeError(message)
     if kind == "accuracy" or report is not None:
@@ -169,8 +169,11 @@ def _calibration(calibration, options):
         options[key] = list(given) + [value]
 
 
-def convert(model, target="gpu-fp16", calibration=None, output=None, report=None, **options):
+def convert(model, target=None, calibration=None, output=None, report=None, **options):
     """Converts `model` (a path, an onnx.ModelProto or bytes) for `target`.
+
+    `target` is a built-in profile or a .target file; None is the option table's default (the
+    one `ovfix convert` and the C++ API take: generic).
 
     `calibration` is a test-data folder, a dict of input arrays, or a list of either; `report`
     a report file to write (FILE.html a page, else JSON). The keyword options are those of
@@ -236,7 +239,7 @@ def _options_doc():
         value = _PYTHON_VALUES[option["type"]]
         if option["choices"]:
             value = " | ".join(repr(c) for c in option["choices"])
-        if name in parameters:
+        if name in parameters and parameters[name].default is not None:
             default = parameters[name].default
         if flag.startswith("--no-"):
             flag = "False is " + flag
@@ -261,7 +264,7 @@ def _numpy_type(onnx_type):
 
 
 class Session:
-    """A model loaded once and run many times on numpy arrays (ovfix::Session).
+    """A model loaded once and run many times on numpy arrays (ovfix::ProtoSession).
 
         session = ovfix.Session(model, backend="cpu", precision="fp32", threads=0)
         y, z = session.run({"x": x})                 # the outputs in the graph's order

@@ -89,6 +89,18 @@ def test_run_matches_test_data():
 
 
 @needs_model
+def test_defaults_are_the_command_lines(tmp_path):
+    """convert() without a target converts as `ovfix convert` without --target does: the
+    option table's default target, the same bytes."""
+    [target] = [o for o in ovfix.options() if o["name"] == "target"]
+    expected = cli_convert(tmp_path, "--calibration-data", DATA)
+    model, report = ovfix.convert(MODEL, calibration=DATA)
+    assert report["target"] == target["default"] == "generic"
+    assert model.SerializeToString() == expected
+    assert "default generic" in ovfix.convert.__doc__
+
+
+@needs_model
 def test_convert_gives_the_command_lines_bytes(tmp_path):
     expected = cli_convert(tmp_path, "--target", "gpu-fp16", "--calibration-data", DATA)
     model, report = ovfix.convert(MODEL, target="gpu-fp16", calibration=DATA)
@@ -268,6 +280,8 @@ def every_option():
         "batch": (1, ["--batch", "1"]),
         "opset": (18, ["--opset", "18"]),
         "input_shape": ({"x": [2, 64]}, ["--input-shape", "x=2x64"]),  # refused: x is 1x64
+        # refused: x is 1x64 in the model
+        "shape_range": ({"x": "1x32:1x64:1x128"}, ["--shape-range", "x=1x32:1x64:1x128"]),
         "keep_fp32": (["Exp", "ReduceSum"], ["--keep-fp32", "Exp", "--keep-fp32", "ReduceSum"]),
         "keep_io_types": (False, ["--no-keep-io-types"]),
         "fp16_islands": ("magnitude", ["--fp16-islands", "magnitude"]),

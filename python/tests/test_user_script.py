@@ -47,8 +47,8 @@ def no_scratch_path(text):
 
 def test_accuracy_error_names_the_output_and_criterion_and_carries_the_report():
     with pytest.raises(ovfix.AccuracyError) as caught:
-        ovfix.convert(two_outputs_model(), calibration=calibration(), accuracy="y=p99:1e-7",
-                      repair=False)
+        ovfix.convert(two_outputs_model(), target="gpu-fp16", calibration=calibration(),
+                      accuracy="y=p99:1e-7", repair=False)
     e = caught.value
     assert isinstance(e, ovfix.Error)
     message = str(e)
@@ -71,7 +71,7 @@ def test_accuracy_error_names_the_output_and_criterion_and_carries_the_report():
 
 def test_report_is_data():
     x = calibration()
-    model, report = ovfix.convert(two_outputs_model(), calibration=x,
+    model, report = ovfix.convert(two_outputs_model(), target="gpu-fp16", calibration=x,
                                   accuracy=["z=max:0.01", "y=max:0.01,p99:0.01"])
     assert report["outputs_match"]
     assert list(report["outputs"]) == ["z", "y"]
@@ -103,7 +103,8 @@ def test_written_whenever_a_file_was_written(tmp_path):
 
 def test_repair_rounds_and_kept_nodes_are_data():
     """The repair's rounds and the nodes it kept in fp32 reach the report as dicts."""
-    _, report = ovfix.convert(two_outputs_model(), calibration=calibration(), accuracy="y=max:0")
+    _, report = ovfix.convert(two_outputs_model(), target="gpu-fp16", calibration=calibration(),
+                              accuracy="y=max:0")
     rounds = report["repair"]["rounds"]
     assert rounds[0]["round"] == 0 and rounds[0]["action"] == "first conversion"
     assert rounds[0]["score"] > 1 and any(r["kept"] and r["score"] <= 1 for r in rounds[1:])

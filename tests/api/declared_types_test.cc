@@ -5,7 +5,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "ovfix/ovfix.h"
+#include "ovfix/onnx.h"
 
 namespace {
 
@@ -18,7 +18,8 @@ TEST(DeclaredTypes, ConvertReturnsTheErrorOfAMalformedType) {
     if (e.path().extension() != ".onnx") continue;
     ++files;
     const std::string out = (fs::temp_directory_path() / "ovfix_declared_types_api.onnx").string();
-    absl::StatusOr<ovfix::ConversionReport> report = ovfix::ConvertFile(e.path().string(), out);
+    absl::StatusOr<ovfix::ConversionReport> report =
+        ovfix::ConvertFileStatus(e.path().string(), out);
     ASSERT_FALSE(report.ok()) << e.path();
     EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(report.status().message().find("input 'x'"), std::string::npos) << report.status();
@@ -26,7 +27,7 @@ TEST(DeclaredTypes, ConvertReturnsTheErrorOfAMalformedType) {
     onnx::ModelProto proto;
     std::ifstream in(e.path(), std::ios::binary);
     ASSERT_TRUE(proto.ParseFromIstream(&in));
-    absl::StatusOr<ovfix::ConvertedModel> converted = ovfix::Convert(proto);
+    absl::StatusOr<ovfix::ConvertedModelProto> converted = ovfix::Convert(proto);
     ASSERT_FALSE(converted.ok()) << e.path();
     EXPECT_NE(converted.status().message().find("input 'x'"), std::string::npos)
         << converted.status();

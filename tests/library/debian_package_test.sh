@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# debian_package_test.sh BUILD MODEL_DIR WORK: makes the Debian package with cpack from the
-# build tree, checks its declared dependencies, unpacks it into WORK/root with dpkg-deb -x,
-# and runs the binary and the Python module from there: both convert MODEL_DIR/model.onnx
-# for gpu-fp16 on its test_data_set_0 and must write the same bytes.
+# debian_package_test.sh BUILD MODEL_DIR WORK [SOURCE]: makes the Debian package with cpack
+# from the build tree, checks its declared dependencies, unpacks it into WORK/root with
+# dpkg-deb -x, and runs the binary and the Python module from there: both convert
+# MODEL_DIR/model.onnx for gpu-fp16 on its test_data_set_0 and must write the same bytes; with
+# SOURCE, examples/cpp_api/convert_model.cc compiled with the package's light header and linked
+# with its libovfix.so alone (-lovfix) writes them too.
 set -euo pipefail
-build=$1 model=$2 work=$3
+build=$1 model=$2 work=$3 source=${4:-}
 if [ ! -f "$model/model.onnx" ]; then echo "skipped: no $model/model.onnx"; exit 77; fi
 rm -rf "$work" && mkdir -p "$work"
 (cd "$build" && cpack -G DEB -B "$work/package" > "$work/cpack.log") || { cat "$work/cpack.log"; exit 1; }
@@ -16,7 +18,8 @@ for d in libonnx1 libprotobuf32 libre2-9 ocl-icd-libopencl1 python3-onnx; do
 done
 dpkg-deb -x "$deb" "$work/root"
 root=$work/root
-for f in usr/bin/ovfix usr/include/ovfix/ovfix.h usr/lib/libovfix.a \
+for f in usr/bin/ovfix usr/include/ovfix/ovfix.h usr/include/ovfix/onnx.h usr/lib/libovfix.a \
+         usr/lib/libovfix.so usr/lib/libovfix.so.0.1 usr/lib/cmake/ovfix/ovfixTargets.cmake \
          usr/lib/cmake/ovfix/ovfixConfig.cmake usr/share/ovfix/targets/gpu-fp16.target \
          usr/lib/python3/dist-packages/ovfix/__init__.py; do
   [ -e "$root/$f" ] || { echo "not in the package: $f"; exit 1; }
@@ -38,3 +41,11 @@ print("python module", ovfix.__version__, "from", ovfix.__file__)
 PY
 cmp "$work/cli.onnx" "$work/python.onnx"
 echo "same bytes: $(stat -c %s "$work/cli.onnx") bytes"
+
+if [ -n "$source" ]; then
+  c++ -std=c++20 -O1 -I"$root/usr/include" "$source/examples/cpp_api/convert_model.cc" \
+    -L"$root/usr/lib" -lovfix -Wl,-rpath,"$root/usr/lib" -o "$work/convert_model"
+  "$work/convert_model" "$model/model.onnx" "$work/example.onnx" gpu-fp16 "$data"
+  cmp "$work/cli.onnx" "$work/example.onnx"
+  echo "the package's libovfix.so alone: same bytes"
+fi
