@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "converter/data_inputs.h"
+#include "converter/shape_range.h"
 #include "exec/random_inputs.h"
 #include "ir/status_macros.h"
 #include "ir/tensor_proto.h"
@@ -162,22 +164,33 @@ absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
   const size_t positional_sets = sets.size();  // the folders'; then the --input sets
   if (!convert.input_files.empty()) input_sets.push_back(convert.input_files);
   sets.insert(sets.end(), input_sets.begin(), input_sets.end());
+  std::vector<exec::TensorMap> read;
   if (sets.empty()) {
     OVFIX_ASSIGN_OR_RETURN(exec::TensorMap random, MakeReferenceInputs(model, convert));
-    result.sets.push_back(std::move(random));
+    read.push_back(std::move(random));
     result.description =
         "no calibration data: validating on random inputs (give --calibration-data DIR or "
         "--input NAME=FILE.pb for real ranges)";
-    return result;
+  } else {
+    for (size_t i = 0; i < sets.size(); ++i) {
+      rules::ConvertOptions with_files = convert;
+      with_files.input_files = sets[i];
+      OVFIX_ASSIGN_OR_RETURN(exec::TensorMap set,
+                             MakeInputs(model, with_files, i < positional_sets));
+      read.push_back(std::move(set));
+    }
+    result.description =
+        absl::StrCat("calibration: ", sets.size(), " input set(s)", folders.empty() ? "" : " from ",
+                     absl::StrJoin(folders, ", "));
   }
-  for (size_t i = 0; i < sets.size(); ++i) {
-    rules::ConvertOptions with_files = convert;
-    with_files.input_files = sets[i];
-    OVFIX_ASSIGN_OR_RETURN(exec::TensorMap set, MakeInputs(model, with_files, i < positional_sets));
-    result.sets.push_back(std::move(set));
+  OVFIX_ASSIGN_OR_RETURN(RangedSets ranged, ExpandOverShapeRanges(g, std::move(read), convert));
+  result.sets = std::move(ranged.sets);
+  result.labels = std::move(ranged.labels);
+  if (!result.labels.empty()) {
+    const std::set<std::string> shapes(result.labels.begin(), result.labels.end());
+    absl::StrAppend(&result.description, "; over --shape-range: ", result.sets.size(),
+                    " set(s) at ", shapes.size(), " shape(s)");
   }
-  result.description = absl::StrCat("calibration: ", sets.size(), " input set(s)",
-                                    folders.empty() ? "" : " from ", absl::StrJoin(folders, ", "));
   return result;
 }
 

@@ -39,11 +39,14 @@ absl::StatusOr<exec::TensorMap> MakeReferenceInputs(const Model& model,
 struct CalibrationSets {
   std::vector<exec::TensorMap> sets;
   std::string description;  // one line for the console and the report
+  // With --shape-range, per set the shape it is at ("opt x=1x3x64x64"; shape_range.h).
+  std::vector<std::string> labels;
 };
 
 // Every set of the --calibration-data folders and the --input sets (`convert.input_files`
 // is one more), in that order; inputs a set lacks are random. Without any: one set of
-// random inputs (MakeReferenceInputs), and the description says so.
+// random inputs (MakeReferenceInputs), and the description says so. With --shape-range, the
+// sets over the range (ExpandOverShapeRanges).
 absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
                                                     const std::vector<std::string>& folders,
                                                     std::vector<InputFiles> input_sets,

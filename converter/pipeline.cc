@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
@@ -25,6 +26,7 @@
 #include "converter/repair.h"
 #include "converter/report_html.h"
 #include "converter/shape_observation.h"
+#include "converter/shape_range.h"
 #include "converter/status_line.h"
 #include "converter/take_back_on_interrupt.h"
 #include "converter/target.h"
@@ -345,6 +347,21 @@ absl::Status Conversion::Calibrate() {
       LoadCalibrationSets(model_, options_.calibration_data, options_.input_sets, convert_);
   if (!sets.ok()) return absl::InvalidArgumentError(sets.status().message());
   report_.calibration = sets->description;
+  report_.set_labels = sets->labels;
+  if (report_.set_labels.empty()) {
+    std::set<std::string> shapes;
+    for (const exec::TensorMap& set : sets->sets) {
+      report_.set_labels.push_back(DynamicInputShapes(model_.graph(), set));
+      shapes.insert(report_.set_labels.back());
+    }
+    if (!report_.set_labels.front().empty()) {
+      report_.shapes_note =
+          absl::StrCat("validated at ", absl::StrJoin(shapes, "; "),
+                       " only: --shape-range NAME=MIN:OPT:MAX validates the shapes it will run at");
+    }
+  } else if (absl::StrContains(convert_.target, "tensorrt")) {
+    report_.trtexec_shapes = TrtexecShapes(convert_);
+  }
   const bool random_inputs = absl::StartsWith(sets->description, "no calibration data");
   convert_.fp16_calibrated_on_data = !random_inputs;
   progress_.Set("reference run of the model");

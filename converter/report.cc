@@ -69,9 +69,22 @@ void WriteValidation(cli::JsonWriter& w, const ConversionReport& report) {
       }
     }
   }
-  w.Fields({OptionalField(!report.calibration.empty(), "calibration", report.calibration),
-            OptionalField(report.validated, "model_runs", report.model_runs),
-            Field("outputs_match", report.outputs_match)});
+  w.Fields(
+      {OptionalField(!report.calibration.empty(), "calibration", report.calibration),
+       OptionalField(report.validated, "model_runs", report.model_runs),
+       Field("outputs_match", report.outputs_match),
+       OptionalField(!report.shapes_note.empty(), "shapes_note", report.shapes_note),
+       OptionalField(!report.trtexec_shapes.empty(), "trtexec_shapes", report.trtexec_shapes)});
+  if (report.end_to_end && !report.end_to_end->set_scores.empty()) {
+    const std::vector<double>& scores = report.end_to_end->set_scores;
+    std::vector<size_t> sets(scores.size());
+    for (size_t k = 0; k < sets.size(); ++k) sets[k] = k;
+    w.Array("input_sets", sets, [&](cli::JsonWriter& w, size_t k) {
+      w.Object({Field("set", static_cast<int64_t>(k)),
+                Field("shape", k < report.set_labels.size() ? report.set_labels[k] : ""),
+                Field("score", scores[k]), Field("meets", scores[k] <= 1)});
+    });
+  }
   w.EndObject();
 }
 
@@ -255,13 +268,39 @@ std::string SummaryTable(const ConversionReport& report) {
         report.validated ? absl::StrCat(" (", report.model_runs, " model runs)") : "", "\n");
     for (const OutputComparison& c : e.outputs) {
       const std::string criteria = CriteriaToString(c.criteria);
-      absl::StrAppend(&out, "  ", c.name, ": ", DescribeStatistics(c.stats),
-                      c.finite ? "" : " (non-finite)", "; score ", ScoreText(c.score),
-                      criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
-                      c.beyond_fp16 ? " - beyond fp16's range in the original, not judged"
-                      : c.meets     ? ""
-                                    : " FAILS",
-                      c.set > 0 ? absl::StrCat(" on input set ", c.set) : "", "\n");
+      absl::StrAppend(
+          &out, "  ", c.name, ": ", DescribeStatistics(c.stats), c.finite ? "" : " (non-finite)",
+          "; score ", ScoreText(c.score),
+          criteria == common ? "" : absl::StrCat(" (", criteria, ")"),
+          c.beyond_fp16 ? " - beyond fp16's range in the original, not judged"
+          : c.meets     ? ""
+                        : " FAILS",
+          c.set > 0 ? absl::StrCat(" on input set ", c.set) : "",
+          c.set < report.set_labels.size() && c.set > 0 && !report.set_labels[c.set].empty()
+              ? absl::StrCat(" (", report.set_labels[c.set], ")")
+              : "",
+          "\n");
+    }
+    if (e.set_scores.size() > 1) {
+      // Each set's score, the worst named: a shape or sample that fails shows here.
+      size_t worst = 0;
+      bool equal = true;
+      for (size_t k = 0; k < e.set_scores.size(); ++k) {
+        equal = equal && e.set_scores[k] == e.set_scores[0];
+        if (!(e.set_scores[k] <= e.set_scores[worst])) worst = k;
+      }
+      if (equal) worst = e.set_scores.size();  // no set is worse than another
+      absl::StrAppend(&out, "per input set:\n");
+      for (size_t k = 0; k < e.set_scores.size(); ++k) {
+        const std::string label = k < report.set_labels.size() ? report.set_labels[k] : "";
+        absl::StrAppend(&out, "  set ", k, label.empty() ? "" : absl::StrCat(" (", label, ")"),
+                        ": score ", ScoreText(e.set_scores[k]), k == worst ? " - the worst" : "",
+                        e.set_scores[k] <= 1 ? "" : " FAILS", "\n");
+      }
+    }
+    if (!report.shapes_note.empty()) absl::StrAppend(&out, report.shapes_note, "\n");
+    if (!report.trtexec_shapes.empty()) {
+      absl::StrAppend(&out, "TensorRT profile (trtexec): ", report.trtexec_shapes, "\n");
     }
     if (report.islands_ignored) {
       absl::StrAppend(&out,

@@ -46,6 +46,14 @@ struct ConversionReport {
   bool validated = false;
   std::string validation_note;  // why not validated, when not
   std::string calibration;      // where the inputs came from, one line
+  // Per input set, in the sets' order: the shape it is at (--shape-range: "max
+  // images=1x3x1280x1280"; otherwise its dynamic inputs' dims, "x=1x3x64x64", or "").
+  std::vector<std::string> set_labels;
+  // A model with dynamic inputs validated without --shape-range: the shapes it was validated
+  // at, and that no other shape was ("" otherwise).
+  std::string shapes_note;
+  // trtexec's --minShapes/--optShapes/--maxShapes matching --shape-range (tensorrt target).
+  std::string trtexec_shapes;
   std::optional<EndToEndResult> end_to_end;
   std::optional<Repair> repair;
   // What the fp16 conversion left in fp32 (nodes, multiply-adds, weights, Casts), when it ran.

@@ -836,6 +836,7 @@ void KeepWorst(EndToEndResult& worst, const EndToEndResult& other) {
     w.finite = finite;
   }
   worst.max_error = std::max(worst.max_error, other.max_error);
+  worst.set_scores.insert(worst.set_scores.end(), other.set_scores.begin(), other.set_scores.end());
   worst.score = std::max(worst.score, other.score);
   if (std::isnan(other.score)) worst.score = other.score;
 }
@@ -895,6 +896,7 @@ absl::StatusOr<EndToEndResult> ReferenceValidator::Compare(const Graph& g,
     if (!c.beyond_fp16) result.max_error = std::max(result.max_error, c.error);
     result.outputs.push_back(std::move(c));
   }
+  result.set_scores = {result.score};
   return result;
 }
 

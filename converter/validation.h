@@ -63,6 +63,9 @@ struct EndToEndResult {
   std::vector<OutputComparison> outputs;
   double max_error = 0;  // the largest `error`
   double score = 0;      // the worst output's score (over input sets, the worst set's)
+  // Each input set's score (its worst judged output's), in the sets' order, as far as they
+  // were compared.
+  std::vector<double> set_scores;
   // The worst score over the outputs that are judged (not beyond_fp16).
   double JudgedScore() const {
     double worst = 0;

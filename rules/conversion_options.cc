@@ -87,6 +87,42 @@ absl::Status SetInputShape(std::string_view text, ConvertOptions& o) {
   return absl::OkStatus();
 }
 
+// NAME=MIN:OPT:MAX, each shape as --input-shape writes it, of one rank, MIN <= OPT <= MAX.
+absl::Status SetShapeRange(std::string_view text, ConvertOptions& o) {
+  const std::string s(text);
+  const size_t eq = s.find('=');
+  std::vector<std::string> points = absl::StrSplit(s.substr(eq + 1), ':');
+  if (eq == std::string::npos || eq == 0 || points.size() != 3) {
+    return absl::InvalidArgumentError(
+        "expected NAME=MIN:OPT:MAX, e.g. images=1x3x320x320:1x3x640x640:1x3x1280x1280");
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const std::string& point : points) {
+    std::vector<int64_t> shape;
+    for (absl::string_view d : absl::StrSplit(point, absl::ByAnyChar("x,"))) {
+      int64_t n;
+      if (!absl::SimpleAtoi(d, &n) || n <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", std::string(d), "' is not a dim (use 1x3x320x320:1x3x640x640:1x3x1280x1280)"));
+      }
+      shape.push_back(n);
+    }
+    shapes.push_back(std::move(shape));
+  }
+  if (shapes[0].size() != shapes[1].size() || shapes[1].size() != shapes[2].size()) {
+    return absl::InvalidArgumentError("MIN, OPT and MAX must have the same rank");
+  }
+  for (size_t i = 0; i < shapes[0].size(); ++i) {
+    if (shapes[0][i] > shapes[1][i] || shapes[1][i] > shapes[2][i]) {
+      return absl::InvalidArgumentError(absl::StrCat("dim ", i, " is ", shapes[0][i], ":",
+                                                     shapes[1][i], ":", shapes[2][i],
+                                                     " (each dim must hold MIN <= OPT <= MAX)"));
+    }
+  }
+  o.shape_ranges[s.substr(0, eq)] = {shapes[0], shapes[1], shapes[2]};
+  return absl::OkStatus();
+}
+
 absl::Status SetPrecision(std::string_view text, ConvertOptions& o) {
   OVFIX_ASSIGN_OR_RETURN(o.precision, ParsePrecision(text));
   o.fp16 = o.precision == Precision::kFp16;
@@ -161,6 +197,15 @@ std::vector<OptionSpec> MakeTable() {
                .read_by = "fix_input_shapes, reference inputs",
                .api_field = "input_shapes",
                .set = SetInputShape});
+  t.push_back({.name = "shape_range",
+               .type = Type::kMap,
+               .value_name = "NAME=MIN:OPT:MAX",
+               .help = "Calibrate and validate at three shapes of a dynamic input, as a "
+                       "TensorRT profile: images=1x3x320x320:1x3x640x640:1x3x1280x1280 "
+                       "(repeatable; the calibration data is brought to each shape)",
+               .read_by = "calibration sets (converter/shape_range), report",
+               .api_field = "shape_ranges",
+               .set = SetShapeRange});
   t.push_back({.name = "keep_fp32",
                .type = Type::kList,
                .value_name = "REGEX",

@@ -25,6 +25,12 @@ struct ConvertOptions {
   int64_t batch = -1;  // --batch N
   int64_t opset = -1;  // --opset N: the default-domain opset written (-1: the model's own)
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape NAME=1x3x224x224
+  // --shape-range NAME=MIN:OPT:MAX (TensorRT's optimization profile): the conversion is
+  // calibrated and validated at each of the three shapes (converter/shape_range.h).
+  struct ShapeRange {
+    std::vector<int64_t> min, opt, max;
+  };
+  std::map<std::string, ShapeRange> shape_ranges;
   // The float type the converted model computes in, with fp32 islands where that type cannot
   // hold a value: kFp32 leaves precision alone. `fp16` is true exactly when precision is
   // kFp16 (target files may say either `option fp16 true` or `option precision fp16`).
