@@ -662,6 +662,9 @@ absl::Status Conversion::Finish() {
     // What the runs saw of the inlined branches' values (by name; an If output whose other
     // branch never ran had no rank fact before), then the shapes they now show fold (exact:
     // no validation needed).
+    // Inferred first: an If whose branches gave different ranks left its output untyped, and
+    // only typed values take what the runs saw.
+    Infer(model_);
     if (validator_ != nullptr) {
       std::vector<BodyName> ignored;
       ObserveShapes(model_, *validator_, InputsFixed(model_, convert_), shape_facts_, ignored,
@@ -669,7 +672,17 @@ absl::Status Conversion::Finish() {
     }
     Infer(model_);
     Rewriter after(model_);
+    after.set_shape_facts(&shape_facts_);
     size_t inferred_at = 0;
+    // The target's explicit broadcast again, for the element-wise nodes whose ranks only the
+    // inlining made known (nn.LSTM's `if not is_batched: output.squeeze(1)`); exact rewrites,
+    // like the folding after them.
+    for (size_t i = 0; i < manager_->steps().size(); ++i) {
+      const std::string& name = manager_->steps()[i].name;
+      if (name != "explicit_broadcast" && name != "explicit_broadcast_full") continue;
+      PassContext ctx{model_, after, convert_, nullptr, options_.log, &inferred_at, &evaluator_};
+      OVFIX_RETURN_IF_ERROR(manager_->RunStep(i, ctx).status());
+    }
     for (const char* pass : {"constant_folding", "dead_code_elimination"}) {
       PassContext ctx{model_, after, convert_, nullptr, options_.log, &inferred_at, &evaluator_};
       OVFIX_RETURN_IF_ERROR(MakeNativePass(pass)->Run(ctx).status());

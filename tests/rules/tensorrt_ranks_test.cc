@@ -231,7 +231,9 @@ std::vector<Tensor> PostNmsInputs(float spread) {
 // frames either way) and LSTM. In each branch the audio is reshaped to [frames, 1, frame] with
 // the frame count computed at run time (Shape, Gather, Div, Unsqueeze, Concat, as older
 // PyTorch wrote it), scaled by a gain of rank 1; the LSTM's sequence output loses its unit
-// dims through a Squeeze without axes and an Unsqueeze, is gated (Sigmoid, Mul, Add against
+// dims through the If scripted nn.LSTM writes on the way out (`if not is_batched:
+// output.squeeze(1)`: its branches give different ranks, so onnx types nothing after it),
+// then a Squeeze without axes and an Unsqueeze, is gated (Sigmoid, Mul, Add against
 // constants of rank 1 and 0) and averaged; the states are decayed by constants of rank 1.
 constexpr char kSileroLegacyBody[] =
     R"(B_g () => (float[1, 1] B_prob, float[1, 1, 4] B_hn, float[1, 1, 4] B_cn) {
@@ -254,7 +256,11 @@ constexpr char kSileroLegacyBody[] =
                                      else_branch = B_batched () => (float[T, 1, F] B_x2) {
                                        B_x2 = Identity(B_Mul_out) }>
       B_y_out, B_yh_out, B_yc_out = LSTM <hidden_size = 4> (B_x_out, B_w, B_r, B_b, , h, c)
-      B_Squeeze_out = Squeeze(B_y_out)
+      B_y_sel_out = If(B_unbatched_out) <then_branch = B_unbatched_y () => (float[T, 4] B_y1) {
+                                           B_y1 = Squeeze <axes = [1]> (B_y_out) },
+                                         else_branch = B_batched_y () => (float[T, 1, 1, 4] B_y2) {
+                                           B_y2 = Identity(B_y_out) }>
+      B_Squeeze_out = Squeeze(B_y_sel_out)
       B_Unsqueeze_out = Unsqueeze <axes = [0]> (B_Squeeze_out)
       B_Sigmoid_out = Sigmoid(B_Unsqueeze_out)
       B_Mul_1_out = Mul(B_Sigmoid_out, B_weight)
