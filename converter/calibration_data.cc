@@ -1,10 +1,12 @@
 #include "converter/calibration_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "converter/data_inputs.h"
 #include "converter/shape_range.h"
@@ -148,6 +150,39 @@ absl::StatusOr<exec::TensorMap> MakeInputs(const Model& model, const rules::Conv
   return inputs;
 }
 
+// Sets whose float inputs span magnitudes this many times apart are not samples of one
+// distribution: one was likely not normalized (0..255 beside -1..1) or is blank.
+constexpr double kUnlikeRatio = 16;
+
+// "; input 'x' differs widely between sets: ..." for the first float input whose largest
+// magnitude differs by kUnlikeRatio between two sets, or "".
+std::string UnlikeSets(const Graph& g, const std::vector<exec::TensorMap>& sets) {
+  if (sets.size() < 2) return "";
+  for (const Value* v : g.inputs()) {
+    if (v->is_initializer()) continue;
+    std::vector<double> largest;
+    for (const exec::TensorMap& set : sets) {
+      auto it = set.find(v->name());
+      if (it == set.end() || !IsFloatingPoint(it->second.type())) break;
+      double m = 0;
+      for (int64_t i = 0; i < it->second.numel(); ++i) {
+        const double x = std::fabs(it->second.GetAsDouble(i));
+        if (std::isfinite(x)) m = std::max(m, x);
+      }
+      largest.push_back(m);
+    }
+    if (largest.size() != sets.size()) continue;
+    const auto [low, high] = std::minmax_element(largest.begin(), largest.end());
+    if (!(*high > kUnlikeRatio * *low)) continue;
+    return absl::StrFormat(
+        "; input '%s' differs widely between sets: max |x| %.3g in set %d, %.3g in set %d (is "
+        "one not normalized like the others? each set is judged on its own)",
+        v->name(), *high, static_cast<int>(high - largest.begin()), *low,
+        static_cast<int>(low - largest.begin()));
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
@@ -183,6 +218,7 @@ absl::StatusOr<CalibrationSets> LoadCalibrationSets(const Model& model,
         absl::StrCat("calibration: ", sets.size(), " input set(s)", folders.empty() ? "" : " from ",
                      absl::StrJoin(folders, ", "));
   }
+  if (!sets.empty()) absl::StrAppend(&result.description, UnlikeSets(g, read));
   OVFIX_ASSIGN_OR_RETURN(RangedSets ranged, ExpandOverShapeRanges(g, std::move(read), convert));
   result.sets = std::move(ranged.sets);
   result.labels = std::move(ranged.labels);

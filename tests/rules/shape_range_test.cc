@@ -192,6 +192,41 @@ TEST(ShapeRange, TensorrtReportGivesTrtexecShapes) {
             std::string::npos);
 }
 
+// Calibration coverage: two photographs normalized alike raise nothing; one left at 0..255
+// beside a normalized one is named, since a set that unlike the others says little about
+// the ranges the model will see.
+TEST(ShapeRange, CalibrationSetsOfUnlikeRangesAreNamed) {
+  const fs::path dir = test_support::ScratchDir("shape_range", "unlike");
+  std::unique_ptr<Model> model = GlobalSumModel();
+  ASSERT_NE(model, nullptr);
+  Tensor raw = Photo("coffee_64.pb", 16);
+  for (int64_t i = 0; i < raw.numel(); ++i)
+    raw.data<float>()[i] = (raw.data<float>()[i] + 1) * 127.5f;
+  const std::vector<std::pair<std::string, Tensor>> files = {
+      {"astronaut.pb", Photo("astronaut_16.pb", 16)},
+      {"chelsea.pb", Photo("chelsea_96.pb", 16)},
+      {"coffee_raw.pb", raw}};
+  for (const auto& [name, t] : files) {
+    ASSERT_TRUE(WriteTensorFile((dir / name).string(), t, "x").ok());
+  }
+  auto convert = [&](const std::vector<std::string>& names) {
+    std::unique_ptr<Model> m = GlobalSumModel();
+    PipelineOptions options;
+    options.convert.target = "generic";
+    for (const std::string& name : names)
+      options.input_sets.push_back({{"x", (dir / name).string()}});
+    absl::StatusOr<ConversionReport> report = ConvertModel(*m, options);
+    EXPECT_TRUE(report.ok()) << report.status();
+    return report.ok() ? report->calibration : std::string();
+  };
+  const std::string alike = convert({"astronaut.pb", "chelsea.pb"});
+  EXPECT_EQ(alike.find("differs widely"), std::string::npos) << alike;
+  const std::string unlike = convert({"astronaut.pb", "coffee_raw.pb"});
+  EXPECT_NE(unlike.find("input 'x' differs widely between sets: max |x| "), std::string::npos)
+      << unlike;
+  EXPECT_NE(unlike.find(" in set 1, "), std::string::npos) << unlike;
+}
+
 // A hand-worked case: 2x2 -> 4x4 with half-pixel centres. Output pixel i samples source
 // coordinate (i + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25, clamped to [0, 1]: weights
 // (0, 0.25, 0.75, 1) of the second pixel.

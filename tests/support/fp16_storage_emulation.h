@@ -3,9 +3,9 @@
 // values are then float32, and an overflow to inf that a GPU backend storing float16 meets
 // never happens. EmulateFp16Storage writes a float32 model that rounds where the file stores
 // float16: every float16 value becomes float32 followed by an explicit Cast to float16 and
-// back (kept, since the runs use no graph optimizations), every float16 weight float32 of the
-// same values. Run it in onnxruntime to see what a backend storing float16 computes.
-// (The main graph only.)
+// back (kept, since the runs use no graph optimizations), every float16 weight and Constant
+// float32 of the same values; in every graph, If/Loop/Scan bodies included. Run it in
+// onnxruntime to see what a backend storing float16 computes.
 #pragma once
 
 #include <string>
@@ -15,34 +15,37 @@
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor.h"
+#include "ir/tensor_proto.h"
 
 namespace ovfix::testing_support {
 
-inline void EmulateFp16Storage(const std::string& in, const std::string& out) {
-  absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModel(in);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  Graph& g = (*loaded)->graph();
-  auto cast = [](DataType to) {
-    onnx::AttributeProto a;
-    a.set_name("to");
-    a.set_type(onnx::AttributeProto::INT);
-    a.set_i(static_cast<int64_t>(to));
-    return a;
-  };
-  // `v` (float16 until now) becomes float32, and every reader reads it rounded to float16.
-  auto round_after = [&](Value* v, Node* before) {
-    v->set_elem_type(DataType::kFloat);
-    const std::string name = v->name();
-    Node* down = g.AddNode("Cast", {v}, {name + "_fp16_stored"}, name + "_store", "", before);
-    down->SetAttribute(cast(DataType::kFloat16));
-    down->output(0)->set_elem_type(DataType::kFloat16);
-    Node* up =
-        g.AddNode("Cast", {down->output(0)}, {name + "_fp16_read"}, name + "_read", "", before);
-    up->SetAttribute(cast(DataType::kFloat));
-    up->output(0)->set_elem_type(DataType::kFloat);
-    g.ReplaceAllUsesWith(v, up->output(0));
-    down->ReplaceInput(0, v);
-  };
+namespace fp16_storage {
+
+inline onnx::AttributeProto CastTo(DataType to) {
+  onnx::AttributeProto a;
+  a.set_name("to");
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(static_cast<int64_t>(to));
+  return a;
+}
+
+// `v` of `g` (float16 until now) becomes float32, and every reader, in `g` and its bodies,
+// reads it rounded to float16; the pair of Casts goes before `before`.
+inline void RoundAfter(Graph& g, Value* v, Node* before) {
+  v->set_elem_type(DataType::kFloat);
+  const std::string name = v->name();
+  Node* down = g.AddNode("Cast", {v}, {name + "_fp16_stored"}, name + "_store", "", before);
+  down->SetAttribute(CastTo(DataType::kFloat16));
+  down->output(0)->set_elem_type(DataType::kFloat16);
+  Node* up =
+      g.AddNode("Cast", {down->output(0)}, {name + "_fp16_read"}, name + "_read", "", before);
+  up->SetAttribute(CastTo(DataType::kFloat));
+  up->output(0)->set_elem_type(DataType::kFloat);
+  g.ReplaceAllUsesWith(v, up->output(0));
+  down->ReplaceInput(0, v);
+}
+
+inline void Emulate(Graph& g) {
   for (Value* v : g.initializers()) {
     if (v->tensor().type() == DataType::kFloat16) {
       v->set_tensor(ConvertTensor(v->tensor(), DataType::kFloat));
@@ -51,18 +54,49 @@ inline void EmulateFp16Storage(const std::string& in, const std::string& out) {
   const std::vector<Node*> nodes = g.NodeList();
   Node* first = nodes.empty() ? nullptr : nodes.front();
   for (Value* v : g.inputs()) {
-    if (!v->is_initializer() && v->elem_type() == DataType::kFloat16) round_after(v, first);
+    if (!v->is_initializer() && v->elem_type() == DataType::kFloat16) RoundAfter(g, v, first);
   }
   for (size_t k = 0; k < nodes.size(); ++k) {
     Node* n = nodes[k];
-    Node* next = k + 1 < nodes.size() ? nodes[k + 1] : nullptr;
+    for (Subgraph& s : n->subgraphs()) Emulate(*s.graph);
     if (n->op_type() == "Cast" && n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16)) {
-      n->SetAttribute(cast(DataType::kFloat));
+      n->SetAttribute(CastTo(DataType::kFloat));
+    }
+    // Constant and ConstantOfShape: a float16 value attribute holds float16 data whatever
+    // the IR knows of the output's type.
+    const onnx::AttributeProto* value_attribute = n->FindAttribute("value");
+    if (value_attribute != nullptr && value_attribute->type() == onnx::AttributeProto::TENSOR &&
+        value_attribute->t().data_type() == onnx::TensorProto::FLOAT16) {
+      absl::StatusOr<Tensor> value = n->GetTensor("value");
+      ASSERT_TRUE(value.ok()) << value.status();
+      onnx::AttributeProto a;
+      a.set_name("value");
+      a.set_type(onnx::AttributeProto::TENSOR);
+      *a.mutable_t() = TensorToProto(ConvertTensor(*value, DataType::kFloat));
+      n->SetAttribute(a);
+    }
+    if (n->GetInt("dtype", 0) == static_cast<int64_t>(DataType::kFloat16)) {  // EyeLike...
+      onnx::AttributeProto a = CastTo(DataType::kFloat);
+      a.set_name("dtype");
+      n->SetAttribute(a);
     }
     for (Value* o : n->outputs()) {
-      if (o != nullptr && o->elem_type() == DataType::kFloat16) round_after(o, next);
+      if (o != nullptr && o->elem_type() == DataType::kFloat16) {
+        RoundAfter(g, o, k + 1 < nodes.size() ? nodes[k + 1] : nullptr);
+      }
     }
   }
+  for (Value* v : g.outputs()) {
+    if (v->elem_type() == DataType::kFloat16) v->set_elem_type(DataType::kFloat);
+  }
+}
+
+}  // namespace fp16_storage
+
+inline void EmulateFp16Storage(const std::string& in, const std::string& out) {
+  absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModel(in);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  fp16_storage::Emulate((*loaded)->graph());
   ASSERT_TRUE(SaveModel(**loaded, out).ok());
 }
 
