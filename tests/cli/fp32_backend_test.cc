@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "exec/compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
@@ -46,27 +47,10 @@ std::string ReadText(const fs::path& file) {
   return s.str();
 }
 
-// The largest |a - b| over the range of `b` (its largest magnitude when the range is 0).
-double ErrorOfRange(const Tensor& a, const Tensor& b) {
-  const Tensor fa = ConvertTensor(a, DataType::kFloat), fb = ConvertTensor(b, DataType::kFloat);
-  const std::span<const float> x = fa.values<float>(), y = fb.values<float>();
-  EXPECT_EQ(x.size(), y.size());
-  if (x.size() != y.size() || y.empty()) return 1;
-  const auto [lo, hi] = std::minmax_element(y.begin(), y.end());
-  double range = *hi - *lo, worst = 0;
-  if (range == 0) range = std::max(std::abs(*lo), std::abs(*hi));
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(double(x[i]) - y[i]));
-  return range > 0 ? worst / range : worst;
-}
-
 class Fp32Backend : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Fp32Backend, RefusalNamesTheWayOutAndItWorks) {
-  const std::string modules = testing_support::OrtModules();
-  if (modules.empty()) {
-    if (testing_support::OrtRequired()) FAIL() << "onnxruntime-node is not installed";
-    GTEST_SKIP() << "no node or onnxruntime-node";
-  }
+  OVFIX_REQUIRE_ORT(modules);
   const std::string& target = GetParam();
   const fs::path dir =
       fs::temp_directory_path() / absl::StrCat("ovfix_fp32_backend_", target, "_", ::getpid());
@@ -111,18 +95,14 @@ TEST_P(Fp32Backend, RefusalNamesTheWayOutAndItWorks) {
   const std::vector<Tensor> got = testing_support::RunOrt(modules, out, {data}, dir / "got");
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(expected.size(), 1u);
-  EXPECT_LE(ErrorOfRange(got[0], expected[0]), 1e-4);
+  EXPECT_LE(exec::RelativeError(ConvertTensor(got[0], DataType::kFloat), expected[0]), 1e-4);
   fs::remove_all(dir);
 }
 
 // The shared models, each at batch 1 in fp32 for the backend set to fp32: written, and
 // onnxruntime's run of the file matches the model's own test data.
 TEST_P(Fp32Backend, SharedModelsConvertAndMatchTheirTestData) {
-  const std::string modules = testing_support::OrtModules();
-  if (modules.empty()) {
-    if (testing_support::OrtRequired()) FAIL() << "onnxruntime-node is not installed";
-    GTEST_SKIP() << "no node or onnxruntime-node";
-  }
+  OVFIX_REQUIRE_ORT(modules);
   const std::string& target = GetParam();
   const fs::path dir =
       fs::temp_directory_path() / absl::StrCat("ovfix_fp32_models_", target, "_", ::getpid());
@@ -148,7 +128,8 @@ TEST_P(Fp32Backend, SharedModelsConvertAndMatchTheirTestData) {
       absl::StatusOr<Tensor> expected =
           ReadTensorFile((set / absl::StrCat("output_", k, ".pb")).string());
       ASSERT_TRUE(expected.ok()) << expected.status();
-      EXPECT_LE(ErrorOfRange(got[k], *expected), 1e-4) << "output " << k;
+      EXPECT_LE(exec::RelativeError(ConvertTensor(got[k], DataType::kFloat), *expected), 1e-4)
+          << "output " << k;
     }
     EXPECT_GT(got.size(), 0u);
   }

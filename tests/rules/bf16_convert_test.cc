@@ -137,11 +137,7 @@ TEST_P(Bf16Convert, OnnxruntimeLoadsTheWrittenModel) {
   const Case& c = GetParam();
   const std::string dir = ModelDir(c.name);
   if (!fs::exists(dir + "/model.onnx")) GTEST_SKIP() << "no " << c.name << " in ../shared";
-  const std::string modules = testing_support::OrtModules();
-  if (modules.empty()) {
-    if (testing_support::OrtRequired()) FAIL() << "onnxruntime-node is not installed";
-    GTEST_SKIP() << "no node or onnxruntime-node";
-  }
+  OVFIX_REQUIRE_ORT(modules);
   auto model = LoadModel(dir + "/model.onnx");
   ASSERT_TRUE(model.ok()) << model.status();
   PipelineOptions o;

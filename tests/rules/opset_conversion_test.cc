@@ -135,11 +135,7 @@ g (float[1,4,8] q, float[1,4,8] k, float[1,4,8] v) => (float[1,4,8] y) {
 // because input shape is unknown"; a PaddleOCR recognizer kept every node fp32 for bf16 so).
 // Raised to 13 and 17, onnxruntime computes what it computed at opset 11.
 TEST(OpsetConversion, SoftmaxOfUnknownShapeIsRaisedPast12) {
-  const std::string modules = testing_support::OrtModules();
-  if (modules.empty()) {
-    if (testing_support::OrtRequired()) FAIL() << "onnxruntime-node is not installed";
-    GTEST_SKIP() << "no node or onnxruntime-node";
-  }
+  OVFIX_REQUIRE_ORT(modules);
   constexpr char kOpset11[] = R"(
 <ir_version: 6, opset_import: ["" : 11]>
 g (float[2,6,8] x, int64[K] s) => (float[P,Q,R] a, float[2,6,8] b, float[P,Q,R] c, float[2,6,8] d) {
