@@ -62,6 +62,7 @@ const std::vector<BoundMember>& Members() {
                                                    OVFIX_MEMBER(accuracy),
                                                    OVFIX_MEMBER(validate),
                                                    OVFIX_MEMBER(repair),
+                                                   OVFIX_MEMBER(certify),
                                                    OVFIX_MEMBER(calibration_data),
                                                    OVFIX_MEMBER(calibration_sets)};
   return members;

@@ -200,6 +200,8 @@ std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryF
   absl::StrAppend(&out, BodiesNotRunLines(report));
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
   if (report.repair) absl::StrAppend(&out, converter::RepairLines(*report.repair, kListed, false));
+  if (report.certificate)
+    absl::StrAppend(&out, converter::CertificateLines(*report.certificate, 0));
   absl::StrAppend(&out, absl::StrFormat("time: %.1f s\n", report.seconds));
   // The accuracy line as the report prints it (converter/report.h), whatever it says.
   bool accuracy = false;

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/conversion_flags.h"
 #include "converter/pipeline.h"
@@ -180,6 +182,25 @@ void ExplainPass(const ExplainOptions& o, const converter::ConversionReport& rep
     summary =
         absl::StrCat(shown, " node(s) kept in fp32",
                      parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, "; "), ")"));
+    // The island certificate: each unit tried back in fp16 alone, and what it measured.
+    if (report.certificate) {
+      const converter::IslandCertificate& c = *report.certificate;
+      if (!o.summary_only) {
+        std::string head = converter::CertificateLines(c, 0);
+        while (!head.empty() && head.back() == '\n') head.pop_back();
+        for (absl::string_view line : absl::StrSplit(head, '\n')) out.Add(std::string(line));
+        for (const converter::CertifiedIsland& i : c.islands) {
+          bool any = false;
+          for (const std::string& n : i.nodes) any = any || picked(n);
+          if (any) out.Add(absl::StrCat("  ", converter::CertifiedIslandLine(i)));
+        }
+      }
+      absl::StrAppend(&summary,
+                      !c.skipped.empty()
+                          ? std::string("; certificate not run")
+                          : absl::StrFormat("; certificate: %d tried, %d needed, %d given back",
+                                            c.tried, c.needed, c.given_back));
+    }
     return;
   }
   int applied = 0, rolled_back = 0;

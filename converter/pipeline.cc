@@ -241,6 +241,15 @@ class Conversion {
                                                        bool precision_changed) const;
   absl::Status Check();
   absl::Status RepairToCriteria();
+  // The island certificate (converter/repair.h): after a conversion that meets the criteria,
+  // each fp32 island tried back in fp16 alone; the ones the criteria do not need go.
+  absl::Status Certify();
+  // The steps from the precision phase on, again, on the graph before it: `keep` in fp32 and
+  // `release` in fp16 whatever the island policy says (the repair's and certificate's tries).
+  absl::StatusOr<std::unique_ptr<Model>> Reconvert(const std::map<std::string, std::string>& keep,
+                                                   const std::set<std::string>& release);
+  // The report file again, for a model written before the certificate changed nothing.
+  absl::Status RewriteReport();
   absl::Status Finish();
   absl::Status Write();
   // For a validated conversion whose output is written: the finish phase, then the file
@@ -271,6 +280,9 @@ class Conversion {
   bool precision_changed_ = false;
   // The graph right before the precision phase, for the repair to convert again.
   std::unique_ptr<Model> before_precision_;
+  // The precision phase's calibrated magnitudes, by value name, for the conversions again
+  // (taken before the first: each empties the pass's own).
+  std::optional<std::map<std::string, MagnitudeRange>> calibrated_;
   // The model as loaded, when --opset converted it in setup: the conversion is checked against
   // it on the calibration inputs before anything else runs.
   std::unique_ptr<Model> before_opset_;
@@ -280,6 +292,9 @@ class Conversion {
   std::unique_ptr<Model> unfinished_;
   // The model as it is now is finished and was written and measured (kept or taken back).
   bool written_current_ = false;
+  // A full run of the model costs (its weights past kRunCostsWeightBytes, or activations past
+  // the store's memory): the island certificate does not run.
+  bool runs_cost_ = false;
 };
 
 void Conversion::Infer(Model& m) const {
@@ -381,10 +396,9 @@ absl::Status Conversion::Calibrate() {
   // Where the file written is run and measured anyway and a run of the model costs (its
   // weights read, converted and streamed again; or its activations, more than the store keeps
   // in memory, written to the store's file), the precision step is measured by that run.
-  if (options_.write_output && (WeightBytes(model_.graph()) > kRunCostsWeightBytes ||
-                                validator_->store().moved_bytes() > 0)) {
-    validator_->set_precision_measured_on_file(true);
-  }
+  runs_cost_ =
+      WeightBytes(model_.graph()) > kRunCostsWeightBytes || validator_->store().moved_bytes() > 0;
+  if (options_.write_output && runs_cost_) validator_->set_precision_measured_on_file(true);
   OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options_.accuracy, validator_->reference_outputs(0)));
   OVFIX_RETURN_IF_ERROR(CheckOpsetConversion());
   report_.validated = true;
@@ -447,7 +461,8 @@ absl::Status Conversion::RunSteps(bool& ended) {
   std::vector<PlannedStep>& steps = manager_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     PlannedStep& step = steps[i];
-    if (i == manager_->precision_step() && validator_ != nullptr && options_.repair) {
+    if (i == manager_->precision_step() && validator_ != nullptr &&
+        (options_.repair || convert_.certify)) {
       absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(model_);
       if (copy.ok()) before_precision_ = *std::move(copy);
     }
@@ -607,24 +622,8 @@ absl::Status Conversion::RepairToCriteria() {
   // Keeping nodes in fp32 cannot help where the backend ignores fp32 islands.
   if (report_.outputs_match || !RepairPossible()) return absl::OkStatus();
   rules::Fp16IslandsPass* precision = manager_->precision_pass();
-  const std::map<std::string, MagnitudeRange> calibrated = precision->magnitudes();
-  // Calibration from the first conversion.
-  auto reconvert = [&](const std::map<std::string, std::string>& keep)
-      -> absl::StatusOr<std::unique_ptr<Model>> {
-    OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(*before_precision_));
-    Infer(*copy);
-    Rewriter again(*copy);
-    ConvertOptions with_keep = convert_;
-    with_keep.keep_fp32_outputs = keep;
-    size_t inferred_at = 0;
-    for (size_t k = manager_->precision_step(); k < manager_->steps().size(); ++k) {
-      PassContext ctx{*copy,        again,      with_keep, nullptr, [](const std::string&) {},
-                      &inferred_at, &evaluator_};
-      ctx.magnitudes = &calibrated;
-      OVFIX_RETURN_IF_ERROR(manager_->RunStep(k, ctx).status());
-    }
-    OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
-    return copy;
+  auto reconvert = [&](const std::map<std::string, std::string>& keep) {
+    return Reconvert(keep, {});
   };
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> failed,
                          SerializedCopy(unfinished_ != nullptr ? *unfinished_ : model_));
@@ -648,6 +647,109 @@ absl::Status Conversion::RepairToCriteria() {
   report_.outputs_match = repaired->within_tolerance;
   report_.islands = precision->islands();
   PhaseDone("repair");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Conversion::Reconvert(
+    const std::map<std::string, std::string>& keep, const std::set<std::string>& release) {
+  // Calibration from the first conversion.
+  if (!calibrated_) calibrated_ = manager_->precision_pass()->magnitudes();
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(*before_precision_));
+  Infer(*copy);
+  Rewriter again(*copy);
+  ConvertOptions with_keep = convert_;
+  with_keep.keep_fp32_outputs = keep;
+  with_keep.fp16_outputs = release;
+  size_t inferred_at = 0;
+  for (size_t k = manager_->precision_step(); k < manager_->steps().size(); ++k) {
+    PassContext ctx{*copy,        again,      with_keep, nullptr, [](const std::string&) {},
+                    &inferred_at, &evaluator_};
+    ctx.magnitudes = &*calibrated_;
+    OVFIX_RETURN_IF_ERROR(manager_->RunStep(k, ctx).status());
+  }
+  OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
+  return copy;
+}
+
+absl::Status Conversion::Certify() {
+  rules::Fp16IslandsPass* precision = manager_->precision_pass();
+  if (!convert_.certify || !report_.outputs_match || !precision_changed_ ||
+      before_precision_ == nullptr || !convert_.islands_honoured || validator_ == nullptr ||
+      precision == nullptr || convert_.precision == ConvertOptions::Precision::kFp32 ||
+      !report_.end_to_end || (report_.repair && report_.repair->only_fp32)) {
+    return absl::OkStatus();
+  }
+  // Random inputs cannot show that an island is not needed: only the user's data certifies
+  // (as only it releases the policy's calm guards).
+  if (!convert_.fp16_calibrated_on_data) return absl::OkStatus();
+  std::vector<IslandInput> islands;
+  for (const rules::IslandNode& i : report_.islands) {
+    islands.push_back({i.node, i.op_type, i.reason, i.output});
+  }
+  if (islands.empty()) return absl::OkStatus();
+  if (runs_cost_) {
+    // Each try is a conversion held in memory and a full run of a large model: not done
+    // (the streamed conversion's memory bound holds), and said.
+    IslandCertificate skipped;
+    skipped.fp32_nodes_before = skipped.fp32_nodes_after = static_cast<int>(islands.size());
+    skipped.skipped = absl::StrFormat(
+        "not run: weights or activations beyond %d MB make each try a full run of a large "
+        "model",
+        static_cast<int>(kRunCostsWeightBytes >> 20));
+    report_.certificate = std::move(skipped);
+    return written_current_ ? RewriteReport() : absl::OkStatus();
+  }
+  if (!calibrated_) calibrated_ = precision->magnitudes();
+  // What the conversion that met kept by request: the repair's nodes, with the repair's reason.
+  std::map<std::string, std::string> keep;
+  if (report_.repair) {
+    for (const RepairedNode& k : report_.repair->kept) {
+      keep[k.output] = "repair: kept to meet the criterion";
+    }
+  }
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> fp32, SerializedCopy(*before_precision_));
+  Infer(*fp32);
+  progress_.Set("island certificate");
+  auto log = [&](const std::string& m) { options_.log(m); };
+  absl::StatusOr<CertifyResult> certified = CertifyIslands(
+      *fp32, islands, keep, *validator_,
+      [&](const std::map<std::string, std::string>& k, const std::set<std::string>& release) {
+        return Reconvert(k, release);
+      },
+      log);
+  if (!certified.ok()) return NotRunnable(certified.status());
+  IslandCertificate certificate = std::move(certified->certificate);
+  certificate.fp32_nodes_before = static_cast<int>(islands.size());
+  const bool changed = certified->model != nullptr;
+  if (changed) {
+    // The model with the units given back, finished and written again.
+    model_ = std::move(*certified->model);
+    // The shapes the check phase wrote for the model it checked, for this one.
+    rules::AddRankFacts(model_.graph());
+    rules::ListKnownShapesInValueInfo(model_.graph());
+    written_current_ = false;
+    report_.end_to_end = std::move(certified->end_to_end);
+    report_.outputs_match = report_.end_to_end->meets();
+    report_.islands = precision->islands();
+  }
+  certificate.fp32_nodes_after = static_cast<int>(report_.islands.size());
+  options_.log(CertificateLines(certificate, 0));
+  report_.certificate = std::move(certificate);
+  PhaseDone("island certificate");
+  if (!changed && written_current_) return RewriteReport();
+  return absl::OkStatus();
+}
+
+absl::Status Conversion::RewriteReport() {
+  if (options_.report_path.empty() || !report_.written) return absl::OkStatus();
+  report_.model_runs = validator_->model_runs();
+  const std::string json = ReportFileText(report_, options_.report_path);
+  absl::Status s = WriteFileAtomically(options_.report_path, [&](std::ostream& out) {
+    out << json;
+    return out ? absl::OkStatus() : absl::InternalError("write failed");
+  });
+  if (!s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(options_.report_path, ": ", s.message()));
   return absl::OkStatus();
 }
 
@@ -722,8 +824,8 @@ absl::Status Conversion::Write() {
 
 absl::StatusOr<ConversionReport> Conversion::Run() {
   OVFIX_RETURN_IF_ERROR(Setup());
-  for (ConversionPhase phase :
-       manager_->Phases(convert_.validate, options_.repair, options_.write_output)) {
+  for (ConversionPhase phase : manager_->Phases(
+           convert_.validate, options_.repair || convert_.certify, options_.write_output)) {
     switch (phase) {
       case ConversionPhase::kCalibration:
         OVFIX_RETURN_IF_ERROR(Calibrate());
@@ -742,6 +844,7 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
         break;
       case ConversionPhase::kRepair:
         OVFIX_RETURN_IF_ERROR(RepairToCriteria());
+        OVFIX_RETURN_IF_ERROR(Certify());
         break;
       case ConversionPhase::kFinish:
         if (!written_current_) OVFIX_RETURN_IF_ERROR(Finish());

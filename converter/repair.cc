@@ -6,8 +6,11 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "converter/model_run.h"
 #include "converter/precision_cost.h"
 #include "exec/compare.h"
@@ -589,6 +592,300 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
                      (kept_nodes.size() == nodes.size() || evaluated.at(search.fp32).all_fp32);
   result.within_tolerance = search.meets() && !result.only_fp32;
   result.model_runs = reference.model_runs() - runs_before;
+  return result;
+}
+
+// --- The island certificate ---
+
+const char* IslandVerdictName(IslandVerdict v) {
+  switch (v) {
+    case IslandVerdict::kNeeded:
+      return "needed";
+    case IslandVerdict::kGivenBack:
+      return "given back";
+    case IslandVerdict::kKeptBack:
+      return "kept back";
+    case IslandVerdict::kSpec:
+      return "not tried: its reason";
+    case IslandVerdict::kNotTried:
+      return "not tried: bound";
+  }
+  return "";
+}
+
+namespace {
+
+// Reasons the spec or the user fixes; the float math feeding a quantizer (fp16 rounding
+// there flips integer codes, which the next quantized layers carry on: the policy keeps it so
+// that a quantized model converts in a couple of runs, and trying each of its many small
+// units would cost a run each for next to no multiply-adds); and values calibration saw
+// within 4x of fp16's limit: such islands are certified by the reason, not tried.
+bool SpecKept(const std::string& reason) {
+  for (const char* prefix :
+       {"no float16 in the ONNX spec", "sparse constant", "output type set by an attribute",
+        "op outside the ONNX domain", "control flow", "--keep-fp32"}) {
+    if (absl::StartsWith(reason, prefix)) return true;
+  }
+  if (absl::StrContains(reason, "before a quantizer flips its integer codes")) return true;
+  // Calibration saw the value within 4x of fp16's limit (or rounding to inf): that it holds on
+  // these inputs says little of the next, brighter one.
+  if (absl::StrContains(reason, "which fp16 rounding makes inf")) return true;
+  const size_t at = reason.find("with observed |x| up to ");
+  double observed = 0;
+  return at != std::string::npos &&
+         absl::SimpleAtod(
+             absl::StripSuffix(reason.substr(at + 24, reason.find(' ', at + 24) - (at + 24)), ","),
+             &observed) &&
+         observed >= 65504.0 / 4;
+}
+
+// Reasons the closing rules give (a node joined to the islands around it): a unit is named
+// by another of its reasons where it has one.
+bool Joined(const std::string& reason) {
+  return absl::StartsWith(reason, "all its float inputs come from fp32 islands") ||
+         absl::StartsWith(reason, "between fp32 islands") ||
+         absl::StartsWith(reason, "makes float that only fp32 islands read");
+}
+
+double LargestMagnitude(const Tensor& t) {
+  if (!IsFloatingPoint(t.type())) return 0;
+  double largest = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double x = std::abs(t.GetAsDouble(i));
+    if (std::isfinite(x)) largest = std::max(largest, x);
+  }
+  return largest;
+}
+
+// Why a unit is needed, from its conversion's run on the first set: the first value (in graph
+// order) that became inf or NaN where the fp32 run's is finite, with its fp32 magnitude; else
+// the unit's value with the largest error.
+std::string WhyNeeded(const Model& candidate, const ValueErrors& errors,
+                      const std::vector<std::string>& unit_outputs, const exec::TensorMap& fp32) {
+  auto fp32_largest = [&](const Value* v) {
+    const Value* source = ThroughCasts(v);
+    auto it = fp32.find(source != nullptr ? source->name() : v->name());
+    return it == fp32.end() ? -1.0 : LargestMagnitude(it->second);
+  };
+  for (const Graph* g : GraphsRecursive(const_cast<Graph&>(candidate.graph()))) {
+    for (const Node* n : g->nodes()) {
+      for (const Value* v : n->outputs()) {
+        if (v == nullptr) continue;
+        auto it = errors.error.find(v->name());
+        if (it == errors.error.end() || std::isfinite(it->second)) continue;
+        const double largest = fp32_largest(v);
+        std::string magnitude;
+        if (largest >= 0) {
+          magnitude = absl::StrFormat(" (fp32 |x| up to %.3g%s)", largest,
+                                      largest > 65504 ? ", beyond fp16's max 65504" : "");
+        }
+        return absl::StrCat("overflow: ", n->Describe(), " computes '", v->name(),
+                            "' = inf or NaN in fp16", magnitude);
+      }
+    }
+  }
+  double worst = -1;
+  std::string name;
+  for (const std::string& o : unit_outputs) {
+    auto it = errors.error.find(o);
+    if (it != errors.error.end() && it->second > worst) {
+      worst = it->second;
+      name = o;
+    }
+  }
+  if (worst < 0) return "the outputs miss the criteria (no value of the unit was compared)";
+  const Value* v = candidate.graph().FindValue(name);
+  const std::string node =
+      v != nullptr && v->producer() != nullptr ? v->producer()->Describe() : name;
+  return absl::StrFormat("precision: %s computes '%s' with an error of %.3g of its range", node,
+                         name, worst);
+}
+
+}  // namespace
+
+absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
+                                             const std::vector<IslandInput>& islands,
+                                             const std::map<std::string, std::string>& keep,
+                                             ReferenceValidator& reference,
+                                             const ReconvertReleasing& reconvert,
+                                             const std::function<void(const std::string&)>& log) {
+  const int runs_before = reference.model_runs();
+  const int sets = std::max<int>(1, static_cast<int>(reference.sets().size()));
+  CertifyResult result;
+  IslandCertificate& c = result.certificate;
+
+  // The islands' nodes in the fp32 graph, in graph order, joined where one reads another's
+  // output (the spec's islands among themselves: they are not tried).
+  std::map<std::string, int> by_output;
+  for (size_t i = 0; i < islands.size(); ++i) {
+    if (!islands[i].output.empty()) by_output[islands[i].output] = static_cast<int>(i);
+  }
+  std::vector<int> parent(islands.size());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<int>(i);
+  std::function<int(int)> find = [&](int i) {
+    return parent[i] == i ? i : parent[i] = find(parent[i]);
+  };
+  std::vector<int> order;  // islands in graph order
+  for (const Graph* g : GraphsRecursive(const_cast<Graph&>(fp32.graph()))) {
+    for (const Node* n : g->nodes()) {
+      if (n->outputs().empty() || n->output(0) == nullptr) continue;
+      auto it = by_output.find(n->output(0)->name());
+      if (it == by_output.end()) continue;
+      const int i = it->second;
+      order.push_back(i);
+      for (const Value* v : n->inputs()) {
+        if (v == nullptr || v->producer() == nullptr || v->producer()->owner() != n->owner() ||
+            v->producer()->outputs().empty() || v->producer()->output(0) == nullptr) {
+          continue;
+        }
+        auto p = by_output.find(v->producer()->output(0)->name());
+        if (p == by_output.end()) continue;
+        if (SpecKept(islands[i].reason) != SpecKept(islands[p->second].reason)) continue;
+        parent[find(i)] = find(p->second);
+      }
+    }
+  }
+  // Multiply-adds of the fp32 graph's nodes (main graph), by description.
+  const PrecisionCost cost = MeasurePrecisionCost(fp32, 0);
+  std::map<std::string, double> macs;
+  for (const NodePrecision& n : cost.nodes) macs[n.node] = n.multiply_adds;
+  std::map<int, int> unit_of_root;
+  std::vector<CertifiedIsland> units;
+  std::vector<bool> spec;
+  for (int i : order) {
+    const int root = find(i);
+    auto [it, added] = unit_of_root.try_emplace(root, static_cast<int>(units.size()));
+    if (added) {
+      units.emplace_back();
+      spec.push_back(SpecKept(islands[i].reason));
+    }
+    CertifiedIsland& u = units[it->second];
+    u.nodes.push_back(islands[i].node);
+    u.outputs.push_back(islands[i].output);
+    u.repair = u.repair || absl::StartsWith(islands[i].reason, "repair");
+    if (auto m = macs.find(islands[i].node); m != macs.end()) u.multiply_adds += m->second;
+    if (u.reason.empty() || (Joined(u.reason) && !Joined(islands[i].reason))) {
+      u.reason = islands[i].reason;
+    }
+  }
+  for (CertifiedIsland& u : units) {
+    u.multiply_add_share = cost.multiply_adds > 0 ? u.multiply_adds / cost.multiply_adds : 0;
+  }
+
+  // The units to try, the largest first.
+  std::vector<int> candidates;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (spec[i]) {
+      units[i].verdict = IslandVerdict::kSpec;
+      ++c.spec;
+    } else {
+      candidates.push_back(static_cast<int>(i));
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int a, int b) { return units[a].multiply_adds > units[b].multiply_adds; });
+  const int allowed = std::min(kCertifyUnits, std::max(1, kCertifyModelRuns / sets));
+  auto keep_and_release = [&](const std::vector<int>& given) {
+    std::pair<std::map<std::string, std::string>, std::set<std::string>> kr{keep, {}};
+    for (int u : given) {
+      for (const std::string& o : units[u].outputs) {
+        if (kr.first.erase(o) == 0) kr.second.insert(o);
+      }
+    }
+    return kr;
+  };
+  std::vector<int> tried_order;
+  Fp32Run fp32_run;
+  if (!candidates.empty()) {
+    reference.ForgetActivations();
+    OVFIX_ASSIGN_OR_RETURN(fp32_run, RunFp32(fp32, reference));
+    for (int u : candidates) {
+      CertifiedIsland& unit = units[u];
+      if (c.tried >= allowed) {
+        ++c.not_tried;
+        continue;
+      }
+      ++c.tried;
+      tried_order.push_back(u);
+      const auto [k, release] = keep_and_release({u});
+      absl::StatusOr<std::unique_ptr<Model>> candidate = reconvert(k, release);
+      if (!candidate.ok()) {
+        unit.verdict = IslandVerdict::kNeeded;
+        unit.why = absl::StrCat("does not convert with it in fp16: ", candidate.status().message());
+        ++c.needed;
+        continue;
+      }
+      ValueErrors errors;
+      absl::StatusOr<EndToEndResult> measured =
+          MeasureRound(**candidate, reference, fp32_run.values, /*first_set_only=*/false, errors);
+      if (!measured.ok()) {
+        unit.verdict = IslandVerdict::kNeeded;
+        unit.why = absl::StrCat("does not run with it in fp16: ", measured.status().message());
+        ++c.needed;
+        continue;
+      }
+      unit.score = Score(*measured, 1.0);
+      unit.error = measured->max_error;
+      if (unit.score <= 1) {
+        unit.verdict = IslandVerdict::kGivenBack;
+        ++c.given_back;
+      } else {
+        unit.verdict = IslandVerdict::kNeeded;
+        unit.why = WhyNeeded(**candidate, errors, unit.outputs, fp32_run.values);
+        ++c.needed;
+      }
+      log(
+          absl::StrFormat("certificate: %s (%d node(s), %.1f%% of multiply-adds) in fp16: score "
+                          "%.3g, %s",
+                          unit.nodes.front(), unit.nodes.size(), 100 * unit.multiply_add_share,
+                          unit.score, IslandVerdictName(unit.verdict)));
+    }
+  }
+
+  // Every unit given back at once, measured: where it misses, the units closest to failing
+  // alone go back to fp32 first.
+  std::vector<int> given;
+  for (int u : tried_order) {
+    if (units[u].verdict == IslandVerdict::kGivenBack) given.push_back(u);
+  }
+  std::stable_sort(given.begin(), given.end(),
+                   [&](int a, int b) { return units[a].score > units[b].score; });
+  while (!given.empty()) {
+    const auto [k, release] = keep_and_release(given);
+    absl::StatusOr<std::unique_ptr<Model>> candidate = reconvert(k, release);
+    if (candidate.ok()) {
+      ValueErrors errors;
+      absl::StatusOr<EndToEndResult> measured =
+          MeasureRound(**candidate, reference, fp32_run.values, /*first_set_only=*/false, errors);
+      if (measured.ok()) {
+        const double score = Score(*measured, 1.0);
+        if (score <= 1) {
+          result.model = *std::move(candidate);
+          result.end_to_end = *std::move(measured);
+          c.final_score = score;
+          break;
+        }
+      }
+    }
+    units[given.front()].verdict = IslandVerdict::kKeptBack;
+    --c.given_back;
+    ++c.kept_back;
+    given.erase(given.begin());
+  }
+  if (c.kept_back > 0) {
+    c.note = absl::StrCat(c.kept_back,
+                          " unit(s) that met the criteria alone missed them with the others given "
+                          "back: kept in fp32");
+  }
+  // Tried first, in the order tried; then the spec's and those past the bound.
+  std::vector<int> listed = tried_order;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (std::find(listed.begin(), listed.end(), static_cast<int>(i)) == listed.end()) {
+      listed.push_back(static_cast<int>(i));
+    }
+  }
+  for (int i : listed) c.islands.push_back(std::move(units[i]));
+  c.model_runs = reference.model_runs() - runs_before;
   return result;
 }
 

@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,5 +125,94 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
                                                double first_error, ReferenceValidator& reference,
                                                double tolerance, const Reconvert& reconvert,
                                                const std::function<void(const std::string&)>& log);
+
+// --- The island certificate ---
+//
+// After a conversion that meets the criteria (the repair's, or the first) on the user's
+// calibration data (random inputs do not certify), each island is tried back in fp16 alone: the
+// fp32 float nodes are grouped in units (connected components of islands in the graph: a reduction
+// with its growth and tail, a block the repair kept); a unit whose nodes the spec keeps in fp32 (no
+// float16 in the ONNX spec, control flow, ops outside the ONNX domain, --keep-fp32) is certified by
+// that reason without a run. The others, the largest by multiply-adds first, are converted again
+// with that unit alone in fp16 and measured on every input set: a unit whose conversion still meets
+// the criteria goes back to fp16; one that does not is needed, and the first value that turned inf
+// or NaN (else the unit's value with the largest error) says why. The model with every unit given
+// back is measured once more; where the combination misses the criteria, the units given back
+// return to fp32 one at a time (the closest to failing first) until it meets.
+//
+// Bounds: at most kCertifyUnits units tried, and at most kCertifyModelRuns model runs for the
+// tries (each runs the model once per input set); plus one fp32 run to compare values with,
+// and the combination's runs. The pipeline does not certify a model whose full run costs
+// (weights past 64 MB, or activations past the store's memory): IslandCertificate::skipped
+// says so.
+constexpr int kCertifyUnits = 24;
+constexpr int kCertifyModelRuns = 48;
+
+// One fp32 node of the conversion as the island policy or the repair left it.
+struct IslandInput {
+  std::string node;  // Describe()
+  std::string op_type;
+  std::string reason;
+  std::string output;  // its first output's name in the fp32 graph
+};
+
+enum class IslandVerdict {
+  kNeeded,     // with it in fp16 the criteria fail
+  kGivenBack,  // with it in fp16 they hold: it computes in fp16 in the file written
+  kKeptBack,   // held alone, but not with the others given back: back in fp32
+  kSpec,       // its reason keeps it (the spec, --keep-fp32, a quantizer's input): not tried
+  kNotTried,   // past the bound
+};
+const char* IslandVerdictName(IslandVerdict v);
+
+struct CertifiedIsland {
+  std::vector<std::string> nodes;    // Describe(), in graph order
+  std::vector<std::string> outputs;  // first output names
+  std::string reason;                // the reason of its first node (a few, joined)
+  bool repair = false;               // the repair kept (some of) its nodes
+  double multiply_adds = 0;
+  double multiply_add_share = 0;  // of the model's
+  IslandVerdict verdict = IslandVerdict::kNotTried;
+  double score = -1;  // the criteria's score with it alone in fp16 (<= 1 meets); -1: not run
+  double error = -1;  // the worst output error then
+  // kNeeded: what went wrong first ("ReduceSum 'ss' computes 'ss' = inf in fp16 (fp32 |x| up
+  // to 1.2e+06 > 65504)", or the unit's value with the largest error).
+  std::string why;
+};
+
+struct IslandCertificate {
+  std::vector<CertifiedIsland> islands;  // tried (in the order tried), then the others
+  int tried = 0, needed = 0, given_back = 0, kept_back = 0, spec = 0, not_tried = 0;
+  int model_runs = 0;  // every run the certificate made
+  int unit_bound = kCertifyUnits;
+  int run_bound = kCertifyModelRuns;
+  double final_score = -1;  // of the model with the give-backs (-1: none given back)
+  int fp32_nodes_before = 0, fp32_nodes_after = 0;
+  std::string note;     // the combination missed the criteria, a conversion that failed...
+  std::string skipped;  // why the certificate did not run (nothing tried), or ""
+};
+
+// Converts a copy of the fp32 graph with `keep` kept in fp32 (by first output name, with the
+// reason) and `release` left to fp16 whatever the island policy says.
+using ReconvertReleasing = std::function<absl::StatusOr<std::unique_ptr<Model>>(
+    const std::map<std::string, std::string>& keep, const std::set<std::string>& release)>;
+
+struct CertifyResult {
+  IslandCertificate certificate;
+  // The conversion with the units given back (the last one `reconvert` made), or null when
+  // none was given back.
+  std::unique_ptr<Model> model;
+  EndToEndResult end_to_end;  // of `model`
+};
+
+// `fp32`: the graph right before the fp16 conversion, with shapes inferred; `islands`: the
+// fp32 nodes of the conversion that met the criteria; `keep`: the nodes it kept by request
+// (the repair's), which reconverting with `keep` alone gives again.
+absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
+                                             const std::vector<IslandInput>& islands,
+                                             const std::map<std::string, std::string>& keep,
+                                             ReferenceValidator& reference,
+                                             const ReconvertReleasing& reconvert,
+                                             const std::function<void(const std::string&)>& log);
 
 }  // namespace ovfix::converter

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -129,7 +130,64 @@ void WriteRepair(cli::JsonWriter& w, const Repair& repair) {
   w.EndObject();
 }
 
+void WriteCertificate(cli::JsonWriter& w, const IslandCertificate& c) {
+  w.Key("island_certificate").BeginObject();
+  w.Fields({Field("tried", c.tried), Field("needed", c.needed), Field("given_back", c.given_back),
+            Field("kept_back", c.kept_back), Field("spec", c.spec), Field("not_tried", c.not_tried),
+            Field("model_runs", c.model_runs), Field("unit_bound", c.unit_bound),
+            Field("run_bound", c.run_bound), Field("fp32_nodes_before", c.fp32_nodes_before),
+            Field("fp32_nodes_after", c.fp32_nodes_after),
+            OptionalField(c.final_score >= 0, "final_score", c.final_score),
+            OptionalField(!c.note.empty(), "note", c.note),
+            OptionalField(!c.skipped.empty(), "skipped", c.skipped)});
+  w.Array("islands", c.islands, [](cli::JsonWriter& w, const CertifiedIsland& i) {
+    w.Object({Field("nodes", i.nodes), Field("reason", i.reason), Field("repair", i.repair),
+              Field("multiply_adds", i.multiply_adds),
+              Field("multiply_add_share", i.multiply_add_share),
+              Field("verdict", IslandVerdictName(i.verdict)),
+              OptionalField(i.score >= 0 || std::isnan(i.score), "score_in_fp16", i.score),
+              OptionalField(i.error >= 0, "error_in_fp16", i.error),
+              OptionalField(!i.why.empty(), "why", i.why)});
+  });
+  w.EndObject();
+}
+
 }  // namespace
+
+std::string CertifiedIslandLine(const CertifiedIsland& i) {
+  std::string nodes = i.nodes.front();
+  if (i.nodes.size() > 1) absl::StrAppend(&nodes, " +", i.nodes.size() - 1, " node(s)");
+  std::string line =
+      absl::StrFormat("%s: %s (%.1f%% of multiply-adds; %s)", IslandVerdictName(i.verdict), nodes,
+                      100 * i.multiply_add_share, i.reason);
+  if (i.score >= 0 || std::isnan(i.score)) {
+    absl::StrAppend(&line, ", score in fp16 ", ScoreText(i.score, 3));
+  }
+  if (!i.why.empty()) absl::StrAppend(&line, ": ", i.why);
+  return line;
+}
+
+std::string CertificateLines(const IslandCertificate& c, size_t listed) {
+  if (!c.skipped.empty()) return absl::StrCat("certificate: ", c.skipped, "\n");
+  std::string out =
+      absl::StrFormat("certificate: %d island(s) tried, %d needed, %d given back (%d model runs)",
+                      c.tried, c.needed, c.given_back, c.model_runs);
+  if (c.kept_back > 0) absl::StrAppend(&out, ", ", c.kept_back, " kept back");
+  if (c.spec > 0) absl::StrAppend(&out, "; ", c.spec, " kept by the spec");
+  if (c.not_tried > 0) {
+    absl::StrAppend(&out, "; ", c.not_tried, " not tried (at most ", c.unit_bound, " units, ",
+                    c.run_bound, " model runs)");
+  }
+  absl::StrAppend(&out, "\n");
+  if (!c.note.empty()) absl::StrAppend(&out, "  ", c.note, "\n");
+  for (size_t i = 0; i < c.islands.size() && i < listed; ++i) {
+    absl::StrAppend(&out, "  ", CertifiedIslandLine(c.islands[i]), "\n");
+  }
+  if (listed > 0 && c.islands.size() > listed) {
+    absl::StrAppend(&out, "  … and ", c.islands.size() - listed, " more (--report)\n");
+  }
+  return out;
+}
 
 std::string ReportToJson(const ConversionReport& report) {
   cli::JsonWriter w;
@@ -151,6 +209,7 @@ std::string ReportToJson(const ConversionReport& report) {
   WriteShapes(w, report);
   if (report.cost) WritePrecisionCost(w, *report.cost);
   if (report.repair) WriteRepair(w, *report.repair);
+  if (report.certificate) WriteCertificate(w, *report.certificate);
   w.EndObject();
   return w.str() + "\n";
 }
@@ -240,6 +299,7 @@ std::string SummaryTable(const ConversionReport& report) {
   if (report.cost) absl::StrAppend(&out, PrecisionCostLine(*report.cost), "\n");
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
   if (report.repair) absl::StrAppend(&out, RepairLines(*report.repair, 20, true));
+  if (report.certificate) absl::StrAppend(&out, CertificateLines(*report.certificate, 20));
   if (report.end_to_end) {
     const EndToEndResult& e = *report.end_to_end;
     // The criteria most outputs share are said once (when more than one output shares them,

@@ -56,6 +56,8 @@ struct ConversionReport {
   std::string trtexec_shapes;
   std::optional<EndToEndResult> end_to_end;
   std::optional<Repair> repair;
+  // The island certificate (--certify on): each fp32 island tried back in fp16 alone.
+  std::optional<IslandCertificate> certificate;
   // What the fp16 conversion left in fp32 (nodes, multiply-adds, weights, Casts), when it ran.
   std::optional<PrecisionCost> cost;
   int model_runs = 0;  // full runs of the model (reference, end to end, repair)
@@ -92,6 +94,11 @@ struct ConversionReport {
 // The repair's lines of the console summary: its rounds (only those kept unless
 // `every_round`), then the first `listed` nodes kept.
 std::string RepairLines(const Repair& repair, size_t listed, bool every_round);
+// The island certificate's summary line ("certificate: 7 island(s) tried, 5 needed, 2 given
+// back (12 model runs)"), then, when `listed` > 0, one line per unit up to `listed`.
+std::string CertificateLines(const IslandCertificate& certificate, size_t listed);
+// One unit of the certificate in one line: verdict, nodes, multiply-add share, score, why.
+std::string CertifiedIslandLine(const CertifiedIsland& island);
 std::string ReportToJson(const ConversionReport& report);
 // Rewrites per rule, islands, end-to-end error: a few lines for the console.
 std::string SummaryTable(const ConversionReport& report);

@@ -352,6 +352,26 @@ std::vector<OptionSpec> MakeTable() {
                        "nodes responsible in fp32",
                .read_by = "repair phase",
                .api_field = "repair"});
+  t.push_back(
+      {.name = "certify",
+       .type = Type::kEnum,
+       .choices = {"on", "off"},
+       .default_text = "on",
+       .value_name = "on|off",
+       .help = "After an fp16/bf16 conversion that meets the criteria on calibration data, "
+               "try each fp32 island back in fp16 alone (at most 24, largest first) and keep "
+               "only those the criteria need; off skips it (docs/validation.md)",
+       .read_by = "repair phase (the island certificate)",
+       .api_field = "certify",
+       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+         if (v != "on" && v != "off") {
+           return absl::InvalidArgumentError(
+               absl::StrCat("expected on or off, got '", std::string(v), "'"));
+         }
+         o.certify = v == "on";
+         return absl::OkStatus();
+       },
+       .get = [](const ConvertOptions& o) { return std::string(o.certify ? "on" : "off"); }});
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +45,9 @@ struct ConvertOptions {
   std::vector<std::string> keep_fp32;  // --keep-fp32 REGEX (names or op types)
   // Nodes to keep in fp32, by the name of their first output, with the reason (repair).
   std::map<std::string, std::string> keep_fp32_outputs;
+  // Nodes the island policy must leave in fp16/bf16, by the name of their first output (the
+  // island certificate gives islands back by it; never a node the spec keeps in fp32).
+  std::set<std::string> fp16_outputs;
   // The written file's inputs and outputs keep the original's element types (Casts inside);
   // false gives float16/bfloat16 inputs and outputs where the graph computes them so.
   bool keep_io_types = true;
@@ -67,6 +71,9 @@ struct ConvertOptions {
   std::vector<std::string> disabled;  // --disable RULE
   // Validation.
   bool validate = true;
+  // --certify on|off: after a conversion that meets the criteria, try each fp32 island back
+  // in fp16 alone and keep it only where the criteria need it (converter/repair.h).
+  bool certify = true;
   std::map<std::string, std::string> input_files;  // --input NAME=FILE.pb
 };
 

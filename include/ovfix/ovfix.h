@@ -150,6 +150,9 @@ struct ConversionOptions {
   std::vector<std::string> accuracy;
   bool validate = true;  // false: --no-validate
   bool repair = true;    // false: --no-repair
+  // --certify on|off: try each fp32 island back in fp16 after a conversion that meets the
+  // criteria, keeping only those needed (unset: on).
+  std::optional<std::string> certify;
   // Calibration data: ONNX test-data folders (--calibration-data), then sets of input
   // tensors by graph input name (--input NAME=FILE; an input a set lacks is random).
   std::vector<std::string> calibration_data;

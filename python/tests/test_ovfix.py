@@ -297,14 +297,16 @@ def every_option():
         "tolerance": (0.05, ["--tolerance", "0.05"]),
         "accuracy": ("max:0.05", ["--accuracy", "max:0.05"]),
         "repair": (False, ["--no-repair"]),
+        "certify": ("off", ["--certify", "off"]),
     }
 
 
 # The options that change nothing on the test model: no dynamic dim, no Conv3D, no constant
-# folding would make larger than 4 elements, magnitude islands are the structural ones, and
-# nothing to repair. Every other one changes the bytes, the report or refuses the model.
+# folding would make larger than 4 elements, magnitude islands are the structural ones,
+# nothing to repair, and no fp32 island for the certificate to try. Every other one changes
+# the bytes, the report or refuses the model.
 SAME_AS_DEFAULT_HERE = {"batch", "lower_conv3d_unit_kernel", "fold_size_limit", "fp16_islands",
-                        "repair"}
+                        "repair", "certify"}
 
 
 @needs_model

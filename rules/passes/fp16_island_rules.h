@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct IslandOptions {
   std::vector<std::string> keep_fp32;  // regexes (re2)
   // Nodes by the name of their first output, with the reason (the repair's choices).
   std::map<std::string, std::string> keep_outputs;
+  // Nodes that stay in fp16/bf16 whatever the policy says, by the name of their first output
+  // (the island certificate's give-backs).
+  std::set<std::string> release_outputs;
   double magnitude_threshold = 8192;
   // false: only the spec's limits, constants above 65504, --keep-fp32, repair, and outputs
   // observed above the threshold (a magnitude-only policy, to compare with).

@@ -307,6 +307,7 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   options.magnitude_threshold = ctx.options.fp16_magnitude_threshold;
   options.opset = ctx.model.OpsetVersion("");
   options.keep_outputs = ctx.options.keep_fp32_outputs;
+  options.release_outputs = ctx.options.fp16_outputs;
   options.structural = ctx.options.fp16_islands == ConvertOptions::Fp16Islands::kStructural;
   options.release_calm = ctx.options.fp16_calibrated_on_data;
   absl::flat_hash_map<const Value*, MagnitudeRange> magnitudes;
@@ -356,7 +357,10 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
       // its bodies' nodes, listed (and counted by the fp32 cost) on their own.
       if (!n->subgraphs().empty()) continue;
       if (auto it = islands->find(n); it != islands->end()) {
-        islands_.push_back({n->Describe(), n->op_type(), it->second});
+        islands_.push_back({n->Describe(), n->op_type(), it->second,
+                            n->outputs().empty() || n->output(0) == nullptr
+                                ? std::string()
+                                : n->output(0)->name()});
       }
     }
     Converter converter(ctx, *graph, *islands, half);

@@ -22,6 +22,7 @@ struct IslandNode {
   std::string node;  // Describe()
   std::string op_type;
   std::string reason;
+  std::string output;  // the name of its first output (what keeps and give-backs key it by)
 };
 
 class Fp16IslandsPass : public Pass {

@@ -130,7 +130,12 @@ absl::Status IslandMarks::MarkRequested(const std::vector<Node*>& nodes,
 }
 
 void IslandMarks::Mark(const Node* n, std::string reason) {
-  if (n->owner() == &g_) islands_.try_emplace(n, std::move(reason));
+  if (n->owner() != &g_) return;
+  if (!o_.release_outputs.empty() && !n->outputs().empty() && n->output(0) != nullptr &&
+      o_.release_outputs.contains(n->output(0)->name())) {
+    return;  // given back by the island certificate
+  }
+  islands_.try_emplace(n, std::move(reason));
 }
 
 void IslandMarks::MarkWithFeeding(const Node& n, const std::string& why,

@@ -279,7 +279,11 @@ g (float[1,2,6,6] x) => (float[1,2,6,6] y)
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = ((i * 7 % 19) - 9) / 4.0f;
   const std::string input = (dir / "x.pb").string();
   ASSERT_TRUE(WriteTensorFile(input, x, "x").ok());
-  auto report = ConvertModel(**model, Fp16Options("x", input));
+  // The policy's island, as the policy leaves it: on these inputs the certificate gives the
+  // Clip back (its bounds become inf in fp16, and it passes every value on).
+  PipelineOptions options = Fp16Options("x", input);
+  options.convert.certify = false;
+  auto report = ConvertModel(**model, options);
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ(report->islands.size(), 1u);
   EXPECT_EQ(report->islands[0].op_type, "Clip");
