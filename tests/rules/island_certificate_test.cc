@@ -160,14 +160,7 @@ double OrtError(const std::string& modules, const Case& c, const std::string& ca
   }
   const auto expected = testing_support::RunOrt(modules, c.original, {c.input}, c.dir / "o");
   const auto actual = testing_support::RunOrt(modules, emulated, {c.input}, c.dir / "c");
-  EXPECT_EQ(expected.size(), actual.size());
-  double worst = 0;
-  for (size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
-    const Tensor a = ConvertTensor(actual[i], DataType::kFloat);
-    if (!test_support::AllFinite(a)) return INFINITY;
-    worst = std::max(worst, exec::RelativeError(a, expected[i]));
-  }
-  return worst;
+  return testing_support::WorstOutputError(actual, expected);
 }
 
 int Fp32Islands(const ConversionReport& r) { return static_cast<int>(r.islands.size()); }

@@ -131,14 +131,7 @@ double OrtError(const std::string& modules, const Converted& c, int64_t size) {
   const auto actual =
       testing_support::RunOrt(modules, emulated, {input}, c.dir / absl::StrCat("c", size));
   EXPECT_EQ(expected.size(), 2u);
-  EXPECT_EQ(actual.size(), 2u);
-  double worst = 0;
-  for (size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
-    const Tensor a = ConvertTensor(actual[i], DataType::kFloat);
-    if (!test_support::AllFinite(a)) return INFINITY;
-    worst = std::max(worst, exec::RelativeError(a, expected[i]));
-  }
-  return worst;
+  return testing_support::WorstOutputError(actual, expected);
 }
 
 TEST(ShapeRange, WithoutARangeTheReportSaysWhichShapeWasValidated) {

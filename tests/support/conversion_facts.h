@@ -90,7 +90,9 @@ inline WrittenPrecision CountWrittenPrecision(Model& m, DataType half) {
       const int rank = n->output(0)->rank();
       EXPECT_GE(rank, 0) << n->Describe();
       for (const Value* in : n->inputs()) {
-        if (in != nullptr) EXPECT_EQ(in->rank(), rank) << n->Describe() << " input " << in->name();
+        if (in != nullptr) {
+          EXPECT_EQ(in->rank(), rank) << n->Describe() << " input " << in->name();
+        }
       }
     }
   }

@@ -8,10 +8,13 @@
 // onnxruntime to see what a backend storing float16 computes.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "exec/compare.h"
 #include "gtest/gtest.h"
 #include "ir/model_io.h"
 #include "ir/tensor.h"
@@ -92,6 +95,23 @@ inline void Emulate(Graph& g) {
 }
 
 }  // namespace fp16_storage
+
+// The worst error relative to the range over the outputs of a run (float16 ones widened),
+// infinite where an output holds NaN or inf: how far a float16 file's run is from the
+// original's.
+inline double WorstOutputError(const std::vector<Tensor>& actual,
+                               const std::vector<Tensor>& expected) {
+  EXPECT_EQ(actual.size(), expected.size());
+  double worst = 0;
+  for (size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+    const Tensor a = ConvertTensor(actual[i], DataType::kFloat);
+    for (int64_t k = 0; k < a.numel(); ++k) {
+      if (!std::isfinite(a.data<float>()[k])) return INFINITY;
+    }
+    worst = std::max(worst, exec::RelativeError(a, expected[i]));
+  }
+  return worst;
+}
 
 inline void EmulateFp16Storage(const std::string& in, const std::string& out) {
   absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModel(in);
