@@ -12,6 +12,7 @@
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 5] [--rounds 6]
 //       [--unet-size 512] [--models resnet18,unet,...] [--graph-as-written true]
+//       [--concat-in-place false]
 //   (short windows of runs alternated many times: bench/README.md says why)
 //   build/bench/ovfix_bench_cpu_vs_ort --write-models DIR   (the generated models, for profiling)
 #include <algorithm>
@@ -46,6 +47,7 @@ struct Options {
   int64_t unet_size = 512;
   std::string write_models;       // only write the generated models (and inputs) there
   bool graph_as_written = false;  // run the graph exactly as written (no session graph)
+  bool concat_in_place = true;    // SessionOptions::concat_in_place (off: the copying Concat)
   std::vector<std::string> models = {"resnet18",
                                      "mobilenet_v3_small",
                                      "deep_residual",
@@ -113,6 +115,10 @@ Case MakeCase(const std::string& name, const Options& o, const fs::path& scratch
   if (name == "x_bert") return Generate(name, ExportedBertModel(), scratch / name);
   if (name == "x_decoder") return Generate(name, ExportedCausalDecoderModel(), scratch / name);
   if (name == "x_densenet") return Generate(name, ExportedDenseNetModel(), scratch / name);
+  // Not in the default set: the torchvision form of x_densenet (--models x_densenet_tv).
+  if (name == "x_densenet_tv") {
+    return Generate(name, ExportedTorchvisionDenseNetModel(), scratch / name);
+  }
   if (name == "x_aspp") return Generate(name, ExportedAtrousSegmentationModel(), scratch / name);
   const std::string dir = std::string(OVFIX_SHARED_DIR) + "/models/" + name;
   Case c{name, dir + "/model.onnx", {}};
@@ -178,6 +184,7 @@ int Run(const Options& o) {
     }
     exec::SessionOptions session_options;
     session_options.threads = o.threads;
+    session_options.concat_in_place = o.concat_in_place;
     // As `ovfix run` does: the optimized session graph unless --graph-as-written. The Add
     // chain always runs as written: it measures the executor's cost per node, and the session
     // graph would make its 7000 Adds one element-wise pass.
@@ -260,6 +267,8 @@ int main(int argc, char** argv) {
       o.write_models = value;
     else if (flag == "--graph-as-written")
       o.graph_as_written = value == "true" || value == "1";
+    else if (flag == "--concat-in-place")
+      o.concat_in_place = value == "true" || value == "1";
     else if (flag == "--models")
       o.models = absl::StrSplit(value, ',');
     else {

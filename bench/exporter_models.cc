@@ -438,6 +438,38 @@ onnx::ModelProto ExportedDenseNetModelSized(int64_t image, int64_t growth,
   return b.model();
 }
 
+onnx::ModelProto ExportedTorchvisionDenseNetModel() {
+  B b(kOpset, 27);
+  constexpr int64_t kGrowth = 32, kLayersPerBlock = 6;
+  std::string x = b.Conv(b.Input("image", {1, 3, 128, 128}), 3, 64, 7, 2);
+  x = Relu(b, BatchNorm(b, x, 64));
+  x = b.Op(
+      "MaxPool", {x},
+      {B::Ints("kernel_shape", {3, 3}), B::Ints("strides", {2, 2}), B::Ints("pads", {1, 1, 1, 1})});
+  int64_t channels = 64;
+  for (int block = 0; block < 3; ++block) {
+    std::vector<std::string> features = {x};
+    for (int64_t layer = 0; layer < kLayersPerBlock; ++layer) {
+      const std::string cat =
+          features.size() == 1 ? features[0] : b.Op("Concat", features, {B::Int("axis", 1)});
+      std::string h = b.Conv(Relu(b, BatchNorm(b, cat, channels)), channels, 4 * kGrowth, 1);
+      h = b.Conv(Relu(b, BatchNorm(b, h, 4 * kGrowth)), 4 * kGrowth, kGrowth, 3);
+      features.push_back(h);
+      channels += kGrowth;
+    }
+    x = b.Op("Concat", features, {B::Int("axis", 1)});
+    if (block < 2) {
+      x = b.Conv(Relu(b, BatchNorm(b, x, channels)), channels, channels / 2, 1);
+      channels /= 2;
+      x = b.Op("AveragePool", {x}, {B::Ints("kernel_shape", {2, 2}), B::Ints("strides", {2, 2})});
+    }
+  }
+  x = b.Op("GlobalAveragePool", {Relu(b, BatchNorm(b, x, channels))});
+  x = b.Op("Flatten", {x});
+  b.Output(Linear(b, x, channels, 1000));
+  return b.model();
+}
+
 onnx::ModelProto ExportedAtrousSegmentationModel() {
   B b(kOpset, 26);
   const std::string image = b.Input("image", {1, 3, 256, 256});

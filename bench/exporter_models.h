@@ -45,6 +45,10 @@ onnx::ModelProto ExportedDenseNetModel();
 // The same at another size: a square `image` (a multiple of 16), growth rate, layers per block.
 onnx::ModelProto ExportedDenseNetModelSized(int64_t image, int64_t growth,
                                             int64_t layers_per_block);
+// ExportedDenseNetModel as torchvision's DenseNet exports it: each layer concatenates every feature
+// of its block so far (torch.cat(prev_features, 1)), and the block ends in the Concat of all of
+// them, so the features are copied once per later layer unless Concats are views.
+onnx::ModelProto ExportedTorchvisionDenseNetModel();
 // An atrous segmentation head (DeepLab ASPP): strided backbone, dilated 3x3 Convs at rates
 // 6/12/18, a pooled branch resized to the feature map by sizes from shape arithmetic, Concat,
 // and a bilinear Resize of the logits to the input size.

@@ -23,6 +23,15 @@ std::shared_ptr<Buffer> BufferRecycler::Take(size_t bytes, bool zero) {
 void BufferRecycler::Give(Tensor& t) {
   std::shared_ptr<Buffer> buffer = t.buffer();
   t = Tensor();
+  // A slice (a value made inside a Concat's output) is never kept itself: handed out again
+  // it would alias whatever its whole holds by then. Its whole is, once this was the last
+  // thing holding it.
+  if (buffer != nullptr && buffer->whole() != nullptr) {
+    if (buffer.use_count() != 1) return;
+    std::shared_ptr<Buffer> whole = buffer->whole();
+    buffer.reset();
+    buffer = std::move(whole);
+  }
   // Recycled only when no other tensor views it: `buffer` is then its one holder.
   if (buffer == nullptr || buffer.use_count() != 1 || buffer->is_file_view() ||
       buffer->owned_string() != nullptr || buffer->size() == 0) {

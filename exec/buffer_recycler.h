@@ -23,7 +23,8 @@ class BufferRecycler {
   // contents are unspecified unless `zero`.
   std::shared_ptr<Buffer> Take(size_t bytes, bool zero);
   // Keeps `t`'s buffer for reuse when nothing else holds it and it is an allocation of ours
-  // (not a view of a file or of a parsed protobuf); `t` is left empty either way.
+  // (not a view of a file or of a parsed protobuf; of a Buffer::Slice, its whole, once no
+  // other slice or tensor holds that); `t` is left empty either way.
   void Give(Tensor& t);
 
   size_t free_bytes() const { return free_bytes_; }

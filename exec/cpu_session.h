@@ -29,6 +29,9 @@ class CpuSession : public Session {
   // Like Run, for graphs with sequence or optional inputs/outputs.
   absl::StatusOr<std::vector<RuntimeValue>> RunValues(const ValueMap& inputs);
   const TensorMap& captured() const override { return captured_; }
+  // How many Concats of the last run found their inputs laid out in their output already and
+  // copied nothing (SessionOptions::concat_in_place).
+  int concat_views() const { return concat_views_; }
 
  private:
   explicit CpuSession(const SessionOptions& options);
@@ -43,6 +46,7 @@ class CpuSession : public Session {
   // (a new allocation of a large output would be fresh pages on every run).
   std::vector<Tensor> handed_out_;
   TensorMap captured_;
+  int concat_views_ = 0;
 };
 
 }  // namespace ovfix::exec

@@ -61,6 +61,10 @@ struct SessionOptions {
   // (exec/qdq_fusion.h); in fp32 without capture or on_value only. False runs the graph as
   // written.
   bool fuse_qdq = true;
+  // cpu: the producers of a Concat's inputs write straight into their ranges of its output
+  // where the Concat lays them out back to back (exec/concat_in_place.h), from the second run
+  // on; the same bytes either way. In fp32 without capture or on_value only (as the fusions).
+  bool concat_in_place = true;
   // Set by the session, not by callers: in the fp16 precisions, a model that declares float16
   // data itself (a converted one; ir DeclaresFloat16) keeps its float32 values float32, as a
   // backend running it as typed does, and only its float16 values are half (computed in half

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,11 +55,15 @@ struct KernelContext {
   // dim the vector's length equals): output 0 + bias along its last dim, added after the
   // product is complete (so rounded as the Add would) and before `fused`.
   const Tensor* fused_bias = nullptr;
+  // Per output, where the session placed it (exec/concat_in_place.h): a slice of a Concat's
+  // output that the output is made in when the kernel asks for exactly its size. Empty, or
+  // null entries: fresh buffers.
+  const std::vector<std::shared_ptr<Buffer>>* destinations = nullptr;
 
   // A context with no inputs, outputs or session services: for the attribute and geometry
   // helpers, and for callers that fill in the rest.
   static KernelContext For(const Node& node, int opset) {
-    return {node, opset, {}, {}, nullptr, nullptr, {}, 0, nullptr, {}, nullptr};
+    return {node, opset, {}, {}, nullptr, nullptr, {}, 0, nullptr, {}, nullptr, nullptr};
   }
 
   size_t num_inputs() const { return inputs.size(); }
@@ -90,6 +95,12 @@ struct KernelContext {
       outputs[i] = Tensor(type, std::move(dims));
     } else {
       const size_t bytes = StorageBytes(type, Tensor::NumElements(dims));
+      if (destinations != nullptr && i < destinations->size() && (*destinations)[i] != nullptr &&
+          (*destinations)[i]->size() == bytes) [[unlikely]] {
+        outputs[i] = Tensor(type, std::move(dims), (*destinations)[i]);
+        if (zero) std::memset(outputs[i].raw(), 0, bytes);
+        return outputs[i];
+      }
       outputs[i] =
           Tensor(type, std::move(dims),
                  recycler != nullptr ? recycler->Take(bytes, zero) : Buffer::Allocate(bytes, zero));

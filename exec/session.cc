@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "exec/concat_in_place.h"
 #include "exec/cpu_session.h"
 #include "exec/kernel.h"
 #include "exec/opencl/opencl_session.h"
@@ -41,6 +42,10 @@ struct Step : StepSlots {
   FusedActivation fused;
   // The constant bias an Add that alone read this step's output added (KernelContext).
   const Tensor* fused_bias = nullptr;
+  // A Concat that may find its inputs laid out in one buffer already (ConcatAsView).
+  bool concat_view = false;
+  // Its index among the Concats of Plan::concat_placement; -1 when it is none of them.
+  int placed_concat = -1;
 };
 
 struct Plan : PlanSlots {
@@ -54,6 +59,9 @@ struct Plan : PlanSlots {
   int64_t largest_float16_constant = 0;
   // Whether steps keep kernel state across runs (SessionOptions::kernel_state_budget).
   bool keep_kernel_state = true;
+  // Where Concat inputs are made (SessionOptions::concat_in_place); learned as the plan runs,
+  // hence mutable. Null when off or no Concat takes part.
+  mutable std::unique_ptr<ConcatPlacement> concat_placement;
 };
 
 namespace {
@@ -125,6 +133,9 @@ class Compiler {
         !options_.RoundsFloat32()) {
       PrecomputeConstantNodes(plan);
       FuseIntoProducers(plan);
+      // Subgraph plans run many times per run (a Loop body), each in a frame of its own: only
+      // the main plan places values, so that each of its buffers serves one run.
+      if (main && options_.concat_in_place) PlaceConcatInputs(plan);
     }
     PlanReleases(plan, /*keep_all=*/main && options_.capture);
   }
@@ -247,6 +258,47 @@ class Compiler {
     plan.steps = std::move(kept);
   }
 
+  // Concat without copies (exec/concat_in_place.h): each value's home, the last Concat that
+  // reads it once, when a plain tensor step makes it and the caller never sees it (no graph
+  // input, output or constant).
+  static void PlaceConcatInputs(Plan& plan) {
+    std::vector<bool> made(plan.num_slots, false), kept(plan.num_slots, false);
+    for (const Step& step : plan.steps) {
+      const bool plain = step.value_kernel == nullptr && step.subgraphs.empty();
+      for (int s : step.outputs) {
+        if (s >= 0) made[s] = plain;
+      }
+    }
+    for (const std::vector<int>* slots :
+         {&plan.input_slots, &plan.output_slots, &plan.constant_slots}) {
+      for (int s : *slots) kept[s] = true;
+    }
+    std::vector<ConcatPlacement::Concat> concats;
+    std::vector<ConcatPlacement::Home> home(plan.num_slots);
+    for (Step& step : plan.steps) {
+      const Node& node = *step.node;
+      if ((!node.domain().empty() && node.domain() != "ai.onnx") || node.op_type() != "Concat" ||
+          step.value_kernel != nullptr || step.outputs.size() != 1 || step.outputs[0] < 0) {
+        continue;
+      }
+      step.concat_view = true;
+      const int index = static_cast<int>(concats.size());
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        const int s = step.inputs[i];
+        if (s < 0 || kept[s] || !made[s] ||
+            std::count(step.inputs.begin(), step.inputs.end(), s) != 1) {
+          continue;
+        }
+        home[s] = {index, static_cast<int>(i)};
+      }
+      step.placed_concat = index;
+      concats.push_back({step.inputs, step.outputs[0]});
+    }
+    if (concats.empty()) return;
+    plan.concat_placement =
+        std::make_unique<ConcatPlacement>(plan.num_slots, std::move(concats), std::move(home));
+  }
+
   // Each slot is released by the step that reads it last (or that makes it, when nothing
   // reads it); graph outputs and constants stay, and so does everything with `keep_all`.
   // Widened values that stay are narrowed back to float16 there instead, so they are held
@@ -298,7 +350,12 @@ class Runner {
     return RuntimeValue(ConvertTensor(v.tensor, DataType::kFloat16));
   }
 
+  int concat_views() const { return concat_views_; }
+
   absl::Status RunPlan(const Plan& plan, std::vector<RuntimeValue>& frame) {
+    // The buffers of this run's Concat nests, made when their first value is (only the main
+    // plan has any).
+    if (plan.concat_placement != nullptr) roots_.assign(plan.num_slots, nullptr);
     for (const Step& step : plan.steps) {
       const auto start = on_node_time_ != nullptr ? std::chrono::steady_clock::now()
                                                   : std::chrono::steady_clock::time_point();
@@ -314,7 +371,15 @@ class Runner {
         frame[slot] = RuntimeValue();
       }
       for (int slot : step.narrow) frame[slot] = Narrowed(frame[slot]);
+      // Every value placed in a nest's buffer is made before its outermost Concat: the buffer
+      // is held by the values in it from here.
+      if (plan.concat_placement != nullptr) {
+        for (int slot : step.outputs) {
+          if (slot >= 0) roots_[slot] = nullptr;
+        }
+      }
     }
+    if (plan.concat_placement != nullptr) plan.concat_placement->Commit();
     return absl::OkStatus();
   }
 
@@ -461,6 +526,17 @@ class Runner {
       }
     }
     ctx.outputs.resize(step.outputs.size());  // empty: cleared when given back
+    if (step.concat_view && !as_float && !bfloat16_as_float) {
+      if (std::optional<Tensor> view = ConcatAsView(node, step.opset, ctx.inputs)) {
+        if (step.placed_concat >= 0) {
+          plan.concat_placement->Record(step.placed_concat, node, step.opset, ctx.inputs, *view);
+        }
+        frame[step.outputs[0]] = RuntimeValue(*std::move(view));
+        ++concat_views_;
+        return absl::OkStatus();
+      }
+    }
+    ctx.destinations = Destinations(plan, step);
     if (!step.subgraphs.empty()) {
       ctx.run_subgraph = [this, &step, &frame](
                              const Graph& graph,
@@ -481,6 +557,14 @@ class Runner {
       };
     }
     OVFIX_RETURN_IF_ERROR(step.kernel->fn(ctx));
+    // The slices stay with the outputs made in them only: a slice held nowhere else lets its
+    // buffer go back to the recycler once released (BufferRecycler::Give).
+    destinations_.clear();
+    // Not from float copies of half inputs: their sizes are not those the producers make.
+    if (step.placed_concat >= 0 && !as_float && !bfloat16_as_float && ctx.outputs[0].defined()) {
+      plan.concat_placement->Record(step.placed_concat, node, step.opset, ctx.inputs,
+                                    ctx.outputs[0]);
+    }
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       Tensor& t = ctx.outputs[i];
@@ -551,6 +635,26 @@ class Runner {
     return false;
   }
 
+  // Where the outputs of `step` go when the plan placed them in a Concat's output: slices of
+  // this run's buffer of their nest (made here for the first of them). Null when none is.
+  const std::vector<std::shared_ptr<Buffer>>* Destinations(const Plan& plan, const Step& step) {
+    if (plan.concat_placement == nullptr || step.concat_view) return nullptr;
+    const ConcatPlacement& placement = *plan.concat_placement;
+    bool any = false;
+    for (int slot : step.outputs) any = any || (slot >= 0 && placement.RangeOf(slot).root >= 0);
+    if (!any) return nullptr;
+    destinations_.assign(step.outputs.size(), nullptr);
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      const ConcatPlacement::Range& range = placement.RangeOf(step.outputs[i]);
+      if (range.root < 0) continue;
+      std::shared_ptr<Buffer>& root = roots_[range.root];
+      if (root == nullptr) root = recycler_->Take(placement.RootBytes(range.root), /*zero=*/false);
+      destinations_[i] = Buffer::Slice(root, range.offset, range.bytes);
+    }
+    return &destinations_;
+  }
+
   ThreadPool* pool_;
   BufferRecycler* recycler_;
   bool round_;
@@ -558,6 +662,11 @@ class Runner {
   const std::function<void(const Node&, double)>* on_node_time_;
   uint64_t random_seed_;
   std::vector<std::shared_ptr<Buffer>> scratch_;  // see AsFloat
+  // Per slot of the main plan, the buffer of the Concat nest it is the outermost Concat of,
+  // while this run makes the values in it (Destinations).
+  std::vector<std::shared_ptr<Buffer>> roots_;
+  std::vector<std::shared_ptr<Buffer>> destinations_;  // KernelContext::destinations
+  int concat_views_ = 0;                               // CpuSession::concat_views
   // KernelContext::inputs and outputs of the last tensor step, cleared (see RunTensorStep).
   std::vector<const Tensor*> spare_inputs_;
   std::vector<Tensor> spare_outputs_;
@@ -671,6 +780,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
   }
   Runner runner(pool_.get(), &recycler_, options_);
   absl::Status status = runner.RunPlan(plan, frame);
+  concat_views_ = runner.concat_views();
   // Widened float16 values go back to float16 wherever they leave the session.
   auto narrowed = [&](int slot) -> RuntimeValue {
     if (plan.widened.empty() || !plan.widened[slot]) return frame[slot];

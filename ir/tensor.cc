@@ -77,6 +77,19 @@ std::shared_ptr<Buffer> Buffer::Lazy(size_t size, Producer produce) {
   return b;
 }
 
+std::shared_ptr<Buffer> Buffer::Slice(std::shared_ptr<Buffer> whole, size_t offset, size_t size) {
+  if (whole->whole_ != nullptr) {
+    offset += static_cast<size_t>(whole->data() - whole->whole_->data());
+    whole = whole->whole_;
+  }
+  assert(offset + size <= whole->size());
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->data_ = whole->data() + offset;  // owned by `whole`: never freed here
+  b->size_ = size;
+  b->whole_ = std::move(whole);
+  return b;
+}
+
 Buffer::~Buffer() {
   if (aligned_alloc_) std::free(data_);
 }

@@ -41,6 +41,10 @@ class Buffer {
   // keeping them (a saver streams a tensor to disk through a small buffer); data() makes all
   // of them once and keeps them, for readers that need the whole tensor in memory.
   static std::shared_ptr<Buffer> Lazy(size_t size, Producer produce);
+  // Bytes [offset, offset + size) of `whole`, which stays alive while sliced: a tensor that
+  // lives inside a larger one (the cpu executor's Concat without copies). A slice of a slice
+  // views the first one's whole directly.
+  static std::shared_ptr<Buffer> Slice(std::shared_ptr<Buffer> whole, size_t offset, size_t size);
 
   ~Buffer();
   Buffer(const Buffer&) = delete;
@@ -61,6 +65,8 @@ class Buffer {
   // tells buffers apart.
   const std::byte* address() const { return data_; }
   bool is_file_view() const { return file_ != nullptr; }
+  // The buffer this one is a Slice of (never itself a slice); null for any other buffer.
+  const std::shared_ptr<Buffer>& whole() const { return whole_; }
   // Whether the bytes are still to be made (data() has not been called on a lazy buffer).
   bool is_pending() const;
   // Copies bytes [offset, offset + length) to `out` (on element boundaries); a pending lazy
@@ -85,6 +91,7 @@ class Buffer {
   std::unique_ptr<std::string> string_;
   std::shared_ptr<const MappedFile> file_;
   std::unique_ptr<LazyState> lazy_;
+  std::shared_ptr<Buffer> whole_;  // see Slice
 };
 
 class Tensor {

@@ -43,6 +43,25 @@ TEST(BufferRecycler, KeepsNoBufferThatIsStillViewedOrNotItsOwn) {
   EXPECT_EQ(view.data<float>()[3], 4.0f);
 }
 
+// Slices (values made inside a Concat's output, exec/concat_in_place.h) are never kept
+// themselves; their whole is, once the last of them and the whole's own tensor are gone.
+TEST(BufferRecycler, KeepsTheWholeOfSlicesOnlyOnceNoneIsLeft) {
+  BufferRecycler recycler;
+  std::shared_ptr<Buffer> whole = recycler.Take(16, /*zero=*/true);
+  const std::byte* data = whole->data();
+  Tensor front(DataType::kFloat, {2}, Buffer::Slice(whole, 0, 8));
+  Tensor back(DataType::kFloat, {2}, Buffer::Slice(Buffer::Slice(whole, 4, 12), 4, 8));
+  EXPECT_EQ(back.buffer()->whole(), whole);  // a slice of a slice views the whole
+  EXPECT_EQ(back.raw(), data + 8);
+  whole.reset();
+  recycler.Give(front);
+  EXPECT_EQ(recycler.free_bytes(), 0u);  // `back` still holds the whole
+  recycler.Give(back);
+  EXPECT_EQ(recycler.free_bytes(), 16u);
+  EXPECT_EQ(recycler.Take(16, false)->data(), data);
+  EXPECT_EQ(recycler.Take(8, false)->whole(), nullptr);  // no slice ever handed out
+}
+
 TEST(BufferRecycler, RespectsItsLimit) {
   BufferRecycler recycler(/*max_bytes=*/16);
   Tensor a = Floats({4}, {1, 2, 3, 4}), b = Floats({4}, {5, 6, 7, 8});
