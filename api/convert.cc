@@ -1,6 +1,9 @@
 // ConvertFile and Convert: the options of `ovfix convert` into the pipeline's
-// (converter/pipeline.h) through the option table, as conversion_flags.cc puts the command
-// line's, so that the same options write the same bytes as the command line.
+// (converter/pipeline.h) through the translation the command line's flags go through too
+// (converter/user_options.h), so that the same options write the same bytes as the command
+// line.
+#include "api/convert.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -52,49 +55,10 @@ absl::Status WriteCalibrationSets(const std::vector<NamedTensors>& sets, const s
   return absl::OkStatus();
 }
 
-// The options of the table that the passes read (rules::ConvertOptions), set from the
-// members that carry them as the command line sets them from its flags: a given option wins
-// over the target's. Errors name the option.
-absl::Status SetTableOptions(const ConversionOptions& o, converter::PipelineOptions& p) {
-  for (const rules::OptionSpec& spec : rules::ConversionOptionTable()) {
-    if (spec.set == nullptr || spec.api_field.empty()) continue;
-    const std::vector<std::string> texts = api::MemberTexts(spec, o);
-    for (const std::string& text : texts) {
-      if (absl::Status s = spec.set(text, p.convert); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(std::string(spec.name), ": ", s.message()));
-      }
-    }
-    if (!texts.empty()) p.set_by_user.insert(std::string(spec.name));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<converter::PipelineOptions> PipelineOptionsOf(const ConversionOptions& o);
-
 // The options as the pipeline takes them; an error is an option's ("option", ErrorKind).
 absl::StatusOr<converter::PipelineOptions> ToPipelineOptions(const ConversionOptions& o) {
-  absl::StatusOr<converter::PipelineOptions> p = PipelineOptionsOf(o);
+  absl::StatusOr<converter::PipelineOptions> p = api::PipelineOptionsOf(o);
   if (!p.ok()) return api::Tagged(p.status(), "option");
-  return p;
-}
-
-absl::StatusOr<converter::PipelineOptions> PipelineOptionsOf(const ConversionOptions& o) {
-  converter::PipelineOptions p;
-  OVFIX_RETURN_IF_ERROR(SetTableOptions(o, p));
-  // The options the pipeline reads itself (the table's entries without a setter).
-  p.rule_files = o.rule_files;
-  if (o.log != nullptr) p.log = [sink = o.log](const std::string& line) { sink->Write(line); };
-  p.calibration_data = o.calibration_data;
-  if (o.tolerance) {
-    if (!(*o.tolerance >= 0)) return absl::InvalidArgumentError("tolerance: must be >= 0");
-    p.tolerance = *o.tolerance;
-  }
-  for (const std::string& text : o.accuracy) {
-    if (absl::Status s = converter::AddAccuracyOption(text, p.accuracy); !s.ok()) return s;
-  }
-  p.repair = o.repair;
-  p.write_output = true;
-  p.report_path = o.report_path;
   return p;
 }
 
@@ -355,6 +319,30 @@ absl::Status WithFileCode(absl::Status status, const ConversionOptions& o,
 }
 
 }  // namespace
+
+namespace api {
+
+converter::UserOptions GivenOptions(const ConversionOptions& o) {
+  converter::UserOptions user;
+  user.spelling = converter::UserOptions::Spelling::kName;
+  for (const rules::OptionSpec& spec : rules::ConversionOptionTable()) {
+    if (spec.api_field.empty()) continue;
+    std::vector<std::string> texts = MemberTexts(spec, o);
+    if (!texts.empty()) user.given[std::string(spec.name)] = std::move(texts);
+  }
+  return user;
+}
+
+absl::StatusOr<converter::PipelineOptions> PipelineOptionsOf(const ConversionOptions& o) {
+  converter::PipelineOptions p;
+  OVFIX_RETURN_IF_ERROR(converter::TranslateUserOptions(GivenOptions(o), p));
+  if (o.log != nullptr) p.log = [sink = o.log](const std::string& line) { sink->Write(line); };
+  p.write_output = true;
+  p.report_path = o.report_path;
+  return p;
+}
+
+}  // namespace api
 
 // The public calls, their errors made one line (api::OneLine).
 absl::StatusOr<ConversionReport> ConvertFileStatus(const std::string& input,

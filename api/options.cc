@@ -63,6 +63,7 @@ const std::vector<BoundMember>& Members() {
                                                    OVFIX_MEMBER(validate),
                                                    OVFIX_MEMBER(repair),
                                                    OVFIX_MEMBER(certify),
+                                                   OVFIX_MEMBER(island_precision),
                                                    OVFIX_MEMBER(calibration_data),
                                                    OVFIX_MEMBER(calibration_sets)};
   return members;

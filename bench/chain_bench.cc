@@ -23,10 +23,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "converter/pipeline.h"
 #include "ir/model_io.h"
+#include "rules/embedded_files.h"
 
 namespace fs = std::filesystem;
 
@@ -142,8 +144,9 @@ int main(int argc, char** argv) {
     for (const auto& [label, file] : models) std::printf("%s: %s\n", label.c_str(), file.c_str());
     return 0;
   }
+  // Every built-in target unless told (a new target file is measured without a change here).
   const std::vector<std::string> targets =
-      List("OVFIX_BENCH_TARGETS", "generic,tensorrt,gpu-fp16,openvino-gpu,ncnn-vulkan");
+      List("OVFIX_BENCH_TARGETS", absl::StrJoin(ovfix::rules::BuiltinTargetNames(), ","));
   const std::string out = (tmp / "out.onnx").string();
   std::vector<Row> rows;
   for (const auto& [label, in] : models) {

@@ -1,7 +1,6 @@
 #include "cli/conversion_flags.h"
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "converter/accuracy.h"
@@ -37,7 +36,6 @@ std::vector<std::string> Given(const ConversionFlags& f, const OptionSpec& spec)
   }
   auto it = f.options.find(spec.name);
   if (it == f.options.end() || it->second->count() == 0) return {};
-  if (spec.name == "target") return {f.target};
   if (!Repeatable(spec)) return {f.scalars.find(spec.name)->second};
   const std::vector<std::string>* list = BoundList(const_cast<ConversionFlags&>(f), spec.name);
   if (list == nullptr) list = &f.values.find(spec.name)->second;
@@ -119,45 +117,22 @@ void AddConversionFlags(CLI::App* sub, ConversionFlags& f) {
   sub->add_flag("--verbose", f.verbose, "Print what each pass did on stderr");
 }
 
+converter::UserOptions GivenOptions(const ConversionFlags& f) {
+  converter::UserOptions user;
+  user.spelling = converter::UserOptions::Spelling::kFlag;
+  for (const OptionSpec& spec : rules::ConversionOptionTable()) {
+    if (!spec.on_command_line) continue;
+    // The target is always one: as given, the default, or the one explain picked.
+    std::vector<std::string> texts = spec.name == "target" ? std::vector{f.target} : Given(f, spec);
+    if (!texts.empty()) user.given[std::string(spec.name)] = std::move(texts);
+  }
+  return user;
+}
+
 absl::Status ToPipelineOptions(const ConversionFlags& f, converter::PipelineOptions& p) {
   p.input_path = f.input;
-  p.rule_files = f.rule_files;
   if (f.verbose) p.log = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
-  rules::ConvertOptions& c = p.convert;
-  c.target = f.target;
-  // The options of ConvertOptions, through the table; given ones win over the target's.
-  for (const OptionSpec& spec : rules::ConversionOptionTable()) {
-    if (!spec.on_command_line || spec.set == nullptr || spec.name == "target") continue;
-    const std::vector<std::string> given = Given(f, spec);
-    for (const std::string& text : given) {
-      if (absl::Status s = spec.set(text, c); !s.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(FlagName(spec), spec.type == OptionSpec::Type::kBool ? "" : " " + text,
-                         ": ", s.message()));
-      }
-    }
-    if (!given.empty()) p.set_by_user.insert(std::string(spec.name));
-  }
-  // The options the pipeline reads itself.
-  // --input NAME=FILE, repeatable; naming an input again starts another set.
-  for (const std::string& text : f.inputs) {
-    std::string name, file;
-    if (!SplitAssignment(text, name, file)) {
-      return absl::InvalidArgumentError(absl::StrCat("--input ", text, ": expected NAME=FILE.pb"));
-    }
-    if (p.input_sets.empty() || p.input_sets.back().contains(name)) p.input_sets.emplace_back();
-    p.input_sets.back()[name] = file;
-  }
-  p.calibration_data = f.calibration_data;
-  if (std::vector<std::string> t = Given(f, *rules::FindOption("tolerance")); !t.empty()) {
-    // Checked as a non-negative number as it is read.
-    if (!absl::SimpleAtod(t.back(), &p.tolerance)) {
-      return absl::InvalidArgumentError(absl::StrCat("--tolerance ", t.back(), ": not a number"));
-    }
-  }
-  OVFIX_RETURN_IF_ERROR(ParseAccuracyFlags(f.accuracy, p.accuracy));
-  p.repair = Given(f, *rules::FindOption("repair")).empty();
-  return absl::OkStatus();
+  return converter::TranslateUserOptions(GivenOptions(f), p);
 }
 
 std::vector<std::string> FlagFiles(const ConversionFlags& f) {

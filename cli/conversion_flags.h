@@ -13,14 +13,17 @@
 #include "absl/status/status.h"
 #include "cli/command_files.h"
 #include "converter/pipeline.h"
+#include "converter/user_options.h"
+#include "rules/conversion_options.h"
 
 namespace ovfix::cli {
 
 // The flags are those of the option table (rules/conversion_options.h), registered from it.
 struct ConversionFlags {
   std::string input;
-  // The options the commands read themselves, bound to their table entries by name.
-  std::string target = "generic";
+  // The options the commands read themselves, bound to their table entries by name; the
+  // target's default is the table's (the C++ API's and Python's are tested against it).
+  std::string target = std::string(rules::FindOption("target")->default_text);
   std::vector<std::string> rule_files, disabled, keep_fp32, inputs, calibration_data;
   std::vector<std::string> accuracy;  // --accuracy, as given
   bool verbose = false;
@@ -52,8 +55,13 @@ absl::Status ParseAccuracyFlags(const std::vector<std::string>& accuracy,
 // --verbose.
 void AddConversionFlags(CLI::App* sub, ConversionFlags& flags);
 
+// The table's options the flags give, as texts: what converter::TranslateUserOptions reads
+// (the C++ API hands it the same from ConversionOptions, api/convert.cc).
+converter::UserOptions GivenOptions(const ConversionFlags& flags);
+
 // The pipeline options the flags ask for (target, rules, shapes, calibration, fp16,
-// validation); InvalidArgument with a one-line message for a malformed option.
+// validation), through TranslateUserOptions, plus the model and --verbose's log;
+// InvalidArgument with a one-line message for a malformed option.
 absl::Status ToPipelineOptions(const ConversionFlags& flags, converter::PipelineOptions& p);
 
 // The files the flags name, for messages (cli/bad_input.h): target file, rule files,

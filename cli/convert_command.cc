@@ -5,6 +5,7 @@
 // written together (both or neither), atomic writes, external data.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -33,7 +34,9 @@
 namespace ovfix::cli {
 namespace {
 
-struct ConvertOptions {
+// What `convert` takes beyond the conversion options (the output and how it is written);
+// not rules::ConvertOptions, which the passes read.
+struct ConvertCommandOptions {
   ConversionFlags flags;
   std::string output;
   bool external_data = false;  // with external_option: --external-data or --no-external-data
@@ -48,7 +51,7 @@ int Fail(const std::string& message) { return BadInput("convert", message); }
 
 // The files a conversion reads or writes: its errors name one of them, the model when they
 // name none (cli/bad_input.h).
-std::vector<std::string> Files(const ConvertOptions& o) {
+std::vector<std::string> Files(const ConvertCommandOptions& o) {
   std::vector<std::string> files = {o.flags.input, o.output, o.report};
   for (const std::string& f : FlagFiles(o.flags)) files.push_back(f);
   return files;
@@ -57,7 +60,8 @@ std::vector<std::string> Files(const ConvertOptions& o) {
 // Every file the conversion reads and writes: nothing is written when an output would
 // replace an input or another output (the input model and its data only with --in-place),
 // or cannot be written at all (a missing folder): checked before the first model run.
-absl::Status CheckFiles(const ConvertOptions& o, const Model& model, const SaveOptions& save) {
+absl::Status CheckFiles(const ConvertCommandOptions& o, const Model& model,
+                        const SaveOptions& save) {
   namespace fs = std::filesystem;
   const ConversionFlags& f = o.flags;
   if (!o.in_place && SameFile(f.input, o.output)) {
@@ -172,7 +176,7 @@ std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model&
   return warnings;
 }
 
-int RunConvert(ConvertOptions& o) {
+int RunConvert(ConvertCommandOptions& o) {
   namespace fs = std::filesystem;
   const ConversionFlags& f = o.flags;
   if (fs::is_directory(o.output)) return Fail(o.output + ": is a folder, not a file name");
@@ -197,6 +201,7 @@ int RunConvert(ConvertOptions& o) {
 
   // What an interrupt's line says was written, or not (the data file once the model says).
   WatchOutputs({o.output, o.report});
+  const auto load_start = std::chrono::steady_clock::now();
   auto model = LoadModel(f.input);
   if (!model.ok()) return BadInput("convert", model.status().message(), Files(o));
   if (absl::Status s = CheckFiles(o, **model, p.save); !s.ok()) {
@@ -211,6 +216,9 @@ int RunConvert(ConvertOptions& o) {
   for (const std::string& w : UnmatchedOptions(f, **model)) {
     if (!o.quiet) std::fprintf(stderr, "ovfix convert: warning: %s\n", w.c_str());
   }
+  // The load and the checks before the conversion, in its time line.
+  p.load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
   if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
   if (!report->outputs_match && !o.report.empty()) {
@@ -234,6 +242,7 @@ int RunConvert(ConvertOptions& o) {
     }
     facts.precision = converter::CountFloatNodes(**model);
     facts.fp16 = ReducesPrecision(f);
+    facts.verbose = f.verbose;
     if (f.verbose) std::printf("%s", converter::SummaryTable(*report).c_str());
     std::printf("%s", ConvertSummary(*report, facts).c_str());
   }
@@ -258,7 +267,7 @@ int RunConvert(ConvertOptions& o) {
 }  // namespace
 
 Command AddConvertCommand(CLI::App& app) {
-  auto o = std::make_shared<ConvertOptions>();
+  auto o = std::make_shared<ConvertCommandOptions>();
   auto* sub = app.add_subcommand("convert", "Rewrite a model for a target and save it");
   sub->add_option("input", o->flags.input, "The .onnx model to read")->required();
   sub->add_option("output", o->output, "Where to write the result")->required();

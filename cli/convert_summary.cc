@@ -93,7 +93,10 @@ std::string IslandLine(const ConversionReport& report) {
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> items;
   for (const auto& [op, n] : rows) items.push_back(absl::StrCat(op, " ", n));
-  return absl::StrCat("fp32 islands: ", report.islands.size(), " node(s) (",
+  const auto bf16 = std::count_if(report.islands.begin(), report.islands.end(),
+                                  [](const rules::IslandNode& i) { return i.bf16; });
+  return absl::StrCat("fp32 islands: ", report.islands.size() - bf16, " node(s)",
+                      bf16 > 0 ? absl::StrCat(" and ", bf16, " in bf16") : "", " (",
                       FirstFew(items, kListed), ")\n");
 }
 
@@ -202,7 +205,13 @@ std::string ConvertSummary(const ConversionReport& report, const ConvertSummaryF
   if (report.repair) absl::StrAppend(&out, converter::RepairLines(*report.repair, kListed, false));
   if (report.certificate)
     absl::StrAppend(&out, converter::CertificateLines(*report.certificate, 0));
-  absl::StrAppend(&out, absl::StrFormat("time: %.1f s\n", report.seconds));
+  if (report.bf16_islands)
+    absl::StrAppend(&out, converter::CertificateLines(*report.bf16_islands, 0));
+  if (facts.verbose && report.time.measured()) {
+    absl::StrAppend(&out, converter::TimeLine(report.time), "\n");
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("time: %.1f s\n", report.seconds));
+  }
   // The accuracy line as the report prints it (converter/report.h), whatever it says.
   bool accuracy = false;
   for (absl::string_view line : absl::StrSplit(converter::SummaryTable(report), '\n')) {

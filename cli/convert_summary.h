@@ -15,6 +15,7 @@ struct ConvertSummaryFacts {
   converter::ModelStats before, after;
   converter::FloatNodeCounts precision;  // of the converted model
   bool fp16 = false;                     // the target converts to fp16
+  bool verbose = false;  // the time line says where the time went (converter::TimeLine)
 };
 
 std::string ConvertSummary(const converter::ConversionReport& report,

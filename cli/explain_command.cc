@@ -169,7 +169,9 @@ void ExplainPass(const ExplainOptions& o, const converter::ConversionReport& rep
       if (!picked(i.node)) continue;
       ++shown;
       ++reasons[i.reason];
-      if (!o.summary_only) out.Add(absl::StrCat("  ", i.node, ": fp32: ", i.reason));
+      if (!o.summary_only) {
+        out.Add(absl::StrCat("  ", i.node, i.bf16 ? ": bf16: " : ": fp32: ", i.reason));
+      }
     }
     std::vector<std::pair<std::string, int>> rows(reasons.begin(), reasons.end());
     std::stable_sort(rows.begin(), rows.end(),
@@ -182,24 +184,35 @@ void ExplainPass(const ExplainOptions& o, const converter::ConversionReport& rep
     summary =
         absl::StrCat(shown, " node(s) kept in fp32",
                      parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, "; "), ")"));
-    // The island certificate: each unit tried back in fp16 alone, and what it measured.
+    // The island certificate (each unit tried back in fp16 alone) and the bf16 tries
+    // (--island-precision bf16), with what they measured.
+    auto list_units = [&](const converter::IslandCertificate& c) {
+      if (o.summary_only) return;
+      std::string head = converter::CertificateLines(c, 0);
+      while (!head.empty() && head.back() == '\n') head.pop_back();
+      for (absl::string_view line : absl::StrSplit(head, '\n')) out.Add(std::string(line));
+      for (const converter::CertifiedIsland& i : c.islands) {
+        bool any = false;
+        for (const std::string& n : i.nodes) any = any || picked(n);
+        if (any) out.Add(absl::StrCat("  ", converter::CertifiedIslandLine(i, c.tried_as)));
+      }
+    };
     if (report.certificate) {
       const converter::IslandCertificate& c = *report.certificate;
-      if (!o.summary_only) {
-        std::string head = converter::CertificateLines(c, 0);
-        while (!head.empty() && head.back() == '\n') head.pop_back();
-        for (absl::string_view line : absl::StrSplit(head, '\n')) out.Add(std::string(line));
-        for (const converter::CertifiedIsland& i : c.islands) {
-          bool any = false;
-          for (const std::string& n : i.nodes) any = any || picked(n);
-          if (any) out.Add(absl::StrCat("  ", converter::CertifiedIslandLine(i)));
-        }
-      }
+      list_units(c);
       absl::StrAppend(&summary,
                       !c.skipped.empty()
                           ? std::string("; certificate not run")
                           : absl::StrFormat("; certificate: %d tried, %d needed, %d given back",
                                             c.tried, c.needed, c.given_back));
+    }
+    if (report.bf16_islands) {
+      const converter::IslandCertificate& c = *report.bf16_islands;
+      list_units(c);
+      absl::StrAppend(&summary, !c.skipped.empty()
+                                    ? std::string("; bf16 tries not run")
+                                    : absl::StrFormat("; %d island unit(s) in bf16, %d in fp32",
+                                                      c.given_back, c.needed + c.kept_back));
     }
     return;
   }

@@ -2,12 +2,10 @@
 // every helper, op group and builder a rule file can use. `ovfix rules check FILE...`: parses
 // rule files and reports their errors as FILE:LINE:COL: message (exit 2).
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -30,10 +28,11 @@ struct RulesOptions {
   bool json = false;  // list: --json
 };
 
-// What a target is for: its `description` line, else its first comment line.
-std::string TargetSummary(std::string_view contents) {
+// What built-in target `name` is for: its `description` line, else its first comment line.
+std::string TargetSummary(const std::string& name) {
+  const rules::EmbeddedFile* file = rules::FindEmbeddedFile("targets/" + name + ".target");
   std::string comment;
-  for (absl::string_view line : absl::StrSplit(std::string(contents), '\n')) {
+  for (absl::string_view line : absl::StrSplit(std::string(file->contents), '\n')) {
     line = absl::StripAsciiWhitespace(line);
     if (absl::ConsumePrefix(&line, "description")) {
       return std::string(absl::StripAsciiWhitespace(line));
@@ -62,11 +61,8 @@ int PrintListJson(const rules::RuleLibrary& library) {
         {Field("name", p.name), Field("description", p.description), Field("options", p.options)});
   });
   w.Key("targets").BeginArray();
-  for (const auto& file : rules::EmbeddedFiles()) {
-    const std::string path(file.path);
-    if (!absl::StartsWith(path, "targets/")) continue;
-    w.Object({Field("name", std::filesystem::path(path).stem().string()),
-              Field("description", TargetSummary(file.contents))});
+  for (const std::string& name : rules::BuiltinTargetNames()) {
+    w.Object({Field("name", name), Field("description", TargetSummary(name))});
   }
   w.EndArray();
   w.Array("helpers", rules::AllHelpers(), [](JsonWriter& w, const rules::Helper& helper) {
@@ -117,11 +113,8 @@ int RunList(const RulesOptions& o) {
     }
   }
   std::printf("\nTargets (--target NAME):\n");
-  for (const auto& file : rules::EmbeddedFiles()) {
-    const std::string path(file.path);
-    if (!absl::StartsWith(path, "targets/")) continue;
-    const std::string name = std::filesystem::path(path).stem().string();
-    std::printf("  %-16s %s\n", name.c_str(), TargetSummary(file.contents).c_str());
+  for (const std::string& name : rules::BuiltinTargetNames()) {
+    std::printf("  %-16s %s\n", name.c_str(), TargetSummary(name).c_str());
   }
   std::printf("\nHelpers (for `where` and `let`; docs/rules.md):\n");
   for (const auto& helper : rules::AllHelpers()) {

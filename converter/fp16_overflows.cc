@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/conversion_time.h"
 #include "converter/model_run.h"
 #include "exec/random_inputs.h"
 #include "ir/float16.h"
@@ -76,6 +77,7 @@ absl::StatusOr<std::vector<Fp16Overflow>> ListFp16Overflows(const Model& model,
     }
     if (!(m <= kFloat16Largest)) largest[v.name()] = std::max(largest[v.name()], m);
   };
+  ScopedModelRun timed;
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
                          exec::CreateSession(model, options));
   OVFIX_RETURN_IF_ERROR(session->Run(MatchInputTypes(model.graph(), inputs)).status());
@@ -148,6 +150,7 @@ absl::StatusOr<std::optional<NonFiniteOrigin>> FirstNonFiniteInFp16(const Model&
     }
     origin = NonFiniteOrigin{n->Describe(), n->op_type(), v.name(), bad, nan, in, -1};
   };
+  ScopedModelRun timed;
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
                          exec::CreateSession(model, options));
   OVFIX_RETURN_IF_ERROR(session->Run(MatchInputTypes(model.graph(), inputs)).status());
@@ -164,6 +167,7 @@ absl::StatusOr<std::optional<NonFiniteOrigin>> FirstNonFiniteInFp16(const Model&
       }
       origin->largest_fp32 = std::max(origin->largest_fp32, m);
     };
+    ScopedModelRun timed_fp32;
     OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> plain, exec::CreateSession(model, fp32));
     OVFIX_RETURN_IF_ERROR(plain->Run(MatchInputTypes(model.graph(), inputs)).status());
   }

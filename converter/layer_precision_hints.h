@@ -15,9 +15,11 @@ namespace ovfix::converter {
 
 struct LayerPrecisionHints {
   std::vector<std::string> fp32_nodes;  // node names, in graph order
-  std::string layer_precisions;         // "--layerPrecisions=a:fp32,b:fp32" ("" when none)
-  std::string layer_output_types;       // "--layerOutputTypes=a:fp32,b:fp32+fp32"
-  int named = 0;                        // nodes that had no name and got one
+  // An fp16 model's islands that compute in bfloat16 (--island-precision bf16), pinned as bf16.
+  std::vector<std::string> bf16_nodes;
+  std::string layer_precisions;    // "--layerPrecisions=a:fp32,b:fp32" ("" when none)
+  std::string layer_output_types;  // "--layerOutputTypes=a:fp32,b:fp32+fp32"
+  int named = 0;                   // nodes that had no name and got one
   // Nodes left out because their name holds ',' or ':', which the hint's syntax cannot quote.
   std::vector<std::string> unquotable;
 };

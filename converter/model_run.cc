@@ -1,6 +1,7 @@
 #include "converter/model_run.h"
 
 #include "absl/strings/str_cat.h"
+#include "converter/conversion_time.h"
 #include "converter/session_graph.h"
 #include "ir/graph_walk.h"
 #include "ir/model_io.h"
@@ -34,9 +35,14 @@ absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::T
   // Without QDQ fusion: the reference it is compared with captures every value, which runs
   // the graph's quantization steps as written (a fused QLinearConv may land one step away).
   options.fuse_qdq = false;
+  ScopedModelRun timed;
   const exec::TensorMap typed = MatchInputTypes(model.graph(), feeds);
-  OVFIX_ASSIGN_OR_RETURN(RunSession run, CreateRunSession(model, typed, options, as_written));
-  return run.session->Run(typed);
+  absl::StatusOr<RunSession> run = [&] {
+    ScopedTimePart building(TimePart::kSessionBuilds);
+    return CreateRunSession(model, typed, options, as_written);
+  }();
+  if (!run.ok()) return run.status();
+  return run->session->Run(typed);
 }
 
 absl::StatusOr<std::vector<Tensor>> RunEveryFloatInFp16(const Model& model,
@@ -46,9 +52,13 @@ absl::StatusOr<std::vector<Tensor>> RunEveryFloatInFp16(const Model& model,
   options.random_seed = random_seed;
   options.precision = exec::Precision::kFp16Storage;
   options.islands_ignored = true;
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
-                         exec::CreateSession(model, options));
-  return session->Run(MatchInputTypes(model.graph(), feeds));
+  ScopedModelRun timed;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session = [&] {
+    ScopedTimePart building(TimePart::kSessionBuilds);
+    return exec::CreateSession(model, options);
+  }();
+  if (!session.ok()) return session.status();
+  return (*session)->Run(MatchInputTypes(model.graph(), feeds));
 }
 
 absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {
@@ -57,6 +67,7 @@ absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {
   // graph before the precision step, the repair's failed and candidate conversions, and the
   // bytes each is measured on): with 43 MB of inline weights they were 170 MB more.
   constexpr size_t kSharedTensorBytes = size_t{1} << 20;
+  ScopedTimePart timed(TimePart::kCopies);
   return CopyModel(model, kSharedTensorBytes);
 }
 

@@ -1,5 +1,6 @@
 #include "converter/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "converter/bf16_opset.h"
 #include "converter/calibration_data.h"
+#include "converter/conversion_time.h"
 #include "converter/inline_constant_if.h"
 #include "converter/layer_precision_hints.h"
 #include "converter/model_run.h"
@@ -60,6 +63,9 @@ namespace {
 // Weights past which a full run of the model costs enough to be worth saving (their bytes
 // are read, converted and streamed once more on each run).
 constexpr int64_t kRunCostsWeightBytes = int64_t{64} << 20;
+// Weights past which the island certificate and the bf16 tries do not run: each try holds a
+// converted copy of the model and runs it whole (a ConvNeXt-T, a BERT-base are tried).
+constexpr int64_t kIslandTriesWeightBytes = int64_t{512} << 20;
 // An opset conversion rewrites ops into others that compute the same in fp32 (Gelu as Erf and
 // products, a Reduce's axes moved): what it changes is rounding, relative to the output range.
 constexpr double kOpsetTolerance = 1e-4;
@@ -149,6 +155,7 @@ absl::Status NotRunnable(const absl::Status& s) {
 // replaced come back (with --in-place, the input model and its data).
 absl::Status WriteAndMeasure(Model& model, const PipelineOptions& options,
                              ReferenceValidator* validator, ConversionReport& report) {
+  ScopedTimePart timed(TimePart::kSave);
   std::vector<std::unique_ptr<KeptFile>> kept;
   kept.push_back(std::make_unique<KeptFile>(options.output_path));
   absl::StatusOr<std::string> data = ExternalDataFile(options.output_path, options.save);
@@ -219,6 +226,29 @@ namespace {
 
 // One conversion: the state its phases share. The pass manager plans the steps and says
 // which phases run (converter/pass_manager.h); each phase is one method here.
+// --island-precision bf16 needs a backend with bfloat16 kernels (the target file's
+// `bf16_kernels`) and an fp16 conversion to have islands in.
+absl::Status CheckIslandPrecision(const std::string& target, const ConvertOptions& o,
+                                  const std::function<void(const std::string&)>& log) {
+  if (o.island_precision != ConvertOptions::IslandPrecision::kBf16) return absl::OkStatus();
+  if (!o.bf16_kernels) {
+    std::vector<std::string> with;
+    for (const Target& t : BuiltinTargets()) {
+      ConvertOptions options;
+      if (ApplyTargetOptions(t, {}, options).ok() && options.bf16_kernels) with.push_back(t.name);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--island-precision bf16: target '", target,
+        "' has no bfloat16 kernels (targets with them: ", absl::StrJoin(with, ", "), ")"));
+  }
+  if (o.precision != ConvertOptions::Precision::kFp16) {
+    log(absl::StrCat("--island-precision bf16 has no effect: the conversion is ",
+                     std::string(rules::PrecisionName(o.precision)),
+                     ", not fp16 (--precision fp16)"));
+  }
+  return absl::OkStatus();
+}
+
 class Conversion {
  public:
   Conversion(Model& model, const PipelineOptions& options)
@@ -244,10 +274,25 @@ class Conversion {
   // The island certificate (converter/repair.h): after a conversion that meets the criteria,
   // each fp32 island tried back in fp16 alone; the ones the criteria do not need go.
   absl::Status Certify();
-  // The steps from the precision phase on, again, on the graph before it: `keep` in fp32 and
-  // `release` in fp16 whatever the island policy says (the repair's and certificate's tries).
+  // --island-precision bf16 (converter/repair.h IslandsToBf16): the islands left in fp32 tried
+  // in bfloat16; those the criteria allow compute in it.
+  absl::Status IslandsInBf16();
+  // The repair's nodes by first output name, with the repair's reason (none without a repair).
+  std::map<std::string, std::string> RepairKeeps() const;
+  // Why the island tries did not run (`tries_cost_`), after `what`.
+  std::string TriesSkipped(std::string_view what) const;
+  // Whether the repair phase has islands to try (repair, certificate, bf16 islands): the graph
+  // before the precision phase is kept for it.
+  bool TriesIslands() const {
+    return options_.repair || convert_.certify ||
+           convert_.island_precision == ConvertOptions::IslandPrecision::kBf16;
+  }
+  // The steps from the precision phase on, again, on the graph before it: `keep` in fp32,
+  // `release` in fp16 whatever the island policy says (the repair's and certificate's tries),
+  // `bf16` islands in bfloat16.
   absl::StatusOr<std::unique_ptr<Model>> Reconvert(const std::map<std::string, std::string>& keep,
-                                                   const std::set<std::string>& release);
+                                                   const std::set<std::string>& release,
+                                                   const std::set<std::string>& bf16 = {});
   // The report file again, for a model written before the certificate changed nothing.
   absl::Status RewriteReport();
   absl::Status Finish();
@@ -266,6 +311,8 @@ class Conversion {
   Model& model_;
   const PipelineOptions& options_;
   StatusLine progress_;
+  // Where the time goes (the report's time line); current on this thread while Run runs.
+  ConversionClock clock_;
   const Clock::time_point start_ = Clock::now();
   Clock::time_point last_ = start_;
   ConversionReport report_;
@@ -293,8 +340,15 @@ class Conversion {
   // The model as it is now is finished and was written and measured (kept or taken back).
   bool written_current_ = false;
   // A full run of the model costs (its weights past kRunCostsWeightBytes, or activations past
-  // the store's memory): the island certificate does not run.
+  // the store's memory).
   bool runs_cost_ = false;
+  // Trying islands costs too much (weights past kIslandTriesWeightBytes, or activations past
+  // the store's memory): the island certificate and the bf16 tries do not run.
+  bool tries_cost_ = false;
+  // What the islands the written model keeps were settled by: the repair's keeps, and the
+  // certificate's give-backs (by first output name; what Reconvert takes).
+  std::map<std::string, std::string> settled_keep_;
+  std::set<std::string> settled_release_;
 };
 
 void Conversion::Infer(Model& m) const {
@@ -314,6 +368,7 @@ void Conversion::PhaseDone(const char* what) {
 }
 
 absl::Status Conversion::Setup() {
+  ScopedTimePart timed(TimePart::kSetup);
   report_.input = options_.input_path;
   report_.output = options_.output_path;
   report_.target = options_.convert.target;
@@ -322,6 +377,7 @@ absl::Status Conversion::Setup() {
   OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options_.set_by_user, convert_));
   report_.fp32_runtime = target.fp32_runtime;
   report_.fp32_by_request = Fp32ByRequest(target, options_.set_by_user, convert_);
+  OVFIX_RETURN_IF_ERROR(CheckIslandPrecision(target.name, convert_, options_.log));
   absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options_.rule_files);
   if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
   for (const auto& rule : library->UserRules()) report_.user_rules.insert(rule->name);
@@ -358,6 +414,7 @@ absl::Status Conversion::Setup() {
 // The calibration phase: the reference run on the calibration data, which every rewrite is
 // validated against and the precision phase calibrates on.
 absl::Status Conversion::Calibrate() {
+  ScopedTimePart timed(TimePart::kCalibration);
   absl::StatusOr<CalibrationSets> sets =
       LoadCalibrationSets(model_, options_.calibration_data, options_.input_sets, convert_);
   if (!sets.ok()) return absl::InvalidArgumentError(sets.status().message());
@@ -399,6 +456,8 @@ absl::Status Conversion::Calibrate() {
   runs_cost_ =
       WeightBytes(model_.graph()) > kRunCostsWeightBytes || validator_->store().moved_bytes() > 0;
   if (options_.write_output && runs_cost_) validator_->set_precision_measured_on_file(true);
+  tries_cost_ = WeightBytes(model_.graph()) > kIslandTriesWeightBytes ||
+                validator_->store().moved_bytes() > 0;
   OVFIX_RETURN_IF_ERROR(CheckAccuracySpec(options_.accuracy, validator_->reference_outputs(0)));
   OVFIX_RETURN_IF_ERROR(CheckOpsetConversion());
   report_.validated = true;
@@ -416,6 +475,7 @@ absl::Status Conversion::CheckOpsetConversion() {
   for (size_t k = 0; k < validator_->sets().size(); ++k) {
     absl::StatusOr<std::vector<Tensor>> original =
         RunAsTyped(*before_opset_, validator_->sets()[k], /*random_seed=*/1);
+    validator_->count_model_runs(1);  // a full run, as the time line counts it
     if (!original.ok()) return NotRunnable(original.status());
     const auto& converted = validator_->reference_outputs(k);
     for (size_t i = 0; i < original->size() && i < converted.size(); ++i) {
@@ -444,6 +504,7 @@ absl::Status Conversion::CheckOpsetConversion() {
 }
 
 absl::Status Conversion::RunSteps(bool& ended) {
+  ScopedTimePart timed(TimePart::kRewrites);
   rewriter_.emplace(model_);
   Rewriter& rewriter = *rewriter_;
   rewriter.set_shape_facts(&shape_facts_);
@@ -461,8 +522,7 @@ absl::Status Conversion::RunSteps(bool& ended) {
   std::vector<PlannedStep>& steps = manager_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     PlannedStep& step = steps[i];
-    if (i == manager_->precision_step() && validator_ != nullptr &&
-        (options_.repair || convert_.certify)) {
+    if (i == manager_->precision_step() && validator_ != nullptr && TriesIslands()) {
       absl::StatusOr<std::unique_ptr<Model>> copy = SerializedCopy(model_);
       if (copy.ok()) before_precision_ = *std::move(copy);
     }
@@ -511,6 +571,7 @@ ReferenceValidator::DefaultCriteria Conversion::CriteriaFallback(bool float16_ju
 
 // The check phase: onnx's checker, and the end-to-end comparison of the serialized model.
 absl::Status Conversion::Check() {
+  ScopedTimePart timed(TimePart::kCheck);
   // The default criteria; the loosest bound they put on the worst element is the reported
   // tolerance.
   // A model that computed in float16 already is judged against its float32 math, as a
@@ -580,6 +641,9 @@ absl::Status Conversion::Check() {
 }
 
 void Conversion::ListOverflows(const Model& m) {
+  // Its runs are full runs of the model: counted where the time line counts them.
+  const int runs_before = clock_.runs();
+  absl::Cleanup count_runs = [&] { validator_->count_model_runs(clock_.runs() - runs_before); };
   absl::StatusOr<std::vector<Fp16Overflow>> overflows = ListFp16Overflows(m, validator_->inputs());
   if (overflows.ok()) {
     report_.fp16_overflows = *std::move(overflows);
@@ -619,6 +683,7 @@ absl::Status Conversion::FinishAndWrite() {
 // steps from that phase on run again on the graph before it, with the nodes responsible
 // kept in fp32, until within it (converter/repair.h).
 absl::Status Conversion::RepairToCriteria() {
+  ScopedTimePart timed(TimePart::kRepair);
   // Keeping nodes in fp32 cannot help where the backend ignores fp32 islands.
   if (report_.outputs_match || !RepairPossible()) return absl::OkStatus();
   rules::Fp16IslandsPass* precision = manager_->precision_pass();
@@ -651,7 +716,9 @@ absl::Status Conversion::RepairToCriteria() {
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Conversion::Reconvert(
-    const std::map<std::string, std::string>& keep, const std::set<std::string>& release) {
+    const std::map<std::string, std::string>& keep, const std::set<std::string>& release,
+    const std::set<std::string>& bf16) {
+  ScopedTimePart timed(TimePart::kReconversions);
   // Calibration from the first conversion.
   if (!calibrated_) calibrated_ = manager_->precision_pass()->magnitudes();
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(*before_precision_));
@@ -660,6 +727,7 @@ absl::StatusOr<std::unique_ptr<Model>> Conversion::Reconvert(
   ConvertOptions with_keep = convert_;
   with_keep.keep_fp32_outputs = keep;
   with_keep.fp16_outputs = release;
+  with_keep.bf16_outputs = bf16;
   size_t inferred_at = 0;
   for (size_t k = manager_->precision_step(); k < manager_->steps().size(); ++k) {
     PassContext ctx{*copy,        again,      with_keep, nullptr, [](const std::string&) {},
@@ -667,11 +735,13 @@ absl::StatusOr<std::unique_ptr<Model>> Conversion::Reconvert(
     ctx.magnitudes = &*calibrated_;
     OVFIX_RETURN_IF_ERROR(manager_->RunStep(k, ctx).status());
   }
+  if (getenv("OVFIX_DEBUG_RECONVERT")) (void)SaveModel(*copy, getenv("OVFIX_DEBUG_RECONVERT"));
   OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
   return copy;
 }
 
 absl::Status Conversion::Certify() {
+  ScopedTimePart timed(TimePart::kCertificate);
   rules::Fp16IslandsPass* precision = manager_->precision_pass();
   if (!convert_.certify || !report_.outputs_match || !precision_changed_ ||
       before_precision_ == nullptr || !convert_.islands_honoured || validator_ == nullptr ||
@@ -687,26 +757,18 @@ absl::Status Conversion::Certify() {
     islands.push_back({i.node, i.op_type, i.reason, i.output});
   }
   if (islands.empty()) return absl::OkStatus();
-  if (runs_cost_) {
+  if (tries_cost_) {
     // Each try is a conversion held in memory and a full run of a large model: not done
     // (the streamed conversion's memory bound holds), and said.
     IslandCertificate skipped;
     skipped.fp32_nodes_before = skipped.fp32_nodes_after = static_cast<int>(islands.size());
-    skipped.skipped = absl::StrFormat(
-        "not run: weights or activations beyond %d MB make each try a full run of a large "
-        "model",
-        static_cast<int>(kRunCostsWeightBytes >> 20));
+    skipped.skipped = TriesSkipped("not run");
     report_.certificate = std::move(skipped);
     return written_current_ ? RewriteReport() : absl::OkStatus();
   }
   if (!calibrated_) calibrated_ = precision->magnitudes();
   // What the conversion that met kept by request: the repair's nodes, with the repair's reason.
-  std::map<std::string, std::string> keep;
-  if (report_.repair) {
-    for (const RepairedNode& k : report_.repair->kept) {
-      keep[k.output] = "repair: kept to meet the criterion";
-    }
-  }
+  const std::map<std::string, std::string> keep = RepairKeeps();
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> fp32, SerializedCopy(*before_precision_));
   Infer(*fp32);
   progress_.Set("island certificate");
@@ -731,6 +793,14 @@ absl::Status Conversion::Certify() {
     report_.end_to_end = std::move(certified->end_to_end);
     report_.outputs_match = report_.end_to_end->meets();
     report_.islands = precision->islands();
+    // The give-backs, as the certificate's last conversion made them.
+    settled_keep_ = keep;
+    for (const CertifiedIsland& i : certificate.islands) {
+      if (i.verdict != IslandVerdict::kGivenBack) continue;
+      for (const std::string& o : i.outputs) {
+        if (settled_keep_.erase(o) == 0) settled_release_.insert(o);
+      }
+    }
   }
   certificate.fp32_nodes_after = static_cast<int>(report_.islands.size());
   options_.log(CertificateLines(certificate, 0));
@@ -740,9 +810,89 @@ absl::Status Conversion::Certify() {
   return absl::OkStatus();
 }
 
+std::string Conversion::TriesSkipped(std::string_view what) const {
+  return absl::StrFormat(
+      "%s: weights beyond %d MB, or activations beyond the store's memory, make each try a full "
+      "run of a large model",
+      std::string(what), static_cast<int>(kIslandTriesWeightBytes >> 20));
+}
+
+std::map<std::string, std::string> Conversion::RepairKeeps() const {
+  std::map<std::string, std::string> keep;
+  if (report_.repair) {
+    for (const RepairedNode& k : report_.repair->kept) {
+      keep[k.output] = "repair: kept to meet the criterion";
+    }
+  }
+  return keep;
+}
+
+absl::Status Conversion::IslandsInBf16() {
+  rules::Fp16IslandsPass* precision = manager_->precision_pass();
+  if (convert_.island_precision != ConvertOptions::IslandPrecision::kBf16 ||
+      convert_.precision != ConvertOptions::Precision::kFp16 || !report_.outputs_match ||
+      !precision_changed_ || before_precision_ == nullptr || !convert_.islands_honoured ||
+      validator_ == nullptr || precision == nullptr || !report_.end_to_end ||
+      (report_.repair && report_.repair->only_fp32)) {
+    return absl::OkStatus();
+  }
+  std::vector<IslandInput> islands;
+  for (const rules::IslandNode& i : report_.islands) {
+    if (!i.bf16) islands.push_back({i.node, i.op_type, i.reason, i.output});
+  }
+  if (islands.empty()) return absl::OkStatus();
+  if (tries_cost_) {
+    IslandCertificate skipped;
+    skipped.tried_as = "bf16";
+    skipped.fp32_nodes_before = skipped.fp32_nodes_after = static_cast<int>(islands.size());
+    skipped.skipped = TriesSkipped("not tried; the islands stay fp32");
+    options_.log(CertificateLines(skipped, 0));
+    report_.bf16_islands = std::move(skipped);
+    return written_current_ ? RewriteReport() : absl::OkStatus();
+  }
+  if (!calibrated_) calibrated_ = precision->magnitudes();
+  // Without a certificate, the islands were settled by the repair alone.
+  if (!report_.certificate || report_.certificate->final_score < 0) {
+    settled_keep_ = RepairKeeps();
+    settled_release_.clear();
+  }
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> fp32, SerializedCopy(*before_precision_));
+  Infer(*fp32);
+  progress_.Set("islands in bf16");
+  auto log = [&](const std::string& m) { options_.log(m); };
+  absl::StatusOr<CertifyResult> tried = IslandsToBf16(
+      *fp32, islands, settled_keep_, *validator_,
+      [&](const std::map<std::string, std::string>& k, const std::set<std::string>& bf16) {
+        return Reconvert(k, settled_release_, bf16);
+      },
+      log);
+  if (!tried.ok()) return NotRunnable(tried.status());
+  IslandCertificate result = std::move(tried->certificate);
+  result.fp32_nodes_before = static_cast<int>(islands.size());
+  const bool changed = tried->model != nullptr;
+  if (changed) {
+    model_ = std::move(*tried->model);
+    rules::AddRankFacts(model_.graph());
+    rules::ListKnownShapesInValueInfo(model_.graph());
+    written_current_ = false;
+    report_.end_to_end = std::move(tried->end_to_end);
+    report_.outputs_match = report_.end_to_end->meets();
+    report_.islands = precision->islands();
+  }
+  result.fp32_nodes_after =
+      static_cast<int>(std::count_if(report_.islands.begin(), report_.islands.end(),
+                                     [](const rules::IslandNode& i) { return !i.bf16; }));
+  options_.log(CertificateLines(result, 0));
+  report_.bf16_islands = std::move(result);
+  PhaseDone("islands in bf16");
+  if (!changed && written_current_) return RewriteReport();
+  return absl::OkStatus();
+}
+
 absl::Status Conversion::RewriteReport() {
   if (options_.report_path.empty() || !report_.written) return absl::OkStatus();
-  report_.model_runs = validator_->model_runs();
+  ScopedTimePart timed(TimePart::kSave);
+  if (validator_ != nullptr) report_.model_runs = validator_->model_runs();
   const std::string json = ReportFileText(report_, options_.report_path);
   absl::Status s = WriteFileAtomically(options_.report_path, [&](std::ostream& out) {
     out << json;
@@ -756,6 +906,7 @@ absl::Status Conversion::RewriteReport() {
 // The finish phase: branches the fixed shapes rule out go, so that no loader infers shapes
 // through them; the cost of the precision phase.
 absl::Status Conversion::Finish() {
+  ScopedTimePart timed(TimePart::kFinish);
   absl::StatusOr<int> inlined = InlineConstantIfs(model_);
   if (!inlined.ok()) return NotRunnable(inlined.status());
   if (*inlined > 0) {
@@ -823,9 +974,11 @@ absl::Status Conversion::Write() {
 }
 
 absl::StatusOr<ConversionReport> Conversion::Run() {
+  ConversionClock::Active active_clock(clock_);
+  clock_.AddBefore(TimePart::kLoad, options_.load_seconds);
   OVFIX_RETURN_IF_ERROR(Setup());
-  for (ConversionPhase phase : manager_->Phases(
-           convert_.validate, options_.repair || convert_.certify, options_.write_output)) {
+  for (ConversionPhase phase :
+       manager_->Phases(convert_.validate, TriesIslands(), options_.write_output)) {
     switch (phase) {
       case ConversionPhase::kCalibration:
         OVFIX_RETURN_IF_ERROR(Calibrate());
@@ -835,6 +988,7 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
         OVFIX_RETURN_IF_ERROR(RunSteps(ended));
         if (ended) {
           report_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+          report_.time = clock_.Read();
           return report_;
         }
         break;
@@ -845,6 +999,7 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
       case ConversionPhase::kRepair:
         OVFIX_RETURN_IF_ERROR(RepairToCriteria());
         OVFIX_RETURN_IF_ERROR(Certify());
+        OVFIX_RETURN_IF_ERROR(IslandsInBf16());
         break;
       case ConversionPhase::kFinish:
         if (!written_current_) OVFIX_RETURN_IF_ERROR(Finish());
@@ -856,6 +1011,12 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
   }
   if (validator_ != nullptr) report_.model_runs = validator_->model_runs();
   report_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  report_.time = clock_.Read();
+  // The report written with the model had the time up to its writing: the whole time now (all
+  // but this write's). A failure leaves that report, which is true of what it says.
+  if (absl::Status s = RewriteReport(); !s.ok()) {
+    options_.log(absl::StrCat("report not updated with the time: ", s.message()));
+  }
   return report_;
 }
 

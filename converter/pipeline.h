@@ -47,6 +47,9 @@ struct PipelineOptions {
   // The JSON report (ReportToJson), written with the model: a model is kept only once its
   // report is written too, and a report only with its model (both or neither).
   std::string report_path;
+  // Seconds the caller spent reading the model (and checking its files) before ConvertModel:
+  // the report's time counts them as "load".
+  double load_seconds = 0;
   bool progress = false;  // a status line on stderr (when it is a terminal; StatusLine)
   // Called before each step with the model as that step sees it (reference-run shape facts
   // included) and the options the passes get; returning true ends the conversion there, with

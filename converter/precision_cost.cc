@@ -109,18 +109,23 @@ PrecisionCost MeasurePrecisionCost(const Model& converted, int casts_before) {
         continue;
       }
       const auto [half, single, bfloat16] = FloatTypesOfOutputs(*n);
-      if (bfloat16) cost.half_name = "bf16";
       if (!half && !single) continue;
       const bool fp32 = !half;
       const std::optional<double> macs = MultiplyAdds(*n);
       if (!macs) cost.nodes_without_shapes++;
       ++cost.float_nodes;
       cost.fp32_nodes += fp32;
+      cost.bf16_nodes += bfloat16;
+      cost.fp16_nodes += half && !bfloat16;
       cost.multiply_adds += macs.value_or(0);
       if (fp32) cost.fp32_multiply_adds += macs.value_or(0);
-      if (main) cost.nodes.push_back({n->Describe(), n->op_type(), fp32, macs.value_or(0)});
+      if (bfloat16) cost.bf16_multiply_adds += macs.value_or(0);
+      if (main) {
+        cost.nodes.push_back({n->Describe(), n->op_type(), fp32, bfloat16, macs.value_or(0)});
+      }
     }
   }
+  if (cost.bf16_nodes > 0 && cost.fp16_nodes == 0) cost.half_name = "bf16";
   return cost;
 }
 
@@ -131,6 +136,13 @@ std::string PrecisionCostLine(const PrecisionCost& c) {
       c.fp32_nodes, c.float_nodes, 100 * c.NodeShare(), 100 * c.MultiplyAddShare(),
       Count(c.multiply_adds), Bytes(static_cast<double>(c.fp32_weight_bytes)),
       Bytes(static_cast<double>(c.weight_bytes)), c.casts_inserted);
+  if (c.bf16_nodes > 0 && c.fp16_nodes > 0) {
+    const double total = c.multiply_adds > 0 ? c.multiply_adds : 1;
+    line += absl::StrFormat(
+        "; bf16: %d node(s), %.1f%% of multiply-adds; fp16: %.1f%%", c.bf16_nodes,
+        100 * c.bf16_multiply_adds / total,
+        100 * (c.multiply_adds - c.fp32_multiply_adds - c.bf16_multiply_adds) / total);
+  }
   if (c.nodes_without_shapes > 0) {
     line += absl::StrFormat(" (%d node(s) of unknown shape not in the multiply-adds)",
                             c.nodes_without_shapes);

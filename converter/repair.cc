@@ -597,14 +597,14 @@ absl::StatusOr<RepairResult> RepairToTolerance(const Model& fp32, std::unique_pt
 
 // --- The island certificate ---
 
-const char* IslandVerdictName(IslandVerdict v) {
+const char* IslandVerdictName(IslandVerdict v, bool bf16) {
   switch (v) {
     case IslandVerdict::kNeeded:
-      return "needed";
+      return bf16 ? "fp32 needed" : "needed";
     case IslandVerdict::kGivenBack:
-      return "given back";
+      return bf16 ? "in bf16" : "given back";
     case IslandVerdict::kKeptBack:
-      return "kept back";
+      return bf16 ? "kept in fp32" : "kept back";
     case IslandVerdict::kSpec:
       return "not tried: its reason";
     case IslandVerdict::kNotTried:
@@ -619,14 +619,16 @@ namespace {
 // there flips integer codes, which the next quantized layers carry on: the policy keeps it so
 // that a quantized model converts in a couple of runs, and trying each of its many small
 // units would cost a run each for next to no multiply-adds); and values calibration saw
-// within 4x of fp16's limit: such islands are certified by the reason, not tried.
-bool SpecKept(const std::string& reason) {
+// within 4x of fp16's limit: such islands are certified by the reason, not tried. Tried in
+// bfloat16 (`fp16_range` false), fp16's range is no reason: those are tried.
+bool SpecKept(const std::string& reason, bool fp16_range = true) {
   for (const char* prefix :
        {"no float16 in the ONNX spec", "sparse constant", "output type set by an attribute",
         "op outside the ONNX domain", "control flow", "--keep-fp32"}) {
     if (absl::StartsWith(reason, prefix)) return true;
   }
   if (absl::StrContains(reason, "before a quantizer flips its integer codes")) return true;
+  if (!fp16_range) return false;
   // Calibration saw the value within 4x of fp16's limit (or rounding to inf): that it holds on
   // these inputs says little of the next, brighter one.
   if (absl::StrContains(reason, "which fp16 rounding makes inf")) return true;
@@ -661,7 +663,8 @@ double LargestMagnitude(const Tensor& t) {
 // order) that became inf or NaN where the fp32 run's is finite, with its fp32 magnitude; else
 // the unit's value with the largest error.
 std::string WhyNeeded(const Model& candidate, const ValueErrors& errors,
-                      const std::vector<std::string>& unit_outputs, const exec::TensorMap& fp32) {
+                      const std::vector<std::string>& unit_outputs, const exec::TensorMap& fp32,
+                      const std::string& tried_as) {
   auto fp32_largest = [&](const Value* v) {
     const Value* source = ThroughCasts(v);
     auto it = fp32.find(source != nullptr ? source->name() : v->name());
@@ -680,7 +683,7 @@ std::string WhyNeeded(const Model& candidate, const ValueErrors& errors,
                                       largest > 65504 ? ", beyond fp16's max 65504" : "");
         }
         return absl::StrCat("overflow: ", n->Describe(), " computes '", v->name(),
-                            "' = inf or NaN in fp16", magnitude);
+                            "' = inf or NaN in ", tried_as, magnitude);
       }
     }
   }
@@ -701,18 +704,21 @@ std::string WhyNeeded(const Model& candidate, const ValueErrors& errors,
                          name, worst);
 }
 
-}  // namespace
-
-absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
-                                             const std::vector<IslandInput>& islands,
-                                             const std::map<std::string, std::string>& keep,
-                                             ReferenceValidator& reference,
-                                             const ReconvertReleasing& reconvert,
-                                             const std::function<void(const std::string&)>& log) {
+// The certificate and the bf16 tries: `bf16` false tries units back in fp16 (a unit that holds
+// is given back), true tries them in bfloat16 (a unit that holds computes in bfloat16).
+absl::StatusOr<CertifyResult> TryIslands(const Model& fp32, const std::vector<IslandInput>& islands,
+                                         const std::map<std::string, std::string>& keep,
+                                         ReferenceValidator& reference,
+                                         const ReconvertReleasing& reconvert,
+                                         const std::function<void(const std::string&)>& log,
+                                         bool bf16) {
+  const std::string tried_as = bf16 ? "bf16" : "fp16";
   const int runs_before = reference.model_runs();
   const int sets = std::max<int>(1, static_cast<int>(reference.sets().size()));
   CertifyResult result;
   IslandCertificate& c = result.certificate;
+  c.tried_as = tried_as;
+  auto spec_kept = [&](const std::string& reason) { return SpecKept(reason, !bf16); };
 
   // The islands' nodes in the fp32 graph, in graph order, joined where one reads another's
   // output (the spec's islands among themselves: they are not tried).
@@ -740,7 +746,7 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
         }
         auto p = by_output.find(v->producer()->output(0)->name());
         if (p == by_output.end()) continue;
-        if (SpecKept(islands[i].reason) != SpecKept(islands[p->second].reason)) continue;
+        if (spec_kept(islands[i].reason) != spec_kept(islands[p->second].reason)) continue;
         parent[find(i)] = find(p->second);
       }
     }
@@ -757,7 +763,7 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
     auto [it, added] = unit_of_root.try_emplace(root, static_cast<int>(units.size()));
     if (added) {
       units.emplace_back();
-      spec.push_back(SpecKept(islands[i].reason));
+      spec.push_back(spec_kept(islands[i].reason));
     }
     CertifiedIsland& u = units[it->second];
     u.nodes.push_back(islands[i].node);
@@ -785,21 +791,74 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](int a, int b) { return units[a].multiply_adds > units[b].multiply_adds; });
   const int allowed = std::min(kCertifyUnits, std::max(1, kCertifyModelRuns / sets));
+  // A unit tried in fp16 leaves `keep` (or is released from the policy's islands); one tried in
+  // bfloat16 stays an island, computed in bfloat16.
   auto keep_and_release = [&](const std::vector<int>& given) {
     std::pair<std::map<std::string, std::string>, std::set<std::string>> kr{keep, {}};
     for (int u : given) {
       for (const std::string& o : units[u].outputs) {
-        if (kr.first.erase(o) == 0) kr.second.insert(o);
+        if (bf16 || kr.first.erase(o) == 0) kr.second.insert(o);
       }
     }
     return kr;
   };
+  // One conversion with the units `given` tried, measured on every input set: its score and
+  // end-to-end result, with the conversion; or why it did not convert or run.
+  struct Trial {
+    std::unique_ptr<Model> model;
+    EndToEndResult end_to_end;
+    ValueErrors errors;
+    double score = 0;
+    std::string failed;  // "does not convert/run with it in ...: ..."
+  };
+  auto trial = [&](const std::vector<int>& given, const exec::TensorMap& fp32_values) {
+    Trial t;
+    const auto [k, release] = keep_and_release(given);
+    absl::StatusOr<std::unique_ptr<Model>> candidate = reconvert(k, release);
+    if (!candidate.ok()) {
+      t.failed = absl::StrCat("does not convert with it in ", tried_as, ": ",
+                              candidate.status().message());
+      return t;
+    }
+    absl::StatusOr<EndToEndResult> measured =
+        MeasureRound(**candidate, reference, fp32_values, /*first_set_only=*/false, t.errors);
+    if (!measured.ok()) {
+      t.failed =
+          absl::StrCat("does not run with it in ", tried_as, ": ", measured.status().message());
+      return t;
+    }
+    t.model = *std::move(candidate);
+    t.end_to_end = *std::move(measured);
+    t.score = Score(t.end_to_end, 1.0);
+    return t;
+  };
   std::vector<int> tried_order;
   Fp32Run fp32_run;
+  bool settled = false;  // bf16: every unit at once met the criteria
   if (!candidates.empty()) {
     reference.ForgetActivations();
     OVFIX_ASSIGN_OR_RETURN(fp32_run, RunFp32(fp32, reference));
+    if (bf16 && candidates.size() > 1) {
+      // bfloat16 has float's range: what fp16 overflowed in usually holds, so every unit is
+      // tried at once first (one conversion instead of one per unit).
+      Trial all = trial(candidates, fp32_run.values);
+      log(absl::StrFormat("islands in bf16: every one of %d unit(s) at once: score %.3g",
+                          candidates.size(), all.failed.empty() ? all.score : -1.0));
+      if (all.failed.empty() && all.score <= 1) {
+        for (int u : candidates) {
+          units[u].verdict = IslandVerdict::kGivenBack;
+          tried_order.push_back(u);
+        }
+        c.tried = c.given_back = static_cast<int>(candidates.size());
+        c.final_score = all.score;
+        c.note = "every unit in bf16 at once meets the criteria";
+        result.model = std::move(all.model);
+        result.end_to_end = std::move(all.end_to_end);
+        settled = true;
+      }
+    }
     for (int u : candidates) {
+      if (settled) break;
       CertifiedIsland& unit = units[u];
       if (c.tried >= allowed) {
         ++c.not_tried;
@@ -807,38 +866,27 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
       }
       ++c.tried;
       tried_order.push_back(u);
-      const auto [k, release] = keep_and_release({u});
-      absl::StatusOr<std::unique_ptr<Model>> candidate = reconvert(k, release);
-      if (!candidate.ok()) {
+      Trial t = trial({u}, fp32_run.values);
+      if (!t.failed.empty()) {
         unit.verdict = IslandVerdict::kNeeded;
-        unit.why = absl::StrCat("does not convert with it in fp16: ", candidate.status().message());
+        unit.why = std::move(t.failed);
         ++c.needed;
         continue;
       }
-      ValueErrors errors;
-      absl::StatusOr<EndToEndResult> measured =
-          MeasureRound(**candidate, reference, fp32_run.values, /*first_set_only=*/false, errors);
-      if (!measured.ok()) {
-        unit.verdict = IslandVerdict::kNeeded;
-        unit.why = absl::StrCat("does not run with it in fp16: ", measured.status().message());
-        ++c.needed;
-        continue;
-      }
-      unit.score = Score(*measured, 1.0);
-      unit.error = measured->max_error;
+      unit.score = t.score;
+      unit.error = t.end_to_end.max_error;
       if (unit.score <= 1) {
         unit.verdict = IslandVerdict::kGivenBack;
         ++c.given_back;
       } else {
         unit.verdict = IslandVerdict::kNeeded;
-        unit.why = WhyNeeded(**candidate, errors, unit.outputs, fp32_run.values);
+        unit.why = WhyNeeded(*t.model, t.errors, unit.outputs, fp32_run.values, tried_as);
         ++c.needed;
       }
-      log(
-          absl::StrFormat("certificate: %s (%d node(s), %.1f%% of multiply-adds) in fp16: score "
-                          "%.3g, %s",
-                          unit.nodes.front(), unit.nodes.size(), 100 * unit.multiply_add_share,
-                          unit.score, IslandVerdictName(unit.verdict)));
+      log(absl::StrFormat("%s: %s (%d node(s), %.1f%% of multiply-adds) in %s: score %.3g, %s",
+                          bf16 ? "islands in bf16" : "certificate", unit.nodes.front(),
+                          unit.nodes.size(), 100 * unit.multiply_add_share, tried_as, unit.score,
+                          IslandVerdictName(unit.verdict, bf16)));
     }
   }
 
@@ -846,26 +894,17 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
   // alone go back to fp32 first.
   std::vector<int> given;
   for (int u : tried_order) {
-    if (units[u].verdict == IslandVerdict::kGivenBack) given.push_back(u);
+    if (!settled && units[u].verdict == IslandVerdict::kGivenBack) given.push_back(u);
   }
   std::stable_sort(given.begin(), given.end(),
                    [&](int a, int b) { return units[a].score > units[b].score; });
   while (!given.empty()) {
-    const auto [k, release] = keep_and_release(given);
-    absl::StatusOr<std::unique_ptr<Model>> candidate = reconvert(k, release);
-    if (candidate.ok()) {
-      ValueErrors errors;
-      absl::StatusOr<EndToEndResult> measured =
-          MeasureRound(**candidate, reference, fp32_run.values, /*first_set_only=*/false, errors);
-      if (measured.ok()) {
-        const double score = Score(*measured, 1.0);
-        if (score <= 1) {
-          result.model = *std::move(candidate);
-          result.end_to_end = *std::move(measured);
-          c.final_score = score;
-          break;
-        }
-      }
+    Trial t = trial(given, fp32_run.values);
+    if (t.failed.empty() && t.score <= 1) {
+      result.model = std::move(t.model);
+      result.end_to_end = std::move(t.end_to_end);
+      c.final_score = t.score;
+      break;
     }
     units[given.front()].verdict = IslandVerdict::kKeptBack;
     --c.given_back;
@@ -873,9 +912,8 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
     given.erase(given.begin());
   }
   if (c.kept_back > 0) {
-    c.note = absl::StrCat(c.kept_back,
-                          " unit(s) that met the criteria alone missed them with the others given "
-                          "back: kept in fp32");
+    c.note = absl::StrCat(c.kept_back, " unit(s) that met the criteria alone in ", tried_as,
+                          " missed them with the others: kept in fp32");
   }
   // Tried first, in the order tried; then the spec's and those past the bound.
   std::vector<int> listed = tried_order;
@@ -887,6 +925,26 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
   for (int i : listed) c.islands.push_back(std::move(units[i]));
   c.model_runs = reference.model_runs() - runs_before;
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
+                                             const std::vector<IslandInput>& islands,
+                                             const std::map<std::string, std::string>& keep,
+                                             ReferenceValidator& reference,
+                                             const ReconvertReleasing& reconvert,
+                                             const std::function<void(const std::string&)>& log) {
+  return TryIslands(fp32, islands, keep, reference, reconvert, log, /*bf16=*/false);
+}
+
+absl::StatusOr<CertifyResult> IslandsToBf16(const Model& fp32,
+                                            const std::vector<IslandInput>& islands,
+                                            const std::map<std::string, std::string>& keep,
+                                            ReferenceValidator& reference,
+                                            const ReconvertReleasing& reconvert,
+                                            const std::function<void(const std::string&)>& log) {
+  return TryIslands(fp32, islands, keep, reference, reconvert, log, /*bf16=*/true);
 }
 
 }  // namespace ovfix::converter

@@ -163,7 +163,8 @@ enum class IslandVerdict {
   kSpec,       // its reason keeps it (the spec, --keep-fp32, a quantizer's input): not tried
   kNotTried,   // past the bound
 };
-const char* IslandVerdictName(IslandVerdict v);
+// `bf16`: the verdicts of the islands tried in bfloat16 ("in bf16", "fp32 needed"...).
+const char* IslandVerdictName(IslandVerdict v, bool bf16 = false);
 
 struct CertifiedIsland {
   std::vector<std::string> nodes;    // Describe(), in graph order
@@ -181,6 +182,9 @@ struct CertifiedIsland {
 };
 
 struct IslandCertificate {
+  // What the units were tried in: "fp16" (the certificate), or "bf16" (islands in bfloat16:
+  // kGivenBack then means the unit computes in bfloat16 in the file written).
+  std::string tried_as = "fp16";
   std::vector<CertifiedIsland> islands;  // tried (in the order tried), then the others
   int tried = 0, needed = 0, given_back = 0, kept_back = 0, spec = 0, not_tried = 0;
   int model_runs = 0;  // every run the certificate made
@@ -193,9 +197,10 @@ struct IslandCertificate {
 };
 
 // Converts a copy of the fp32 graph with `keep` kept in fp32 (by first output name, with the
-// reason) and `release` left to fp16 whatever the island policy says.
+// reason) and the units tried, `tried` (by first output name): left to fp16 whatever the island
+// policy says (the certificate), or computed in bfloat16 (IslandsToBf16).
 using ReconvertReleasing = std::function<absl::StatusOr<std::unique_ptr<Model>>(
-    const std::map<std::string, std::string>& keep, const std::set<std::string>& release)>;
+    const std::map<std::string, std::string>& keep, const std::set<std::string>& tried)>;
 
 struct CertifyResult {
   IslandCertificate certificate;
@@ -214,5 +219,23 @@ absl::StatusOr<CertifyResult> CertifyIslands(const Model& fp32,
                                              ReferenceValidator& reference,
                                              const ReconvertReleasing& reconvert,
                                              const std::function<void(const std::string&)>& log);
+
+// --- Islands in bfloat16 (--island-precision bf16) ---
+//
+// After the certificate (or the repair, with --certify off), on a backend with bfloat16 kernels:
+// the islands left in fp32 are grouped in units as the certificate groups them, and tried in
+// bfloat16 (float's range: no overflow; 8 bits of significand). Every unit at once first: where
+// the criteria hold, all of them compute in bfloat16 (one conversion and its runs). Else each
+// unit alone, the largest by multiply-adds first, within the certificate's bounds (kCertifyUnits,
+// kCertifyModelRuns), then the units that held alone together, the closest to failing back to
+// fp32 first until the criteria hold. Islands the spec keeps (no bfloat16 in its schema, control
+// flow, --keep-fp32, quantizer inputs) stay fp32 untried. The result is an IslandCertificate
+// with tried_as "bf16".
+absl::StatusOr<CertifyResult> IslandsToBf16(const Model& fp32,
+                                            const std::vector<IslandInput>& islands,
+                                            const std::map<std::string, std::string>& keep,
+                                            ReferenceValidator& reference,
+                                            const ReconvertReleasing& reconvert,
+                                            const std::function<void(const std::string&)>& log);
 
 }  // namespace ovfix::converter

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -131,7 +132,8 @@ void WriteRepair(cli::JsonWriter& w, const Repair& repair) {
 }
 
 void WriteCertificate(cli::JsonWriter& w, const IslandCertificate& c) {
-  w.Key("island_certificate").BeginObject();
+  const bool bf16 = c.tried_as == "bf16";
+  w.Key(bf16 ? "bf16_islands" : "island_certificate").BeginObject();
   w.Fields({Field("tried", c.tried), Field("needed", c.needed), Field("given_back", c.given_back),
             Field("kept_back", c.kept_back), Field("spec", c.spec), Field("not_tried", c.not_tried),
             Field("model_runs", c.model_runs), Field("unit_bound", c.unit_bound),
@@ -140,13 +142,15 @@ void WriteCertificate(cli::JsonWriter& w, const IslandCertificate& c) {
             OptionalField(c.final_score >= 0, "final_score", c.final_score),
             OptionalField(!c.note.empty(), "note", c.note),
             OptionalField(!c.skipped.empty(), "skipped", c.skipped)});
-  w.Array("islands", c.islands, [](cli::JsonWriter& w, const CertifiedIsland& i) {
+  const std::string score_key = absl::StrCat("score_in_", c.tried_as);
+  const std::string error_key = absl::StrCat("error_in_", c.tried_as);
+  w.Array("islands", c.islands, [&](cli::JsonWriter& w, const CertifiedIsland& i) {
     w.Object({Field("nodes", i.nodes), Field("reason", i.reason), Field("repair", i.repair),
               Field("multiply_adds", i.multiply_adds),
               Field("multiply_add_share", i.multiply_add_share),
-              Field("verdict", IslandVerdictName(i.verdict)),
-              OptionalField(i.score >= 0 || std::isnan(i.score), "score_in_fp16", i.score),
-              OptionalField(i.error >= 0, "error_in_fp16", i.error),
+              Field("verdict", IslandVerdictName(i.verdict, bf16)),
+              OptionalField(i.score >= 0 || std::isnan(i.score), score_key, i.score),
+              OptionalField(i.error >= 0, error_key, i.error),
               OptionalField(!i.why.empty(), "why", i.why)});
   });
   w.EndObject();
@@ -154,25 +158,31 @@ void WriteCertificate(cli::JsonWriter& w, const IslandCertificate& c) {
 
 }  // namespace
 
-std::string CertifiedIslandLine(const CertifiedIsland& i) {
+std::string CertifiedIslandLine(const CertifiedIsland& i, const std::string& tried_as) {
   std::string nodes = i.nodes.front();
   if (i.nodes.size() > 1) absl::StrAppend(&nodes, " +", i.nodes.size() - 1, " node(s)");
-  std::string line =
-      absl::StrFormat("%s: %s (%.1f%% of multiply-adds; %s)", IslandVerdictName(i.verdict), nodes,
-                      100 * i.multiply_add_share, i.reason);
+  std::string line = absl::StrFormat("%s: %s (%.1f%% of multiply-adds; %s)",
+                                     IslandVerdictName(i.verdict, tried_as == "bf16"), nodes,
+                                     100 * i.multiply_add_share, i.reason);
   if (i.score >= 0 || std::isnan(i.score)) {
-    absl::StrAppend(&line, ", score in fp16 ", ScoreText(i.score, 3));
+    absl::StrAppend(&line, ", score in ", tried_as, " ", ScoreText(i.score, 3));
   }
   if (!i.why.empty()) absl::StrAppend(&line, ": ", i.why);
   return line;
 }
 
 std::string CertificateLines(const IslandCertificate& c, size_t listed) {
-  if (!c.skipped.empty()) return absl::StrCat("certificate: ", c.skipped, "\n");
+  const bool bf16 = c.tried_as == "bf16";
+  const char* head = bf16 ? "islands in bf16" : "certificate";
+  if (!c.skipped.empty()) return absl::StrCat(head, ": ", c.skipped, "\n");
   std::string out =
-      absl::StrFormat("certificate: %d island(s) tried, %d needed, %d given back (%d model runs)",
-                      c.tried, c.needed, c.given_back, c.model_runs);
-  if (c.kept_back > 0) absl::StrAppend(&out, ", ", c.kept_back, " kept back");
+      bf16 ? absl::StrFormat("%s: %d unit(s) tried, %d in bf16, %d fp32 needed (%d model runs)",
+                             head, c.tried, c.given_back, c.needed, c.model_runs)
+           : absl::StrFormat("%s: %d island(s) tried, %d needed, %d given back (%d model runs)",
+                             head, c.tried, c.needed, c.given_back, c.model_runs);
+  if (c.kept_back > 0) {
+    absl::StrAppend(&out, ", ", c.kept_back, bf16 ? " kept in fp32" : " kept back");
+  }
   if (c.spec > 0) absl::StrAppend(&out, "; ", c.spec, " kept by the spec");
   if (c.not_tried > 0) {
     absl::StrAppend(&out, "; ", c.not_tried, " not tried (at most ", c.unit_bound, " units, ",
@@ -181,7 +191,7 @@ std::string CertificateLines(const IslandCertificate& c, size_t listed) {
   absl::StrAppend(&out, "\n");
   if (!c.note.empty()) absl::StrAppend(&out, "  ", c.note, "\n");
   for (size_t i = 0; i < c.islands.size() && i < listed; ++i) {
-    absl::StrAppend(&out, "  ", CertifiedIslandLine(c.islands[i]), "\n");
+    absl::StrAppend(&out, "  ", CertifiedIslandLine(c.islands[i], c.tried_as), "\n");
   }
   if (listed > 0 && c.islands.size() > listed) {
     absl::StrAppend(&out, "  … and ", c.islands.size() - listed, " more (--report)\n");
@@ -199,7 +209,8 @@ std::string ReportToJson(const ConversionReport& report) {
   });
   w.Array("rewrites", report.rewrites, WriteRewrite);
   w.Array("fp32_islands", report.islands, [](cli::JsonWriter& w, const IslandNode& i) {
-    w.Object({Field("node", i.node), Field("op_type", i.op_type), Field("reason", i.reason)});
+    w.Object({Field("node", i.node), Field("op_type", i.op_type), Field("reason", i.reason),
+              OptionalField(i.bf16, "computes_in", std::string("bf16"))});
   });
   const bool layers = !report.layer_precisions.empty();
   w.Fields({OptionalField(!report.opset_note.empty(), "opset", report.opset_note),
@@ -210,6 +221,8 @@ std::string ReportToJson(const ConversionReport& report) {
   if (report.cost) WritePrecisionCost(w, *report.cost);
   if (report.repair) WriteRepair(w, *report.repair);
   if (report.certificate) WriteCertificate(w, *report.certificate);
+  if (report.bf16_islands) WriteCertificate(w, *report.bf16_islands);
+  if (report.time.measured()) WriteTimeJson(w, report.time);
   w.EndObject();
   return w.str() + "\n";
 }
@@ -294,12 +307,16 @@ std::string SummaryTable(const ConversionReport& report) {
     for (const IslandNode& i : report.islands) per_op[i.op_type]++;
     std::string ops;
     for (const auto& [op, n] : per_op) absl::StrAppend(&ops, ops.empty() ? "" : ", ", op, " ", n);
-    absl::StrAppend(&out, "fp32 islands: ", report.islands.size(), " node(s) (", ops, ")\n");
+    const int bf16 = static_cast<int>(std::count_if(report.islands.begin(), report.islands.end(),
+                                                    [](const IslandNode& i) { return i.bf16; }));
+    absl::StrAppend(&out, "fp32 islands: ", report.islands.size() - bf16, " node(s)",
+                    bf16 > 0 ? absl::StrCat(" and ", bf16, " in bf16") : "", " (", ops, ")\n");
   }
   if (report.cost) absl::StrAppend(&out, PrecisionCostLine(*report.cost), "\n");
   if (!report.calibration.empty()) absl::StrAppend(&out, report.calibration, "\n");
   if (report.repair) absl::StrAppend(&out, RepairLines(*report.repair, 20, true));
   if (report.certificate) absl::StrAppend(&out, CertificateLines(*report.certificate, 20));
+  if (report.bf16_islands) absl::StrAppend(&out, CertificateLines(*report.bf16_islands, 20));
   if (report.end_to_end) {
     const EndToEndResult& e = *report.end_to_end;
     // The criteria most outputs share are said once (when more than one output shares them,

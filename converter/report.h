@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/conversion_time.h"
 #include "converter/fp16_overflows.h"
 #include "converter/precision_cost.h"
 #include "converter/repair.h"
@@ -58,6 +59,8 @@ struct ConversionReport {
   std::optional<Repair> repair;
   // The island certificate (--certify on): each fp32 island tried back in fp16 alone.
   std::optional<IslandCertificate> certificate;
+  // --island-precision bf16: the islands left in fp32 tried in bfloat16 (tried_as "bf16").
+  std::optional<IslandCertificate> bf16_islands;
   // What the fp16 conversion left in fp32 (nodes, multiply-adds, weights, Casts), when it ran.
   std::optional<PrecisionCost> cost;
   int model_runs = 0;  // full runs of the model (reference, end to end, repair)
@@ -89,6 +92,8 @@ struct ConversionReport {
   std::string fp32_runtime;
   bool fp32_by_request = false;
   double seconds = 0;
+  // Where the wall time went, load and save included (converter/conversion_time.h).
+  TimeBreakdown time;
 };
 
 // The repair's lines of the console summary: its rounds (only those kept unless
@@ -97,8 +102,12 @@ std::string RepairLines(const Repair& repair, size_t listed, bool every_round);
 // The island certificate's summary line ("certificate: 7 island(s) tried, 5 needed, 2 given
 // back (12 model runs)"), then, when `listed` > 0, one line per unit up to `listed`.
 std::string CertificateLines(const IslandCertificate& certificate, size_t listed);
-// One unit of the certificate in one line: verdict, nodes, multiply-add share, score, why.
-std::string CertifiedIslandLine(const CertifiedIsland& island);
+// ("islands in bf16: 3 unit(s) tried, 2 in bf16, 1 fp32 needed (6 model runs)" for the bf16
+// tries).
+// One unit of the certificate in one line: verdict, nodes, multiply-add share, score, why;
+// `tried_as` the certificate's ("fp16", "bf16").
+std::string CertifiedIslandLine(const CertifiedIsland& island,
+                                const std::string& tried_as = "fp16");
 std::string ReportToJson(const ConversionReport& report);
 // Rewrites per rule, islands, end-to-end error: a few lines for the console.
 std::string SummaryTable(const ConversionReport& report);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "converter/conversion_time.h"
 #include "converter/float32_reference.h"
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"
@@ -108,9 +109,13 @@ absl::StatusOr<std::vector<Tensor>> RunObserving(const Model& model, const exec:
   options.random_seed = exec::kValidationSeed;
   options.fuse_qdq = false;  // every value of the graph as written is computed
   options.recycled_bytes = kRecycledBytes;
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<exec::Session> session,
-                         exec::CreateSession(model, options));
-  return session->Run(MatchInputTypes(model.graph(), inputs));
+  ScopedModelRun timed;
+  absl::StatusOr<std::unique_ptr<exec::Session>> session = [&] {
+    ScopedTimePart building(TimePart::kSessionBuilds);
+    return exec::CreateSession(model, options);
+  }();
+  if (!session.ok()) return session.status();
+  return (*session)->Run(MatchInputTypes(model.graph(), inputs));
 }
 
 Tensor AsDeclared(const Value& v, const Tensor& t) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ir/status_macros.h"
+#include "rules/embedded_files.h"
 
 namespace ovfix::rules {
 namespace {
@@ -129,22 +130,30 @@ absl::Status SetPrecision(std::string_view text, ConvertOptions& o) {
   return absl::OkStatus();
 }
 
+// --target's help names the built-in targets as the registry has them, so that a new target
+// file shows in `convert --help`, the API's option list and Python's docstring by itself.
+constexpr std::string_view kDefaultTarget = "generic";
+std::string_view TargetHelp() {
+  static const std::string help =
+      absl::StrCat("Target profile: ", absl::StrJoin(BuiltinTargetNames(), ", "),
+                   ", or a .target file (default ", std::string(kDefaultTarget), ")");
+  return help;
+}
+
 std::vector<OptionSpec> MakeTable() {
   std::vector<OptionSpec> t;
-  t.push_back(
-      {.name = "target",
-       .type = Type::kString,
-       .default_text = "generic",
-       .value_name = "NAME|FILE",
-       .help = "Target profile: gpu-fp16, gpu-bf16, tensorrt, openvino-gpu, ncnn-vulkan, generic, "
-               "or a .target file (default generic)",
-       .read_by = "pass manager (the steps), rule conditions",
-       .api_field = "target",
-       .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
-         o.target = std::string(v);
-         return absl::OkStatus();
-       },
-       .get = [](const ConvertOptions& o) { return o.target; }});
+  t.push_back({.name = "target",
+               .type = Type::kString,
+               .default_text = kDefaultTarget,
+               .value_name = "NAME|FILE",
+               .help = TargetHelp(),
+               .read_by = "pass manager (the steps), rule conditions",
+               .api_field = "target",
+               .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
+                 o.target = std::string(v);
+                 return absl::OkStatus();
+               },
+               .get = [](const ConvertOptions& o) { return o.target; }});
   t.push_back({.name = "precision",
                .type = Type::kEnum,
                .choices = {"fp32", "fp16", "bf16"},
@@ -372,6 +381,30 @@ std::vector<OptionSpec> MakeTable() {
          return absl::OkStatus();
        },
        .get = [](const ConvertOptions& o) { return std::string(o.certify ? "on" : "off"); }});
+  t.push_back({.name = "island_precision",
+               .type = Type::kEnum,
+               .choices = {"fp32", "bf16"},
+               .default_text = "fp32",
+               .value_name = "fp32|bf16",
+               .help = "What the islands of an fp16 conversion compute in: bf16 (float's range "
+                       "at fp16's speed, on backends with bfloat16 kernels) tries each island "
+                       "in bfloat16 and keeps it there where the criteria hold, fp32 where they "
+                       "do not (docs/validation.md)",
+               .read_by = "repair phase (islands in bf16), fp16_islands",
+               .in_target_files = true,
+               .api_field = "island_precision",
+               .set = SetParsed<&ConvertOptions::island_precision, ParseIslandPrecision>,
+               .get = GetNamed<&ConvertOptions::island_precision, IslandPrecisionName>});
+  t.push_back({.name = "bf16_kernels",
+               .type = Type::kBool,
+               .default_text = "false",
+               .help = "Target files: the backend computes in bfloat16 (island_precision bf16 "
+                       "is refused elsewhere)",
+               .read_by = "setup (checks island_precision)",
+               .in_target_files = true,
+               .on_command_line = false,
+               .set = SetParsed<&ConvertOptions::bf16_kernels, ParseBool>,
+               .get = GetBool<&ConvertOptions::bf16_kernels>});
   return t;
 }
 

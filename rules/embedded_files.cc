@@ -27,4 +27,17 @@ const EmbeddedFile* FindEmbeddedFile(std::string_view path) {
   return nullptr;
 }
 
+std::vector<std::string> BuiltinTargetNames() {
+  constexpr std::string_view kFolder = "targets/", kExtension = ".target";
+  std::vector<std::string> names;
+  for (const EmbeddedFile& f : EmbeddedFiles()) {
+    if (!f.path.starts_with(kFolder) || !f.path.ends_with(kExtension)) continue;
+    const std::string_view name = f.path.substr(kFolder.size());
+    names.emplace_back(name.substr(0, name.size() - kExtension.size()));
+  }
+  // Paths sort '-' before '.': "a-b.target" comes before "a.target", names the other way.
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace ovfix::rules

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ovfix::rules {
 
@@ -17,5 +19,10 @@ struct EmbeddedFile {
 std::span<const EmbeddedFile> EmbeddedFiles();
 // nullptr when there is no such file.
 const EmbeddedFile* FindEmbeddedFile(std::string_view path);
+
+// The built-in targets' names (targets/NAME.target), sorted: the one list of them, which
+// converter::BuiltinTargets, --target's help and through them explain, `rules list`, the API's
+// option list and the fuzzer read, so that a new target is its file alone.
+std::vector<std::string> BuiltinTargetNames();
 
 }  // namespace ovfix::rules

@@ -14,6 +14,7 @@ namespace {
 using Broadcast = ConvertOptions::Broadcast;
 using Precision = ConvertOptions::Precision;
 using Fp16Islands = ConvertOptions::Fp16Islands;
+using IslandPrecision = ConvertOptions::IslandPrecision;
 
 // An option's values and their names; the first is the name of any value left out.
 template <typename E>
@@ -28,6 +29,8 @@ constexpr ValueName<Precision> kPrecisionNames[] = {
     {Precision::kFp32, "fp32"}, {Precision::kFp16, "fp16"}, {Precision::kBf16, "bf16"}};
 constexpr ValueName<Fp16Islands> kFp16IslandsNames[] = {{Fp16Islands::kStructural, "structural"},
                                                         {Fp16Islands::kMagnitude, "magnitude"}};
+constexpr ValueName<IslandPrecision> kIslandPrecisionNames[] = {{IslandPrecision::kFp32, "fp32"},
+                                                                {IslandPrecision::kBf16, "bf16"}};
 
 template <typename E, size_t N>
 std::string_view NameOf(const ValueName<E> (&names)[N], E value) {
@@ -74,6 +77,14 @@ std::string_view Fp16IslandsName(Fp16Islands islands) { return NameOf(kFp16Islan
 
 absl::StatusOr<Fp16Islands> ParseFp16Islands(std::string_view text) {
   return ParseEitherOf(kFp16IslandsNames, text);
+}
+
+std::string_view IslandPrecisionName(IslandPrecision precision) {
+  return NameOf(kIslandPrecisionNames, precision);
+}
+
+absl::StatusOr<IslandPrecision> ParseIslandPrecision(std::string_view text) {
+  return ParseEitherOf(kIslandPrecisionNames, text);
 }
 
 bool FinishRewrite(PassContext& ctx, bool validate) {

@@ -48,6 +48,18 @@ struct ConvertOptions {
   // Nodes the island policy must leave in fp16/bf16, by the name of their first output (the
   // island certificate gives islands back by it; never a node the spec keeps in fp32).
   std::set<std::string> fp16_outputs;
+  // --island-precision fp32|bf16: what the islands of an fp16 conversion compute in. bf16 (float's
+  // range, fp16's speed on bf16 hardware) tries every island the repair and certificate left in
+  // fp32 in bfloat16 and keeps it there where the criteria hold (converter/repair.h); only on
+  // targets whose backend has bfloat16 kernels (`bf16_kernels`).
+  enum class IslandPrecision { kFp32, kBf16 };
+  IslandPrecision island_precision = IslandPrecision::kFp32;
+  // Target files: the backend computes in bfloat16 (TensorRT on Ampere and later, bf16 engines).
+  bool bf16_kernels = false;
+  // Islands that compute in bfloat16 instead of fp32, by the name of their first output (the
+  // pipeline's choice under island_precision bf16; a node whose op has no bfloat16 in the spec,
+  // or that computes a graph output, stays fp32).
+  std::set<std::string> bf16_outputs;
   // The written file's inputs and outputs keep the original's element types (Casts inside);
   // false gives float16/bfloat16 inputs and outputs where the graph computes them so.
   bool keep_io_types = true;
@@ -85,6 +97,8 @@ std::string_view PrecisionName(ConvertOptions::Precision precision);  // "fp32",
 absl::StatusOr<ConvertOptions::Precision> ParsePrecision(std::string_view text);
 std::string_view Fp16IslandsName(ConvertOptions::Fp16Islands islands);
 absl::StatusOr<ConvertOptions::Fp16Islands> ParseFp16Islands(std::string_view text);
+std::string_view IslandPrecisionName(ConvertOptions::IslandPrecision precision);  // "fp32", "bf16"
+absl::StatusOr<ConvertOptions::IslandPrecision> ParseIslandPrecision(std::string_view text);
 
 // What the outputs of a model with a rewrite open measured against the original's criteria.
 struct OutputsJudgement {

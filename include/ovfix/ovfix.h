@@ -153,6 +153,9 @@ struct ConversionOptions {
   // --certify on|off: try each fp32 island back in fp16 after a conversion that meets the
   // criteria, keeping only those needed (unset: on).
   std::optional<std::string> certify;
+  // --island-precision fp32|bf16: the islands of an fp16 conversion in bfloat16 where the
+  // criteria hold, on targets with bfloat16 kernels (unset: the target's, fp32).
+  std::optional<std::string> island_precision;
   // Calibration data: ONNX test-data folders (--calibration-data), then sets of input
   // tensors by graph input name (--input NAME=FILE; an input a set lacks is random).
   std::vector<std::string> calibration_data;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ir/float16.h"
 #include "ir/graph_walk.h"
@@ -18,22 +19,54 @@ namespace ovfix::rules {
 namespace {
 
 using Islands = absl::flat_hash_map<const Node*, std::string>;
+using NodeSet = absl::flat_hash_set<const Node*>;
 
 bool Is(const Node& n, std::string_view op) { return n.domain().empty() && n.op_type() == op; }
 
 // The type input `i` of `n` must have after the conversion; kUndefined when any float type
 // will do (the op only looks at the shape).
 // `half` is the type the conversion computes in (float16, or bfloat16).
-DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands, int64_t opset,
-                  DataType half) {
+// Islands in `bf16` compute in bfloat16 where the spec types the input so, else in float.
+DataType Required(const Node& n, size_t i, const Graph& g, const Islands& islands,
+                  const NodeSet& bf16, int64_t opset, DataType half) {
   if (n.owner() != &g) return DataType::kFloat;  // subgraphs are not converted
   if ((Is(n, "Shape") || Is(n, "Size")) && i == 0) return DataType::kUndefined;
-  if (islands.contains(&n)) return DataType::kFloat;
+  if (islands.contains(&n)) {
+    return bf16.contains(&n) && SpecAllowsBfloat16(n, opset, false, i) ? DataType::kBfloat16
+                                                                       : DataType::kFloat;
+  }
   // Inputs that the spec types as float whatever the data type is (Resize's scales,
   // QLinearConv's scales, IsInf's input before opset 20).
   const bool allowed = half == DataType::kBfloat16 ? SpecAllowsBfloat16(n, opset, false, i)
                                                    : SpecAllowsFloat16(n, opset, false, i);
   return allowed ? half : DataType::kFloat;
+}
+
+// The islands of `g` that compute in bfloat16: those `outputs` names (by first output) whose
+// op takes bfloat16 wherever it takes float16 (inputs and outputs) and that compute no output
+// of the graph (an island's graph output stays fp32, as the conversion's outputs do).
+NodeSet Bf16Islands(const Graph& g, const Islands& islands, const std::set<std::string>& outputs,
+                    int64_t opset) {
+  NodeSet bf16;
+  if (outputs.empty()) return bf16;
+  for (const auto& [n, reason] : islands) {
+    if (n->outputs().empty() || n->output(0) == nullptr || !n->subgraphs().empty() ||
+        !outputs.contains(n->output(0)->name())) {
+      continue;
+    }
+    bool takes = true;
+    for (size_t i = 0; takes && i < n->inputs().size(); ++i) {
+      if (n->input(i) == nullptr || !IsFloat32(n->input(i))) continue;
+      takes = SpecAllowsBfloat16(*n, opset, false, i) || !SpecAllowsFloat16(*n, opset, false, i);
+    }
+    for (size_t k = 0; takes && k < n->outputs().size(); ++k) {
+      const Value* o = n->output(k);
+      if (o == nullptr || !IsFloat32(o)) continue;
+      takes = SpecAllowsBfloat16(*n, opset, true, k) && !o->is_graph_output();
+    }
+    if (takes) bf16.insert(n);
+  }
+  return bf16;
 }
 
 // The node of the main graph that holds `n` (itself, or the If/Loop/Scan around it).
@@ -104,12 +137,13 @@ std::optional<Tensor> HalfEpsilon(const Value* v, const Tensor& t, DataType type
 // its float16 nodes.
 class Converter {
  public:
-  Converter(PassContext& ctx, Graph& g, const Islands& islands, DataType half)
+  Converter(PassContext& ctx, Graph& g, const Islands& islands, const NodeSet& bf16, DataType half)
       : ctx_(ctx),
         r_(ctx.rewriter),
         g_(g),
         body_(g.owner_node() != nullptr),
         islands_(islands),
+        bf16_(bf16),
         opset_(ctx.model.OpsetVersion("")),
         half_(half) {}
 
@@ -125,8 +159,8 @@ class Converter {
               v, epsilon ? *std::move(epsilon) : ConvertTensorLazily(v->tensor(), half_));
           ++weights_;
         }
-      } else if (type_after_[v] == half_) {
-        r_.SetType(v, WithElemType(v->type(), half_));
+      } else if (type_after_[v] != DataType::kFloat) {  // fp16, or a bf16 island's output
+        r_.SetType(v, WithElemType(v->type(), type_after_[v]));
       }
     }
     for (Node* n : nodes) {
@@ -154,11 +188,11 @@ class Converter {
       float_values_.push_back(v);
       type_after_[v] = t;
     };
-    // Whether some reader of `v` wants it float16 / every reader wants it float.
+    // Whether some reader of `v` wants it of type `t` / every reader does.
     auto wanted = [&](const Value* v, DataType t) {
       bool all = v->has_uses(), any = false;
       for (const Use& u : v->uses()) {
-        const bool want = Required(*u.node, u.input_index, g_, islands_, opset_, half_) == t;
+        const bool want = Required(*u.node, u.input_index, g_, islands_, bf16_, opset_, half_) == t;
         all = all && want;
         any = any || want;
       }
@@ -166,8 +200,14 @@ class Converter {
     };
     for (Value* v : g_.inputs()) {
       if (!v->is_initializer() || v->is_graph_input()) {
-        // An input only fp32 islands read stays float: rounding it would buy nothing.
-        const bool only_float_readers = wanted(v, DataType::kFloat).second;
+        // An input only islands read stays float: rounding it would buy nothing (and a bf16
+        // island reads it rounded from float, not from fp16).
+        bool only_float_readers = v->has_uses();
+        for (const Use& u : v->uses()) {
+          const DataType t = Required(*u.node, u.input_index, g_, islands_, bf16_, opset_, half_);
+          only_float_readers = only_float_readers &&
+                               (t == DataType::kFloat || (t != half_ && t == DataType::kBfloat16));
+        }
         add(v,
             body_ || ctx_.options.keep_io_types || only_float_readers ? DataType::kFloat : half_);
       }
@@ -181,13 +221,17 @@ class Converter {
     }
     for (Value* v : g_.initializers()) {
       if (v->is_graph_input()) continue;
-      // fp16 when every reader wants fp16; else fp32 with an fp16 copy for fp16 readers.
-      const bool all_half = v->has_uses() && !wanted(v, DataType::kFloat).first;
+      // fp16 when every reader wants fp16; else fp32 with an fp16 (bf16) copy for fp16 (bf16)
+      // readers: a bf16 copy is rounded from the float weight, never from an fp16 one.
+      const bool all_half = v->has_uses() && !wanted(v, DataType::kFloat).first &&
+                            (half_ == DataType::kBfloat16 || !wanted(v, DataType::kBfloat16).first);
       add(v, all_half ? half_ : DataType::kFloat);
     }
     for (Node* n : g_.nodes()) {
       for (Value* o : n->outputs()) {
-        add(o, islands_.contains(n) ? DataType::kFloat : half_);
+        add(o, !islands_.contains(n) ? half_
+               : bf16_.contains(n)   ? DataType::kBfloat16
+                                     : DataType::kFloat);
       }
     }
   }
@@ -253,11 +297,11 @@ class Converter {
     Value* v = n->input(i);
     auto it = type_after_.find(v);
     if (v == nullptr || it == type_after_.end()) return;
-    const DataType need = Required(*n, i, g_, islands_, opset_, half_);
+    const DataType need = Required(*n, i, g_, islands_, bf16_, opset_, half_);
     if (need == DataType::kUndefined || need == it->second) return;
     Value*& converted = converted_[{v, need}];
     if (converted == nullptr) {
-      const std::string suffix = need == half_ ? "_" + HalfName() : "_fp32";
+      const std::string suffix = "_" + TypeName(need);
       if (v->is_initializer() && !v->is_graph_input()) {
         std::optional<Tensor> epsilon;
         if (need == half_ && (Is(*n, "Add") || Is(*n, "Sub"))) {
@@ -270,7 +314,7 @@ class Converter {
         if (need == half_) ++weights_;
       } else {
         Node* cast = r_.CreateNode(g_, "Cast", {v}, {v->name() + suffix}, TopLevel(n, g_),
-                                   v->name() + (need == half_ ? "/to_" + HalfName() : "/to_fp32"));
+                                   v->name() + "/to_" + TypeName(need));
         r_.SetAttribute(cast, onnx::MakeAttribute("to", static_cast<int64_t>(need)));
         r_.SetType(cast->output(0), WithElemType(v->type(), need));
         converted = cast->output(0);
@@ -280,13 +324,16 @@ class Converter {
     r_.SetInput(n, i, converted);
   }
 
-  std::string HalfName() const { return half_ == DataType::kBfloat16 ? "bf16" : "fp16"; }
+  static std::string TypeName(DataType t) {
+    return t == DataType::kBfloat16 ? "bf16" : t == DataType::kFloat16 ? "fp16" : "fp32";
+  }
 
   PassContext& ctx_;
   Rewriter& r_;
   Graph& g_;
   const bool body_;
   const Islands& islands_;
+  const NodeSet& bf16_;  // the islands that compute in bfloat16
   int64_t opset_;
   const DataType half_;  // float16 or bfloat16
   std::vector<Value*> float_values_;
@@ -341,7 +388,7 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
   // Every graph, each before the bodies inside it: a body reads the outer values as the
   // conversion of the graph around it left them (float).
   ctx.rewriter.Begin(name());
-  int casts = 0, weights = 0;
+  int casts = 0, weights = 0, bf16_count = 0;
   // bfloat16 keeps float's range and loses precision instead: its own island policy.
   const bool bf16 = ctx.options.precision == ConvertOptions::Precision::kBf16;
   const DataType half = bf16 ? DataType::kBfloat16 : DataType::kFloat16;
@@ -352,27 +399,31 @@ absl::StatusOr<int> Fp16IslandsPass::Run(PassContext& ctx) {
       ctx.rewriter.Rollback(std::string(islands.status().message()));
       return islands.status();
     }
+    const NodeSet bf16_islands =
+        bf16 ? NodeSet() : Bf16Islands(*graph, *islands, ctx.options.bf16_outputs, options.opset);
     for (const Node* n : graph->nodes()) {
       // An If, Loop or Scan is marked so that its interface stays float; what it computes is
       // its bodies' nodes, listed (and counted by the fp32 cost) on their own.
       if (!n->subgraphs().empty()) continue;
       if (auto it = islands->find(n); it != islands->end()) {
-        islands_.push_back({n->Describe(), n->op_type(), it->second,
-                            n->outputs().empty() || n->output(0) == nullptr
-                                ? std::string()
-                                : n->output(0)->name()});
+        islands_.push_back(
+            {n->Describe(), n->op_type(), it->second,
+             n->outputs().empty() || n->output(0) == nullptr ? std::string() : n->output(0)->name(),
+             bf16_islands.contains(n)});
       }
     }
-    Converter converter(ctx, *graph, *islands, half);
+    bf16_count += static_cast<int>(bf16_islands.size());
+    Converter converter(ctx, *graph, *islands, bf16_islands, half);
     converter.Run();
     casts += converter.casts();
     weights += converter.weights();
   }
   const bool committed = FinishRewrite(ctx);
   RewriteRecord& record = ctx.rewriter.records().back();
-  const std::string summary =
-      absl::StrCat(islands_.size(), " node(s) kept in fp32, ", casts, " Cast(s) inserted, ",
-                   weights, " weight(s) in ", bf16 ? "bfloat16" : "float16");
+  std::string summary =
+      absl::StrCat(islands_.size() - bf16_count, " node(s) kept in fp32, ", casts,
+                   " Cast(s) inserted, ", weights, " weight(s) in ", bf16 ? "bfloat16" : "float16");
+  if (bf16_count > 0) absl::StrAppend(&summary, ", ", bf16_count, " island node(s) in bfloat16");
   record.note = record.note.empty() ? summary : absl::StrCat(summary, "; ", record.note);
   if (!committed) return 0;
   ctx.log(absl::StrCat(name(), ": ", summary));

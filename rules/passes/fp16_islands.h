@@ -23,6 +23,8 @@ struct IslandNode {
   std::string op_type;
   std::string reason;
   std::string output;  // the name of its first output (what keeps and give-backs key it by)
+  // It computes in bfloat16 rather than fp32 (ConvertOptions::bf16_outputs).
+  bool bf16 = false;
 };
 
 class Fp16IslandsPass : public Pass {
@@ -33,7 +35,8 @@ class Fp16IslandsPass : public Pass {
            "large magnitudes) behind Casts";
   }
   absl::StatusOr<int> Run(PassContext& ctx) override;
-  // The nodes kept in fp32 by the last Run, in graph order, with the reason for each.
+  // The nodes kept out of the conversion's type by the last Run (in fp32, or in bfloat16 where
+  // bf16_outputs asks), in graph order, with the reason for each.
   const std::vector<IslandNode>& islands() const { return islands_; }
   // The calibrated magnitudes the last Run looked up, by value name (for reruns without a
   // validator: PassContext::magnitudes).

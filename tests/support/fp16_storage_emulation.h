@@ -4,8 +4,10 @@
 // never happens. EmulateFp16Storage writes a float32 model that rounds where the file stores
 // float16: every float16 value becomes float32 followed by an explicit Cast to float16 and
 // back (kept, since the runs use no graph optimizations), every float16 weight and Constant
-// float32 of the same values; in every graph, If/Loop/Scan bodies included. Run it in
-// onnxruntime to see what a backend storing float16 computes.
+// float32 of the same values; in every graph, If/Loop/Scan bodies included. bfloat16 values
+// (an fp16 file's bf16 islands, a bf16 file) are rounded the same way, through bfloat16, which
+// onnxruntime's CPU provider casts to and from but computes nothing in. Run it in onnxruntime
+// to see what a backend storing float16 (bfloat16) computes.
 #pragma once
 
 #include <algorithm>
@@ -32,16 +34,19 @@ inline onnx::AttributeProto CastTo(DataType to) {
   return a;
 }
 
-// `v` of `g` (float16 until now) becomes float32, and every reader, in `g` and its bodies,
-// reads it rounded to float16; the pair of Casts goes before `before`.
+inline bool IsHalf(DataType t) { return t == DataType::kFloat16 || t == DataType::kBfloat16; }
+
+// `v` of `g` (float16 or bfloat16 until now) becomes float32, and every reader, in `g` and its
+// bodies, reads it rounded to that type; the pair of Casts goes before `before`.
 inline void RoundAfter(Graph& g, Value* v, Node* before) {
+  const DataType half = v->elem_type();
   v->set_elem_type(DataType::kFloat);
   const std::string name = v->name();
-  Node* down = g.AddNode("Cast", {v}, {name + "_fp16_stored"}, name + "_store", "", before);
-  down->SetAttribute(CastTo(DataType::kFloat16));
-  down->output(0)->set_elem_type(DataType::kFloat16);
+  Node* down = g.AddNode("Cast", {v}, {name + "_half_stored"}, name + "_store", "", before);
+  down->SetAttribute(CastTo(half));
+  down->output(0)->set_elem_type(half);
   Node* up =
-      g.AddNode("Cast", {down->output(0)}, {name + "_fp16_read"}, name + "_read", "", before);
+      g.AddNode("Cast", {down->output(0)}, {name + "_half_read"}, name + "_read", "", before);
   up->SetAttribute(CastTo(DataType::kFloat));
   up->output(0)->set_elem_type(DataType::kFloat);
   g.ReplaceAllUsesWith(v, up->output(0));
@@ -50,26 +55,27 @@ inline void RoundAfter(Graph& g, Value* v, Node* before) {
 
 inline void Emulate(Graph& g) {
   for (Value* v : g.initializers()) {
-    if (v->tensor().type() == DataType::kFloat16) {
+    if (IsHalf(v->tensor().type())) {
       v->set_tensor(ConvertTensor(v->tensor(), DataType::kFloat));
     }
   }
   const std::vector<Node*> nodes = g.NodeList();
   Node* first = nodes.empty() ? nullptr : nodes.front();
   for (Value* v : g.inputs()) {
-    if (!v->is_initializer() && v->elem_type() == DataType::kFloat16) RoundAfter(g, v, first);
+    if (!v->is_initializer() && IsHalf(v->elem_type())) RoundAfter(g, v, first);
   }
   for (size_t k = 0; k < nodes.size(); ++k) {
     Node* n = nodes[k];
     for (Subgraph& s : n->subgraphs()) Emulate(*s.graph);
-    if (n->op_type() == "Cast" && n->GetInt("to", 0) == static_cast<int64_t>(DataType::kFloat16)) {
+    if (n->op_type() == "Cast" && IsHalf(static_cast<DataType>(n->GetInt("to", 0)))) {
       n->SetAttribute(CastTo(DataType::kFloat));
     }
     // Constant and ConstantOfShape: a float16 value attribute holds float16 data whatever
     // the IR knows of the output's type.
     const onnx::AttributeProto* value_attribute = n->FindAttribute("value");
     if (value_attribute != nullptr && value_attribute->type() == onnx::AttributeProto::TENSOR &&
-        value_attribute->t().data_type() == onnx::TensorProto::FLOAT16) {
+        (value_attribute->t().data_type() == onnx::TensorProto::FLOAT16 ||
+         value_attribute->t().data_type() == onnx::TensorProto::BFLOAT16)) {
       absl::StatusOr<Tensor> value = n->GetTensor("value");
       ASSERT_TRUE(value.ok()) << value.status();
       onnx::AttributeProto a;
@@ -78,19 +84,19 @@ inline void Emulate(Graph& g) {
       *a.mutable_t() = TensorToProto(ConvertTensor(*value, DataType::kFloat));
       n->SetAttribute(a);
     }
-    if (n->GetInt("dtype", 0) == static_cast<int64_t>(DataType::kFloat16)) {  // EyeLike...
+    if (IsHalf(static_cast<DataType>(n->GetInt("dtype", 0)))) {  // EyeLike...
       onnx::AttributeProto a = CastTo(DataType::kFloat);
       a.set_name("dtype");
       n->SetAttribute(a);
     }
     for (Value* o : n->outputs()) {
-      if (o != nullptr && o->elem_type() == DataType::kFloat16) {
+      if (o != nullptr && IsHalf(o->elem_type())) {
         RoundAfter(g, o, k + 1 < nodes.size() ? nodes[k + 1] : nullptr);
       }
     }
   }
   for (Value* v : g.outputs()) {
-    if (v->elem_type() == DataType::kFloat16) v->set_elem_type(DataType::kFloat);
+    if (IsHalf(v->elem_type())) v->set_elem_type(DataType::kFloat);
   }
 }
 
