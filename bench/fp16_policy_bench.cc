@@ -255,17 +255,11 @@ absl::StatusOr<Case> ConvNextTCase(const fs::path& dir) {
   c.name = "convnext_t";
   onnx::ModelProto proto = ExportedConvNextModelSized(224, {96, 192, 384, 768}, {3, 3, 9, 3});
   OVFIX_ASSIGN_OR_RETURN(c.model, ModelFromProto(std::move(proto), "", c.name));
-  OVFIX_ASSIGN_OR_RETURN(Tensor photo, test_models::ReadPhoto("chelsea_96.pb"));
-  Tensor image(DataType::kFloat, {1, 3, 224, 224});
-  const int64_t h = photo.dim(0), w = photo.dim(1);
+  OVFIX_ASSIGN_OR_RETURN(Tensor image, test_models::ResizedPhoto("chelsea_96.pb", 224, 1 / 255.0f));
   static const float kMean[3] = {0.485f, 0.456f, 0.406f}, kStd[3] = {0.229f, 0.224f, 0.225f};
-  for (int64_t ch = 0; ch < 3; ++ch) {
-    for (int64_t y = 0; y < 224; ++y) {
-      for (int64_t x = 0; x < 224; ++x) {
-        const float v = photo.data<uint8_t>()[((y * h / 224) * w + x * w / 224) * 3 + ch] / 255.0f;
-        image.data<float>()[(ch * 224 + y) * 224 + x] = (v - kMean[ch]) / kStd[ch];
-      }
-    }
+  for (int64_t i = 0; i < image.numel(); ++i) {
+    const int64_t ch = i / (224 * 224);
+    image.data<float>()[i] = (image.data<float>()[i] - kMean[ch]) / kStd[ch];
   }
   const std::string input = c.model->graph().inputs().front()->name();
   const std::string file = (dir / "convnext_t_input.pb").string();

@@ -101,20 +101,9 @@ constexpr double kBound = 0.02;
 
 // The cat of tests/data/photos as raw pixel values (0-255), NCHW, 32x32 by nearest pixels.
 Tensor RawPixels() {
-  absl::StatusOr<Tensor> photo = test_models::ReadPhoto("chelsea_96.pb");
-  EXPECT_TRUE(photo.ok()) << photo.status();
-  Tensor t = Tensor::Uninitialized(DataType::kFloat, {1, 3, 32, 32});
-  if (!photo.ok()) return t;
-  const int64_t h = photo->dim(0), w = photo->dim(1);
-  for (int64_t c = 0; c < 3; ++c) {
-    for (int64_t y = 0; y < 32; ++y) {
-      for (int64_t x = 0; x < 32; ++x) {
-        t.data<float>()[(c * 32 + y) * 32 + x] =
-            photo->data<uint8_t>()[((y * h / 32) * w + x * w / 32) * 3 + c];
-      }
-    }
-  }
-  return t;
+  absl::StatusOr<Tensor> t = test_models::ResizedPhoto("chelsea_96.pb", 32);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *std::move(t) : Tensor(DataType::kFloat, {1, 3, 32, 32});
 }
 
 struct Case {

@@ -47,22 +47,11 @@ using bench::ModelBuilder;
 using converter::ConversionReport;
 using converter::IslandVerdict;
 
-// The photograph `file` as raw pixel values (0-255), NCHW, `size` x `size` by nearest pixels.
+// The photograph `file` as raw pixel values (0-255), NCHW, `size` x `size`.
 Tensor RawPixels(const std::string& file, int64_t size) {
-  absl::StatusOr<Tensor> photo = test_models::ReadPhoto(file);
-  EXPECT_TRUE(photo.ok()) << photo.status();
-  Tensor t = Tensor::Uninitialized(DataType::kFloat, {1, 3, size, size});
-  if (!photo.ok()) return t;
-  const int64_t h = photo->dim(0), w = photo->dim(1);
-  for (int64_t c = 0; c < 3; ++c) {
-    for (int64_t y = 0; y < size; ++y) {
-      for (int64_t x = 0; x < size; ++x) {
-        t.data<float>()[(c * size + y) * size + x] =
-            photo->data<uint8_t>()[((y * h / size) * w + x * w / size) * 3 + c];
-      }
-    }
-  }
-  return t;
+  absl::StatusOr<Tensor> t = test_models::ResizedPhoto(file, size);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *std::move(t) : Tensor(DataType::kFloat, {1, 3, size, size});
 }
 
 // The Gram matrix of a [1, C, H, W] feature map as fast-neural-style computes it and the

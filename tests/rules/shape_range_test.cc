@@ -72,20 +72,9 @@ std::unique_ptr<Model> GlobalSumModel() {
 // A photograph of tests/data/photos as the model's input, NCHW in [-1, 1], brought to
 // `size` x `size` by nearest pixels.
 Tensor Photo(const std::string& file, int64_t size) {
-  absl::StatusOr<Tensor> photo = test_models::ReadPhoto(file);
-  EXPECT_TRUE(photo.ok()) << photo.status();
-  Tensor t = Tensor::Uninitialized(DataType::kFloat, {1, 3, size, size});
-  if (!photo.ok()) return t;
-  const int64_t h = photo->dim(0), w = photo->dim(1);
-  for (int64_t c = 0; c < 3; ++c) {
-    for (int64_t y = 0; y < size; ++y) {
-      for (int64_t x = 0; x < size; ++x) {
-        const uint8_t v = photo->data<uint8_t>()[((y * h / size) * w + x * w / size) * 3 + c];
-        t.data<float>()[(c * size + y) * size + x] = v / 127.5f - 1.0f;
-      }
-    }
-  }
-  return t;
+  absl::StatusOr<Tensor> t = test_models::ResizedPhoto(file, size, 1 / 127.5f, -1.0f);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *std::move(t) : Tensor(DataType::kFloat, {1, 3, size, size});
 }
 
 struct Converted {

@@ -159,6 +159,22 @@ absl::StatusOr<Tensor> ReadPhoto(const std::string& file) {
   return t;
 }
 
+absl::StatusOr<Tensor> ResizedPhoto(const std::string& file, int64_t size, float scale,
+                                    float offset) {
+  OVFIX_ASSIGN_OR_RETURN(Tensor photo, ReadPhoto(file));
+  Tensor t(DataType::kFloat, {1, 3, size, size});
+  const int64_t h = photo.dim(0), w = photo.dim(1), c = photo.dim(2);
+  for (int64_t ch = 0; ch < 3; ++ch) {
+    for (int64_t y = 0; y < size; ++y) {
+      for (int64_t x = 0; x < size; ++x) {
+        const uint8_t v = photo.data<uint8_t>()[((y * h / size) * w + x * w / size) * c + ch % c];
+        t.data<float>()[(ch * size + y) * size + x] = v * scale + offset;
+      }
+    }
+  }
+  return t;
+}
+
 absl::Status SettleBatchNorms(Model& model, const exec::TensorMap& inputs) {
   // BatchNormalization input name -> its mean and variance values.
   std::map<std::string, std::pair<Value*, Value*>> norms;

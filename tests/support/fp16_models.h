@@ -42,6 +42,10 @@ struct Fp16TestModel {
 
 // The photograph `file` of tests/data/photos (uint8 [H, W, C]).
 absl::StatusOr<Tensor> ReadPhoto(const std::string& file);
+// The photograph `file` as float [1, 3, size, size] (NCHW), brought to that size by nearest
+// pixels, each raw pixel value v (0-255) written as v * scale + offset.
+absl::StatusOr<Tensor> ResizedPhoto(const std::string& file, int64_t size, float scale = 1,
+                                    float offset = 0);
 
 // The five classes above. `scale` multiplies channel widths (1: test size, seconds to
 // convert; the benchmark uses larger ones); `blocks` is the residual MLP's depth.
