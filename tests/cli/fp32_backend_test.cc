@@ -87,8 +87,12 @@ TEST_P(Fp32Backend, RefusalNamesTheWayOutAndItWorks) {
   absl::StatusOr<std::unique_ptr<Model>> written = LoadModel(out);
   ASSERT_TRUE(written.ok()) << written.status();
   for (const Node* n : (*written)->graph().nodes()) {
-    if (n->op_type() == "Squeeze") EXPECT_EQ(n->inputs().size(), 2u);
-    if (n->op_type() == "Cast") ADD_FAILURE() << "a Cast in an fp32 file";
+    if (n->op_type() == "Squeeze") {
+      EXPECT_EQ(n->inputs().size(), 2u);
+    }
+    if (n->op_type() == "Cast") {
+      ADD_FAILURE() << "a Cast in an fp32 file";
+    }
   }
   const std::vector<Tensor> expected =
       testing_support::RunOrt(modules, in, {data}, dir / "expected");

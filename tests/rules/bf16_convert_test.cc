@@ -129,7 +129,9 @@ TEST_P(Bf16Convert, WithinToleranceOfTheReferenceOutputs) {
   const std::set<std::string> fp32 = test_support::Fp32NodeNames(**written);
   EXPECT_EQ(HintNames(report->layer_precisions, "--layerPrecisions="), fp32);
   EXPECT_FALSE(fp32.contains(""));
-  if (!fp32.empty()) EXPECT_FALSE(report->layer_output_types.empty());
+  if (!fp32.empty()) {
+    EXPECT_FALSE(report->layer_output_types.empty());
+  }
 }
 
 // Float inputs and outputs (the default), so that run.js can feed and read them.
