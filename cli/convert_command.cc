@@ -221,6 +221,9 @@ int RunConvert(ConvertCommandOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
   if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
+  for (const std::string& w : report->warnings) {
+    if (!o.quiet) std::fprintf(stderr, "ovfix convert: warning: %s\n", w.c_str());
+  }
   if (!report->outputs_match && !o.report.empty()) {
     // Nothing was written: the report alone says why (exit 1).
     const std::string json = converter::ReportFileText(*report, o.report);

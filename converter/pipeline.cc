@@ -229,7 +229,7 @@ namespace {
 // --island-precision bf16 needs a backend with bfloat16 kernels (the target file's
 // `bf16_kernels`) and an fp16 conversion to have islands in.
 absl::Status CheckIslandPrecision(const std::string& target, const ConvertOptions& o,
-                                  const std::function<void(const std::string&)>& log) {
+                                  std::vector<std::string>& warnings) {
   if (o.island_precision != ConvertOptions::IslandPrecision::kBf16) return absl::OkStatus();
   if (!o.bf16_kernels) {
     std::vector<std::string> with;
@@ -241,10 +241,14 @@ absl::Status CheckIslandPrecision(const std::string& target, const ConvertOption
         "--island-precision bf16: target '", target,
         "' has no bfloat16 kernels (targets with them: ", absl::StrJoin(with, ", "), ")"));
   }
-  if (o.precision != ConvertOptions::Precision::kFp16) {
-    log(absl::StrCat("--island-precision bf16 has no effect: the conversion is ",
-                     std::string(rules::PrecisionName(o.precision)),
-                     ", not fp16 (--precision fp16)"));
+  if (!o.validate) {
+    warnings.push_back(
+        "--island-precision bf16 has no effect with --no-validate: islands are put in bf16 only "
+        "where a measurement shows the criteria hold; they stay fp32");
+  } else if (o.precision != ConvertOptions::Precision::kFp16) {
+    warnings.push_back(absl::StrCat("--island-precision bf16 has no effect: the conversion is ",
+                                    std::string(rules::PrecisionName(o.precision)),
+                                    ", not fp16 (--precision fp16)"));
   }
   return absl::OkStatus();
 }
@@ -377,7 +381,8 @@ absl::Status Conversion::Setup() {
   OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options_.set_by_user, convert_));
   report_.fp32_runtime = target.fp32_runtime;
   report_.fp32_by_request = Fp32ByRequest(target, options_.set_by_user, convert_);
-  OVFIX_RETURN_IF_ERROR(CheckIslandPrecision(target.name, convert_, options_.log));
+  OVFIX_RETURN_IF_ERROR(CheckIslandPrecision(target.name, convert_, report_.warnings));
+  for (const std::string& w : report_.warnings) options_.log(absl::StrCat("warning: ", w));
   absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options_.rule_files);
   if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
   for (const auto& rule : library->UserRules()) report_.user_rules.insert(rule->name);

@@ -61,6 +61,9 @@ struct ConversionReport {
   std::optional<IslandCertificate> certificate;
   // --island-precision bf16: the islands left in fp32 tried in bfloat16 (tried_as "bf16").
   std::optional<IslandCertificate> bf16_islands;
+  // Options given that have no effect in this conversion, one line each (the command line
+  // prints them as warnings).
+  std::vector<std::string> warnings;
   // What the fp16 conversion left in fp32 (nodes, multiply-adds, weights, Casts), when it ran.
   std::optional<PrecisionCost> cost;
   int model_runs = 0;  // full runs of the model (reference, end to end, repair)

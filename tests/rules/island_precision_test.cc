@@ -350,12 +350,20 @@ TEST(IslandPrecision, RefusedOnATargetWithoutBf16Kernels) {
   const fs::path dir = test_support::ScratchDir("island_precision", "refused");
   const std::string original = (dir / "original.onnx").string();
   ASSERT_TRUE(SaveModel(*m.model, original).ok());
-  auto r = testing::RunOvfix(absl::StrCat("convert ", original, " ", (dir / "out.onnx").string(),
-                                          " --target gpu-fp16 --island-precision bf16"));
+  testing::CommandResult r =
+      testing::RunOvfix(absl::StrCat("convert ", original, " ", (dir / "out.onnx").string(),
+                                     " --target gpu-fp16 --island-precision bf16"));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("has no bfloat16 kernels"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("tensorrt"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "out.onnx"));
+  // On a target that takes it, without an fp16 conversion it does nothing, and says so.
+  r = testing::RunOvfix(absl::StrCat("convert ", original, " ", (dir / "out.onnx").string(),
+                                     " --target tensorrt --island-precision bf16"));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("warning: --island-precision bf16 has no effect: the conversion is fp32"),
+            std::string::npos)
+      << r.err;
   fs::remove_all(dir);
 }
 
