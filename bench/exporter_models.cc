@@ -1,6 +1,8 @@
 #include "bench/exporter_models.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -503,6 +505,284 @@ onnx::ModelProto ExportedAtrousSegmentationModel() {
                 {B::String("mode", "linear"),
                  B::String("coordinate_transformation_mode", "pytorch_half_pixel")}));
   return b.model();
+}
+
+namespace {
+
+// nn.Conv2d as the exporter writes it: He-scaled weight, a bias input only where the module has
+// one (the convolutions before a BatchNorm have none), pads of dilation * (kernel - 1) / 2.
+struct ConvSpec {
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, group = 1, dilation = 1;
+  bool bias = false;
+};
+ConvSpec Square(int64_t kernel, int64_t stride = 1, int64_t group = 1, int64_t dilation = 1) {
+  return ConvSpec{kernel, kernel, stride, stride, group, dilation, false};
+}
+std::string TorchConv(B& b, const std::string& x, int64_t in, int64_t out, const ConvSpec& s) {
+  const int64_t fan_in = in / s.group * s.kh * s.kw;
+  std::vector<std::string> inputs = {
+      x, b.Weight({out, in / s.group, s.kh, s.kw}, std::sqrt(3.0f / fan_in))};
+  if (s.bias) inputs.push_back(b.Weight({out}, 0.05f));
+  const int64_t ph = s.dilation * (s.kh - 1) / 2, pw = s.dilation * (s.kw - 1) / 2;
+  return b.Op("Conv", inputs,
+              {B::Ints("dilations", {s.dilation, s.dilation}), B::Int("group", s.group),
+               B::Ints("kernel_shape", {s.kh, s.kw}), B::Ints("pads", {ph, pw, ph, pw}),
+               B::Ints("strides", {s.sh, s.sw})});
+}
+// Conv (no bias) then BatchNormalization, as torchvision's Conv2dNormActivation exports.
+std::string ConvBn(B& b, const std::string& x, int64_t in, int64_t out, const ConvSpec& s) {
+  return BatchNorm(b, TorchConv(b, x, in, out, s), out);
+}
+
+// Activations at opset 14: nn.Hardswish and nn.Hardsigmoid have ONNX ops of their own; SiLU
+// (Paddle's Swish) exports as Sigmoid and Mul.
+std::string HardSwish(B& b, const std::string& x) { return b.Op("HardSwish", {x}); }
+std::string HardSigmoid(B& b, const std::string& x) {
+  return b.Op("HardSigmoid", {x}, {B::Float("alpha", 1.0f / 6.0f), B::Float("beta", 0.5f)});
+}
+std::string Swish(B& b, const std::string& x) { return b.Op("Mul", {x, b.Op("Sigmoid", {x})}); }
+
+// Squeeze-and-excitation: adaptive_avg_pool2d(x, 1) as GlobalAveragePool, 1x1 Convs with
+// bias around a ReLU, a HardSigmoid gate, Mul by the input.
+std::string SqueezeExcite(B& b, const std::string& x, int64_t channels, int64_t squeezed) {
+  std::string s = b.Op("GlobalAveragePool", {x});
+  s = Relu(b, TorchConv(b, s, channels, squeezed, ConvSpec{.bias = true}));
+  s = HardSigmoid(b, TorchConv(b, s, squeezed, channels, ConvSpec{.bias = true}));
+  return b.Op("Mul", {s, x});
+}
+
+// torchvision's _make_divisible(v, divisor).
+int64_t MakeDivisible(double v, int64_t divisor = 8) {
+  int64_t n =
+      std::max<int64_t>(divisor, static_cast<int64_t>(v + divisor / 2.0) / divisor * divisor);
+  if (n < 0.9 * v) n += divisor;
+  return n;
+}
+
+// F.interpolate(x, size=like.shape[-2:], mode="bilinear", align_corners=False) at opset 14:
+// the sizes from Shape/Slice of both tensors, concatenated; Resize with empty roi and scales.
+std::string ResizeLike(B& b, const std::string& x, const std::string& like) {
+  const std::string lead =
+      b.Op("Slice", {b.Op("Shape", {x}), b.Int64s({0}), b.Int64s({2}), b.Int64s({0})});
+  const std::string spatial =
+      b.Op("Slice", {b.Op("Shape", {like}), b.Int64s({-2}), b.Int64s({INT64_MAX}), b.Int64s({0})});
+  const std::string sizes = b.Op("Concat", {lead, spatial}, {B::Int("axis", 0)});
+  return b.Op("Resize", {x, "", "", sizes},
+              {B::String("coordinate_transformation_mode", "pytorch_half_pixel"),
+               B::Float("cubic_coeff_a", -0.75f), B::String("mode", "linear"),
+               B::String("nearest_mode", "floor")});
+}
+
+// An ONNX graph input made int64 (ModelBuilder's inputs are float).
+void MakeInt64Input(onnx::ModelProto& model, const std::string& name) {
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    if (input.name() == name) {
+      input.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    }
+  }
+}
+
+}  // namespace
+
+onnx::ModelProto ExportedResNet50Model() {
+  B b(kOpset, 31);
+  b.set_constants_as_nodes(true);
+  std::string x = ConvBn(b, b.Input("image", {1, 3, 224, 224}), 3, 64, Square(7, 2));
+  x = b.Op("MaxPool", {Relu(b, x)},
+           {B::Int("ceil_mode", 0), B::Ints("dilations", {1, 1}), B::Ints("kernel_shape", {3, 3}),
+            B::Ints("pads", {1, 1, 1, 1}), B::Ints("strides", {2, 2})});
+  int64_t channels = 64;
+  const int64_t widths[] = {64, 128, 256, 512}, blocks[] = {3, 4, 6, 3};
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t w = widths[stage], out = 4 * w;
+    for (int64_t block = 0; block < blocks[stage]; ++block) {
+      const int64_t stride = block == 0 && stage > 0 ? 2 : 1;
+      // Bottleneck (torchvision v1.5: the stride on the 3x3 conv).
+      std::string h = Relu(b, ConvBn(b, x, channels, w, Square(1)));
+      h = Relu(b, ConvBn(b, h, w, w, Square(3, stride)));
+      h = ConvBn(b, h, w, out, Square(1));
+      const std::string identity = block == 0 ? ConvBn(b, x, channels, out, Square(1, stride)) : x;
+      x = Relu(b, b.Op("Add", {h, identity}));
+      channels = out;
+    }
+  }
+  x = b.Op("Flatten", {b.Op("GlobalAveragePool", {x})}, {B::Int("axis", 1)});
+  b.Output(b.Op(
+      "Gemm", {x, b.Weight({1000, channels}, std::sqrt(3.0f / channels)), b.Weight({1000}, 0.05f)},
+      {B::Float("alpha", 1.0f), B::Float("beta", 1.0f), B::Int("transB", 1)}));
+  return b.model();
+}
+
+onnx::ModelProto ExportedDeepLabV3MobileNetV3Model(int64_t image) {
+  B b(kOpset, 32);
+  b.set_constants_as_nodes(true);
+  const std::string input = b.Input("image", {1, 3, image, image});
+  std::string x = HardSwish(b, ConvBn(b, input, 3, 16, Square(3, 2)));
+  // torchvision's mobilenet_v3_large bneck settings: input, kernel, expanded, output, SE,
+  // hard-swish, stride, dilation; the last stage dilated (stride 1, dilation 2) for
+  // segmentation (output stride 16).
+  struct Bneck {
+    int64_t in, kernel, expanded, out;
+    bool se, hs;
+    int64_t stride, dilation;
+  };
+  const Bneck config[] = {
+      {16, 3, 16, 16, false, false, 1, 1},  {16, 3, 64, 24, false, false, 2, 1},
+      {24, 3, 72, 24, false, false, 1, 1},  {24, 5, 72, 40, true, false, 2, 1},
+      {40, 5, 120, 40, true, false, 1, 1},  {40, 5, 120, 40, true, false, 1, 1},
+      {40, 3, 240, 80, false, true, 2, 1},  {80, 3, 200, 80, false, true, 1, 1},
+      {80, 3, 184, 80, false, true, 1, 1},  {80, 3, 184, 80, false, true, 1, 1},
+      {80, 3, 480, 112, true, true, 1, 1},  {112, 3, 672, 112, true, true, 1, 1},
+      {112, 5, 672, 160, true, true, 2, 2}, {160, 5, 960, 160, true, true, 1, 2},
+      {160, 5, 960, 160, true, true, 1, 2}};
+  for (const Bneck& c : config) {
+    auto act = [&](const std::string& v) { return c.hs ? HardSwish(b, v) : Relu(b, v); };
+    std::string h = x;
+    if (c.expanded != c.in) h = act(ConvBn(b, h, c.in, c.expanded, Square(1)));
+    const int64_t stride = c.dilation > 1 ? 1 : c.stride;
+    h = act(ConvBn(b, h, c.expanded, c.expanded,
+                   Square(c.kernel, stride, /*group=*/c.expanded, c.dilation)));
+    if (c.se) h = SqueezeExcite(b, h, c.expanded, MakeDivisible(c.expanded / 4.0));
+    h = ConvBn(b, h, c.expanded, c.out, Square(1));
+    x = c.stride == 1 && c.in == c.out ? b.Op("Add", {h, x}) : h;
+  }
+  x = HardSwish(b, ConvBn(b, x, 160, 960, Square(1)));
+  // DeepLabHead(960, 21): ASPP at rates 12/24/36 with a pooled branch, projection, 3x3, 1x1.
+  std::vector<std::string> branches = {Relu(b, ConvBn(b, x, 960, 256, Square(1)))};
+  for (int64_t rate : {12, 24, 36}) {
+    branches.push_back(Relu(b, ConvBn(b, x, 960, 256, Square(3, 1, 1, rate))));
+  }
+  const std::string pooled =
+      Relu(b, ConvBn(b, b.Op("GlobalAveragePool", {x}), 960, 256, Square(1)));
+  branches.push_back(ResizeLike(b, pooled, x));
+  x = b.Op("Concat", branches, {B::Int("axis", 1)});
+  x = Relu(b, ConvBn(b, x, 5 * 256, 256, Square(1)));
+  x = Relu(b, ConvBn(b, x, 256, 256, Square(3)));
+  x = TorchConv(b, x, 256, 21, ConvSpec{.bias = true});
+  b.Output(ResizeLike(b, x, input));
+  return b.model();
+}
+
+onnx::ModelProto ExportedOcrRecognizerModel() {
+  B b(kOpset, 33);
+  b.set_constants_as_nodes(true);
+  // PP-OCRv4 mobile rec's PPLCNetV3 (scale 0.95, re-parameterized for inference) on a 48x320
+  // text line: depthwise kxk + BN + hard-swish, optional SE, pointwise 1x1 + BN + hard-swish.
+  std::string x = HardSwish(b, ConvBn(b, b.Input("image", {1, 3, 48, 320}), 3, 16, Square(3, 2)));
+  struct Block {
+    int64_t kernel, in, out, sh, sw;
+    bool se;
+  };
+  const Block blocks[] = {
+      {3, 16, 32, 1, 1, false},   {3, 32, 64, 1, 1, false},   {3, 64, 64, 1, 1, false},
+      {3, 64, 128, 2, 1, false},  {3, 128, 128, 1, 1, false}, {3, 128, 240, 1, 2, false},
+      {5, 240, 240, 1, 1, false}, {5, 240, 240, 1, 1, false}, {5, 240, 240, 1, 1, false},
+      {5, 240, 240, 1, 1, false}, {5, 240, 480, 2, 1, true},  {5, 480, 480, 1, 1, true},
+      {5, 480, 480, 2, 1, false}, {5, 480, 480, 1, 1, false}};
+  for (const Block& k : blocks) {
+    x = HardSwish(b, ConvBn(b, x, k.in, k.in,
+                            ConvSpec{k.kernel, k.kernel, k.sh, k.sw, /*group=*/k.in, 1, false}));
+    if (k.se) x = SqueezeExcite(b, x, k.in, k.in / 4);
+    x = HardSwish(b, ConvBn(b, x, k.in, k.out, Square(1)));
+  }
+  // 3x80 -> 1x40 (avg_pool2d([3, 2]) at inference).
+  x = b.Op("AveragePool", {x},
+           {B::Int("ceil_mode", 0), B::Ints("kernel_shape", {3, 2}), B::Ints("pads", {0, 0, 0, 0}),
+            B::Ints("strides", {3, 2})});
+  constexpr int64_t kIn = 480, kDims = 120, kHeads = 8, kClasses = 6625;
+  // EncoderWithSVTR neck (the attention neck of PaddleOCR v4): 1x3 and 1x1 ConvBN + Swish,
+  // flatten(2).transpose(1, 2) into 40 tokens, 2 global-mixing transformer blocks, back to
+  // NCHW, 1x1 ConvBN, Concat with the shortcut, 1x3 and 1x1 ConvBN.
+  const std::string shortcut = x;
+  const ConvSpec one_by_three{1, 3, 1, 1, 1, 1, false};
+  std::string z = Swish(b, ConvBn(b, x, kIn, kIn / 8, one_by_three));
+  z = Swish(b, ConvBn(b, z, kIn / 8, kDims, Square(1)));
+  const std::string h_dim = Dim(b, z, 2), w_dim = Dim(b, z, 3);
+  z = View(b, z, {Traced(Dim(b, z, 0)), Traced(Dim(b, z, 1)), Literal(-1)});
+  z = b.Op("Transpose", {z}, {B::Ints("perm", {0, 2, 1})});
+  for (int block = 0; block < 2; ++block) {
+    // x + attn(norm1(x)): qkv(x).reshape(0, -1, 3, heads, dims / heads).transpose(2, 0, 3, 1, 4)
+    const std::string n = LayerNorm(b, z, kDims);
+    std::string qkv = Linear(b, n, kDims, 3 * kDims);
+    qkv = View(
+        b, qkv,
+        {Traced(Dim(b, n, 0)), Literal(-1), Literal(3), Literal(kHeads), Literal(kDims / kHeads)});
+    qkv = b.Op("Transpose", {qkv}, {B::Ints("perm", {2, 0, 3, 1, 4})});
+    auto pick = [&](int64_t i) {
+      return b.Op("Gather", {qkv, b.Int64Scalar(i)}, {B::Int("axis", 0)});
+    };
+    const float scale = 1.0f / std::sqrt(static_cast<float>(kDims / kHeads));
+    std::string a = Attention(b, b.Op("Mul", {pick(0), b.Fill({}, scale)}), pick(1), pick(2), 1.0f,
+                              /*scale_by_div=*/false, "");
+    a = b.Op("Transpose", {a}, {B::Ints("perm", {0, 2, 1, 3})});
+    a = View(b, a, {Traced(Dim(b, n, 0)), Literal(-1), Literal(kDims)});
+    z = b.Op("Add", {z, Linear(b, a, kDims, kDims)});
+    // x + mlp(norm2(x)), mlp ratio 2 with Swish.
+    const std::string m =
+        Linear(b, Swish(b, Linear(b, LayerNorm(b, z, kDims), kDims, 2 * kDims)), 2 * kDims, kDims);
+    z = b.Op("Add", {z, m});
+  }
+  z = LayerNorm(b, z, kDims);
+  z = View(b, z, {Literal(0), Traced(h_dim), Traced(w_dim), Literal(kDims)});
+  z = b.Op("Transpose", {z}, {B::Ints("perm", {0, 3, 1, 2})});
+  z = Swish(b, ConvBn(b, z, kDims, kIn, Square(1)));
+  z = b.Op("Concat", {shortcut, z}, {B::Int("axis", 1)});
+  z = Swish(b, ConvBn(b, z, 2 * kIn, kIn / 8, one_by_three));
+  z = Swish(b, ConvBn(b, z, kIn / 8, kDims, Square(1)));
+  // Im2Seq: squeeze(axis=2).transpose(0, 2, 1); CTCHead: Linear, Softmax over classes.
+  z = b.Op("Squeeze", {z, b.Int64s({2})});
+  z = b.Op("Transpose", {z}, {B::Ints("perm", {0, 2, 1})});
+  b.Output(b.Op("Softmax", {Linear(b, z, kDims, kClasses)}, {B::Int("axis", 2)}));
+  return b.model();
+}
+
+onnx::ModelProto ExportedMaskedBertModel() {
+  // all-MiniLM-L6-v2's shape (BERT, 6 layers, width 384, 12 heads, 30522 tokens) as
+  // transformers' BertModel exports at opset 14: int64 input_ids / attention_mask /
+  // token_type_ids, embeddings by Gather, positions sliced by the traced sequence length.
+  constexpr int64_t kTokens = 128, kWidth = 384, kHeads = 12, kLayers = 6, kVocab = 30522;
+  B b(kOpset, 34);
+  b.set_constants_as_nodes(true);
+  const std::string ids = b.Input("input_ids", {1, kTokens});
+  const std::string mask01 = b.Input("attention_mask", {1, kTokens});
+  const std::string types = b.Input("token_type_ids", {1, kTokens});
+  const std::string length = Dim(b, ids, 1);
+  std::vector<int64_t> positions(512);
+  for (int64_t i = 0; i < 512; ++i) positions[i] = i;
+  const std::string position_ids =
+      b.Op("Slice", {b.Op("Reshape", {b.Int64s(positions), b.Int64s({1, 512})}), b.Int64s({0}),
+                     b.Op("Unsqueeze", {length, b.Int64s({0})}), b.Int64s({1}), b.Int64s({1})});
+  auto embed = [&](int64_t rows, const std::string& index) {
+    return b.Op("Gather", {b.Weight({rows, kWidth}, 0.05f), index}, {B::Int("axis", 0)});
+  };
+  std::string x = b.Op("Add", {embed(kVocab, ids), embed(2, types)});
+  x = LayerNorm(b, b.Op("Add", {x, embed(512, position_ids)}), kWidth);
+  // get_extended_attention_mask: mask[:, None, None, :].to(float); (1.0 - m) * finfo.min.
+  std::string mask = b.Op("Unsqueeze", {mask01, b.Int64s({1})});
+  mask = b.Op("Cast", {b.Op("Unsqueeze", {mask, b.Int64s({2})})}, {B::Int("to", 1)});
+  mask = b.Op("Mul", {b.Op("Sub", {b.Fill({}, 1.0f), mask}),
+                      b.Fill({}, std::numeric_limits<float>::lowest())});
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    const std::string q = SplitHeads(b, Linear(b, x, kWidth, kWidth), kHeads, kWidth / kHeads);
+    const std::string k = SplitHeads(b, Linear(b, x, kWidth, kWidth), kHeads, kWidth / kHeads);
+    const std::string v = SplitHeads(b, Linear(b, x, kWidth, kWidth), kHeads, kWidth / kHeads);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(kWidth / kHeads));
+    std::string a = MergeHeads(b, Attention(b, q, k, v, scale, true, mask), kWidth);
+    x = PostNormLayerTail(b, x, a, kWidth, /*residual_first=*/false);
+  }
+  b.Output(x);
+  // The pooler: hidden[:, 0], Linear as Gemm (2-D), Tanh.
+  const std::string first = b.Op("Gather", {x, b.Int64Scalar(0)}, {B::Int("axis", 1)});
+  b.Output(
+      b.Op("Tanh", {b.Op("Gemm",
+                         {first, b.Weight({kWidth, kWidth}, std::sqrt(3.0f / kWidth)),
+                          b.Weight({kWidth}, 0.05f)},
+                         {B::Float("alpha", 1.0f), B::Float("beta", 1.0f), B::Int("transB", 1)})}));
+  onnx::ModelProto model = b.model();
+  for (const char* name : {"input_ids", "attention_mask", "token_type_ids"}) {
+    MakeInt64Input(model, name);
+  }
+  return model;
 }
 
 }  // namespace ovfix::bench

@@ -54,4 +54,24 @@ onnx::ModelProto ExportedTorchvisionDenseNetModel();
 // and a bilinear Resize of the logits to the input size.
 onnx::ModelProto ExportedAtrousSegmentationModel();
 
+// torchvision's resnet50 at 224x224 as exported without constant folding: bottlenecks 3/4/6/3
+// (stride on the 3x3), a BatchNormalization after every bias-free Conv, Flatten + Gemm head.
+onnx::ModelProto ExportedResNet50Model();
+// torchvision's deeplabv3_mobilenet_v3_large (no aux head) on a square `image`: MobileNetV3-Large
+// backbone (HardSwish / HardSigmoid ops, SE blocks through GlobalAveragePool, depthwise Convs,
+// the last stage dilated for output stride 16), ASPP at rates 12/24/36 with a pooled branch
+// Resized back by sizes from Shape/Slice/Concat, a bilinear Resize of the 21 class logits to
+// the input size.
+onnx::ModelProto ExportedDeepLabV3MobileNetV3Model(int64_t image = 512);
+// A PP-OCRv4-style text recognizer on a 1x3x48x320 line: PPLCNetV3-like backbone (depthwise +
+// pointwise ConvBN with HardSwish, SE in two blocks, strides (2,1)/(1,2)), AveragePool to 1x40,
+// the SVTR neck (1x3 ConvBN + Swish, 2 transformer blocks with 8-head attention over the 40
+// columns, Concat with the shortcut), a Linear CTC head over 6625 classes and Softmax.
+onnx::ModelProto ExportedOcrRecognizerModel();
+// transformers' BertModel at all-MiniLM-L6-v2's size (6 layers, width 384, 12 heads, 128
+// tokens): int64 input_ids / attention_mask / token_type_ids, embeddings by Gather, positions
+// sliced by the traced length, the extended mask as Unsqueeze/Unsqueeze/Cast/Sub/Mul by
+// float's lowest value, and the Gemm + Tanh pooler as a second output.
+onnx::ModelProto ExportedMaskedBertModel();
+
 }  // namespace ovfix::bench
