@@ -134,10 +134,15 @@ class ModelIO {
             absl::StrCat("graph output '", vi.name(), "' is not produced by any node"));
       }
       if (v->owner() == &g) {
-        // An output without a type says nothing of its value: a graph input passed through
-        // keeps the type its input entry declared (the load_model fuzzer found it lost).
+        // An output without a type, or with one that names no element type (`type {}`,
+        // `elem_type: 0`), says nothing of its value: a graph input passed through keeps the
+        // type its input entry declared (the load_model fuzzer found it lost, then replaced by
+        // the output's unknown one, which the saved file's input then declared).
         const bool declared_elsewhere = v->is_initializer() || v->is_graph_input();
-        if (vi.has_type() || !declared_elsewhere) *v->mutable_type() = vi.type();
+        const onnx::TypeProto& t = vi.type();
+        const bool unknown = !vi.has_type() || t.value_case() == onnx::TypeProto::VALUE_NOT_SET ||
+                             (t.has_tensor_type() && t.tensor_type().elem_type() == 0);
+        if (!unknown || !declared_elsewhere) *v->mutable_type() = t;
         v->doc_string_ = vi.doc_string();
       }
       g.AddOutput(v);

@@ -101,6 +101,30 @@ TEST(TypeCheck, AnInputPassedThroughToAnUntypedOutputKeepsItsType) {
   EXPECT_TRUE(RequireInputTypes(saved.graph()).ok());
 }
 
+// The same with the output declaring a type that names no element type (`elem_type: 0`, or
+// `type {}`): the input's type stays (the load_model fuzzer found the saved input untyped).
+TEST(TypeCheck, AnInputPassedThroughToAnOutputOfUnknownTypeKeepsItsType) {
+  for (const bool empty_kind : {false, true}) {
+    onnx::ModelProto m = ShapeOfInput([](onnx::TypeProto& t) {
+      t.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    });
+    onnx::ValueInfoProto* passed = m.mutable_graph()->add_output();
+    passed->set_name("x");
+    if (empty_kind) {
+      passed->mutable_type();
+    } else {
+      passed->mutable_type()->mutable_tensor_type()->set_elem_type(0);
+    }
+    absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(m), "", "m.onnx");
+    ASSERT_TRUE(model.ok()) << model.status();
+    const onnx::ModelProto saved = ModelToProto(**model);
+    ASSERT_EQ(saved.graph().input_size(), 1);
+    EXPECT_EQ(saved.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT)
+        << empty_kind;
+    EXPECT_TRUE(RequireInputTypes(saved.graph()).ok()) << empty_kind;
+  }
+}
+
 TEST(TypeCheck, AnEmptyTypeOnABranchOutputIsRead) {
   // If(c) with branches whose outputs declare `type {}`, as silero VAD's exporter wrote them.
   onnx::ModelProto m = ShapeOfInput(
