@@ -20,16 +20,11 @@
 #include "cli/interrupt.h"
 #include "cli/model_stats.h"
 #include "cli/save_progress.h"
+#include "converter/conversion_plan.h"
 #include "converter/pipeline.h"
 #include "converter/report_html.h"
-#include "converter/target.h"
 #include "ir/atomic_file.h"
 #include "ir/model_io.h"
-#include "re2/re2.h"
-#include "rules/conversion_options.h"
-#include "rules/passes/island_marks.h"
-#include "rules/passes/registry.h"
-#include "rules/rule_set.h"
 
 namespace ovfix::cli {
 namespace {
@@ -44,6 +39,7 @@ struct ConvertCommandOptions {
   bool in_place = false;
   std::string report;
   bool quiet = false;
+  bool plan_only = false;  // --plan
   CLI::Option* external_option = nullptr;
 };
 
@@ -100,82 +96,6 @@ absl::Status CheckFiles(const ConvertCommandOptions& o, const Model& model,
   return files.Check();
 }
 
-// Whether the conversion computes in a reduced precision: --precision, else the target's.
-bool ReducesPrecision(const ConversionFlags& f) {
-  rules::ConvertOptions options;
-  std::set<std::string> set_by_user;
-  if (auto it = f.options.find("precision"); it != f.options.end() && it->second->count() > 0) {
-    if (!rules::SetOption("precision", f.scalars.find("precision")->second, options).ok()) {
-      return false;
-    }
-    set_by_user.insert("precision");
-  }
-  absl::StatusOr<converter::Target> target = converter::LoadTarget(f.target);
-  if (target.ok() && !converter::ApplyTargetOptions(*target, set_by_user, options).ok()) {
-    return false;
-  }
-  return options.precision != rules::ConvertOptions::Precision::kFp32;
-}
-
-// One line each for options that name nothing in this conversion: a --keep-fp32 pattern that
-// matches no node (or a target without fp16), a --disable name the target does not run.
-std::vector<std::string> UnmatchedOptions(const ConversionFlags& f, const Model& model) {
-  std::vector<std::string> warnings;
-  absl::StatusOr<converter::Target> target = converter::LoadTarget(f.target);
-  if (!target.ok()) return warnings;  // the conversion says why
-  const bool fp16 = ReducesPrecision(f);
-  for (const std::string& pattern : f.keep_fp32) {
-    RE2 re(pattern, RE2::Quiet);
-    if (!re.ok()) continue;  // the fp16 pass says why
-    if (!fp16) {
-      warnings.push_back(absl::StrCat("--keep-fp32 '", pattern, "' has no effect: target ",
-                                      f.target, " does not convert to fp16"));
-      continue;
-    }
-    if (!rules::KeepFp32MatchesAny(model.graph(), re)) {
-      warnings.push_back(absl::StrCat("--keep-fp32 '", pattern,
-                                      "' matches no node name or op type of the model (the "
-                                      "whole name must match)"));
-    }
-  }
-  absl::StatusOr<rules::RuleLibrary> library = rules::RuleLibrary::Load(f.rule_files);
-  for (const std::string& d : f.disabled) {
-    const std::vector<std::shared_ptr<const rules::Rule>> selected =
-        library.ok() ? library->Select(d) : std::vector<std::shared_ptr<const rules::Rule>>{};
-    const std::vector<std::shared_ptr<const rules::Rule>> user =
-        library.ok() ? library->UserRules() : std::vector<std::shared_ptr<const rules::Rule>>{};
-    // A name of nothing at all is the conversion's error, with a suggestion.
-    if (selected.empty() && rules::MakeNativePass(d) == nullptr) continue;
-    auto in = [](const auto& list, const auto& r) {
-      return std::find(list.begin(), list.end(), r) != list.end();
-    };
-    bool runs = false;
-    for (const converter::TargetStep& s : target->steps) {
-      if (s.name == d) runs = true;
-      if (runs || s.kind != converter::TargetStep::Kind::kRules || !library.ok()) continue;
-      const auto step_rules = library->Select(s.name);
-      for (const auto& r : selected) runs = runs || in(step_rules, r);
-    }
-    // User rules run in their own step, whatever the target.
-    const bool user_rule =
-        !selected.empty() &&
-        std::all_of(selected.begin(), selected.end(), [&](const auto& r) { return in(user, r); });
-    const bool option_pass = d == "fix_input_shapes" || d == "lower_conv3d_unit_kernel" ||
-                             d == "explicit_broadcast_full";
-    // The precision phase runs on any target that converts to a reduced precision.
-    bool precision_phase = fp16 && d == "fp16_islands";
-    if (fp16 && library.ok()) {
-      const auto cleanup = library->Select("cast_cleanup");
-      for (const auto& r : selected) precision_phase = precision_phase || in(cleanup, r);
-    }
-    if (!runs && !user_rule && !option_pass && !precision_phase) {
-      warnings.push_back(absl::StrCat("--disable ", d, " disables nothing: target ", f.target,
-                                      " does not run it"));
-    }
-  }
-  return warnings;
-}
-
 int RunConvert(ConvertCommandOptions& o) {
   namespace fs = std::filesystem;
   const ConversionFlags& f = o.flags;
@@ -210,20 +130,26 @@ int RunConvert(ConvertCommandOptions& o) {
   absl::StatusOr<std::string> data_file = ExternalDataFile(o.output, p.save);
   WatchOutputs({o.output, data_file.ok() && WritesExternalData(**model, p.save) ? *data_file : "",
                 o.report});
+  // What will run, decided once: printed (--plan, --verbose), its warnings said before the
+  // first model run, then executed.
+  absl::StatusOr<converter::ConversionPlan> plan = converter::PlanConversion(p, model->get());
+  if (!plan.ok()) return BadInput("convert", plan.status().message(), Files(o));
+  if (o.plan_only) {
+    std::printf("%s", converter::PlanText(*plan).c_str());
+    return kExitOk;
+  }
+  if (f.verbose) std::fprintf(stderr, "%s", converter::PlanText(*plan).c_str());
+  for (const std::string& w : plan->warnings) {
+    if (!o.quiet) std::fprintf(stderr, "ovfix convert: warning: %s\n", w.c_str());
+  }
   ConvertSummaryFacts facts;
   facts.before = converter::MeasureModel(**model);
   facts.before.file_bytes = converter::FileBytes(f.input, (*model)->external_data_files());
-  for (const std::string& w : UnmatchedOptions(f, **model)) {
-    if (!o.quiet) std::fprintf(stderr, "ovfix convert: warning: %s\n", w.c_str());
-  }
   // The load and the checks before the conversion, in its time line.
   p.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
+  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p, *plan);
   if (!report.ok()) return BadInput("convert", report.status().message(), Files(o));
-  for (const std::string& w : report->warnings) {
-    if (!o.quiet) std::fprintf(stderr, "ovfix convert: warning: %s\n", w.c_str());
-  }
   if (!report->outputs_match && !o.report.empty()) {
     // Nothing was written: the report alone says why (exit 1).
     const std::string json = converter::ReportFileText(*report, o.report);
@@ -244,7 +170,7 @@ int RunConvert(ConvertCommandOptions& o) {
       facts.after.file_bytes = converter::FileBytes(o.output, data_files);
     }
     facts.precision = converter::CountFloatNodes(**model);
-    facts.fp16 = ReducesPrecision(f);
+    facts.fp16 = plan->ReducesPrecision();
     facts.verbose = f.verbose;
     if (f.verbose) std::printf("%s", converter::SummaryTable(*report).c_str());
     std::printf("%s", ConvertSummary(*report, facts).c_str());
@@ -280,6 +206,9 @@ Command AddConvertCommand(CLI::App& app) {
                   "of every rewrite and fp32 island (written with the model, or alone when the "
                   "outputs changed)");
   sub->add_flag("--quiet,-q", o->quiet, "Print only the result line and errors");
+  sub->add_flag("--plan", o->plan_only,
+                "Print what the conversion would run (the options in effect, each step and "
+                "whether it runs, the phases) and exit without converting");
   o->external_option = sub->add_flag(
       "--external-data,!--no-external-data", o->external_data,
       "Write weights to a data file beside the model, or (--no-external-data) all inline. "

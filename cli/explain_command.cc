@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/conversion_flags.h"
+#include "converter/conversion_plan.h"
 #include "converter/pipeline.h"
 #include "converter/target.h"
 #include "ir/model_io.h"
@@ -64,26 +65,6 @@ std::string Bindings(const rules::Rule& rule, const rules::RuleMatch& m) {
     parts.push_back(absl::StrCat(name, " = ", rules::DescribeHelperValue(value)));
   }
   return absl::StrJoin(parts, ", ");
-}
-
-bool Intersects(const RuleList& a, const RuleList& b) {
-  for (const auto& r : a) {
-    if (std::find(b.begin(), b.end(), r) != b.end()) return true;
-  }
-  return false;
-}
-
-// The step of `target` that runs `selected` (or the pass `name`), or "".
-std::string StepOf(const converter::Target& target, const rules::RuleLibrary& library,
-                   const std::string& name, const RuleList& selected) {
-  for (const converter::TargetStep& s : target.steps) {
-    if (s.name == name) return s.name;
-    if (s.kind == converter::TargetStep::Kind::kRules &&
-        Intersects(selected, library.Select(s.name))) {
-      return s.name;
-    }
-  }
-  return "";
 }
 
 // Prints lines, the first kDefaultLines of them unless --all, and says what was left out.
@@ -233,10 +214,13 @@ void ExplainPass(const ExplainOptions& o, const converter::ConversionReport& rep
     }
   }
   summary = absl::StrCat(applied, " rewrite(s) applied, ", rolled_back, " rolled back");
-  for (const rules::NativePassInfo& p : rules::NativePasses()) {
-    if (p.name == o.name && applied + rolled_back == 0 && !p.options.empty()) {
-      absl::StrAppend(&summary, "; it acts as its options say: ", absl::StrJoin(p.options, ", "));
+  const rules::NativePassInfo* pass = rules::FindNativePass(o.name);
+  if (pass != nullptr && applied + rolled_back == 0 && !pass->options.empty()) {
+    std::vector<std::string> options;
+    for (const rules::PassOption& d : pass->options) {
+      options.push_back(rules::DescribePassOption(d));
     }
+    absl::StrAppend(&summary, "; it acts as its options say: ", absl::StrJoin(options, ", "));
   }
 }
 
@@ -264,8 +248,10 @@ int RunExplain(ExplainOptions& o) {
           o, absl::StrCat("--node '", o.node_filter, "': not a valid regex: ", filter->error()));
     }
   }
-  // The target: as given, or the first built-in one that runs the rule or pass.
-  std::string step;
+  converter::PipelineOptions p;
+  if (absl::Status s = ToPipelineOptions(f, p); !s.ok()) return Fail(o, s.message());
+  p.progress = true;
+  // The target: as given, or the first built-in one whose plan runs the rule or pass.
   if (f.target_option->count() == 0) {
     std::vector<converter::Target> targets = converter::BuiltinTargets();
     auto group = [](const converter::Target& t) {
@@ -280,25 +266,25 @@ int RunExplain(ExplainOptions& o) {
                        return group(a) < group(b);
                      });
     for (const converter::Target& t : targets) {
-      step = StepOf(t, *library, o.name, selected);
-      if (!step.empty()) {
+      p.convert.target = t.name;
+      absl::StatusOr<converter::ConversionPlan> plan = converter::PlanConversion(p, nullptr);
+      if (plan.ok() && plan->StepRunning(o.name, selected) != nullptr) {
         f.target = t.name;
         break;
       }
     }
-  } else {
-    absl::StatusOr<converter::Target> t = converter::LoadTarget(f.target);
-    if (!t.ok()) return Fail(o, t.status().message());
-    step = StepOf(*t, *library, o.name, selected);
+    p.convert.target = f.target;
   }
-  const bool user_rules = !selected.empty() && Intersects(selected, library->UserRules());
-  if (user_rules) step = "user_rules";
-
-  converter::PipelineOptions p;
-  if (absl::Status s = ToPipelineOptions(f, p); !s.ok()) return Fail(o, s.message());
-  p.progress = true;
   auto model = LoadModel(f.input);
   if (!model.ok()) return Fail(o, model.status().message());
+  absl::StatusOr<converter::ConversionPlan> plan = converter::PlanConversion(p, model->get());
+  if (!plan.ok()) return Fail(o, plan.status().message());
+  // The step as the plan has it: the user's rules run in their own step.
+  const converter::PlanStep* planned = plan->StepRunning(o.name, selected);
+  const std::string step = planned != nullptr ? planned->name : "";
+  const std::string at = planned != nullptr ? absl::StrCat("target ", f.target, ", step ", step,
+                                                           ": ", converter::StepStatus(*planned))
+                                            : "";
 
   Lines out(o.all);
   Tally tally;
@@ -309,23 +295,24 @@ int RunExplain(ExplainOptions& o) {
       if (!step.empty() && name != step) return false;
       where = step.empty() ? absl::StrCat("target ", f.target,
                                           " does not run it: as its first step sees the model")
-                           : absl::StrCat("target ", f.target, ", step ", step);
+                           : at;
       ExplainRules(o, selected, m, options, filter.get(), out, tally);
       explained = true;
       return true;
     };
   }
-  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p);
+  absl::StatusOr<converter::ConversionReport> report = converter::ConvertModel(**model, p, *plan);
   if (!report.ok()) return Fail(o, report.status().message());
   std::string summary;
   if (pass) {
-    where = absl::StrCat("target ", f.target, step.empty() ? " (which does not run it)" : "");
+    where = step.empty() ? absl::StrCat("target ", f.target, " (which does not run it)") : at;
     ExplainPass(o, *report, filter.get(), out, summary);
   } else {
     if (!explained) {
       // Every step ran without reaching the rule's (a --disable'd step): the final model.
       ExplainRules(o, selected, **model, p.convert, filter.get(), out, tally);
-      where = absl::StrCat("target ", f.target, ", after its steps");
+      where =
+          absl::StrCat(at.empty() ? absl::StrCat("target ", f.target) : at, ", after its steps");
     }
     summary = absl::StrCat(tally.matched, " of ", tally.candidates, " candidate nodes match");
     if (selected.size() > 1 && tally.without_candidates > 0) {

@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "converter/json_writer.h"
 #include "ir/op_groups.h"
+#include "rules/conversion_options.h"
 #include "rules/embedded_files.h"
 #include "rules/helpers.h"
 #include "rules/op_versions.h"
@@ -44,6 +45,13 @@ std::string TargetSummary(const std::string& name) {
   return comment;
 }
 
+// "batch (--batch N)": the options a pass declares, as `rules list` shows them.
+std::vector<std::string> PassOptions(const rules::NativePassInfo& pass) {
+  std::vector<std::string> options;
+  for (const rules::PassOption& o : pass.options) options.push_back(rules::DescribePassOption(o));
+  return options;
+}
+
 // Everything `rules list` shows, as one JSON object on stdout.
 int PrintListJson(const rules::RuleLibrary& library) {
   JsonWriter w;
@@ -57,9 +65,14 @@ int PrintListJson(const rules::RuleLibrary& library) {
     w.EndObject();
   });
   w.Array("passes", rules::NativePasses(), [](JsonWriter& w, const rules::NativePassInfo& p) {
-    w.Object(
-        {Field("name", p.name), Field("description", p.description), Field("options", p.options)});
+    w.Object({Field("name", p.name), Field("description", p.description),
+              Field("options", PassOptions(p))});
   });
+  w.Array("options", rules::ConversionOptionTable(),
+          [](JsonWriter& w, const rules::OptionSpec& spec) {
+            w.Object({Field("name", std::string(spec.name)),
+                      Field("read_by", rules::OptionReaders(spec.name))});
+          });
   w.Key("targets").BeginArray();
   for (const std::string& name : rules::BuiltinTargetNames()) {
     w.Object({Field("name", name), Field("description", TargetSummary(name))});
@@ -109,8 +122,13 @@ int RunList(const RulesOptions& o) {
   for (const rules::NativePassInfo& p : rules::NativePasses()) {
     std::printf("  %-26s %s\n", p.name.c_str(), p.description.c_str());
     if (!p.options.empty()) {
-      std::printf("  %-26s options: %s\n", "", absl::StrJoin(p.options, ", ").c_str());
+      std::printf("  %-26s options: %s\n", "", absl::StrJoin(PassOptions(p), ", ").c_str());
     }
+  }
+  std::printf("\nOptions (what reads each: the passes that declare it, then the phases):\n");
+  for (const rules::OptionSpec& spec : rules::ConversionOptionTable()) {
+    std::printf("  %-26s %s\n", std::string(spec.name).c_str(),
+                rules::OptionReaders(spec.name).c_str());
   }
   std::printf("\nTargets (--target NAME):\n");
   for (const std::string& name : rules::BuiltinTargetNames()) {

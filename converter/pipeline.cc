@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "converter/bf16_opset.h"
 #include "converter/calibration_data.h"
+#include "converter/conversion_plan.h"
 #include "converter/conversion_time.h"
 #include "converter/inline_constant_if.h"
 #include "converter/layer_precision_hints.h"
@@ -224,39 +225,16 @@ absl::Status CheckModel(const Model& model) {
 
 namespace {
 
-// One conversion: the state its phases share. The pass manager plans the steps and says
-// which phases run (converter/pass_manager.h); each phase is one method here.
-// --island-precision bf16 needs a backend with bfloat16 kernels (the target file's
-// `bf16_kernels`) and an fp16 conversion to have islands in.
-absl::Status CheckIslandPrecision(const std::string& target, const ConvertOptions& o,
-                                  std::vector<std::string>& warnings) {
-  if (o.island_precision != ConvertOptions::IslandPrecision::kBf16) return absl::OkStatus();
-  if (!o.bf16_kernels) {
-    std::vector<std::string> with;
-    for (const Target& t : BuiltinTargets()) {
-      ConvertOptions options;
-      if (ApplyTargetOptions(t, {}, options).ok() && options.bf16_kernels) with.push_back(t.name);
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--island-precision bf16: target '", target,
-        "' has no bfloat16 kernels (targets with them: ", absl::StrJoin(with, ", "), ")"));
-  }
-  if (!o.validate) {
-    warnings.push_back(
-        "--island-precision bf16 has no effect with --no-validate: islands are put in bf16 only "
-        "where a measurement shows the criteria hold; they stay fp32");
-  } else if (o.precision != ConvertOptions::Precision::kFp16) {
-    warnings.push_back(absl::StrCat("--island-precision bf16 has no effect: the conversion is ",
-                                    std::string(rules::PrecisionName(o.precision)),
-                                    ", not fp16 (--precision fp16)"));
-  }
-  return absl::OkStatus();
-}
-
+// One conversion: the state its phases share. The plan (converter/conversion_plan.h) says
+// which steps and phases run, in which order; each phase is one method here.
 class Conversion {
  public:
-  Conversion(Model& model, const PipelineOptions& options)
-      : model_(model), options_(options), progress_(options.progress ? stderr : nullptr) {}
+  // `plan`: the conversion's plan (PlanConversion), or null to make it in setup.
+  Conversion(Model& model, const PipelineOptions& options, const ConversionPlan* plan)
+      : model_(model),
+        options_(options),
+        plan_(plan),
+        progress_(options.progress ? stderr : nullptr) {}
 
   absl::StatusOr<ConversionReport> Run();
 
@@ -301,9 +279,6 @@ class Conversion {
   absl::Status RewriteReport();
   absl::Status Finish();
   absl::Status Write();
-  // For a validated conversion whose output is written: the finish phase, then the file
-  // written and measured (the check phase's end-to-end comparison is that of the file).
-  absl::Status FinishAndWrite();
   bool RepairPossible() const;
   void ListOverflows(const Model& m);
 
@@ -314,6 +289,8 @@ class Conversion {
 
   Model& model_;
   const PipelineOptions& options_;
+  const ConversionPlan* plan_;
+  std::optional<ConversionPlan> own_plan_;  // when the caller gave none
   StatusLine progress_;
   // Where the time goes (the report's time line); current on this thread while Run runs.
   ConversionClock clock_;
@@ -376,18 +353,17 @@ absl::Status Conversion::Setup() {
   report_.input = options_.input_path;
   report_.output = options_.output_path;
   report_.target = options_.convert.target;
-  OVFIX_ASSIGN_OR_RETURN(Target target, LoadTarget(options_.convert.target));
-  convert_ = options_.convert;
-  OVFIX_RETURN_IF_ERROR(ApplyTargetOptions(target, options_.set_by_user, convert_));
-  report_.fp32_runtime = target.fp32_runtime;
-  report_.fp32_by_request = Fp32ByRequest(target, options_.set_by_user, convert_);
-  OVFIX_RETURN_IF_ERROR(CheckIslandPrecision(target.name, convert_, report_.warnings));
+  if (plan_ == nullptr) {
+    OVFIX_ASSIGN_OR_RETURN(own_plan_, PlanConversion(options_, &model_));
+    plan_ = &*own_plan_;
+  }
+  convert_ = plan_->options;
+  report_.fp32_runtime = plan_->target.fp32_runtime;
+  report_.fp32_by_request = plan_->fp32_by_request;
+  report_.warnings = plan_->warnings;
   for (const std::string& w : report_.warnings) options_.log(absl::StrCat("warning: ", w));
-  absl::StatusOr<RuleLibrary> library = RuleLibrary::Load(options_.rule_files);
-  if (!library.ok()) return absl::InvalidArgumentError(library.status().message());
-  for (const auto& rule : library->UserRules()) report_.user_rules.insert(rule->name);
-  OVFIX_ASSIGN_OR_RETURN(manager_, PassManager::Plan(target, convert_, options_.set_by_user,
-                                                     !options_.rule_files.empty(), *library));
+  for (const auto& rule : plan_->library->UserRules()) report_.user_rules.insert(rule->name);
+  manager_.emplace(PassManager::Make(*plan_));
   // Shape inference and the passes trust the nodes' structure.
   OVFIX_RETURN_IF_ERROR(CheckNodes(model_));
   casts_before_ = CountCasts(model_);
@@ -544,6 +520,8 @@ absl::Status Conversion::RunSteps(bool& ended) {
     ctx.outputs_judged = step.outputs_judged;
     OVFIX_ASSIGN_OR_RETURN(int committed, manager_->RunStep(i, ctx));
     StepReport s{step.name};
+    s.runs = step.runs;
+    s.why_not = plan_->steps[i].why_not;
     for (size_t k = before; k < rewriter.records().size(); ++k) {
       (rewriter.records()[k].rolled_back ? s.rolled_back : s.rewrites)++;
     }
@@ -627,7 +605,7 @@ absl::Status Conversion::Check() {
       report_.islands_ignored = true;
       ListOverflows(model_);
     }
-    return FinishAndWrite();
+    return absl::OkStatus();
   }
   if (validator_ != nullptr) {
     // The reported error is that of the serialized model, run as `ovfix run` runs a file.
@@ -667,21 +645,6 @@ void Conversion::ListOverflows(const Model& m) {
 bool Conversion::RepairPossible() const {
   return options_.repair && precision_changed_ && before_precision_ != nullptr &&
          convert_.islands_honoured;
-}
-
-absl::Status Conversion::FinishAndWrite() {
-  // The finish phase changes the graph (constant Ifs inlined): a repair starts from the
-  // graph the steps left, as it does when the check measures a serialized copy.
-  if (RepairPossible() && HasIf(model_.graph())) {
-    OVFIX_ASSIGN_OR_RETURN(unfinished_, SerializedCopy(model_));
-  }
-  OVFIX_RETURN_IF_ERROR(Finish());
-  progress_.Set(absl::StrCat("writing and measuring ", options_.output_path));
-  OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model_, options_, validator_.get(), report_));
-  // Measured on the file even when it was taken back: the repair starts from that score.
-  written_current_ = true;
-  PhaseDone("write and measure the file");
-  return absl::OkStatus();
 }
 
 // The repair phase: beyond the tolerance after the precision phase changed the model, the
@@ -974,6 +937,8 @@ absl::Status Conversion::Write() {
   if (!report_.outputs_match || written_current_) return absl::OkStatus();
   progress_.Set(absl::StrCat("writing and measuring ", options_.output_path));
   OVFIX_RETURN_IF_ERROR(WriteAndMeasure(model_, options_, validator_.get(), report_));
+  // Measured on the file even when it was taken back: the repair starts from that score.
+  written_current_ = true;
   PhaseDone("write and measure the file");
   return absl::OkStatus();
 }
@@ -982,8 +947,7 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
   ConversionClock::Active active_clock(clock_);
   clock_.AddBefore(TimePart::kLoad, options_.load_seconds);
   OVFIX_RETURN_IF_ERROR(Setup());
-  for (ConversionPhase phase :
-       manager_->Phases(convert_.validate, TriesIslands(), options_.write_output)) {
+  for (ConversionPhase phase : plan_->phases) {
     switch (phase) {
       case ConversionPhase::kCalibration:
         OVFIX_RETURN_IF_ERROR(Calibrate());
@@ -1005,9 +969,21 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
         OVFIX_RETURN_IF_ERROR(RepairToCriteria());
         OVFIX_RETURN_IF_ERROR(Certify());
         OVFIX_RETURN_IF_ERROR(IslandsInBf16());
+        // A model the repair changed after the file was written: finished and written again.
+        if (options_.write_output && !written_current_) {
+          OVFIX_RETURN_IF_ERROR(Finish());
+          OVFIX_RETURN_IF_ERROR(Write());
+        }
         break;
       case ConversionPhase::kFinish:
-        if (!written_current_) OVFIX_RETURN_IF_ERROR(Finish());
+        if (written_current_) break;
+        // A repair after the file is written starts from the graph the steps left (the
+        // finish phase inlines constant Ifs), as it does from a serialized copy without one.
+        if (options_.write_output && validator_ != nullptr && RepairPossible() &&
+            HasIf(model_.graph())) {
+          OVFIX_ASSIGN_OR_RETURN(unfinished_, SerializedCopy(model_));
+        }
+        OVFIX_RETURN_IF_ERROR(Finish());
         break;
       case ConversionPhase::kWrite:
         OVFIX_RETURN_IF_ERROR(Write());
@@ -1028,7 +1004,13 @@ absl::StatusOr<ConversionReport> Conversion::Run() {
 }  // namespace
 
 absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options) {
-  Conversion conversion(model, options);
+  Conversion conversion(model, options, nullptr);
+  return conversion.Run();
+}
+
+absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options,
+                                              const ConversionPlan& plan) {
+  Conversion conversion(model, options, &plan);
   return conversion.Run();
 }
 

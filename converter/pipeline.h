@@ -19,6 +19,8 @@
 
 namespace ovfix::converter {
 
+struct ConversionPlan;  // converter/conversion_plan.h
+
 struct PipelineOptions {
   rules::ConvertOptions convert;
   // Option names (as in target files) given on the command line: they win over the
@@ -64,6 +66,10 @@ struct PipelineOptions {
 // does not, which is a bug in ovfix.
 // `report.outputs_match` is false when the end-to-end comparison found changed outputs.
 absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options);
+// The same, executing `plan`, made by PlanConversion from the same options and model (the
+// command line prints its warnings, or the plan itself, before converting).
+absl::StatusOr<ConversionReport> ConvertModel(Model& model, const PipelineOptions& options,
+                                              const ConversionPlan& plan);
 
 // onnx's checker::check_model plus strict shape inference with type checks (what
 // onnx.checker.check_model(full_check=True) does), on a proto whose large weights are typed

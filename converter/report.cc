@@ -204,8 +204,9 @@ std::string ReportToJson(const ConversionReport& report) {
   w.BeginObject().Fields({Field("input", report.input), Field("output", report.output),
                           Field("target", report.target)});
   w.Array("steps", report.steps, [](cli::JsonWriter& w, const StepReport& s) {
+    // A step the plan does not run says why (converter/conversion_plan.h StepStatus).
     w.Object({Field("name", s.name), Field("rewrites", s.rewrites),
-              Field("rolled_back", s.rolled_back)});
+              Field("rolled_back", s.rolled_back), OptionalField(!s.runs, "not_run", s.why_not)});
   });
   w.Array("rewrites", report.rewrites, WriteRewrite);
   w.Array("fp32_islands", report.islands, [](cli::JsonWriter& w, const IslandNode& i) {

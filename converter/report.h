@@ -26,6 +26,9 @@ struct StepReport {
   int rewrites = 0;  // committed
   int rolled_back = 0;
   double seconds = 0;
+  // As the plan says (converter/conversion_plan.h StepStatus): whether it ran, and why not.
+  bool runs = true;
+  std::string why_not;
 };
 
 // What the repair did: the nodes it kept in fp32, in the order chosen.

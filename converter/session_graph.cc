@@ -3,12 +3,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "converter/conversion_plan.h"
 #include "converter/model_run.h"
 #include "converter/node_evaluator.h"
+#include "converter/pass_manager.h"
+#include "converter/pipeline.h"
 #include "converter/session_elementwise_fusion.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
+#include "rules/embedded_files.h"
 #include "rules/light_proto.h"
 #include "rules/pass.h"
 #include "rules/passes/registry.h"
@@ -17,33 +21,17 @@
 namespace ovfix::converter {
 namespace {
 
-// Native passes run by name; rule sets are the built-in files of that stem.
-bool IsNativePass(const std::string& step) { return rules::MakeNativePass(step) != nullptr; }
+constexpr char kSessionTarget[] = "sessions/session-graph.target";
 
 // Passes of the session graph only (they make nodes of the executor's internal domain).
-std::unique_ptr<rules::Pass> MakeSessionPass(const std::string& step) {
+std::unique_ptr<rules::Pass> MakeSessionPass(std::string_view step) {
   if (step == kFuseElementwiseChains) {
     return std::make_unique<rules::FunctionPass>(
-        step, "element-wise chains as one ovfix.fused.Elementwise node", FuseElementwiseChains);
+        std::string(step), "element-wise chains as one ovfix.fused.Elementwise node",
+        FuseElementwiseChains);
   }
   return nullptr;
 }
-
-}  // namespace
-
-const std::vector<std::string>& SessionGraphSteps() {
-  // Shapes first (what folds needs them), then the fusions, which look for the patterns as
-  // written (before pow_small_exponent turns their Pow(d, 2) into Mul(d, d)); attention after
-  // session_fusion has read its K^T in place; then what is left of Pow and Transpose, the
-  // element-wise chains that remain, and the dead nodes last.
-  static const std::vector<std::string> steps = {
-      "fix_input_shapes",     "identity_elimination",     "constant_folding",   "session_fusion",
-      "session_rms_fusion",   "session_attention_fusion", "pow_small_exponent", "transpose_pairs",
-      kFuseElementwiseChains, "dead_code_elimination"};
-  return steps;
-}
-
-namespace {
 
 // A session that rounds every float tensor to fp16 (fp16-storage) shows where a value of the
 // graph as written leaves fp16's range: attention's scores and an element-wise chain's
@@ -52,14 +40,54 @@ bool KeepsValuesForFp16Rounding(const std::string& step) {
   return step == "session_attention_fusion" || step == kFuseElementwiseChains;
 }
 
+// The session graph's plan, made once: the built-in target's steps (what the plan adds for
+// options does not arise: fix_input_shapes is listed, the precision stays fp32); with
+// `rounds_float32`, the steps KeepsValuesForFp16Rounding names are off.
+absl::StatusOr<ConversionPlan> MakeSessionPlan(bool rounds_float32) {
+  OVFIX_ASSIGN_OR_RETURN(
+      Target target, ParseTarget(kSessionTarget, rules::FindEmbeddedFile(kSessionTarget)->contents,
+                                 {kFuseElementwiseChains}));
+  PipelineOptions options;
+  OVFIX_ASSIGN_OR_RETURN(ConversionPlan plan,
+                         PlanConversion(std::move(target), options, /*model=*/nullptr));
+  for (PlanStep& s : plan.steps) {
+    if (rounds_float32 && KeepsValuesForFp16Rounding(s.name)) {
+      s.runs = false;
+      s.why_not = "the session rounds float32 values to fp16: they stay tensors";
+    }
+  }
+  return plan;
+}
+
+const absl::StatusOr<ConversionPlan>& SessionPlan(bool rounds_float32) {
+  static const auto* plans =
+      new absl::StatusOr<ConversionPlan>[2] { MakeSessionPlan(false), MakeSessionPlan(true) };
+  return plans[rounds_float32 ? 1 : 0];
+}
+
+}  // namespace
+
+std::vector<std::string> SessionGraphSteps() {
+  std::vector<std::string> steps;
+  const absl::StatusOr<ConversionPlan>& plan = SessionPlan(false);
+  if (plan.ok()) {
+    for (const PlanStep& s : plan->steps) steps.push_back(s.name);
+  }
+  return steps;
+}
+
+namespace {
+
 // The session graph; without the steps KeepsValuesForFp16Rounding names when the session
 // rounds float32 values.
 absl::StatusOr<std::unique_ptr<Model>> Optimize(const Model& model, const exec::TensorMap& feeds,
                                                 int* rewrites, bool rounds_float32) {
+  const absl::StatusOr<ConversionPlan>& plan = SessionPlan(rounds_float32);
+  if (!plan.ok()) return plan.status();
   // Weights of 1 MiB and more stay shared with the model: the copy costs its graph only.
   OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, CopyModel(model, size_t{1} << 20));
   if (copy->OpsetVersion(kFusedDomain) < 0) copy->SetOpsetVersion(kFusedDomain, 1);
-  rules::ConvertOptions options;
+  rules::ConvertOptions options = plan->options;
   for (const Value* v : copy->graph().inputs()) {
     if (v->is_initializer() || !v->is_tensor()) continue;
     auto it = feeds.find(v->name());
@@ -70,20 +98,12 @@ absl::StatusOr<std::unique_ptr<Model>> Optimize(const Model& model, const exec::
   OVFIX_RETURN_IF_ERROR(CheckNodes(*copy));
   OVFIX_RETURN_IF_ERROR(CheckNodesAgainstRanks(*copy));
   OVFIX_RETURN_IF_ERROR(rules::InferShapesLight(*copy));
-  static const absl::StatusOr<rules::RuleLibrary>* library =
-      new absl::StatusOr<rules::RuleLibrary>(rules::RuleLibrary::Load());
-  if (!library->ok()) return library->status();
+  PassManager manager = PassManager::Make(*plan, MakeSessionPass);
   rules::Rewriter rewriter(*copy);
   CpuNodeEvaluator evaluator;
   size_t types_inferred_at = 0;
   int total = 0;
-  for (const std::string& step : SessionGraphSteps()) {
-    if (rounds_float32 && KeepsValuesForFp16Rounding(step)) continue;
-    std::unique_ptr<rules::Pass> pass = MakeSessionPass(step);
-    if (pass == nullptr) {
-      pass = IsNativePass(step) ? rules::MakeNativePass(step)
-                                : rules::MakeRuleSetPass(step, (*library)->Select(step));
-    }
+  for (size_t k = 0; k < manager.steps().size(); ++k) {
     rules::PassContext ctx{*copy,
                            rewriter,
                            options,
@@ -91,12 +111,8 @@ absl::StatusOr<std::unique_ptr<Model>> Optimize(const Model& model, const exec::
                            [](const std::string&) {},
                            &types_inferred_at,
                            &evaluator};
-    absl::StatusOr<int> committed = pass->Run(ctx);
-    if (!committed.ok()) {
-      return absl::Status(committed.status().code(),
-                          absl::StrCat(step, ": ", committed.status().message()));
-    }
-    total += *committed;
+    OVFIX_ASSIGN_OR_RETURN(int committed, manager.RunStep(k, ctx));
+    total += committed;
   }
   rewriter.DeleteDanglingValues();
   if (rewrites != nullptr) *rewrites = total;

@@ -9,8 +9,8 @@
 // changed, and `--graph-as-written` runs it exactly as written.
 //
 // The rewrites are the rule engine's and the native passes' (this is converter/, where rules
-// meet executors); the fused nodes are of the executor's internal domain `ovfix.fused`, which
-// only this copy ever holds.
+// meet executors), planned and run as a conversion's steps are; the fused nodes are of the
+// executor's internal domain `ovfix.fused`, which only this copy ever holds.
 #pragma once
 
 #include <memory>
@@ -26,8 +26,10 @@ namespace ovfix::converter {
 // The internal domain of fused nodes (exec/cpu/fused_ops.cc).
 inline constexpr char kFusedDomain[] = "ovfix.fused";
 
-// The rule sets and passes applied, in order (their names as `ovfix rules list` shows them).
-const std::vector<std::string>& SessionGraphSteps();
+// The rule sets and passes applied, in order (their names as `ovfix rules list` shows them):
+// the steps of the built-in target rules/sessions/session-graph.target, run by the pass
+// manager as a conversion's are.
+std::vector<std::string> SessionGraphSteps();
 
 // A copy of `model` optimized for running on inputs of the shapes in `feeds` (inputs not in
 // `feeds` keep their declared shapes). `rewrites`, when given, gets how many rewrites were made.

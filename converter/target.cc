@@ -20,7 +20,6 @@ namespace ovfix::converter {
 using rules::ConvertOptions;
 using rules::EmbeddedFile;
 using rules::FindEmbeddedFile;
-using rules::MakeNativePass;
 using rules::NativePasses;
 using rules::NativePassInfo;
 namespace {
@@ -48,7 +47,8 @@ std::string Stem(std::string_view path) {
 
 }  // namespace
 
-absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text) {
+absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text,
+                                   const std::vector<std::string>& more_passes) {
   Target t;
   t.path = std::string(path);
   t.name = Stem(path);
@@ -73,7 +73,8 @@ absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text)
         continue;
       }
       const bool pass = keyword == "pass";
-      if (pass && MakeNativePass(words[1]) == nullptr) {
+      if (pass && rules::FindNativePass(words[1]) == nullptr &&
+          std::find(more_passes.begin(), more_passes.end(), words[1]) == more_passes.end()) {
         std::vector<std::string> names;
         for (const NativePassInfo& p : NativePasses()) names.push_back(p.name);
         errors.push_back(absl::StrCat(where, "unknown pass '", words[1],

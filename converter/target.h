@@ -47,7 +47,9 @@ struct Target {
 
 // Parses target text. Errors are "PATH:LINE:COL: message" (unknown keyword, unknown pass or
 // option, bad option value), all of them, one per line.
-absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text);
+// `more_passes`: passes beyond the registry's that the file may name (the session graph's).
+absl::StatusOr<Target> ParseTarget(std::string_view path, std::string_view text,
+                                   const std::vector<std::string>& more_passes = {});
 // A built-in target by name ("gpu-fp16"), or a target file when `name` names a file (has a
 // '/' or ends in ".target").
 absl::StatusOr<Target> LoadTarget(std::string_view name);

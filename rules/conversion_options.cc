@@ -147,7 +147,7 @@ std::vector<OptionSpec> MakeTable() {
                .default_text = kDefaultTarget,
                .value_name = "NAME|FILE",
                .help = TargetHelp(),
-               .read_by = "pass manager (the steps), rule conditions",
+               .read_by = "the plan (the steps), rule conditions",
                .api_field = "target",
                .set = [](std::string_view v, ConvertOptions& o) -> absl::Status {
                  o.target = std::string(v);
@@ -162,8 +162,7 @@ std::vector<OptionSpec> MakeTable() {
                        "tensors and weights with fp32 islands where that type cannot hold a "
                        "value; fp32 converts nothing (default: the target's, fp16 for "
                        "gpu-fp16 and ncnn-vulkan, else fp32)",
-               .read_by = "pass manager (adds the precision phase: fp16_islands, cast_cleanup), "
-                          "end-to-end criteria, repair",
+               .read_by = "the plan (the precision phase), end-to-end criteria, repair",
                .in_target_files = true,
                .api_field = "precision",
                .set = SetPrecision,
@@ -185,7 +184,7 @@ std::vector<OptionSpec> MakeTable() {
                .type = Type::kInt,
                .value_name = "N",
                .help = "Fix the first dim of dynamic inputs to N",
-               .read_by = "fix_input_shapes, reference inputs",
+               .read_by = "reference inputs",
                .in_target_files = true,
                .api_field = "batch",
                .set = SetParsed<&ConvertOptions::batch, ParsePositiveInt>,
@@ -203,7 +202,7 @@ std::vector<OptionSpec> MakeTable() {
                .type = Type::kMap,
                .value_name = "NAME=DIMS",
                .help = "Fix an input's shape: NAME=1x3x224x224 (repeatable)",
-               .read_by = "fix_input_shapes, reference inputs",
+               .read_by = "reference inputs",
                .api_field = "input_shapes",
                .set = SetInputShape});
   t.push_back({.name = "shape_range",
@@ -219,7 +218,6 @@ std::vector<OptionSpec> MakeTable() {
                .type = Type::kList,
                .value_name = "REGEX",
                .help = "Keep nodes whose whole name or op type matches REGEX in fp32 (repeatable)",
-               .read_by = "fp16_islands",
                .api_field = "keep_fp32",
                .set = Append<&ConvertOptions::keep_fp32>});
   t.push_back({.name = "keep_io_types",
@@ -228,7 +226,6 @@ std::vector<OptionSpec> MakeTable() {
                .help = "Give a reduced-precision file float16/bfloat16 inputs and outputs "
                        "where its first and last nodes compute in them (by default they keep the "
                        "original's types, Casts inside)",
-               .read_by = "fp16_islands",
                .in_target_files = true,
                .api_field = "keep_io_types",
                .set = SetParsed<&ConvertOptions::keep_io_types, ParseBool>,
@@ -241,7 +238,6 @@ std::vector<OptionSpec> MakeTable() {
                .help = "Which nodes stay fp32: structural (precision-sensitive patterns, spec "
                        "limits, calibration) or magnitude (spec limits and calibrated "
                        "magnitudes only, as ModelOpt AutoCast)",
-               .read_by = "fp16_islands",
                .in_target_files = true,
                .api_field = "fp16_islands",
                .set = SetParsed<&ConvertOptions::fp16_islands, ParseFp16Islands>,
@@ -251,7 +247,6 @@ std::vector<OptionSpec> MakeTable() {
                .default_text = "8192",
                .value_name = "X",
                .help = "Keep in fp32 the nodes whose calibrated outputs exceed X",
-               .read_by = "fp16_islands",
                .in_target_files = true,
                .api_field = "fp16_magnitude_threshold",
                .set = SetParsed<&ConvertOptions::fp16_magnitude_threshold, ParsePositiveNumber>,
@@ -274,8 +269,7 @@ std::vector<OptionSpec> MakeTable() {
                .default_text = "rank",
                .value_name = "rank|full",
                .help = "rank: equal-rank element-wise inputs; full: identical shapes (Expand)",
-               .read_by = "explicit_broadcast rules, pass manager (runs explicit_broadcast_full "
-                          "for full)",
+               .read_by = "explicit_broadcast rules",
                .in_target_files = true,
                .api_field = "broadcast",
                .set = SetParsed<&ConvertOptions::broadcast, ParseBroadcast>,
@@ -284,7 +278,6 @@ std::vector<OptionSpec> MakeTable() {
                .type = Type::kBool,
                .default_text = "false",
                .help = "Rewrite Conv3D with a unit kernel dim as Conv2D",
-               .read_by = "pass manager (runs lower_conv3d_unit_kernel when true)",
                .in_target_files = true,
                .api_field = "lower_conv3d_unit_kernel",
                .set = SetParsed<&ConvertOptions::lower_conv3d_unit_kernel, ParseBool>,
@@ -294,7 +287,6 @@ std::vector<OptionSpec> MakeTable() {
                .default_text = "1048576",
                .value_name = "N",
                .help = "The largest constant (elements) that folding writes",
-               .read_by = "constant_folding, explicit_broadcast_full",
                .in_target_files = true,
                .api_field = "fold_size_limit",
                .set = SetParsed<&ConvertOptions::fold_size_limit, ParsePositiveInt>,
@@ -303,13 +295,13 @@ std::vector<OptionSpec> MakeTable() {
                .type = Type::kList,
                .value_name = "FILE",
                .help = "A rule file to apply too (repeatable)",
-               .read_by = "pass manager (a user_rules step before the precision phase)",
+               .read_by = "the plan (a user_rules step before the precision phase)",
                .api_field = "rule_files"});
   t.push_back({.name = "disable",
                .type = Type::kList,
                .value_name = "NAME",
                .help = "Skip a pass, rule set, rule family or rule (repeatable)",
-               .read_by = "pass manager, rule sets",
+               .read_by = "the plan, rule sets",
                .api_field = "disable",
                .set = Append<&ConvertOptions::disabled>});
   t.push_back({.name = "validate",
@@ -390,7 +382,7 @@ std::vector<OptionSpec> MakeTable() {
                        "at fp16's speed, on backends with bfloat16 kernels) tries each island "
                        "in bfloat16 and keeps it there where the criteria hold, fp32 where they "
                        "do not (docs/validation.md)",
-               .read_by = "repair phase (islands in bf16), fp16_islands",
+               .read_by = "repair phase (islands in bf16)",
                .in_target_files = true,
                .api_field = "island_precision",
                .set = SetParsed<&ConvertOptions::island_precision, ParseIslandPrecision>,

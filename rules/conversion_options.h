@@ -23,7 +23,9 @@ struct OptionSpec {
   std::string_view default_text = {};          // the default as text; empty: none (or the target's)
   std::string_view value_name = {};            // what a value looks like on the command line ("N")
   std::string_view help = {};                  // one line, as `ovfix convert --help` shows it
-  std::string_view read_by = {};               // the steps and phases that read it
+  // What reads it besides the passes, which declare their options themselves
+  // (rules/passes/registry.h; OptionReaders lists both): phases, rule conditions.
+  std::string_view read_by = {};
   // Where it may be set: target files (`option NAME VALUE`), the command line (FlagName),
   // the C++ API (the field of ovfix::ConversionOptions named here; empty: none).
   bool in_target_files = false;

@@ -50,7 +50,9 @@ TEST_F(Explain, RuleAtItsStepWithConvertsOptions) {
   const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
   EXPECT_TRUE(absl::StartsWith(last, "explicit_broadcast: 1 of ")) << last;
   EXPECT_NE(last.find(" candidate nodes match; "), std::string::npos) << last;
-  EXPECT_NE(last.find("(target gpu-fp16, step explicit_broadcast; "), std::string::npos) << last;
+  // The step as the plan has it, with whether it runs (converter/conversion_plan.h).
+  EXPECT_NE(last.find("(target gpu-fp16, step explicit_broadcast: runs; "), std::string::npos)
+      << last;
   EXPECT_NE(last.find("no calibration data"), std::string::npos) << last;
 
   auto summary = RunOvfix("explain explicit_broadcast " + Path("m.onnx") + " --summary");
@@ -71,7 +73,7 @@ TEST_F(Explain, Fp16IslandsSaysWhyEachFp32NodeIsFp32) {
   EXPECT_NE(r.out.find(": fp32: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fp16_islands: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("node(s) kept in fp32"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(target gpu-fp16;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(target gpu-fp16, step fp16_islands: runs;"), std::string::npos) << r.out;
 }
 
 // The case where explain once said a rank was unknown while convert applied the rule with

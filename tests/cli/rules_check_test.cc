@@ -116,10 +116,15 @@ TEST(RulesList, ShowsPassesWithTheirOptions) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Passes (native;"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  fp16_islands "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("options: fp16 (target option), keep_fp32 (--keep-fp32 REGEX)"),
+  // The options each pass declares (rules/passes/registry.h), and what reads each option.
+  EXPECT_NE(r.out.find("options: precision (--precision fp32|fp16|bf16), keep_fp32 (--keep-fp32 "
+                       "REGEX)"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("options: batch (--batch N)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  batch                      fix_input_shapes; reference inputs\n"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace

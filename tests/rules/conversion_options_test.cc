@@ -1,7 +1,7 @@
 // The option table (rules/conversion_options.h) is the one declaration of the conversion
 // options: the command line's flags, the C++ API's ConversionOptions and the built-in target
-// files are checked against it here, so that none of them drifts. The pass manager
-// (converter/pass_manager.h) plans the precision phase from it on any target.
+// files are checked against it here, so that none of them drifts (the plan made from it is
+// tested in tests/converter/conversion_plan_test.cc).
 #include "rules/conversion_options.h"
 
 #include <algorithm>
@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "converter/pass_manager.h"
 #include "converter/target.h"
 #include "gtest/gtest.h"
 #include "rules/helpers.h"
+#include "rules/passes/registry.h"
 #include "rules/rule_set.h"
 #include "tests/cli/cli_util.h"
 
@@ -57,7 +57,8 @@ TEST(OptionTable, NamesAreUniqueSnakeCaseWithHelp) {
     EXPECT_TRUE(std::regex_match(std::string(spec.name), std::regex("[a-z][a-z0-9_]*")))
         << spec.name;
     EXPECT_FALSE(spec.help.empty()) << spec.name;
-    EXPECT_FALSE(spec.read_by.empty()) << spec.name;
+    // Read by something: a pass that declares it, or a phase (rules/passes/registry.h).
+    EXPECT_FALSE(OptionReaders(spec.name).empty()) << spec.name;
     if (spec.type == OptionSpec::Type::kEnum) EXPECT_GE(spec.choices.size(), 2u) << spec.name;
     if (spec.in_target_files) EXPECT_NE(spec.set, nullptr) << spec.name;
     if (!spec.same_as.empty()) EXPECT_NE(FindOption(spec.same_as), nullptr) << spec.name;
@@ -78,7 +79,7 @@ TEST(OptionTable, CommandLineFlagsAreTheTable) {
   const std::map<std::string, std::set<std::string>> own = {
       {"convert",
        {"--help", "--verbose", "--report", "--quiet", "--in-place", "--external-data",
-        "--no-external-data", "--external-data-name"}},
+        "--no-external-data", "--external-data-name", "--plan"}},
       {"explain", {"--help", "--verbose", "--node", "--summary", "--all"}}};
   for (const auto& [command, extra] : own) {
     testing::CommandResult r = testing::RunOvfix(command + " --help");
@@ -190,128 +191,6 @@ TEST(OptionTable, RuleConditionsReadTheTable) {
   absl::Status bad = CheckLiteralArgument("option", 0, "precison");
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("unknown option 'precison'"), std::string::npos) << bad;
-}
-
-// ---- the pass manager ----
-
-struct Plan {
-  std::vector<std::string> names;  // steps that run, in order
-  std::vector<std::string> off;    // steps listed but switched off
-};
-
-absl::StatusOr<Plan> PlanFor(const std::string& target_name, const std::string& precision,
-                             std::set<std::string> set_by_user = {}) {
-  absl::StatusOr<converter::Target> target = converter::LoadTarget(target_name);
-  if (!target.ok()) return target.status();
-  ConvertOptions o;
-  if (!precision.empty()) {
-    if (absl::Status s = SetOption("precision", precision, o); !s.ok()) return s;
-    set_by_user.insert("precision");
-  }
-  if (absl::Status s = converter::ApplyTargetOptions(*target, set_by_user, o); !s.ok()) return s;
-  if (set_by_user.contains("keep_io_types")) o.keep_io_types = false;  // --no-keep-io-types
-  absl::StatusOr<RuleLibrary> library = RuleLibrary::Load({});
-  if (!library.ok()) return library.status();
-  absl::StatusOr<converter::PassManager> manager =
-      converter::PassManager::Plan(*target, o, set_by_user, false, *library);
-  if (!manager.ok()) return manager.status();
-  Plan plan;
-  for (const converter::PlannedStep& s : manager->steps()) {
-    (s.runs ? plan.names : plan.off).push_back(s.name);
-  }
-  if (manager->precision_pass() != nullptr) {
-    EXPECT_EQ(manager->steps()[manager->precision_step()].name, "fp16_islands");
-  }
-  return plan;
-}
-
-// The precision phase goes after the structural steps, right before dead-code elimination,
-// on a target that does not list it.
-TEST(PassManager, InsertsThePrecisionPhaseOnAnyTarget) {
-  absl::StatusOr<Plan> trt = PlanFor("tensorrt", "fp16");
-  ASSERT_TRUE(trt.ok()) << trt.status();
-  const std::string steps = absl::StrJoin(trt->names, " ");
-  // Attention masks are bounded (fp16_safe_mask) and a hand-written softmax is shifted
-  // (fp16_safe_softmax) before the islands are decided.
-  EXPECT_NE(steps.find("explicit_broadcast constant_folding fp16_safe_mask fp16_safe_softmax "
-                       "fp16_islands cast_cleanup dead_code_elimination"),
-            std::string::npos)
-      << steps;
-  absl::StatusOr<Plan> fp32 = PlanFor("tensorrt", "");
-  ASSERT_TRUE(fp32.ok());
-  EXPECT_EQ(absl::StrJoin(fp32->names, " ").find("fp16_islands"), std::string::npos);
-  absl::StatusOr<Plan> openvino = PlanFor("openvino-gpu", "fp16");
-  ASSERT_TRUE(openvino.ok());
-  EXPECT_NE(absl::StrJoin(openvino->names, " ")
-                .find("fp16_islands cast_cleanup "
-                      "dead_code_elimination"),
-            std::string::npos);
-}
-
-// --precision fp32 on gpu-fp16 keeps the model fp32: its precision phase does not run.
-TEST(PassManager, Fp32OnAnFp16TargetSwitchesThePrecisionPhaseOff) {
-  absl::StatusOr<Plan> plan = PlanFor("gpu-fp16", "fp32");
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(absl::StrJoin(plan->names, " ").find("fp16_islands"), std::string::npos);
-  EXPECT_NE(absl::StrJoin(plan->off, " ").find("fp16_islands cast_cleanup"), std::string::npos);
-  absl::StatusOr<Plan> fp16 = PlanFor("gpu-fp16", "");
-  ASSERT_TRUE(fp16.ok());
-  EXPECT_NE(absl::StrJoin(fp16->names, " ").find("fp16_islands cast_cleanup"), std::string::npos);
-}
-
-TEST(PassManager, RefusesIncompatibleCombinations) {
-  EXPECT_TRUE(PlanFor("tensorrt", "bf16").ok());
-  absl::StatusOr<Plan> bf16 = PlanFor("openvino-gpu", "bf16");
-  ASSERT_FALSE(bf16.ok());
-  EXPECT_EQ(bf16.status().message(),
-            "precision bf16: target openvino-gpu runs every tensor in the float type its backend "
-            "picks (fp16), not bf16");
-  absl::StatusOr<Plan> io = PlanFor("generic", "", {"keep_io_types"});
-  ASSERT_FALSE(io.ok());
-  EXPECT_EQ(io.status().message(),
-            "--no-keep-io-types applies to reduced precision only: target generic converts in "
-            "fp32 "
-            "(add --precision fp16)");
-  EXPECT_TRUE(PlanFor("generic", "fp16", {"keep_io_types"}).ok());
-  EXPECT_TRUE(PlanFor("gpu-fp16", "", {"keep_io_types"}).ok());
-}
-
-// On the command line: one line on stderr, exit 2, nothing written.
-TEST(PassManager, CommandLineRefusesInOneLine) {
-  const std::string model = std::string(OVFIX_SHARED_DIR) + "/models/trt_broadcast/model.onnx";
-  if (!fs::exists(model)) GTEST_SKIP() << "no trt_broadcast in ../shared";
-  const fs::path out = fs::temp_directory_path() / absl::StrCat("ovfix_refused_", ::getpid());
-  for (const std::string& args : {"--target openvino-gpu --precision bf16", "--no-keep-io-types"}) {
-    testing::CommandResult r =
-        testing::RunOvfix(absl::StrCat("convert ", model, " ", out.string(), " ", args));
-    EXPECT_EQ(r.exit_code, 2) << args;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(args == "--no-keep-io-types"
-                             ? "--no-keep-io-types applies to reduced precision"
-                             : "runs every tensor in the float type its backend"),
-              std::string::npos)
-        << r.err;
-    EXPECT_FALSE(fs::exists(out));
-  }
-}
-
-// The warnings about options that do nothing follow --precision: the precision phase runs on
-// tensorrt with --precision fp16, and not without it.
-TEST(PassManager, CommandLineWarningsFollowThePrecision) {
-  const std::string model = std::string(OVFIX_SHARED_DIR) + "/models/hand_softmax/model.onnx";
-  if (!fs::exists(model)) GTEST_SKIP() << "no hand_softmax in ../shared";
-  const fs::path out = fs::temp_directory_path() / absl::StrCat("ovfix_warned_", ::getpid());
-  const std::string convert = absl::StrCat("convert ", model, " ", out.string(), " --no-validate ");
-  testing::CommandResult fp16 =
-      testing::RunOvfix(convert + "--target tensorrt --precision fp16 --disable cast_cleanup");
-  EXPECT_EQ(fp16.exit_code, 0) << fp16.err;
-  EXPECT_EQ(fp16.err.find("disables nothing"), std::string::npos) << fp16.err;
-  testing::CommandResult fp32 =
-      testing::RunOvfix(convert + "--target tensorrt --disable fp16_islands");
-  EXPECT_EQ(fp32.exit_code, 0) << fp32.err;
-  EXPECT_NE(fp32.err.find("--disable fp16_islands disables nothing"), std::string::npos)
-      << fp32.err;
-  fs::remove(out);
 }
 
 }  // namespace
