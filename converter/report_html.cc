@@ -235,6 +235,22 @@ std::string RepairSection(const ConversionReport& r) {
   return out;
 }
 
+// The steps as the plan ran them: rewrites, and why a step did not run.
+std::string StepsSection(const ConversionReport& r) {
+  std::string out =
+      "<h2>Steps</h2><table><tr><th>step</th><th>rewrites</th><th>rolled back</th>"
+      "<th></th></tr>";
+  for (const StepReport& s : r.steps) {
+    absl::StrAppend(
+        &out, "<tr><td>", HtmlEscape(s.name), "</td><td>", s.rewrites, "</td><td>", s.rolled_back,
+        "</td><td",
+        s.runs ? ">runs" : absl::StrCat(" class=muted>does not run: ", HtmlEscape(s.why_not)),
+        "</td></tr>");
+  }
+  absl::StrAppend(&out, "</table>");
+  return out;
+}
+
 std::string ByOpSection(const PrecisionCost& c) {
   struct Count {
     int fp32 = 0, all = 0;
@@ -341,6 +357,7 @@ std::string ReportToHtml(const ConversionReport& r) {
   if (r.islands_ignored) absl::StrAppend(&out, Fp16OverflowSection(r));
   if (r.repair) absl::StrAppend(&out, RepairSection(r));
   if (r.cost) absl::StrAppend(&out, ByOpSection(*r.cost), ByPositionSection(*r.cost));
+  if (!r.steps.empty()) absl::StrAppend(&out, StepsSection(r));
   absl::StrAppend(&out, "</body></html>\n");
   return out;
 }
