@@ -139,8 +139,9 @@ ConversionReport Summarize(const converter::ConversionReport& r, const Model& mo
     }
   }
   s.tolerance = r.end_to_end_tolerance;
+  s.warnings = r.warnings;
   for (const converter::StepReport& step : r.steps) {
-    s.steps.push_back({step.name, step.rewrites, step.rolled_back});
+    s.steps.push_back({step.name, step.rewrites, step.rolled_back, step.runs, step.why_not});
     s.rewrites += step.rewrites;
   }
   for (const rules::IslandNode& i : r.islands) s.islands.push_back({i.node, i.op_type, i.reason});

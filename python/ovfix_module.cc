@@ -205,7 +205,9 @@ py::dict ReportToDict(const ovfix::ConversionReport& r) {
   for (const ovfix::StepSummary& s : r.steps) {
     steps.append(Dict({{"name", py::cast(s.name)},
                        {"rewrites", py::cast(s.rewrites)},
-                       {"rolled_back", py::cast(s.rolled_back)}}));
+                       {"rolled_back", py::cast(s.rolled_back)},
+                       {"runs", py::cast(s.runs)},
+                       {"why_not", py::cast(s.why_not)}}));
   }
   for (const ovfix::IslandSummary& i : r.islands) {
     islands.append(Dict({{"node", py::cast(i.node)},
@@ -245,6 +247,7 @@ py::dict ReportToDict(const ovfix::ConversionReport& r) {
                {"repaired_nodes", py::cast(r.repaired_nodes)},
                {"repair", Dict({{"rounds", rounds}, {"kept", kept}})},
                {"steps", steps},
+               {"warnings", py::cast(r.warnings)},
                {"written", py::cast(r.written)},
                {"seconds", py::cast(r.seconds)},
                {"json", py::cast(r.json)}});

@@ -216,6 +216,10 @@ struct StepSummary {
   std::string name;
   int rewrites = 0;     // committed
   int rolled_back = 0;  // rewrites validation refused
+  // As the conversion's plan says (`ovfix convert --plan`): whether it ran, and why not
+  // ("switched off: precision fp32", "disabled (--disable NAME)").
+  bool runs = true;
+  std::string why_not;
 };
 
 // A node the fp16 conversion left in fp32 (an fp32 island) and why.
@@ -261,6 +265,9 @@ struct ConversionReport {
   int fp32_nodes_kept = 0;  // fp16 targets: float nodes left in fp32 (islands, repair)
   int repaired_nodes = 0;   // of those, kept in fp32 by the repair
   std::vector<StepSummary> steps;
+  // Options that did nothing in this conversion, one line each (what `ovfix convert` prints
+  // as warnings: a --keep-fp32 pattern that matches no node, a disable of what does not run).
+  std::vector<std::string> warnings;
   // The end-to-end comparison per output, in the graph's order (on the input set that scored
   // worst): criteria, each criterion's check, statistics and verdict, as CompareModels gives
   // them. Empty when the model was not validated.

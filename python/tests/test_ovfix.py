@@ -151,6 +151,21 @@ def test_precision_on_any_target_gives_the_command_lines_bytes(tmp_path):
         ovfix.convert(MODEL, target="openvino-gpu", precision="bf16", calibration=DATA)
 
 
+def test_report_says_which_steps_ran_and_why_not():
+    """The report's steps are the plan's: a step switched off or disabled says why, in the
+    words of `ovfix convert --plan`; options that did nothing are warnings."""
+    _, report = ovfix.convert(add_relu_model(), target="gpu-fp16", precision="fp32",
+                              disable="constant_folding", keep_fp32="Relu", validate=False)
+    steps = {s["name"]: s for s in report["steps"]}
+    assert steps["fp16_islands"]["runs"] is False
+    assert steps["fp16_islands"]["why_not"] == "switched off: precision fp32"
+    assert steps["constant_folding"]["why_not"] == "disabled (--disable constant_folding)"
+    assert steps["dead_code_elimination"]["runs"] is True
+    assert steps["dead_code_elimination"]["why_not"] == ""
+    assert any(w.startswith("--keep-fp32 has no effect: fp16_islands does not run")
+               for w in report["warnings"]), report["warnings"]
+
+
 def test_options_reach_the_pipeline():
     model, report = ovfix.convert(add_relu_model(), target="generic", validate=False)
     assert not report["validated"]
