@@ -27,11 +27,13 @@ using Type = OptionSpec::Type;
 using Options = ConversionOptions;
 using Shapes = std::map<std::string, std::vector<int64_t>>;
 using Ranges = std::map<std::string, ShapeRange>;
-using Member = std::variant<std::string Options::*, std::optional<std::string> Options::*,
-                            std::optional<int64_t> Options::*, std::optional<double> Options::*,
-                            std::optional<bool> Options::*, bool Options::*,
-                            std::vector<std::string> Options::*, Shapes Options::*,
-                            Ranges Options::*, std::vector<NamedTensors> Options::*>;
+using ByName = std::map<std::string, std::string>;
+using Member =
+    std::variant<std::string Options::*, std::optional<std::string> Options::*,
+                 std::optional<int64_t> Options::*, std::optional<double> Options::*,
+                 std::optional<bool> Options::*, bool Options::*,
+                 std::vector<std::string> Options::*, Shapes Options::*, Ranges Options::*,
+                 std::vector<NamedTensors> Options::*, ByName Options::*>;
 
 struct BoundMember {
   std::string_view name;
@@ -65,7 +67,8 @@ const std::vector<BoundMember>& Members() {
                                                    OVFIX_MEMBER(certify),
                                                    OVFIX_MEMBER(island_precision),
                                                    OVFIX_MEMBER(calibration_data),
-                                                   OVFIX_MEMBER(calibration_sets)};
+                                                   OVFIX_MEMBER(calibration_sets),
+                                                   OVFIX_MEMBER(by_name)};
   return members;
 }
 
@@ -167,6 +170,8 @@ absl::Status SetMember(const OptionSpec& spec, const Member& member, const std::
           for (const auto& [name, r] : checked.shape_ranges) value[name] = {r.min, r.opt, r.max};
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           value.push_back(text);
+        } else if constexpr (std::is_same_v<T, ByName>) {
+          value[std::string(spec.name)] = text;  // as the table's check took it
         } else {
           OVFIX_ASSIGN_OR_RETURN(value, ParseScalar<typename Unwrapped<T>::type>(text));
         }
@@ -197,7 +202,9 @@ bool MemberHasTableType(const OptionSpec& spec) {
                [&](std::vector<std::string> Options::*) { return type == Type::kList; },
                [&](Shapes Options::*) { return type == Type::kMap; },
                [&](Ranges Options::*) { return type == Type::kMap; },
-               [&](std::vector<NamedTensors> Options::*) { return type == Type::kMap; }},
+               [&](std::vector<NamedTensors> Options::*) { return type == Type::kMap; },
+               // Kept as text, whatever its type: the table's check reads it.
+               [&](ByName Options::*) { return type != Type::kList && type != Type::kMap; }},
       *member);
 }
 
@@ -241,7 +248,12 @@ std::vector<std::string> MemberTexts(const OptionSpec& spec, const Options& o) {
                  }
                  return texts;
                },
-               [&](std::vector<NamedTensors> Options::*) { return std::vector<std::string>{}; }},
+               [&](std::vector<NamedTensors> Options::*) { return std::vector<std::string>{}; },
+               [&](ByName Options::*m) {
+                 auto it = (o.*m).find(std::string(spec.name));
+                 return it == (o.*m).end() ? std::vector<std::string>{}
+                                           : std::vector<std::string>{it->second};
+               }},
       *member);
 }
 

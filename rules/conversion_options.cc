@@ -41,6 +41,17 @@ absl::StatusOr<double> ParsePositiveNumber(std::string_view v) {
   return d;
 }
 
+// A number from `low` to `high`.
+template <int64_t low, int64_t high>
+absl::StatusOr<double> ParseNumberBetween(std::string_view v) {
+  double d;
+  if (!absl::SimpleAtod(std::string(v), &d) || !(d >= low && d <= high)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a number from ", low, " to ", high, ", got '", std::string(v), "'"));
+  }
+  return d;
+}
+
 std::string BoolText(bool b) { return b ? "true" : "false"; }
 
 // The table's setters and getters of one ConvertOptions field: the value parsed by `parse`
@@ -66,6 +77,19 @@ std::string GetNumber(const ConvertOptions& o) {
 template <auto field, auto name>
 std::string GetNamed(const ConvertOptions& o) {
   return std::string(name(o.*field));
+}
+// An option a pass declares and reads by name (ConvertOptions::by_name): the value checked by
+// `parse` and kept as given; read back as given, else the entry's default.
+template <const char* name, auto parse>
+absl::Status SetByName(std::string_view v, ConvertOptions& o) {
+  OVFIX_RETURN_IF_ERROR(parse(v).status());
+  o.by_name[name] = std::string(v);
+  return absl::OkStatus();
+}
+template <const char* name>
+std::string GetByName(const ConvertOptions& o) {
+  auto it = o.by_name.find(name);
+  return it != o.by_name.end() ? it->second : std::string(FindOption(name)->default_text);
 }
 
 // NAME=DIMS, dims joined by 'x' or ','.
@@ -139,6 +163,8 @@ std::string_view TargetHelp() {
                    ", or a .target file (default ", std::string(kDefaultTarget), ")");
   return help;
 }
+
+constexpr char kMaskBound[] = "mask_bound";
 
 std::vector<OptionSpec> MakeTable() {
   std::vector<OptionSpec> t;
@@ -253,6 +279,18 @@ std::vector<OptionSpec> MakeTable() {
                .get = [](const ConvertOptions& o) {
                  return absl::StrFormat("%g", o.fp16_magnitude_threshold);
                }});
+  // Declared and read by fp16_safe_mask alone: kept by name (ConvertOptions::by_name).
+  t.push_back({.name = kMaskBound,
+               .type = Type::kDouble,
+               .default_text = "4096",
+               .value_name = "X",
+               .help = "The magnitude an attention mask constant beyond fp16 (finfo.min, "
+                       "-inf) becomes where fp16 computes it, 32-32768: masked keys keep a zero "
+                       "weight at any of them; lower leaves room for more masks added together",
+               .in_target_files = true,
+               .api_field = "by_name",
+               .set = SetByName<kMaskBound, ParseNumberBetween<32, 32768>>,
+               .get = GetByName<kMaskBound>});
   t.push_back({.name = "islands_honoured",
                .type = Type::kBool,
                .default_text = "true",
@@ -446,6 +484,13 @@ absl::StatusOr<std::string> GetOption(std::string_view name, const ConvertOption
   const OptionSpec* spec = FindOption(name);
   if (spec == nullptr || spec->get == nullptr) return UnknownOption(name, /*settable=*/false);
   return spec->get(options);
+}
+
+double DeclaredNumber(const ConvertOptions& options, std::string_view name) {
+  absl::StatusOr<std::string> text = GetOption(name, options);
+  double value = 0;
+  if (!text.ok() || !absl::SimpleAtod(*text, &value)) return 0;
+  return value;
 }
 
 }  // namespace ovfix::rules

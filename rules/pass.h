@@ -87,7 +87,15 @@ struct ConvertOptions {
   // in fp16 alone and keep it only where the criteria need it (converter/repair.h).
   bool certify = true;
   std::map<std::string, std::string> input_files;  // --input NAME=FILE.pb
+  // The options a pass declares and reads itself, which no field here holds: their values as
+  // given (checked by the table's entry), by the table's name. A pass reads them with
+  // DeclaredNumber; an option left out has its entry's default.
+  std::map<std::string, std::string, std::less<>> by_name;
 };
+
+// The number option `name` (an entry stored by name) holds in `options`: its value, else its
+// entry's default; 0 for a name the table lacks.
+double DeclaredNumber(const ConvertOptions& options, std::string_view name);
 
 // The options' names as the command line and target files spell them ("rank", "full";
 // "structural", "magnitude"), and back: InvalidArgument naming the choices.

@@ -160,6 +160,9 @@ struct ConversionOptions {
   // tensors by graph input name (--input NAME=FILE; an input a set lacks is random).
   std::vector<std::string> calibration_data;
   std::vector<NamedTensors> calibration_sets;
+  // The options a pass declares and reads itself (mask_bound...), by name, as their flags
+  // take them; set with SetOption. ConversionOptionList names them (field "by_name").
+  std::map<std::string, std::string> by_name;
   // A report file written with the model (--report): FILE.html a page, else JSON.
   std::string report_path;
   // What each pass did, one line at a time (--verbose); null: nothing. Not owned.

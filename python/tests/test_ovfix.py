@@ -321,6 +321,7 @@ def every_option():
         "broadcast": ("full", ["--broadcast", "full"]),
         "lower_conv3d_unit_kernel": (True, ["--lower-conv3d-unit-kernel"]),
         "fold_size_limit": (4, ["--fold-size-limit", "4"]),
+        "mask_bound": (1024, ["--mask-bound", "1024"]),
         "rules": (rules, ["--rules", rules]),
         "disable": ("constant_folding", ["--disable", "constant_folding"]),
         "validate": (False, ["--no-validate"]),
@@ -337,10 +338,11 @@ def every_option():
 
 # The options that change nothing on the test model: no dynamic dim, no constant folding
 # would make larger than 4 elements, magnitude islands are the structural ones, nothing to
-# repair, and no fp32 island for the certificate to try. Every other one changes the bytes,
+# repair, no fp32 island for the certificate to try, and no attention mask to bound. Every other one changes the bytes,
 # the report (lower_conv3d_unit_kernel: its step runs, which the report says) or refuses the
 # model.
-SAME_AS_DEFAULT_HERE = {"batch", "fold_size_limit", "fp16_islands", "repair", "certify"}
+SAME_AS_DEFAULT_HERE = {"batch", "fold_size_limit", "fp16_islands", "repair", "certify",
+                        "mask_bound"}
 
 
 @needs_model

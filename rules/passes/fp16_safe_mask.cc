@@ -23,7 +23,8 @@ constexpr double kFp16Max = 65504;
 // padding one) still fit. A larger bound (-30000, -1e4) would mask no better but leave less
 // of that headroom, and gpu-fp16 would keep the mask chain in fp32 islands: the scores plus
 // -4096 stay within its fp16_magnitude_threshold (8192) for any score above -4096.
-constexpr double kMaskMagnitude = 4096;
+// The option mask_bound (32-32768, declared in the registry) sets another: a model that adds
+// more masks together wants less.
 // A mask is built by a handful of nodes; a constant reaching further is something else.
 constexpr size_t kLargestPath = 256;
 // Constants this small are read to say why a value beyond fp16 was left alone; larger ones
@@ -137,21 +138,22 @@ std::string Trace(const Graph& g, const Value* constant, MaskPath& mask) {
 
 // What Bounded replaced.
 struct Replaced {
+  double bound = 0;
   int count = 0;
   double largest = 0;
   bool negative = false, positive = false;
   std::string Bound() const {
-    return negative && positive ? "+-4096" : negative ? "-4096" : "4096";
+    return absl::StrCat(negative && positive ? "+-" : negative ? "-" : "", bound);
   }
 };
 
-// `t` with every value beyond fp16's range set to +-kMaskMagnitude (its sign kept).
+// `t` with every value beyond fp16's range set to +-replaced.bound (its sign kept).
 Tensor Bounded(const Tensor& t, Replaced& replaced) {
   Tensor bounded = t.Clone();
   for (int64_t i = 0; i < t.numel(); ++i) {
     const double v = t.GetAsDouble(i);
     if (!(std::abs(v) > kFp16Max)) continue;  // NaN stays
-    bounded.SetFromDouble(i, std::copysign(kMaskMagnitude, v));
+    bounded.SetFromDouble(i, std::copysign(replaced.bound, v));
     replaced.largest = std::max(replaced.largest, std::abs(v));
     (v < 0 ? replaced.negative : replaced.positive) = true;
     ++replaced.count;
@@ -230,6 +232,7 @@ absl::StatusOr<int> BoundAttentionMasks(PassContext& ctx) {
       continue;
     }
     Replaced replaced;
+    replaced.bound = DeclaredNumber(ctx.options, "mask_bound");
     Tensor bounded = Bounded(*t, replaced);
     if (replaced.count == 0) continue;
     if (!why.empty()) {

@@ -82,8 +82,8 @@ const std::vector<NativePassInfo>& NativePasses() {
     p.push_back(Entry(kFp16SafeMask,
                       "islands ignored or fp16: a mask constant beyond fp16 (finfo.min, -1e9, "
                       "-inf) whose every use builds a Softmax bias or an Attention attn_mask "
-                      "becomes +-4096",
-                      BoundAttentionMasks, {{"islands_honoured"}, {"precision"}}));
+                      "becomes +-mask_bound (4096)",
+                      BoundAttentionMasks, {{"islands_honoured"}, {"precision"}, {"mask_bound"}}));
     p.back().added = ConvertsToFp16;
     p.back().placement = {Where::kBefore, kFp16SafeSoftmax};
     p.push_back(Entry(kFp16SafeSumOfSquares,

@@ -196,6 +196,7 @@ const std::map<std::string, std::vector<std::string>>& Samples() {
       {"broadcast", {"full"}},
       {"lower_conv3d_unit_kernel", {"true"}},
       {"fold_size_limit", {"64"}},
+      {"mask_bound", {"1024"}},
       {"rules", {"a.rules", "b.rules"}},
       {"disable", {"constant_folding"}},
       {"validate", {"false"}},

@@ -26,6 +26,7 @@
 #include "ir/model_io.h"
 #include "ir/tensor_proto.h"
 #include "ir/text_form.h"
+#include "rules/conversion_options.h"
 #include "tests/support/conversion_facts.h"
 #include "tests/support/ort_peer.h"
 #include "tests/support/tensor_checks.h"
@@ -261,6 +262,42 @@ INSTANTIATE_TEST_SUITE_P(
       for (char& ch : name) ch = ch == '-' ? '_' : ch;
       return name;
     });
+
+// --mask-bound sets the magnitude (an option the pass declares and reads by name): the mask
+// constant becomes -1024, the outputs stay those of the fp32 original, and in fp16 finite.
+TEST(Fp16SafeMask, MaskBoundOptionSetsTheMagnitude) {
+  const fs::path dir = ScratchDir("mask_bound");
+  std::unique_ptr<Model> model = Parse(kHuggingFaceMask);
+  ASSERT_NE(model, nullptr);
+  const exec::TensorMap feeds = Feeds(model->graph());
+  auto reference = RunAsTyped(*model, feeds);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  PipelineOptions options;
+  options.convert.target = "openvino-gpu";
+  ASSERT_TRUE(rules::SetOption("mask_bound", "1024", options.convert).ok());
+  options.set_by_user.insert("mask_bound");
+  WriteFeeds(model->graph(), feeds, dir, options);
+  auto report = ConvertModel(*model, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(test_support::CommittedRewrites(*report, kPass), 1) << SummaryTable(*report);
+  bool bounded = false;
+  for (double v : ConstantFloats(*model)) {
+    EXPECT_LE(std::abs(v), 65504);
+    EXPECT_NE(v, -4096) << "the default bound, not the option's";
+    bounded |= v == -1024;
+  }
+  EXPECT_TRUE(bounded) << "no constant of -1024";
+  auto fp16 = RunEveryFloatInFp16(*model, feeds);
+  ASSERT_TRUE(fp16.ok()) << fp16.status();
+  EXPECT_TRUE(AllFinite((*fp16)[0]));
+  EXPECT_LE(exec::RelativeError(AsFloat((*fp16)[0]), (*reference)[0]), 1e-2);
+  // Below what masks in fp16 (exp(-17.3) is its smallest weight), or beyond room for two
+  // masks added: refused by the table's entry.
+  rules::ConvertOptions refused;
+  absl::Status low = rules::SetOption("mask_bound", "8", refused);
+  EXPECT_EQ(low.message(), "expected a number from 32 to 32768, got '8'");
+  EXPECT_FALSE(rules::SetOption("mask_bound", "40000", refused).ok());
+}
 
 TEST(Fp16SafeMask, ConstantsThatBuildNoMaskAreLeftAlone) {
   const fs::path dir = ScratchDir("not_masks");
