@@ -71,4 +71,9 @@ absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model) {
   return CopyModel(model, kSharedTensorBytes);
 }
 
+absl::StatusOr<std::unique_ptr<Model>> SerializedGraphCopy(const Model& model) {
+  ScopedTimePart timed(TimePart::kCopies);
+  return CopyGraphSharingWeights(model);
+}
+
 }  // namespace ovfix::converter

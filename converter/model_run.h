@@ -37,5 +37,9 @@ absl::StatusOr<std::vector<Tensor>> RunEveryFloatInFp16(const Model& model,
 
 // The model as its serialized bytes read back: what a file written from it holds.
 absl::StatusOr<std::unique_ptr<Model>> SerializedCopy(const Model& model);
+// SerializedCopy for the repair's many copies: only the graph goes through the bytes, and
+// every weight is shared with `model` in the form it was read in (CopyGraphSharingWeights), so
+// that a copy runs, and is written, as one through the bytes would be.
+absl::StatusOr<std::unique_ptr<Model>> SerializedGraphCopy(const Model& model);
 
 }  // namespace ovfix::converter

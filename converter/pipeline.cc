@@ -275,6 +275,8 @@ class Conversion {
   absl::StatusOr<std::unique_ptr<Model>> Reconvert(const std::map<std::string, std::string>& keep,
                                                    const std::set<std::string>& release,
                                                    const std::set<std::string>& bf16 = {});
+  // The graph before the precision phase as the tries start from it: typed by Infer, once.
+  absl::StatusOr<const Model*> InferredBeforePrecision();
   // The report file again, for a model written before the certificate changed nothing.
   absl::Status RewriteReport();
   absl::Status Finish();
@@ -308,6 +310,9 @@ class Conversion {
   bool precision_changed_ = false;
   // The graph right before the precision phase, for the repair to convert again.
   std::unique_ptr<Model> before_precision_;
+  // A copy of it with the types Infer gives it (InferredBeforePrecision): inference sees the
+  // same graph on every try, so each try's copy carries these types instead of inferring them.
+  std::unique_ptr<Model> inferred_before_;
   // The precision phase's calibrated magnitudes, by value name, for the conversions again
   // (taken before the first: each empties the pass's own).
   std::optional<std::map<std::string, MagnitudeRange>> calibrated_;
@@ -689,8 +694,10 @@ absl::StatusOr<std::unique_ptr<Model>> Conversion::Reconvert(
   ScopedTimePart timed(TimePart::kReconversions);
   // Calibration from the first conversion.
   if (!calibrated_) calibrated_ = manager_->precision_pass()->magnitudes();
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedCopy(*before_precision_));
-  Infer(*copy);
+  OVFIX_ASSIGN_OR_RETURN(const Model* inferred, InferredBeforePrecision());
+  // The passes replace the weights they change: the copy can share them all.
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy, SerializedGraphCopy(*inferred));
+  CarryValueTypes(inferred->graph(), copy->graph());
   Rewriter again(*copy);
   ConvertOptions with_keep = convert_;
   with_keep.keep_fp32_outputs = keep;
@@ -706,6 +713,14 @@ absl::StatusOr<std::unique_ptr<Model>> Conversion::Reconvert(
   if (getenv("OVFIX_DEBUG_RECONVERT")) (void)SaveModel(*copy, getenv("OVFIX_DEBUG_RECONVERT"));
   OVFIX_RETURN_IF_ERROR(InferShapesAndCheck(*copy));
   return copy;
+}
+
+absl::StatusOr<const Model*> Conversion::InferredBeforePrecision() {
+  if (inferred_before_ == nullptr) {
+    OVFIX_ASSIGN_OR_RETURN(inferred_before_, SerializedCopy(*before_precision_));
+    Infer(*inferred_before_);
+  }
+  return inferred_before_.get();
 }
 
 absl::Status Conversion::Certify() {
@@ -737,8 +752,7 @@ absl::Status Conversion::Certify() {
   if (!calibrated_) calibrated_ = precision->magnitudes();
   // What the conversion that met kept by request: the repair's nodes, with the repair's reason.
   const std::map<std::string, std::string> keep = RepairKeeps();
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> fp32, SerializedCopy(*before_precision_));
-  Infer(*fp32);
+  OVFIX_ASSIGN_OR_RETURN(const Model* fp32, InferredBeforePrecision());
   progress_.Set("island certificate");
   auto log = [&](const std::string& m) { options_.log(m); };
   absl::StatusOr<CertifyResult> certified = CertifyIslands(
@@ -824,8 +838,7 @@ absl::Status Conversion::IslandsInBf16() {
     settled_keep_ = RepairKeeps();
     settled_release_.clear();
   }
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> fp32, SerializedCopy(*before_precision_));
-  Infer(*fp32);
+  OVFIX_ASSIGN_OR_RETURN(const Model* fp32, InferredBeforePrecision());
   progress_.Set("islands in bf16");
   auto log = [&](const std::string& m) { options_.log(m); };
   absl::StatusOr<CertifyResult> tried = IslandsToBf16(

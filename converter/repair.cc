@@ -242,7 +242,7 @@ absl::StatusOr<Fp32Run> RunFp32(const Model& fp32, ReferenceValidator& reference
 absl::StatusOr<EndToEndResult> MeasureRound(const Model& model, ReferenceValidator& reference,
                                             const exec::TensorMap& fp32, bool first_set_only,
                                             ValueErrors& errors) {
-  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> bytes, SerializedCopy(model));
+  OVFIX_ASSIGN_OR_RETURN(std::unique_ptr<Model> bytes, SerializedGraphCopy(model));
   const Graph& g = bytes->graph();
   errors = ValueErrors();
   std::map<std::string, int> runs;

@@ -22,6 +22,26 @@ std::vector<Graph*> GraphsRecursive(Graph& root) {
   return out;
 }
 
+void CarryValueTypes(const Graph& from, Graph& to) {
+  const std::vector<Graph*> sources = GraphsRecursive(const_cast<Graph&>(from));
+  const std::vector<Graph*> targets = GraphsRecursive(to);
+  auto carry = [](const Value* source, Value* target) {
+    if (source != nullptr && target != nullptr && !target->is_initializer()) {
+      *target->mutable_type() = source->type();
+    }
+  };
+  for (size_t i = 0; i < sources.size() && i < targets.size(); ++i) {
+    const std::vector<Node*> a = sources[i]->NodeList(), b = targets[i]->NodeList();
+    for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
+      for (size_t o = 0; o < a[k]->num_outputs() && o < b[k]->num_outputs(); ++o) {
+        carry(a[k]->outputs()[o], b[k]->outputs()[o]);
+      }
+    }
+    const std::vector<Value*>&x = sources[i]->outputs(), &y = targets[i]->outputs();
+    for (size_t o = 0; o < x.size() && o < y.size(); ++o) carry(x[o], y[o]);
+  }
+}
+
 bool DeclaresFloat16(const Graph& root) {
   auto half = [](const Value* v) {
     return v != nullptr && v->is_tensor() && v->elem_type() == DataType::kFloat16;

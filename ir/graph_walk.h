@@ -25,6 +25,12 @@ absl::Status ForEachGraph(Graph& root, const std::function<absl::Status(Graph&)>
 // The same walk for an `fn` that cannot fail.
 void VisitGraphs(Graph& root, const std::function<void(Graph&)>& fn);
 
+// Gives each value that a node of `to` or of a body inside it computes, and each graph output,
+// the type of its counterpart in `from`, a graph of the same structure (`to` a copy of it):
+// the types inference gave `from`, without inferring them again. Graph outputs that are
+// initializers keep their own.
+void CarryValueTypes(const Graph& from, Graph& to);
+
 // Lists `values` (of `g`) in g's value_info, after those already listed, each once: in time
 // linear in the graph, however many there are.
 void ListInValueInfo(Graph& g, std::span<Value* const> values);

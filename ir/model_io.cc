@@ -182,7 +182,15 @@ class ModelIO {
     // CopyModel: tensors of at least this many bytes are written as empty placeholders whose
     // doc_string indexes `shared`, and get their tensors back after the copy is built.
     size_t share_at_least = SIZE_MAX;
-    std::vector<Tensor> shared;
+    // CopyGraphSharingWeights: every tensor is shared, and the copy's value gets the form it
+    // was read in as well (its source proto), so that it is written as the original is.
+    bool share_all = false;
+    struct Shared {
+      Tensor tensor;
+      std::shared_ptr<onnx::TensorProto> source_proto;
+      const void* source_bytes = nullptr;
+    };
+    std::vector<Shared> shared;
     absl::Status status;
     std::unique_ptr<PieceStreamer> streamer;  // WritePieces', made with the first lazy tensor
     std::function<void(uint64_t, uint64_t)> progress;
@@ -203,12 +211,16 @@ class ModelIO {
 
     void WriteTensor(Value* v, onnx::TensorProto* tp) {
       const Tensor& t = v->tensor();
-      if (t.nbytes() >= share_at_least && t.type() != DataType::kString) {
+      if ((share_all || t.nbytes() >= share_at_least) && t.type() != DataType::kString) {
         tp->set_name(v->name());
         tp->set_data_type(static_cast<int32_t>(t.type()));
         tp->add_dims(0);
         tp->set_doc_string(absl::StrCat(kSharedMark, shared.size()));
-        shared.push_back(t);
+        if (share_all) {
+          shared.push_back({t, v->source_proto_, v->source_bytes_});
+        } else {
+          shared.push_back({t});
+        }
         return;
       }
       const bool pending = t.buffer() != nullptr && t.buffer()->is_pending();
@@ -371,7 +383,7 @@ class ModelIO {
   static constexpr absl::string_view kSharedMark{"\0ovfix-shared:", 14};
 
   // CopyModel's placeholders get the tensors they stand for.
-  static void RestoreShared(Graph& g, const std::vector<Tensor>& shared) {
+  static void RestoreShared(Graph& g, const std::vector<Writer::Shared>& shared) {
     for (Value* v : g.initializers_) {
       const std::string* doc = v->source_proto_ ? &v->source_proto_->doc_string() : nullptr;
       size_t index = 0;
@@ -379,20 +391,22 @@ class ModelIO {
           !absl::SimpleAtoi(doc->substr(kSharedMark.size()), &index) || index >= shared.size()) {
         continue;
       }
-      v->set_tensor(shared[index]);
-      v->source_proto_ = nullptr;
-      v->source_bytes_ = nullptr;
+      v->set_tensor(shared[index].tensor);
+      v->source_proto_ = shared[index].source_proto;
+      v->source_bytes_ = shared[index].source_bytes;
     }
     for (auto& node : g.nodes_) {
       for (auto& s : node->subgraphs_) RestoreShared(*s.graph, shared);
     }
   }
 
-  static absl::StatusOr<std::unique_ptr<Model>> Copy(const Model& model, size_t share_at_least) {
+  static absl::StatusOr<std::unique_ptr<Model>> Copy(const Model& model, size_t share_at_least,
+                                                     bool share_all = false) {
     onnx::ModelProto proto = model.extras();
     Writer writer;
     writer.copy_weights = true;
     writer.share_at_least = share_at_least;
+    writer.share_all = share_all;
     writer.WriteGraph(model.graph(), proto.mutable_graph());
     std::string bytes;
     if (!proto.SerializeToString(&bytes)) {
@@ -527,6 +541,10 @@ onnx::ModelProto ModelToProto(const Model& model) {
 
 absl::StatusOr<std::unique_ptr<Model>> CopyModel(const Model& model, size_t share_at_least) {
   return ModelIO::Copy(model, share_at_least);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CopyGraphSharingWeights(const Model& model) {
+  return ModelIO::Copy(model, SIZE_MAX, /*share_all=*/true);
 }
 
 onnx::GraphProto GraphToProto(const Graph& graph) {

@@ -72,6 +72,10 @@ onnx::ModelProto ModelToProto(const Model& model);
 // their buffers (the bytes a save writes), so a large model is not held twice.
 absl::StatusOr<std::unique_ptr<Model>> CopyModel(const Model& model,
                                                  size_t share_at_least = SIZE_MAX);
+// CopyModel that shares every weight, whatever its size, with the form it was read in: only
+// the graph goes through the bytes, and a save of the copy writes each weight as a save of
+// `model` does (its typed fields, external data or doc string as read).
+absl::StatusOr<std::unique_ptr<Model>> CopyGraphSharingWeights(const Model& model);
 onnx::GraphProto GraphToProto(const Graph& graph);
 
 }  // namespace ovfix

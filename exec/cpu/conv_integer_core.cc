@@ -11,18 +11,24 @@ namespace ovfix::exec {
 namespace {
 
 // Writes the im2col columns of output positions [first, first + count) of one group's
-// image into packed B (zero point taken off; outside the image 0).
+// image into packed B (zero point taken off), which holds zeros: positions outside the image
+// (padding) are left as they are.
 // `slots[j]` is where column j of step 0 goes (QuantPackedBIndex(pairs, nr, 0, j)).
 template <typename T>
 void PackColumns(const T* image, int32_t x_zero, const Spatial3& s, int64_t depth, int64_t first,
                  int64_t count, const std::vector<int64_t>& slots, int nr, int16_t* packed) {
+  const int64_t stride = s.stride[2], width = s.in[2];
   for (int64_t k = 0; k < depth; ++k) {
     int16_t* step = packed + (k / 2) * nr * 2 + (k & 1);
     auto write_run = [&](int64_t j, int64_t run, const T* row, int64_t i2_first) {
-      for (int64_t r = 0; r < run; ++r) {
-        const int64_t i2 = i2_first + r * s.stride[2];
-        const bool inside = row != nullptr && i2 >= 0 && i2 < s.in[2];
-        step[slots[j + r]] = inside ? static_cast<int16_t>(int32_t{row[i2]} - x_zero) : int16_t{0};
+      if (row == nullptr) return;
+      // The positions r whose column i2_first + r * stride lies inside [0, width): the
+      // range is found once, so the copy has no test per element (the pad is the exception).
+      const int64_t lo = i2_first >= 0 ? 0 : (-i2_first + stride - 1) / stride;
+      const int64_t hi = i2_first >= width ? 0 : std::min(run, (width - 1 - i2_first) / stride + 1);
+      const int64_t* slot = slots.data() + j;
+      for (int64_t r = lo; r < hi; ++r) {
+        step[slot[r]] = static_cast<int16_t>(int32_t{row[i2_first + r * stride]} - x_zero);
       }
     };
     ForEachIm2colRun(image, s, k, first, count, write_run);
