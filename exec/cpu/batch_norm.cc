@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -12,6 +13,20 @@
 
 namespace ovfix::exec {
 namespace {
+
+// y = min(max(x * a + b, lo), hi) over n floats (NaN stays NaN), in one pass; a product, then
+// a sum, rounded alike on every CPU (no multiply-add). Compiled for AVX-512 and AVX2 as well:
+// the generic loop runs 4 floats a step at most (DenseNet's BatchNormalization + Relu layers
+// took 1.6x as long).
+__attribute__((target_clones("avx512f", "avx2", "default"),
+               optimize("vect-cost-model=dynamic", "fp-contract=off"))) void
+ScaleShiftClampRange(const float* x, float* y, int64_t n, float a, float b, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] * a + b;
+    v = v < lo ? lo : v;
+    y[i] = v > hi ? hi : v;
+  }
+}
 
 // y[n, f, s] = x[n, f, s] * scale[f] + shift[f], for `features` groups of `inner` elements,
 // then the activation the session fused into the node (a Relu after a pre-activation
@@ -29,18 +44,26 @@ void ScaleShift(const T* x, T* y, int64_t batch, int64_t features, int64_t inner
                   const T a = static_cast<T>(scale[f]), b = static_cast<T>(shift[f]);
                   const T* src = x + plane * inner;
                   T* dst = y + plane * inner;
-                  for (int64_t i = 0; i < inner; ++i) dst[i] = src[i] * a + b;
-                  if (activation.clamp) {
-                    const T lo = static_cast<T>(activation.clamp_min);
-                    const T hi = static_cast<T>(activation.clamp_max);
-                    for (int64_t i = 0; i < inner; ++i) {
-                      dst[i] = dst[i] < lo ? lo : dst[i];  // NaN stays NaN
-                      dst[i] = dst[i] > hi ? hi : dst[i];
-                    }
-                  }
                   if constexpr (std::is_same_v<T, float>) {
+                    constexpr float kInfinity = std::numeric_limits<float>::infinity();
+                    ScaleShiftClampRange(src, dst, inner, a, b,
+                                         activation.clamp ? activation.clamp_min : -kInfinity,
+                                         activation.clamp ? activation.clamp_max : kInfinity);
+                    // The vectorized pass: Activate's barrier against contraction keeps a loop
+                    // of it scalar (PP-OCR's hard-swish layers took 1.6x as long).
                     if (activation.hard_swish) {
-                      for (int64_t i = 0; i < inner; ++i) dst[i] = activation.Activate(dst[i]);
+                      HardSwishFloats(dst, inner, activation.hard_swish_alpha,
+                                      activation.hard_swish_beta, nullptr);
+                    }
+                  } else {
+                    for (int64_t i = 0; i < inner; ++i) dst[i] = src[i] * a + b;
+                    if (activation.clamp) {
+                      const T lo = static_cast<T>(activation.clamp_min);
+                      const T hi = static_cast<T>(activation.clamp_max);
+                      for (int64_t i = 0; i < inner; ++i) {
+                        dst[i] = dst[i] < lo ? lo : dst[i];  // NaN stays NaN
+                        dst[i] = dst[i] > hi ? hi : dst[i];
+                      }
                     }
                   }
                 }

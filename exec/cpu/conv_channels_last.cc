@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
+#include <cstdint>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -14,8 +16,10 @@
 namespace ovfix::exec {
 namespace {
 
-// A tile: at most kMr positions (the AVX-512 GEMM's rows) by one panel of kNr maps.
-constexpr int kMr = 12, kNr = ChannelsLastWeights::kPanel;
+// A tile: at most mr positions (the GEMM micro-kernel's rows) by one panel of nr maps, for the
+// micro-kernel in use (the weights' panels are nr maps wide).
+constexpr int kAvx512Mr = 12, kAvx512Nr = 32;
+constexpr int kAvx2Mr = 6, kAvx2Nr = 16;
 // Below this many multiply-adds a convolution runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
 // The threads take about this many items each.
@@ -54,7 +58,7 @@ using TileFn = void (*)(const TileArgs&);
 // R positions by 32 maps over one depth block; sums of a block are added to the product's as
 // the packed GEMM adds them.
 template <int R>
-struct Tile {
+struct Avx512Tile {
   __attribute__((target("avx512f,fma"))) static void Run(const TileArgs& t) {
     __m512 acc[R][2];
 #pragma GCC unroll 12
@@ -65,7 +69,7 @@ struct Tile {
       const Piece& piece = t.pieces[p];
       const int64_t count = piece.count;
       if (t.reach.Skips(piece)) {
-        b += count * kNr;
+        b += count * kAvx512Nr;
         continue;
       }
       const float* a = t.a + piece.offset;
@@ -77,7 +81,7 @@ struct Tile {
           acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
           acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
         }
-        b += kNr;
+        b += kAvx512Nr;
       }
     }
 #pragma GCC unroll 12
@@ -93,18 +97,60 @@ struct Tile {
   }
 };
 
-template <int... R>
+// R positions by 16 maps: Avx512Tile for AVX2 + FMA.
+template <int R>
+struct Avx2Tile {
+  __attribute__((target("avx2,fma"))) static void Run(const TileArgs& t) {
+    __m256 acc[R][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    const float* b = t.b;
+    const int64_t lda = t.lda;
+    for (int64_t p = 0; p < t.piece_count; ++p) {
+      const Piece& piece = t.pieces[p];
+      const int64_t count = piece.count;
+      if (t.reach.Skips(piece)) {
+        b += count * kAvx2Nr;
+        continue;
+      }
+      const float* a = t.a + piece.offset;
+      for (int64_t k = 0; k < count; ++k) {
+        const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; ++r) {
+          const __m256 ar = _mm256_broadcast_ss(a + r * lda + k);
+          acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+        }
+        b += kAvx2Nr;
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      float* c = t.c + r * t.ldc;
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        __m256 x = acc[r][v];
+        if (t.accumulate) x = _mm256_add_ps(_mm256_loadu_ps(c + 8 * v), x);
+        _mm256_storeu_ps(c + 8 * v, x);
+      }
+    }
+  }
+};
+
+template <template <int> class Tile, int... R>
 constexpr std::array<TileFn, sizeof...(R)> Table(std::integer_sequence<int, R...>) {
   return {&Tile<R + 1>::Run...};
 }
 
-constexpr auto kTiles = Table(std::make_integer_sequence<int, kMr>());
+constexpr auto kAvx512Tiles = Table<Avx512Tile>(std::make_integer_sequence<int, kAvx512Mr>());
+constexpr auto kAvx2Tiles = Table<Avx2Tile>(std::make_integer_sequence<int, kAvx2Mr>());
 
 // Input row ih (columns [0, count)) into the channels-last buffer at `dst` (its column 0):
 // 16 channels by 16 pixels at a time through an in-register transpose.
-__attribute__((target("avx512f"))) void CopyRowChannelsLast(const float* image, int64_t channels,
-                                                            int64_t plane, int64_t count,
-                                                            float* dst) {
+__attribute__((target("avx512f"))) void CopyRowChannelsLastAvx512(const float* image,
+                                                                  int64_t channels, int64_t plane,
+                                                                  int64_t count, float* dst) {
   for (int64_t c0 = 0; c0 < channels; c0 += 16) {
     const int64_t lanes = std::min<int64_t>(16, channels - c0);
     const __mmask16 mask = avx512::FirstLanes(lanes);
@@ -122,29 +168,96 @@ __attribute__((target("avx512f"))) void CopyRowChannelsLast(const float* image, 
   }
 }
 
+// r, 8 rows of 8 floats, transposed in place: pairs, then quads within 128-bit lanes, then
+// the lanes.
+__attribute__((target("avx2"), always_inline)) inline void Transpose8x8(__m256 (&r)[8]) {
+  __m256 u[8], v[8];
+  for (int i = 0; i < 8; i += 2) {
+    u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
+  }
+}
+
+// CopyRowChannelsLastAvx512 for AVX2: 8 channels by 8 pixels at a time, the rest one by one.
+__attribute__((target("avx2"))) void CopyRowChannelsLastAvx2(const float* image, int64_t channels,
+                                                             int64_t plane, int64_t count,
+                                                             float* dst) {
+  const int64_t full_c = channels / 8 * 8, full_w = count / 8 * 8;
+  for (int64_t c0 = 0; c0 < full_c; c0 += 8) {
+    for (int64_t w0 = 0; w0 < full_w; w0 += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(image + (c0 + i) * plane + w0);
+      Transpose8x8(r);
+      float* out = dst + w0 * channels + c0;
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + i * channels, r[i]);
+    }
+  }
+  for (int64_t w = 0; w < count; ++w) {
+    const int64_t c_from = w < full_w ? full_c : 0;
+    for (int64_t c = c_from; c < channels; ++c) dst[w * channels + c] = image[c * plane + w];
+  }
+}
+
+using CopyRowFn = void (*)(const float* image, int64_t channels, int64_t plane, int64_t count,
+                           float* dst);
+
+// The tiles and row copy of one instruction set.
+struct Kernels {
+  std::string_view gemm;  // the GEMM micro-kernel whose tile the tiles have
+  int mr, nr;
+  const TileFn* tiles;  // by rows - 1
+  CopyRowFn copy_row;
+};
+
+constexpr Kernels kAvx512Kernels{"avx512", kAvx512Mr, kAvx512Nr, kAvx512Tiles.data(),
+                                 &CopyRowChannelsLastAvx512};
+constexpr Kernels kAvx2Kernels{"avx2", kAvx2Mr, kAvx2Nr, kAvx2Tiles.data(),
+                               &CopyRowChannelsLastAvx2};
+
+// The kernels for the GEMM micro-kernel in use, or null.
+const Kernels* CurrentKernels() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const GemmGeometry& g = CurrentGemmGeometry();
+  for (const auto& [kernels, supported] :
+       {std::pair{&kAvx512Kernels, avx512}, std::pair{&kAvx2Kernels, avx2}}) {
+    if (supported && g.name == kernels->gemm && g.mr == kernels->mr && g.nr == kernels->nr) {
+      return kernels;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool ChannelsLastConvApplies(const Spatial3& s) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  const GemmGeometry& g = CurrentGemmGeometry();
-  return avx512 && std::string_view(g.name) == "avx512" && g.nr == kNr && s.in[0] == 1 &&
-         s.kernel[0] == 1 && s.pad[0] == 0 && s.out[0] == 1 && s.stride[0] == 1 && s.pad[1] >= 0 &&
-         s.pad[2] >= 0;
+  return CurrentKernels() != nullptr && s.in[0] == 1 && s.kernel[0] == 1 && s.pad[0] == 0 &&
+         s.out[0] == 1 && s.stride[0] == 1 && s.pad[1] >= 0 && s.pad[2] >= 0;
 }
 
 ChannelsLastWeights::ChannelsLastWeights(const float* w, int64_t maps, int64_t channels,
                                          const Spatial3& s)
-    : maps_(maps), depth_(channels * s.kernel_size()) {
-  const int64_t taps = s.kernel_size(), panels = (maps + kPanel - 1) / kPanel;
-  const size_t bytes = static_cast<size_t>(panels * kPanel * depth_) * sizeof(float);
+    : maps_(maps), depth_(channels * s.kernel_size()), panel_width_(CurrentKernels()->nr) {
+  const int64_t taps = s.kernel_size(), panels = (maps + panel_width_ - 1) / panel_width_;
+  const size_t bytes = static_cast<size_t>(panels * panel_width_ * depth_) * sizeof(float);
   data_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
   for (int64_t j = 0; j < panels; ++j) {
-    float* panel = data_.get() + j * kPanel * depth_;
+    float* panel = data_.get() + j * panel_width_ * depth_;
     for (int64_t t = 0, k = 0; t < taps; ++t) {
       for (int64_t c = 0; c < channels; ++c, ++k) {
-        for (int64_t i = 0; i < kPanel; ++i) {
-          const int64_t m = j * kPanel + i;
-          panel[k * kPanel + i] = m < maps ? w[(m * channels + c) * taps + t] : 0.0f;
+        for (int64_t i = 0; i < panel_width_; ++i) {
+          const int64_t m = j * panel_width_ + i;
+          panel[k * panel_width_ + i] = m < maps ? w[(m * channels + c) * taps + t] : 0.0f;
         }
       }
     }
@@ -159,58 +272,16 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
   const int64_t stride_h = s.stride[1], stride_w = s.stride[2];
   const int64_t dilation_h = s.dilation[1], dilation_w = s.dilation[2];
   const int64_t pad_top = s.pad[1], pad_left = s.pad[2];
+  const Kernels& kernels = *CurrentKernels();
+  const int mr = kernels.mr, nr = kernels.nr;
   const int64_t maps = weights.maps(), depth = weights.depth(), positions = out_h * out_w;
   const int64_t threads = pool != nullptr ? pool->size() : 1;
   const bool parallel = threads > 1 && maps * depth * positions >= kMinParallelMacs;
   ThreadPool* const used = parallel ? pool : nullptr;
 
-  // The padded image covers what the taps reach: padded pixel (y, x) is input pixel
-  // (y - pad_top, x - pad_left), or 0.
-  const int64_t padded_h = (out_h - 1) * stride_h + (kernel_h - 1) * dilation_h + 1;
-  const int64_t padded_w = (out_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
-  const int64_t row_floats = padded_w * channels;
-  thread_local std::vector<float> padded;
-  padded.resize(padded_h * row_floats);
-  const int64_t first_column = std::min(pad_left, padded_w);
-  const int64_t columns = std::clamp<int64_t>(padded_w - pad_left, 0, in_w);
-  float* const buffer = padded.data();
-  ParallelFor(padded_h * row_floats >= (int64_t{1} << 16) ? used : nullptr, padded_h, 1,
-              [&](int64_t begin, int64_t end) {
-                for (int64_t y = begin; y < end; ++y) {
-                  float* row = buffer + y * row_floats;
-                  const int64_t ih = y - pad_top;
-                  if (ih < 0 || ih >= in_h || columns == 0) {
-                    std::fill(row, row + row_floats, 0.0f);
-                    continue;
-                  }
-                  std::fill(row, row + first_column * channels, 0.0f);
-                  std::fill(row + (first_column + columns) * channels, row + row_floats, 0.0f);
-                  CopyRowChannelsLast(image + ih * in_w, channels, in_h * in_w, columns,
-                                      row + first_column * channels);
-                }
-              });
-
-  // The pieces of every depth block, in depth order (kh, kw, c): a block's panel of weights
-  // stays in L1 while the tiles of the item go through it.
-  const int64_t block = GemmDepthBlock(depth);
-  std::vector<Piece> pieces;
-  std::vector<int64_t> first_piece = {0};
-  for (int64_t k0 = 0; k0 < depth; k0 += block) {
-    const int64_t k1 = std::min(depth, k0 + block);
-    for (int64_t k = k0; k < k1;) {
-      const int64_t tap = k / channels, c = k % channels;
-      const int64_t kh = tap / kernel_w, kw = tap % kernel_w;
-      const int64_t count = std::min(channels - c, k1 - k);
-      pieces.push_back({(kh * dilation_h * padded_w + kw * dilation_w) * channels + c, count,
-                        static_cast<int32_t>(kh), static_cast<int32_t>(kw)});
-      k += count;
-    }
-    first_piece.push_back(static_cast<int64_t>(pieces.size()));
-  }
-
-  // Tiles: each output row cut into runs of at most kMr positions, as even as can be.
+  // Tiles: each output row cut into runs of at most mr positions, as even as can be.
   struct TileSpan {
-    int64_t position = 0, pixel = 0;  // first position; its pixel's offset in the buffer
+    int64_t position = 0, oh = 0, ow = 0;  // first position, and its output row and column
     int rows = 0;
     Reach reach;
   };
@@ -229,24 +300,88 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
     return std::make_pair(lo, std::max(lo, hi));
   };
   std::vector<TileSpan> tiles;
-  const int64_t per_row = (out_w + kMr - 1) / kMr;
+  const int64_t per_row = (out_w + mr - 1) / mr;
+  // The padded pixels the taps that are not skipped read: rows [y_lo, y_hi) by columns
+  // [x_lo, x_hi) of the image padded as the convolution pads it. Only these are copied: with
+  // large dilations (DeepLab's ASPP at rate 36 on a 32x32 map) the padding is most of the
+  // padded image, and every tile skips it.
+  int64_t y_lo = INT64_MAX, y_hi = 0, x_lo = INT64_MAX, x_hi = 0;
   for (int64_t oh = 0; oh < out_h; ++oh) {
     const auto [kh_lo, kh_hi] = reaching(oh, oh + 1, stride_h, dilation_h, pad_top, in_h, kernel_h);
     for (int64_t i = 0, ow = 0; i < per_row; ++i) {
       const int rows = static_cast<int>(out_w / per_row + (i < out_w % per_row ? 1 : 0));
       const auto [kw_lo, kw_hi] =
           reaching(ow, ow + rows, stride_w, dilation_w, pad_left, in_w, kernel_w);
-      tiles.push_back({oh * out_w + ow,
-                       (oh * stride_h * padded_w + ow * stride_w) * channels,
-                       rows,
-                       {kh_lo, kh_hi, kw_lo, kw_hi}});
+      tiles.push_back({oh * out_w + ow, oh, ow, rows, {kh_lo, kh_hi, kw_lo, kw_hi}});
+      if (kh_lo < kh_hi && kw_lo < kw_hi) {
+        y_lo = std::min(y_lo, oh * stride_h + kh_lo * dilation_h);
+        y_hi = std::max(y_hi, oh * stride_h + (kh_hi - 1) * dilation_h + 1);
+        x_lo = std::min(x_lo, ow * stride_w + kw_lo * dilation_w);
+        x_hi = std::max(x_hi, (ow + rows - 1) * stride_w + (kw_hi - 1) * dilation_w + 1);
+      }
       ow += rows;
     }
   }
+  if (y_lo >= y_hi) y_lo = y_hi = x_lo = x_hi = 0;  // every tap of every tile is skipped
+
+  // The copied pixels channels-last: pixel (y, x) of the padded image is input pixel
+  // (y - pad_top, x - pad_left), or 0, at ((y - y_lo) * kept_w + x - x_lo) * channels.
+  const int64_t kept_h = y_hi - y_lo, kept_w = x_hi - x_lo;
+  const int64_t row_floats = kept_w * channels;
+  thread_local std::vector<float> padded;
+  padded.resize(kept_h * row_floats);
+  // The kept columns inside the image: [first_column, first_column + columns) of a kept row.
+  const int64_t first_column = std::clamp<int64_t>(pad_left - x_lo, 0, kept_w);
+  const int64_t columns =
+      std::clamp<int64_t>(std::min(x_hi, pad_left + in_w) - x_lo - first_column, 0, in_w);
+  float* const buffer = padded.data();
+  ParallelFor(kept_h * row_floats >= (int64_t{1} << 16) ? used : nullptr, kept_h, 1,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t y = begin; y < end; ++y) {
+                  float* row = buffer + y * row_floats;
+                  const int64_t ih = y + y_lo - pad_top;
+                  if (ih < 0 || ih >= in_h || columns == 0) {
+                    std::fill(row, row + row_floats, 0.0f);
+                    continue;
+                  }
+                  std::fill(row, row + first_column * channels, 0.0f);
+                  std::fill(row + (first_column + columns) * channels, row + row_floats, 0.0f);
+                  kernels.copy_row(image + ih * in_w + (x_lo + first_column - pad_left), channels,
+                                   in_h * in_w, columns, row + first_column * channels);
+                }
+              });
+  // Where a tile's first position reads through tap (0, 0), as an address only: with the
+  // first rows or columns not kept it lies before the buffer, which the tile's taps that are
+  // not skipped never do.
+  auto tile_pixels = [&](const TileSpan& t) {
+    const int64_t offset =
+        ((t.oh * stride_h - y_lo) * kept_w + (t.ow * stride_w - x_lo)) * channels;
+    return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(buffer) +
+                                          static_cast<uintptr_t>(offset * int64_t{sizeof(float)}));
+  };
+
+  // The pieces of every depth block, in depth order (kh, kw, c): a block's panel of weights
+  // stays in L1 while the tiles of the item go through it.
+  const int64_t block = GemmDepthBlock(depth);
+  std::vector<Piece> pieces;
+  std::vector<int64_t> first_piece = {0};
+  for (int64_t k0 = 0; k0 < depth; k0 += block) {
+    const int64_t k1 = std::min(depth, k0 + block);
+    for (int64_t k = k0; k < k1;) {
+      const int64_t tap = k / channels, c = k % channels;
+      const int64_t kh = tap / kernel_w, kw = tap % kernel_w;
+      const int64_t count = std::min(channels - c, k1 - k);
+      pieces.push_back({(kh * dilation_h * kept_w + kw * dilation_w) * channels + c, count,
+                        static_cast<int32_t>(kh), static_cast<int32_t>(kw)});
+      k += count;
+    }
+    first_piece.push_back(static_cast<int64_t>(pieces.size()));
+  }
+
   const int64_t tile_count = static_cast<int64_t>(tiles.size());
 
   // The product, positions by maps: a row holds every panel whole.
-  const int64_t panels = (maps + kNr - 1) / kNr, ldp = panels * kNr;
+  const int64_t panels = (maps + nr - 1) / nr, ldp = panels * nr;
   thread_local std::vector<float> product;
   product.resize(positions * ldp);
   float* const result = product.data();
@@ -266,19 +401,19 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
     for (int64_t k0 = 0, b = 0; k0 < depth; k0 += block, ++b) {
       args.pieces = pieces.data() + first_piece[b];
       args.piece_count = first_piece[b + 1] - first_piece[b];
-      args.b = weights.panel(panel) + k0 * kNr;
+      args.b = weights.panel(panel) + k0 * nr;
       args.accumulate = k0 > 0;
       for (int64_t t = t0; t < t1; ++t) {
-        args.a = buffer + tiles[t].pixel;
-        args.c = result + tiles[t].position * ldp + panel * kNr;
+        args.a = tile_pixels(tiles[t]);
+        args.c = result + tiles[t].position * ldp + panel * nr;
         args.reach = tiles[t].reach;
-        kTiles[tiles[t].rows - 1](args);
+        kernels.tiles[tiles[t].rows - 1](args);
       }
     }
     const int64_t p0 = tiles[t0].position;
     const int64_t p1 = t1 < tile_count ? tiles[t1].position : positions;
-    TransposeAddBiasMaps(result + p0 * ldp, ldp, p1 - p0, panel * kNr,
-                         std::min(maps, (panel + 1) * kNr), epilogue, out + p0, positions);
+    TransposeAddBiasMaps(result + p0 * ldp, ldp, p1 - p0, panel * nr,
+                         std::min(maps, (panel + 1) * nr), epilogue, out + p0, positions);
   });
 }
 
@@ -310,18 +445,62 @@ __attribute__((target("avx512f"))) void TransposeAddBiasAvx512(const float* src,
   }
 }
 
+// TransposeAddBiasMaps 8 maps by 8 positions at a time through an in-register transpose (as
+// gemm_kernels.cc's AVX2 epilogue rounds), the rest one by one.
+__attribute__((target("avx2"))) void TransposeAddBiasAvx2(const float* src, int64_t lds,
+                                                          int64_t rows, int64_t m0, int64_t m1,
+                                                          const GemmEpilogue& epilogue, float* dst,
+                                                          int64_t ldd) {
+  const float* bias = epilogue.row_bias;
+  const __m256 lo = _mm256_set1_ps(epilogue.clamp_min), hi = _mm256_set1_ps(epilogue.clamp_max);
+  const __m256 hs_alpha = _mm256_set1_ps(epilogue.hard_swish_alpha);
+  const __m256 hs_beta = _mm256_set1_ps(epilogue.hard_swish_beta);
+  const int64_t full_rows = rows / 8 * 8;
+  int64_t m = m0;
+  for (; m + 8 <= m1; m += 8) {
+    for (int64_t i = 0; i < full_rows; i += 8) {
+      __m256 r[8];
+      for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + (i + j) * lds + m);
+      Transpose8x8(r);
+      for (int j = 0; j < 8; ++j) {
+        __m256 x = _mm256_add_ps(r[j], _mm256_set1_ps(bias != nullptr ? bias[m + j] : 0.0f));
+        if (epilogue.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));  // NaN stays
+        if (epilogue.hard_swish) {
+          __m256 product = _mm256_mul_ps(hs_alpha, x);
+          __asm__("" : "+x"(product));  // no contraction into a multiply-add
+          const __m256 gate = _mm256_add_ps(product, hs_beta);
+          x = _mm256_mul_ps(
+              x, _mm256_min_ps(_mm256_max_ps(gate, _mm256_setzero_ps()), _mm256_set1_ps(1.0f)));
+        }
+        _mm256_storeu_ps(dst + (m + j) * ldd + i, x);
+      }
+    }
+  }
+  for (int64_t map = m0; map < m1; ++map) {
+    const float b = bias != nullptr ? bias[map] : 0.0f;
+    for (int64_t i = map < m ? full_rows : 0; i < rows; ++i) {
+      dst[map * ldd + i] = epilogue.Activate(src[i * lds + map] + b);
+    }
+  }
+}
+
 }  // namespace
 
 void TransposeAddBiasMaps(const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
                           const GemmEpilogue& epilogue, float* dst, int64_t ldd) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx2 = __builtin_cpu_supports("avx2");
   if (avx512) {
     TransposeAddBiasAvx512(src, lds, rows, m0, m1, epilogue, dst, ldd);
-    return;
-  }
-  for (int64_t m = m0; m < m1; ++m) {
-    const float b = epilogue.row_bias != nullptr ? epilogue.row_bias[m] : 0.0f;
-    for (int64_t i = 0; i < rows; ++i) dst[m * ldd + i] = epilogue.Activate(src[i * lds + m] + b);
+  } else if (avx2) {
+    TransposeAddBiasAvx2(src, lds, rows, m0, m1, epilogue, dst, ldd);
+  } else {
+    for (int64_t m = m0; m < m1; ++m) {
+      const float b = epilogue.row_bias != nullptr ? epilogue.row_bias[m] : 0.0f;
+      for (int64_t i = 0; i < rows; ++i) {
+        dst[m * ldd + i] = epilogue.Activate(src[i * lds + m] + b);
+      }
+    }
   }
 }
 

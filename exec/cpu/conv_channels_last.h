@@ -3,8 +3,10 @@
 // channels-last buffer (pixel after pixel, the channels of a pixel contiguous), so that the row
 // of columns^T for output position p through kernel tap (kh, kw) is the C channels of one
 // pixel: the micro-kernel broadcasts them from there, no im2col. The weights are packed as B
-// (32 maps a panel) with their depth in (kh, kw, c) order. A tile is up to 12 positions of one
-// output row (their pixels stride_w * C floats apart) by 32 maps; each thread takes panels of
+// (panels of the GEMM tile's columns: 32 maps with AVX-512, 16 with AVX2) with their depth in
+// (kh, kw, c) order. A tile is up to the GEMM tile's rows of positions (12 or 6) of one output
+// row (their pixels stride_w * C floats apart) by a panel of maps; kernel taps that read only
+// padding for every position of a tile are skipped. Each thread takes panels of
 // maps for runs of positions and transposes its part of the product back into Y's planes with
 // the bias and activation while it is still in cache.
 #pragma once
@@ -19,27 +21,26 @@
 
 namespace ovfix::exec {
 
-// Whether ChannelsLastConv takes this geometry: 1-D or 2-D, pads not negative, the AVX-512
-// GEMM kernel.
+// Whether ChannelsLastConv takes this geometry: 1-D or 2-D, pads not negative, the AVX-512 or
+// the AVX2 GEMM kernel.
 bool ChannelsLastConvApplies(const Spatial3& s);
 
-// W (maps x channels x kernel taps, ONNX's layout) packed for ChannelsLastConv: panel after
-// panel of 32 maps, each panel's whole depth (in (kh, kw, c) order) contiguous at 32 floats a
-// step (maps past the last are 0), so that a thread streams its panels front to back.
+// W (maps x channels x kernel taps, ONNX's layout) packed for ChannelsLastConv with the GEMM
+// kernel in use: panel after panel of its tile's columns of maps, each panel's whole depth (in
+// (kh, kw, c) order) contiguous at a panel's width a step (maps past the last are 0), so that a
+// thread streams its panels front to back.
 class ChannelsLastWeights {
  public:
   ChannelsLastWeights(const float* w, int64_t maps, int64_t channels, const Spatial3& s);
   int64_t maps() const { return maps_; }
   int64_t depth() const { return depth_; }
-  const float* panel(int64_t j) const { return data_.get() + j * kPanel * depth_; }
-
-  static constexpr int64_t kPanel = 32;
+  const float* panel(int64_t j) const { return data_.get() + j * panel_width_ * depth_; }
 
  private:
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };
-  int64_t maps_ = 0, depth_ = 0;
+  int64_t maps_ = 0, depth_ = 0, panel_width_ = 0;
   std::unique_ptr<float[], Free> data_;
 };
 

@@ -19,7 +19,7 @@ namespace ovfix::exec {
 
 // Whether ImplicitConv takes this geometry (maps x depth weights) with the current GEMM
 // micro-kernel: 1-D or 2-D, output rows wide enough to fill the register tile, and the
-// AVX-512 kernel.
+// AVX-512 or AVX2 kernel.
 bool ImplicitConvApplies(const Spatial3& s, int64_t depth);
 
 // The depth blocks to pack the weights in for ImplicitConv: deeper than the GEMM's (each

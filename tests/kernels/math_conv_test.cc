@@ -215,6 +215,10 @@ TEST(ConvTest, MatchesNaive) {
       // Wide enough to use several threads and blocks.
       {{1, 32, 40, 40}, {48, 32, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{1, 64, 9, 9}, {300, 64, 3, 3}, 1, {}, {}, {1, 1, 1, 1}},
+      // Dilations as large as the map (DeepLab's ASPP) with groups and a batch: taps that read
+      // only padding for a whole tile of positions are skipped.
+      {{2, 16, 8, 9}, {64, 8, 3, 3}, 2, {1, 1}, {5, 5}, {5, 5, 5, 5}, "", true},
+      {{2, 12, 10, 10}, {40, 12, 3, 3}, 1, {1, 1}, {12, 12}, {12, 12, 12, 12}, "", true},
   };
   for (const ConvCase& c : cases) {
     CheckConv(c, false);
@@ -328,17 +332,23 @@ TEST(ConvTest, ImplicitGemmMatchesNaive) {
       {{1, 200, 20, 40}, {8, 200, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
   };
   // The weights as the GEMM packs them (without the pool) and in the deeper blocks the
-  // convolution asks for (with it).
-  const bool ran = MatchesNaiveDirectly(
-      cases, "implicit", ImplicitConvApplies,
-      [](const ConvCase& c, const Spatial3& s, const float* x, const float* w,
-         const GemmEpilogue& epilogue, float* y, ThreadPool* pool) {
-        const int64_t maps = c.w[0], channels = c.x[1], depth = channels * s.kernel_size();
-        const PackedA packed(w, depth, false, maps, depth,
-                             pool != nullptr ? ImplicitConvDepthBlock(depth) : 0);
-        ImplicitConv(packed, x, channels, s, epilogue, y, pool);
-      });
-  if (!ran) GTEST_SKIP() << "no AVX-512 GEMM kernel here";
+  // convolution asks for (with it); with every GEMM micro-kernel that has the path (AVX-512,
+  // AVX2).
+  bool ran = false;
+  for (const std::string& kernel : AvailableGemmKernels()) {
+    ASSERT_TRUE(SelectGemmKernelForTesting(kernel));
+    ran |= MatchesNaiveDirectly(
+        cases, "implicit " + kernel, ImplicitConvApplies,
+        [](const ConvCase& c, const Spatial3& s, const float* x, const float* w,
+           const GemmEpilogue& epilogue, float* y, ThreadPool* pool) {
+          const int64_t maps = c.w[0], channels = c.x[1], depth = channels * s.kernel_size();
+          const PackedA packed(w, depth, false, maps, depth,
+                               pool != nullptr ? ImplicitConvDepthBlock(depth) : 0);
+          ImplicitConv(packed, x, channels, s, epilogue, y, pool);
+        });
+  }
+  SelectGemmKernelForTesting(AvailableGemmKernels().front());
+  if (!ran) GTEST_SKIP() << "no AVX-512 or AVX2 GEMM kernel here";
 }
 
 // The channels-last transposed convolution (late layers), called directly: rows of one to
@@ -361,15 +371,28 @@ TEST(ConvTest, ChannelsLastMatchesNaive) {
       {{1, 50, 40}, {48, 50, 5}, 1, {2}, {2}, {3, 1}, "", true},
       {{1, 300, 6, 6}, {100, 300, 3, 3}, 1, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{1, 3, 16, 16}, {64, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}},
+      // Dilations as large as the map (DeepLab's ASPP): only the padded pixels that taps not
+      // skipped read are copied; here the image alone (rate 12 on 8x8: the centre tap), part
+      // of the padding (rate 6 on 9x10), and with strides and asymmetric pads.
+      {{1, 17, 8, 8}, {19, 17, 3, 3}, 1, {1, 1}, {12, 12}, {12, 12, 12, 12}, "", true},
+      {{1, 20, 9, 10}, {24, 20, 3, 3}, 1, {1, 1}, {6, 6}, {6, 6, 6, 6}, "", true},
+      {{1, 10, 12, 11}, {18, 10, 3, 3}, 1, {2, 1}, {4, 5}, {5, 2, 3, 6}},
   };
-  const bool ran = MatchesNaiveDirectly(
-      cases, "channels-last", [](const Spatial3& s, int64_t) { return ChannelsLastConvApplies(s); },
-      [](const ConvCase& c, const Spatial3& s, const float* x, const float* w,
-         const GemmEpilogue& epilogue, float* y, ThreadPool* pool) {
-        const ChannelsLastWeights packed(w, c.w[0], c.x[1], s);
-        ChannelsLastConv(packed, x, c.x[1], s, epilogue, y, pool);
-      });
-  if (!ran) GTEST_SKIP() << "no AVX-512 GEMM kernel here";
+  // With every GEMM micro-kernel that has the path (AVX-512, AVX2).
+  bool ran = false;
+  for (const std::string& kernel : AvailableGemmKernels()) {
+    ASSERT_TRUE(SelectGemmKernelForTesting(kernel));
+    ran |= MatchesNaiveDirectly(
+        cases, "channels-last " + kernel,
+        [](const Spatial3& s, int64_t) { return ChannelsLastConvApplies(s); },
+        [](const ConvCase& c, const Spatial3& s, const float* x, const float* w,
+           const GemmEpilogue& epilogue, float* y, ThreadPool* pool) {
+          const ChannelsLastWeights packed(w, c.w[0], c.x[1], s);
+          ChannelsLastConv(packed, x, c.x[1], s, epilogue, y, pool);
+        });
+  }
+  SelectGemmKernelForTesting(AvailableGemmKernels().front());
+  if (!ran) GTEST_SKIP() << "no AVX-512 or AVX2 GEMM kernel here";
 }
 
 // Depthwise convolution by blocks of 16 channels, called directly so that each case surely

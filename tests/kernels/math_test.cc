@@ -509,5 +509,50 @@ TEST(BatchNormTest, InferenceAndTraining) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Inference over float planes of every length around the vector widths (the vectorized loop
+// and its remainder), without an activation and with a fused clamp or hard swish: bit for bit
+// a plain loop over the same per-channel scale and shift (x * scale, then + shift, in float),
+// then the activation as FusedActivation::Activate applies it.
+TEST(BatchNormTest, FloatPlanesBitForBitWithFusedActivations) {
+  std::mt19937 rng(41);
+  const std::vector<float> scale = {0.5f, 1.5f, -1.0f}, bias = {0.1f, 0.2f, 0.3f};
+  const std::vector<float> mean = {0.0f, 0.2f, -0.1f}, var = {1.0f, 0.5f, 2.0f};
+  const double epsilon = 1e-5f;
+  std::vector<float> a(3), b(3);
+  for (int c = 0; c < 3; ++c) {
+    const double s = scale[c] / std::sqrt(var[c] + epsilon);
+    a[c] = static_cast<float>(s);
+    b[c] = static_cast<float>(bias[c] - mean[c] * s);
+  }
+  std::vector<FusedActivation> activations(3);
+  activations[1].clamp = true;
+  activations[1].clamp_min = -0.25f;
+  activations[1].clamp_max = 0.5f;
+  activations[2].hard_swish = true;
+  activations[2].hard_swish_alpha = 1.0f / 6.0f;
+  activations[2].hard_swish_beta = 0.5f;
+  for (int64_t inner : {1, 7, 8, 9, 16, 17, 35, 100}) {
+    const Dims dims = {2, 3, inner};
+    const auto x = RandomFloats(6 * inner, rng);
+    for (const FusedActivation& activation : activations) {
+      NodeRun run;
+      run.fused = activation;
+      auto out = RunNode("BatchNormalization", 15,
+                         {FloatTensor(dims, x), FloatTensor({3}, scale), FloatTensor({3}, bias),
+                          FloatTensor({3}, mean), FloatTensor({3}, var)},
+                         {}, run);
+      ASSERT_TRUE(out.ok()) << out.status();
+      for (int64_t i = 0; i < 6 * inner; ++i) {
+        const int64_t c = (i / inner) % 3;
+        const float product = x[i] * a[c];
+        const float expected = activation.Activate(product + b[c]);
+        ASSERT_EQ((*out)[0].data<float>()[i], expected)
+            << "inner " << inner << " element " << i << (activation.clamp ? " clamp" : "")
+            << (activation.hard_swish ? " hard swish" : "");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ovfix::exec::math_testing
