@@ -266,8 +266,11 @@ TEST_P(ConvertedCompare, ConversionKeepsEveryLayer) {
   auto pair = RunOvfix("compare " + original + " " + converted + data + " --rtol 1e-2");
   EXPECT_EQ(pair.exit_code, 0) << pair.out << pair.err;
   EXPECT_EQ(SummaryLine(pair.out).rfind("no divergence", 0), 0u) << pair.out;
-  auto typed =
-      RunOvfix("compare " + converted + data + " --ref cpu:fp32 --test opencl:fp32 --rtol 1e-3");
+  // Both sides store the model's float16 tensors as typed; a sum the two backends add in
+  // another order may round to the neighbouring float16 (2^-11 of its value), so the outputs
+  // are held to 1e-3 of their range rather than to an fp32 model's 1e-4.
+  auto typed = RunOvfix("compare " + converted + data +
+                        " --ref cpu:fp32 --test opencl:fp32 --rtol 1e-3 --accuracy max:1e-3");
   EXPECT_EQ(typed.exit_code, 0) << typed.out << typed.err;
 }
 
