@@ -152,17 +152,21 @@ absl::Status CheckGraphNodes(const Graph& graph, const Model& model,
 namespace {
 
 // A convolution or pooling input of a declared rank below 3 (batch, channels, one spatial axis
-// at least), or a Conv/ConvTranspose weight whose rank differs from the input's: onnx 1.12's
-// inference indexes spatial dims that are not there (ConvTranspose's crashed on a rank-2 input).
+// at least), or a convolution weight whose rank differs from the input's: onnx 1.12's
+// inference indexes spatial dims that are not there (ConvTranspose's crashed on a rank-2 input,
+// QLinearConv's on a rank-3 input with a rank-4 weight).
 absl::Status CheckSpatialRanks(const Node& node) {
   const Value* x = node.input(0);
   const int rank = x != nullptr ? x->rank() : -1;
   if (rank >= 0 && rank < 3) {
     return NodeError(node, "input of rank ", rank, ": needs batch, channels and spatial axes");
   }
+  // The weight: input 1, QLinearConv's input 3 (after x's scale and zero point).
   const bool weight_second = node.op_type() == "Conv" || node.op_type() == "ConvTranspose" ||
                              node.op_type() == "ConvInteger";
-  const Value* w = weight_second ? node.input(1) : nullptr;
+  const Value* w = weight_second                     ? node.input(1)
+                   : node.op_type() == "QLinearConv" ? node.input(3)
+                                                     : nullptr;
   const int weight_rank = w != nullptr ? w->rank() : -1;
   if (rank >= 0 && weight_rank >= 0 && weight_rank != rank) {
     return NodeError(node, "weight of rank ", weight_rank, " for an input of rank ", rank);

@@ -154,13 +154,17 @@ namespace ovfix {
 namespace {
 
 // Found by the convert fuzzer: ConvTranspose on a rank-2 input crashed onnx 1.12's inference
-// (fuzz/regressions/convert/conv_transpose_rank2_input.txt); refused before it runs.
+// (fuzz/regressions/convert/conv_transpose_rank2_input.txt); by the load_model fuzzer:
+// QLinearConv on a rank-3 input with a rank-4 weight (fuzz/regressions/load_model/
+// qlinearconv_weight_rank.onnx). Refused before inference runs.
 TEST(NodeCheck, ConvolutionsNeedSpatialAxesAndWeightsOfTheInputsRank) {
   for (const char* text : {
            "g (float[1,3] x, float[1,2,3] w) => (y) { y = ConvTranspose(x, w) }",
            "g (float[1,3] x, float[1,1,3] w) => (y) { y = Conv(x, w) }",
            "g (float[1,1,8] x, float[1,1,3,3] w) => (y) { y = Conv(x, w) }",
            "g (float[1,3] x) => (y) { y = MaxPool<kernel_shape = [2]>(x) }",
+           "g (uint8[1,7,7] x, float xs, uint8 xz, uint8[1,1,1,1] w, float ws, uint8 wz, "
+           "float ys, uint8 yz) => (y) { y = QLinearConv(x, xs, xz, w, ws, wz, ys, yz) }",
        }) {
     absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(text);
     ASSERT_TRUE(model.ok()) << model.status();
