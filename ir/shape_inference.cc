@@ -46,10 +46,42 @@ bool NeedsDataPropagation(const Model& model) {
   return false;
 }
 
+namespace {
+
+// onnx 1.12's inference writes what its formulas give, a negative dim too (a pooling window
+// wider than the padded input): such a dim is unknown here, as no tensor can have it (a file
+// that declared it would be refused on load).
+void ForgetNegativeDims(onnx::TypeProto& type) {
+  switch (type.value_case()) {
+    case onnx::TypeProto::kTensorType:
+      if (!type.tensor_type().has_shape()) break;  // an unknown rank stays unknown
+      for (onnx::TensorShapeProto::Dimension& d :
+           *type.mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+        if (d.has_dim_value() && d.dim_value() < 0) d.clear_dim_value();
+      }
+      break;
+    case onnx::TypeProto::kSequenceType:
+      ForgetNegativeDims(*type.mutable_sequence_type()->mutable_elem_type());
+      break;
+    case onnx::TypeProto::kOptionalType:
+      ForgetNegativeDims(*type.mutable_optional_type()->mutable_elem_type());
+      break;
+    case onnx::TypeProto::kMapType:
+      ForgetNegativeDims(*type.mutable_map_type()->mutable_value_type());
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
 void ApplyInferredTypes(const onnx::GraphProto& gp, Graph& g) {
   auto apply = [&](const onnx::ValueInfoProto& vi) {
     Value* v = g.FindValue(vi.name());
-    if (v != nullptr && !v->is_initializer() && vi.has_type()) *v->mutable_type() = vi.type();
+    if (v == nullptr || v->is_initializer() || !vi.has_type()) return;
+    *v->mutable_type() = vi.type();
+    ForgetNegativeDims(*v->mutable_type());
   };
   for (const auto& vi : gp.value_info()) apply(vi);
   for (const auto& vi : gp.output()) apply(vi);

@@ -156,7 +156,7 @@ namespace {
 // Found by the convert fuzzer: ConvTranspose on a rank-2 input crashed onnx 1.12's inference
 // (fuzz/regressions/convert/conv_transpose_rank2_input.txt); by the load_model fuzzer:
 // QLinearConv on a rank-3 input with a rank-4 weight (fuzz/regressions/load_model/
-// qlinearconv_weight_rank.onnx). Refused before inference runs.
+// qlinearconv_weight_rank.bin). Refused before inference runs.
 TEST(NodeCheck, ConvolutionsNeedSpatialAxesAndWeightsOfTheInputsRank) {
   for (const char* text : {
            "g (float[1,3] x, float[1,2,3] w) => (y) { y = ConvTranspose(x, w) }",
@@ -176,6 +176,25 @@ TEST(NodeCheck, ConvolutionsNeedSpatialAxesAndWeightsOfTheInputsRank) {
       ParseModelText("g (float[1,1,8] x, float[1,1,3] w) => (y) { y = Conv(x, w) }");
   ASSERT_TRUE(fine.ok());
   EXPECT_TRUE(CheckNodes(**fine).ok());
+}
+
+// Found by the load_model fuzzer: a MaxPool window (126) wider than its padded input (32) made
+// onnx's inference write the output dim -93, which the saved file then declared and the next
+// load refused. The dim is left unknown, and the model saves and loads again.
+TEST(ShapeInference, ANegativeInferredDimIsLeftUnknown) {
+  absl::StatusOr<std::unique_ptr<Model>> model = ParseModelText(
+      "g (float[1,3,28,28] x) => (y) "
+      "{ y = MaxPool<kernel_shape = [3, 126], pads = [2, 2, 2, 2]>(x) }");
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE(InferShapes(**model).ok());
+  const Value* y = (*model)->graph().outputs()[0];
+  ASSERT_EQ(y->rank(), 4);
+  const onnx::TensorShapeProto& shape = y->type().tensor_type().shape();
+  EXPECT_EQ(shape.dim(2).dim_value(), 30);
+  EXPECT_FALSE(shape.dim(3).has_dim_value()) << shape.dim(3).dim_value();
+  absl::StatusOr<std::unique_ptr<Model>> again =
+      ModelFromProto(ModelToProto(**model), "", "m.onnx");
+  EXPECT_TRUE(again.ok()) << again.status();
 }
 
 }  // namespace
