@@ -140,6 +140,30 @@ void TransposedConv(const float* image, bool pointwise, const Spatial3& s,
   TransposeAddBias(product.data(), positions, maps, epilogue, out, pool);
 }
 
+// The pixels a strided, unpadded 1x1 kernel reads, `channels` planes of s.in_size() gathered
+// into planes of s.out_size() in `buffer`; returns the buffer's data.
+const float* SubsamplePlanes(const float* image, int64_t channels, const Spatial3& s,
+                             std::vector<float>& buffer, ThreadPool* pool) {
+  const int64_t in_size = s.in_size(), out_size = s.out_size();
+  buffer.resize(channels * out_size);
+  float* const dst = buffer.data();
+  ParallelFor(channels * out_size >= (int64_t{1} << 16) ? pool : nullptr, channels, 1,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t ch = begin; ch < end; ++ch) {
+                  const float* plane = image + ch * in_size;
+                  float* o = dst + ch * out_size;
+                  for (int64_t d = 0; d < s.out[0]; ++d) {
+                    for (int64_t h = 0; h < s.out[1]; ++h) {
+                      const float* row =
+                          plane + ((d * s.stride[0]) * s.in[1] + h * s.stride[1]) * s.in[2];
+                      for (int64_t w = 0; w < s.out[2]; ++w) *o++ = row[w * s.stride[2]];
+                    }
+                  }
+                }
+              });
+  return dst;
+}
+
 // The activation the session fused into the node, over the finished output (the paths
 // without a GEMM epilogue).
 void ApplyFusedActivation(const KernelContext& ctx, float* y, int64_t n) {
@@ -194,9 +218,12 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
 
   const float* x_data = c.x.data<float>();
   float* y_data = y.data<float>();
-  const bool pointwise = c.s.kernel_size() == 1 && c.in_size == c.out_size && c.s.pad[0] == 0 &&
-                         c.s.pad[1] == 0 && c.s.pad[2] == 0 && c.s.stride[0] == 1 &&
-                         c.s.stride[1] == 1 && c.s.stride[2] == 1;
+  const bool unpadded_1x1 =
+      c.s.kernel_size() == 1 && c.s.pad[0] == 0 && c.s.pad[1] == 0 && c.s.pad[2] == 0;
+  // A strided 1x1 kernel (ResNet's downsampling shortcuts) reads every stride-th pixel: those
+  // are gathered into planes of the output's size, then it is a pointwise product.
+  const bool subsampled = unpadded_1x1 && c.in_size != c.out_size;
+  const bool pointwise = unpadded_1x1;
 
   if (c.out_size == 1) {
     // One output pixel per map (e.g. a 1x1 map in a squeeze-excitation block): a
@@ -208,7 +235,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
         // A 1x1 kernel over a single pixel reads the channels as they lie.
         const float* column = image;
         std::vector<float> gathered, phases;
-        if (!pointwise) {
+        if (!pointwise || subsampled) {
           const ColumnLayout layout(c.s);
           const float* prepared = PrepareImage(image, c.group_channels, c.s, layout, phases);
           gathered.resize(c.depth);
@@ -250,6 +277,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     const int64_t n = item / group, gi = item % group;
     const float* image = x_data + (n * c.channels + gi * c.group_channels) * c.in_size;
     float* out = y_data + (n * c.maps + gi * c.group_maps) * c.out_size;
+    thread_local std::vector<float> gathered;
+    if (subsampled) image = SubsamplePlanes(image, c.group_channels, c.s, gathered, pool);
     GemmEpilogue epilogue{ctx.fused};
     epilogue.row_bias = c.bias != nullptr ? c.bias + gi * c.group_maps : nullptr;
     thread_local std::vector<float> phases;
@@ -262,7 +291,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
       TransposedConv(prepared, pointwise, c.s, layout, packed.transposed_groups[gi], epilogue, out,
                      pool);
     } else if (pointwise) {
-      GemmPacked(packed.groups[gi], MatrixB(image, c.in_size, false), c.out_size, out, c.out_size,
+      GemmPacked(packed.groups[gi], MatrixB(image, c.out_size, false), c.out_size, out, c.out_size,
                  epilogue, pool);
     } else if (implicit) {
       ImplicitConv(packed.groups[gi], image, c.group_channels, c.s, epilogue, out, pool);

@@ -20,6 +20,7 @@ namespace {
 // micro-kernel in use (the weights' panels are nr maps wide).
 constexpr int kAvx512Mr = 12, kAvx512Nr = 32;
 constexpr int kAvx2Mr = 6, kAvx2Nr = 16;
+constexpr int kMaxMr = kAvx512Mr;
 // Below this many multiply-adds a convolution runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
 // The threads take about this many items each.
@@ -42,8 +43,8 @@ struct Reach {
 };
 
 struct TileArgs {
-  const float* a = nullptr;  // the tile's first position: its pixel through tap (0, 0)
-  int64_t lda = 0;           // floats from one position's pixel to the next
+  // Each position's pixel through tap (0, 0) (a tile's positions may span output rows).
+  std::array<const float*, kMaxMr> a{};
   const Piece* pieces = nullptr;
   int64_t piece_count = 0;
   Reach reach;
@@ -64,7 +65,6 @@ struct Avx512Tile {
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     const float* b = t.b;
-    const int64_t lda = t.lda;
     for (int64_t p = 0; p < t.piece_count; ++p) {
       const Piece& piece = t.pieces[p];
       const int64_t count = piece.count;
@@ -72,12 +72,14 @@ struct Avx512Tile {
         b += count * kAvx512Nr;
         continue;
       }
-      const float* a = t.a + piece.offset;
+      const float* a[R];
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) a[r] = t.a[r] + piece.offset;
       for (int64_t k = 0; k < count; ++k) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 12
         for (int r = 0; r < R; ++r) {
-          const __m512 ar = _mm512_set1_ps(a[r * lda + k]);
+          const __m512 ar = _mm512_set1_ps(a[r][k]);
           acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
           acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
         }
@@ -105,7 +107,6 @@ struct Avx2Tile {
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     const float* b = t.b;
-    const int64_t lda = t.lda;
     for (int64_t p = 0; p < t.piece_count; ++p) {
       const Piece& piece = t.pieces[p];
       const int64_t count = piece.count;
@@ -113,12 +114,14 @@ struct Avx2Tile {
         b += count * kAvx2Nr;
         continue;
       }
-      const float* a = t.a + piece.offset;
+      const float* a[R];
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) a[r] = t.a[r] + piece.offset;
       for (int64_t k = 0; k < count; ++k) {
         const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 6
         for (int r = 0; r < R; ++r) {
-          const __m256 ar = _mm256_broadcast_ss(a + r * lda + k);
+          const __m256 ar = _mm256_broadcast_ss(a[r] + k);
           acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
           acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
         }
@@ -279,9 +282,11 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
   const bool parallel = threads > 1 && maps * depth * positions >= kMinParallelMacs;
   ThreadPool* const used = parallel ? pool : nullptr;
 
-  // Tiles: each output row cut into runs of at most mr positions, as even as can be.
+  // Tiles: the positions in row-major order cut into runs of mr (the last run shorter). A
+  // run may span output rows: each position has its own pixel address, so rows whose width is
+  // not a multiple of mr (7 or 14 at the end of a ResNet) leave no short tile per row.
   struct TileSpan {
-    int64_t position = 0, oh = 0, ow = 0;  // first position, and its output row and column
+    int64_t position = 0;  // first position
     int rows = 0;
     Reach reach;
   };
@@ -299,27 +304,48 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
     }
     return std::make_pair(lo, std::max(lo, hi));
   };
+  // A tile's positions as runs within one output row: (row, first column, end column).
+  auto for_each_segment = [out_w](int64_t position, int rows, auto&& fn) {
+    for (int64_t p = position, end = position + rows; p < end;) {
+      const int64_t oh = p / out_w, ow = p % out_w;
+      const int64_t ow_end = std::min(out_w, ow + (end - p));
+      fn(oh, ow, ow_end);
+      p += ow_end - ow;
+    }
+  };
   std::vector<TileSpan> tiles;
-  const int64_t per_row = (out_w + mr - 1) / mr;
+  tiles.reserve((positions + mr - 1) / mr);
   // The padded pixels the taps that are not skipped read: rows [y_lo, y_hi) by columns
   // [x_lo, x_hi) of the image padded as the convolution pads it. Only these are copied: with
   // large dilations (DeepLab's ASPP at rate 36 on a 32x32 map) the padding is most of the
   // padded image, and every tile skips it.
   int64_t y_lo = INT64_MAX, y_hi = 0, x_lo = INT64_MAX, x_hi = 0;
-  for (int64_t oh = 0; oh < out_h; ++oh) {
-    const auto [kh_lo, kh_hi] = reaching(oh, oh + 1, stride_h, dilation_h, pad_top, in_h, kernel_h);
-    for (int64_t i = 0, ow = 0; i < per_row; ++i) {
-      const int rows = static_cast<int>(out_w / per_row + (i < out_w % per_row ? 1 : 0));
+  for (int64_t position = 0; position < positions; position += mr) {
+    const int rows = static_cast<int>(std::min<int64_t>(mr, positions - position));
+    // The taps some position of the tile reaches the image through (the union of its rows').
+    Reach reach{static_cast<int32_t>(kernel_h), 0, static_cast<int32_t>(kernel_w), 0};
+    for_each_segment(position, rows, [&](int64_t oh, int64_t ow0, int64_t ow1) {
+      const auto [kh_lo, kh_hi] =
+          reaching(oh, oh + 1, stride_h, dilation_h, pad_top, in_h, kernel_h);
       const auto [kw_lo, kw_hi] =
-          reaching(ow, ow + rows, stride_w, dilation_w, pad_left, in_w, kernel_w);
-      tiles.push_back({oh * out_w + ow, oh, ow, rows, {kh_lo, kh_hi, kw_lo, kw_hi}});
-      if (kh_lo < kh_hi && kw_lo < kw_hi) {
-        y_lo = std::min(y_lo, oh * stride_h + kh_lo * dilation_h);
-        y_hi = std::max(y_hi, oh * stride_h + (kh_hi - 1) * dilation_h + 1);
-        x_lo = std::min(x_lo, ow * stride_w + kw_lo * dilation_w);
-        x_hi = std::max(x_hi, (ow + rows - 1) * stride_w + (kw_hi - 1) * dilation_w + 1);
-      }
-      ow += rows;
+          reaching(ow0, ow1, stride_w, dilation_w, pad_left, in_w, kernel_w);
+      if (kh_lo >= kh_hi || kw_lo >= kw_hi) return;  // this run reads only padding
+      reach.kh_lo = std::min(reach.kh_lo, kh_lo);
+      reach.kh_hi = std::max(reach.kh_hi, kh_hi);
+      reach.kw_lo = std::min(reach.kw_lo, kw_lo);
+      reach.kw_hi = std::max(reach.kw_hi, kw_hi);
+    });
+    reach.kh_hi = std::max(reach.kh_lo, reach.kh_hi);
+    reach.kw_hi = std::max(reach.kw_lo, reach.kw_hi);
+    tiles.push_back({position, rows, reach});
+    if (reach.kh_lo < reach.kh_hi && reach.kw_lo < reach.kw_hi) {
+      // Every position of the tile reads through every tap of the reach.
+      for_each_segment(position, rows, [&](int64_t oh, int64_t ow0, int64_t ow1) {
+        y_lo = std::min(y_lo, oh * stride_h + reach.kh_lo * dilation_h);
+        y_hi = std::max(y_hi, oh * stride_h + (reach.kh_hi - 1) * dilation_h + 1);
+        x_lo = std::min(x_lo, ow0 * stride_w + reach.kw_lo * dilation_w);
+        x_hi = std::max(x_hi, (ow1 - 1) * stride_w + (reach.kw_hi - 1) * dilation_w + 1);
+      });
     }
   }
   if (y_lo >= y_hi) y_lo = y_hi = x_lo = x_hi = 0;  // every tap of every tile is skipped
@@ -350,12 +376,12 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
                                    in_h * in_w, columns, row + first_column * channels);
                 }
               });
-  // Where a tile's first position reads through tap (0, 0), as an address only: with the
-  // first rows or columns not kept it lies before the buffer, which the tile's taps that are
-  // not skipped never do.
-  auto tile_pixels = [&](const TileSpan& t) {
-    const int64_t offset =
-        ((t.oh * stride_h - y_lo) * kept_w + (t.ow * stride_w - x_lo)) * channels;
+  // Where position p reads through tap (0, 0), as an address only: with the first rows or
+  // columns not kept it lies before the buffer, which the tile's taps that are not skipped
+  // never do.
+  auto pixel = [&](int64_t p) {
+    const int64_t oh = p / out_w, ow = p % out_w;
+    const int64_t offset = ((oh * stride_h - y_lo) * kept_w + (ow * stride_w - x_lo)) * channels;
     return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(buffer) +
                                           static_cast<uintptr_t>(offset * int64_t{sizeof(float)}));
   };
@@ -396,15 +422,36 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
     const int64_t t0 = tile_count * run / runs, t1 = tile_count * (run + 1) / runs;
     if (t0 == t1) return;
     TileArgs args;
-    args.lda = stride_w * channels;
     args.ldc = ldp;
+    // Each tile's pixel addresses, made once for all the depth blocks.
+    thread_local std::vector<std::array<const float*, kMaxMr>> pixels;
+    pixels.resize(t1 - t0);
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int r = 0; r < tiles[t].rows; ++r) pixels[t - t0][r] = pixel(tiles[t].position + r);
+    }
     for (int64_t k0 = 0, b = 0; k0 < depth; k0 += block, ++b) {
       args.pieces = pieces.data() + first_piece[b];
       args.piece_count = first_piece[b + 1] - first_piece[b];
       args.b = weights.panel(panel) + k0 * nr;
       args.accumulate = k0 > 0;
+      // The next depth block's weights (or the next panel's first), fetched into the cache a
+      // part before each tile: the first tile of a block would otherwise wait on memory for
+      // every line of it (a deep layer's weights are megabytes, read once a run).
+      const char* next = reinterpret_cast<const char*>(
+          k0 + block < depth ? args.b + block * nr
+                             : (panel + 1 < panels ? weights.panel(panel + 1) : nullptr));
+      const int64_t next_depth =
+          k0 + block < depth ? std::min(block, depth - (k0 + block)) : std::min(block, depth);
+      const int64_t next_lines =
+          next == nullptr ? 0 : next_depth * nr * int64_t{sizeof(float)} / 64;
+      const int64_t tiles_here = t1 - t0;
       for (int64_t t = t0; t < t1; ++t) {
-        args.a = tile_pixels(tiles[t]);
+        for (int64_t line = next_lines * (t - t0) / tiles_here,
+                     end = next_lines * (t - t0 + 1) / tiles_here;
+             line < end; ++line) {
+          __builtin_prefetch(next + line * 64);
+        }
+        args.a = pixels[t - t0];
         args.c = result + tiles[t].position * ldp + panel * nr;
         args.reach = tiles[t].reach;
         kernels.tiles[tiles[t].rows - 1](args);
