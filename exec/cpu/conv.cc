@@ -211,8 +211,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     d.stride_h = c.s.stride[1], d.stride_w = c.s.stride[2];
     d.dilation_h = c.s.dilation[1], d.dilation_w = c.s.dilation[2];
     d.pad_top = c.s.pad[1], d.pad_left = c.s.pad[2];
-    DepthwiseConv2D(c.x.data<float>(), c.w.data<float>(), c.bias, y.data<float>(), d, ctx.pool);
-    ApplyFusedActivation(ctx, y.data<float>(), y.numel());
+    DepthwiseConv2D(c.x.data<float>(), c.w.data<float>(), c.bias, y.data<float>(), d, ctx.pool,
+                    ctx.fused);
     return absl::OkStatus();
   }
 

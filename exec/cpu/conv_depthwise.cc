@@ -10,6 +10,7 @@
 
 #include "exec/cpu/float_vec.h"
 #include "exec/cpu/gemm.h"
+#include "exec/kernel.h"
 
 namespace ovfix::exec {
 namespace {
@@ -178,6 +179,15 @@ inline void ConvolveOnePlane(const float* x, const float* w, const float* bias, 
   }
 }
 
+// The activation fused into the convolution over n outputs just written (still in cache), as
+// the whole output would have it afterwards: the same functions, in the same order.
+__attribute__((noinline)) void Activate(float* y, int64_t n, const FusedActivation& activation) {
+  if (activation.clamp) ClampFloats(y, n, activation.clamp_min, activation.clamp_max, nullptr);
+  if (activation.hard_swish) {
+    HardSwishFloats(y, n, activation.hard_swish_alpha, activation.hard_swish_beta, nullptr);
+  }
+}
+
 // Input planes [begin, end) to their output planes: split the padded input into phases, then
 // per output plane sum the shifted phase vectors (acc[i] += w[t] * source_t[i]) with the
 // accumulators of a chunk in registers across all taps. The padding in the phase planes is
@@ -185,8 +195,10 @@ inline void ConvolveOnePlane(const float* x, const float* w, const float* bias, 
 template <bool kAvx512, int W>
 inline void ConvolvePlanes(const float* x, const float* w, const float* bias, float* y,
                            const DepthwiseShape& s, const Layout& l, int64_t begin, int64_t end,
-                           Scratch& scratch) {
+                           const FusedActivation& activation, Scratch& scratch) {
   const int64_t taps = s.kernel_h * s.kernel_w;
+  const bool activate = activation.clamp || activation.hard_swish;
+  const int64_t outputs = s.multiplier * s.out_h * s.out_w;  // of one input plane
   float* phases = scratch.phases.data();
   std::fill(phases, phases + l.phases * l.phase_stride, 0.0f);
   for (int64_t t = 0; t < taps; ++t) {
@@ -195,42 +207,48 @@ inline void ConvolvePlanes(const float* x, const float* w, const float* bias, fl
   for (int64_t plane = begin; plane < end; ++plane) {
     const int64_t first_map = (plane % s.channels) * s.multiplier;
     ConvolveOnePlane<kAvx512, W>(x + plane * s.in_h * s.in_w, w + first_map * taps,
-                                 bias != nullptr ? bias + first_map : nullptr,
-                                 y + plane * s.multiplier * s.out_h * s.out_w, s, l, phases,
-                                 scratch.acc.data(), scratch.sources.data());
+                                 bias != nullptr ? bias + first_map : nullptr, y + plane * outputs,
+                                 s, l, phases, scratch.acc.data(), scratch.sources.data());
+    if (activate) Activate(y + plane * outputs, outputs, activation);
   }
 }
 
 __attribute__((target("avx512f,fma"), optimize("fp-contract=fast"), flatten)) void
 ConvolvePlanesAvx512(const float* x, const float* w, const float* bias, float* y,
                      const DepthwiseShape& s, const Layout& l, int64_t begin, int64_t end,
-                     Scratch& scratch) {
-  ConvolvePlanes<true, 16>(x, w, bias, y, s, l, begin, end, scratch);
+                     const FusedActivation& activation, Scratch& scratch) {
+  ConvolvePlanes<true, 16>(x, w, bias, y, s, l, begin, end, activation, scratch);
 }
 
 __attribute__((target("avx2,fma"), optimize("fp-contract=fast", "vect-cost-model=dynamic"),
                flatten)) void
 ConvolvePlanesAvx2(const float* x, const float* w, const float* bias, float* y,
                    const DepthwiseShape& s, const Layout& l, int64_t begin, int64_t end,
-                   Scratch& scratch) {
-  ConvolvePlanes<false, 8>(x, w, bias, y, s, l, begin, end, scratch);
+                   const FusedActivation& activation, Scratch& scratch) {
+  ConvolvePlanes<false, 8>(x, w, bias, y, s, l, begin, end, activation, scratch);
 }
 
 __attribute__((optimize("vect-cost-model=dynamic"), flatten)) void ConvolvePlanesBaseline(
     const float* x, const float* w, const float* bias, float* y, const DepthwiseShape& s,
-    const Layout& l, int64_t begin, int64_t end, Scratch& scratch) {
-  ConvolvePlanes<false, 4>(x, w, bias, y, s, l, begin, end, scratch);
+    const Layout& l, int64_t begin, int64_t end, const FusedActivation& activation,
+    Scratch& scratch) {
+  ConvolvePlanes<false, 4>(x, w, bias, y, s, l, begin, end, activation, scratch);
 }
 
 }  // namespace
 
 void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y,
-                     const DepthwiseShape& s, ThreadPool* pool) {
+                     const DepthwiseShape& s, ThreadPool* pool, const FusedActivation& activation) {
   // The instruction set follows the GEMM's choice (so tests can switch both together).
   const std::string_view isa = CurrentGemmGeometry().name;
   const bool avx512 = isa == "avx512", avx2 = isa == "avx2";
   if (avx512 && DepthwiseBlockedApplies(s)) {
     DepthwiseConv2DBlocked(x, w, bias, y, s, pool);
+    const int64_t n = s.batch * s.channels * s.multiplier * s.out_h * s.out_w;
+    if (activation.clamp) ClampFloats(y, n, activation.clamp_min, activation.clamp_max, pool);
+    if (activation.hard_swish) {
+      HardSwishFloats(y, n, activation.hard_swish_alpha, activation.hard_swish_beta, pool);
+    }
     return;
   }
   const Layout layout = MakeLayout(s);
@@ -243,11 +261,11 @@ void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y
     scratch.acc.resize(layout.length);
     scratch.sources.resize(taps);
     if (avx512) {
-      ConvolvePlanesAvx512(x, w, bias, y, s, layout, begin, end, scratch);
+      ConvolvePlanesAvx512(x, w, bias, y, s, layout, begin, end, activation, scratch);
     } else if (avx2) {
-      ConvolvePlanesAvx2(x, w, bias, y, s, layout, begin, end, scratch);
+      ConvolvePlanesAvx2(x, w, bias, y, s, layout, begin, end, activation, scratch);
     } else {
-      ConvolvePlanesBaseline(x, w, bias, y, s, layout, begin, end, scratch);
+      ConvolvePlanesBaseline(x, w, bias, y, s, layout, begin, end, activation, scratch);
     }
   };
   ParallelFor(work >= (int64_t{1} << 19) ? pool : nullptr, planes, 1, run);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "exec/fused_activation.h"
 #include "exec/thread_pool.h"
 
 namespace ovfix::exec {
@@ -28,7 +29,9 @@ bool DepthwiseBlockedApplies(const DepthwiseShape& shape);
 void DepthwiseConv2DBlocked(const float* x, const float* w, const float* bias, float* y,
                             const DepthwiseShape& shape, ThreadPool* pool);
 
+// Then `activation` over the output (each plane while it is in cache).
 void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y,
-                     const DepthwiseShape& shape, ThreadPool* pool);
+                     const DepthwiseShape& shape, ThreadPool* pool,
+                     const FusedActivation& activation = {});
 
 }  // namespace ovfix::exec

@@ -475,7 +475,10 @@ TEST(ConvTest, FusedActivationMatchesNaiveThenActivation) {
       {{1, 48, 7, 7}, {64, 48, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true},        // transposed
       // Transposed pointwise (deep enough for its tiles to pay for the transposition).
       {{1, 576, 7, 7}, {96, 576, 1, 1}, 1, {}, {}, {}, "", true},
-      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},   // depthwise
+      {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},  // depthwise
+      // Depthwise, activated plane by plane: a channel multiplier, wide rows, stride 2.
+      {{1, 3, 9, 70}, {6, 1, 3, 3}, 3, {1, 1}, {}, {1, 1, 1, 1}, "", true},
+      {{2, 5, 12, 13}, {5, 1, 5, 5}, 5, {2, 2}, {}, {2, 2, 2, 2}, "", true},
       {{1, 24, 1, 1}, {40, 24, 1, 1}, 1, {}, {}, {}, "", true},               // one pixel
       {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {2, 1}, {}, {1, 1, 1, 1}, "", true},  // groups
       {{2, 3, 20}, {5, 3, 4}, 1, {3}, {2}, {1, 2}, "", true},                 // 1-D
