@@ -1,5 +1,6 @@
 #include "rules/passes/fold_batch_normalization.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -91,23 +92,43 @@ std::string Check(const Node& bn, Plan& plan) {
   return "";
 }
 
-// The output channel of element `i` of the weight.
-int64_t ChannelOf(const Node& p, const Tensor& w, int64_t i) {
-  int64_t inner = 1;  // elements per index of the dim that selects the channel
+// Scales every element of the weight `w` of `p` by its output channel's factor. The loops
+// follow the weight's layout (the channel of an element is never computed one by one: a
+// ResNet-50 has 23 million weights).
+void ScaleByOutputChannel(const Node& p, Tensor& w, const std::vector<double>& s) {
+  float* wd = w.data<float>();
+  auto scale = [&](int64_t begin, int64_t count, int64_t c) {
+    for (int64_t i = begin; i < begin + count; ++i) wd[i] = static_cast<float>(wd[i] * s[c]);
+  };
   if (p.op_type() == "Conv") {
-    for (size_t d = 1; d < w.rank(); ++d) inner *= w.dim(d);
-    return i / inner;
+    // [M, C/group, k...]: channel-major.
+    const int64_t m = w.dim(0), inner = w.numel() / std::max<int64_t>(m, 1);
+    for (int64_t c = 0; c < m; ++c) scale(c * inner, inner, c);
+    return;
   }
   if (p.op_type() == "ConvTranspose") {
+    // [C, M/group, k...]: input channel c of group c / per_group_in, output channel j within it.
+    int64_t inner = 1;
     for (size_t d = 2; d < w.rank(); ++d) inner *= w.dim(d);
     const int64_t per_group_out = w.dim(1);
     const int64_t per_group_in = w.dim(0) / p.GetInt("group", 1);
-    const int64_t c = i / (inner * per_group_out);
-    const int64_t j = (i / inner) % per_group_out;
-    return (c / per_group_in) * per_group_out + j;
+    for (int64_t c = 0; c < w.dim(0); ++c) {
+      for (int64_t j = 0; j < per_group_out; ++j) {
+        scale((c * per_group_out + j) * inner, inner, (c / per_group_in) * per_group_out + j);
+      }
+    }
+    return;
   }
-  // Gemm: B is [K, N], or [N, K] with transB.
-  return p.GetInt("transB", 0) != 0 ? i / w.dim(1) : i % w.dim(1);
+  // Gemm: B is [K, N] (the channel is the column), or [N, K] with transB (the row).
+  const int64_t rows = w.dim(0), cols = w.dim(1);
+  if (p.GetInt("transB", 0) != 0) {
+    for (int64_t n = 0; n < rows; ++n) scale(n * cols, cols, n);
+  } else {
+    for (int64_t k = 0; k < rows; ++k) {
+      float* row = wd + k * cols;
+      for (int64_t n = 0; n < cols; ++n) row[n] = static_cast<float>(row[n] * s[n]);
+    }
+  }
 }
 
 void Fold(PassContext& ctx, Node* bn, const Plan& plan) {
@@ -120,10 +141,7 @@ void Fold(PassContext& ctx, Node* bn, const Plan& plan) {
     s[c] = plan.scale.GetAsDouble(c) / std::sqrt(plan.var.GetAsDouble(c) + plan.epsilon);
   }
   Tensor w = plan.weight.Clone();
-  float* wd = w.data<float>();
-  for (int64_t i = 0; i < w.numel(); ++i) {
-    wd[i] = static_cast<float>(wd[i] * s[ChannelOf(*p, w, i)]);
-  }
+  ScaleByOutputChannel(*p, w, s);
   const bool gemm = p->op_type() == "Gemm";
   const double beta = gemm ? p->GetFloat("beta", 1.0f) : 1.0;
   std::vector<float> bias(m);
