@@ -254,15 +254,20 @@ ChannelsLastWeights::ChannelsLastWeights(const float* w, int64_t maps, int64_t c
   const int64_t taps = s.kernel_size(), panels = (maps + panel_width_ - 1) / panel_width_;
   const size_t bytes = static_cast<size_t>(panels * panel_width_ * depth_) * sizeof(float);
   data_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-  for (int64_t j = 0; j < panels; ++j) {
-    float* panel = data_.get() + j * panel_width_ * depth_;
-    for (int64_t t = 0, k = 0; t < taps; ++t) {
-      for (int64_t c = 0; c < channels; ++c, ++k) {
-        for (int64_t i = 0; i < panel_width_; ++i) {
-          const int64_t m = j * panel_width_ + i;
-          panel[k * panel_width_ + i] = m < maps ? w[(m * channels + c) * taps + t] : 0.0f;
-        }
-      }
+  // Maps past the last are 0 in the last panel.
+  if (maps % panel_width_ != 0) {
+    float* last = data_.get() + (panels - 1) * panel_width_ * depth_;
+    std::fill(last, last + panel_width_ * depth_, 0.0f);
+  }
+  // W is read in its own order (map by map): element (m, c, t) goes to depth (t, c) of lane
+  // m % panel_width of panel m / panel_width. A panel's writes for one map are a lane of
+  // lines that the next maps of the panel fill in while they are in cache.
+  for (int64_t m = 0; m < maps; ++m) {
+    float* lane = data_.get() + (m / panel_width_) * panel_width_ * depth_ + m % panel_width_;
+    const float* src = w + m * channels * taps;
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t t = 0; t < taps; ++t)
+        lane[(t * channels + c) * panel_width_] = src[c * taps + t];
     }
   }
 }
