@@ -5,6 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
+#include <vector>
 
 namespace ovfix::exec {
 
@@ -32,6 +34,16 @@ struct FusedActivation {
     }
     return x;
   }
+};
+
+// A map of each channel applied to a kernel's input as the kernel reads it (a
+// BatchNormalization folded into the Conv after it): x * scale[c] + shift[c], a product then a
+// sum (no multiply-add), then clamped to [lo, hi] (NaN stays NaN), as BatchNormalization and
+// its fused clamp compute it.
+struct ChannelAffine {
+  std::vector<float> scale, shift;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
 };
 
 }  // namespace ovfix::exec

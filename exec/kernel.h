@@ -55,6 +55,10 @@ struct KernelContext {
   // dim the vector's length equals): output 0 + bias along its last dim, added after the
   // product is complete (so rounded as the Add would) and before `fused`.
   const Tensor* fused_bias = nullptr;
+  // Set when the session folded a BatchNormalization (and its clamp) that alone fed input 0
+  // into the node (only Conv, exec/plan_fusion.h): input 0 is that BatchNormalization's input,
+  // to be read through the map of each channel.
+  const ChannelAffine* input_affine = nullptr;
   // Per output, where the session placed it (exec/concat_in_place.h): a slice of a Concat's
   // output that the output is made in when the kernel asks for exactly its size. Empty, or
   // null entries: fresh buffers.
@@ -63,7 +67,7 @@ struct KernelContext {
   // A context with no inputs, outputs or session services: for the attribute and geometry
   // helpers, and for callers that fill in the rest.
   static KernelContext For(const Node& node, int opset) {
-    return {node, opset, {}, {}, nullptr, nullptr, {}, 0, nullptr, {}, nullptr, nullptr};
+    return {node, opset, {}, {}, nullptr, nullptr, {}, 0, nullptr, {}, nullptr, nullptr, nullptr};
   }
 
   size_t num_inputs() const { return inputs.size(); }

@@ -1,5 +1,7 @@
 #include "exec/plan_fusion.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string_view>
 
@@ -211,10 +213,63 @@ std::optional<ProducerFusion> FusionOf(const Node& node, int opset, int depth) {
   return std::nullopt;
 }
 
+// A constant (an initializer no input overrides) float vector; its length, or -1.
+int64_t ConstantFloatVectorLength(const Value* v) {
+  if (v == nullptr || !v->is_initializer() || v->is_graph_input()) return -1;
+  const Tensor& t = v->tensor();
+  return t.type() == DataType::kFloat && t.rank() == 1 ? t.numel() : -1;
+}
+
 }  // namespace
 
 std::optional<ProducerFusion> FusionIntoProducer(const Node& node, int opset) {
   return FusionOf(node, opset, 0);
+}
+
+std::optional<ConsumerFusion> FusionIntoConsumer(const Node& node, int opset) {
+  if (opset < 9 || !Plain(node, "BatchNormalization") || node.num_inputs() != 5 ||
+      node.GetInt("training_mode", 0) != 0 || !MakesFloat(node)) {
+    return std::nullopt;
+  }
+  const int64_t channels = ConstantFloatVectorLength(node.input(1));
+  for (size_t i = 2; i < 5; ++i) {
+    if (channels < 0 || ConstantFloatVectorLength(node.input(i)) != channels) return std::nullopt;
+  }
+  ConsumerFusion f;
+  f.last = &node;
+  // The clamp the plan folds into the BatchNormalization (a hard swish stays a step of it).
+  const Value* out = node.output(0);
+  if (out->uses().size() == 1 && !out->is_graph_output()) {
+    const Node& reader = *out->uses()[0].node;
+    const std::optional<ProducerFusion> taken = FusionIntoProducer(reader, opset);
+    if (taken && taken->producer == &node) {
+      if (!taken->activation.clamp || taken->last != &reader) return std::nullopt;
+      f.last = &reader;
+      f.affine.lo = taken->activation.clamp_min;
+      f.affine.hi = taken->activation.clamp_max;
+    }
+  }
+  const Value* read = f.last->output(0);
+  if (read->is_graph_output() || read->uses().size() != 1) return std::nullopt;
+  const Node& conv = *read->uses()[0].node;
+  if (conv.owner() != node.owner() || !IsDefaultDomain(conv) || conv.op_type() != "Conv" ||
+      read->uses()[0].input_index != 0 || conv.num_inputs() < 2 ||
+      std::count(conv.inputs().begin(), conv.inputs().end(), read) != 1) {
+    return std::nullopt;
+  }
+  f.consumer = &conv;
+  // The scale and shift as the BatchNormalization kernel makes them (in double, then float).
+  const double epsilon = node.GetFloat("epsilon", 1e-5f);
+  const Tensor &gamma = node.input(1)->tensor(), &beta = node.input(2)->tensor();
+  const Tensor &mean = node.input(3)->tensor(), &var = node.input(4)->tensor();
+  f.affine.scale.resize(channels);
+  f.affine.shift.resize(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double scale = gamma.GetAsDouble(c) / std::sqrt(var.GetAsDouble(c) + epsilon);
+    f.affine.scale[c] = static_cast<float>(scale);
+    f.affine.shift[c] = static_cast<float>(beta.GetAsDouble(c) - mean.GetAsDouble(c) * scale);
+  }
+  return f;
 }
 
 }  // namespace ovfix::exec

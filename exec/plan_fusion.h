@@ -14,6 +14,13 @@
 // A step takes a bias, then at most one activation. All of this only where the session fuses
 // at all: not while it captures or observes every value or rounds float tensors to half
 // (widened float16, fp16 precisions).
+//
+// Folded into the node after it (FusionIntoConsumer): an inference BatchNormalization (opset
+// 9 on, its four parameters constant float vectors of one length), with the clamp the session
+// folds into it if any, whose output (the clamp's, then) is read by one float Conv alone, as
+// its input 0 (DenseNet's pre-activation BatchNormalization + Relu after a Concat, which
+// cannot fold into a weight): the Conv reads the BatchNormalization's input through the
+// per-channel scale and shift (KernelContext::input_affine).
 #pragma once
 
 #include <optional>
@@ -37,6 +44,18 @@ struct ProducerFusion {
   FusedActivation activation;    // kActivation: the clamp or hard swish applied
 };
 
+// How a BatchNormalization goes into the step of the Conv that reads its output.
+struct ConsumerFusion {
+  const Node* consumer = nullptr;  // the Conv
+  // The node whose output the Conv reads: the BatchNormalization, or the clamp folded into it.
+  const Node* last = nullptr;
+  ChannelAffine affine;  // what the Conv applies to each channel of its input 0
+};
+
+// Whether and how the session's plan folds `node` (a BatchNormalization) into the node that
+// reads its output.
+std::optional<ConsumerFusion> FusionIntoConsumer(const Node& node, int opset);
+
 // Whether and how the session's plan folds `node` into the node that makes its input; `opset`
 // is the model's opset of the default domain (Clip's bounds are attributes before 11).
 std::optional<ProducerFusion> FusionIntoProducer(const Node& node, int opset);
@@ -44,6 +63,11 @@ std::optional<ProducerFusion> FusionIntoProducer(const Node& node, int opset);
 // Whether the session's plan folds `node` into the node that makes its input.
 inline bool FusesIntoProducer(const Node& node, int opset) {
   return FusionIntoProducer(node, opset).has_value();
+}
+
+// Whether the session's plan folds `node` into another node's step, before or after it.
+inline bool FusesIntoStep(const Node& node, int opset) {
+  return FusesIntoProducer(node, opset) || FusionIntoConsumer(node, opset).has_value();
 }
 
 }  // namespace ovfix::exec

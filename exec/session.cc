@@ -42,6 +42,9 @@ struct Step : StepSlots {
   FusedActivation fused;
   // The constant bias an Add that alone read this step's output added (KernelContext).
   const Tensor* fused_bias = nullptr;
+  // The BatchNormalization folded into this step (a Conv) that fed its input 0, which the
+  // step now reads through it (KernelContext::input_affine).
+  std::shared_ptr<const ChannelAffine> input_affine;
   // A Concat that may find its inputs laid out in one buffer already (ConcatAsView).
   bool concat_view = false;
   // Its index among the Concats of Plan::concat_placement; -1 when it is none of them.
@@ -133,6 +136,7 @@ class Compiler {
         !options_.RoundsFloat32()) {
       PrecomputeConstantNodes(plan);
       FuseIntoProducers(plan);
+      FuseIntoConsumers(plan);
       // Subgraph plans run many times per run (a Loop body), each in a frame of its own: only
       // the main plan places values, so that each of its buffers serves one run.
       if (main && options_.concat_in_place) PlaceConcatInputs(plan);
@@ -249,6 +253,37 @@ class Compiler {
         into.fused = f->activation;
       }
       into.outputs[0] = step.outputs[0];
+    }
+    std::vector<Step> kept;
+    kept.reserve(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (!folded[i]) kept.push_back(std::move(plan.steps[i]));
+    }
+    plan.steps = std::move(kept);
+  }
+
+  // What the plan folds into the step after it (exec/plan_fusion.h: a BatchNormalization and
+  // its clamp into the Conv that reads them): the consumer reads the BatchNormalization's
+  // input through its scale and shift. Runs after FuseIntoProducers, whose steps make the
+  // clamp's output.
+  static void FuseIntoConsumers(Plan& plan) {
+    absl::flat_hash_map<const Node*, size_t> step_of;
+    for (size_t i = 0; i < plan.steps.size(); ++i) step_of[plan.steps[i].node] = i;
+    std::vector<bool> folded(plan.steps.size(), false);
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step& step = plan.steps[i];
+      std::optional<ConsumerFusion> f = FusionIntoConsumer(*step.node, step.opset);
+      if (!f) continue;
+      const auto consumer = step_of.find(f->consumer);
+      if (consumer == step_of.end()) continue;  // never: the Conv is a step of this plan
+      Step& into = plan.steps[consumer->second];
+      if (step.inputs.empty() || step.outputs.size() != 1 || into.inputs.empty() ||
+          into.inputs[0] != step.outputs[0] || into.input_affine != nullptr) {
+        continue;  // never: the predicate read the same graph
+      }
+      into.inputs[0] = step.inputs[0];
+      into.input_affine = std::make_shared<const ChannelAffine>(std::move(f->affine));
+      folded[i] = true;
     }
     std::vector<Step> kept;
     kept.reserve(plan.steps.size());
@@ -469,6 +504,7 @@ class Runner {
     ctx.recycler = recycler_;
     ctx.fused = step.fused;
     ctx.fused_bias = step.fused_bias;
+    ctx.input_affine = step.input_affine.get();
     // The input and output lists of the last step, kept for this one: two allocations a node
     // less, which a graph of thousands of small nodes feels. A subgraph run inside this step
     // finds none spare and makes its own.

@@ -12,12 +12,10 @@
 #include "exec/kernel.h"
 
 namespace ovfix::exec {
-namespace {
 
-// y = min(max(x * a + b, lo), hi) over n floats (NaN stays NaN), in one pass; a product, then
-// a sum, rounded alike on every CPU (no multiply-add). Compiled for AVX-512 and AVX2 as well:
-// the generic loop runs 4 floats a step at most (DenseNet's BatchNormalization + Relu layers
-// took 1.6x as long).
+// (math_kernels.h) A product, then a sum, rounded alike on every CPU (no multiply-add). Compiled
+// for AVX-512 and AVX2 as well: the generic loop runs 4 floats a step at most (DenseNet's
+// BatchNormalization + Relu layers took 1.6x as long).
 __attribute__((target_clones("avx512f", "avx2", "default"),
                optimize("vect-cost-model=dynamic", "fp-contract=off"))) void
 ScaleShiftClampRange(const float* x, float* y, int64_t n, float a, float b, float lo, float hi) {
@@ -27,6 +25,8 @@ ScaleShiftClampRange(const float* x, float* y, int64_t n, float a, float b, floa
     y[i] = v > hi ? hi : v;
   }
 }
+
+namespace {
 
 // y[n, f, s] = x[n, f, s] * scale[f] + shift[f], for `features` groups of `inner` elements,
 // then the activation the session fused into the node (a Relu after a pre-activation

@@ -197,11 +197,71 @@ struct ConvOperands {
   const int64_t batch, channels, maps, group_channels, group_maps, depth, in_size, out_size;
 };
 
+// The `planes` channel planes (`plane` floats each, the first of channel c0 % C) of an input
+// read through the map of each channel (KernelContext::input_affine), into `buffer`.
+const float* MapChannels(const float* x, int64_t planes, int64_t plane, int64_t c0,
+                         const ChannelAffine& affine, std::vector<float>& buffer,
+                         ThreadPool* pool) {
+  buffer.resize(planes * plane);
+  float* const dst = buffer.data();
+  const int64_t channels = static_cast<int64_t>(affine.scale.size());
+  ParallelFor(planes * plane >= (int64_t{1} << 16) ? pool : nullptr, planes,
+              std::max<int64_t>(1, 4096 / std::max<int64_t>(plane, 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t p = begin; p < end; ++p) {
+                  const int64_t ch = (c0 + p) % channels;
+                  ScaleShiftClampRange(x + p * plane, dst + p * plane, plane, affine.scale[ch],
+                                       affine.shift[ch], affine.lo, affine.hi);
+                }
+              });
+  return dst;
+}
+
+// B of a pointwise convolution (channels x positions) read through the map of each channel
+// as its blocks are packed: row k is channel first_channel + k.
+class MappedRowsB : public BSource {
+ public:
+  MappedRowsB(const float* b, int64_t ldb, const ChannelAffine& affine, int64_t first_channel)
+      : b_(b), ldb_(ldb), affine_(affine), first_channel_(first_channel) {}
+  const float* Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
+                    float* scratch) const override {
+    thread_local std::vector<float> row;
+    row.resize(nc);
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      const int64_t ch = first_channel_ + k0 + kk;
+      ScaleShiftClampRange(b_ + (k0 + kk) * ldb_ + n0, row.data(), nc, affine_.scale[ch],
+                           affine_.shift[ch], affine_.lo, affine_.hi);
+      PackRowIntoPanels(row.data(), nc, nr, kc * nr, scratch + kk * nr);
+    }
+    return scratch;
+  }
+
+ private:
+  const float* b_;
+  int64_t ldb_;
+  const ChannelAffine& affine_;
+  int64_t first_channel_;
+};
+
 absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t group, Tensor& y) {
   const ConvOperands<float> c(ctx, g, group);
   if (c.batch == 0 || c.maps == 0 || c.out_size == 0) return absl::OkStatus();
+  const ChannelAffine* affine = ctx.input_affine;
+  if (affine != nullptr && static_cast<int64_t>(affine->scale.size()) != c.channels) {
+    return ctx.Error("the BatchNormalization folded into it has ", affine->scale.size(),
+                     " channels, its input ", c.channels);
+  }
+  // Where the map is not applied as the input is packed, the mapped input whole.
+  thread_local std::vector<float> mapped;
+  const float* x_data = c.x.data<float>();
+  auto map_whole_input = [&] {
+    if (affine == nullptr) return;
+    x_data = MapChannels(x_data, c.batch * c.channels, c.in_size, 0, *affine, mapped, ctx.pool);
+    affine = nullptr;
+  };
 
   if (g.rank() <= 2 && group > 1 && group == c.channels) {
+    map_whole_input();
     DepthwiseShape d;
     d.batch = c.batch;
     d.channels = c.channels;
@@ -211,12 +271,10 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     d.stride_h = c.s.stride[1], d.stride_w = c.s.stride[2];
     d.dilation_h = c.s.dilation[1], d.dilation_w = c.s.dilation[2];
     d.pad_top = c.s.pad[1], d.pad_left = c.s.pad[2];
-    DepthwiseConv2D(c.x.data<float>(), c.w.data<float>(), c.bias, y.data<float>(), d, ctx.pool,
-                    ctx.fused);
+    DepthwiseConv2D(x_data, c.w.data<float>(), c.bias, y.data<float>(), d, ctx.pool, ctx.fused);
     return absl::OkStatus();
   }
 
-  const float* x_data = c.x.data<float>();
   float* y_data = y.data<float>();
   const bool unpadded_1x1 =
       c.s.kernel_size() == 1 && c.s.pad[0] == 0 && c.s.pad[1] == 0 && c.s.pad[2] == 0;
@@ -228,6 +286,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
   if (c.out_size == 1) {
     // One output pixel per map (e.g. a 1x1 map in a squeeze-excitation block): a
     // matrix-vector product with the weights as they are, nothing worth packing.
+    map_whole_input();
     for (int64_t n = 0; n < c.batch; ++n) {
       for (int64_t gi = 0; gi < group; ++gi) {
         const float* image = x_data + (n * c.channels + gi * c.group_channels) * c.in_size;
@@ -263,6 +322,9 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
   const bool channels_last = transposed && channels_last_applies;
   const bool implicit =
       !channels_last && !transposed && !pointwise && ImplicitConvApplies(c.s, c.depth);
+  // The direct pointwise product maps the channels as it packs them; the other paths read the
+  // input in place or through copies of their own.
+  if (channels_last || transposed || !pointwise) map_whole_input();
   ConvWeights local;
   const ConvWeights& packed =
       GetPackedWeights(ctx, c.w.data<float>(), group, c.group_maps, c.depth, transposed,
@@ -291,8 +353,14 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
       TransposedConv(prepared, pointwise, c.s, layout, packed.transposed_groups[gi], epilogue, out,
                      pool);
     } else if (pointwise) {
-      GemmPacked(packed.groups[gi], MatrixB(image, c.out_size, false), c.out_size, out, c.out_size,
-                 epilogue, pool);
+      if (affine != nullptr) {
+        GemmPacked(packed.groups[gi],
+                   MappedRowsB(image, c.out_size, *affine, gi * c.group_channels), c.out_size, out,
+                   c.out_size, epilogue, pool);
+      } else {
+        GemmPacked(packed.groups[gi], MatrixB(image, c.out_size, false), c.out_size, out,
+                   c.out_size, epilogue, pool);
+      }
     } else if (implicit) {
       ImplicitConv(packed.groups[gi], image, c.group_channels, c.s, epilogue, out, pool);
     } else {

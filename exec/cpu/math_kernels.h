@@ -2,6 +2,7 @@
 // kernels with their opset ranges; matmul.cc gathers them.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "exec/kernel.h"
@@ -14,5 +15,10 @@ void AddConvTransposeKernels(std::vector<KernelDef>& table);  // conv_transpose.
 void AddConvIntegerKernels(std::vector<KernelDef>& table);    // conv_integer.cc
 void AddPoolingKernels(std::vector<KernelDef>& table);        // pooling.cc
 void AddBatchNormKernels(std::vector<KernelDef>& table);      // batch_norm.cc
+
+// y = min(max(x * a + b, lo), hi) over n floats (NaN stays NaN), in one pass, as
+// BatchNormalization and its fused clamp compute it (batch_norm.cc); y may be x.
+void ScaleShiftClampRange(const float* x, float* y, int64_t n, float a, float b, float lo,
+                          float hi);
 
 }  // namespace ovfix::exec

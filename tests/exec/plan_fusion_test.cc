@@ -6,11 +6,14 @@
 // agreeing.
 #include "exec/plan_fusion.h"
 
+#include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
@@ -37,12 +40,12 @@ std::vector<const Node*> AllNodes(Model& model) {
   return nodes;
 }
 
-// What FusesIntoProducer says of each node.
+// What FusesIntoStep (into the producer's step or the consumer's) says of each node.
 std::set<std::string> PredictedFolded(Model& model) {
   const int opset = static_cast<int>(model.OpsetVersion(""));
   std::vector<const Node*> folded;
   for (const Node* n : AllNodes(model)) {
-    if (FusesIntoProducer(*n, opset)) folded.push_back(n);
+    if (FusesIntoStep(*n, opset)) folded.push_back(n);
   }
   return NamesOf(folded);
 }
@@ -86,7 +89,7 @@ class PlanFusion : public ::testing::TestWithParam<Case> {};
 TEST_P(PlanFusion, PredicateNamesWhatTheSessionFolds) {
   std::unique_ptr<Model> model = Parse(GetParam().model);
   ASSERT_NE(model, nullptr);
-  EXPECT_EQ(PredictedFolded(*model), GetParam().folded) << "FusesIntoProducer";
+  EXPECT_EQ(PredictedFolded(*model), GetParam().folded) << "FusesIntoStep";
   EXPECT_EQ(SessionFolded(*model), GetParam().folded) << "the session's plan";
 }
 
@@ -200,6 +203,53 @@ const Case kCases[] = {
         rb = Relu(bn)
       })",
      {"r1", "rb"}},
+    {"BatchNormalizationIntoTheConvAfterIt",
+     R"(
+      <ir_version: 8, opset_import: ["" : 14]>
+      agraph (float[1,2,5,5] x, float[3,2,1,1] w, float[2,3,1,1] wt)
+          => (float[1,3,5,5] y1, float[1,3,5,5] y2, float[1,3,5,5] y3)
+          <float[2] sc = {1, 0.5}, float[2] bb = {0, 0.1}, float[2] mu = {0.2, -0.1},
+           float[2] va = {1, 2}, float lo = {-0.5}, float hi = {0.5}> {
+        b1 = BatchNormalization(x, sc, bb, mu, va)
+        r1 = Relu(b1)
+        y1 = Conv(r1, w)
+        b2 = BatchNormalization <epsilon = 0.01> (x, sc, bb, mu, va)
+        y2 = Conv(b2, w)
+        b3 = BatchNormalization(x, sc, bb, mu, va)
+        c3 = Clip(b3, lo, hi)
+        y3 = Conv(c3, w)
+      })",
+     // With a Relu (folded into it first), alone, with a Clip.
+     {"b1", "r1", "b2", "b3", "c3"}},
+    {"BatchNormalizationNearMisses",
+     R"(
+      <ir_version: 8, opset_import: ["" : 14]>
+      agraph (float[1,2,5,5] x, float[3,2,1,1] w, float[2] va2, float[3,2,3,3] wt)
+          => (float[1,3,5,5] y1, float[1,2,5,5] r1, float[1,3,5,5] y2, float[1,3,5,5] y3,
+              float[1,3,5,5] y4, float[1,3,5,5] y5, float[1,3,3,3] y6)
+          <float[2] sc = {1, 0.5}, float[2] bb = {0, 0.1}, float[2] mu = {0.2, -0.1},
+           float[2] va = {1, 2}> {
+        b1 = BatchNormalization(x, sc, bb, mu, va)
+        r1 = Relu(b1)
+        y1 = Conv(r1, w)
+        b2 = BatchNormalization(x, sc, bb, mu, va)
+        y2 = Conv(b2, w)
+        n2 = Neg(b2)
+        b3 = BatchNormalization(x, sc, bb, mu, va2)
+        y3 = Conv(b3, w)
+        b4 = BatchNormalization(x, sc, bb, mu, va)
+        h4 = HardSwish(b4)
+        y4 = Conv(h4, w)
+        b5 = BatchNormalization(x, sc, bb, mu, va)
+        r5 = Relu(b5)
+        y5 = Add(r5, r5)
+        b6 = BatchNormalization(wt, sc, bb, mu, va)
+        y6 = Conv(x, b6)
+      })",
+     // The clamp's output also a graph output, a second reader, statistics from an input, a
+     // hard swish, a reader that is no Conv (the Relu still folds into the BatchNormalization),
+     // the Conv's weight.
+     {"r1", "h4", "r5"}},
     {"SubgraphsFoldWithinTheirOwnGraph",
      R"(
       <ir_version: 8, opset_import: ["" : 13]>
@@ -282,6 +332,86 @@ TEST(PlanFusionDetails, SaysWhatTheProducerTakes) {
   // The producers themselves go nowhere.
   for (const char* name : {"a", "e", "m"}) {
     EXPECT_FALSE(FusesIntoProducer(*by_output[name], 13)) << name;
+  }
+}
+
+// Conv inputs read through a folded BatchNormalization are the values the BatchNormalization
+// would have made, bit for bit, on every path a convolution takes: pointwise (many positions:
+// mapped as it is packed; few: the transposed product; strided), 3x3 (channels-last, implicit),
+// depthwise, grouped, a single output pixel, batch 2, with Relu, Clip or nothing after the
+// BatchNormalization, NaN and infinities in the input. The reference is the same session
+// observing every value, which folds nothing.
+TEST(PlanFusionDetails, ConsumerFusionComputesWhatTheGraphSays) {
+  struct Conv {
+    int64_t channels;
+    std::string x_dims, w_dims, attributes;
+  };
+  const std::vector<Conv> convs = {
+      {24, "2,24,20,20", "40,24,1,1", ""},
+      {400, "1,400,16,20", "32,400,1,1", ""},  // two depth blocks
+      {24, "1,24,7,7", "300,24,1,1", ""},
+      {24, "1,24,20,21", "40,24,1,1", "<strides = [2, 2]>"},
+      {24, "1,24,14,14", "40,24,3,3", "<pads = [1, 1, 1, 1]>"},
+      {24, "1,24,56,56", "16,24,3,3", "<pads = [1, 1, 1, 1]>"},
+      {24, "1,24,17,15", "24,1,3,3", "<group = 24, pads = [1, 1, 1, 1]>"},
+      {24, "1,24,9,9", "12,8,3,3", "<group = 3>"},
+      {24, "1,24,3,3", "10,24,3,3", ""},
+  };
+  const std::vector<std::string> after = {"r = Relu(b)", "r = Clip(b, lo, hi)", "r = Identity(b)"};
+  for (const Conv& conv : convs) {
+    for (const std::string& activation : after) {
+      const int64_t channels = conv.channels;
+      auto vector = [&](float first, float step) {
+        std::string text;
+        for (int64_t c = 0; c < channels; ++c) {
+          absl::StrAppend(&text, c > 0 ? ", " : "", first + step * static_cast<float>(c % 7));
+        }
+        return text;
+      };
+      const std::string text = absl::StrCat(
+          R"(<ir_version: 8, opset_import: ["" : 14]>
+          agraph (float[)",
+          conv.x_dims, R"(] x, float[)", conv.w_dims, R"(] w) => (y)
+          <float[)",
+          channels, "] sc = {", vector(0.5f, 0.3f), "}, float[", channels, "] bb = {",
+          vector(-0.4f, 0.15f), "}, float[", channels, "] mu = {", vector(0.1f, -0.07f),
+          "}, float[", channels, "] va = {", vector(0.2f, 0.9f),
+          R"(}, float lo = {-0.3}, float hi = {0.7}> {
+            b = BatchNormalization <epsilon = 0.001> (x, sc, bb, mu, va)
+            )",
+          activation, R"(
+            y = Conv )",
+          conv.attributes, R"( (r, w)
+          })");
+      std::unique_ptr<Model> model = Parse(text);
+      ASSERT_NE(model, nullptr) << text;
+      RandomInputOptions input_options;
+      absl::StatusOr<TensorMap> inputs = RandomInputs(model->graph(), input_options);
+      ASSERT_TRUE(inputs.ok()) << inputs.status();
+      float* x = (*inputs)["x"].data<float>();
+      x[0] = std::numeric_limits<float>::quiet_NaN();
+      x[5] = std::numeric_limits<float>::infinity();
+      x[(*inputs)["x"].numel() - 1] = -std::numeric_limits<float>::infinity();
+      std::vector<std::vector<float>> outputs;
+      for (const bool observe : {false, true}) {
+        SessionOptions options;
+        options.threads = 2;
+        if (observe) options.on_value = [](const Value&, const Tensor&) {};
+        absl::StatusOr<std::unique_ptr<Session>> session = CreateSession(*model, options);
+        ASSERT_TRUE(session.ok()) << session.status();
+        absl::StatusOr<std::vector<Tensor>> out = (*session)->Run(*inputs);
+        ASSERT_TRUE(out.ok()) << out.status();
+        const Tensor& y = out->front();
+        outputs.emplace_back(y.data<float>(), y.data<float>() + y.numel());
+      }
+      ASSERT_EQ(outputs[0].size(), outputs[1].size());
+      for (size_t i = 0; i < outputs[0].size(); ++i) {
+        // Bit for bit, NaN included.
+        ASSERT_EQ(std::memcmp(&outputs[0][i], &outputs[1][i], sizeof(float)), 0)
+            << conv.x_dims << " " << conv.attributes << " " << activation << ": element " << i
+            << " " << outputs[0][i] << " vs " << outputs[1][i];
+      }
+    }
   }
 }
 
