@@ -6,7 +6,9 @@
 // (bench/quantized_models.h: a five-level UNet, 64..512 channels and a 1024-channel
 // bottleneck, about 45 MB of int8 weights): `unet_dynamic_quant_large` (quantize_dynamic:
 // DynamicQuantizeLinear + ConvInteger on every conv) and `unet_qdq_large` (quantize_static,
-// QDQ around float Convs), fed a photograph scaled up to the input size.
+// QDQ around float Convs), fed a photograph scaled up to the input size; and two exporter-style
+// classes whose run takes over 30 ms (bench/exporter_models.h): `x_resnet50` at 224x224 and
+// `x_deeplabv3_mbv3` at 512x512, fed a photograph.
 // Target (docs/memory.md): the conversion's peak RssAnon <= 768 MB + the largest tensor.
 // A second table says where each conversion's time went, from its own `--verbose` time line
 // (converter/conversion_time.h): the wall time over the time of the model runs it made, as the
@@ -30,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/exporter_models.h"
 #include "bench/quantized_models.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
@@ -104,6 +107,12 @@ Case MakeCase(const std::string& name, int64_t size, const fs::path& root) {
   }
   if (name == "unet_qdq_large") {
     return WriteGenerated(name, QdqUnetModel(size, kLargeWidths), size, root);
+  }
+  // Exporter-style classes whose run takes over 30 ms (bench/exporter_models.h), fed a
+  // photograph at their own input size.
+  if (name == "x_resnet50") return WriteGenerated(name, ExportedResNet50Model(), 224, root);
+  if (name == "x_deeplabv3_mbv3") {
+    return WriteGenerated(name, ExportedDeepLabV3MobileNetV3Model(512), 512, root);
   }
   return {name, std::string(OVFIX_SHARED_DIR) + "/models/" + name};
 }
@@ -232,8 +241,14 @@ std::string LargestParts(const TimeParts& t) {
 
 int main(int argc, char** argv) {
   using namespace ovfix::bench;
-  std::vector<std::string> names = {"resnet18",       "mobilenet_v3_small",       "silero_vad",
-                                    "gfpgan_modconv", "unet_dynamic_quant_large", "unet_qdq_large"};
+  std::vector<std::string> names = {"resnet18",
+                                    "mobilenet_v3_small",
+                                    "silero_vad",
+                                    "gfpgan_modconv",
+                                    "x_resnet50",
+                                    "x_deeplabv3_mbv3",
+                                    "unet_dynamic_quant_large",
+                                    "unet_qdq_large"};
   int64_t size = 320;
   int repeats = 1;
   std::string write_dir;
