@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cpu/avx2_transpose.h"
 #include "exec/cpu/avx512_tile.h"
 #include "exec/cpu/avx512_transpose.h"
 
@@ -171,26 +172,6 @@ __attribute__((target("avx512f"))) void CopyRowChannelsLastAvx512(const float* i
   }
 }
 
-// r, 8 rows of 8 floats, transposed in place: pairs, then quads within 128-bit lanes, then
-// the lanes.
-__attribute__((target("avx2"), always_inline)) inline void Transpose8x8(__m256 (&r)[8]) {
-  __m256 u[8], v[8];
-  for (int i = 0; i < 8; i += 2) {
-    u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
-    r[i + 4] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
-  }
-}
-
 // CopyRowChannelsLastAvx512 for AVX2: 8 channels by 8 pixels at a time, the rest one by one.
 __attribute__((target("avx2"))) void CopyRowChannelsLastAvx2(const float* image, int64_t channels,
                                                              int64_t plane, int64_t count,
@@ -200,7 +181,7 @@ __attribute__((target("avx2"))) void CopyRowChannelsLastAvx2(const float* image,
     for (int64_t w0 = 0; w0 < full_w; w0 += 8) {
       __m256 r[8];
       for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(image + (c0 + i) * plane + w0);
-      Transpose8x8(r);
+      avx2::Transpose8x8(r);
       float* out = dst + w0 * channels + c0;
       for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + i * channels, r[i]);
     }
@@ -513,7 +494,7 @@ __attribute__((target("avx2"))) void TransposeAddBiasAvx2(const float* src, int6
     for (int64_t i = 0; i < full_rows; i += 8) {
       __m256 r[8];
       for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + (i + j) * lds + m);
-      Transpose8x8(r);
+      avx2::Transpose8x8(r);
       for (int j = 0; j < 8; ++j) {
         __m256 x = _mm256_add_ps(r[j], _mm256_set1_ps(bias != nullptr ? bias[m + j] : 0.0f));
         if (epilogue.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));  // NaN stays
