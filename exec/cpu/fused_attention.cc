@@ -1,9 +1,13 @@
-// ovfix.fused.Attention(Q, K, V, [bias], [viewed_bias]): softmax attention as exporters write
-// it, MatMul(Softmax(Add(Add(Mul(MatMul(Q, K^T), scale), bias), viewed_bias)), V), as one node
-// (rules/builtin/session_attention_fusion.rules puts it in place of the pattern):
+// ovfix.fused.Attention(Q, K, V, [bias], [viewed_bias], [fill_condition]): softmax attention as
+// exporters write it, MatMul(Softmax(Add(Add(Where(c, fill, Mul(MatMul(Q, K^T), scale)), bias),
+// viewed_bias)), V), as one node (rules/builtin/session_attention_fusion.rules puts it in place
+// of the pattern):
 //   Q [..., S, D], K [..., T, D] (transB = 1, the default; transB = 0: K^T given, [..., D, T]),
 //   V [..., T, Dv], batch dims broadcast as MatMul's; Y [..., S, Dv];
 //   scores = Q K^T, then * scale (attribute `scale`) or / divisor (attribute `divisor`);
+//   where fill_condition (bool, input 5, broadcast to the scores) holds (`fill_when` = 1, the
+//   default: masked_fill(mask, fill)) or does not (`fill_when` = 0: torch.where(causal, scores,
+//   fill)), the scaled score is replaced by the attribute `fill`;
 //   + bias, broadcast to the scores' shape without widening it (an additive mask, a relative
 //   position bias);
 //   + viewed_bias, broadcast to the scores seen as the shape `view` (same elements, same last
@@ -25,9 +29,9 @@
 // register-tiled loop of 4 rows multiplies them; tasks take several heads, so that Swin's
 // hundreds of 49-token windows do not each pay a task. Every step rounds as the unfused nodes
 // do (products summed in depth order with fused multiply-adds, as the GEMM's micro-kernels
-// do; the scale and each bias added one after the other; the Softmax kernel's max-shifted
-// exponentials summed in double), so the result differs from the graph as written at most by
-// the order of the products' sums.
+// do; the scale, the fill and each bias applied one after the other; the Softmax kernel's
+// max-shifted exponentials summed in double), so the result differs from the graph as written at
+// most by the order of the products' sums.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -59,22 +63,32 @@ constexpr int64_t kTileRows = 4, kTileColumns = 16;
 
 int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// An additive input read as if broadcast to `target` (which it must not widen): the element
-// (row r of the target's rows, column t) is at r's unravelled index . row_strides + t * col.
+// An input read as if broadcast to `target` (which it must not widen): the element (row r of
+// the target's rows, column t) is at r's unravelled index . row_strides + t * col. Float (an
+// additive bias) or bool (the fill condition).
 struct BroadcastReader {
   const float* data = nullptr;
+  const bool* condition = nullptr;
   std::vector<int64_t> row_dims, row_strides;  // the target's dims but the last, and strides
   int64_t column_stride = 0;
 
-  static absl::StatusOr<BroadcastReader> Make(const Tensor& t, std::span<const int64_t> target) {
-    if (t.type() != DataType::kFloat) return absl::InvalidArgumentError("expects float biases");
+  static absl::StatusOr<BroadcastReader> Make(const Tensor& t, std::span<const int64_t> target,
+                                              DataType type = DataType::kFloat) {
+    if (t.type() != type) {
+      return absl::InvalidArgumentError(type == DataType::kFloat ? "expects float biases"
+                                                                 : "expects a bool fill_condition");
+    }
     const int64_t rank = static_cast<int64_t>(target.size());
     if (t.rank() > static_cast<size_t>(rank)) {
       return absl::InvalidArgumentError(absl::StrCat("bias ", ShapeToString(t.dims()),
                                                      " widens the scores ", ShapeToString(target)));
     }
     BroadcastReader r;
-    r.data = t.data<float>();
+    if (type == DataType::kFloat) {
+      r.data = t.data<float>();
+    } else {
+      r.condition = t.data<bool>();
+    }
     std::vector<int64_t> strides(rank, 0);
     int64_t stride = 1;
     for (int64_t d = rank - 1, e = static_cast<int64_t>(t.rank()) - 1; e >= 0; --d, --e) {
@@ -110,6 +124,17 @@ struct BroadcastReader {
       for (int64_t t = 0; t < n; ++t) scores[t] += v;
     } else {
       for (int64_t t = 0; t < n; ++t) scores[t] += b[t];
+    }
+  }
+
+  // scores[t] = fill where the condition is `when`, as Where(condition, fill, scores) does for
+  // `when` true and Where(condition, scores, fill) for false.
+  void FillRow(int64_t row, float* scores, int64_t n, float fill, bool when) const {
+    const bool* c = condition + RowOffset(row);
+    if (column_stride == 0) {
+      if (c[0] == when) std::fill(scores, scores + n, fill);
+    } else {
+      for (int64_t t = 0; t < n; ++t) scores[t] = c[t] == when ? fill : scores[t];
     }
   }
 };
@@ -273,6 +298,9 @@ struct Problem {
   float scale = 1, divisor = 1, q_scale = 1;
   const BroadcastReader* bias = nullptr;
   const BroadcastReader* viewed_bias = nullptr;
+  const BroadcastReader* fill_condition = nullptr;
+  float fill = 0;
+  bool fill_when = true;
   int64_t rows_per_block = 1, blocks_per_batch = 1;
   ProductFn product = nullptr;
 };
@@ -335,6 +363,9 @@ void ComputeBlock(const Problem& p, int64_t b, int64_t row0, int64_t rows, Panel
       for (int64_t j = 0; j < p.t; ++j) row[j] *= p.scale;
     } else if (p.has_divisor) {
       for (int64_t j = 0; j < p.t; ++j) row[j] /= p.divisor;
+    }
+    if (p.fill_condition != nullptr) {
+      p.fill_condition->FillRow(first_row + r, row, p.t, p.fill, p.fill_when);
     }
     if (p.bias != nullptr) p.bias->AddRow(first_row + r, row, p.t);
     if (p.viewed_bias != nullptr) p.viewed_bias->AddRow(first_row + r, row, p.t);
@@ -472,7 +503,7 @@ absl::Status AttentionKernel(KernelContext& ctx) {
   std::vector<int64_t> scores_dims = *scores_batch;
   scores_dims.push_back(p.s);
   scores_dims.push_back(p.t);
-  std::optional<BroadcastReader> bias, viewed_bias;
+  std::optional<BroadcastReader> bias, viewed_bias, fill_condition;
   if (ctx.has_input(3)) {
     auto reader = BroadcastReader::Make(ctx.input(3), scores_dims);
     if (!reader.ok()) return ctx.Error(reader.status().message());
@@ -493,6 +524,14 @@ absl::Status AttentionKernel(KernelContext& ctx) {
     if (!reader.ok()) return ctx.Error(reader.status().message());
     viewed_bias = *std::move(reader);
     p.viewed_bias = &*viewed_bias;
+  }
+  if (ctx.has_input(5)) {
+    auto reader = BroadcastReader::Make(ctx.input(5), scores_dims, DataType::kBool);
+    if (!reader.ok()) return ctx.Error(reader.status().message());
+    fill_condition = *std::move(reader);
+    p.fill_condition = &*fill_condition;
+    p.fill = ctx.node.GetFloat("fill", 0.0f);
+    p.fill_when = ctx.node.GetInt("fill_when", 1) != 0;
   }
   p.q = q.data<float>();
   p.k = k.data<float>();
