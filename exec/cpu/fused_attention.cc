@@ -58,7 +58,8 @@ namespace {
 // Scores a block of query rows holds (512 KiB): they stay in the core's L2 cache between the
 // softmax and the product with V.
 constexpr int64_t kBlockScores = 1 << 17;
-// The product's register tile: 4 rows by 16 columns (two AVX2 vectors, four SSE ones).
+// The product's register tile: 4 rows by 16 columns (two AVX2 vectors, four SSE ones), or by 8
+// at the end of a row.
 constexpr int64_t kTileRows = 4, kTileColumns = 16;
 
 int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -203,67 +204,60 @@ struct OperandView {
   int64_t column_stride() const { return strides.back(); }
 };
 
-// c[r * ldc + j] = sum over k < depth of a[r * lda + k] * b[k * ldb + j], for r < rows and
-// j < columns (multiples of the tile), each sum in order of k.
+// c[r * ldc + j] = sum over k < depth of a[r * lda + k] * b[k * ldb + j], for r < rows (a
+// multiple of kTileRows) and j < columns (a multiple of kTileColumns / 2), each sum in order of k.
 using ProductFn = void (*)(const float* a, int64_t lda, int64_t rows, const float* b, int64_t ldb,
                            int64_t columns, int64_t depth, float* c, int64_t ldc);
+
+// One tile of 4 rows by V vectors of 8 columns.
+template <int V>
+__attribute__((target("avx2,fma"), always_inline)) inline void TileAvx2(const float* a, int64_t lda,
+                                                                        const float* b, int64_t ldb,
+                                                                        int64_t depth, float* c,
+                                                                        int64_t ldc) {
+  __m256 acc[kTileRows][V];
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < depth; ++k) {
+    __m256 bv[V];
+    for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(b + k * ldb + 8 * v);
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r * lda + k);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(x, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int v = 0; v < V; ++v) _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
+  }
+}
 
 __attribute__((target("avx2,fma"))) void ProductAvx2(const float* a, int64_t lda, int64_t rows,
                                                      const float* b, int64_t ldb, int64_t columns,
                                                      int64_t depth, float* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; r += kTileRows) {
-    const float* a0 = a + r * lda;
-    const float* a1 = a0 + lda;
-    const float* a2 = a1 + lda;
-    const float* a3 = a2 + lda;
-    for (int64_t j = 0; j < columns; j += kTileColumns) {
-      __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-      __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-      __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-      __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-      const float* bj = b + j;
-      for (int64_t k = 0; k < depth; ++k) {
-        const __m256 b0 = _mm256_loadu_ps(bj + k * ldb);
-        const __m256 b1 = _mm256_loadu_ps(bj + k * ldb + 8);
-        __m256 x = _mm256_broadcast_ss(a0 + k);
-        c00 = _mm256_fmadd_ps(x, b0, c00);
-        c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(a1 + k);
-        c10 = _mm256_fmadd_ps(x, b0, c10);
-        c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(a2 + k);
-        c20 = _mm256_fmadd_ps(x, b0, c20);
-        c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(a3 + k);
-        c30 = _mm256_fmadd_ps(x, b0, c30);
-        c31 = _mm256_fmadd_ps(x, b1, c31);
-      }
-      float* cr = c + r * ldc + j;
-      _mm256_storeu_ps(cr, c00);
-      _mm256_storeu_ps(cr + 8, c01);
-      _mm256_storeu_ps(cr + ldc, c10);
-      _mm256_storeu_ps(cr + ldc + 8, c11);
-      _mm256_storeu_ps(cr + 2 * ldc, c20);
-      _mm256_storeu_ps(cr + 2 * ldc + 8, c21);
-      _mm256_storeu_ps(cr + 3 * ldc, c30);
-      _mm256_storeu_ps(cr + 3 * ldc + 8, c31);
+    int64_t j = 0;
+    for (; j + kTileColumns <= columns; j += kTileColumns) {
+      TileAvx2<2>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
     }
+    if (j < columns) TileAvx2<1>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
   }
 }
 
-// The portable tile: one row of 16 columns at a time, in vectors the compiler picks (each
-// product rounded before it is added, as the portable GEMM kernel does).
+// The portable tile: one row of up to 16 columns at a time, in vectors the compiler picks
+// (each product rounded before it is added, as the portable GEMM kernel does).
 void ProductPortable(const float* a, int64_t lda, int64_t rows, const float* b, int64_t ldb,
                      int64_t columns, int64_t depth, float* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < columns; j += kTileColumns) {
+      const int64_t width = std::min(kTileColumns, columns - j);
       float sums[kTileColumns] = {};
       for (int64_t k = 0; k < depth; ++k) {
         const float x = a[r * lda + k];
         const float* bk = b + k * ldb + j;
-        for (int64_t l = 0; l < kTileColumns; ++l) sums[l] += x * bk[l];
+        for (int64_t l = 0; l < kTileColumns; ++l) sums[l] += x * (l < width ? bk[l] : 0.0f);
       }
-      std::memcpy(c + r * ldc + j, sums, sizeof(sums));
+      std::memcpy(c + r * ldc + j, sums, width * sizeof(float));
     }
   }
 }
@@ -340,7 +334,7 @@ void PackValues(const Problem& p, int64_t at, int64_t dv_pad, Panels& w) {
 
 // Rows [row0, row0 + rows) of output batch b.
 void ComputeBlock(const Problem& p, int64_t b, int64_t row0, int64_t rows, Panels& w) {
-  const int64_t t_pad = RoundUp(p.t, kTileColumns), dv_pad = RoundUp(p.dv, kTileColumns);
+  const int64_t t_pad = RoundUp(p.t, kTileColumns / 2), dv_pad = RoundUp(p.dv, kTileColumns / 2);
   const int64_t rows_pad = RoundUp(rows, kTileRows);
   PackKeys(p, p.k_at[b], t_pad, w);
   PackValues(p, p.v_at[b], dv_pad, w);

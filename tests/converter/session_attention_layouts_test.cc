@@ -10,6 +10,7 @@
 #include "bench/exporter_models.h"
 #include "bench/model_builder.h"
 #include "converter/session_graph.h"
+#include "exec/cpu/gemm.h"
 #include "gtest/gtest.h"
 #include "tests/support/session_graph_check.h"
 
@@ -147,6 +148,20 @@ TEST(SessionAttentionLayouts, SwinQkvSplitReadInPlace) {
     EXPECT_EQ(counts["Mul"], 0);
     ExpectAttentionsReadInPlace(*m, 1);
   }
+}
+
+// The kernel's products on every micro-kernel this CPU runs (the portable one included): the
+// AVX2 tile where the GEMM runs AVX2 or AVX-512, the portable loop elsewhere.
+TEST(SessionAttentionLayouts, EveryProductKernelKeepsOutputs) {
+  for (const std::string& kernel : exec::AvailableGemmKernels()) {
+    SCOPED_TRACE(kernel);
+    ASSERT_TRUE(exec::SelectGemmKernelForTesting(kernel));
+    std::unique_ptr<Model> bert = OptimizedKeepingOutputs(BertLayer(2, 37, 3, 12, true, 3));
+    std::unique_ptr<Model> swin = OptimizedKeepingOutputs(WindowAttention(2, 3, 20, 2, 9, true, 4));
+    EXPECT_NE(bert, nullptr);
+    EXPECT_NE(swin, nullptr);
+  }
+  exec::SelectGemmKernelForTesting(exec::AvailableGemmKernels().front());
 }
 
 // A Transpose or Gather that something else reads too stays (the Attention still reads its
