@@ -26,8 +26,7 @@
 // The heads are small (exporters' D is 32 to 128, S and T from 49 up), so the products are not
 // the GEMM's (which packs Q, K and V per call): K, V and the block's Q are copied once into
 // panels of the kernel's own layout, whatever the strides they are read with, and a
-// register-tiled loop of 4 rows multiplies them; tasks take several heads, so that Swin's
-// hundreds of 49-token windows do not each pay a task. Every step rounds as the unfused nodes
+// register-tiled loop of 4 rows multiplies them. Every step rounds as the unfused nodes
 // do (products summed in depth order with fused multiply-adds, as the GEMM's micro-kernels
 // do; the scale, the fill and each bias applied one after the other; the Softmax kernel's
 // max-shifted exponentials summed in double), so the result differs from the graph as written at
@@ -35,6 +34,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -300,11 +300,16 @@ struct Problem {
 };
 
 // A thread's panels: K^T (depth x padded keys), V (keys x padded columns), the block's Q,
-// its scores and its output, and which K and V the panels hold.
+// its scores and its output, and which K and V the panels hold: their offsets in the inputs
+// of the kernel call `call` (another call's inputs may be other tensors at the same address).
 struct Panels {
   std::vector<float> keys, values, queries, scores, out;
   int64_t keys_at = -1, values_at = -1;
+  uint64_t call = 0;
 };
+
+// Numbers the kernel calls, for Panels::call.
+std::atomic<uint64_t> next_call{1};
 
 void PackKeys(const Problem& p, int64_t at, int64_t t_pad, Panels& w) {
   if (w.keys_at == at) return;
@@ -542,18 +547,20 @@ absl::Status AttentionKernel(KernelContext& ctx) {
                                 std::max<int64_t>(16, (p.s + wanted_blocks - 1) / wanted_blocks));
   }
   p.blocks_per_batch = (p.s + p.rows_per_block - 1) / p.rows_per_block;
-  // Blocks in order of batch, a few tasks per thread: consecutive blocks of one head share
-  // its K and V panels, and small heads share a task's start.
+  // One task per block, in order of batch: ParallelForEach gives each thread a run of them
+  // (consecutive blocks of one head share its K and V panels) and lets idle threads take the
+  // rest one at a time, for the price of an atomic increment each.
   const int64_t blocks = batches * p.blocks_per_batch;
-  const int64_t tasks = std::min(blocks, 4 * threads);
-  ParallelForEach(ctx.pool, tasks, [&](int64_t task) {
+  const uint64_t call = next_call++;
+  ParallelForEach(ctx.pool, blocks, [&](int64_t block) {
     thread_local Panels panels;
-    panels.keys_at = panels.values_at = -1;  // other tensors since the last task
-    for (int64_t block = blocks * task / tasks; block < blocks * (task + 1) / tasks; ++block) {
-      const int64_t b = block / p.blocks_per_batch;
-      const int64_t row0 = (block % p.blocks_per_batch) * p.rows_per_block;
-      ComputeBlock(p, b, row0, std::min(p.rows_per_block, p.s - row0), panels);
+    if (panels.call != call) {
+      panels.call = call;
+      panels.keys_at = panels.values_at = -1;
     }
+    const int64_t b = block / p.blocks_per_batch;
+    const int64_t row0 = (block % p.blocks_per_batch) * p.rows_per_block;
+    ComputeBlock(p, b, row0, std::min(p.rows_per_block, p.s - row0), panels);
   });
   return absl::OkStatus();
 }
