@@ -370,7 +370,7 @@ void ComputeBlock(const Problem& p, int64_t b, int64_t row0, int64_t rows, Panel
     if (p.viewed_bias != nullptr) p.viewed_bias->AddRow(first_row + r, row, p.t);
     SoftmaxRow(row, p.t);
   }
-  // The padding rows' scores are the products of zero queries: 0, finite, and never written.
+  // The padding rows (products of zero queries) are computed with the others and dropped.
   w.out.resize(rows_pad * dv_pad);
   p.product(w.scores.data(), t_pad, rows_pad, w.values.data(), dv_pad, dv_pad, p.t, w.out.data(),
             dv_pad);
