@@ -8,6 +8,7 @@
 #include "converter/node_evaluator.h"
 #include "converter/pass_manager.h"
 #include "converter/pipeline.h"
+#include "converter/session_attention_layouts.h"
 #include "converter/session_elementwise_fusion.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
@@ -30,6 +31,12 @@ std::unique_ptr<rules::Pass> MakeSessionPass(std::string_view step) {
         std::string(step), "element-wise chains as one ovfix.fused.Elementwise node",
         FuseElementwiseChains);
   }
+  if (step == kReadAttentionLayouts) {
+    return std::make_unique<rules::FunctionPass>(
+        std::string(step),
+        "the Transposes, Gathers and q scales around ovfix.fused.Attention read in place",
+        ReadAttentionLayouts);
+  }
   return nullptr;
 }
 
@@ -37,7 +44,8 @@ std::unique_ptr<rules::Pass> MakeSessionPass(std::string_view step) {
 // graph as written leaves fp16's range: attention's scores and an element-wise chain's
 // intermediates stay tensors there, so that they are rounded (and overflow) as written.
 bool KeepsValuesForFp16Rounding(const std::string& step) {
-  return step == "session_attention_fusion" || step == kFuseElementwiseChains;
+  return step == "session_attention_fusion" || step == kReadAttentionLayouts ||
+         step == kFuseElementwiseChains;
 }
 
 // The session graph's plan, made once: the built-in target's steps (what the plan adds for
@@ -46,7 +54,7 @@ bool KeepsValuesForFp16Rounding(const std::string& step) {
 absl::StatusOr<ConversionPlan> MakeSessionPlan(bool rounds_float32) {
   OVFIX_ASSIGN_OR_RETURN(
       Target target, ParseTarget(kSessionTarget, rules::FindEmbeddedFile(kSessionTarget)->contents,
-                                 {kFuseElementwiseChains}));
+                                 {kFuseElementwiseChains, kReadAttentionLayouts}));
   PipelineOptions options;
   OVFIX_ASSIGN_OR_RETURN(ConversionPlan plan,
                          PlanConversion(std::move(target), options, /*model=*/nullptr));

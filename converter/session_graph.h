@@ -2,7 +2,8 @@
 // shape arithmetic on static shapes, fuses LayerNorm, GELU and the like), so `ovfix run`,
 // `compare` and the end-to-end check of a validation run an optimized copy by default: input
 // shapes fixed to the feeds', shape chains and other constants folded, decomposed LayerNorm /
-// RMSNorm / GELU and softmax attention fused into one node each, Pow by small constants turned
+// RMSNorm / GELU and softmax attention fused into one node each (attention reading the
+// Transposes and Gathers that split and merge its heads in place), Pow by small constants turned
 // into products and square roots, Transpose pairs cancelled or merged, element-wise chains run
 // as one pass (converter/session_elementwise_fusion.h). Every rewrite is exact or better than the
 // graph as written (rules/builtin/session_fusion.rules says how); the model itself is never

@@ -3,6 +3,7 @@
 // CPU executor (attention within 1e-6 of each output's range, element-wise chains bit for
 // bit), the fusions happened where they should, and patterns they must not take stay.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -75,6 +76,41 @@ TEST(SessionAttention, KeysPermutedToDepthFirstFuseToo) {
   std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 1e-6);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(OpCounts(*m)["ovfix.fused.Attention"], 1);
+}
+
+// Masks written as Where on the scores: masked_fill(mask < 0, -inf) after the Div (the
+// annotated transformer's form, the condition computed from an input per batch and key), and
+// GPT-2's torch.where(causal, scores, lowest) from a constant lower triangle, an additive mask
+// after it, and an additive mask made by Where(Cast); odd sizes, two batches.
+TEST(SessionAttention, WhereMasksFuse) {
+  B b(14, 9);
+  const std::string q = b.Input("q", {2, 3, 37, 12}), k = b.Input("k", {2, 3, 37, 12});
+  const std::string v = b.Input("v", {2, 3, 37, 7}), mask = b.Input("mask", {2, 1, 1, 37});
+  auto kt = [&] { return b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})}); };
+  std::string scores = b.Op("Div", {b.Op("MatMul", {q, kt()}), b.Fill({}, 3.0f)});
+  const std::string hidden = b.Op("Less", {mask, b.Fill({}, 0.0f)});
+  scores = b.Op("Where", {hidden, b.Fill({}, -std::numeric_limits<float>::infinity()), scores});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", -1)}), v}));
+  const std::string lower = b.Op(
+      "Cast", {b.Op("Trilu", {b.Fill({37, 37}, 1.0f)}, {B::Int("upper", 0)})}, {B::Int("to", 9)});
+  scores = b.Op("Div", {b.Op("MatMul", {q, kt()}), b.Fill({}, 3.0f)});
+  scores = b.Op("Where", {lower, scores, b.Fill({}, std::numeric_limits<float>::lowest())});
+  scores = b.Op("Add", {scores, mask});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", -1)}), v}));
+  // Newer transformers' additive mask, Where(Cast(mask, bool), 0, lowest): the Where makes the
+  // mask once (it stays), the Add of it fuses as any additive mask does.
+  const std::string kept = b.Op("Cast", {mask}, {B::Int("to", 9)});
+  const std::string additive =
+      b.Op("Where", {kept, b.Fill({}, 0.0f), b.Fill({}, std::numeric_limits<float>::lowest())});
+  scores = b.Op("Div", {b.Op("MatMul", {q, kt()}), b.Fill({}, 3.0f)});
+  scores = b.Op("Add", {scores, additive});
+  b.Output(b.Op("MatMul", {b.Op("Softmax", {scores}, {B::Int("axis", -1)}), v}));
+  std::unique_ptr<Model> m = OptimizedKeepingOutputs(b.model(), 1e-6);
+  ASSERT_NE(m, nullptr);
+  std::map<std::string, int> after = OpCounts(*m);
+  EXPECT_EQ(after["ovfix.fused.Attention"], 3);
+  EXPECT_EQ(after["Softmax"], 0);
+  EXPECT_EQ(after["Where"], 1);  // the additive mask's
 }
 
 // The scores with another reader, and a softmax over the queries: both stay as written.
