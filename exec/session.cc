@@ -229,13 +229,29 @@ class Compiler {
     plan.steps = std::move(kept);
   }
 
+  // Each step's index, by its node.
+  static absl::flat_hash_map<const Node*, size_t> StepIndex(const Plan& plan) {
+    absl::flat_hash_map<const Node*, size_t> step_of;
+    for (size_t i = 0; i < plan.steps.size(); ++i) step_of[plan.steps[i].node] = i;
+    return step_of;
+  }
+
+  // The steps without those marked folded, in order.
+  static void DropSteps(Plan& plan, const std::vector<bool>& folded) {
+    std::vector<Step> kept;
+    kept.reserve(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (!folded[i]) kept.push_back(std::move(plan.steps[i]));
+    }
+    plan.steps = std::move(kept);
+  }
+
   // What the plan folds into the step before it (exec/plan_fusion.h says which nodes: a bias
   // Add into a MatMul, a clamp or hard swish into a Conv or BatchNormalization) goes into that
   // step, which then makes the last folded node's output. Steps are in topological order, so
   // a step's producer has taken what came before it when it takes the step.
   static void FuseIntoProducers(Plan& plan) {
-    absl::flat_hash_map<const Node*, size_t> step_of;
-    for (size_t i = 0; i < plan.steps.size(); ++i) step_of[plan.steps[i].node] = i;
+    const absl::flat_hash_map<const Node*, size_t> step_of = StepIndex(plan);
     std::vector<bool> folded(plan.steps.size(), false);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step& step = plan.steps[i];
@@ -254,12 +270,7 @@ class Compiler {
       }
       into.outputs[0] = step.outputs[0];
     }
-    std::vector<Step> kept;
-    kept.reserve(plan.steps.size());
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      if (!folded[i]) kept.push_back(std::move(plan.steps[i]));
-    }
-    plan.steps = std::move(kept);
+    DropSteps(plan, folded);
   }
 
   // What the plan folds into the step after it (exec/plan_fusion.h: a BatchNormalization and
@@ -267,8 +278,7 @@ class Compiler {
   // input through its scale and shift. Runs after FuseIntoProducers, whose steps make the
   // clamp's output.
   static void FuseIntoConsumers(Plan& plan) {
-    absl::flat_hash_map<const Node*, size_t> step_of;
-    for (size_t i = 0; i < plan.steps.size(); ++i) step_of[plan.steps[i].node] = i;
+    const absl::flat_hash_map<const Node*, size_t> step_of = StepIndex(plan);
     std::vector<bool> folded(plan.steps.size(), false);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step& step = plan.steps[i];
@@ -285,12 +295,7 @@ class Compiler {
       into.input_affine = std::make_shared<const ChannelAffine>(std::move(f->affine));
       folded[i] = true;
     }
-    std::vector<Step> kept;
-    kept.reserve(plan.steps.size());
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      if (!folded[i]) kept.push_back(std::move(plan.steps[i]));
-    }
-    plan.steps = std::move(kept);
+    DropSteps(plan, folded);
   }
 
   // Concat without copies (exec/concat_in_place.h): each value's home, the last Concat that
