@@ -44,9 +44,7 @@ absl::Status GeluKernel(KernelContext& ctx) {
         }
         continue;
       }
-      for (int64_t i = 0; i < count; ++i) out[i] = in[i] / 1.4142135f;
-      ErfFloats(out, out, count);
-      for (int64_t i = 0; i < count; ++i) out[i] = in[i] * 0.5f * (out[i] + 1.0f);
+      GeluFloats(in, out, count);
     }
   });
   return absl::OkStatus();

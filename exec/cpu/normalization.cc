@@ -1,8 +1,7 @@
 // LayerNormalization, InstanceNormalization, GroupNormalization, LRN and
 // MeanVarianceNormalization. Statistics are computed in double with two passes (mean, then
-// the mean squared deviation), which never gives a negative variance.
-#include <immintrin.h>
-
+// the mean squared deviation), which never gives a negative variance; a float LayerNorm row
+// runs vector_math's LayerNormRow (double sums, a float normalization pass).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "exec/cpu/broadcast_parameter.h"
+#include "exec/cpu/vector_math.h"
 #include "exec/kernel.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
@@ -33,65 +33,6 @@ Moments ComputeMoments(const T* x, int64_t n) {
     m.variance += d * d;
   }
   m.variance /= static_cast<double>(n);
-  return m;
-}
-
-// Floats [i, min(i + 8, n)) of x as doubles (0 past n).
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline __m512d LoadDoubles(
-    const float* x, int64_t n, int64_t i) {
-  const int64_t left = n - i;
-  const __mmask8 mask = left >= 8 ? __mmask8(0xFF) : __mmask8((1u << left) - 1);
-  return _mm512_maskz_cvtps_pd(0xFF, _mm256_maskz_loadu_ps(mask, x + i));
-}
-
-// The sum of the 8 lanes (not _mm512_reduce_add_pd: it trips g++ 12's uninitialized warning).
-__attribute__((target("avx512f"), always_inline)) inline double SumLanes(__m512d v) {
-  alignas(64) double lanes[8];
-  _mm512_store_pd(lanes, v);
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
-// One float row through AVX-512: the same double arithmetic as ComputeMoments and the
-// per-element loop (the sums taken 8 lanes at a time, so their order differs).
-__attribute__((target("avx512f,avx512vl"))) Moments LayerNormRowAvx512(
-    const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
-    double* inv_std) {
-  __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    sum0 = _mm512_add_pd(sum0, LoadDoubles(x, n, i));
-    sum1 = _mm512_add_pd(sum1, LoadDoubles(x, n, i + 8));
-  }
-  for (; i < n; i += 8) sum0 = _mm512_add_pd(sum0, LoadDoubles(x, n, i));
-  Moments m;
-  m.mean = SumLanes(_mm512_add_pd(sum0, sum1)) / static_cast<double>(n);
-  const __m512d mean = _mm512_set1_pd(m.mean);
-  sum0 = _mm512_setzero_pd();
-  sum1 = _mm512_setzero_pd();
-  for (i = 0; i + 16 <= n; i += 16) {
-    const __m512d d0 = _mm512_sub_pd(LoadDoubles(x, n, i), mean),
-                  d1 = _mm512_sub_pd(LoadDoubles(x, n, i + 8), mean);
-    sum0 = _mm512_add_pd(sum0, _mm512_mul_pd(d0, d0));
-    sum1 = _mm512_add_pd(sum1, _mm512_mul_pd(d1, d1));
-  }
-  for (; i < n; i += 8) {
-    const int64_t left = n - i;
-    const __mmask8 mask = left >= 8 ? __mmask8(0xFF) : __mmask8((1u << left) - 1);
-    const __m512d d = _mm512_maskz_sub_pd(mask, LoadDoubles(x, n, i), mean);
-    sum0 = _mm512_add_pd(sum0, _mm512_mul_pd(d, d));
-  }
-  m.variance = SumLanes(_mm512_add_pd(sum0, sum1)) / static_cast<double>(n);
-  *inv_std = 1.0 / std::sqrt(m.variance + epsilon);
-  const __m512d inv = _mm512_set1_pd(*inv_std);
-  for (i = 0; i < n; i += 8) {
-    const int64_t left = n - i;
-    const __mmask8 mask = left >= 8 ? __mmask8(0xFF) : __mmask8((1u << left) - 1);
-    const __m512d normal = _mm512_mul_pd(_mm512_sub_pd(LoadDoubles(x, n, i), mean), inv);
-    __m512d v = _mm512_mul_pd(normal, _mm512_maskz_loadu_pd(mask, scale + i));
-    if (bias != nullptr) v = _mm512_add_pd(v, _mm512_maskz_loadu_pd(mask, bias + i));
-    _mm256_mask_storeu_ps(y + i, mask, _mm512_maskz_cvtpd_ps(0xFF, v));
-  }
   return m;
 }
 
@@ -147,20 +88,21 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
       }
     };
     if (n == 0) return absl::OkStatus();
-    static const bool avx512 =
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+    // Float rows: the vectorized row with float copies of the parameters.
+    std::vector<float> scale_floats, bias_floats;
+    if constexpr (std::is_same_v<T, float>) {
+      scale_floats.assign(scale.begin(), scale.end());
+      bias_floats.assign(bias.begin(), bias.end());
+    }
     ParallelFor(ctx.pool, rows, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         if constexpr (std::is_same_v<T, float>) {
-          if (avx512) {
-            double inv_std = 0;
-            const Moments m =
-                LayerNormRowAvx512(x + r * n, y + r * n, n, scale.data(),
-                                   bias.empty() ? nullptr : bias.data(), epsilon, &inv_std);
-            store(mean_out, r, m.mean);
-            store(inv_out, r, inv_std);
-            continue;
-          }
+          const LayerNormStatistics stats =
+              LayerNormRow(x + r * n, y + r * n, n, scale_floats.data(),
+                           bias_floats.empty() ? nullptr : bias_floats.data(), epsilon);
+          store(mean_out, r, stats.mean);
+          store(inv_out, r, stats.inv_std);
+          continue;
         }
         const Moments m = ComputeMoments(x + r * n, n);
         const double inv_std = 1.0 / std::sqrt(m.variance + epsilon);
