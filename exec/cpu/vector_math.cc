@@ -248,8 +248,8 @@ OVFIX_INLINE double SumLanes(const Doubles<W / 2>& low, const Doubles<W / 2>& hi
 }
 
 // One row of a float LayerNormalization. The sums are taken in double, the last pass in float:
-// pass 1 sums x for a float shift (the mean rounded); pass 2 sums d = x - shift and d * d,
-// where sum(d) / n is the shift's rounding error (the corrected two-pass algorithm: no
+// pass 1 sums x for a float shift (the mean rounded); pass 2 sums d = x - shift and d * d in
+// double, where sum(d) / n is the shift's rounding error (the corrected two-pass algorithm: no
 // cancellation however large the mean), and pass 3 computes
 // ((x - shift) - correction) * (inv_std * scale) + bias, a few float roundings of the result.
 template <int W>
@@ -264,12 +264,14 @@ OVFIX_INLINE LayerNormStatistics LayerNormRowImpl(const float* x, float* y, int6
   double sum = SumLanes<W>(low, high);
   for (; i < n; ++i) sum += static_cast<double>(x[i]);
   const float shift = static_cast<float>(sum / static_cast<double>(n));
+  const double shift_double = shift;
   D d_low = {}, d_high = {}, q_low = {}, q_high = {};
   for (i = 0; i + W <= n; i += W) {
-    const F d = Load<W>(x + i) - shift;
+    const F v = Load<W>(x + i);
     Floats<W / 2> half[2];
-    std::memcpy(half, &d, sizeof(d));
-    const D a = __builtin_convertvector(half[0], D), b = __builtin_convertvector(half[1], D);
+    std::memcpy(half, &v, sizeof(v));
+    const D a = __builtin_convertvector(half[0], D) - shift_double;
+    const D b = __builtin_convertvector(half[1], D) - shift_double;
     d_low += a;
     d_high += b;
     q_low += a * a;
@@ -277,7 +279,7 @@ OVFIX_INLINE LayerNormStatistics LayerNormRowImpl(const float* x, float* y, int6
   }
   double d_sum = SumLanes<W>(d_low, d_high), q_sum = SumLanes<W>(q_low, q_high);
   for (; i < n; ++i) {
-    const double d = static_cast<double>(x[i] - shift);
+    const double d = static_cast<double>(x[i]) - shift_double;
     d_sum += d;
     q_sum += d * d;
   }
@@ -313,26 +315,24 @@ struct VectorFunctions {
                                         float);
 };
 
-#define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                 \
-  __VA_ARGS__ void Erf##Suffix(const float* x, float* y, int64_t n) { ErfImpl<W>(x, y, n); }   \
-  __VA_ARGS__ void Exp##Suffix(const float* x, float* y, int64_t n) { ExpImpl<W>(x, y, n); }   \
-  __VA_ARGS__ float Max##Suffix(const float* x, int64_t n) { return MaxImpl<W>(x, n); }        \
-  __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) { \
-    return ExpShiftedSumImpl<W>(x, shift, y, n);                                               \
-  }                                                                                            \
-  __VA_ARGS__ void ScaleInDouble##Suffix(float* y, int64_t n, double factor) {                 \
-    ScaleInDoubleImpl<W>(y, n, factor);                                                        \
-  }                                                                                            \
-  __VA_ARGS__ void Gelu##Suffix(const float* x, float* y, int64_t n) { GeluImpl<W>(x, y, n); } \
-  __VA_ARGS__ LayerNormStatistics LayerNormRow##Suffix(const float* x, float* y, int64_t n,    \
-                                                       const float* scale, const float* bias,  \
-                                                       float epsilon) {                        \
-    return LayerNormRowImpl<W>(x, y, n, scale, bias, epsilon);                                 \
-  }                                                                                            \
-  constexpr VectorFunctions k##Suffix = {&Erf##Suffix,           &Exp##Suffix,                 \
-                                         &Max##Suffix,           &ExpShiftedSum##Suffix,       \
-                                         &ScaleInDouble##Suffix, &Gelu##Suffix,                \
-                                         &LayerNormRow##Suffix};
+#define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                     \
+  __VA_ARGS__ void Erf##Suffix(const float* x, float* y, int64_t n) { ErfImpl<W>(x, y, n); }       \
+  __VA_ARGS__ void Exp##Suffix(const float* x, float* y, int64_t n) { ExpImpl<W>(x, y, n); }       \
+  __VA_ARGS__ float Max##Suffix(const float* x, int64_t n) { return MaxImpl<W>(x, n); }            \
+  __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) {     \
+    return ExpShiftedSumImpl<W>(x, shift, y, n);                                                   \
+  }                                                                                                \
+  __VA_ARGS__ void ScaleInDouble##Suffix(float* y, int64_t n, double factor) {                     \
+    ScaleInDoubleImpl<W>(y, n, factor);                                                            \
+  }                                                                                                \
+  __VA_ARGS__ void Gelu##Suffix(const float* x, float* y, int64_t n) { GeluImpl<W>(x, y, n); }     \
+  __VA_ARGS__ LayerNormStatistics LayerNormRow##Suffix(                                            \
+      const float* x, float* y, int64_t n, const float* scale, const float* bias, float epsilon) { \
+    return LayerNormRowImpl<W>(x, y, n, scale, bias, epsilon);                                     \
+  }                                                                                                \
+  constexpr VectorFunctions k##Suffix = {                                                          \
+      &Erf##Suffix,           &Exp##Suffix,  &Max##Suffix,         &ExpShiftedSum##Suffix,         \
+      &ScaleInDouble##Suffix, &Gelu##Suffix, &LayerNormRow##Suffix};
 
 OVFIX_VECTOR_FUNCTIONS(Avx512, 16, __attribute__((target("avx512f,fma"))))
 OVFIX_VECTOR_FUNCTIONS(Avx2, 8, __attribute__((target("avx2,fma"))))

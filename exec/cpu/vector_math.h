@@ -1,8 +1,9 @@
 // Vectorized float math for the element-wise kernels: erf and exp over arrays, the pieces
-// of a softmax line, GELU and a LayerNormalization row. One polynomial form for every instruction set (AVX-512, AVX2+FMA and the
-// SSE2 baseline, picked with the GEMM micro-kernel so that tests can force the portable one):
-// results are within a few units in the last place of the correctly rounded values, where the
-// scalar libm calls they replace took most of the time of GELU and Softmax.
+// of a softmax line, GELU and a LayerNormalization row. One polynomial form for every instruction
+// set (AVX-512, AVX2+FMA and the SSE2 baseline, picked with the GEMM micro-kernel so that tests can
+// force the portable one): results are within a few units in the last place of the correctly
+// rounded values, where the scalar libm calls they replace took most of the time of GELU and
+// Softmax.
 #pragma once
 
 #include <cstdint>
