@@ -64,6 +64,16 @@ constexpr float kErfcFar[] = {-1.191422894e-5f,  -8.120862065e-6f,  0.0001233749
 constexpr float kExp[] = {0.001394110843f, 0.008375126398f, 0.04166635290f, 0.1666641551f,
                           0.5000000047f,   1.000000038f,    1.000000000f};
 
+// Whether any lane of a comparison's result is set.
+template <int W>
+OVFIX_INLINE bool AnyLane(const Ints<W>& mask) {
+  uint64_t words[W / 2];
+  std::memcpy(words, &mask, sizeof(mask));
+  uint64_t any = 0;
+  for (int i = 0; i < W / 2; ++i) any |= words[i];
+  return any != 0;
+}
+
 template <int W>
 OVFIX_INLINE Floats<W> Erf(const Floats<W>& x) {
   using F = Floats<W>;
@@ -75,15 +85,28 @@ OVFIX_INLINE Floats<W> Erf(const Floats<W>& x) {
   F small = Splat<W>(kErfSmall[0]);
   for (int i = 1; i < 7; ++i) small = small * t + kErfSmall[i];
   small = small * a;
-  // Beyond: 1 - erfc(a), erfc from one of two pieces; from 3.92 on erf(a) rounds to 1.
-  const I far = a >= 2.25f;
-  const F clamped = a < 3.92f ? a : Splat<W>(3.92f);
-  const F u = clamped - (far ? Splat<W>(3.085f) : Splat<W>(1.5625f));
-  F erfc = far ? Splat<W>(kErfcFar[0]) : Splat<W>(kErfcNear[0]);
-  for (int i = 1; i < 11; ++i) {
-    erfc = erfc * u + (far ? Splat<W>(kErfcFar[i]) : Splat<W>(kErfcNear[i]));
+  // Beyond: 1 - erfc(a), erfc from one of two pieces; from 3.92 on erf(a) rounds to 1. The
+  // pieces a vector does not need are skipped (GELU's inputs are mostly small): every lane
+  // gets the same arithmetic on each branch.
+  const I beyond = !(a < 0.875f);  // NaN too: the result is x then
+  F magnitude = small;
+  if (AnyLane<W>(beyond)) {
+    const I far = a >= 2.25f;
+    F erfc;
+    if (AnyLane<W>(far)) {
+      const F clamped = a < 3.92f ? a : Splat<W>(3.92f);
+      const F u = clamped - (far ? Splat<W>(3.085f) : Splat<W>(1.5625f));
+      erfc = far ? Splat<W>(kErfcFar[0]) : Splat<W>(kErfcNear[0]);
+      for (int i = 1; i < 11; ++i) {
+        erfc = erfc * u + (far ? Splat<W>(kErfcFar[i]) : Splat<W>(kErfcNear[i]));
+      }
+    } else {
+      const F u = a - 1.5625f;  // no lane beyond 2.25: a is its own clamp (NaN gives x)
+      erfc = Splat<W>(kErfcNear[0]);
+      for (int i = 1; i < 11; ++i) erfc = erfc * u + kErfcNear[i];
+    }
+    magnitude = beyond ? 1.0f - erfc : small;
   }
-  const F magnitude = a < 0.875f ? small : 1.0f - erfc;
   const F y = Bits<F>(Bits<I>(magnitude) | sign);
   return x == x ? y : x;  // NaN stays NaN
 }
