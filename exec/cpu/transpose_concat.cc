@@ -82,6 +82,58 @@ void CopyByOffsetsTyped(const Tensor& source, const std::vector<std::vector<int6
   ParallelFor(pool, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner_n, 1)), copy_rows);
 }
 
+// The trailing tables of `offsets` that together read one contiguous run of the source (each
+// an arithmetic sequence whose step is the length of the run inside it, no fill) come off
+// `offsets`: returns the run's length and adds its first offset to `first`.
+int64_t TakeContiguousRun(std::vector<std::vector<int64_t>>& offsets, int64_t& first) {
+  int64_t length = 1;
+  while (!offsets.empty()) {
+    const std::vector<int64_t>& t = offsets.back();
+    for (size_t j = 0; j < t.size(); ++j) {
+      if (t[j] == kFill || t[j] != t[0] + static_cast<int64_t>(j) * length) return length;
+    }
+    first += t[0];
+    length *= static_cast<int64_t>(t.size());
+    offsets.pop_back();
+  }
+  return length;
+}
+
+// CopyByOffsets where each output row is one run of `run` source elements from `first` on
+// (plus the row's outer offsets): one std::copy per row, long runs cut into pieces for the
+// threads (Slice along an outer axis, torch.roll's halves: memcpy speed).
+template <typename T>
+void CopyRuns(const Tensor& source, const std::vector<std::vector<int64_t>>& outer, int64_t first,
+              int64_t run, const T& fill, Tensor& out, ThreadPool* pool) {
+  const T* src = Elements<T>(source);
+  T* dst = MutableElements<T>(out);
+  int64_t rows = 1;
+  for (const std::vector<int64_t>& t : outer) rows *= static_cast<int64_t>(t.size());
+  constexpr int64_t kPiece = 16384;  // elements: a piece's copy outweighs handing it out
+  const int64_t pieces_per_row = std::max<int64_t>(1, run / kPiece);
+  const int64_t piece = (run + pieces_per_row - 1) / pieces_per_row;
+  ParallelFor(pool, rows * pieces_per_row, std::max<int64_t>(1, kPiece / run),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t p = begin; p < end; ++p) {
+                  const int64_t row = p / pieces_per_row;
+                  const int64_t from = p % pieces_per_row * piece;
+                  const int64_t count = std::min(piece, run - from);
+                  int64_t base = first, rest = row;
+                  for (size_t d = outer.size(); d-- > 0;) {
+                    const int64_t n = static_cast<int64_t>(outer[d].size());
+                    base = SumOffsets(base, outer[d][rest % n]);
+                    rest /= n;
+                  }
+                  T* to = dst + row * run + from;
+                  if (base == kFill) {
+                    std::fill(to, to + count, fill);
+                  } else {
+                    std::copy(src + base + from, src + base + from + count, to);
+                  }
+                }
+              });
+}
+
 }  // namespace
 
 namespace data_movement {
@@ -108,12 +160,20 @@ void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offse
                    const Tensor* fill, Tensor& out, ThreadPool* pool) {
   if (out.numel() == 0) return;
   if (offsets.empty()) offsets.push_back({0});
+  // Rows that are contiguous runs of 64 elements or more: copied whole.
+  std::vector<std::vector<int64_t>> outer = offsets;
+  int64_t first = 0;
+  const int64_t run = TakeContiguousRun(outer, first);
   // Short inner rows make the per-row work dominate: fold trailing dims into one table.
-  MergeShortTrailingTables(offsets);
+  if (run < 64) MergeShortTrailingTables(offsets);
   VisitStorage(source.type(), [&]<typename T>() {
     T fill_value{};
     if (fill != nullptr && fill->numel() > 0) fill_value = Elements<T>(*fill)[0];
-    CopyByOffsetsTyped<T>(source, offsets, fill_value, out, pool);
+    if (run >= 64) {
+      CopyRuns<T>(source, outer, first, run, fill_value, out, pool);
+    } else {
+      CopyByOffsetsTyped<T>(source, offsets, fill_value, out, pool);
+    }
   });
 }
 
@@ -375,7 +435,7 @@ absl::Status Split(KernelContext& ctx) {
   for (int64_t k = 0; k < n_out; ++k) {
     std::vector<int64_t> dims = x.dims();
     dims[axis] = sizes[k];
-    Tensor& y = ctx.Output(k, x.type(), dims);
+    Tensor& y = ctx.OutputToOverwrite(k, x.type(), dims);
     const int64_t block = sizes[k] * inner;
     if (y.numel() > 0) {
       VisitStorage(x.type(), [&]<typename T>() {
@@ -408,7 +468,7 @@ absl::Status Tile(KernelContext& ctx) {
     out_dims[d] = x.dim(d) * repeats[d];
   }
   if (!IsAllocatable(out_dims, x.type())) return ctx.Error("output too large");
-  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), out_dims);
   if (y.numel() == 0) return absl::OkStatus();
   const std::vector<int64_t> strides = Strides(x.dims());
   std::vector<std::vector<int64_t>> offsets(x.rank());
@@ -434,7 +494,7 @@ absl::Status Expand(KernelContext& ctx) {
     ctx.outputs[0] = x.Reshaped(out_dims);
     return absl::OkStatus();
   }
-  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), out_dims);
   if (y.numel() == 0) return absl::OkStatus();
   const std::vector<int64_t> strides = Strides(in_dims);
   std::vector<std::vector<int64_t>> offsets(rank);
