@@ -227,12 +227,49 @@ __attribute__((target("avx512f"))) void TransposeTile4Avx512(const float* in, fl
   }
 }
 
+// The same tile through AVX2: 8 x 8 blocks transposed in registers (pairs, then pairs of pairs,
+// then 128-bit halves), the edges element by element.
+__attribute__((target("avx2"))) void TransposeTile4Avx2(const float* in, float* out, int64_t rows,
+                                                        int64_t cols, int64_t r0, int64_t r1,
+                                                        int64_t c0, int64_t c1) {
+  int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) {
+    int64_t c = c0;
+    for (; c + 8 <= c1; c += 8) {
+      __m256 v[8], t[8];
+      for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(in + (r + i) * cols + c);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        v[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        v[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        v[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        v[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      }
+      for (int i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(out + (c + i) * rows + r, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
+        _mm256_storeu_ps(out + (c + i + 4) * rows + r,
+                         _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+      }
+    }
+    for (; c < c1; ++c) {
+      for (int64_t i = r; i < r + 8; ++i) out[c * rows + i] = in[i * cols + c];
+    }
+  }
+  for (; r < r1; ++r) {
+    for (int64_t c = c0; c < c1; ++c) out[c * rows + r] = in[r * cols + c];
+  }
+}
+
 // out[b, c, r] = in[b, r, c], in tiles so that both sides stay in cache.
 template <typename T>
 void BatchedTranspose2D(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols,
                         ThreadPool* pool) {
   constexpr int64_t kTile = 32;
   static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx2 = __builtin_cpu_supports("avx2");
   const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
   ParallelFor(pool, batch * row_tiles * col_tiles, 16, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
@@ -245,6 +282,11 @@ void BatchedTranspose2D(const T* in, T* out, int64_t batch, int64_t rows, int64_
         if (avx512) {
           TransposeTile4Avx512(reinterpret_cast<const float*>(in_b),
                                reinterpret_cast<float*>(out_b), rows, cols, r0, r1, c0, c1);
+          continue;
+        }
+        if (avx2) {
+          TransposeTile4Avx2(reinterpret_cast<const float*>(in_b), reinterpret_cast<float*>(out_b),
+                             rows, cols, r0, r1, c0, c1);
           continue;
         }
       }
