@@ -118,6 +118,95 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   });
 }
 
+// One block of `count` positions of ovfix.fused.ChannelLayerNormalization: channel c of the
+// block at x + c * stride (and y + c * stride). The statistics as LayerNormRow takes them (double
+// sums of x and of the deviations from a float shift, corrected for the shift's rounding), with
+// every loop along the contiguous positions, which vectorizes. `sums` holds 3 * count doubles,
+// `factors` 3 * count floats.
+__attribute__((target_clones("avx512f", "avx2", "default"),
+               optimize("vect-cost-model=dynamic"))) void
+NormalizeChannelsBlock(const float* x, float* y, int64_t channels, int64_t stride, int64_t count,
+                       const float* scale, const float* bias, float epsilon, double* sums,
+                       float* factors) {
+  double* sum = sums;
+  double* deviation_sum = sums + count;
+  double* square_sum = sums + 2 * count;
+  float* shift = factors;
+  float* correction = factors + count;
+  float* inv_std = factors + 2 * count;
+  std::fill(sums, sums + 3 * count, 0.0);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in = x + c * stride;
+    for (int64_t s = 0; s < count; ++s) sum[s] += in[s];
+  }
+  const double n = static_cast<double>(channels);
+  for (int64_t s = 0; s < count; ++s) shift[s] = static_cast<float>(sum[s] / n);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in = x + c * stride;
+    for (int64_t s = 0; s < count; ++s) {
+      const double d = static_cast<double>(in[s]) - static_cast<double>(shift[s]);
+      deviation_sum[s] += d;
+      square_sum[s] += d * d;
+    }
+  }
+  for (int64_t s = 0; s < count; ++s) {
+    const double mean_error = deviation_sum[s] / n;
+    const double variance = std::max(0.0, square_sum[s] / n - mean_error * mean_error);
+    correction[s] = static_cast<float>(mean_error);
+    inv_std[s] = static_cast<float>(1.0 / std::sqrt(variance + static_cast<double>(epsilon)));
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in = x + c * stride;
+    float* out = y + c * stride;
+    const float a = scale[c], b = bias[c];
+    for (int64_t s = 0; s < count; ++s) {
+      out[s] = ((in[s] - shift[s]) - correction[s]) * inv_std[s] * a + b;
+    }
+  }
+}
+
+// ovfix.fused.ChannelLayerNormalization (rules/builtin/session_fusion.rules): x [N, C, ...]
+// normalized over its channels at each position, then scaled and shifted per channel: the
+// LayerNorm over NCHW channels that ConvNeXt writes as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/
+// Div/Mul/Add, in three passes over blocks of positions that stay in cache.
+absl::Status ChannelLayerNormalizationKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2)) {
+    return ctx.Error("expects inputs X, Scale and B");
+  }
+  const Tensor& input = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor& bias = ctx.input(2);
+  if (input.type() != DataType::kFloat || input.rank() < 2 || scale.type() != DataType::kFloat ||
+      bias.type() != DataType::kFloat) {
+    return ctx.Error("expects float inputs, X of rank 2 or more");
+  }
+  const int64_t batch = input.dim(0), channels = input.dim(1);
+  if (scale.numel() != channels || bias.numel() != channels) {
+    return ctx.Error("Scale and B must hold one value per channel of ", DescribeTensor(input));
+  }
+  const int64_t positions = batch * channels == 0 ? 0 : input.numel() / (batch * channels);
+  const float epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
+  const float* x = input.data<float>();
+  float* y = ctx.OutputToOverwrite(0, DataType::kFloat, input.dims()).data<float>();
+  if (positions == 0) return absl::OkStatus();
+  constexpr int64_t kBlock = 256;  // positions: C * 256 floats and their statistics in cache
+  const int64_t blocks = (positions + kBlock - 1) / kBlock;
+  ParallelFor(ctx.pool, batch * blocks,
+              std::max<int64_t>(1, 16384 / (channels * std::min(kBlock, positions))),
+              [&](int64_t begin, int64_t end) {
+                double sums[3 * kBlock];
+                float factors[3 * kBlock];
+                for (int64_t item = begin; item < end; ++item) {
+                  const int64_t n = item / blocks, first = item % blocks * kBlock;
+                  const int64_t offset = n * channels * positions + first;
+                  NormalizeChannelsBlock(x + offset, y + offset, channels, positions,
+                                         std::min(kBlock, positions - first), scale.data<float>(),
+                                         bias.data<float>(), epsilon, sums, factors);
+                }
+              });
+  return absl::OkStatus();
+}
+
 // Normalizes each of `groups` contiguous runs of `n` elements; run g uses channel
 // parameters scale[channel_of(g)] and bias[...] via `param_index`.
 template <typename T, typename ParamIndex>
@@ -299,6 +388,8 @@ void AddNormalizationKernels(std::vector<KernelDef>& table) {
   table.push_back({"", "LayerNormalization", 17, kLatestOpset, &LayerNormalizationKernel});
   // The session graph's fused LayerNorm (exec/cpu/fused_ops.cc), at any opset of the model.
   table.push_back({"ovfix.fused", "LayerNormalization", 1, 1, &LayerNormalizationKernel});
+  table.push_back(
+      {"ovfix.fused", "ChannelLayerNormalization", 1, 1, &ChannelLayerNormalizationKernel});
   table.push_back({"", "InstanceNormalization", 1, kLatestOpset, &InstanceNormalizationKernel});
   table.push_back({"", "GroupNormalization", 18, 20, &GroupNormalizationKernel});
   table.push_back({"", "LRN", 1, kLatestOpset, &LrnKernel});

@@ -1,6 +1,7 @@
 // Tests of the reduction group's kernels (exec/cpu/reduce.cc, softmax.cc, normalization.cc,
 // arg_topk.cc), run one node at a time through KernelContext and checked against naive
 // formulas written out here.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -384,6 +385,67 @@ TEST(NormalizationTest, LayerNormalizationLongRowsMatchFormula) {
       }
     }
   }
+}
+
+// ovfix.fused.ChannelLayerNormalization (ConvNeXt's LayerNorm over NCHW channels, fused by the
+// session graph) against a double-precision hand loop: within 1e-6 of the output's range, on
+// blocks of positions with a partial last one, one channel, a batch, and a mean of 1e4 (the
+// variance's cancellation).
+TEST(NormalizationTest, ChannelLayerNormalizationWithinMillionthOfRange) {
+  struct Case {
+    std::vector<int64_t> dims;
+    float mean, spread;
+  };
+  const Case cases[] = {{{1, 64, 40, 40}, 0, 1},   {{2, 3, 5, 7}, 0.5f, 2},
+                        {{1, 96, 300}, 1e4f, 1},   {{1, 1, 9}, 3, 1},
+                        {{3, 17, 257}, -20, 0.1f}, {{1, 5, 1, 1, 3}, 0, 1}};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    const int64_t batch = c.dims[0], channels = c.dims[1];
+    const int64_t positions = Tensor::NumElements(c.dims) / (batch * channels);
+    std::vector<float> x = RandomFloats(Tensor::NumElements(c.dims), seed++, -1, 1);
+    for (float& v : x) v = c.mean + c.spread * v;
+    const std::vector<float> scale = RandomFloats(channels, seed++),
+                             bias = RandomFloats(channels, seed++);
+    NodeRun run;
+    run.domain = "ovfix.fused";
+    auto result = RunNode("ChannelLayerNormalization", 1,
+                          {FloatTensor(c.dims, x), FloatTensor({channels, 1, 1}, scale),
+                           FloatTensor({channels, 1, 1}, bias)},
+                          {FloatAttr("epsilon", 1e-6f)}, run);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const std::vector<double> y = Values((*result)[0]);
+    std::vector<double> want(x.size());
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t p = 0; p < positions; ++p) {
+        auto at = [&](int64_t ch) { return (n * channels + ch) * positions + p; };
+        double mean = 0, variance = 0;
+        for (int64_t ch = 0; ch < channels; ++ch) mean += x[at(ch)];
+        mean /= static_cast<double>(channels);
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          variance += (x[at(ch)] - mean) * (x[at(ch)] - mean);
+        }
+        const double inv_std = 1 / std::sqrt(variance / static_cast<double>(channels) + 1e-6f);
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          want[at(ch)] = (x[at(ch)] - mean) * inv_std * scale[ch] + bias[ch];
+        }
+      }
+    }
+    double lo = want[0], hi = want[0], error = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      lo = std::min(lo, want[i]);
+      hi = std::max(hi, want[i]);
+      error = std::max(error, std::abs(y[i] - want[i]));
+    }
+    EXPECT_LE(error, 1e-6 * (hi - lo)) << "dims " << ::testing::PrintToString(c.dims);
+  }
+  NodeRun run;
+  run.domain = "ovfix.fused";
+  EXPECT_FALSE(RunNode("ChannelLayerNormalization", 1,
+                       {FloatTensor({1, 4, 3}, RandomFloats(12, 1)), FloatTensor({3}, {1, 1, 1}),
+                        FloatTensor({3}, {0, 0, 0})},
+                       {}, run)
+                   .ok());
 }
 
 TEST(NormalizationTest, InstanceAndGroupNormalization) {
