@@ -118,6 +118,49 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   });
 }
 
+// ovfix.fused.AddLayerNormalization (rules/builtin/session_fusion.rules): LayerNormalization
+// over the last axis of a + b (same shapes), optionally also returning a + b: a residual add
+// and the LayerNorm after it in one pass over the rows (onnxruntime's SkipLayerNormalization).
+// Each row's sum is the float sum the Add computes, normalized by LayerNormRow while in cache,
+// so the outputs are those of the two nodes.
+absl::Status AddLayerNormalizationKernel(KernelContext& ctx) {
+  for (size_t i = 0; i < 4; ++i) {
+    if (!ctx.has_input(i)) return ctx.Error("expects inputs A, B, Scale and Bias");
+  }
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor& scale = ctx.input(2);
+  const Tensor& bias = ctx.input(3);
+  for (const Tensor* t : {&a, &b, &scale, &bias}) {
+    if (t->type() != DataType::kFloat) return ctx.Error("expects float inputs");
+  }
+  if (a.rank() < 1 || a.dims() != b.dims()) {
+    return ctx.Error("A and B must have one shape of rank 1 or more, are ", DescribeTensor(a),
+                     " and ", DescribeTensor(b));
+  }
+  const int64_t n = a.dim(a.rank() - 1);
+  if (scale.numel() != n || bias.numel() != n) {
+    return ctx.Error("Scale and Bias must hold one value per element of the last axis");
+  }
+  const float epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
+  const int64_t rows = n == 0 ? 0 : a.numel() / n;
+  const float* x0 = a.data<float>();
+  const float* x1 = b.data<float>();
+  float* y = ctx.OutputToOverwrite(0, DataType::kFloat, a.dims()).data<float>();
+  float* sum = ctx.outputs.size() > 1 && ctx.node.output(1) != nullptr
+                   ? ctx.OutputToOverwrite(1, DataType::kFloat, a.dims()).data<float>()
+                   : nullptr;
+  if (rows == 0) return absl::OkStatus();
+  ParallelFor(ctx.pool, rows, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = (sum != nullptr ? sum : y) + r * n;
+      for (int64_t i = 0; i < n; ++i) row[i] = x0[r * n + i] + x1[r * n + i];
+      LayerNormRow(row, y + r * n, n, scale.data<float>(), bias.data<float>(), epsilon);
+    }
+  });
+  return absl::OkStatus();
+}
+
 // One block of `count` positions of ovfix.fused.ChannelLayerNormalization: channel c of the
 // block at x + c * stride (and y + c * stride). The statistics as LayerNormRow takes them (double
 // sums of x and of the deviations from a float shift, corrected for the shift's rounding), with
@@ -390,6 +433,7 @@ void AddNormalizationKernels(std::vector<KernelDef>& table) {
   table.push_back({"ovfix.fused", "LayerNormalization", 1, 1, &LayerNormalizationKernel});
   table.push_back(
       {"ovfix.fused", "ChannelLayerNormalization", 1, 1, &ChannelLayerNormalizationKernel});
+  table.push_back({"ovfix.fused", "AddLayerNormalization", 1, 1, &AddLayerNormalizationKernel});
   table.push_back({"", "InstanceNormalization", 1, kLatestOpset, &InstanceNormalizationKernel});
   table.push_back({"", "GroupNormalization", 18, 20, &GroupNormalizationKernel});
   table.push_back({"", "LRN", 1, kLatestOpset, &LrnKernel});

@@ -448,6 +448,47 @@ TEST(NormalizationTest, ChannelLayerNormalizationWithinMillionthOfRange) {
                    .ok());
 }
 
+// ovfix.fused.AddLayerNormalization gives bit for bit what Add then LayerNormalization give
+// (the same float sum, normalized by the same row), with and without the sum as an output.
+TEST(NormalizationTest, AddLayerNormalizationIsAddThenLayerNorm) {
+  uint32_t seed = 90;
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{3, 7, 37}, {1, 384}, {2, 1}, {128, 96}, {5, 1000}}) {
+    const int64_t n = dims.back();
+    const Tensor a = FloatTensor(dims, RandomFloats(Tensor::NumElements(dims), seed++));
+    std::vector<float> shifted = RandomFloats(Tensor::NumElements(dims), seed++);
+    for (float& v : shifted) v += 1e3f;
+    const Tensor b = FloatTensor(dims, shifted);
+    const Tensor scale = FloatTensor({n}, RandomFloats(n, seed++));
+    const Tensor bias = FloatTensor({n}, RandomFloats(n, seed++));
+    auto sum = RunOp("Add", 14, {a, b}, {});
+    ASSERT_TRUE(sum.ok()) << sum.status();
+    auto normalized = RunOp("LayerNormalization", 17, {(*sum)[0], scale, bias},
+                            {IntAttr("axis", -1), FloatAttr("epsilon", 1e-5f)});
+    ASSERT_TRUE(normalized.ok()) << normalized.status();
+    for (int outputs : {1, 2}) {
+      NodeRun run;
+      run.domain = "ovfix.fused";
+      run.num_outputs = outputs;
+      auto fused = RunNode("AddLayerNormalization", 1, {a, b, scale, bias},
+                           {FloatAttr("epsilon", 1e-5f)}, run);
+      ASSERT_TRUE(fused.ok()) << fused.status();
+      EXPECT_THAT(Values((*fused)[0]), ElementsAreArray(Values((*normalized)[0])))
+          << ::testing::PrintToString(dims);
+      if (outputs == 2) {
+        EXPECT_THAT(Values((*fused)[1]), ElementsAreArray(Values((*sum)[0])));
+      }
+    }
+  }
+  NodeRun run;
+  run.domain = "ovfix.fused";
+  EXPECT_FALSE(RunNode("AddLayerNormalization", 1,
+                       {FloatTensor({2, 3}, RandomFloats(6, 1)), FloatTensor({3}, {1, 2, 3}),
+                        FloatTensor({3}, {1, 1, 1}), FloatTensor({3}, {0, 0, 0})},
+                       {}, run)
+                   .ok());
+}
+
 TEST(NormalizationTest, InstanceAndGroupNormalization) {
   const std::vector<float> x = RandomFloats(2 * 4 * 3, 5);
   auto instance = RunOp(
