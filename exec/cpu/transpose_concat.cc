@@ -101,7 +101,9 @@ int64_t TakeContiguousRun(std::vector<std::vector<int64_t>>& offsets, int64_t& f
 
 // CopyByOffsets where each output row is one run of `run` source elements from `first` on
 // (plus the row's outer offsets): one std::copy per row, long runs cut into pieces for the
-// threads (Slice along an outer axis, torch.roll's halves: memcpy speed).
+// threads (Slice along an outer axis, torch.roll's halves: memcpy speed; a Transpose that keeps
+// a last axis of 32, as attention's head split does: a copy per 32 instead of a gather per
+// element). Rows are walked by an odometer over the outer tables.
 template <typename T>
 void CopyRuns(const Tensor& source, const std::vector<std::vector<int64_t>>& outer, int64_t first,
               int64_t run, const T& fill, Tensor& out, ThreadPool* pool) {
@@ -114,22 +116,38 @@ void CopyRuns(const Tensor& source, const std::vector<std::vector<int64_t>>& out
   const int64_t piece = (run + pieces_per_row - 1) / pieces_per_row;
   ParallelFor(pool, rows * pieces_per_row, std::max<int64_t>(1, kPiece / run),
               [&](int64_t begin, int64_t end) {
-                for (int64_t p = begin; p < end; ++p) {
-                  const int64_t row = p / pieces_per_row;
-                  const int64_t from = p % pieces_per_row * piece;
-                  const int64_t count = std::min(piece, run - from);
-                  int64_t base = first, rest = row;
-                  for (size_t d = outer.size(); d-- > 0;) {
-                    const int64_t n = static_cast<int64_t>(outer[d].size());
-                    base = SumOffsets(base, outer[d][rest % n]);
-                    rest /= n;
+                int64_t row = begin / pieces_per_row, part = begin % pieces_per_row;
+                std::vector<int64_t> index(outer.size());
+                for (int64_t d = static_cast<int64_t>(outer.size()), rest = row; d-- > 0;) {
+                  const int64_t n = static_cast<int64_t>(outer[d].size());
+                  index[d] = rest % n;
+                  rest /= n;
+                }
+                auto base_of_row = [&] {
+                  int64_t base = first;
+                  for (size_t d = 0; d < outer.size(); ++d) {
+                    base = SumOffsets(base, outer[d][index[d]]);
                   }
+                  return base;
+                };
+                int64_t base = base_of_row();
+                for (int64_t p = begin; p < end; ++p) {
+                  const int64_t from = part * piece;
+                  const int64_t count = std::min(piece, run - from);
                   T* to = dst + row * run + from;
                   if (base == kFill) {
                     std::fill(to, to + count, fill);
                   } else {
                     std::copy(src + base + from, src + base + from + count, to);
                   }
+                  if (++part < pieces_per_row) continue;
+                  part = 0;
+                  ++row;
+                  for (size_t d = outer.size(); d-- > 0;) {
+                    if (++index[d] < static_cast<int64_t>(outer[d].size())) break;
+                    index[d] = 0;
+                  }
+                  base = base_of_row();
                 }
               });
 }
@@ -160,16 +178,17 @@ void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offse
                    const Tensor* fill, Tensor& out, ThreadPool* pool) {
   if (out.numel() == 0) return;
   if (offsets.empty()) offsets.push_back({0});
-  // Rows that are contiguous runs of 64 elements or more: copied whole.
+  // Rows that are contiguous runs of 16 elements or more: copied whole.
+  constexpr int64_t kMinRun = 16;
   std::vector<std::vector<int64_t>> outer = offsets;
   int64_t first = 0;
   const int64_t run = TakeContiguousRun(outer, first);
   // Short inner rows make the per-row work dominate: fold trailing dims into one table.
-  if (run < 64) MergeShortTrailingTables(offsets);
+  if (run < kMinRun) MergeShortTrailingTables(offsets);
   VisitStorage(source.type(), [&]<typename T>() {
     T fill_value{};
     if (fill != nullptr && fill->numel() > 0) fill_value = Elements<T>(*fill)[0];
-    if (run >= 64) {
+    if (run >= kMinRun) {
       CopyRuns<T>(source, outer, first, run, fill_value, out, pool);
     } else {
       CopyByOffsetsTyped<T>(source, offsets, fill_value, out, pool);

@@ -452,6 +452,29 @@ TEST(DataMovementTest, SliceAndPadContiguousRuns) {
   ExpectSame(Run1("Pad", 13, {x, Ints({0, 0, 0, 0, 0, 0, 0, 0})}, {StringAttr("mode", "edge")}), x);
 }
 
+// Transposes that keep a last axis of 16 or more (attention's head split and merge): a copy
+// per run of it, rows walked by an odometer on several threads; every element type.
+TEST(DataMovementTest, TransposeKeepingTheLastAxisCopiesRuns) {
+  struct Case {
+    std::vector<int64_t> dims, perm;
+  };
+  for (const Case& c : {Case{{5, 7, 3, 2, 17}, {2, 0, 3, 1, 4}}, Case{{3, 4, 5, 20}, {0, 2, 1, 3}},
+                        Case{{64, 49, 3, 3, 32}, {2, 0, 3, 1, 4}}}) {
+    for (const Tensor& x : TypedIota(c.dims)) {
+      if (x.numel() > 100000 && x.type() != DataType::kFloat) continue;
+      const size_t rank = c.dims.size();
+      std::vector<int64_t> out_dims(rank);
+      for (size_t d = 0; d < rank; ++d) out_dims[d] = x.dim(c.perm[d]);
+      Tensor expected = NaiveGather(x, out_dims, [&](const std::vector<int64_t>& o) {
+        std::vector<int64_t> in(rank);
+        for (size_t d = 0; d < rank; ++d) in[c.perm[d]] = o[d];
+        return in;
+      });
+      ExpectSame(Run1("Transpose", 13, {x}, {IntsAttr("perm", c.perm)}), expected);
+    }
+  }
+}
+
 TEST(DataMovementTest, PadModes) {
   Tensor x = FloatTensor({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
   // The spec's examples.
