@@ -140,6 +140,28 @@ TEST(SessionGraph, BertAndDecoderFuseTheirNormsAndKeepOutputs) {
   }
 }
 
+// A session that rounds every float tensor to fp16 keeps a residual sum as a tensor (it is
+// rounded, and may overflow, as written): the Add stays beside the fused LayerNorm there.
+TEST(SessionGraph, Fp16StorageKeepsResidualAddsUnfused) {
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      ModelFromProto(bench::ExportedBertModel(), "", "model");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
+    exec::SessionOptions options;
+    options.precision = precision;
+    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_NE(run->graph, nullptr);
+    std::map<std::string, int> counts = OpCounts(*run->graph);
+    const bool fp32 = precision == exec::Precision::kFp32;
+    EXPECT_EQ(counts["ovfix.fused.AddLayerNormalization"] > 0, fp32);
+    EXPECT_GE(
+        counts["ovfix.fused.AddLayerNormalization"] + counts["ovfix.fused.LayerNormalization"], 8);
+  }
+}
+
 TEST(SessionGraph, ConvNetsKeepOutputs) {
   for (auto make : {&bench::ExportedDenseNetModel, &bench::ExportedAtrousSegmentationModel}) {
     Optimized m = ExpectSameOutputs(make());
