@@ -41,10 +41,12 @@ std::unique_ptr<rules::Pass> MakeSessionPass(std::string_view step) {
 }
 
 // A session that rounds every float tensor to fp16 (fp16-storage) shows where a value of the
-// graph as written leaves fp16's range: attention's scores and an element-wise chain's
-// intermediates stay tensors there, so that they are rounded (and overflow) as written.
+// graph as written leaves fp16's range: attention's scores, an element-wise chain's
+// intermediates and a residual sum before its LayerNorm stay tensors there, so that they are
+// rounded (and overflow) as written.
 bool KeepsValuesForFp16Rounding(const std::string& step) {
   return step == "session_attention_fusion" || step == kReadAttentionLayouts ||
+         step == "session_residual_fusion" ||
          step == kFuseElementwiseChains;
 }
 

@@ -46,8 +46,9 @@ struct RunSession {
 
 // A session for `model` on `feeds`: on the optimized copy unless `as_written`, or when the
 // options capture intermediate values (those are the values of the graph as written), or the
-// backend is not the CPU. In the fp16 precisions attention and element-wise chains stay unfused
-// (their intermediate values are rounded to fp16 as written). When the optimization fails the
+// backend is not the CPU. In the fp16 precisions attention, element-wise chains and residual
+// Adds before a LayerNorm stay unfused (their intermediate values are rounded to fp16 as
+// written). When the optimization fails the
 // model runs as written, and `note` (when given) says why.
 absl::StatusOr<RunSession> CreateRunSession(const Model& model, const exec::TensorMap& feeds,
                                             const exec::SessionOptions& options, bool as_written,

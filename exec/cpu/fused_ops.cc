@@ -5,6 +5,9 @@
 //   Gelu (approximate "none"): x * 0.5 * (1 + erf(x / sqrt 2)); "tanh": the tanh form;
 //   RMSNormalization: x / sqrt(mean(x^2 over the last axis) + epsilon) * scale;
 //   LayerNormalization: ONNX's LayerNormalization (normalization.cc registers it here too);
+//   AddLayerNormalization: LayerNormalization of a + b over the last axis (and a + b itself as
+//   an optional second output), ChannelLayerNormalization: LayerNorm over axis 1 of
+//   [N, C, ...] with per-channel scale and bias (both normalization.cc's);
 //   MatMul (transA/transB: an operand read with its last two axes swapped) is matmul.cc's;
 //   Attention is fused_attention.cc's, Elementwise (a chain of element-wise ops)
 //   fused_elementwise.cc's.
@@ -44,9 +47,7 @@ absl::Status GeluKernel(KernelContext& ctx) {
         }
         continue;
       }
-      for (int64_t i = 0; i < count; ++i) out[i] = in[i] / 1.4142135f;
-      ErfFloats(out, out, count);
-      for (int64_t i = 0; i < count; ++i) out[i] = in[i] * 0.5f * (out[i] + 1.0f);
+      GeluFloats(in, out, count);
     }
   });
   return absl::OkStatus();

@@ -1,8 +1,7 @@
 // LayerNormalization, InstanceNormalization, GroupNormalization, LRN and
 // MeanVarianceNormalization. Statistics are computed in double with two passes (mean, then
-// the mean squared deviation), which never gives a negative variance.
-#include <immintrin.h>
-
+// the mean squared deviation), which never gives a negative variance; a float LayerNorm row
+// runs vector_math's LayerNormRow (double sums, a float normalization pass).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "exec/cpu/broadcast_parameter.h"
+#include "exec/cpu/vector_math.h"
 #include "exec/kernel.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
@@ -33,65 +33,6 @@ Moments ComputeMoments(const T* x, int64_t n) {
     m.variance += d * d;
   }
   m.variance /= static_cast<double>(n);
-  return m;
-}
-
-// Floats [i, min(i + 8, n)) of x as doubles (0 past n).
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline __m512d LoadDoubles(
-    const float* x, int64_t n, int64_t i) {
-  const int64_t left = n - i;
-  const __mmask8 mask = left >= 8 ? __mmask8(0xFF) : __mmask8((1u << left) - 1);
-  return _mm512_maskz_cvtps_pd(0xFF, _mm256_maskz_loadu_ps(mask, x + i));
-}
-
-// The sum of the 8 lanes (not _mm512_reduce_add_pd: it trips g++ 12's uninitialized warning).
-__attribute__((target("avx512f"), always_inline)) inline double SumLanes(__m512d v) {
-  alignas(64) double lanes[8];
-  _mm512_store_pd(lanes, v);
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
-// One float row through AVX-512: the same double arithmetic as ComputeMoments and the
-// per-element loop (the sums taken 8 lanes at a time, so their order differs).
-__attribute__((target("avx512f,avx512vl"))) Moments LayerNormRowAvx512(
-    const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
-    double* inv_std) {
-  __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    sum0 = _mm512_add_pd(sum0, LoadDoubles(x, n, i));
-    sum1 = _mm512_add_pd(sum1, LoadDoubles(x, n, i + 8));
-  }
-  for (; i < n; i += 8) sum0 = _mm512_add_pd(sum0, LoadDoubles(x, n, i));
-  Moments m;
-  m.mean = SumLanes(_mm512_add_pd(sum0, sum1)) / static_cast<double>(n);
-  const __m512d mean = _mm512_set1_pd(m.mean);
-  sum0 = _mm512_setzero_pd();
-  sum1 = _mm512_setzero_pd();
-  for (i = 0; i + 16 <= n; i += 16) {
-    const __m512d d0 = _mm512_sub_pd(LoadDoubles(x, n, i), mean),
-                  d1 = _mm512_sub_pd(LoadDoubles(x, n, i + 8), mean);
-    sum0 = _mm512_add_pd(sum0, _mm512_mul_pd(d0, d0));
-    sum1 = _mm512_add_pd(sum1, _mm512_mul_pd(d1, d1));
-  }
-  for (; i < n; i += 8) {
-    const int64_t left = n - i;
-    const __mmask8 mask = left >= 8 ? __mmask8(0xFF) : __mmask8((1u << left) - 1);
-    const __m512d d = _mm512_maskz_sub_pd(mask, LoadDoubles(x, n, i), mean);
-    sum0 = _mm512_add_pd(sum0, _mm512_mul_pd(d, d));
-  }
-  m.variance = SumLanes(_mm512_add_pd(sum0, sum1)) / static_cast<double>(n);
-  *inv_std = 1.0 / std::sqrt(m.variance + epsilon);
-  const __m512d inv = _mm512_set1_pd(*inv_std);
-  for (i = 0; i < n; i += 8) {
-    const int64_t left = n - i;
-    const __mmask8 mask = left >= 8 ? __mmask8(0xFF) : __mmask8((1u << left) - 1);
-    const __m512d normal = _mm512_mul_pd(_mm512_sub_pd(LoadDoubles(x, n, i), mean), inv);
-    __m512d v = _mm512_mul_pd(normal, _mm512_maskz_loadu_pd(mask, scale + i));
-    if (bias != nullptr) v = _mm512_add_pd(v, _mm512_maskz_loadu_pd(mask, bias + i));
-    _mm256_mask_storeu_ps(y + i, mask, _mm512_maskz_cvtpd_ps(0xFF, v));
-  }
   return m;
 }
 
@@ -147,20 +88,21 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
       }
     };
     if (n == 0) return absl::OkStatus();
-    static const bool avx512 =
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+    // Float rows: the vectorized row with float copies of the parameters.
+    std::vector<float> scale_floats, bias_floats;
+    if constexpr (std::is_same_v<T, float>) {
+      scale_floats.assign(scale.begin(), scale.end());
+      bias_floats.assign(bias.begin(), bias.end());
+    }
     ParallelFor(ctx.pool, rows, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         if constexpr (std::is_same_v<T, float>) {
-          if (avx512) {
-            double inv_std = 0;
-            const Moments m =
-                LayerNormRowAvx512(x + r * n, y + r * n, n, scale.data(),
-                                   bias.empty() ? nullptr : bias.data(), epsilon, &inv_std);
-            store(mean_out, r, m.mean);
-            store(inv_out, r, inv_std);
-            continue;
-          }
+          const LayerNormStatistics stats =
+              LayerNormRow(x + r * n, y + r * n, n, scale_floats.data(),
+                           bias_floats.empty() ? nullptr : bias_floats.data(), epsilon);
+          store(mean_out, r, stats.mean);
+          store(inv_out, r, stats.inv_std);
+          continue;
         }
         const Moments m = ComputeMoments(x + r * n, n);
         const double inv_std = 1.0 / std::sqrt(m.variance + epsilon);
@@ -174,6 +116,138 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
     });
     return absl::OkStatus();
   });
+}
+
+// ovfix.fused.AddLayerNormalization (rules/builtin/session_fusion.rules): LayerNormalization
+// over the last axis of a + b (same shapes), optionally also returning a + b: a residual add
+// and the LayerNorm after it in one pass over the rows (onnxruntime's SkipLayerNormalization).
+// Each row's sum is the float sum the Add computes, normalized by LayerNormRow while in cache,
+// so the outputs are those of the two nodes.
+absl::Status AddLayerNormalizationKernel(KernelContext& ctx) {
+  for (size_t i = 0; i < 4; ++i) {
+    if (!ctx.has_input(i)) return ctx.Error("expects inputs A, B, Scale and Bias");
+  }
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor& scale = ctx.input(2);
+  const Tensor& bias = ctx.input(3);
+  for (const Tensor* t : {&a, &b, &scale, &bias}) {
+    if (t->type() != DataType::kFloat) return ctx.Error("expects float inputs");
+  }
+  if (a.rank() < 1 || a.dims() != b.dims()) {
+    return ctx.Error("A and B must have one shape of rank 1 or more, are ", DescribeTensor(a),
+                     " and ", DescribeTensor(b));
+  }
+  const int64_t n = a.dim(a.rank() - 1);
+  if (scale.numel() != n || bias.numel() != n) {
+    return ctx.Error("Scale and Bias must hold one value per element of the last axis");
+  }
+  const float epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
+  const int64_t rows = n == 0 ? 0 : a.numel() / n;
+  const float* x0 = a.data<float>();
+  const float* x1 = b.data<float>();
+  float* y = ctx.OutputToOverwrite(0, DataType::kFloat, a.dims()).data<float>();
+  float* sum = ctx.outputs.size() > 1 && ctx.node.output(1) != nullptr
+                   ? ctx.OutputToOverwrite(1, DataType::kFloat, a.dims()).data<float>()
+                   : nullptr;
+  if (rows == 0) return absl::OkStatus();
+  ParallelFor(ctx.pool, rows, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = (sum != nullptr ? sum : y) + r * n;
+      for (int64_t i = 0; i < n; ++i) row[i] = x0[r * n + i] + x1[r * n + i];
+      LayerNormRow(row, y + r * n, n, scale.data<float>(), bias.data<float>(), epsilon);
+    }
+  });
+  return absl::OkStatus();
+}
+
+// One block of `count` positions of ovfix.fused.ChannelLayerNormalization: channel c of the
+// block at x + c * stride (and y + c * stride). The statistics as LayerNormRow takes them (double
+// sums of x and of the deviations from a float shift, corrected for the shift's rounding), with
+// every loop along the contiguous positions, which vectorizes. `sums` holds 3 * count doubles,
+// `factors` 3 * count floats.
+__attribute__((target_clones("avx512f", "avx2", "default"),
+               optimize("vect-cost-model=dynamic"))) void
+NormalizeChannelsBlock(const float* x, float* y, int64_t channels, int64_t stride, int64_t count,
+                       const float* scale, const float* bias, float epsilon, double* sums,
+                       float* factors) {
+  double* sum = sums;
+  double* deviation_sum = sums + count;
+  double* square_sum = sums + 2 * count;
+  float* shift = factors;
+  float* correction = factors + count;
+  float* inv_std = factors + 2 * count;
+  std::fill(sums, sums + 3 * count, 0.0);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in = x + c * stride;
+    for (int64_t s = 0; s < count; ++s) sum[s] += in[s];
+  }
+  const double n = static_cast<double>(channels);
+  for (int64_t s = 0; s < count; ++s) shift[s] = static_cast<float>(sum[s] / n);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in = x + c * stride;
+    for (int64_t s = 0; s < count; ++s) {
+      const double d = static_cast<double>(in[s]) - static_cast<double>(shift[s]);
+      deviation_sum[s] += d;
+      square_sum[s] += d * d;
+    }
+  }
+  for (int64_t s = 0; s < count; ++s) {
+    const double mean_error = deviation_sum[s] / n;
+    const double variance = std::max(0.0, square_sum[s] / n - mean_error * mean_error);
+    correction[s] = static_cast<float>(mean_error);
+    inv_std[s] = static_cast<float>(1.0 / std::sqrt(variance + static_cast<double>(epsilon)));
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in = x + c * stride;
+    float* out = y + c * stride;
+    const float a = scale[c], b = bias[c];
+    for (int64_t s = 0; s < count; ++s) {
+      out[s] = ((in[s] - shift[s]) - correction[s]) * inv_std[s] * a + b;
+    }
+  }
+}
+
+// ovfix.fused.ChannelLayerNormalization (rules/builtin/session_fusion.rules): x [N, C, ...]
+// normalized over its channels at each position, then scaled and shifted per channel: the
+// LayerNorm over NCHW channels that ConvNeXt writes as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/
+// Div/Mul/Add, in three passes over blocks of positions that stay in cache.
+absl::Status ChannelLayerNormalizationKernel(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2)) {
+    return ctx.Error("expects inputs X, Scale and B");
+  }
+  const Tensor& input = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor& bias = ctx.input(2);
+  if (input.type() != DataType::kFloat || input.rank() < 2 || scale.type() != DataType::kFloat ||
+      bias.type() != DataType::kFloat) {
+    return ctx.Error("expects float inputs, X of rank 2 or more");
+  }
+  const int64_t batch = input.dim(0), channels = input.dim(1);
+  if (scale.numel() != channels || bias.numel() != channels) {
+    return ctx.Error("Scale and B must hold one value per channel of ", DescribeTensor(input));
+  }
+  const int64_t positions = batch * channels == 0 ? 0 : input.numel() / (batch * channels);
+  const float epsilon = ctx.node.GetFloat("epsilon", 1e-5f);
+  const float* x = input.data<float>();
+  float* y = ctx.OutputToOverwrite(0, DataType::kFloat, input.dims()).data<float>();
+  if (positions == 0) return absl::OkStatus();
+  constexpr int64_t kBlock = 256;  // positions: C * 256 floats and their statistics in cache
+  const int64_t blocks = (positions + kBlock - 1) / kBlock;
+  ParallelFor(ctx.pool, batch * blocks,
+              std::max<int64_t>(1, 16384 / (channels * std::min(kBlock, positions))),
+              [&](int64_t begin, int64_t end) {
+                double sums[3 * kBlock];
+                float factors[3 * kBlock];
+                for (int64_t item = begin; item < end; ++item) {
+                  const int64_t n = item / blocks, first = item % blocks * kBlock;
+                  const int64_t offset = n * channels * positions + first;
+                  NormalizeChannelsBlock(x + offset, y + offset, channels, positions,
+                                         std::min(kBlock, positions - first), scale.data<float>(),
+                                         bias.data<float>(), epsilon, sums, factors);
+                }
+              });
+  return absl::OkStatus();
 }
 
 // Normalizes each of `groups` contiguous runs of `n` elements; run g uses channel
@@ -357,6 +431,9 @@ void AddNormalizationKernels(std::vector<KernelDef>& table) {
   table.push_back({"", "LayerNormalization", 17, kLatestOpset, &LayerNormalizationKernel});
   // The session graph's fused LayerNorm (exec/cpu/fused_ops.cc), at any opset of the model.
   table.push_back({"ovfix.fused", "LayerNormalization", 1, 1, &LayerNormalizationKernel});
+  table.push_back(
+      {"ovfix.fused", "ChannelLayerNormalization", 1, 1, &ChannelLayerNormalizationKernel});
+  table.push_back({"ovfix.fused", "AddLayerNormalization", 1, 1, &AddLayerNormalizationKernel});
   table.push_back({"", "InstanceNormalization", 1, kLatestOpset, &InstanceNormalizationKernel});
   table.push_back({"", "GroupNormalization", 18, 20, &GroupNormalizationKernel});
   table.push_back({"", "LRN", 1, kLatestOpset, &LrnKernel});

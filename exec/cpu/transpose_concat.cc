@@ -82,6 +82,76 @@ void CopyByOffsetsTyped(const Tensor& source, const std::vector<std::vector<int6
   ParallelFor(pool, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner_n, 1)), copy_rows);
 }
 
+// The trailing tables of `offsets` that together read one contiguous run of the source (each
+// an arithmetic sequence whose step is the length of the run inside it, no fill) come off
+// `offsets`: returns the run's length and adds its first offset to `first`.
+int64_t TakeContiguousRun(std::vector<std::vector<int64_t>>& offsets, int64_t& first) {
+  int64_t length = 1;
+  while (!offsets.empty()) {
+    const std::vector<int64_t>& t = offsets.back();
+    for (size_t j = 0; j < t.size(); ++j) {
+      if (t[j] == kFill || t[j] != t[0] + static_cast<int64_t>(j) * length) return length;
+    }
+    first += t[0];
+    length *= static_cast<int64_t>(t.size());
+    offsets.pop_back();
+  }
+  return length;
+}
+
+// CopyByOffsets where each output row is one run of `run` source elements from `first` on
+// (plus the row's outer offsets): one std::copy per row, long runs cut into pieces for the
+// threads (Slice along an outer axis, torch.roll's halves: memcpy speed; a Transpose that keeps
+// a last axis of 32, as attention's head split does: a copy per 32 instead of a gather per
+// element). Rows are walked by an odometer over the outer tables.
+template <typename T>
+void CopyRuns(const Tensor& source, const std::vector<std::vector<int64_t>>& outer, int64_t first,
+              int64_t run, const T& fill, Tensor& out, ThreadPool* pool) {
+  const T* src = Elements<T>(source);
+  T* dst = MutableElements<T>(out);
+  int64_t rows = 1;
+  for (const std::vector<int64_t>& t : outer) rows *= static_cast<int64_t>(t.size());
+  constexpr int64_t kPiece = 16384;  // elements: a piece's copy outweighs handing it out
+  const int64_t pieces_per_row = std::max<int64_t>(1, run / kPiece);
+  const int64_t piece = (run + pieces_per_row - 1) / pieces_per_row;
+  ParallelFor(pool, rows * pieces_per_row, std::max<int64_t>(1, kPiece / run),
+              [&](int64_t begin, int64_t end) {
+                int64_t row = begin / pieces_per_row, part = begin % pieces_per_row;
+                std::vector<int64_t> index(outer.size());
+                for (int64_t d = static_cast<int64_t>(outer.size()), rest = row; d-- > 0;) {
+                  const int64_t n = static_cast<int64_t>(outer[d].size());
+                  index[d] = rest % n;
+                  rest /= n;
+                }
+                auto base_of_row = [&] {
+                  int64_t base = first;
+                  for (size_t d = 0; d < outer.size(); ++d) {
+                    base = SumOffsets(base, outer[d][index[d]]);
+                  }
+                  return base;
+                };
+                int64_t base = base_of_row();
+                for (int64_t p = begin; p < end; ++p) {
+                  const int64_t from = part * piece;
+                  const int64_t count = std::min(piece, run - from);
+                  T* to = dst + row * run + from;
+                  if (base == kFill) {
+                    std::fill(to, to + count, fill);
+                  } else {
+                    std::copy(src + base + from, src + base + from + count, to);
+                  }
+                  if (++part < pieces_per_row) continue;
+                  part = 0;
+                  ++row;
+                  for (size_t d = outer.size(); d-- > 0;) {
+                    if (++index[d] < static_cast<int64_t>(outer[d].size())) break;
+                    index[d] = 0;
+                  }
+                  base = base_of_row();
+                }
+              });
+}
+
 }  // namespace
 
 namespace data_movement {
@@ -108,12 +178,21 @@ void CopyByOffsets(const Tensor& source, std::vector<std::vector<int64_t>> offse
                    const Tensor* fill, Tensor& out, ThreadPool* pool) {
   if (out.numel() == 0) return;
   if (offsets.empty()) offsets.push_back({0});
+  // Rows that are contiguous runs of 16 elements or more: copied whole.
+  constexpr int64_t kMinRun = 16;
+  std::vector<std::vector<int64_t>> outer = offsets;
+  int64_t first = 0;
+  const int64_t run = TakeContiguousRun(outer, first);
   // Short inner rows make the per-row work dominate: fold trailing dims into one table.
-  MergeShortTrailingTables(offsets);
+  if (run < kMinRun) MergeShortTrailingTables(offsets);
   VisitStorage(source.type(), [&]<typename T>() {
     T fill_value{};
     if (fill != nullptr && fill->numel() > 0) fill_value = Elements<T>(*fill)[0];
-    CopyByOffsetsTyped<T>(source, offsets, fill_value, out, pool);
+    if (run >= kMinRun) {
+      CopyRuns<T>(source, outer, first, run, fill_value, out, pool);
+    } else {
+      CopyByOffsetsTyped<T>(source, offsets, fill_value, out, pool);
+    }
   });
 }
 
@@ -167,12 +246,49 @@ __attribute__((target("avx512f"))) void TransposeTile4Avx512(const float* in, fl
   }
 }
 
+// The same tile through AVX2: 8 x 8 blocks transposed in registers (pairs, then pairs of pairs,
+// then 128-bit halves), the edges element by element.
+__attribute__((target("avx2"))) void TransposeTile4Avx2(const float* in, float* out, int64_t rows,
+                                                        int64_t cols, int64_t r0, int64_t r1,
+                                                        int64_t c0, int64_t c1) {
+  int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) {
+    int64_t c = c0;
+    for (; c + 8 <= c1; c += 8) {
+      __m256 v[8], t[8];
+      for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(in + (r + i) * cols + c);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        v[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        v[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        v[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        v[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      }
+      for (int i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(out + (c + i) * rows + r, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
+        _mm256_storeu_ps(out + (c + i + 4) * rows + r,
+                         _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+      }
+    }
+    for (; c < c1; ++c) {
+      for (int64_t i = r; i < r + 8; ++i) out[c * rows + i] = in[i * cols + c];
+    }
+  }
+  for (; r < r1; ++r) {
+    for (int64_t c = c0; c < c1; ++c) out[c * rows + r] = in[r * cols + c];
+  }
+}
+
 // out[b, c, r] = in[b, r, c], in tiles so that both sides stay in cache.
 template <typename T>
 void BatchedTranspose2D(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols,
                         ThreadPool* pool) {
   constexpr int64_t kTile = 32;
   static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx2 = __builtin_cpu_supports("avx2");
   const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
   ParallelFor(pool, batch * row_tiles * col_tiles, 16, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
@@ -185,6 +301,11 @@ void BatchedTranspose2D(const T* in, T* out, int64_t batch, int64_t rows, int64_
         if (avx512) {
           TransposeTile4Avx512(reinterpret_cast<const float*>(in_b),
                                reinterpret_cast<float*>(out_b), rows, cols, r0, r1, c0, c1);
+          continue;
+        }
+        if (avx2) {
+          TransposeTile4Avx2(reinterpret_cast<const float*>(in_b), reinterpret_cast<float*>(out_b),
+                             rows, cols, r0, r1, c0, c1);
           continue;
         }
       }
@@ -375,7 +496,7 @@ absl::Status Split(KernelContext& ctx) {
   for (int64_t k = 0; k < n_out; ++k) {
     std::vector<int64_t> dims = x.dims();
     dims[axis] = sizes[k];
-    Tensor& y = ctx.Output(k, x.type(), dims);
+    Tensor& y = ctx.OutputToOverwrite(k, x.type(), dims);
     const int64_t block = sizes[k] * inner;
     if (y.numel() > 0) {
       VisitStorage(x.type(), [&]<typename T>() {
@@ -408,7 +529,7 @@ absl::Status Tile(KernelContext& ctx) {
     out_dims[d] = x.dim(d) * repeats[d];
   }
   if (!IsAllocatable(out_dims, x.type())) return ctx.Error("output too large");
-  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), out_dims);
   if (y.numel() == 0) return absl::OkStatus();
   const std::vector<int64_t> strides = Strides(x.dims());
   std::vector<std::vector<int64_t>> offsets(x.rank());
@@ -434,7 +555,7 @@ absl::Status Expand(KernelContext& ctx) {
     ctx.outputs[0] = x.Reshaped(out_dims);
     return absl::OkStatus();
   }
-  Tensor& y = ctx.Output(0, x.type(), out_dims);
+  Tensor& y = ctx.OutputToOverwrite(0, x.type(), out_dims);
   if (y.numel() == 0) return absl::OkStatus();
   const std::vector<int64_t> strides = Strides(in_dims);
   std::vector<std::vector<int64_t>> offsets(rank);

@@ -1,5 +1,6 @@
 #include "exec/cpu/vector_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -63,6 +64,16 @@ constexpr float kErfcFar[] = {-1.191422894e-5f,  -8.120862065e-6f,  0.0001233749
 constexpr float kExp[] = {0.001394110843f, 0.008375126398f, 0.04166635290f, 0.1666641551f,
                           0.5000000047f,   1.000000038f,    1.000000000f};
 
+// Whether any lane of a comparison's result is set.
+template <int W>
+OVFIX_INLINE bool AnyLane(const Ints<W>& mask) {
+  uint64_t words[W / 2];
+  std::memcpy(words, &mask, sizeof(mask));
+  uint64_t any = 0;
+  for (int i = 0; i < W / 2; ++i) any |= words[i];
+  return any != 0;
+}
+
 template <int W>
 OVFIX_INLINE Floats<W> Erf(const Floats<W>& x) {
   using F = Floats<W>;
@@ -74,15 +85,28 @@ OVFIX_INLINE Floats<W> Erf(const Floats<W>& x) {
   F small = Splat<W>(kErfSmall[0]);
   for (int i = 1; i < 7; ++i) small = small * t + kErfSmall[i];
   small = small * a;
-  // Beyond: 1 - erfc(a), erfc from one of two pieces; from 3.92 on erf(a) rounds to 1.
-  const I far = a >= 2.25f;
-  const F clamped = a < 3.92f ? a : Splat<W>(3.92f);
-  const F u = clamped - (far ? Splat<W>(3.085f) : Splat<W>(1.5625f));
-  F erfc = far ? Splat<W>(kErfcFar[0]) : Splat<W>(kErfcNear[0]);
-  for (int i = 1; i < 11; ++i) {
-    erfc = erfc * u + (far ? Splat<W>(kErfcFar[i]) : Splat<W>(kErfcNear[i]));
+  // Beyond: 1 - erfc(a), erfc from one of two pieces; from 3.92 on erf(a) rounds to 1. The
+  // pieces a vector does not need are skipped (GELU's inputs are mostly small): every lane
+  // gets the same arithmetic on each branch.
+  const I beyond = !(a < 0.875f);  // NaN too: the result is x then
+  F magnitude = small;
+  if (AnyLane<W>(beyond)) {
+    const I far = a >= 2.25f;
+    F erfc;
+    if (AnyLane<W>(far)) {
+      const F clamped = a < 3.92f ? a : Splat<W>(3.92f);
+      const F u = clamped - (far ? Splat<W>(3.085f) : Splat<W>(1.5625f));
+      erfc = far ? Splat<W>(kErfcFar[0]) : Splat<W>(kErfcNear[0]);
+      for (int i = 1; i < 11; ++i) {
+        erfc = erfc * u + (far ? Splat<W>(kErfcFar[i]) : Splat<W>(kErfcNear[i]));
+      }
+    } else {
+      const F u = a - 1.5625f;  // no lane beyond 2.25: a is its own clamp (NaN gives x)
+      erfc = Splat<W>(kErfcNear[0]);
+      for (int i = 1; i < 11; ++i) erfc = erfc * u + kErfcNear[i];
+    }
+    magnitude = beyond ? 1.0f - erfc : small;
   }
-  const F magnitude = a < 0.875f ? small : 1.0f - erfc;
   const F y = Bits<F>(Bits<I>(magnitude) | sign);
   return x == x ? y : x;  // NaN stays NaN
 }
@@ -218,6 +242,89 @@ OVFIX_INLINE void ScaleInDoubleImpl(float* y, int64_t n, double factor) {
   for (; i < n; ++i) y[i] = static_cast<float>(static_cast<double>(y[i]) * factor);
 }
 
+// y = 0.5 x (1 + erf(x / sqrt 2)), in one pass.
+template <int W>
+OVFIX_INLINE Floats<W> Gelu(const Floats<W>& x) {
+  return 0.5f * x * (1.0f + Erf<W>(x * 0.70710678f));
+}
+
+template <int W>
+OVFIX_INLINE void GeluImpl(const float* x, float* y, int64_t n) {
+  MapFloats<W, &Gelu<W>>(x, y, n);
+}
+
+// The sums of the lanes of `v`, in double: the low and high halves converted.
+template <int W>
+OVFIX_INLINE void AddAsDoubles(const Floats<W>& v, Doubles<W / 2>& low, Doubles<W / 2>& high) {
+  Floats<W / 2> half[2];
+  std::memcpy(half, &v, sizeof(v));
+  low += __builtin_convertvector(half[0], Doubles<W / 2>);
+  high += __builtin_convertvector(half[1], Doubles<W / 2>);
+}
+
+template <int W>
+OVFIX_INLINE double SumLanes(const Doubles<W / 2>& low, const Doubles<W / 2>& high) {
+  const Doubles<W / 2> both = low + high;
+  double sum = 0;
+  for (int l = 0; l < W / 2; ++l) sum += both[l];
+  return sum;
+}
+
+// One row of a float LayerNormalization. The sums are taken in double, the last pass in float:
+// pass 1 sums x for a float shift (the mean rounded); pass 2 sums d = x - shift and d * d in
+// double, where sum(d) / n is the shift's rounding error (the corrected two-pass algorithm: no
+// cancellation however large the mean), and pass 3 computes
+// ((x - shift) - correction) * (inv_std * scale) + bias, a few float roundings of the result.
+template <int W>
+OVFIX_INLINE LayerNormStatistics LayerNormRowImpl(const float* x, float* y, int64_t n,
+                                                  const float* scale, const float* bias,
+                                                  float epsilon) {
+  using F = Floats<W>;
+  using D = Doubles<W / 2>;
+  D low = {}, high = {};
+  int64_t i = 0;
+  for (; i + W <= n; i += W) AddAsDoubles<W>(Load<W>(x + i), low, high);
+  double sum = SumLanes<W>(low, high);
+  for (; i < n; ++i) sum += static_cast<double>(x[i]);
+  const float shift = static_cast<float>(sum / static_cast<double>(n));
+  const double shift_double = shift;
+  D d_low = {}, d_high = {}, q_low = {}, q_high = {};
+  for (i = 0; i + W <= n; i += W) {
+    const F v = Load<W>(x + i);
+    Floats<W / 2> half[2];
+    std::memcpy(half, &v, sizeof(v));
+    const D a = __builtin_convertvector(half[0], D) - shift_double;
+    const D b = __builtin_convertvector(half[1], D) - shift_double;
+    d_low += a;
+    d_high += b;
+    q_low += a * a;
+    q_high += b * b;
+  }
+  double d_sum = SumLanes<W>(d_low, d_high), q_sum = SumLanes<W>(q_low, q_high);
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - shift_double;
+    d_sum += d;
+    q_sum += d * d;
+  }
+  const double correction = d_sum / static_cast<double>(n);
+  const double variance = std::max(0.0, q_sum / static_cast<double>(n) - correction * correction);
+  LayerNormStatistics stats;
+  stats.mean = static_cast<double>(shift) + correction;
+  stats.inv_std = 1.0 / std::sqrt(variance + static_cast<double>(epsilon));
+  const float c = static_cast<float>(correction), inv_std = static_cast<float>(stats.inv_std);
+  for (i = 0; i + W <= n; i += W) {
+    const F normal = (Load<W>(x + i) - shift) - c;
+    F v = normal * (inv_std * Load<W>(scale + i));
+    if (bias != nullptr) v += Load<W>(bias + i);
+    Store<W>(y + i, v);
+  }
+  for (; i < n; ++i) {
+    const float normal = (x[i] - shift) - c;
+    y[i] = normal * (inv_std * scale[i]) + (bias != nullptr ? bias[i] : 0.0f);
+  }
+  return stats;
+}
+
 #undef OVFIX_INLINE
 
 struct VectorFunctions {
@@ -226,20 +333,29 @@ struct VectorFunctions {
   float (*max)(const float*, int64_t);
   double (*exp_shifted_sum)(const float*, float, float*, int64_t);
   void (*scale_in_double)(float*, int64_t, double);
+  void (*gelu)(const float*, float*, int64_t);
+  LayerNormStatistics (*layer_norm_row)(const float*, float*, int64_t, const float*, const float*,
+                                        float);
 };
 
-#define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                 \
-  __VA_ARGS__ void Erf##Suffix(const float* x, float* y, int64_t n) { ErfImpl<W>(x, y, n); }   \
-  __VA_ARGS__ void Exp##Suffix(const float* x, float* y, int64_t n) { ExpImpl<W>(x, y, n); }   \
-  __VA_ARGS__ float Max##Suffix(const float* x, int64_t n) { return MaxImpl<W>(x, n); }        \
-  __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) { \
-    return ExpShiftedSumImpl<W>(x, shift, y, n);                                               \
-  }                                                                                            \
-  __VA_ARGS__ void ScaleInDouble##Suffix(float* y, int64_t n, double factor) {                 \
-    ScaleInDoubleImpl<W>(y, n, factor);                                                        \
-  }                                                                                            \
-  constexpr VectorFunctions k##Suffix = {&Erf##Suffix, &Exp##Suffix, &Max##Suffix,             \
-                                         &ExpShiftedSum##Suffix, &ScaleInDouble##Suffix};
+#define OVFIX_VECTOR_FUNCTIONS(Suffix, W, ...)                                                     \
+  __VA_ARGS__ void Erf##Suffix(const float* x, float* y, int64_t n) { ErfImpl<W>(x, y, n); }       \
+  __VA_ARGS__ void Exp##Suffix(const float* x, float* y, int64_t n) { ExpImpl<W>(x, y, n); }       \
+  __VA_ARGS__ float Max##Suffix(const float* x, int64_t n) { return MaxImpl<W>(x, n); }            \
+  __VA_ARGS__ double ExpShiftedSum##Suffix(const float* x, float shift, float* y, int64_t n) {     \
+    return ExpShiftedSumImpl<W>(x, shift, y, n);                                                   \
+  }                                                                                                \
+  __VA_ARGS__ void ScaleInDouble##Suffix(float* y, int64_t n, double factor) {                     \
+    ScaleInDoubleImpl<W>(y, n, factor);                                                            \
+  }                                                                                                \
+  __VA_ARGS__ void Gelu##Suffix(const float* x, float* y, int64_t n) { GeluImpl<W>(x, y, n); }     \
+  __VA_ARGS__ LayerNormStatistics LayerNormRow##Suffix(                                            \
+      const float* x, float* y, int64_t n, const float* scale, const float* bias, float epsilon) { \
+    return LayerNormRowImpl<W>(x, y, n, scale, bias, epsilon);                                     \
+  }                                                                                                \
+  constexpr VectorFunctions k##Suffix = {                                                          \
+      &Erf##Suffix,           &Exp##Suffix,  &Max##Suffix,         &ExpShiftedSum##Suffix,         \
+      &ScaleInDouble##Suffix, &Gelu##Suffix, &LayerNormRow##Suffix};
 
 OVFIX_VECTOR_FUNCTIONS(Avx512, 16, __attribute__((target("avx512f,fma"))))
 OVFIX_VECTOR_FUNCTIONS(Avx2, 8, __attribute__((target("avx2,fma"))))
@@ -269,6 +385,13 @@ double ExpShiftedSum(const float* x, float shift, float* y, int64_t n) {
 
 void ScaleInDouble(float* y, int64_t n, double factor) {
   Functions().scale_in_double(y, n, factor);
+}
+
+void GeluFloats(const float* x, float* y, int64_t n) { Functions().gelu(x, y, n); }
+
+LayerNormStatistics LayerNormRow(const float* x, float* y, int64_t n, const float* scale,
+                                 const float* bias, float epsilon) {
+  return Functions().layer_norm_row(x, y, n, scale, bias, epsilon);
 }
 
 }  // namespace ovfix::exec

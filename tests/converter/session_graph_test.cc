@@ -40,17 +40,19 @@ TEST(SessionGraph, ConvNextFusesLayerNormAndGeluAndDropsPow) {
   ASSERT_NE(m.optimized, nullptr);
   std::map<std::string, int> before = OpCounts(*m.as_written), after = OpCounts(*m.optimized);
   // 6 blocks, each one LayerNorm over channels-last and one GELU; the final LayerNorm over
-  // the pooled vector too. The LayerNorms over NCHW channels (stem, downsampling) stay.
+  // the pooled vector too. The 3 LayerNorms over NCHW channels (stem, downsampling) become
+  // ChannelLayerNormalization.
   EXPECT_EQ(before["Erf"], 6);
   ExpectCounts(after, {{"ovfix.fused.LayerNormalization", 7},
+                       {"ovfix.fused.ChannelLayerNormalization", 3},
                        {"ovfix.fused.Gelu", 6},
                        {"Erf", 0},
                        {"Pow", 0},
-                       {"ovfix.fused.Elementwise", 3 * 2}});
-  // Each LayerNorm's 9 nodes become 1, each GELU's 5 become 1; of the 3 LayerNorms over NCHW
-  // channels, the element-wise chains Add(eps) Sqrt and Div Mul Add become one node each.
+                       {"ReduceMean", 1},
+                       {"ovfix.fused.Elementwise", 0}});
+  // Each LayerNorm's 9 nodes become 1, each GELU's 5 become 1.
   EXPECT_EQ(m.as_written->graph().num_nodes() - m.optimized->graph().num_nodes(),
-            7 * 8 + 6 * 4 + 3 * 3);
+            7 * 8 + 6 * 4 + 3 * 8);
 }
 
 // The same exports written at opset 18, as PyTorch's dynamo exporter writes them (Reduce axes
@@ -67,11 +69,16 @@ TEST(SessionGraph, Opset18ExportsFuseAsTheirOpset17Forms) {
   Optimized convnext = ExpectSameOutputs(AtOpset18(bench::ExportedConvNextModel()));
   ASSERT_NE(convnext.optimized, nullptr);
   EXPECT_EQ(convnext.optimized->OpsetVersion(""), 18);
-  ExpectCounts(OpCounts(*convnext.optimized),
-               {{"ovfix.fused.LayerNormalization", 7}, {"ovfix.fused.Gelu", 6}, {"Pow", 0}});
+  ExpectCounts(OpCounts(*convnext.optimized), {{"ovfix.fused.LayerNormalization", 7},
+                                               {"ovfix.fused.ChannelLayerNormalization", 3},
+                                               {"ovfix.fused.Gelu", 6},
+                                               {"Pow", 0}});
   Optimized bert = ExpectSameOutputs(AtOpset18(bench::ExportedBertModel()));
   ASSERT_NE(bert.optimized, nullptr);
-  EXPECT_GE(OpCounts(*bert.optimized)["ovfix.fused.LayerNormalization"], 8);
+  std::map<std::string, int> bert_counts = OpCounts(*bert.optimized);
+  EXPECT_GE(bert_counts["ovfix.fused.LayerNormalization"] +
+                bert_counts["ovfix.fused.AddLayerNormalization"],
+            8);
 }
 
 TEST(SessionGraph, SwinShapeArithmeticFolds) {
@@ -124,9 +131,34 @@ TEST(SessionGraph, BertAndDecoderFuseTheirNormsAndKeepOutputs) {
     Optimized m = ExpectSameOutputs(make());
     ASSERT_NE(m.optimized, nullptr);
     std::map<std::string, int> after = OpCounts(*m.optimized);
-    EXPECT_GE(after["ovfix.fused.LayerNormalization"], 8);
+    // Each LayerNorm after a residual Add takes the Add in.
+    EXPECT_GE(after["ovfix.fused.AddLayerNormalization"], 8);
+    EXPECT_GE(after["ovfix.fused.LayerNormalization"] + after["ovfix.fused.AddLayerNormalization"],
+              8);
     // The causal mask is a constant: no Trilu is left.
     ExpectCounts(after, {{"ovfix.fused.Gelu", 4}, {"Shape", 0}, {"Trilu", 0}});
+  }
+}
+
+// A session that rounds every float tensor to fp16 keeps a residual sum as a tensor (it is
+// rounded, and may overflow, as written): the Add stays beside the fused LayerNorm there.
+TEST(SessionGraph, Fp16StorageKeepsResidualAddsUnfused) {
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      ModelFromProto(bench::ExportedBertModel(), "", "model");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
+    exec::SessionOptions options;
+    options.precision = precision;
+    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_NE(run->graph, nullptr);
+    std::map<std::string, int> counts = OpCounts(*run->graph);
+    const bool fp32 = precision == exec::Precision::kFp32;
+    EXPECT_EQ(counts["ovfix.fused.AddLayerNormalization"] > 0, fp32);
+    EXPECT_GE(
+        counts["ovfix.fused.AddLayerNormalization"] + counts["ovfix.fused.LayerNormalization"], 8);
   }
 }
 

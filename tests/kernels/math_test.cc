@@ -367,6 +367,38 @@ TEST(PoolTest, MatchesNaive) {
   }
 }
 
+// AveragePool over 1-D and 2-D planes runs separably (row sums, then column sums, in double):
+// bit for bit the double window average rounded once, with pads, ceil_mode, count_include_pad,
+// dilations (opset 19), DenseNet's 2x2 transitions and threads.
+TEST(PoolTest, AverageRowsMatchDoubleAverageExactly) {
+  const std::vector<PoolCase> cases = {
+      {{1, 128, 32, 32}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+      {{2, 3, 9, 11}, {3, 2}, {1, 2}, {0, 1, 2, 0}},
+      {{1, 2, 10, 9}, {3, 3}, {3, 2}, {1, 0, 1, 1}, {}, true, true},
+      {{1, 2, 10, 9}, {3, 3}, {3, 2}, {1, 0, 1, 1}, {}, true, false},
+      {{1, 5, 7, 13}, {3, 4}, {2, 3}, {1, 2, 2, 1}, {2, 1}, false, true},
+      {{1, 3, 12}, {4}, {3}, {1, 2}, {}, false, true},
+      {{2, 4, 17}, {2}, {2}, {0, 1}, {3}},
+      {{1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+  };
+  std::mt19937 rng(41);
+  for (const PoolCase& c : cases) {
+    std::vector<float> x = RandomFloats(Tensor::NumElements(c.x), rng);
+    for (float& v : x) v = v * 100 + 3;  // values of mixed magnitudes and an offset
+    std::vector<onnx::AttributeProto> attributes = {
+        IntsAttr("kernel_shape", c.kernel), IntsAttr("strides", c.strides),
+        IntsAttr("pads", c.pads), IntAttr("ceil_mode", c.ceil_mode),
+        IntAttr("count_include_pad", c.count_include_pad)};
+    if (!c.dilations.empty()) attributes.push_back(IntsAttr("dilations", c.dilations));
+    Dims out_dims;
+    std::vector<double> expected = NaivePool(c, x, 1, &out_dims, nullptr);
+    for (double& v : expected) v = static_cast<float>(v);
+    auto average = RunNode("AveragePool", 19, {FloatTensor(c.x, x)}, attributes);
+    ASSERT_TRUE(average.ok()) << average.status();
+    ExpectNear((*average)[0], out_dims, expected, 0, "AveragePool");
+  }
+}
+
 TEST(PoolTest, GlobalPoolsAndInts) {
   std::mt19937 rng(31);
   const Dims dims = {2, 3, 7, 5};

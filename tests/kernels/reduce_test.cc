@@ -1,6 +1,7 @@
 // Tests of the reduction group's kernels (exec/cpu/reduce.cc, softmax.cc, normalization.cc,
 // arg_topk.cc), run one node at a time through KernelContext and checked against naive
 // formulas written out here.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -384,6 +385,108 @@ TEST(NormalizationTest, LayerNormalizationLongRowsMatchFormula) {
       }
     }
   }
+}
+
+// ovfix.fused.ChannelLayerNormalization (ConvNeXt's LayerNorm over NCHW channels, fused by the
+// session graph) against a double-precision hand loop: within 1e-6 of the output's range, on
+// blocks of positions with a partial last one, one channel, a batch, and a mean of 1e4 (the
+// variance's cancellation).
+TEST(NormalizationTest, ChannelLayerNormalizationWithinMillionthOfRange) {
+  struct Case {
+    std::vector<int64_t> dims;
+    float mean, spread;
+  };
+  const Case cases[] = {{{1, 64, 40, 40}, 0, 1},   {{2, 3, 5, 7}, 0.5f, 2},
+                        {{1, 96, 300}, 1e4f, 1},   {{1, 1, 9}, 3, 1},
+                        {{3, 17, 257}, -20, 0.1f}, {{1, 5, 1, 1, 3}, 0, 1}};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    const int64_t batch = c.dims[0], channels = c.dims[1];
+    const int64_t positions = Tensor::NumElements(c.dims) / (batch * channels);
+    std::vector<float> x = RandomFloats(Tensor::NumElements(c.dims), seed++, -1, 1);
+    for (float& v : x) v = c.mean + c.spread * v;
+    const std::vector<float> scale = RandomFloats(channels, seed++),
+                             bias = RandomFloats(channels, seed++);
+    NodeRun run;
+    run.domain = "ovfix.fused";
+    auto result = RunNode("ChannelLayerNormalization", 1,
+                          {FloatTensor(c.dims, x), FloatTensor({channels, 1, 1}, scale),
+                           FloatTensor({channels, 1, 1}, bias)},
+                          {FloatAttr("epsilon", 1e-6f)}, run);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const std::vector<double> y = Values((*result)[0]);
+    std::vector<double> want(x.size());
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t p = 0; p < positions; ++p) {
+        auto at = [&](int64_t ch) { return (n * channels + ch) * positions + p; };
+        double mean = 0, variance = 0;
+        for (int64_t ch = 0; ch < channels; ++ch) mean += x[at(ch)];
+        mean /= static_cast<double>(channels);
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          variance += (x[at(ch)] - mean) * (x[at(ch)] - mean);
+        }
+        const double inv_std = 1 / std::sqrt(variance / static_cast<double>(channels) + 1e-6f);
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          want[at(ch)] = (x[at(ch)] - mean) * inv_std * scale[ch] + bias[ch];
+        }
+      }
+    }
+    double lo = want[0], hi = want[0], error = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      lo = std::min(lo, want[i]);
+      hi = std::max(hi, want[i]);
+      error = std::max(error, std::abs(y[i] - want[i]));
+    }
+    EXPECT_LE(error, 1e-6 * (hi - lo)) << "dims " << ::testing::PrintToString(c.dims);
+  }
+  NodeRun run;
+  run.domain = "ovfix.fused";
+  EXPECT_FALSE(RunNode("ChannelLayerNormalization", 1,
+                       {FloatTensor({1, 4, 3}, RandomFloats(12, 1)), FloatTensor({3}, {1, 1, 1}),
+                        FloatTensor({3}, {0, 0, 0})},
+                       {}, run)
+                   .ok());
+}
+
+// ovfix.fused.AddLayerNormalization gives bit for bit what Add then LayerNormalization give
+// (the same float sum, normalized by the same row), with and without the sum as an output.
+TEST(NormalizationTest, AddLayerNormalizationIsAddThenLayerNorm) {
+  uint32_t seed = 90;
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{3, 7, 37}, {1, 384}, {2, 1}, {128, 96}, {5, 1000}}) {
+    const int64_t n = dims.back();
+    const Tensor a = FloatTensor(dims, RandomFloats(Tensor::NumElements(dims), seed++));
+    std::vector<float> shifted = RandomFloats(Tensor::NumElements(dims), seed++);
+    for (float& v : shifted) v += 1e3f;
+    const Tensor b = FloatTensor(dims, shifted);
+    const Tensor scale = FloatTensor({n}, RandomFloats(n, seed++));
+    const Tensor bias = FloatTensor({n}, RandomFloats(n, seed++));
+    auto sum = RunOp("Add", 14, {a, b}, {});
+    ASSERT_TRUE(sum.ok()) << sum.status();
+    auto normalized = RunOp("LayerNormalization", 17, {(*sum)[0], scale, bias},
+                            {IntAttr("axis", -1), FloatAttr("epsilon", 1e-5f)});
+    ASSERT_TRUE(normalized.ok()) << normalized.status();
+    for (int outputs : {1, 2}) {
+      NodeRun run;
+      run.domain = "ovfix.fused";
+      run.num_outputs = outputs;
+      auto fused = RunNode("AddLayerNormalization", 1, {a, b, scale, bias},
+                           {FloatAttr("epsilon", 1e-5f)}, run);
+      ASSERT_TRUE(fused.ok()) << fused.status();
+      EXPECT_THAT(Values((*fused)[0]), ElementsAreArray(Values((*normalized)[0])))
+          << ::testing::PrintToString(dims);
+      if (outputs == 2) {
+        EXPECT_THAT(Values((*fused)[1]), ElementsAreArray(Values((*sum)[0])));
+      }
+    }
+  }
+  NodeRun run;
+  run.domain = "ovfix.fused";
+  EXPECT_FALSE(RunNode("AddLayerNormalization", 1,
+                       {FloatTensor({2, 3}, RandomFloats(6, 1)), FloatTensor({3}, {1, 2, 3}),
+                        FloatTensor({3}, {1, 1, 1}), FloatTensor({3}, {0, 0, 0})},
+                       {}, run)
+                   .ok());
 }
 
 TEST(NormalizationTest, InstanceAndGroupNormalization) {

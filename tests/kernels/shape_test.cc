@@ -410,6 +410,71 @@ TEST(DataMovementTest, SliceAllTypes) {
   }
 }
 
+// Slices whose rows are contiguous runs of the input (along an outer axis, or every axis
+// after one whole): copied run by run, long runs in pieces on several threads. Pad's filled
+// outer rows take the same path.
+TEST(DataMovementTest, SliceAndPadContiguousRuns) {
+  for (const Tensor& x : TypedIota({2, 30, 70})) {
+    for (int64_t axis = 0; axis < 3; ++axis) {
+      std::vector<int64_t> out_dims = x.dims();
+      out_dims[axis] = x.dim(axis) - 1;
+      Tensor y = Run1("Slice", 13, {x, Ints({1}), Ints({x.dim(axis)}), Ints({axis})});
+      ExpectSame(y, NaiveGather(x, out_dims, [axis](std::vector<int64_t> c) {
+                   ++c[axis];
+                   return c;
+                 }));
+    }
+  }
+  // torch.roll's halves of a [1, 56, 56, 96] activation (runs of 96 to 285k floats).
+  const Tensor x = Iota({1, 56, 56, 96});
+  for (int64_t axis = 1; axis < 4; ++axis) {
+    for (const auto& [start, end] : {std::pair<int64_t, int64_t>{3, 56}, {0, 53}, {50, 53}}) {
+      std::vector<int64_t> out_dims = x.dims();
+      out_dims[axis] = end - start;
+      Tensor y = Run1("Slice", 13, {x, Ints({start}), Ints({end}), Ints({axis})});
+      ExpectSame(y, NaiveGather(x, out_dims, [axis, start](std::vector<int64_t> c) {
+                   c[axis] += start;
+                   return c;
+                 }));
+    }
+  }
+  // Zero rows in front of and after whole planes: each output row a run or the fill.
+  Tensor padded = Run1("Pad", 13, {x, Ints({0, 2, 0, 0, 0, 1, 0, 0}), FloatTensor({}, {-1})});
+  ASSERT_EQ(padded.dims(), (std::vector<int64_t>{1, 59, 56, 96}));
+  const float* p = padded.data<float>();
+  for (int64_t i = 0; i < padded.numel(); ++i) {
+    const int64_t row = i / (56 * 96);
+    const float want = row < 2 || row >= 58 ? -1.0f : static_cast<float>(i - 2 * 56 * 96);
+    ASSERT_EQ(p[i], want) << i;
+  }
+  // Pads of 0 everywhere: the input as it is.
+  ExpectSame(Run1("Pad", 13, {x, Ints({0, 0, 0, 0, 0, 0, 0, 0}), FloatTensor({}, {-1})}), x);
+  ExpectSame(Run1("Pad", 13, {x, Ints({0, 0, 0, 0, 0, 0, 0, 0})}, {StringAttr("mode", "edge")}), x);
+}
+
+// Transposes that keep a last axis of 16 or more (attention's head split and merge): a copy
+// per run of it, rows walked by an odometer on several threads; every element type.
+TEST(DataMovementTest, TransposeKeepingTheLastAxisCopiesRuns) {
+  struct Case {
+    std::vector<int64_t> dims, perm;
+  };
+  for (const Case& c : {Case{{5, 7, 3, 2, 17}, {2, 0, 3, 1, 4}}, Case{{3, 4, 5, 20}, {0, 2, 1, 3}},
+                        Case{{64, 49, 3, 3, 32}, {2, 0, 3, 1, 4}}}) {
+    for (const Tensor& x : TypedIota(c.dims)) {
+      if (x.numel() > 100000 && x.type() != DataType::kFloat) continue;
+      const size_t rank = c.dims.size();
+      std::vector<int64_t> out_dims(rank);
+      for (size_t d = 0; d < rank; ++d) out_dims[d] = x.dim(c.perm[d]);
+      Tensor expected = NaiveGather(x, out_dims, [&](const std::vector<int64_t>& o) {
+        std::vector<int64_t> in(rank);
+        for (size_t d = 0; d < rank; ++d) in[c.perm[d]] = o[d];
+        return in;
+      });
+      ExpectSame(Run1("Transpose", 13, {x}, {IntsAttr("perm", c.perm)}), expected);
+    }
+  }
+}
+
 TEST(DataMovementTest, PadModes) {
   Tensor x = FloatTensor({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
   // The spec's examples.

@@ -1,14 +1,17 @@
 // The vectorized erf and exp (exec/cpu/vector_math.h) against double-precision libm, for
 // every instruction set this CPU runs: within a few units in the last place everywhere,
-// special values exact.
+// special values exact. GELU and the LayerNormalization row against double-precision hand
+// loops: within 1e-6 of the output's range (issue 41's contract for changed arithmetic).
 #include "exec/cpu/vector_math.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -126,6 +129,122 @@ TEST_P(VectorMath, MaxAndShiftedExpSum) {
     std::vector<float> with_nan = x;
     with_nan[at] = std::numeric_limits<float>::quiet_NaN();
     EXPECT_TRUE(std::isnan(MaxFloats(with_nan.data(), with_nan.size()))) << at;
+  }
+}
+
+// max want - min want.
+double Range(const std::vector<double>& want) {
+  return *std::max_element(want.begin(), want.end()) - *std::min_element(want.begin(), want.end());
+}
+
+// max |got - want| over `range` (the reference's range by default).
+double ErrorOverRange(const std::vector<float>& got, const std::vector<double>& want,
+                      double range = -1) {
+  if (range < 0) range = Range(want);
+  double error = 0;
+  for (size_t i = 0; i < got.size(); ++i) error = std::max(error, std::abs(got[i] - want[i]));
+  return range > 0 ? error / range : (error == 0 ? 0 : std::numeric_limits<double>::infinity());
+}
+
+TEST_P(VectorMath, GeluWithinMillionthOfRange) {
+  // Every step of 1/1024 over [-12, 12], and the same over [-3, 3] (a smaller range, a tighter
+  // bound); every length below a vector for the tail, and in place.
+  for (const float bound : {12.0f, 3.0f}) {
+    std::vector<float> x;
+    for (int k = -1024 * static_cast<int>(bound); k <= 1024 * static_cast<int>(bound); ++k) {
+      x.push_back(static_cast<float>(k) / 1024);
+    }
+    std::vector<double> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      want[i] = 0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)));
+    }
+    for (const int64_t n : {int64_t{1}, int64_t{5}, int64_t{13}, static_cast<int64_t>(x.size())}) {
+      std::vector<float> y(n);
+      GeluFloats(x.data(), y.data(), n);
+      EXPECT_LE(ErrorOverRange(y, want, Range(want)), 1e-6) << n << " over +-" << bound;
+      // And per element: the erf's few units in the last place, scaled by x / 2, and roundings.
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(y[i], want[i], 2e-7 * (std::abs(x[i]) + std::abs(want[i]))) << x[i];
+      }
+    }
+  }
+  // Special values (-inf gives NaN, as x * 0.5 * (1 + erf) always has: inf * 0).
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {inf, 0.0f, -1e-30f, 1e30f, -1e30f, 2.5f, -7.0f};
+  const std::vector<float> want = {inf, 0.0f, -5e-31f, 1e30f, 0.0f, 2.4844757f, 0.0f};
+  for (size_t n = 1; n <= special.size(); ++n) {
+    std::vector<float> in_place(special.begin(), special.begin() + n);
+    GeluFloats(in_place.data(), in_place.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isinf(want[i])) {
+        EXPECT_EQ(in_place[i], want[i]);
+      } else {
+        EXPECT_NEAR(in_place[i], want[i], 1e-6f) << special[i];
+      }
+    }
+  }
+  std::vector<float> nan = {std::numeric_limits<float>::quiet_NaN()};
+  GeluFloats(nan.data(), nan.data(), 1);
+  EXPECT_TRUE(std::isnan(nan[0]));
+}
+
+// The double-precision reference row: two passes for the statistics, every step in double.
+LayerNormStatistics ReferenceLayerNorm(const float* x, int64_t n, const float* scale,
+                                       const float* bias, double epsilon, double* y) {
+  double mean = 0, variance = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) variance += (x[i] - mean) * (x[i] - mean);
+  variance /= static_cast<double>(n);
+  LayerNormStatistics stats{mean, 1 / std::sqrt(variance + epsilon)};
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = (x[i] - mean) * stats.inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0);
+  }
+  return stats;
+}
+
+TEST_P(VectorMath, LayerNormRowWithinMillionthOfRange) {
+  struct Case {
+    int64_t n;
+    double mean, spread;  // x = mean + spread * N(0, 1)
+    bool bias;
+  };
+  // Odd lengths (1, below a vector, a vector and a tail, long rows), a large mean (1e4 and 1e6
+  // with unit noise: the variance's cancellation), a tiny spread, no bias.
+  const Case cases[] = {{1, 0.5, 1, true},      {3, 0, 1, true},        {7, 1, 2, false},
+                        {9, -3, 0.5, true},     {96, 0, 1, true},       {383, 1e4, 1, true},
+                        {384, 1e4, 1, false},   {1000, 1e6, 3, true},   {4097, 1e4, 0.01, true},
+                        {65537, -2e3, 1, true}, {17, 1e-3, 1e-4, true}, {768, 0, 1e3, true}};
+  std::mt19937 random(41);
+  for (const Case& c : cases) {
+    std::normal_distribution<double> normal(0, 1);
+    std::vector<float> x(c.n), scale(c.n), bias(c.n);
+    for (int64_t i = 0; i < c.n; ++i) {
+      x[i] = static_cast<float>(c.mean + c.spread * normal(random));
+      scale[i] = static_cast<float>(1 + 0.5 * normal(random));
+      bias[i] = static_cast<float>(0.1 * normal(random));
+    }
+    const float* b = c.bias ? bias.data() : nullptr;
+    std::vector<double> want(c.n);
+    const LayerNormStatistics expected =
+        ReferenceLayerNorm(x.data(), c.n, scale.data(), b, 1e-5f, want.data());
+    std::vector<float> y(c.n);
+    const LayerNormStatistics got = LayerNormRow(x.data(), y.data(), c.n, scale.data(), b, 1e-5f);
+    const std::string what = "n " + std::to_string(c.n) + " mean " + std::to_string(c.mean);
+    EXPECT_LE(ErrorOverRange(y, want), 1e-6) << what;
+    EXPECT_NEAR(got.mean, expected.mean, 1e-9 * std::abs(expected.mean) + 1e-12) << what;
+    EXPECT_NEAR(got.inv_std, expected.inv_std, 1e-9 * expected.inv_std) << what;
+    if (c.n > 1) {
+      // Also within a few float roundings of each element (the range bound could hide a
+      // systematic error in small outputs).
+      for (int64_t i = 0; i < c.n; ++i) {
+        ASSERT_NEAR(y[i], want[i], 1e-6 * (std::abs(want[i]) + 1)) << what << " element " << i;
+      }
+    }
+    // In place: the same values.
+    std::vector<float> in_place = x;
+    LayerNormRow(in_place.data(), in_place.data(), c.n, scale.data(), b, 1e-5f);
+    EXPECT_EQ(in_place, y) << what;
   }
 }
 
