@@ -46,8 +46,7 @@ std::unique_ptr<rules::Pass> MakeSessionPass(std::string_view step) {
 // rounded (and overflow) as written.
 bool KeepsValuesForFp16Rounding(const std::string& step) {
   return step == "session_attention_fusion" || step == kReadAttentionLayouts ||
-         step == "session_residual_fusion" ||
-         step == kFuseElementwiseChains;
+         step == "session_residual_fusion" || step == kFuseElementwiseChains;
 }
 
 // The session graph's plan, made once: the built-in target's steps (what the plan adds for
