@@ -29,8 +29,8 @@ struct Layout {
   std::vector<int64_t> column_first, column_count, column_offset;
 };
 
-// The output grid is computed in chunks of four vectors, kept in registers across the taps;
-// its length is rounded up to whole vectors of the widest kind (16 floats).
+// The output grid is computed in chunks of 64 floats, kept in registers across the taps; its
+// length is rounded up to whole vectors of the widest kind (16 floats).
 constexpr int64_t kChunk = 64;
 constexpr int64_t kVector = 16;
 
@@ -140,17 +140,21 @@ inline void ConvolveOnePlane(const float* x, const float* w, const float* bias, 
     }
   }
   using Vec = FloatVec<W>;
+  // The grid is computed a run of vectors at a time, one accumulator each: 64 floats (kChunk)
+  // with AVX-512 (4 vectors) and AVX2 (8), 8 vectors of the baseline's 4 floats; with fewer
+  // accumulators than the multiply-add's latency covers, they would wait on one another.
+  constexpr int kRunVecs = W >= 8 ? static_cast<int>(kChunk / W) : 8;
   for (int64_t j = 0; j < s.multiplier; ++j) {
     const float* weights = w + j * taps;
     const float b = bias != nullptr ? bias[j] : 0.0f;
     int64_t i = 0;
-    for (; i + 4 * W <= l.length; i += 4 * W) {
-      const Vec bias_vec = Vec{} + b;
-      FourVecs<W> sums{bias_vec, bias_vec, bias_vec, bias_vec};
-      MultiplyAddRows<W>(sums, taps, [&](int64_t t) {
+    for (; i + kRunVecs * W <= l.length; i += kRunVecs * W) {
+      VecRun<W, kRunVecs> sums;
+      for (Vec& v : sums.v) v = Vec{} + b;
+      MultiplyAddRows(sums, taps, [&](int64_t t) {
         return std::pair<const float*, float>(sources[t] + i, weights[t]);
       });
-      StoreFour<W>(sums, acc + i);
+      StoreRun(sums, acc + i);
     }
     // The last vectors of the grid: two chains (even and odd taps) each, so the additions do
     // not wait on one another.

@@ -294,10 +294,10 @@ __attribute__((always_inline)) inline void AxpyRowsImpl(const float* mat, int64_
   using Vec = FloatVec<W>;
   int64_t j = 0;
   for (; j + 4 * W <= n; j += 4 * W) {
-    FourVecs<W> sums{};
-    MultiplyAddRows<W>(
+    VecRun<W> sums{};
+    MultiplyAddRows(
         sums, k, [&](int64_t i) { return std::pair<const float*, float>(mat + i * ld + j, x[i]); });
-    StoreFour<W>(sums, out + j);
+    StoreRun(sums, out + j);
   }
   for (; j + W <= n; j += W) {
     Vec s0 = {};
