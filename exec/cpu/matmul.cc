@@ -166,7 +166,7 @@ absl::Status MatMul(KernelContext& ctx) {
   if (a.rank() > 1) dims.push_back(m);
   if (b.rank() > 1) dims.push_back(n);
   OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
-  Tensor& y = ctx.Output(0, a.type(), dims);
+  Tensor& y = ctx.OutputToOverwrite(0, a.type(), dims);  // every product path writes all of Y
   if (y.numel() == 0) return absl::OkStatus();
 
   std::vector<int64_t> a_offsets = {0}, b_offsets = {0};
@@ -254,7 +254,7 @@ absl::Status Gemm(KernelContext& ctx) {
                      trans_a ? " (transA)" : "", trans_b ? " (transB)" : "");
   }
   OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, {m, n}));
-  Tensor& y = ctx.Output(0, a.type(), {m, n});
+  Tensor& y = ctx.OutputToOverwrite(0, a.type(), {m, n});  // C or the product writes all of Y
   if (y.numel() == 0) return absl::OkStatus();
   constexpr TypeList<float, double, int32_t, int64_t, uint32_t, uint64_t> kGemmTypes;
   absl::Status status;
@@ -303,7 +303,7 @@ absl::Status TransposedMatMul(KernelContext& ctx) {
   dims.push_back(m);
   dims.push_back(n);
   OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
-  Tensor& y = ctx.Output(0, DataType::kFloat, dims);
+  Tensor& y = ctx.OutputToOverwrite(0, DataType::kFloat, dims);
   if (y.numel() == 0) return absl::OkStatus();
   std::vector<int64_t> a_offsets = {0}, b_offsets = {0};
   if (absl::Status s = BatchOffsets(a_batch, b_batch, a_offsets, b_offsets); !s.ok()) {
