@@ -52,12 +52,29 @@ float* ThreadScratch(int64_t count) {
   return scratch.data;
 }
 
+// A as RunBlock reads it: packed panels, or (lda set) its rows in place, lda floats apart.
+struct ASource {
+  const PackedA* packed = nullptr;
+  const float* rows = nullptr;
+  int64_t lda = 0;
+  int64_t m = 0, k = 0, depth_block = 1;
+
+  explicit ASource(const PackedA& a)
+      : packed(&a), m(a.rows()), k(a.depth()), depth_block(a.depth_block()) {}
+  ASource(const float* a, int64_t row_stride, int64_t rows_, int64_t depth)
+      : rows(a), lda(row_stride), m(rows_), k(depth), depth_block(GemmDepthBlock(depth)) {}
+  // Rows p*mr .. of the depth block that starts at k0, kc deep.
+  const float* panel(int64_t k0, int64_t kc, int64_t p, int mr) const {
+    return packed != nullptr ? packed->panel(k0, kc, p) : rows + p * mr * lda + k0;
+  }
+};
+
 // Runs the kernel over C rows of A panels [p0, p1) and columns [n0, n1).
-void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
+void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
               const GemmEpilogue& epilogue, int64_t p0, int64_t p1, int64_t n0, int64_t n1) {
   const GemmKernel& kernel = Kernel();
   const int mr = kernel.geometry.mr, nr = kernel.geometry.nr;
-  const int64_t m = a.rows(), k = a.depth(), kcb = a.depth_block();
+  const int64_t m = a.m, k = a.k, kcb = a.depth_block;
   float* packed_b = ThreadScratch(kcb * kNc);
   for (int64_t nb = n0; nb < n1; nb += kNc) {
     const int64_t nc = std::min(kNc, n1 - nb);
@@ -66,13 +83,14 @@ void RunBlock(const PackedA& a, const BSource& b, float* c, int64_t ldc,
       const float* block = b.Pack(k0, kc, nb, nc, nr, packed_b);
       TileArgs tile;
       tile.kc = kc;
+      tile.lda = a.lda;
       tile.ldc = ldc;
       tile.alpha = epilogue.alpha;
       tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
       const bool last = k0 + kc >= k;
       if (last && epilogue.column_bias == nullptr) tile.activation = epilogue;
       auto run_tile = [&](int64_t p, int64_t j) {
-        tile.a = a.panel(k0, kc, p);
+        tile.a = a.panel(k0, kc, p, mr);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
         tile.bias = k0 == 0 && epilogue.row_bias != nullptr ? epilogue.row_bias + p * mr : nullptr;
         tile.b = block + j * kc * nr;
@@ -303,9 +321,11 @@ void GemmEmptyDepth(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilo
   }
 }
 
-void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t ldc,
-                const GemmEpilogue& epilogue, ThreadPool* pool) {
-  const int64_t m = a.rows(), k = a.depth();
+namespace {
+
+void GemmFrom(const ASource& a, const BSource& b, int64_t n, float* c, int64_t ldc,
+              const GemmEpilogue& epilogue, ThreadPool* pool) {
+  const int64_t m = a.m, k = a.k;
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     GemmEmptyDepth(m, n, c, ldc, epilogue);
@@ -345,6 +365,24 @@ void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t
   });
 }
 
+}  // namespace
+
+void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t ldc,
+                const GemmEpilogue& epilogue, ThreadPool* pool) {
+  GemmFrom(ASource(a), b, n, c, ldc, epilogue, pool);
+}
+
+void GemmRowsInPlace(const float* a, int64_t lda, int64_t m, int64_t k, const BSource& b, int64_t n,
+                     float* c, int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
+  if (Kernel().reads_rows_in_place) {
+    GemmFrom(ASource(a, lda, m, k), b, n, c, ldc, epilogue, pool);
+    return;
+  }
+  thread_local PackedA packed;  // stays with the thread for the next product
+  packed.Pack(a, lda, false, m, k, pool);
+  GemmPacked(packed, b, n, c, ldc, epilogue, pool);
+}
+
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
            ThreadPool* pool) {
@@ -360,6 +398,10 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   }
   if (m <= kFewRows && !trans_b) {
     FewRowsGemm(trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pool);
+    return;
+  }
+  if (!trans_a) {
+    GemmRowsInPlace(a, lda, m, k, MatrixB(b, ldb, trans_b), n, c, ldc, epilogue, pool);
     return;
   }
   // The packing buffer stays with the thread for the next product.

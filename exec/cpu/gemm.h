@@ -149,6 +149,12 @@ void AddColumnBias(float* c, int64_t ldc, int64_t rows, int64_t cols, const floa
 void GemmPacked(const PackedA& a, const BSource& b, int64_t n, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// GemmPacked with A (m x k) as it lies, row-major with rows lda floats apart: the micro-kernel
+// reads its rows in place where it can (the AVX2 one), else A is packed first. The same
+// products in the same order either way, so the same result bit for bit.
+void GemmRowsInPlace(const float* a, int64_t lda, int64_t m, int64_t k, const BSource& b, int64_t n,
+                     float* c, int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
+
 // Up to this many rows of op(A) (and B not transposed), Sgemm streams B once instead of
 // packing it: a product over so few rows does not repay a packed copy of B.
 inline constexpr int64_t kFewRows = 8;

@@ -87,18 +87,37 @@ struct Avx2Tile {
     }
     const float* a = t.a;
     const float* b = t.b;
-    for (int64_t k = 0; k < t.kc; ++k) {
-      __m256 bv[V];
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+    if (t.lda != 0) {
+      // A's rows in place: the same products in the same order, from R row pointers.
+      const float* rows[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m256 ar = _mm256_broadcast_ss(a + r);
+      for (int r = 0; r < R; ++r) rows[r] = a + r * t.lda;
+      for (int64_t k = 0; k < t.kc; ++k) {
+        __m256 bv[V];
 #pragma GCC unroll 2
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+        for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256 ar = _mm256_broadcast_ss(rows[r] + k);
+#pragma GCC unroll 2
+          for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+        }
+        b += kAvx2Nr;
       }
-      a += kAvx2Mr;
-      b += kAvx2Nr;
+    } else {
+      for (int64_t k = 0; k < t.kc; ++k) {
+        __m256 bv[V];
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256 ar = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 2
+          for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+        }
+        a += kAvx2Mr;
+        b += kAvx2Nr;
+      }
     }
     const __m256 alpha = _mm256_set1_ps(t.alpha);
     const __m256 beta = _mm256_set1_ps(t.beta);
@@ -175,7 +194,7 @@ void PortableTile(const TileArgs& t) {
 }
 
 const GemmKernel kAvx512Kernel{{"avx512", kAvx512Mr, kAvx512Nr}, &Avx512Dispatch};
-const GemmKernel kAvx2Kernel{{"avx2", kAvx2Mr, kAvx2Nr}, &Avx2Dispatch};
+const GemmKernel kAvx2Kernel{{"avx2", kAvx2Mr, kAvx2Nr}, &Avx2Dispatch, true};
 const GemmKernel kPortableKernel{{"portable", kPortableMr, kPortableNr}, &PortableTile};
 
 // ---- Matrix-vector products ----

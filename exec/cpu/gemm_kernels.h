@@ -17,7 +17,10 @@ namespace ovfix::exec {
 // a: kc steps of mr floats; b: kc steps of nr floats; rows <= mr, cols <= nr.
 struct TileArgs {
   int64_t kc = 0;
+  // A packed (kc steps of mr floats), or with `lda` set its rows in place: row r of the tile
+  // at a + r * lda, kc floats from there (GemmKernel::reads_rows_in_place).
   const float* a = nullptr;
+  int64_t lda = 0;
   const float* b = nullptr;
   float* c = nullptr;
   int64_t ldc = 0;
@@ -33,6 +36,9 @@ struct TileArgs {
 struct GemmKernel {
   GemmGeometry geometry;  // name and register tile (mr x nr)
   void (*tile)(const TileArgs&);
+  // Whether `tile` also reads A's rows in place (TileArgs::lda): a product with a row-major A
+  // then packs only B.
+  bool reads_rows_in_place = false;
 };
 
 // Kernels this CPU supports, best first; the portable one is always last.

@@ -100,11 +100,9 @@ bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, i
     *ctx.state = fresh;
     cache = fresh.get();
   }
-  thread_local PackedA packed;  // stays with the thread for the next product
-  packed.Pack(a, k, false, m, k, ctx.pool);
   GemmEpilogue epilogue;
   if (ctx.fused_bias != nullptr) epilogue.column_bias = ctx.fused_bias->data<float>();
-  GemmPacked(packed, cache->b, n, out, n, epilogue, ctx.pool);
+  GemmRowsInPlace(a, k, m, k, cache->b, n, out, n, epilogue, ctx.pool);
   return true;
 }
 
