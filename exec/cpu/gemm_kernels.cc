@@ -78,6 +78,31 @@ constexpr int kAvx2Mr = 6, kAvx2Nr = 16;
 
 template <int R, int V>
 struct Avx2Tile {
+  // acc += A * B over the tile's depth, A packed or (kInPlace) its rows in place: the same
+  // products in the same order.
+  template <bool kInPlace>
+  __attribute__((target("avx2,fma"), always_inline)) static inline void Accumulate(
+      const TileArgs& t, __m256 (&acc)[R][V]) {
+    const float* a = t.a;
+    const float* b = t.b;
+    const float* rows[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) rows[r] = a + r * t.lda;
+    for (int64_t k = 0; k < t.kc; ++k) {
+      __m256 bv[V];
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256 ar = _mm256_broadcast_ss(kInPlace ? rows[r] + k : a + r);
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+      }
+      if constexpr (!kInPlace) a += kAvx2Mr;
+      b += kAvx2Nr;
+    }
+  }
+
   __attribute__((target("avx2,fma"))) static void Run(const TileArgs& t) {
     __m256 acc[R][V];
 #pragma GCC unroll 8
@@ -85,39 +110,10 @@ struct Avx2Tile {
 #pragma GCC unroll 2
       for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
     }
-    const float* a = t.a;
-    const float* b = t.b;
     if (t.lda != 0) {
-      // A's rows in place: the same products in the same order, from R row pointers.
-      const float* rows[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) rows[r] = a + r * t.lda;
-      for (int64_t k = 0; k < t.kc; ++k) {
-        __m256 bv[V];
-#pragma GCC unroll 2
-        for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m256 ar = _mm256_broadcast_ss(rows[r] + k);
-#pragma GCC unroll 2
-          for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
-        }
-        b += kAvx2Nr;
-      }
+      Accumulate<true>(t, acc);
     } else {
-      for (int64_t k = 0; k < t.kc; ++k) {
-        __m256 bv[V];
-#pragma GCC unroll 2
-        for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m256 ar = _mm256_broadcast_ss(a + r);
-#pragma GCC unroll 2
-          for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
-        }
-        a += kAvx2Mr;
-        b += kAvx2Nr;
-      }
+      Accumulate<false>(t, acc);
     }
     const __m256 alpha = _mm256_set1_ps(t.alpha);
     const __m256 beta = _mm256_set1_ps(t.beta);
