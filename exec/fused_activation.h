@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -40,6 +41,14 @@ struct FusedActivation {
 // BatchNormalization folded into the Conv after it): x * scale[c] + shift[c], a product then a
 // sum (no multiply-add), then clamped to [lo, hi] (NaN stays NaN), as BatchNormalization and
 // its fused clamp compute it.
+// BatchNormalization's map of one channel in inference, x * scale + shift, in double (both
+// the kernel and the session's folding into a Conv round it to float from here).
+struct BatchNormChannel {
+  double scale, shift;
+  BatchNormChannel(double gamma, double beta, double mean, double var, double epsilon)
+      : scale(gamma / std::sqrt(var + epsilon)), shift(beta - mean * scale) {}
+};
+
 struct ChannelAffine {
   std::vector<float> scale, shift;
   float lo = -std::numeric_limits<float>::infinity();

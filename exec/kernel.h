@@ -151,6 +151,8 @@ bool FusesOutputBias(std::string_view domain, std::string_view op_type);
 void ClampFloats(float* data, int64_t n, float lo, float hi, ThreadPool* pool);
 // x * min(max(alpha * x + beta, 0), 1) in place (the unfused fallback of a fused hard swish).
 void HardSwishFloats(float* data, int64_t n, float alpha, float beta, ThreadPool* pool);
+// A fused activation over `n` finished outputs in place: its clamp, then its hard swish.
+void ActivateFloats(float* data, int64_t n, const FusedActivation& activation, ThreadPool* pool);
 
 // Looks a kernel up; nullptr when none covers (domain, op, opset).
 const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, int opset);

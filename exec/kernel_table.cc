@@ -115,4 +115,11 @@ void HardSwishFloats(float* data, int64_t n, float alpha, float beta, ThreadPool
       [&](int64_t begin, int64_t end) { HardSwishRange(data + begin, end - begin, alpha, beta); });
 }
 
+void ActivateFloats(float* data, int64_t n, const FusedActivation& activation, ThreadPool* pool) {
+  if (activation.clamp) ClampFloats(data, n, activation.clamp_min, activation.clamp_max, pool);
+  if (activation.hard_swish) {
+    HardSwishFloats(data, n, activation.hard_swish_alpha, activation.hard_swish_beta, pool);
+  }
+}
+
 }  // namespace ovfix::exec

@@ -1,7 +1,6 @@
 #include "exec/plan_fusion.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <string_view>
 
@@ -265,9 +264,10 @@ std::optional<ConsumerFusion> FusionIntoConsumer(const Node& node, int opset) {
   f.affine.scale.resize(channels);
   f.affine.shift.resize(channels);
   for (int64_t c = 0; c < channels; ++c) {
-    const double scale = gamma.GetAsDouble(c) / std::sqrt(var.GetAsDouble(c) + epsilon);
-    f.affine.scale[c] = static_cast<float>(scale);
-    f.affine.shift[c] = static_cast<float>(beta.GetAsDouble(c) - mean.GetAsDouble(c) * scale);
+    const BatchNormChannel channel(gamma.GetAsDouble(c), beta.GetAsDouble(c), mean.GetAsDouble(c),
+                                   var.GetAsDouble(c), epsilon);
+    f.affine.scale[c] = static_cast<float>(channel.scale);
+    f.affine.shift[c] = static_cast<float>(channel.shift);
   }
   return f;
 }

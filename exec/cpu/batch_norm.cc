@@ -123,8 +123,9 @@ absl::Status Normalize(KernelContext& ctx, bool training) {
   }
   std::vector<double> scale(features), shift(features);
   for (int64_t f = 0; f < features; ++f) {
-    scale[f] = params[0][f] / std::sqrt(var[f] + epsilon);
-    shift[f] = params[1][f] - mean[f] * scale[f];
+    const BatchNormChannel channel(params[0][f], params[1][f], mean[f], var[f], epsilon);
+    scale[f] = channel.scale;
+    shift[f] = channel.shift;
   }
   Tensor& y = ctx.OutputToOverwrite(0, x.type(), x.dims());
   ScaleShift(x_data, y.data<T>(), batch, features, inner, scale, shift, ctx.fused, ctx.pool);

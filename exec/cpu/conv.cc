@@ -164,14 +164,6 @@ const float* SubsamplePlanes(const float* image, int64_t channels, const Spatial
   return dst;
 }
 
-// The activation the session fused into the node, over the finished output (the paths
-// without a GEMM epilogue).
-void ApplyFusedActivation(const KernelContext& ctx, float* y, int64_t n) {
-  if (ctx.fused.clamp) ClampFloats(y, n, ctx.fused.clamp_min, ctx.fused.clamp_max, ctx.pool);
-  if (ctx.fused.hard_swish)
-    HardSwishFloats(y, n, ctx.fused.hard_swish_alpha, ctx.fused.hard_swish_beta, ctx.pool);
-}
-
 // What both element types read of a convolution: X (N x C x spatial), W (M x C/group x
 // kernel), the optional bias and the sizes of one group.
 template <typename T>
@@ -312,7 +304,7 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
               ctx.pool);
       }
     }
-    ApplyFusedActivation(ctx, y_data, y.numel());
+    ActivateFloats(y_data, y.numel(), ctx.fused, ctx.pool);  // no GEMM epilogue on this path
     return absl::OkStatus();
   }
 

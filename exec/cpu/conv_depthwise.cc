@@ -183,15 +183,6 @@ inline void ConvolveOnePlane(const float* x, const float* w, const float* bias, 
   }
 }
 
-// The activation fused into the convolution over n outputs just written (still in cache), as
-// the whole output would have it afterwards: the same functions, in the same order.
-__attribute__((noinline)) void Activate(float* y, int64_t n, const FusedActivation& activation) {
-  if (activation.clamp) ClampFloats(y, n, activation.clamp_min, activation.clamp_max, nullptr);
-  if (activation.hard_swish) {
-    HardSwishFloats(y, n, activation.hard_swish_alpha, activation.hard_swish_beta, nullptr);
-  }
-}
-
 // Input planes [begin, end) to their output planes: split the padded input into phases, then
 // per output plane sum the shifted phase vectors (acc[i] += w[t] * source_t[i]) with the
 // accumulators of a chunk in registers across all taps. The padding in the phase planes is
@@ -213,7 +204,8 @@ inline void ConvolvePlanes(const float* x, const float* w, const float* bias, fl
     ConvolveOnePlane<kAvx512, W>(x + plane * s.in_h * s.in_w, w + first_map * taps,
                                  bias != nullptr ? bias + first_map : nullptr, y + plane * outputs,
                                  s, l, phases, scratch.acc.data(), scratch.sources.data());
-    if (activate) Activate(y + plane * outputs, outputs, activation);
+    // The outputs just written (still in cache), as the whole output would have it afterwards.
+    if (activate) ActivateFloats(y + plane * outputs, outputs, activation, nullptr);
   }
 }
 
@@ -248,11 +240,7 @@ void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y
   const bool avx512 = isa == "avx512", avx2 = isa == "avx2";
   if (avx512 && DepthwiseBlockedApplies(s)) {
     DepthwiseConv2DBlocked(x, w, bias, y, s, pool);
-    const int64_t n = s.batch * s.channels * s.multiplier * s.out_h * s.out_w;
-    if (activation.clamp) ClampFloats(y, n, activation.clamp_min, activation.clamp_max, pool);
-    if (activation.hard_swish) {
-      HardSwishFloats(y, n, activation.hard_swish_alpha, activation.hard_swish_beta, pool);
-    }
+    ActivateFloats(y, s.batch * s.channels * s.multiplier * s.out_h * s.out_w, activation, pool);
     return;
   }
   const Layout layout = MakeLayout(s);
