@@ -33,6 +33,11 @@ struct Layout {
 // length is rounded up to whole vectors of the widest kind (16 floats).
 constexpr int64_t kChunk = 64;
 constexpr int64_t kVector = 16;
+// The grid is computed a run of vectors at a time, one accumulator each: 64 floats (kChunk)
+// with AVX-512 (4 vectors) and AVX2 (8), 8 vectors of the baseline's 4 floats; with fewer
+// accumulators than the multiply-add's latency covers, they would wait on one another.
+template <int W>
+constexpr int kRunVecs = W >= 8 ? static_cast<int>(kChunk / W) : 8;
 
 Layout MakeLayout(const DepthwiseShape& s) {
   Layout l;
@@ -140,10 +145,7 @@ inline void ConvolveOnePlane(const float* x, const float* w, const float* bias, 
     }
   }
   using Vec = FloatVec<W>;
-  // The grid is computed a run of vectors at a time, one accumulator each: 64 floats (kChunk)
-  // with AVX-512 (4 vectors) and AVX2 (8), 8 vectors of the baseline's 4 floats; with fewer
-  // accumulators than the multiply-add's latency covers, they would wait on one another.
-  constexpr int kRunVecs = W >= 8 ? static_cast<int>(kChunk / W) : 8;
+  constexpr int kRunVecs = exec::kRunVecs<W>;
   for (int64_t j = 0; j < s.multiplier; ++j) {
     const float* weights = w + j * taps;
     const float b = bias != nullptr ? bias[j] : 0.0f;
@@ -232,6 +234,17 @@ __attribute__((optimize("vect-cost-model=dynamic"), flatten)) void ConvolvePlane
 }
 
 }  // namespace
+
+DepthwiseSumOrder DepthwiseConv2DSumOrder(const DepthwiseShape& s) {
+  const std::string_view isa = CurrentGemmGeometry().name;
+  if (isa == "avx512" && DepthwiseBlockedApplies(s)) return {};
+  // The grid positions before `split` are summed by whole runs (ConvolveOnePlane).
+  const int64_t run = isa == "avx512" ? kRunVecs<16> * 16
+                      : isa == "avx2" ? kRunVecs<8> * 8
+                                      : kRunVecs<4> * 4;
+  const Layout layout = MakeLayout(s);
+  return {layout.phase_w, layout.length / run * run};
+}
 
 void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y,
                      const DepthwiseShape& s, ThreadPool* pool, const FusedActivation& activation) {

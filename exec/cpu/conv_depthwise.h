@@ -34,4 +34,15 @@ void DepthwiseConv2D(const float* x, const float* w, const float* bias, float* y
                      const DepthwiseShape& shape, ThreadPool* pool,
                      const FusedActivation& activation = {});
 
+// How DepthwiseConv2D (multiplier 1) sums output pixel (oh, ow) of a plane, for kernels that
+// must give the same floats: from the bias, then tap after tap in the order of w (rows, then
+// columns), each with a multiply-add (a product then a sum for the portable GEMM kernel),
+// taps in the padding adding zeros. Except for a pixel with oh * grid_w + ow >= split: two
+// chains, the bias and the even taps, the odd taps from zero, summed at the end.
+struct DepthwiseSumOrder {
+  int64_t grid_w = 1;
+  int64_t split = INT64_MAX;
+};
+DepthwiseSumOrder DepthwiseConv2DSumOrder(const DepthwiseShape& shape);
+
 }  // namespace ovfix::exec
