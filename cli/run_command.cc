@@ -81,17 +81,22 @@ std::vector<std::string> Files(const RunOptions& o) {
   return files;
 }
 
-// Wall time per node and per op type over all runs, for --profile.
+// Wall time per node and per op type, for --profile: over every run but the first when there
+// are several (the first also packs weights and sizes buffers, which later runs reuse).
 class NodeTimes {
  public:
+  void set_recording(bool recording) { recording_ = recording; }
+
   void Add(const Node& node, double ms) {
+    if (!recording_) return;
     Entry& e = by_node_[&node];
     ++e.calls;
     e.ms += ms;
     total_ += ms;
   }
 
-  void Print(int runs) const {
+  // `runs`: how many runs were recorded; `first_left_out` says the first run was not.
+  void Print(int runs, bool first_left_out) const {
     std::map<std::string, Entry> by_op;
     for (const auto& [node, entry] : by_node_) {
       Entry& e = by_op[node->op_type()];
@@ -101,7 +106,8 @@ class NodeTimes {
     std::vector<std::pair<std::string, Entry>> ops(by_op.begin(), by_op.end());
     std::sort(ops.begin(), ops.end(),
               [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
-    std::printf("profile: %.3f ms per run in nodes\n", total_ / runs);
+    std::printf("profile: %.3f ms per run in nodes%s\n", total_ / runs,
+                first_left_out ? " (the first run, which also prepares weights, left out)" : "");
     std::printf("  %-28s %10s %7s %7s\n", "op type", "ms/run", "share", "nodes");
     for (const auto& [op, e] : ops) {
       std::printf("  %-28s %10.3f %6.1f%% %7ld\n", op.c_str(), e.ms / runs, Share(e.ms),
@@ -126,6 +132,7 @@ class NodeTimes {
 
   std::map<const Node*, Entry> by_node_;
   double total_ = 0;
+  bool recording_ = true;
 };
 
 absl::StatusOr<exec::TensorMap> ReadInputs(const RunOptions& o, const Graph& graph) {
@@ -317,6 +324,7 @@ int RunModel(const RunOptions& o) {
   for (int r = 0; r < o.repeat; ++r) {
     status.Set(absl::StrCat("running ", o.model, " (", o.backend, ", ", o.precision, ")"), r + 1,
                o.repeat > 1 ? o.repeat : 0);
+    node_times.set_recording(r > 0 || o.repeat == 1);
     const auto start = std::chrono::steady_clock::now();
     outputs = (*session)->Run(feeds);
     times.push_back(
@@ -358,7 +366,7 @@ int RunModel(const RunOptions& o) {
     }
   }
 
-  if (o.profile && !o.json) node_times.Print(o.repeat);
+  if (o.profile && !o.json) node_times.Print(o.repeat > 1 ? o.repeat - 1 : 1, o.repeat > 1);
 
   if (!o.output_dir.empty()) {
     std::error_code error;

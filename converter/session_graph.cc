@@ -10,6 +10,7 @@
 #include "converter/pipeline.h"
 #include "converter/session_attention_layouts.h"
 #include "converter/session_elementwise_fusion.h"
+#include "converter/session_nhwc.h"
 #include "ir/model_io.h"
 #include "ir/node_check.h"
 #include "ir/status_macros.h"
@@ -37,6 +38,11 @@ std::unique_ptr<rules::Pass> MakeSessionPass(std::string_view step) {
         "the Transposes, Gathers and q scales around ovfix.fused.Attention read in place",
         ReadAttentionLayouts);
   }
+  if (step == kKeepChannelsLast) {
+    return std::make_unique<rules::FunctionPass>(
+        std::string(step), "convolution chains kept channels-last between their ends",
+        KeepChannelsLast);
+  }
   return nullptr;
 }
 
@@ -54,8 +60,9 @@ bool KeepsValuesForFp16Rounding(const std::string& step) {
 // `rounds_float32`, the steps KeepsValuesForFp16Rounding names are off.
 absl::StatusOr<ConversionPlan> MakeSessionPlan(bool rounds_float32) {
   OVFIX_ASSIGN_OR_RETURN(
-      Target target, ParseTarget(kSessionTarget, rules::FindEmbeddedFile(kSessionTarget)->contents,
-                                 {kFuseElementwiseChains, kReadAttentionLayouts}));
+      Target target,
+      ParseTarget(kSessionTarget, rules::FindEmbeddedFile(kSessionTarget)->contents,
+                  {kFuseElementwiseChains, kReadAttentionLayouts, kKeepChannelsLast}));
   PipelineOptions options;
   OVFIX_ASSIGN_OR_RETURN(ConversionPlan plan,
                          PlanConversion(std::move(target), options, /*model=*/nullptr));

@@ -71,6 +71,7 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op_type, i
 }
 
 bool FusesOutputClamp(std::string_view domain, std::string_view op_type) {
+  if (domain == "ovfix.fused") return op_type == "NhwcConv";
   return (domain.empty() || domain == "ai.onnx") &&
          (op_type == "Conv" || op_type == "BatchNormalization");
 }

@@ -18,6 +18,7 @@
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_im2col.h"
 #include "exec/cpu/conv_implicit.h"
+#include "exec/cpu/conv_nhwc.h"
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
@@ -80,10 +81,16 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
   return *cache;
 }
 
-// The channels-last path copies the whole image; up to this many output positions (32x32) it
+// The channels-last path copies the whole image; up to this many output positions (56x56) it
 // measured faster than the implicit GEMM (a chain of 128-channel 3x3 convolutions at 28x28:
-// 5.86 -> 5.32 ms on two threads), at 56x56 a little slower.
-constexpr int64_t kMaxChannelsLastPositions = 1024;
+// 5.86 -> 5.32 ms on two threads; ResNet's 64-channel 3x3 convolution at 56x56 with its 16
+// output rows spanned by tiles, 1.50 -> 1.45 ms).
+constexpr int64_t kMaxChannelsLastPositions = 3136;
+
+// A 1x1 kernel without padding: a product of the pixels (subsampled by a stride) and W.
+bool UnpaddedPointwise(const Spatial3& s) {
+  return s.kernel_size() == 1 && s.pad[0] == 0 && s.pad[1] == 0 && s.pad[2] == 0;
+}
 
 // Whether to compute the transposed product Y^T = columns^T * W^T: with few output positions
 // (late layers) the maps fill the register tiles better than the positions do. The product
@@ -252,7 +259,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     affine = nullptr;
   };
 
-  if (g.rank() <= 2 && group > 1 && group == c.channels) {
+  const ConvPath path = ChooseConvPath(c.s, g.rank(), group, c.channels, c.maps);
+  if (path == ConvPath::kDepthwise) {
     map_whole_input();
     DepthwiseShape d;
     d.batch = c.batch;
@@ -268,14 +276,12 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
   }
 
   float* y_data = y.data<float>();
-  const bool unpadded_1x1 =
-      c.s.kernel_size() == 1 && c.s.pad[0] == 0 && c.s.pad[1] == 0 && c.s.pad[2] == 0;
+  const bool pointwise = UnpaddedPointwise(c.s);
   // A strided 1x1 kernel (ResNet's downsampling shortcuts) reads every stride-th pixel: those
   // are gathered into planes of the output's size, then it is a pointwise product.
-  const bool subsampled = unpadded_1x1 && c.in_size != c.out_size;
-  const bool pointwise = unpadded_1x1;
+  const bool subsampled = pointwise && c.in_size != c.out_size;
 
-  if (c.out_size == 1) {
+  if (path == ConvPath::kOnePixel) {
     // One output pixel per map (e.g. a 1x1 map in a squeeze-excitation block): a
     // matrix-vector product with the weights as they are, nothing worth packing.
     map_whole_input();
@@ -308,12 +314,10 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     return absl::OkStatus();
   }
 
-  const bool channels_last_applies = !pointwise && ChannelsLastConvApplies(c.s);
-  const bool transposed =
-      UseTransposedProduct(c.out_size, c.group_maps, c.depth, channels_last_applies);
-  const bool channels_last = transposed && channels_last_applies;
-  const bool implicit =
-      !channels_last && !transposed && !pointwise && ImplicitConvApplies(c.s, c.depth);
+  const bool channels_last = path == ConvPath::kChannelsLast;
+  const bool transposed = channels_last || path == ConvPath::kPointwiseTransposed ||
+                          path == ConvPath::kTransposedColumns;
+  const bool implicit = path == ConvPath::kImplicit;
   // The direct pointwise product maps the channels as it packs them; the other paths read the
   // input in place or through copies of their own.
   if (channels_last || transposed || !pointwise) map_whole_input();
@@ -448,6 +452,45 @@ absl::Status Conv(KernelContext& ctx) {
 }
 
 }  // namespace
+
+ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, int64_t channels,
+                        int64_t maps) {
+  if (spatial_rank <= 2 && group > 1 && group == channels) return ConvPath::kDepthwise;
+  if (s.out_size() == 1) return ConvPath::kOnePixel;
+  const bool pointwise = UnpaddedPointwise(s);
+  const int64_t depth = channels / group * s.kernel_size();
+  const bool channels_last_applies = !pointwise && ChannelsLastConvApplies(s);
+  const bool transposed =
+      UseTransposedProduct(s.out_size(), maps / group, depth, channels_last_applies);
+  if (pointwise) return transposed ? ConvPath::kPointwiseTransposed : ConvPath::kPointwise;
+  if (transposed)
+    return channels_last_applies ? ConvPath::kChannelsLast : ConvPath::kTransposedColumns;
+  return ImplicitConvApplies(s, depth) ? ConvPath::kImplicit : ConvPath::kColumns;
+}
+
+bool NhwcConvMatchesConv(const Node& conv, int opset, const std::vector<int64_t>& x,
+                         const std::vector<int64_t>& w) {
+  if (x.size() != 4 || w.size() != 4) return false;
+  const KernelContext ctx = KernelContext::For(conv, opset);
+  absl::StatusOr<std::vector<int64_t>> kernel = KernelShape(ctx, {w[2], w[3]});
+  if (!kernel.ok()) return false;
+  absl::StatusOr<SpatialGeometry> g = ReadSpatialAttributes(ctx, {x[2], x[3]}, *kernel);
+  if (!g.ok() || !ComputeConvOutput(ctx, *g).ok()) return false;
+  const int64_t group = conv.GetInt("group", 1), channels = x[1], maps = w[0];
+  if (group <= 0 || channels % group != 0 || maps % group != 0 || w[1] * group != channels) {
+    return false;
+  }
+  switch (ChooseConvPath(Spatial3(*g), 2, group, channels, maps)) {
+    case ConvPath::kDepthwise:
+      return maps == channels;
+    case ConvPath::kPointwise:
+    case ConvPath::kPointwiseTransposed:
+    case ConvPath::kChannelsLast:
+      return group == 1;
+    default:
+      return false;
+  }
+}
 
 void AddConvKernels(std::vector<KernelDef>& table) {
   table.push_back({"", "Conv", 1, kLatestOpset, &Conv, Float16Mode::kAsFloat});

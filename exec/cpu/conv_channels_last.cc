@@ -6,6 +6,7 @@
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -224,6 +225,23 @@ const Kernels* CurrentKernels() {
 
 }  // namespace
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AddBiasToMaps(
+    const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
+    const GemmEpilogue& epilogue, float* dst, int64_t ldd) {
+  const float* bias = epilogue.row_bias;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* s = src + i * lds;
+    float* d = dst + i * ldd;
+    if (!epilogue.any()) {
+      for (int64_t m = m0; m < m1; ++m) d[m] = s[m] + (bias != nullptr ? bias[m] : 0.0f);
+      continue;
+    }
+    for (int64_t m = m0; m < m1; ++m) {
+      d[m] = epilogue.Activate(s[m] + (bias != nullptr ? bias[m] : 0.0f));
+    }
+  }
+}
+
 bool ChannelsLastConvApplies(const Spatial3& s) {
   return CurrentKernels() != nullptr && s.in[0] == 1 && s.kernel[0] == 1 && s.pad[0] == 0 &&
          s.out[0] == 1 && s.stride[0] == 1 && s.pad[1] >= 0 && s.pad[2] >= 0;
@@ -254,8 +272,8 @@ ChannelsLastWeights::ChannelsLastWeights(const float* w, int64_t maps, int64_t c
 }
 
 void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, int64_t channels,
-                      const Spatial3& s, const GemmEpilogue& epilogue, float* out,
-                      ThreadPool* pool) {
+                      const Spatial3& s, const GemmEpilogue& epilogue, float* out, ThreadPool* pool,
+                      ChannelsLastIo io) {
   const int64_t in_h = s.in[1], in_w = s.in[2], out_h = s.out[1], out_w = s.out[2];
   const int64_t kernel_h = s.kernel[1], kernel_w = s.kernel[2];
   const int64_t stride_h = s.stride[1], stride_w = s.stride[2];
@@ -358,8 +376,14 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
                   }
                   std::fill(row, row + first_column * channels, 0.0f);
                   std::fill(row + (first_column + columns) * channels, row + row_floats, 0.0f);
-                  kernels.copy_row(image + ih * in_w + (x_lo + first_column - pad_left), channels,
-                                   in_h * in_w, columns, row + first_column * channels);
+                  const int64_t iw = x_lo + first_column - pad_left;
+                  if (io.input_channels_last) {
+                    std::memcpy(row + first_column * channels, image + (ih * in_w + iw) * channels,
+                                columns * channels * sizeof(float));
+                  } else {
+                    kernels.copy_row(image + ih * in_w + iw, channels, in_h * in_w, columns,
+                                     row + first_column * channels);
+                  }
                 }
               });
   // Where position p reads through tap (0, 0), as an address only: with the first rows or
@@ -392,11 +416,13 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
 
   const int64_t tile_count = static_cast<int64_t>(tiles.size());
 
-  // The product, positions by maps: a row holds every panel whole.
+  // The product, positions by maps: a row holds every panel whole. A channels-last output
+  // whose maps fill whole panels holds it itself.
   const int64_t panels = (maps + nr - 1) / nr, ldp = panels * nr;
   thread_local std::vector<float> product;
-  product.resize(positions * ldp);
-  float* const result = product.data();
+  const bool in_output = io.output_channels_last && ldp == maps;
+  if (!in_output) product.resize(positions * ldp);
+  float* const result = in_output ? out : product.data();
   // Items: a panel of maps for a run of tiles.
   const int64_t runs =
       parallel
@@ -445,8 +471,13 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
     }
     const int64_t p0 = tiles[t0].position;
     const int64_t p1 = t1 < tile_count ? tiles[t1].position : positions;
-    TransposeAddBiasMaps(result + p0 * ldp, ldp, p1 - p0, panel * nr,
-                         std::min(maps, (panel + 1) * nr), epilogue, out + p0, positions);
+    if (io.output_channels_last) {
+      AddBiasToMaps(result + p0 * ldp, ldp, p1 - p0, panel * nr, std::min(maps, (panel + 1) * nr),
+                    epilogue, out + p0 * maps, maps);
+    } else {
+      TransposeAddBiasMaps(result + p0 * ldp, ldp, p1 - p0, panel * nr,
+                           std::min(maps, (panel + 1) * nr), epilogue, out + p0, positions);
+    }
   });
 }
 

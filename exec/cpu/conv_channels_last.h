@@ -44,15 +44,31 @@ class ChannelsLastWeights {
   std::unique_ptr<float[], Free> data_;
 };
 
-// out (weights' maps x s.out_size() positions) = the convolution of `image` (channels planes of
-// s.in_size()) with the weights, then the epilogue's bias (row_bias, per map) and activation.
+// How ChannelsLastConv's image and output lie: planes (NCHW: channel after channel), or
+// channels-last (NHWC: pixel after pixel, the channels of a pixel contiguous), as
+// ovfix.fused.NhwcConv keeps a chain of convolutions.
+struct ChannelsLastIo {
+  bool input_channels_last = false;
+  bool output_channels_last = false;
+};
+
+// out (weights' maps x s.out_size() positions, or positions x maps when the output is
+// channels-last) = the convolution of `image` (channels planes of s.in_size(), or s.in_size()
+// pixels of `channels` floats) with the weights, then the epilogue's bias (row_bias, per map)
+// and activation.
 void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, int64_t channels,
-                      const Spatial3& s, const GemmEpilogue& epilogue, float* out,
-                      ThreadPool* pool);
+                      const Spatial3& s, const GemmEpilogue& epilogue, float* out, ThreadPool* pool,
+                      ChannelsLastIo io = {});
 
 // dst[m * ldd + i] = activation(src[i * lds + m] + row_bias[m]) for i < rows and maps
 // [m0, m1): a product of positions by maps back into planes of maps.
 void TransposeAddBiasMaps(const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
                           const GemmEpilogue& epilogue, float* dst, int64_t ldd);
+
+// dst[i * ldd + m] = activation(src[i * lds + m] + row_bias[m]) for i < rows and maps
+// [m0, m1): a product of positions by maps into a channels-last output (in place when dst is
+// src), rounded as TransposeAddBiasMaps rounds.
+void AddBiasToMaps(const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
+                   const GemmEpilogue& epilogue, float* dst, int64_t ldd);
 
 }  // namespace ovfix::exec

@@ -88,16 +88,21 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
       tile.alpha = epilogue.alpha;
       tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
       const bool last = k0 + kc >= k;
-      if (last && epilogue.column_bias == nullptr) tile.activation = epilogue;
+      // The column bias and activation in the tile, or in a pass over each finished tile.
+      const bool bias_pass = last && epilogue.column_bias != nullptr && !kernel.adds_column_bias;
+      if (last && !bias_pass) tile.activation = epilogue;
       auto run_tile = [&](int64_t p, int64_t j) {
         tile.a = a.panel(k0, kc, p, mr);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
-        tile.bias = k0 == 0 && epilogue.row_bias != nullptr ? epilogue.row_bias + p * mr : nullptr;
+        tile.bias = last && epilogue.row_bias != nullptr ? epilogue.row_bias + p * mr : nullptr;
         tile.b = block + j * kc * nr;
         tile.c = c + p * mr * ldc + nb + j * nr;
         tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
+        tile.column_bias = last && !bias_pass && epilogue.column_bias != nullptr
+                               ? epilogue.column_bias + nb + j * nr
+                               : nullptr;
         kernel.tile(tile);
-        if (last && epilogue.column_bias != nullptr) {
+        if (bias_pass) {
           AddColumnBias(tile.c, ldc, tile.rows, tile.cols, epilogue.column_bias + nb + j * nr,
                         epilogue);
         }

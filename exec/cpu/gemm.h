@@ -133,8 +133,10 @@ class PackedB : public BSource {
 // Then the fused activation (FusedActivation, the base) over every element.
 struct GemmEpilogue : FusedActivation {
   float alpha = 1.0f;
-  float beta = 0.0f;                // 0: C is not read (it may hold anything)
-  const float* row_bias = nullptr;  // added to every element of row m: row_bias[m]
+  float beta = 0.0f;  // 0: C is not read (it may hold anything)
+  // Added to every element of row m once the product is complete (after beta * C, then the
+  // column bias and the activation): row_bias[m].
+  const float* row_bias = nullptr;
   // Added to every element of column n once the product is complete (then the activation):
   // column_bias[n], n counted from the first column of C.
   const float* column_bias = nullptr;

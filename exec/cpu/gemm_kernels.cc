@@ -23,6 +23,21 @@ constexpr std::array<TileFn, sizeof...(R)> RowTable(std::integer_sequence<int, R
   return {&Tile<R + 1, V>::Run...};
 }
 
+// Element (r, j) of a tile's product `acc` finished as the vector epilogues finish it, before
+// the activation: alpha * acc, plus beta * C (its value `c`), then the row bias once the
+// product is complete, then the column bias.
+inline float FinishElement(const TileArgs& t, int r, int j, float acc, float c) {
+  float x = t.alpha * acc;
+  if (t.beta == 0.0f) {
+    x = t.alpha * acc + (t.bias != nullptr ? t.bias[r] : 0.0f);
+  } else {
+    x = x + t.beta * c;
+    if (t.bias != nullptr) x += t.bias[r];
+  }
+  if (t.column_bias != nullptr) x += t.column_bias[j];
+  return x;
+}
+
 // ---- AVX-512: 12 rows x 32 columns (24 zmm accumulators) ----
 
 constexpr int kAvx512Mr = 12, kAvx512Nr = 32;
@@ -57,8 +72,12 @@ struct Avx512Tile {
       const __m512 bias = _mm512_set1_ps(bias_row != nullptr ? bias_row[r] : 0.0f);
 #pragma GCC unroll 2
       for (int v = 0; v < V; ++v) {
-        __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, bias);
-        if (read_c) x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
+        // The row bias once the product is complete: after what C holds of it.
+        __m512 x = _mm512_fmadd_ps(acc[r][v], alpha, read_c ? _mm512_setzero_ps() : bias);
+        if (read_c) {
+          x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], c + 16 * v), beta, x);
+          if (bias_row != nullptr) x = _mm512_add_ps(x, bias);
+        }
         if (clamp) x = avx512::Clamp(x, lo, hi);
         if (hard_swish) x = avx512::HardSwish(x, hs_alpha, hs_beta);
         _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
@@ -120,14 +139,25 @@ struct Avx2Tile {
     const __m256 lo = _mm256_set1_ps(t.activation.clamp_min),
                  hi = _mm256_set1_ps(t.activation.clamp_max);
     if (t.cols == 8 * V) {
+      __m256 column_bias[V];
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) {
+        column_bias[v] =
+            t.column_bias != nullptr ? _mm256_loadu_ps(t.column_bias + 8 * v) : _mm256_setzero_ps();
+      }
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         float* c = t.c + r * t.ldc;
         const __m256 bias = _mm256_set1_ps(t.bias != nullptr ? t.bias[r] : 0.0f);
 #pragma GCC unroll 2
         for (int v = 0; v < V; ++v) {
-          __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, bias);
-          if (t.beta != 0.0f) x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
+          // The row bias once the product is complete: after what C holds of it.
+          __m256 x = _mm256_fmadd_ps(acc[r][v], alpha, t.beta != 0.0f ? _mm256_setzero_ps() : bias);
+          if (t.beta != 0.0f) {
+            x = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), beta, x);
+            if (t.bias != nullptr) x = _mm256_add_ps(x, bias);
+          }
+          if (t.column_bias != nullptr) x = _mm256_add_ps(x, column_bias[v]);
           if (t.activation.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
           if (t.activation.hard_swish) {
             __m256 product = _mm256_mul_ps(_mm256_set1_ps(t.activation.hard_swish_alpha), x);
@@ -150,11 +180,8 @@ struct Avx2Tile {
     }
     for (int r = 0; r < R; ++r) {
       float* c = t.c + r * t.ldc;
-      const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
-      for (int j = 0; j < t.cols; ++j) {
-        const float x = t.alpha * tile[r][j] + bias;
-        c[j] = t.activation.Activate(t.beta != 0.0f ? x + t.beta * c[j] : x);
-      }
+      for (int j = 0; j < t.cols; ++j)
+        c[j] = t.activation.Activate(FinishElement(t, r, j, tile[r][j], c[j]));
     }
   }
 };
@@ -181,16 +208,13 @@ void PortableTile(const TileArgs& t) {
   }
   for (int r = 0; r < t.rows; ++r) {
     float* c = t.c + r * t.ldc;
-    const float bias = t.bias != nullptr ? t.bias[r] : 0.0f;
-    for (int j = 0; j < t.cols; ++j) {
-      const float x = t.alpha * acc[r][j] + bias;
-      c[j] = t.activation.Activate(t.beta != 0.0f ? x + t.beta * c[j] : x);
-    }
+    for (int j = 0; j < t.cols; ++j)
+      c[j] = t.activation.Activate(FinishElement(t, r, j, acc[r][j], c[j]));
   }
 }
 
 const GemmKernel kAvx512Kernel{{"avx512", kAvx512Mr, kAvx512Nr}, &Avx512Dispatch};
-const GemmKernel kAvx2Kernel{{"avx2", kAvx2Mr, kAvx2Nr}, &Avx2Dispatch, true};
+const GemmKernel kAvx2Kernel{{"avx2", kAvx2Mr, kAvx2Nr}, &Avx2Dispatch, true, true};
 const GemmKernel kPortableKernel{{"portable", kPortableMr, kPortableNr}, &PortableTile};
 
 // ---- Matrix-vector products ----

@@ -27,8 +27,14 @@ struct TileArgs {
   int rows = 0;
   int cols = 0;
   float alpha = 1.0f;
-  float beta = 0.0f;            // 0: C is not read
-  const float* bias = nullptr;  // per row, or null
+  float beta = 0.0f;  // 0: C is not read
+  // Per row, or null: added after alpha * A * B and beta * C, so only on the last depth block
+  // of a product (beta 0 on a product of one block).
+  const float* bias = nullptr;
+  // Per column (the tile's first), added once the product is complete, after alpha, beta and
+  // the row bias, before the activation (only on the last depth block, for a kernel that
+  // GemmKernel::adds_column_bias).
+  const float* column_bias = nullptr;
   // Then the fused activation (set on the last depth block of a product that has one).
   FusedActivation activation;
 };
@@ -39,6 +45,9 @@ struct GemmKernel {
   // Whether `tile` also reads A's rows in place (TileArgs::lda): a product with a row-major A
   // then packs only B.
   bool reads_rows_in_place = false;
+  // Whether `tile` adds TileArgs::column_bias (otherwise the product adds it to each finished
+  // tile in a pass of its own).
+  bool adds_column_bias = false;
 };
 
 // Kernels this CPU supports, best first; the portable one is always last.

@@ -11,6 +11,7 @@ namespace ovfix::exec {
 
 void AddMatMulKernels(std::vector<KernelDef>& table);         // matmul.cc: MatMul, Gemm
 void AddConvKernels(std::vector<KernelDef>& table);           // conv.cc
+void AddNhwcKernels(std::vector<KernelDef>& table);           // conv_nhwc.cc
 void AddConvTransposeKernels(std::vector<KernelDef>& table);  // conv_transpose.cc
 void AddConvIntegerKernels(std::vector<KernelDef>& table);    // conv_integer.cc
 void AddPoolingKernels(std::vector<KernelDef>& table);        // pooling.cc

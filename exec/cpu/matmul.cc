@@ -337,6 +337,7 @@ void AddMatMulKernels(std::vector<KernelDef>& table) {
 void AddMathKernels(std::vector<KernelDef>& table) {
   AddMatMulKernels(table);
   AddConvKernels(table);
+  AddNhwcKernels(table);
   AddConvTransposeKernels(table);
   AddConvIntegerKernels(table);
   AddPoolingKernels(table);

@@ -1,0 +1,40 @@
+// Convolution chains of the session graph kept channels-last (NHWC: pixel after pixel, the
+// channels of a pixel contiguous), converted only at the chain's ends, as onnxruntime keeps
+// its blocked NCHWc layout between layers.
+//
+// The cpu executor's convolutions read NCHW planes; those that compute per pixel (the
+// transposed product of a 1x1 kernel, ChannelsLastConv for the rest) copy the image
+// channels-last and transpose their product back, on every layer. Here a region of the graph
+// whose nodes can all take channels-last values (float 2-D Convs with constant weights that
+// ovfix.fused.NhwcConv computes bit for bit as Conv does: 1x1 kernels, depthwise ones, and the
+// others where the Conv kernel takes its channels-last path, exec/cpu/conv_nhwc.h; the
+// element-wise ops and fused ovfix.fused.Elementwise chains whose tensor inputs all have the
+// output's shape, by constant scalars at most; GlobalAveragePool, which ends one) is
+// rewritten: its Convs become `ovfix.fused.NhwcConv` (exec/cpu/conv_nhwc.cc), its
+// GlobalAveragePools `ovfix.fused.NhwcGlobalAveragePool`, its values are NHWC, and a
+// Transpose converts each value that enters the region from NCHW and each that leaves it (read
+// outside, or a graph output) back. A region pays for that only when it has convolutions to
+// spare: at least two, and more of their input than it transposes (KeepsChannelsLast).
+//
+// Left to the session where it folds them: a Conv whose input is a BatchNormalization the
+// plan folds into it (exec/plan_fusion.h FusionIntoConsumer) stays NCHW. The values are those
+// of the graph as written, bit for bit.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "rules/pass.h"
+
+namespace ovfix::converter {
+
+inline constexpr char kKeepChannelsLast[] = "keep_channels_last";
+
+// Whether a region with `convs` convolutions reading `conv_input_elements` floats in all is
+// worth the `transposed_elements` floats its Transposes in and out move.
+bool KeepsChannelsLast(int convs, int64_t conv_input_elements, int64_t transposed_elements);
+
+// Rewrites the regions of the main graph that KeepsChannelsLast accepts; returns how many.
+absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx);
+
+}  // namespace ovfix::converter

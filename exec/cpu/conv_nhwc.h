@@ -1,0 +1,39 @@
+// Which computation the float Conv kernel takes for a geometry, and whether the channels-last
+// ovfix.fused.NhwcConv (conv_nhwc.cc) computes that convolution bit for bit as it does: the
+// session graph keeps a convolution chain channels-last only through convolutions it computes
+// the same (converter/session_nhwc.h), so that `ovfix run` gives what the graph as written
+// gives.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/cpu/conv_im2col.h"
+#include "ir/node.h"
+
+namespace ovfix::exec {
+
+enum class ConvPath {
+  kDepthwise,            // group == channels, 1-D or 2-D: conv_depthwise.h
+  kOnePixel,             // one output position per map: a matrix-vector product
+  kPointwise,            // 1x1, no padding (a stride subsamples first): W * X
+  kPointwiseTransposed,  // the same as X^T * W^T (few positions, many maps)
+  kChannelsLast,         // X^T from a channels-last copy times W^T: conv_channels_last.h
+  kTransposedColumns,    // im2col columns^T * W^T
+  kImplicit,             // W * the padded image read in place: conv_implicit.h
+  kColumns,              // W * im2col columns
+};
+
+// The path of a float convolution (the float Conv kernel's choice): `spatial_rank` spatial
+// axes with geometry `s`, `channels` input channels and `maps` outputs in `group` groups.
+ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, int64_t channels,
+                        int64_t maps);
+
+// Whether ovfix.fused.NhwcConv computes `conv` (a float Conv of the default domain, X of dims
+// `x` [N, C, H, W], W of dims `w`) bit for bit as the Conv kernel does on NCHW data: the paths
+// whose sums are the same (pointwise, channels-last, depthwise without a multiplier) with the
+// CPU kernel in use.
+bool NhwcConvMatchesConv(const Node& conv, int opset, const std::vector<int64_t>& x,
+                         const std::vector<int64_t>& w);
+
+}  // namespace ovfix::exec

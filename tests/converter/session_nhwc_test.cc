@@ -1,0 +1,250 @@
+// The session graph's keep_channels_last (converter/session_nhwc.h): convolution chains run
+// channels-last between one Transpose in and one out, and compute what the graphs as written
+// compute bit for bit, on odd sizes: channel counts and maps that are not multiples of the
+// GEMM tiles, batches of two, strides, dilations, asymmetric pads. What the pass must leave
+// alone stays: a lone convolution, a convolution the Conv kernel computes another way (its sums
+// in another order), a convolution that reads a BatchNormalization the session folds into it,
+// an op that broadcasts a per-channel operand. Which path the Conv kernel takes depends on the
+// GEMM tile (how many maps pad a tile): the counts below are worked out by hand for the AVX2
+// kernel's 6x16 tile, which the tests select where the CPU has it.
+#include "converter/session_nhwc.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/model_builder.h"
+#include "converter/session_graph.h"
+#include "exec/cpu/gemm.h"
+#include "gtest/gtest.h"
+#include "tests/support/session_graph_check.h"
+
+namespace ovfix::converter {
+namespace {
+
+using B = bench::ModelBuilder;
+
+using test_support::OpCounts;
+
+// Selects the AVX2 GEMM kernel for the test's scope; false where the CPU has none.
+class Avx2Kernel {
+ public:
+  Avx2Kernel() : before_(exec::CurrentGemmGeometry().name) {
+    selected_ = exec::SelectGemmKernelForTesting("avx2");
+  }
+  ~Avx2Kernel() { exec::SelectGemmKernelForTesting(before_); }
+  bool selected() const { return selected_; }
+
+ private:
+  std::string before_;
+  bool selected_ = false;
+};
+
+std::map<std::string, int> OptimizedCounts(const onnx::ModelProto& proto) {
+  std::unique_ptr<Model> m =
+      test_support::OptimizeExpectingSameOutputs(proto, 0, {-2, 2, 0, 1}).optimized;
+  EXPECT_NE(m, nullptr);
+  return m != nullptr ? OpCounts(*m) : std::map<std::string, int>{};
+}
+
+std::string Conv(B& b, const std::string& x, int64_t in, int64_t out, std::vector<int64_t> kernel,
+                 std::vector<B::Attr> attrs = {}) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(in * kernel[0] * kernel[1]));
+  std::vector<int64_t> dims = {out, in};
+  dims.insert(dims.end(), kernel.begin(), kernel.end());
+  attrs.push_back(B::Ints("kernel_shape", kernel));
+  return b.Op("Conv", {x, b.Weight(dims, scale), b.Weight({out}, 0.1f)}, attrs);
+}
+
+// A ResNet bottleneck stage as PyTorch exports it (BatchNormalization folded): 1x1, 3x3 and
+// 1x1 convolutions with Relus, a strided shortcut, the residual Add and Relu, then a second
+// block on the identity, and the global average pool ending the network.
+onnx::ModelProto Bottlenecks(int64_t batch, int64_t channels, int64_t mid, int64_t height,
+                             int64_t width, uint32_t seed) {
+  B b(17, seed);
+  const int64_t out = channels * 2 + 5;
+  const std::string x = b.Input("x", {batch, channels, height, width});
+  auto block = [&](const std::string& in, int64_t in_channels, int64_t stride) {
+    std::string y = b.Op("Relu", {Conv(b, in, in_channels, mid, {1, 1})});
+    y = b.Op("Relu", {Conv(b, y, mid, mid, {3, 3},
+                           {B::Ints("pads", {1, 1, 1, 1}), B::Ints("strides", {stride, stride})})});
+    y = Conv(b, y, mid, out, {1, 1});
+    std::string shortcut = in;
+    if (stride != 1 || in_channels != out) {
+      shortcut = Conv(b, in, in_channels, out, {1, 1}, {B::Ints("strides", {stride, stride})});
+    }
+    return b.Op("Relu", {b.Op("Add", {y, shortcut})});
+  };
+  std::string y = block(x, channels, 2);
+  y = block(y, out, 1);
+  b.Output(b.Op("GlobalAveragePool", {y}));
+  return b.model();
+}
+
+TEST(SessionNhwc, BottlenecksRunChannelsLast) {
+  Avx2Kernel avx2;
+  struct Case {
+    int64_t batch, channels, mid, height, width;
+    int nhwc_convs, convs, transposes;
+  };
+  // The 3x3 convolutions (stride 2, then 1) go channels-last where the transposed product
+  // pads less than the direct one: 16 maps at 7x7 (49 positions x 16 maps against 18 x 64),
+  // 24 at 5x4 (20 x 32 against 24 x 32); 40 at 11x9 not (99 x 48 against 42 x 112), where the
+  // first block's 1x1 convolution is left alone and the rest form one region, entered by x and
+  // both 3x3 outputs and left by the output the second 3x3 reads.
+  for (const Case& c : {Case{1, 16, 16, 14, 14, 7, 0, 1}, Case{2, 13, 24, 9, 7, 7, 0, 1},
+                        Case{1, 40, 40, 21, 17, 4, 3, 4}}) {
+    SCOPED_TRACE(testing::Message() << c.batch << "x" << c.channels << "x" << c.height << "x"
+                                    << c.width << " mid " << c.mid);
+    std::map<std::string, int> counts = OptimizedCounts(
+        Bottlenecks(c.batch, c.channels, c.mid, c.height, c.width, static_cast<uint32_t>(c.width)));
+    if (!avx2.selected()) continue;  // the counts are the AVX2 tile's
+    EXPECT_EQ(counts["ovfix.fused.NhwcConv"], c.nhwc_convs);
+    EXPECT_EQ(counts["Conv"], c.convs);
+    EXPECT_EQ(counts["GlobalAveragePool"], 0);
+    EXPECT_EQ(counts["ovfix.fused.NhwcGlobalAveragePool"], 1);
+    EXPECT_EQ(counts["Transpose"], c.transposes);
+  }
+}
+
+// Kernels of every geometry the channels-last convolution takes, in one chain: dilation,
+// asymmetric and zero pads, 5x5 and 1x3 kernels, strides on one axis, a 1x1 kernel with a
+// stride; a value read outside the chain (a graph output in the middle) goes back to NCHW.
+// 16 and 32 maps fill the AVX2 tile's 16 columns, so the Conv kernel computes each of them
+// channels-last (x^T W^T pads less than W x: 18 or 36 rows of maps against 16 or 32).
+onnx::ModelProto Geometries(uint32_t seed) {
+  B b(17, seed);
+  const std::string x = b.Input("x", {2, 11, 19, 23});
+  std::string y =
+      Conv(b, x, 11, 16, {3, 3}, {B::Ints("dilations", {2, 2}), B::Ints("pads", {2, 2, 2, 2})});
+  y = b.Op("Relu", {y});
+  const std::string middle = Conv(b, y, 16, 32, {5, 5}, {B::Ints("pads", {0, 1, 2, 3})});
+  b.Output(middle);
+  y = b.Op("Sigmoid", {middle});
+  y = Conv(b, y, 32, 16, {1, 3}, {B::Ints("pads", {0, 1, 0, 1}), B::Ints("strides", {1, 2})});
+  y = Conv(b, y, 16, 33, {1, 1}, {B::Ints("strides", {2, 3})});
+  y = Conv(b, y, 33, 16, {3, 3}, {B::Ints("strides", {2, 1})});
+  b.Output(b.Op("Mul", {y, b.Fill({}, 0.5f)}));
+  return b.model();
+}
+
+TEST(SessionNhwc, EveryGeometryAgreesWithTheGraphAsWritten) {
+  Avx2Kernel avx2;
+  std::map<std::string, int> counts = OptimizedCounts(Geometries(3));
+  if (!avx2.selected()) GTEST_SKIP() << "the counts are the AVX2 tile's";
+  EXPECT_EQ(counts["Conv"], 0);
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 5);
+  // In, the middle output back, the last output back.
+  EXPECT_EQ(counts["Transpose"], 3);
+}
+
+// 1x1 convolutions deeper than a GEMM depth block (400 channels: two blocks of 200), over
+// more positions than the transposed product takes (30x30: W * X, the bias once C holds both
+// blocks) and fewer (15x15 after a stride).
+TEST(SessionNhwc, DeepPointwiseProductsAddTheBiasLast) {
+  B b(17, 6);
+  const std::string x = b.Input("x", {1, 400, 30, 30});
+  std::string y = b.Op("Relu", {Conv(b, x, 400, 48, {1, 1})});
+  y = b.Op("Add", {Conv(b, y, 48, 400, {1, 1}), x});
+  y = Conv(b, y, 400, 64, {1, 1}, {B::Ints("strides", {2, 2})});
+  b.Output(Conv(b, y, 64, 400, {1, 1}));
+  std::map<std::string, int> counts = OptimizedCounts(b.model());
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 4);
+}
+
+// Depthwise convolutions (MobileNet's and ConvNeXt's, 3x3 to 7x7, strided) join the chains:
+// the channels-last kernel sums as the NCHW one does.
+onnx::ModelProto InvertedResiduals(uint32_t seed) {
+  B b(17, seed);
+  const std::string x = b.Input("x", {2, 24, 17, 15});
+  auto depthwise = [&](const std::string& in, int64_t channels, int64_t kernel, int64_t stride) {
+    const int64_t pad = kernel / 2;
+    return b.Op(
+        "Conv",
+        {in, b.Weight({channels, 1, kernel, kernel}, 1.0f / kernel), b.Weight({channels}, 0.1f)},
+        {B::Ints("kernel_shape", {kernel, kernel}), B::Int("group", channels),
+         B::Ints("pads", {pad, pad, pad, pad}), B::Ints("strides", {stride, stride})});
+  };
+  std::string y = b.Op("Relu", {Conv(b, x, 24, 72, {1, 1})});
+  y = b.Op("HardSwish", {depthwise(y, 72, 3, 1)});
+  y = Conv(b, y, 72, 24, {1, 1});
+  y = b.Op("Add", {y, x});
+  std::string z = b.Op("Clip", {Conv(b, y, 24, 40, {1, 1}), b.Fill({}, 0.0f), b.Fill({}, 6.0f)});
+  z = depthwise(z, 40, 5, 2);
+  z = depthwise(z, 40, 7, 1);
+  b.Output(Conv(b, z, 40, 16, {1, 1}));
+  return b.model();
+}
+
+TEST(SessionNhwc, DepthwiseConvolutionsJoinTheChain) {
+  std::map<std::string, int> counts = OptimizedCounts(InvertedResiduals(4));
+  EXPECT_EQ(counts["Conv"], 0);
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 7);
+  EXPECT_EQ(counts["Transpose"], 2);
+}
+
+// With the portable GEMM kernel the Conv kernel has no channels-last path: only 1x1 and
+// depthwise kernels go channels-last, and the results are still those of the graph as written.
+TEST(SessionNhwc, PortableKernelKeepsOnlyWhatItComputesTheSame) {
+  const std::string kernel = exec::CurrentGemmGeometry().name;
+  ASSERT_TRUE(exec::SelectGemmKernelForTesting("portable"));
+  // The first 1x1 convolution is alone; the region of the other four is entered by x and both
+  // 3x3 outputs and left by what the second 3x3 reads.
+  std::map<std::string, int> counts = OptimizedCounts(Bottlenecks(1, 16, 16, 14, 14, 5));
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 4);
+  EXPECT_EQ(counts["Conv"], 3);
+  EXPECT_EQ(counts["Transpose"], 4);
+  counts = OptimizedCounts(InvertedResiduals(5));
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 7);
+  ASSERT_TRUE(exec::SelectGemmKernelForTesting(kernel));
+}
+
+TEST(SessionNhwc, LeavesWhatDoesNotPay) {
+  Avx2Kernel avx2;
+  {
+    SCOPED_TRACE("a lone convolution");
+    B b(17, 1);
+    const std::string x = b.Input("x", {1, 8, 12, 12});
+    b.Output(b.Op("Relu", {Conv(b, x, 8, 16, {3, 3}, {B::Ints("pads", {1, 1, 1, 1})})}));
+    std::map<std::string, int> counts = OptimizedCounts(b.model());
+    EXPECT_EQ(counts["Conv"], 1);
+    EXPECT_EQ(counts["Transpose"], 0);
+  }
+  {
+    SCOPED_TRACE("a per-channel Mul between two convolutions");
+    B b(17, 2);
+    const std::string x = b.Input("x", {1, 8, 12, 12});
+    std::string y = Conv(b, x, 8, 16, {1, 1});
+    y = b.Op("Mul", {y, b.Weight({16, 1, 1}, 1.0f)});
+    b.Output(Conv(b, y, 16, 8, {1, 1}));
+    std::map<std::string, int> counts = OptimizedCounts(b.model());
+    EXPECT_EQ(counts["Conv"], 2);
+    EXPECT_EQ(counts["Transpose"], 0);
+  }
+  {
+    SCOPED_TRACE("a BatchNormalization and Relu the session folds into the convolution");
+    B b(17, 3);
+    const std::string x = b.Input("x", {1, 8, 12, 12});
+    std::string y = Conv(b, x, 8, 16, {1, 1});
+    y = b.Op("Concat", {y, x}, {B::Int("axis", 1)});
+    y = b.Op("BatchNormalization", {y, b.Weight({24}, 1.0f), b.Weight({24}, 0.5f),
+                                    b.Weight({24}, 0.5f), b.Fill({24}, 1.5f)});
+    y = b.Op("Relu", {y});
+    y = Conv(b, y, 24, 8, {1, 1});
+    b.Output(Conv(b, y, 8, 8, {3, 3}, {B::Ints("pads", {1, 1, 1, 1})}));
+    std::map<std::string, int> counts = OptimizedCounts(b.model());
+    // The first and the third could join only through the second, which reads the folded
+    // BatchNormalization: each is alone.
+    EXPECT_EQ(counts["Conv"], 3);
+    EXPECT_EQ(counts["BatchNormalization"], 1);
+  }
+}
+
+TEST(SessionNhwc, CostDecidesARegion) {
+  EXPECT_FALSE(KeepsChannelsLast(1, 1000, 10));
+  EXPECT_TRUE(KeepsChannelsLast(2, 1000, 1000));
+  EXPECT_FALSE(KeepsChannelsLast(5, 1000, 1001));
+}
+
+}  // namespace
+}  // namespace ovfix::converter
