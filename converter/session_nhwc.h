@@ -13,8 +13,10 @@
 // rewritten: its Convs become `ovfix.fused.NhwcConv` (exec/cpu/conv_nhwc.cc), its
 // GlobalAveragePools `ovfix.fused.NhwcGlobalAveragePool`, its values are NHWC, and a
 // Transpose converts each value that enters the region from NCHW and each that leaves it (read
-// outside, or a graph output) back. A region pays for that only when it has convolutions to
-// spare: at least two, and more of their input than it transposes (KeepsChannelsLast).
+// outside, or a graph output) back. A per-channel operand of an element-wise op ([N, C, 1, 1]
+// as a squeeze-and-excitation block's scale, [C, 1, 1]) is read as [N, 1, 1, C] (a Transpose
+// of C floats). A region pays for its Transposes only when its convolutions save more data
+// movement than they cost (KeepsChannelsLast, in floats moved).
 //
 // Left to the session where it folds them: a Conv whose input is a BatchNormalization the
 // plan folds into it (exec/plan_fusion.h FusionIntoConsumer) stays NCHW. The values are those
@@ -30,9 +32,10 @@ namespace ovfix::converter {
 
 inline constexpr char kKeepChannelsLast[] = "keep_channels_last";
 
-// Whether a region with `convs` convolutions reading `conv_input_elements` floats in all is
-// worth the `transposed_elements` floats its Transposes in and out move.
-bool KeepsChannelsLast(int convs, int64_t conv_input_elements, int64_t transposed_elements);
+// Whether a region whose convolutions move `saved_elements` floats fewer channels-last than
+// the Conv kernel moves (packing, copying channels-last, transposing back) is worth the
+// `transposed_elements` floats its Transposes in and out move.
+bool KeepsChannelsLast(int64_t saved_elements, int64_t transposed_elements);
 
 // Rewrites the regions of the main graph that KeepsChannelsLast accepts; returns how many.
 absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx);

@@ -468,27 +468,30 @@ ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, i
   return ImplicitConvApplies(s, depth) ? ConvPath::kImplicit : ConvPath::kColumns;
 }
 
-bool NhwcConvMatchesConv(const Node& conv, int opset, const std::vector<int64_t>& x,
-                         const std::vector<int64_t>& w) {
-  if (x.size() != 4 || w.size() != 4) return false;
+std::optional<ConvPath> NhwcConvPath(const Node& conv, int opset, const std::vector<int64_t>& x,
+                                     const std::vector<int64_t>& w) {
+  if (x.size() != 4 || w.size() != 4) return std::nullopt;
   const KernelContext ctx = KernelContext::For(conv, opset);
   absl::StatusOr<std::vector<int64_t>> kernel = KernelShape(ctx, {w[2], w[3]});
-  if (!kernel.ok()) return false;
+  if (!kernel.ok()) return std::nullopt;
   absl::StatusOr<SpatialGeometry> g = ReadSpatialAttributes(ctx, {x[2], x[3]}, *kernel);
-  if (!g.ok() || !ComputeConvOutput(ctx, *g).ok()) return false;
+  if (!g.ok() || !ComputeConvOutput(ctx, *g).ok()) return std::nullopt;
   const int64_t group = conv.GetInt("group", 1), channels = x[1], maps = w[0];
   if (group <= 0 || channels % group != 0 || maps % group != 0 || w[1] * group != channels) {
-    return false;
+    return std::nullopt;
   }
-  switch (ChooseConvPath(Spatial3(*g), 2, group, channels, maps)) {
+  const ConvPath path = ChooseConvPath(Spatial3(*g), 2, group, channels, maps);
+  switch (path) {
     case ConvPath::kDepthwise:
-      return maps == channels;
+      if (maps == channels) return path;
+      return std::nullopt;
     case ConvPath::kPointwise:
     case ConvPath::kPointwiseTransposed:
     case ConvPath::kChannelsLast:
-      return group == 1;
+      if (group == 1) return path;
+      return std::nullopt;
     default:
-      return false;
+      return std::nullopt;
   }
 }
 

@@ -227,17 +227,18 @@ const Kernels* CurrentKernels() {
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void AddBiasToMaps(
     const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
-    const GemmEpilogue& epilogue, float* dst, int64_t ldd) {
+    const GemmEpilogue& epilogue, const float* residual, float* dst, int64_t ldd) {
   const float* bias = epilogue.row_bias;
   for (int64_t i = 0; i < rows; ++i) {
     const float* s = src + i * lds;
     float* d = dst + i * ldd;
-    if (!epilogue.any()) {
-      for (int64_t m = m0; m < m1; ++m) d[m] = s[m] + (bias != nullptr ? bias[m] : 0.0f);
-      continue;
+    for (int64_t m = m0; m < m1; ++m) d[m] = s[m] + (bias != nullptr ? bias[m] : 0.0f);
+    if (residual != nullptr) {
+      const float* r = residual + i * ldd;
+      for (int64_t m = m0; m < m1; ++m) d[m] += r[m];
     }
-    for (int64_t m = m0; m < m1; ++m) {
-      d[m] = epilogue.Activate(s[m] + (bias != nullptr ? bias[m] : 0.0f));
+    if (epilogue.any()) {
+      for (int64_t m = m0; m < m1; ++m) d[m] = epilogue.Activate(d[m]);
     }
   }
 }
@@ -473,7 +474,9 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
     const int64_t p1 = t1 < tile_count ? tiles[t1].position : positions;
     if (io.output_channels_last) {
       AddBiasToMaps(result + p0 * ldp, ldp, p1 - p0, panel * nr, std::min(maps, (panel + 1) * nr),
-                    epilogue, out + p0 * maps, maps);
+                    epilogue,
+                    epilogue.residual != nullptr ? epilogue.residual + p0 * maps : nullptr,
+                    out + p0 * maps, maps);
     } else {
       TransposeAddBiasMaps(result + p0 * ldp, ldp, p1 - p0, panel * nr,
                            std::min(maps, (panel + 1) * nr), epilogue, out + p0, positions);

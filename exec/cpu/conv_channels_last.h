@@ -54,8 +54,8 @@ struct ChannelsLastIo {
 
 // out (weights' maps x s.out_size() positions, or positions x maps when the output is
 // channels-last) = the convolution of `image` (channels planes of s.in_size(), or s.in_size()
-// pixels of `channels` floats) with the weights, then the epilogue's bias (row_bias, per map)
-// and activation.
+// pixels of `channels` floats) with the weights, then the epilogue's bias (row_bias, per map),
+// its residual (a channels-last output's only) and activation.
 void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, int64_t channels,
                       const Spatial3& s, const GemmEpilogue& epilogue, float* out, ThreadPool* pool,
                       ChannelsLastIo io = {});
@@ -65,10 +65,11 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
 void TransposeAddBiasMaps(const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
                           const GemmEpilogue& epilogue, float* dst, int64_t ldd);
 
-// dst[i * ldd + m] = activation(src[i * lds + m] + row_bias[m]) for i < rows and maps
-// [m0, m1): a product of positions by maps into a channels-last output (in place when dst is
-// src), rounded as TransposeAddBiasMaps rounds.
+// dst[i * ldd + m] = activation(src[i * lds + m] + row_bias[m] + residual[i * ldd + m]) for
+// i < rows and maps [m0, m1): a product of positions by maps into a channels-last output (in
+// place when dst is src), rounded as TransposeAddBiasMaps rounds; `residual` (laid out as dst)
+// may be null.
 void AddBiasToMaps(const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
-                   const GemmEpilogue& epilogue, float* dst, int64_t ldd);
+                   const GemmEpilogue& epilogue, const float* residual, float* dst, int64_t ldd);
 
 }  // namespace ovfix::exec

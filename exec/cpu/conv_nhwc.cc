@@ -3,13 +3,15 @@
 // pixel contiguous) and converts them only at the chain's ends.
 //
 // ovfix.fused.NhwcConv: Conv's attributes, X [N, H, W, C] and Y [N, H', W', M] channels-last,
-// W [M, C / group, kH, kW] and B as Conv has them, for the convolutions the Conv kernel computes
-// per pixel (exec/cpu/conv_nhwc.h), with the same sums: a 1x1 kernel is the product of the
-// pixels (rows of C floats, read in place; a stride picks every stride-th first) by W^T, packed
-// once, the bias added once the product is complete, as the Conv kernel's pointwise products
-// add it; a kernel the Conv kernel computes channels-last goes through ChannelsLastConv reading
-// and writing channels-last (no copy of the image into that layout, no transposition of the
-// product back); depthwise kernels (group == C == M) through DepthwiseConv2DNhwc.
+// W [M, C / group, kH, kW] and B as Conv has them, and an optional fourth input R of Y's shape
+// added once the bias is (a residual connection's Add, as onnxruntime's FusedConv sums it), for the
+// convolutions the Conv kernel computes per pixel (exec/cpu/conv_nhwc.h), with the same sums: a 1x1
+// kernel is the product of the pixels (rows of C floats, read in place; a stride picks every
+// stride-th first) by W^T, packed once, the bias added once the product is complete, as the Conv
+// kernel's pointwise products add it; a kernel the Conv kernel computes channels-last goes through
+// ChannelsLastConv reading and writing channels-last (no copy of the image into that layout, no
+// transposition of the product back); depthwise kernels (group == C == M) through
+// DepthwiseConv2DNhwc.
 //
 // ovfix.fused.NhwcGlobalAveragePool: X [N, H, W, C] channels-last to Y [N, C, 1, 1] (the same
 // floats as [N, 1, 1, C]), each channel summed as GlobalAveragePool sums a plane.
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "exec/cpu/conv_channels_last.h"
 #include "exec/cpu/conv_depthwise.h"
 #include "exec/cpu/conv_depthwise_nhwc.h"
@@ -94,6 +97,16 @@ absl::Status NhwcConv(KernelContext& ctx) {
   OVFIX_RETURN_IF_ERROR(ComputeConvOutput(ctx, g));
   const std::vector<int64_t> dims = {batch, g.output[0], g.output[1], maps};
   OVFIX_RETURN_IF_ERROR(CheckOutputSize(ctx, dims));
+  const float* residual = nullptr;
+  if (ctx.has_input(3)) {
+    const Tensor& r = ctx.input(3);
+    if (r.type() != DataType::kFloat || r.dims() != dims) {
+      return ctx.Error("the residual must be float [", absl::StrJoin(dims, ","), "], is ",
+                       DescribeTensor(r));
+    }
+    if (depthwise) return ctx.Error("adds no residual to a depthwise convolution");
+    residual = r.data<float>();
+  }
   Tensor& y = ctx.OutputToOverwrite(0, DataType::kFloat, dims);
   const Spatial3 s(g);
   if (y.numel() == 0) return absl::OkStatus();
@@ -154,6 +167,7 @@ absl::Status NhwcConv(KernelContext& ctx) {
   for (int64_t n = 0; n < batch; ++n) {
     const float* image = x_data + n * in_pixels * channels;
     float* out = y_data + n * positions * maps;
+    if (residual != nullptr) epilogue.residual = residual + n * positions * maps;
     if (channels_last) {
       epilogue.row_bias = bias;
       ChannelsLastConv(*packed->channels_last, image, channels, s, epilogue, out, ctx.pool,
@@ -174,23 +188,14 @@ absl::Status NhwcConv(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// Each channel's mean over the pixels (`stride` floats apart), its sum made as
-// GlobalAveragePool's PlaneSum makes a plane's (16 float lanes by position, added up in double,
-// the positions past the last 16 added in double): the means of the planes bit for bit.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ChannelMeans(
-    const float* x, int64_t pixels, int64_t stride, int64_t channels, float* lanes, float* y) {
-  std::fill(lanes, lanes + 16 * channels, 0.0f);
-  const int64_t full = pixels / 16 * 16;
-  for (int64_t i = 0; i < full; ++i) {
-    float* lane = lanes + (i % 16) * channels;
+// Lane j of each channel's sum as GlobalAveragePool's PlaneSum makes a plane's: the pixels j,
+// j + 16, ... below the last multiple of 16, in float, in order (`stride` floats a pixel).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ChannelLane(
+    const float* x, int64_t full, int64_t stride, int64_t channels, int64_t j, float* lane) {
+  std::fill(lane, lane + channels, 0.0f);
+  for (int64_t i = j; i < full; i += 16) {
     const float* pixel = x + i * stride;
     for (int64_t c = 0; c < channels; ++c) lane[c] += pixel[c];
-  }
-  for (int64_t c = 0; c < channels; ++c) {
-    double sum = 0;
-    for (int j = 0; j < 16; ++j) sum += lanes[j * channels + c];
-    for (int64_t i = full; i < pixels; ++i) sum += x[i * stride + c];
-    y[c] = static_cast<float>(sum / pixels);
   }
 }
 
@@ -204,19 +209,33 @@ absl::Status NhwcGlobalAveragePool(KernelContext& ctx) {
   Tensor& y = ctx.OutputToOverwrite(0, DataType::kFloat, {batch, channels, 1, 1});
   if (y.numel() == 0) return absl::OkStatus();
   if (pixels == 0) return ctx.Error("cannot pool over empty spatial dims");
-  // Blocks of channels over the threads, each with lanes of its own.
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (channels + kBlock - 1) / kBlock;
-  ParallelFor(x.numel() >= (int64_t{1} << 16) ? ctx.pool : nullptr, batch * blocks, 1,
+  // Each channel's sum as PlaneSum makes it, so that the means are those of the planes bit for
+  // bit: 16 float lanes by position (the pixels past the last multiple of 16 aside), added up
+  // in double, then those pixels in double. The lanes are independent: one an item.
+  const int64_t full = pixels / 16 * 16;
+  const float* data = x.data<float>();
+  thread_local std::vector<float> scratch;  // the calling thread's; the workers write into it
+  scratch.resize(batch * 16 * channels);
+  float* const lanes = scratch.data();
+  ParallelFor(x.numel() >= (int64_t{1} << 16) ? ctx.pool : nullptr, batch * 16, 1,
               [&](int64_t begin, int64_t end) {
-                float lanes[16 * kBlock];
                 for (int64_t item = begin; item < end; ++item) {
-                  const int64_t n = item / blocks, c0 = item % blocks * kBlock;
-                  ChannelMeans(x.data<float>() + n * pixels * channels + c0, pixels, channels,
-                               std::min(kBlock, channels - c0), lanes,
-                               y.data<float>() + n * channels + c0);
+                  const int64_t n = item / 16, j = item % 16;
+                  ChannelLane(data + n * pixels * channels, full, channels, channels, j,
+                              lanes + item * channels);
                 }
               });
+  float* out = y.data<float>();
+  for (int64_t n = 0; n < batch; ++n) {
+    const float* image = data + n * pixels * channels;
+    const float* lane = lanes + n * 16 * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum = 0;
+      for (int j = 0; j < 16; ++j) sum += lane[j * channels + c];
+      for (int64_t i = full; i < pixels; ++i) sum += image[i * channels + c];
+      out[n * channels + c] = static_cast<float>(sum / pixels);
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "exec/cpu/conv_im2col.h"
@@ -29,11 +30,11 @@ enum class ConvPath {
 ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, int64_t channels,
                         int64_t maps);
 
-// Whether ovfix.fused.NhwcConv computes `conv` (a float Conv of the default domain, X of dims
-// `x` [N, C, H, W], W of dims `w`) bit for bit as the Conv kernel does on NCHW data: the paths
-// whose sums are the same (pointwise, channels-last, depthwise without a multiplier) with the
-// CPU kernel in use.
-bool NhwcConvMatchesConv(const Node& conv, int opset, const std::vector<int64_t>& x,
-                         const std::vector<int64_t>& w);
+// The path the Conv kernel takes for `conv` (a float Conv of the default domain, X of dims `x`
+// [N, C, H, W], W of dims `w`) with the CPU kernel in use, when ovfix.fused.NhwcConv computes
+// it bit for bit as that path does (the sums the same: pointwise, channels-last, depthwise
+// without a multiplier); nullopt otherwise.
+std::optional<ConvPath> NhwcConvPath(const Node& conv, int opset, const std::vector<int64_t>& x,
+                                     const std::vector<int64_t>& w);
 
 }  // namespace ovfix::exec

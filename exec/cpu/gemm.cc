@@ -88,9 +88,12 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
       tile.alpha = epilogue.alpha;
       tile.beta = k0 == 0 ? epilogue.beta : 1.0f;
       const bool last = k0 + kc >= k;
-      // The column bias and activation in the tile, or in a pass over each finished tile.
-      const bool bias_pass = last && epilogue.column_bias != nullptr && !kernel.adds_column_bias;
-      if (last && !bias_pass) tile.activation = epilogue;
+      // The column bias, residual and activation in the tile, or in a pass over each finished
+      // tile.
+      const bool finish_pass = last &&
+                               (epilogue.column_bias != nullptr || epilogue.residual != nullptr) &&
+                               !kernel.finishes_columns;
+      if (last && !finish_pass) tile.activation = epilogue;
       auto run_tile = [&](int64_t p, int64_t j) {
         tile.a = a.panel(k0, kc, p, mr);
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
@@ -98,13 +101,16 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
         tile.b = block + j * kc * nr;
         tile.c = c + p * mr * ldc + nb + j * nr;
         tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
-        tile.column_bias = last && !bias_pass && epilogue.column_bias != nullptr
-                               ? epilogue.column_bias + nb + j * nr
-                               : nullptr;
+        const int64_t offset = p * mr * ldc + nb + j * nr;
+        const float* column_bias =
+            last && epilogue.column_bias != nullptr ? epilogue.column_bias + nb + j * nr : nullptr;
+        const float* residual =
+            last && epilogue.residual != nullptr ? epilogue.residual + offset : nullptr;
+        tile.column_bias = finish_pass ? nullptr : column_bias;
+        tile.residual = finish_pass ? nullptr : residual;
         kernel.tile(tile);
-        if (bias_pass) {
-          AddColumnBias(tile.c, ldc, tile.rows, tile.cols, epilogue.column_bias + nb + j * nr,
-                        epilogue);
+        if (finish_pass) {
+          FinishColumns(tile.c, ldc, tile.rows, tile.cols, column_bias, residual, epilogue);
         }
       };
       const int64_t panels_n = (nc + nr - 1) / nr;
@@ -302,15 +308,20 @@ const float* PackedB::Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int n
 
 __attribute__((target_clones("avx512f", "avx2", "default"),
                optimize("vect-cost-model=dynamic"))) void
-AddColumnBias(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias,
-              const FusedActivation& activation) {
+FinishColumns(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias,
+              const float* residual, const FusedActivation& activation) {
   for (int64_t i = 0; i < rows; ++i) {
     float* row = c + i * ldc;
-    if (!activation.any()) {
+    if (bias != nullptr) {
       for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
-      continue;
     }
-    for (int64_t j = 0; j < cols; ++j) row[j] = activation.Activate(row[j] + bias[j]);
+    if (residual != nullptr) {
+      const float* r = residual + i * ldc;
+      for (int64_t j = 0; j < cols; ++j) row[j] += r[j];
+    }
+    if (activation.any()) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = activation.Activate(row[j]);
+    }
   }
 }
 

@@ -140,11 +140,15 @@ struct GemmEpilogue : FusedActivation {
   // Added to every element of column n once the product is complete (then the activation):
   // column_bias[n], n counted from the first column of C.
   const float* column_bias = nullptr;
+  // Added to every element once the biases are (then the activation): residual[i * ldc + j] for
+  // element (i, j) of C, a tensor laid out as C is (a residual connection's other operand).
+  const float* residual = nullptr;
 };
 
-// c[i * ldc + j] = activation(c[i * ldc + j] + bias[j]) over rows x cols.
-void AddColumnBias(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias,
-                   const FusedActivation& activation);
+// c[i * ldc + j] = activation(c[i * ldc + j] + bias[j] + residual[i * ldc + j]) over rows x
+// cols (bias or residual may be null).
+void FinishColumns(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias,
+                   const float* residual, const FusedActivation& activation);
 
 // C (a.rows() x n, row stride ldc) = clamp(alpha * A * B + beta * C + row_bias).
 // Multithreaded over blocks of C when pool is set and the product is big enough.

@@ -25,7 +25,7 @@ constexpr std::array<TileFn, sizeof...(R)> RowTable(std::integer_sequence<int, R
 
 // Element (r, j) of a tile's product `acc` finished as the vector epilogues finish it, before
 // the activation: alpha * acc, plus beta * C (its value `c`), then the row bias once the
-// product is complete, then the column bias.
+// product is complete, then the column bias and the residual.
 inline float FinishElement(const TileArgs& t, int r, int j, float acc, float c) {
   float x = t.alpha * acc;
   if (t.beta == 0.0f) {
@@ -35,6 +35,7 @@ inline float FinishElement(const TileArgs& t, int r, int j, float acc, float c) 
     if (t.bias != nullptr) x += t.bias[r];
   }
   if (t.column_bias != nullptr) x += t.column_bias[j];
+  if (t.residual != nullptr) x += t.residual[r * t.ldc + j];
   return x;
 }
 
@@ -158,6 +159,9 @@ struct Avx2Tile {
             if (t.bias != nullptr) x = _mm256_add_ps(x, bias);
           }
           if (t.column_bias != nullptr) x = _mm256_add_ps(x, column_bias[v]);
+          if (t.residual != nullptr) {
+            x = _mm256_add_ps(x, _mm256_loadu_ps(t.residual + r * t.ldc + 8 * v));
+          }
           if (t.activation.clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
           if (t.activation.hard_swish) {
             __m256 product = _mm256_mul_ps(_mm256_set1_ps(t.activation.hard_swish_alpha), x);

@@ -32,9 +32,10 @@ struct TileArgs {
   // of a product (beta 0 on a product of one block).
   const float* bias = nullptr;
   // Per column (the tile's first), added once the product is complete, after alpha, beta and
-  // the row bias, before the activation (only on the last depth block, for a kernel that
-  // GemmKernel::adds_column_bias).
+  // the row bias, then `residual` (C's layout, ldc), before the activation (only on the last
+  // depth block, for a kernel that GemmKernel::finishes_columns).
   const float* column_bias = nullptr;
+  const float* residual = nullptr;
   // Then the fused activation (set on the last depth block of a product that has one).
   FusedActivation activation;
 };
@@ -45,9 +46,9 @@ struct GemmKernel {
   // Whether `tile` also reads A's rows in place (TileArgs::lda): a product with a row-major A
   // then packs only B.
   bool reads_rows_in_place = false;
-  // Whether `tile` adds TileArgs::column_bias (otherwise the product adds it to each finished
-  // tile in a pass of its own).
-  bool adds_column_bias = false;
+  // Whether `tile` adds TileArgs::column_bias and residual (otherwise the product adds them
+  // to each finished tile in a pass of its own, FinishColumns).
+  bool finishes_columns = false;
 };
 
 // Kernels this CPU supports, best first; the portable one is always last.

@@ -186,7 +186,7 @@ absl::Status MatMul(KernelContext& ctx) {
       return ctx.Error("internal: a fused bias of ", DescribeTensor(*ctx.fused_bias),
                        " does not fit the product ", DescribeTensor(y));
     }
-    AddColumnBias(y.data<float>(), n, y.numel() / n, n, ctx.fused_bias->data<float>(),
+    FinishColumns(y.data<float>(), n, y.numel() / n, n, ctx.fused_bias->data<float>(), nullptr,
                   FusedActivation{});
   }
   return absl::OkStatus();

@@ -4,8 +4,8 @@
 // GEMM tiles, batches of two, strides, dilations, asymmetric pads. What the pass must leave
 // alone stays: a lone convolution, a convolution the Conv kernel computes another way (its sums
 // in another order), a convolution that reads a BatchNormalization the session folds into it,
-// an op that broadcasts a per-channel operand. Which path the Conv kernel takes depends on the
-// GEMM tile (how many maps pad a tile): the counts below are worked out by hand for the AVX2
+// an op that broadcasts an operand along another axis. Which path the Conv kernel takes depends on
+// the GEMM tile (how many maps pad a tile): the counts below are worked out by hand for the AVX2
 // kernel's 6x16 tile, which the tests select where the CPU has it.
 #include "converter/session_nhwc.h"
 
@@ -104,6 +104,10 @@ TEST(SessionNhwc, BottlenecksRunChannelsLast) {
     EXPECT_EQ(counts["GlobalAveragePool"], 0);
     EXPECT_EQ(counts["ovfix.fused.NhwcGlobalAveragePool"], 1);
     EXPECT_EQ(counts["Transpose"], c.transposes);
+    // Both residual Adds fold into the 1x1 convolution before them, and the Relu after each
+    // is left to the session to fold into it too: no element-wise chain is left.
+    EXPECT_EQ(counts["Add"], 0);
+    EXPECT_EQ(counts["ovfix.fused.Elementwise"], 0);
   }
 }
 
@@ -211,11 +215,11 @@ TEST(SessionNhwc, LeavesWhatDoesNotPay) {
     EXPECT_EQ(counts["Transpose"], 0);
   }
   {
-    SCOPED_TRACE("a per-channel Mul between two convolutions");
+    SCOPED_TRACE("a Mul by a vector along the width between two convolutions");
     B b(17, 2);
     const std::string x = b.Input("x", {1, 8, 12, 12});
     std::string y = Conv(b, x, 8, 16, {1, 1});
-    y = b.Op("Mul", {y, b.Weight({16, 1, 1}, 1.0f)});
+    y = b.Op("Mul", {y, b.Weight({1, 12}, 1.0f)});
     b.Output(Conv(b, y, 16, 8, {1, 1}));
     std::map<std::string, int> counts = OptimizedCounts(b.model());
     EXPECT_EQ(counts["Conv"], 2);
@@ -241,9 +245,33 @@ TEST(SessionNhwc, LeavesWhatDoesNotPay) {
 }
 
 TEST(SessionNhwc, CostDecidesARegion) {
-  EXPECT_FALSE(KeepsChannelsLast(1, 1000, 10));
-  EXPECT_TRUE(KeepsChannelsLast(2, 1000, 1000));
-  EXPECT_FALSE(KeepsChannelsLast(5, 1000, 1001));
+  EXPECT_TRUE(KeepsChannelsLast(1001, 1000));
+  EXPECT_FALSE(KeepsChannelsLast(1000, 1000));
+  EXPECT_FALSE(KeepsChannelsLast(0, 0));
+}
+
+// A squeeze-and-excitation block (MobileNetV3's): the global average pool, two 1x1
+// convolutions over one pixel (which stay NCHW) and a HardSigmoid make a scale per channel
+// that multiplies the block's values; the Mul reads the scale as [N, 1, 1, C] and stays in the
+// chain, so the chain is entered once and left once.
+TEST(SessionNhwc, SqueezeExcitationScalesStayInTheChain) {
+  B b(17, 7);
+  const std::string x = b.Input("x", {2, 24, 13, 11});
+  std::string y = b.Op("Relu", {Conv(b, x, 24, 48, {1, 1})});
+  const std::string pooled = b.Op("GlobalAveragePool", {y});
+  std::string scale = b.Op("Relu", {Conv(b, pooled, 48, 12, {1, 1})});
+  scale = b.Op("HardSigmoid", {Conv(b, scale, 12, 48, {1, 1})},
+               {B::Float("alpha", 1.0f / 6), B::Float("beta", 0.5f)});
+  y = b.Op("Mul", {y, scale});
+  y = b.Op("Mul", {y, b.Weight({48, 1, 1}, 1.0f)});  // a per-channel constant too
+  y = Conv(b, y, 48, 24, {1, 1});
+  b.Output(b.Op("Add", {y, x}));
+  std::map<std::string, int> counts = OptimizedCounts(b.model());
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 2);
+  EXPECT_EQ(counts["Conv"], 2);  // over one pixel
+  EXPECT_EQ(counts["ovfix.fused.NhwcGlobalAveragePool"], 1);
+  // x in, the output back, the scale and the constant read per channel.
+  EXPECT_EQ(counts["Transpose"], 4);
 }
 
 }  // namespace
