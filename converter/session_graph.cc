@@ -48,11 +48,12 @@ std::unique_ptr<rules::Pass> MakeSessionPass(std::string_view step) {
 
 // A session that rounds every float tensor to fp16 (fp16-storage) shows where a value of the
 // graph as written leaves fp16's range: attention's scores, an element-wise chain's
-// intermediates and a residual sum before its LayerNorm stay tensors there, so that they are
-// rounded (and overflow) as written.
+// intermediates, a residual sum before its LayerNorm and a convolution's output before its
+// residual Add stay tensors there, so that they are rounded (and overflow) as written.
 bool KeepsValuesForFp16Rounding(const std::string& step) {
   return step == "session_attention_fusion" || step == kReadAttentionLayouts ||
-         step == "session_residual_fusion" || step == kFuseElementwiseChains;
+         step == "session_residual_fusion" || step == kFuseElementwiseChains ||
+         step == kKeepChannelsLast;
 }
 
 // The session graph's plan, made once: the built-in target's steps (what the plan adds for

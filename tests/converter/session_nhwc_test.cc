@@ -16,7 +16,9 @@
 #include "bench/model_builder.h"
 #include "converter/session_graph.h"
 #include "exec/cpu/gemm.h"
+#include "exec/random_inputs.h"
 #include "gtest/gtest.h"
+#include "ir/model_io.h"
 #include "tests/support/session_graph_check.h"
 
 namespace ovfix::converter {
@@ -241,6 +243,27 @@ TEST(SessionNhwc, LeavesWhatDoesNotPay) {
     // BatchNormalization: each is alone.
     EXPECT_EQ(counts["Conv"], 3);
     EXPECT_EQ(counts["BatchNormalization"], 1);
+  }
+}
+
+// A session that rounds every float tensor to fp16 keeps each convolution's output a tensor
+// (rounded before its residual Add, as written): no chain there.
+TEST(SessionNhwc, Fp16StorageKeepsConvolutionsAsWritten) {
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      ModelFromProto(Bottlenecks(1, 16, 16, 14, 14, 8), "", "model");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
+    exec::SessionOptions options;
+    options.precision = precision;
+    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_NE(run->graph, nullptr);
+    std::map<std::string, int> counts = OpCounts(*run->graph);
+    const bool fp32 = precision == exec::Precision::kFp32;
+    EXPECT_EQ(counts["ovfix.fused.NhwcConv"] > 0, fp32);
+    EXPECT_EQ(counts["Conv"] == 7, !fp32);
   }
 }
 
