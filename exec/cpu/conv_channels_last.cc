@@ -424,14 +424,15 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
   const bool in_output = io.output_channels_last && ldp == maps;
   if (!in_output) product.resize(positions * ldp);
   float* const result = in_output ? out : product.data();
-  // Items: a panel of maps for a run of tiles.
+  // Items: a panel of maps for a run of tiles, the panels of a run one after another, so that
+  // the threads work on the same pixels at once (DenseNet's 128->32 3x3 convolution at 32x32,
+  // two panels: 0.497 -> 0.460 ms on two threads, against runs of one panel after another).
   const int64_t runs =
       parallel
           ? std::clamp<int64_t>((kItemsPerThread * threads + panels - 1) / panels, 1, tile_count)
           : 1;
   ParallelForEach(used, panels * runs, [&](int64_t item) {
-    // A thread's items are mostly runs of its own panels: it streams those weights alone.
-    const int64_t panel = item / runs, run = item % runs;
+    const int64_t panel = item % panels, run = item / panels;
     const int64_t t0 = tile_count * run / runs, t1 = tile_count * (run + 1) / runs;
     if (t0 == t1) return;
     TileArgs args;
