@@ -112,6 +112,8 @@ Candidate CandidateOf(const Node& n, const Graph& g, int opset) {
     return c;
   }
   if (IsDefaultDomain(n) && n.op_type() == "GlobalAveragePool") {
+    const std::optional<std::vector<int64_t>> x = FloatShape(n.input(0));
+    if (!x || x->size() != 4) return c;
     c.role = Role::kPool;
     c.reads[0] = Read::kTensor;
     return c;
