@@ -67,7 +67,20 @@ bool IsChannelVector(const std::vector<int64_t>& dims, const std::vector<int64_t
 }
 
 // What a node of a region is.
-enum class Role { kNone, kConv, kElementwise, kPool };
+// A Transpose to channels-last of a region's value (ConvNeXt's permute before its LayerNorm)
+// is the region's value itself, and a Transpose from channels-last that the region reads (the
+// permute back) reads as its input: the graph's own layout changes go with the region's.
+enum class Role { kNone, kConv, kElementwise, kPool, kToChannelsLast, kFromChannelsLast };
+
+// Whether `n` is a Transpose by `perm` of a 4-D float tensor.
+bool IsTransposeBy(const Node& n, const std::vector<int64_t>& perm) {
+  if (!IsDefaultDomain(n) || n.op_type() != "Transpose" || !n.HasAttribute("perm") ||
+      n.GetInts("perm") != perm) {
+    return false;
+  }
+  const std::optional<std::vector<int64_t>> x = FloatShape(n.input(0));
+  return x && x->size() == 4;
+}
 
 // Whether `conv` reads a BatchNormalization that the session's plan folds into it.
 bool ReadsFoldedBatchNorm(const Node& conv, int opset) {
@@ -109,6 +122,15 @@ Candidate CandidateOf(const Node& n, const Graph& g, int opset) {
     c.role = Role::kConv;
     c.path = *path;
     c.reads[0] = Read::kTensor;
+    return c;
+  }
+  if (IsTransposeBy(n, {0, 2, 3, 1})) {
+    c.role = Role::kToChannelsLast;
+    c.reads[0] = Read::kTensor;
+    return c;
+  }
+  if (IsTransposeBy(n, {0, 3, 1, 2})) {
+    c.role = Role::kFromChannelsLast;  // its input is read as it is
     return c;
   }
   if (IsDefaultDomain(n) && n.op_type() == "GlobalAveragePool") {
@@ -181,6 +203,11 @@ int64_t SavedByChannelsLast(exec::ConvPath path, int64_t in, int64_t out) {
   }
 }
 
+// Whether a node of a region makes a value of the region (channels-last).
+bool MakesChannelsLastValue(Role role) {
+  return role == Role::kConv || role == Role::kElementwise || role == Role::kFromChannelsLast;
+}
+
 // The nodes of one region, in graph order, and what crosses its border.
 struct Region {
   std::vector<Node*> nodes;
@@ -214,8 +241,9 @@ absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx) {
     Candidate c = CandidateOf(*n, g, opset);
     if (c.role != Role::kNone) candidates.emplace(n, std::move(c));
   }
-  // Regions: nodes joined by the values one makes and another reads as a tensor (a pool
-  // makes no channels-last value: it joins the region of its input alone).
+  // Regions: nodes joined by the values one makes and another reads as a tensor (a pool or a
+  // Transpose to channels-last makes no channels-last value: it joins the region of its input
+  // alone), and by the values they read.
   absl::flat_hash_map<const Node*, const Node*> parent;
   auto find = [&](const Node* n) {
     while (parent.at(n) != n) n = parent[n] = parent.at(parent.at(n));
@@ -223,11 +251,20 @@ absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx) {
   };
   for (const auto& [n, c] : candidates) parent[n] = n;
   for (const auto& [n, c] : candidates) {
-    if (c.role == Role::kPool) continue;
+    if (!MakesChannelsLastValue(c.role)) continue;
     for (const Use& use : n->output(0)->uses()) {
       auto it = candidates.find(use.node);
       if (it == candidates.end() || it->second.reads[use.input_index] != Read::kTensor) continue;
       parent[find(use.node)] = find(n);
+    }
+  }
+  // Readers of one value from outside share its Transpose: one region.
+  absl::flat_hash_map<const Value*, const Node*> first_reader;
+  for (const auto& [n, c] : candidates) {
+    for (size_t i = 0; i < n->num_inputs(); ++i) {
+      if (c.reads[i] != Read::kTensor) continue;
+      auto [it, fresh] = first_reader.try_emplace(n->input(i), n);
+      if (!fresh) parent[find(n)] = find(it->second);
     }
   }
   absl::flat_hash_map<const Node*, Region> regions;
@@ -247,15 +284,26 @@ absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx) {
         const Value* v = n->input(i);
         if (c.reads[i] == Read::kAsIs) continue;
         const Node* p = v->producer();
-        if (p == nullptr || !inside.contains(p) || candidates.at(p).role == Role::kPool) {
+        if (p == nullptr || !inside.contains(p) || !MakesChannelsLastValue(candidates.at(p).role)) {
           if (entering.insert(v).second) region.transposed_elements += Elements(v);
         }
       }
-      if (c.role == Role::kConv) {
-        region.saved_elements +=
-            SavedByChannelsLast(c.path, Elements(n->input(0)), Elements(n->output(0)));
+      const bool leaves = ReadOutside(n->output(0), inside);
+      switch (c.role) {
+        case Role::kConv:
+          region.saved_elements +=
+              SavedByChannelsLast(c.path, Elements(n->input(0)), Elements(n->output(0)));
+          break;
+        case Role::kToChannelsLast:
+          region.saved_elements += Elements(n->output(0));  // no longer transposed
+          break;
+        case Role::kFromChannelsLast:
+          if (!leaves) region.saved_elements += Elements(n->output(0));  // else it stays
+          break;
+        default:
+          break;
       }
-      if (c.role != Role::kPool && ReadOutside(n->output(0), inside)) {
+      if (leaves && (c.role == Role::kConv || c.role == Role::kElementwise)) {
         region.transposed_elements += Elements(n->output(0));
       }
     }
@@ -318,9 +366,19 @@ absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx) {
       r.SetType(t->output(0), FloatTensorType(Permuted(dims, perm)));
       return nhwc[v] = t->output(0);
     };
+    absl::flat_hash_set<size_t> kept;  // Transposes from channels-last also read outside
     for (size_t k = 0; k < region.nodes.size(); ++k) {
       if (folded_convs.contains(k)) continue;  // made where its Add is
       Node* n = region.nodes[k];
+      if (candidates.at(n).role == Role::kToChannelsLast) {
+        r.ReplaceAllUsesWith(n->output(0), channels_last(reads[k][0], n));
+        continue;
+      }
+      if (candidates.at(n).role == Role::kFromChannelsLast) {
+        nhwc[n->output(0)] = reads[k][0];
+        if (leaves[k]) kept.insert(k);
+        continue;
+      }
       // The node whose computation makes n's value: n, or the Conv whose Add n is.
       auto fold = folds.find(k);
       const size_t source = fold != folds.end() ? fold->second.conv : k;
@@ -359,6 +417,7 @@ absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx) {
       }
     }
     for (size_t k = region.nodes.size(); k-- > 0;) {
+      if (kept.contains(k)) continue;
       r.EraseNode(region.nodes[k]);
       for (Value* v : reads[k]) r.ConsiderDead(v);
     }

@@ -92,10 +92,10 @@ TEST(SessionNhwc, BottlenecksRunChannelsLast) {
   // The 3x3 convolutions (stride 2, then 1) go channels-last where the transposed product
   // pads less than the direct one: 16 maps at 7x7 (49 positions x 16 maps against 18 x 64),
   // 24 at 5x4 (20 x 32 against 24 x 32); 40 at 11x9 not (99 x 48 against 42 x 112), where the
-  // first block's 1x1 convolution is left alone and the rest form one region, entered by x and
-  // both 3x3 outputs and left by the output the second 3x3 reads.
+  // 1x1 convolutions form one region (joined by x, which the first block's 1x1 and its shortcut
+  // read), entered by x and both 3x3 outputs and left by what each 3x3 reads.
   for (const Case& c : {Case{1, 16, 16, 14, 14, 7, 0, 1}, Case{2, 13, 24, 9, 7, 7, 0, 1},
-                        Case{1, 40, 40, 21, 17, 4, 3, 4}}) {
+                        Case{1, 40, 40, 21, 17, 5, 2, 5}}) {
     SCOPED_TRACE(testing::Message() << c.batch << "x" << c.channels << "x" << c.height << "x"
                                     << c.width << " mid " << c.mid);
     std::map<std::string, int> counts = OptimizedCounts(
@@ -194,12 +194,12 @@ TEST(SessionNhwc, DepthwiseConvolutionsJoinTheChain) {
 TEST(SessionNhwc, PortableKernelKeepsOnlyWhatItComputesTheSame) {
   const std::string kernel = exec::CurrentGemmGeometry().name;
   ASSERT_TRUE(exec::SelectGemmKernelForTesting("portable"));
-  // The first 1x1 convolution is alone; the region of the other four is entered by x and both
-  // 3x3 outputs and left by what the second 3x3 reads.
+  // The five 1x1 convolutions form one region, entered by x and both 3x3 outputs and left by
+  // what each 3x3 reads.
   std::map<std::string, int> counts = OptimizedCounts(Bottlenecks(1, 16, 16, 14, 14, 5));
-  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 4);
-  EXPECT_EQ(counts["Conv"], 3);
-  EXPECT_EQ(counts["Transpose"], 4);
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 5);
+  EXPECT_EQ(counts["Conv"], 2);
+  EXPECT_EQ(counts["Transpose"], 5);
   counts = OptimizedCounts(InvertedResiduals(5));
   EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 7);
   ASSERT_TRUE(exec::SelectGemmKernelForTesting(kernel));
@@ -265,6 +265,36 @@ TEST(SessionNhwc, Fp16StorageKeepsConvolutionsAsWritten) {
     EXPECT_EQ(counts["ovfix.fused.NhwcConv"] > 0, fp32);
     EXPECT_EQ(counts["Conv"] == 7, !fp32);
   }
+}
+
+// ConvNeXt's blocks as PyTorch exports them: the 7x7 depthwise convolution in NCHW, a permute
+// to NHWC for the LayerNorm and the two Linear layers (MatMul), the layer scale, a permute
+// back and the residual Add. The permutes are the region's own layout: they go, and the chain
+// is entered and left once.
+TEST(SessionNhwc, ConvNextPermutesGoWithTheChain) {
+  B b(17, 9);
+  const int64_t c = 24;
+  const std::string x = b.Input("x", {2, c, 11, 9});
+  auto block = [&](const std::string& in) {
+    std::string y =
+        b.Op("Conv", {in, b.Weight({c, 1, 7, 7}, 1.0f / 7), b.Weight({c}, 0.1f)},
+             {B::Ints("kernel_shape", {7, 7}), B::Int("group", c), B::Ints("pads", {3, 3, 3, 3})});
+    y = b.Op("Transpose", {y}, {B::Ints("perm", {0, 2, 3, 1})});
+    y = b.Op("LayerNormalization", {y, b.Fill({c}, 1.0f), b.Fill({c}, 0.0f)},
+             {B::Int("axis", -1), B::Float("epsilon", 1e-6f)});
+    y = b.Op("Add", {b.Op("MatMul", {y, b.Weight({c, 4 * c}, 0.2f)}), b.Weight({4 * c}, 0.1f)});
+    y = b.Op("Relu", {y});
+    y = b.Op("Add", {b.Op("MatMul", {y, b.Weight({4 * c, c}, 0.1f)}), b.Weight({c}, 0.1f)});
+    y = b.Op("Mul", {y, b.Fill({c}, 0.5f)});
+    y = b.Op("Transpose", {y}, {B::Ints("perm", {0, 3, 1, 2})});
+    return b.Op("Add", {in, y});
+  };
+  b.Output(block(block(x)));
+  std::map<std::string, int> counts = OptimizedCounts(b.model());
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 2);
+  EXPECT_EQ(counts["Conv"], 0);
+  // x in, the output back: the four permutes are gone.
+  EXPECT_EQ(counts["Transpose"], 2);
 }
 
 TEST(SessionNhwc, CostDecidesARegion) {
