@@ -70,7 +70,15 @@ bool IsChannelVector(const std::vector<int64_t>& dims, const std::vector<int64_t
 // A Transpose to channels-last of a region's value (ConvNeXt's permute before its LayerNorm)
 // is the region's value itself, and a Transpose from channels-last that the region reads (the
 // permute back) reads as its input: the graph's own layout changes go with the region's.
-enum class Role { kNone, kConv, kElementwise, kPool, kToChannelsLast, kFromChannelsLast };
+enum class Role {
+  kNone,
+  kConv,
+  kElementwise,
+  kConcat,  // along the channels: along the last axis channels-last
+  kPool,
+  kToChannelsLast,
+  kFromChannelsLast
+};
 
 // Whether `n` is a Transpose by `perm` of a 4-D float tensor.
 bool IsTransposeBy(const Node& n, const std::vector<int64_t>& perm) {
@@ -131,6 +139,16 @@ Candidate CandidateOf(const Node& n, const Graph& g, int opset) {
   }
   if (IsTransposeBy(n, {0, 3, 1, 2})) {
     c.role = Role::kFromChannelsLast;  // its input is read as it is
+    return c;
+  }
+  if (IsDefaultDomain(n) && n.op_type() == "Concat" && n.num_inputs() > 0 &&
+      (n.GetInt("axis", 0) == 1 || n.GetInt("axis", 0) == -3)) {
+    for (size_t i = 0; i < n.num_inputs(); ++i) {
+      const std::optional<std::vector<int64_t>> x = FloatShape(n.input(i));
+      if (!x || x->size() != 4) return c;
+      c.reads[i] = Read::kTensor;
+    }
+    c.role = Role::kConcat;
     return c;
   }
   if (IsDefaultDomain(n) && n.op_type() == "GlobalAveragePool") {
@@ -205,7 +223,8 @@ int64_t SavedByChannelsLast(exec::ConvPath path, int64_t in, int64_t out) {
 
 // Whether a node of a region makes a value of the region (channels-last).
 bool MakesChannelsLastValue(Role role) {
-  return role == Role::kConv || role == Role::kElementwise || role == Role::kFromChannelsLast;
+  return role == Role::kConv || role == Role::kElementwise || role == Role::kConcat ||
+         role == Role::kFromChannelsLast;
 }
 
 // The nodes of one region, in graph order, and what crosses its border.
@@ -300,10 +319,15 @@ absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx) {
         case Role::kFromChannelsLast:
           if (!leaves) region.saved_elements += Elements(n->output(0));  // else it stays
           break;
+        case Role::kConcat:
+          // The session makes an NCHW Concat's inputs in place in its output; channels-last
+          // the pixels interleave, so they are copied.
+          region.transposed_elements += Elements(n->output(0));
+          break;
         default:
           break;
       }
-      if (leaves && (c.role == Role::kConv || c.role == Role::kElementwise)) {
+      if (leaves && MakesChannelsLastValue(c.role) && c.role != Role::kFromChannelsLast) {
         region.transposed_elements += Elements(n->output(0));
       }
     }
@@ -396,11 +420,13 @@ absl::StatusOr<int> KeepChannelsLast(rules::PassContext& ctx) {
       const std::string_view op = c.role == Role::kConv   ? "NhwcConv"
                                   : c.role == Role::kPool ? "NhwcGlobalAveragePool"
                                                           : std::string_view(n->op_type());
-      const std::string domain = c.role == Role::kElementwise ? n->domain() : kFusedDomain;
+      const std::string domain =
+          c.role == Role::kElementwise || c.role == Role::kConcat ? n->domain() : kFusedDomain;
       Node* m = r.CreateNode(
           g, op, inputs, {r.UniqueName(y->name() + (c.role == Role::kPool ? "_pool" : "_nhwc"))}, n,
           computing->name(), domain);
       for (const onnx::AttributeProto& a : computing->attributes()) r.SetAttribute(m, a);
+      if (c.role == Role::kConcat) r.SetAttribute(m, onnx::MakeAttribute("axis", int64_t{3}));
       if (c.role == Role::kPool) {
         r.SetType(m->output(0), y->type());
         r.ReplaceAllUsesWith(y, m->output(0));

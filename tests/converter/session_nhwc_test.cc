@@ -297,6 +297,35 @@ TEST(SessionNhwc, ConvNextPermutesGoWithTheChain) {
   EXPECT_EQ(counts["Transpose"], 2);
 }
 
+// DeepLabV3's ASPP head: four branches over one feature map (a 1x1 and three dilated 3x3
+// convolutions) and a pooled one (GlobalAveragePool, a 1x1 convolution over one pixel, Resized
+// back), concatenated along the channels and projected by a 1x1 convolution. The Concat joins
+// the chain along its last axis: the branches need not leave it.
+TEST(SessionNhwc, ConcatAlongTheChannelsJoinsTheChain) {
+  Avx2Kernel avx2;
+  B b(17, 10);
+  const std::string x = b.Input("x", {1, 40, 12, 12});
+  std::string features = b.Op("Relu", {Conv(b, x, 40, 48, {1, 1})});
+  std::vector<std::string> branches = {b.Op("Relu", {Conv(b, features, 48, 32, {1, 1})})};
+  for (int64_t rate : {2, 3, 5}) {
+    branches.push_back(b.Op("Relu", {Conv(b, features, 48, 32, {3, 3},
+                                          {B::Ints("dilations", {rate, rate}),
+                                           B::Ints("pads", {rate, rate, rate, rate})})}));
+  }
+  std::string pooled =
+      b.Op("Relu", {Conv(b, b.Op("GlobalAveragePool", {features}), 48, 32, {1, 1})});
+  branches.push_back(
+      b.Op("Resize", {pooled, "", "", b.Int64s({1, 32, 12, 12})}, {B::String("mode", "nearest")}));
+  const std::string all = b.Op("Concat", branches, {B::Int("axis", 1)});
+  b.Output(b.Op("Relu", {Conv(b, all, 160, 32, {1, 1})}));
+  std::map<std::string, int> counts = OptimizedCounts(b.model());
+  if (!avx2.selected()) GTEST_SKIP() << "the counts are the AVX2 tile's";
+  EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 6);
+  EXPECT_EQ(counts["Conv"], 1);  // over one pixel
+  // x and the Resized branch in, the output back.
+  EXPECT_EQ(counts["Transpose"], 3);
+}
+
 TEST(SessionNhwc, CostDecidesARegion) {
   EXPECT_TRUE(KeepsChannelsLast(1001, 1000));
   EXPECT_FALSE(KeepsChannelsLast(1000, 1000));
