@@ -210,18 +210,8 @@ TEST(SessionFusions, Fp16StorageKeepsAttentionAndChainsUnfused) {
   const std::string kt = b.Op("Transpose", {k}, {B::Ints("perm", {0, 1, 3, 2})});
   const std::string probs = b.Op("Softmax", {b.Op("MatMul", {q, kt})}, {B::Int("axis", -1)});
   b.Output(b.Op("Relu", {b.Op("Add", {b.Op("MatMul", {probs, v}), q})}));
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      ModelFromProto(onnx::ModelProto(b.model()), "", "model");
-  ASSERT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
-  ASSERT_TRUE(inputs.ok()) << inputs.status();
   for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
-    exec::SessionOptions options;
-    options.precision = precision;
-    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
-    ASSERT_TRUE(run.ok()) << run.status();
-    ASSERT_NE(run->graph, nullptr);
-    std::map<std::string, int> counts = OpCounts(*run->graph);
+    std::map<std::string, int> counts = test_support::SessionOpCounts(b.model(), precision);
     const int fused = precision == exec::Precision::kFp32 ? 1 : 0;
     EXPECT_EQ(counts["ovfix.fused.Attention"], fused);
     EXPECT_EQ(counts["ovfix.fused.Elementwise"], fused);

@@ -36,6 +36,7 @@ Optimized ExpectSameOutputs(onnx::ModelProto proto) {
 }
 
 TEST(SessionGraph, ConvNextFusesLayerNormAndGeluAndDropsPow) {
+  test_support::Avx2Kernel avx2;  // which convolutions run channels-last depends on the tile
   Optimized m = ExpectSameOutputs(bench::ExportedConvNextModel());
   ASSERT_NE(m.optimized, nullptr);
   std::map<std::string, int> before = OpCounts(*m.as_written), after = OpCounts(*m.optimized);
@@ -48,11 +49,20 @@ TEST(SessionGraph, ConvNextFusesLayerNormAndGeluAndDropsPow) {
                        {"ovfix.fused.Gelu", 6},
                        {"Erf", 0},
                        {"Pow", 0},
-                       {"ReduceMean", 1},
-                       {"ovfix.fused.Elementwise", 0}});
-  // Each LayerNorm's 9 nodes become 1, each GELU's 5 become 1.
+                       {"ReduceMean", 1}});
+  if (!avx2.selected()) return;  // the rest is the AVX2 tile's
+  // Each LayerNorm's 9 nodes become 1, each GELU's 5 become 1. Each stage's blocks run
+  // channels-last (converter/session_nhwc.h): their depthwise convolutions read the permutes'
+  // input, so the permutes to and from NHWC (2 a block) go, each stage is entered and left by
+  // one Transpose (3 stages), and with no permute between them a block's layer scale and
+  // residual Add are one element-wise chain. The 6 depthwise convolutions and the second 2x2
+  // downsampling one (to 10x10: its transposed product pads 256 maps x 100 positions, the
+  // direct one 258 x 112; to 20x20 both pad alike, and the Conv kernel takes the direct one)
+  // run channels-last.
+  EXPECT_EQ(after["ovfix.fused.Elementwise"], 6);
+  EXPECT_EQ(after["ovfix.fused.NhwcConv"], 7);
   EXPECT_EQ(m.as_written->graph().num_nodes() - m.optimized->graph().num_nodes(),
-            7 * 8 + 6 * 4 + 3 * 8);
+            7 * 8 + 6 * 4 + 3 * 8 + 6 * 2 - 3 * 2 + 6 * 1);
 }
 
 // The same exports written at opset 18, as PyTorch's dynamo exporter writes them (Reduce axes
@@ -143,18 +153,9 @@ TEST(SessionGraph, BertAndDecoderFuseTheirNormsAndKeepOutputs) {
 // A session that rounds every float tensor to fp16 keeps a residual sum as a tensor (it is
 // rounded, and may overflow, as written): the Add stays beside the fused LayerNorm there.
 TEST(SessionGraph, Fp16StorageKeepsResidualAddsUnfused) {
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      ModelFromProto(bench::ExportedBertModel(), "", "model");
-  ASSERT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
-  ASSERT_TRUE(inputs.ok()) << inputs.status();
   for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
-    exec::SessionOptions options;
-    options.precision = precision;
-    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
-    ASSERT_TRUE(run.ok()) << run.status();
-    ASSERT_NE(run->graph, nullptr);
-    std::map<std::string, int> counts = OpCounts(*run->graph);
+    std::map<std::string, int> counts =
+        test_support::SessionOpCounts(bench::ExportedBertModel(), precision);
     const bool fp32 = precision == exec::Precision::kFp32;
     EXPECT_EQ(counts["ovfix.fused.AddLayerNormalization"] > 0, fp32);
     EXPECT_GE(

@@ -26,21 +26,8 @@ namespace {
 
 using B = bench::ModelBuilder;
 
+using test_support::Avx2Kernel;
 using test_support::OpCounts;
-
-// Selects the AVX2 GEMM kernel for the test's scope; false where the CPU has none.
-class Avx2Kernel {
- public:
-  Avx2Kernel() : before_(exec::CurrentGemmGeometry().name) {
-    selected_ = exec::SelectGemmKernelForTesting("avx2");
-  }
-  ~Avx2Kernel() { exec::SelectGemmKernelForTesting(before_); }
-  bool selected() const { return selected_; }
-
- private:
-  std::string before_;
-  bool selected_ = false;
-};
 
 std::map<std::string, int> OptimizedCounts(const onnx::ModelProto& proto) {
   std::unique_ptr<Model> m =
@@ -249,18 +236,9 @@ TEST(SessionNhwc, LeavesWhatDoesNotPay) {
 // A session that rounds every float tensor to fp16 keeps each convolution's output a tensor
 // (rounded before its residual Add, as written): no chain there.
 TEST(SessionNhwc, Fp16StorageKeepsConvolutionsAsWritten) {
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      ModelFromProto(Bottlenecks(1, 16, 16, 14, 14, 8), "", "model");
-  ASSERT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
-  ASSERT_TRUE(inputs.ok()) << inputs.status();
   for (exec::Precision precision : {exec::Precision::kFp32, exec::Precision::kFp16Storage}) {
-    exec::SessionOptions options;
-    options.precision = precision;
-    absl::StatusOr<RunSession> run = CreateRunSession(**model, *inputs, options, false);
-    ASSERT_TRUE(run.ok()) << run.status();
-    ASSERT_NE(run->graph, nullptr);
-    std::map<std::string, int> counts = OpCounts(*run->graph);
+    std::map<std::string, int> counts =
+        test_support::SessionOpCounts(Bottlenecks(1, 16, 16, 14, 14, 8), precision);
     const bool fp32 = precision == exec::Precision::kFp32;
     EXPECT_EQ(counts["ovfix.fused.NhwcConv"] > 0, fp32);
     EXPECT_EQ(counts["Conv"] == 7, !fp32);

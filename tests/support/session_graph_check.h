@@ -10,6 +10,7 @@
 
 #include "converter/session_graph.h"
 #include "exec/compare.h"
+#include "exec/cpu/gemm.h"
 #include "exec/executor.h"
 #include "exec/random_inputs.h"
 #include "gtest/gtest.h"
@@ -25,6 +26,41 @@ inline std::map<std::string, int> OpCounts(const Model& model) {
     ++counts[n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type()];
   }
   return counts;
+}
+
+// Selects the AVX2 GEMM kernel for the scope of a test whose counts are worked out for its
+// tile (which convolutions the session graph keeps channels-last depends on the tile);
+// selected() is false where the CPU has no AVX2.
+class Avx2Kernel {
+ public:
+  Avx2Kernel() : before_(exec::CurrentGemmGeometry().name) {
+    selected_ = exec::SelectGemmKernelForTesting("avx2");
+  }
+  ~Avx2Kernel() { exec::SelectGemmKernelForTesting(before_); }
+  bool selected() const { return selected_; }
+
+ private:
+  std::string before_;
+  bool selected_ = false;
+};
+
+// The op counts of the session graph a run of `proto` on random inputs makes with
+// `precision` (a session that rounds to half leaves out the steps that hide values).
+inline std::map<std::string, int> SessionOpCounts(onnx::ModelProto proto,
+                                                  exec::Precision precision) {
+  absl::StatusOr<std::unique_ptr<Model>> model = ModelFromProto(std::move(proto), "", "model");
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return {};
+  absl::StatusOr<exec::TensorMap> inputs = exec::RandomInputs((*model)->graph());
+  EXPECT_TRUE(inputs.ok()) << inputs.status();
+  if (!inputs.ok()) return {};
+  exec::SessionOptions options;
+  options.precision = precision;
+  absl::StatusOr<converter::RunSession> run =
+      converter::CreateRunSession(**model, *inputs, options, false);
+  EXPECT_TRUE(run.ok()) << run.status();
+  if (!run.ok() || run->graph == nullptr) return {};
+  return OpCounts(*run->graph);
 }
 
 struct Optimized {
