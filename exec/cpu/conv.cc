@@ -87,11 +87,6 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
 // output rows spanned by tiles, 1.50 -> 1.45 ms).
 constexpr int64_t kMaxChannelsLastPositions = 3136;
 
-// A 1x1 kernel without padding: a product of the pixels (subsampled by a stride) and W.
-bool UnpaddedPointwise(const Spatial3& s) {
-  return s.kernel_size() == 1 && s.pad[0] == 0 && s.pad[1] == 0 && s.pad[2] == 0;
-}
-
 // Whether to compute the transposed product Y^T = columns^T * W^T: with few output positions
 // (late layers) the maps fill the register tiles better than the positions do. The product
 // then comes back through a transposition (about one cycle an element), which only a deep
@@ -452,6 +447,15 @@ absl::Status Conv(KernelContext& ctx) {
 }
 
 }  // namespace
+
+bool UnpaddedPointwise(const Spatial3& s) {
+  if (s.kernel_size() != 1) return false;
+  for (int i = 0; i < 3; ++i) {
+    // No padding at the start, and none at the end that an output reads.
+    if (s.pad[i] != 0 || s.out[i] != (s.in[i] - 1) / s.stride[i] + 1) return false;
+  }
+  return true;
+}
 
 ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, int64_t channels,
                         int64_t maps) {

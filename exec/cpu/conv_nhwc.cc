@@ -115,8 +115,7 @@ absl::Status NhwcConv(KernelContext& ctx) {
   float* y_data = y.data<float>();
 
   const ConvPath path = ChooseConvPath(s, 2, group, channels, maps);
-  const bool pointwise = s.kernel_size() == 1 && s.pad[1] == 0 && s.pad[2] == 0 &&
-                         g.pads_end[0] == 0 && g.pads_end[1] == 0;
+  const bool pointwise = UnpaddedPointwise(s);
   const bool channels_last = path == ConvPath::kChannelsLast;
   if (!depthwise && !pointwise && !channels_last) {
     return ctx.Error("takes 1x1, depthwise and channels-last convolutions: a ", s.kernel[1], "x",

@@ -25,6 +25,10 @@ enum class ConvPath {
   kColumns,              // W * im2col columns
 };
 
+// A 1x1 kernel whose outputs read no padding: a product of the pixels (subsampled by a
+// stride) and W.
+bool UnpaddedPointwise(const Spatial3& s);
+
 // The path of a float convolution (the float Conv kernel's choice): `spatial_rank` spatial
 // axes with geometry `s`, `channels` input channels and `maps` outputs in `group` groups.
 ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, int64_t channels,

@@ -186,6 +186,10 @@ TEST(ConvTest, MatchesNaive) {
       {{1, 6, 5, 6, 7}, {10, 6, 1, 1, 1}, 1, {2, 1, 3}, {}, {}, "", true},
       {{1, 5, 20}, {7, 5, 1}, 1, {4}},
       {{1, 9, 2, 2}, {11, 9, 1, 1}, 1, {2, 2}, {}, {}, "", true},
+      // 1x1 kernels padded at the end only (the padded row and column are the bias alone), and
+      // with a stride reaching into the end padding.
+      {{1, 4, 5, 5}, {3, 4, 1, 1}, 1, {}, {}, {0, 0, 1, 1}, "", true},
+      {{2, 6, 7, 8}, {5, 6, 1, 1}, 1, {2, 3}, {}, {0, 0, 1, 2}, "", true},
       // Groups, depthwise (with and without a channel multiplier), strides and pads.
       {{1, 8, 10, 10}, {6, 4, 3, 3}, 2, {1, 1}, {}, {1, 1, 1, 1}, "", true},
       {{2, 6, 11, 9}, {6, 1, 3, 3}, 6, {1, 1}, {}, {1, 1, 1, 1}, "", true},
