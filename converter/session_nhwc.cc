@@ -21,7 +21,6 @@ bool IsDefaultDomain(const Node& n) { return n.domain().empty() || n.domain() ==
 // Element-wise ops whose output element i depends on element i of each input alone (with
 // inputs of one shape): they run on channels-last values as on planes.
 bool IsElementwise(const Node& n) {
-  if (n.domain() == kFusedDomain) return n.op_type() == "Elementwise";
   if (!IsDefaultDomain(n)) return false;
   static const auto* ops = new absl::flat_hash_set<std::string_view>{
       "Relu", "Clip",     "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu",

@@ -37,10 +37,6 @@ struct FusedActivation {
   }
 };
 
-// A map of each channel applied to a kernel's input as the kernel reads it (a
-// BatchNormalization folded into the Conv after it): x * scale[c] + shift[c], a product then a
-// sum (no multiply-add), then clamped to [lo, hi] (NaN stays NaN), as BatchNormalization and
-// its fused clamp compute it.
 // BatchNormalization's map of one channel in inference, x * scale + shift, in double (both
 // the kernel and the session's folding into a Conv round it to float from here).
 struct BatchNormChannel {
@@ -49,6 +45,10 @@ struct BatchNormChannel {
       : scale(gamma / std::sqrt(var + epsilon)), shift(beta - mean * scale) {}
 };
 
+// A map of each channel applied to a kernel's input as the kernel reads it (a
+// BatchNormalization folded into the Conv after it): x * scale[c] + shift[c], a product then a
+// sum (no multiply-add), then clamped to [lo, hi] (NaN stays NaN), as BatchNormalization and
+// its fused clamp compute it.
 struct ChannelAffine {
   std::vector<float> scale, shift;
   float lo = -std::numeric_limits<float>::infinity();

@@ -7,8 +7,8 @@
 //   - the Add of a constant float vector to a MatMul by a constant float B of at least 2 dims
 //     whose last dim is the vector's length (FusesOutputBias), either operand order;
 //   - a Relu, or a Clip with constant bounds, after a node that takes an activation
-//     (FusesOutputClamp: Conv, BatchNormalization; after its folded bias, were it to take
-//     one too);
+//     (FusesOutputClamp: Conv, BatchNormalization, ovfix.fused.NhwcConv; after its folded bias,
+//     were it to take one too);
 //   - a hard swish after such a node when it makes float values: HardSwish, or HardSigmoid
 //     and the Mul of its input by it (either order; the gate read by the Mul alone).
 // A step takes a bias, then at most one activation. All of this only where the session fuses

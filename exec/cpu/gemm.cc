@@ -99,9 +99,9 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
         tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
         tile.bias = last && epilogue.row_bias != nullptr ? epilogue.row_bias + p * mr : nullptr;
         tile.b = block + j * kc * nr;
-        tile.c = c + p * mr * ldc + nb + j * nr;
+        const int64_t offset = p * mr * ldc + nb + j * nr;  // of the tile in C (and residual)
+        tile.c = c + offset;
         tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
-        const int64_t offset = p * mr * ldc + nb + j * nr;
         const float* column_bias =
             last && epilogue.column_bias != nullptr ? epilogue.column_bias + nb + j * nr : nullptr;
         const float* residual =

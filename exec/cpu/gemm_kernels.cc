@@ -27,10 +27,11 @@ constexpr std::array<TileFn, sizeof...(R)> RowTable(std::integer_sequence<int, R
 // the activation: alpha * acc, plus beta * C (its value `c`), then the row bias once the
 // product is complete, then the column bias and the residual.
 inline float FinishElement(const TileArgs& t, int r, int j, float acc, float c) {
-  float x = t.alpha * acc;
+  float x;
   if (t.beta == 0.0f) {
     x = t.alpha * acc + (t.bias != nullptr ? t.bias[r] : 0.0f);
   } else {
+    x = t.alpha * acc;
     x = x + t.beta * c;
     if (t.bias != nullptr) x += t.bias[r];
   }
