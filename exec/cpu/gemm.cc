@@ -117,8 +117,30 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
       if (b.prepacked()) {
         // B comes from memory (weights packed once): each of its panels is read once and
         // kept in L1 across the A panels, which stay in L2.
+        // The next panel (or the next block's first) is fetched into the cache a part before
+        // each tile: read from memory by its first tile alone, a panel of a deep layer's
+        // weights would hold that tile up on every line (two stacked 768 -> 3072 -> 768
+        // products on one thread: 14.2 -> 12.7 ms).
+        const int64_t panel_lines = kc * nr * static_cast<int64_t>(sizeof(float)) / 64;
+        const int64_t tiles_here = p1 - p0;
         for (int64_t j = 0; j < panels_n; ++j) {
-          for (int64_t p = p0; p < p1; ++p) run_tile(p, j);
+          const char* next = nullptr;
+          if (j + 1 < panels_n) {
+            next = reinterpret_cast<const char*>(block + (j + 1) * kc * nr);
+          } else if (k0 + kc < k) {
+            next = reinterpret_cast<const char*>(
+                b.Pack(k0 + kc, std::min(kcb, k - k0 - kc), nb, nc, nr, packed_b));
+          }
+          for (int64_t p = p0; p < p1; ++p) {
+            if (next != nullptr) {
+              for (int64_t line = panel_lines * (p - p0) / tiles_here,
+                           end = panel_lines * (p - p0 + 1) / tiles_here;
+                   line < end; ++line) {
+                __builtin_prefetch(next + line * 64, 0, 2);
+              }
+            }
+            run_tile(p, j);
+          }
         }
       } else {
         // B was packed into this thread's block (in L2): each A panel stays in L1 across it.
