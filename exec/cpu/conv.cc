@@ -5,8 +5,10 @@
 // in place (other 1-D and 2-D kernels with rows of 8 outputs or more, conv_implicit.h) or im2col
 // blocks written straight into the packed layout. With few output positions the product is
 // computed transposed, from a channels-last copy of the image (conv_channels_last.h) or im2col
-// columns. Depthwise 2-D convolution has its own direct kernel; double uses a plain im2col and
-// Dgemm.
+// columns. 3x3 kernels with stride 1 over maps of 8x8 or more take Winograd's F(2x2, 3x3)
+// (conv_winograd.h: 16 multiply-adds where the direct product does 36, the outputs the direct
+// ones to 1e-6 of their range). Depthwise 2-D convolution has its own direct kernel; double
+// uses a plain im2col and Dgemm.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -19,6 +21,7 @@
 #include "exec/cpu/conv_im2col.h"
 #include "exec/cpu/conv_implicit.h"
 #include "exec/cpu/conv_nhwc.h"
+#include "exec/cpu/conv_winograd.h"
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
@@ -32,18 +35,18 @@ struct ConvWeights {
   // What was packed: W's initializer (the same values every run, even when the session hands
   // them over converted from float16 into a new buffer).
   const void* source = nullptr;
-  std::string kernel;          // micro-kernel the packing was made for
-  bool transposed = false;     // packed as B (W^T) for the transposed product
-  bool channels_last = false;  // packed for ChannelsLastConv
-  int64_t depth_block = 0;     // what the packing was asked for (0: the GEMM's)
-  std::vector<PackedA> groups;
-  std::vector<PackedB> transposed_groups;
+  std::string kernel;                      // micro-kernel the packing was made for
+  ConvPath path = ConvPath::kOnePixel;     // the path it was packed for
+  int64_t depth_block = 0;                 // what the packing was asked for (0: the GEMM's)
+  std::vector<PackedA> groups;             // W as A: the direct products
+  std::vector<PackedB> transposed_groups;  // W^T as B: the transposed products
   std::vector<ChannelsLastWeights> channels_last_groups;
+  std::vector<WinogradWeights> winograd_groups;
 };
 
 const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t group, int64_t rows,
-                                    int64_t depth, bool transposed, bool channels_last,
-                                    const Spatial3& s, int64_t depth_block, ConvWeights& local) {
+                                    int64_t depth, ConvPath path, const Spatial3& s,
+                                    int64_t depth_block, ConvWeights& local) {
   ConvWeights* cache = &local;
   const void* source = w;
   if (ctx.state != nullptr && ctx.input_is_constant(1)) {
@@ -52,31 +55,37 @@ const ConvWeights& GetPackedWeights(KernelContext& ctx, const float* w, int64_t 
     source = ctx.node.input(1);
   }
   const std::string kernel = CurrentGemmGeometry().name;
-  const size_t packed = channels_last ? cache->channels_last_groups.size()
-                        : transposed  ? cache->transposed_groups.size()
-                                      : cache->groups.size();
-  if (cache->source == source && cache->kernel == kernel && cache->transposed == transposed &&
-      cache->channels_last == channels_last && cache->depth_block == depth_block &&
-      static_cast<int64_t>(packed) == group) {
+  const size_t packed = cache->groups.size() + cache->transposed_groups.size() +
+                        cache->channels_last_groups.size() + cache->winograd_groups.size();
+  if (cache->source == source && cache->kernel == kernel && cache->path == path &&
+      cache->depth_block == depth_block && static_cast<int64_t>(packed) == group) {
     return *cache;
   }
   cache->groups.clear();
   cache->transposed_groups.clear();
   cache->channels_last_groups.clear();
+  cache->winograd_groups.clear();
   for (int64_t g = 0; g < group; ++g) {
     const float* weights = w + g * rows * depth;
-    if (channels_last) {
-      cache->channels_last_groups.emplace_back(weights, rows, depth / s.kernel_size(), s);
-    } else if (transposed) {
-      cache->transposed_groups.emplace_back(weights, depth, true, depth, rows);
-    } else {
-      cache->groups.emplace_back(weights, depth, false, rows, depth, depth_block);
+    switch (path) {
+      case ConvPath::kChannelsLast:
+        cache->channels_last_groups.emplace_back(weights, rows, depth / s.kernel_size(), s);
+        break;
+      case ConvPath::kWinograd:
+        cache->winograd_groups.emplace_back(weights, rows, depth / s.kernel_size());
+        break;
+      case ConvPath::kPointwiseTransposed:
+      case ConvPath::kTransposedColumns:
+        cache->transposed_groups.emplace_back(weights, depth, true, depth, rows);
+        break;
+      default:
+        cache->groups.emplace_back(weights, depth, false, rows, depth, depth_block);
+        break;
     }
   }
   cache->source = source;
   cache->kernel = kernel;
-  cache->transposed = transposed;
-  cache->channels_last = channels_last;
+  cache->path = path;
   cache->depth_block = depth_block;
   return *cache;
 }
@@ -310,16 +319,17 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
   }
 
   const bool channels_last = path == ConvPath::kChannelsLast;
+  const bool winograd = path == ConvPath::kWinograd;
   const bool transposed = channels_last || path == ConvPath::kPointwiseTransposed ||
                           path == ConvPath::kTransposedColumns;
   const bool implicit = path == ConvPath::kImplicit;
   // The direct pointwise product maps the channels as it packs them; the other paths read the
   // input in place or through copies of their own.
-  if (channels_last || transposed || !pointwise) map_whole_input();
+  if (channels_last || winograd || transposed || !pointwise) map_whole_input();
   ConvWeights local;
   const ConvWeights& packed =
-      GetPackedWeights(ctx, c.w.data<float>(), group, c.group_maps, c.depth, transposed,
-                       channels_last, c.s, implicit ? ImplicitConvDepthBlock(c.depth) : 0, local);
+      GetPackedWeights(ctx, c.w.data<float>(), group, c.group_maps, c.depth, path, c.s,
+                       implicit ? ImplicitConvDepthBlock(c.depth) : 0, local);
   const int64_t items = c.batch * group;
   const int64_t macs = c.group_maps * c.depth * c.out_size;
   // Many small products (groups, batch): one per thread. Otherwise one after another, each
@@ -338,6 +348,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     if (channels_last) {
       ChannelsLastConv(packed.channels_last_groups[gi], image, c.group_channels, c.s, epilogue, out,
                        pool);
+    } else if (winograd) {
+      WinogradConv(packed.winograd_groups[gi], image, c.s, epilogue, out, pool);
     } else if (transposed) {
       const float* prepared =
           pointwise ? image : PrepareImage(image, c.group_channels, c.s, layout, phases);
@@ -461,6 +473,9 @@ ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, i
                         int64_t maps) {
   if (spatial_rank <= 2 && group > 1 && group == channels) return ConvPath::kDepthwise;
   if (s.out_size() == 1) return ConvPath::kOnePixel;
+  if (spatial_rank == 2 && WinogradConvApplies(s, group, channels, maps)) {
+    return ConvPath::kWinograd;
+  }
   const bool pointwise = UnpaddedPointwise(s);
   const int64_t depth = channels / group * s.kernel_size();
   const bool channels_last_applies = !pointwise && ChannelsLastConvApplies(s);
@@ -492,6 +507,7 @@ std::optional<ConvPath> NhwcConvPath(const Node& conv, int opset, const std::vec
     case ConvPath::kPointwise:
     case ConvPath::kPointwiseTransposed:
     case ConvPath::kChannelsLast:
+    case ConvPath::kWinograd:
       if (group == 1) return path;
       return std::nullopt;
     default:

@@ -10,7 +10,8 @@
 // stride-th first) by W^T, packed once, the bias added once the product is complete, as the Conv
 // kernel's pointwise products add it; a kernel the Conv kernel computes channels-last goes through
 // ChannelsLastConv reading and writing channels-last (no copy of the image into that layout, no
-// transposition of the product back); depthwise kernels (group == C == M) through
+// transposition of the product back), a 3x3 one the Conv kernel computes by Winograd's F(2x2,
+// 3x3) through WinogradConv the same way; depthwise kernels (group == C == M) through
 // DepthwiseConv2DNhwc.
 //
 // ovfix.fused.NhwcGlobalAveragePool: X [N, H, W, C] channels-last to Y [N, C, 1, 1] (the same
@@ -30,6 +31,7 @@
 #include "exec/cpu/conv_depthwise_nhwc.h"
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/conv_winograd.h"
 #include "exec/cpu/gemm.h"
 #include "exec/cpu/math_kernels.h"
 #include "exec/kernel.h"
@@ -44,6 +46,7 @@ struct NhwcWeights {
   std::string kernel;            // GEMM micro-kernel the packing was made for
   std::optional<PackedB> product;
   std::optional<ChannelsLastWeights> channels_last;
+  std::optional<WinogradWeights> winograd;
   std::optional<DepthwiseNhwcWeights> depthwise;
 };
 
@@ -117,9 +120,10 @@ absl::Status NhwcConv(KernelContext& ctx) {
   const ConvPath path = ChooseConvPath(s, 2, group, channels, maps);
   const bool pointwise = UnpaddedPointwise(s);
   const bool channels_last = path == ConvPath::kChannelsLast;
-  if (!depthwise && !pointwise && !channels_last) {
-    return ctx.Error("takes 1x1, depthwise and channels-last convolutions: a ", s.kernel[1], "x",
-                     s.kernel[2], " kernel to ", s.out[1], "x", s.out[2],
+  const bool winograd = path == ConvPath::kWinograd;
+  if (!depthwise && !pointwise && !channels_last && !winograd) {
+    return ctx.Error("takes 1x1, depthwise, Winograd and channels-last convolutions: a ",
+                     s.kernel[1], "x", s.kernel[2], " kernel to ", s.out[1], "x", s.out[2],
                      " outputs does not take the channels-last path with this CPU kernel");
   }
   // W packed for the path, kept while W (and B) stay the same constants.
@@ -136,9 +140,12 @@ absl::Status NhwcConv(KernelContext& ctx) {
   if (packed->source != source || packed->kernel != gemm) {
     packed->product.reset();
     packed->channels_last.reset();
+    packed->winograd.reset();
     packed->depthwise.reset();
     if (depthwise) {
       packed->depthwise.emplace(w.data<float>(), bias, channels, s.kernel[1], s.kernel[2]);
+    } else if (winograd) {
+      packed->winograd.emplace(w.data<float>(), maps, channels);
     } else if (channels_last) {
       packed->channels_last.emplace(w.data<float>(), maps, channels, s);
     } else {
@@ -167,6 +174,12 @@ absl::Status NhwcConv(KernelContext& ctx) {
     const float* image = x_data + n * in_pixels * channels;
     float* out = y_data + n * positions * maps;
     if (residual != nullptr) epilogue.residual = residual + n * positions * maps;
+    if (winograd) {
+      epilogue.row_bias = bias;
+      WinogradConv(*packed->winograd, image, s, epilogue, out, ctx.pool,
+                   {/*input_channels_last=*/true, /*output_channels_last=*/true});
+      continue;
+    }
     if (channels_last) {
       epilogue.row_bias = bias;
       ChannelsLastConv(*packed->channels_last, image, channels, s, epilogue, out, ctx.pool,

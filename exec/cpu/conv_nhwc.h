@@ -20,6 +20,7 @@ enum class ConvPath {
   kPointwise,            // 1x1, no padding (a stride subsamples first): W * X
   kPointwiseTransposed,  // the same as X^T * W^T (few positions, many maps)
   kChannelsLast,         // X^T from a channels-last copy times W^T: conv_channels_last.h
+  kWinograd,             // 3x3, stride 1: F(2x2, 3x3) from channels-last pixels: conv_winograd.h
   kTransposedColumns,    // im2col columns^T * W^T
   kImplicit,             // W * the padded image read in place: conv_implicit.h
   kColumns,              // W * im2col columns
@@ -36,8 +37,8 @@ ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, i
 
 // The path the Conv kernel takes for `conv` (a float Conv of the default domain, X of dims `x`
 // [N, C, H, W], W of dims `w`) with the CPU kernel in use, when ovfix.fused.NhwcConv computes
-// it bit for bit as that path does (the sums the same: pointwise, channels-last, depthwise
-// without a multiplier); nullopt otherwise.
+// it bit for bit as that path does (the sums the same: pointwise, channels-last, Winograd,
+// depthwise without a multiplier); nullopt otherwise.
 std::optional<ConvPath> NhwcConvPath(const Node& conv, int opset, const std::vector<int64_t>& x,
                                      const std::vector<int64_t>& w);
 
