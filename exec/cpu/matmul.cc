@@ -81,28 +81,38 @@ struct PackedWeights {
   PackedB b;
 };
 
-// Y = A * B with B an initializer: B packed once instead of block by block on every run. The
-// same panels and blocking as packing on the fly, so the same result bit for bit.
-// A bias the session fused into the node (KernelContext::fused_bias) is added by the GEMM
-// to each tile of the result as it is finished.
-bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, int64_t k,
-                     float* out) {
+// B (k x n, or with trans_b n x k read transposed) packed once for the micro-kernel in use and
+// kept in the node's state when it is an initializer and a product of `m` rows repays packing
+// it; null otherwise. The same panels and blocking as packing on the fly, so the same result
+// bit for bit.
+const PackedB* ConstantPackedB(KernelContext& ctx, int64_t m, int64_t n, int64_t k,
+                               bool trans_b = false) {
   // Few rows stream B once (Sgemm) rather than keeping a packed copy of it.
   if (ctx.state == nullptr || !ctx.input_is_constant(1) || m <= kFewRows || n <= 1 || k <= 0) {
-    return false;
+    return nullptr;
   }
   const std::string kernel = CurrentGemmGeometry().name;
   auto* cache = static_cast<PackedWeights*>(ctx.state->get());
   if (cache == nullptr || cache->kernel != kernel) {
     auto fresh = std::make_shared<PackedWeights>();
     fresh->kernel = kernel;
-    fresh->b = PackedB(ctx.input(1).data<float>(), n, false, k, n);
+    fresh->b = PackedB(ctx.input(1).data<float>(), trans_b ? k : n, trans_b, k, n);
     *ctx.state = fresh;
     cache = fresh.get();
   }
+  return &cache->b;
+}
+
+// Y = A * B with B an initializer, packed once instead of block by block on every run. A bias
+// the session fused into the node (KernelContext::fused_bias) is added by the GEMM to each
+// tile of the result as it is finished.
+bool MatMulConstantB(KernelContext& ctx, const float* a, int64_t m, int64_t n, int64_t k,
+                     float* out) {
+  const PackedB* b = ConstantPackedB(ctx, m, n, k);
+  if (b == nullptr) return false;
   GemmEpilogue epilogue;
   if (ctx.fused_bias != nullptr) epilogue.column_bias = ctx.fused_bias->data<float>();
-  GemmRowsInPlace(a, k, m, k, cache->b, n, out, n, epilogue, ctx.pool);
+  GemmRowsInPlace(a, k, m, k, *b, n, out, n, epilogue, ctx.pool);
   return true;
 }
 
@@ -312,6 +322,22 @@ absl::Status TransposedMatMul(KernelContext& ctx) {
   float* out = y.data<float>();
   const int64_t batches = static_cast<int64_t>(a_offsets.size());
   const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  // One constant B for every batch (PaddleOCR's CTC head reads its features transposed, 40 x
+  // 120 by 120 x 6625): packed once, not on every run (1.25 -> 0.94 ms on one thread).
+  if (const PackedB* packed_b = b_batch.empty() ? ConstantPackedB(ctx, m, n, k, trans_b) : nullptr;
+      packed_b != nullptr) {
+    for (int64_t i = 0; i < batches; ++i) {
+      const float* a_i = ap + a_offsets[i] * m * k;
+      if (!trans_a) {
+        GemmRowsInPlace(a_i, k, m, k, *packed_b, n, out + i * m * n, n, GemmEpilogue{}, ctx.pool);
+        continue;
+      }
+      thread_local PackedA packed_a;  // stays with the thread for the next product
+      packed_a.Pack(a_i, lda, /*trans=*/true, m, k, ctx.pool);
+      GemmPacked(packed_a, *packed_b, n, out + i * m * n, n, GemmEpilogue{}, ctx.pool);
+    }
+    return absl::OkStatus();
+  }
   auto run = [&](int64_t i, ThreadPool* pool) {
     AnyGemm<float>(trans_a, trans_b, m, n, k, 1.0, ap + a_offsets[i] * m * k, lda,
                    bp + b_offsets[i] * k * n, ldb, 0.0, out + i * m * n, n, pool);
