@@ -77,7 +77,7 @@ bool FusesOutputClamp(std::string_view domain, std::string_view op_type) {
 }
 
 bool FusesOutputBias(std::string_view domain, std::string_view op_type) {
-  return (domain.empty() || domain == "ai.onnx") && op_type == "MatMul";
+  return (domain.empty() || domain == "ai.onnx" || domain == "ovfix.fused") && op_type == "MatMul";
 }
 
 namespace {

@@ -77,14 +77,16 @@ bool MakesFloat(const Node& node) {
   return any;
 }
 
-// The float B of a MatMul that takes a bias (FusesOutputBias) when it is constant (an
-// initializer no input overrides) with at least 2 dims (A must then be float too: the kernel
-// refuses operands of different types).
+// The float B (not read transposed) of a MatMul that takes a bias (FusesOutputBias) when it
+// is constant (an initializer no input overrides) with at least 2 dims (A must then be float too:
+// the kernel refuses operands of different types).
 const Tensor* ConstantMatrixB(const Node& node) {
   if (!FusesOutputBias(node.domain(), node.op_type()) || node.num_inputs() != 2 ||
       node.input(0) == nullptr || node.input(1) == nullptr) {
     return nullptr;
   }
+  // ovfix.fused.MatMul reading B transposed has its columns along B's rows.
+  if (node.GetInt("transB", 0) != 0) return nullptr;
   const Value* b = node.input(1);
   if (!b->is_initializer() || b->is_graph_input() || b->tensor().type() != DataType::kFloat ||
       b->tensor().rank() < 2) {
