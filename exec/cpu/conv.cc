@@ -5,7 +5,7 @@
 // in place (other 1-D and 2-D kernels with rows of 8 outputs or more, conv_implicit.h) or im2col
 // blocks written straight into the packed layout. With few output positions the product is
 // computed transposed, from a channels-last copy of the image (conv_channels_last.h) or im2col
-// columns. 3x3 kernels with stride 1 over maps of 8x8 or more take Winograd's F(2x2, 3x3)
+// columns. 3x3 kernels with stride 1 over maps of 7x7 or more take Winograd's F(2x2, 3x3)
 // (conv_winograd.h: 16 multiply-adds where the direct product does 36, the outputs the direct
 // ones to 1e-6 of their range). Depthwise 2-D convolution has its own direct kernel; double
 // uses a plain im2col and Dgemm.

@@ -93,6 +93,21 @@ const float* ChannelsLastImage(const float* image, int64_t channels, const Spati
   return dst;
 }
 
+// Columns [first, ...) of a packed B (first a multiple of the GEMM tile's columns).
+class ColumnsFrom : public BSource {
+ public:
+  ColumnsFrom(const BSource& b, int64_t first) : b_(b), first_(first) {}
+  const float* Pack(int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr,
+                    float* scratch) const override {
+    return b_.Pack(k0, kc, first_ + n0, nc, nr, scratch);
+  }
+  bool prepacked() const override { return b_.prepacked(); }
+
+ private:
+  const BSource& b_;
+  int64_t first_;
+};
+
 }  // namespace
 
 bool WinogradConvApplies(const Spatial3& s, int64_t group, int64_t channels, int64_t maps) {
@@ -105,8 +120,8 @@ bool WinogradConvApplies(const Spatial3& s, int64_t group, int64_t channels, int
   const int64_t pad_right = s.out[2] + 2 - s.in[2] - s.pad[2];
   const bool pads = std::min({s.pad[1], s.pad[2], pad_bottom, pad_right}) >= 0 &&
                     std::max({s.pad[1], s.pad[2], pad_bottom, pad_right}) <= 2;
-  return two_d && kernel && pads && group == 1 && channels >= 8 && maps >= 8 && s.out[1] >= 8 &&
-         s.out[2] >= 8;
+  return two_d && kernel && pads && group == 1 && channels >= 8 && maps >= 8 && s.out[1] >= 7 &&
+         s.out[2] >= 7;
 }
 
 WinogradWeights::WinogradWeights(const float* w, int64_t maps, int64_t channels)
@@ -164,16 +179,27 @@ void WinogradConv(const WinogradWeights& weights, const float* image, const Spat
   float* const result = io.output_channels_last ? out : product.data();
 
   // Runs of whole GEMM tiles of rows (the last tile of the image aside), as many as fit the
-  // cache, then as many as the threads share evenly.
-  const int64_t mr = CurrentGemmGeometry().mr, row_tiles = (tiles + mr - 1) / mr;
+  // cache, then as many as the threads share evenly. With too few tiles for that (a 14x14
+  // map has 7 GEMM tiles of rows, a 7x7 one 3) the threads share the maps instead, each
+  // reading its columns of the transformed weights only.
+  const GemmGeometry& gemm = CurrentGemmGeometry();
+  const int64_t mr = gemm.mr, row_tiles = (tiles + mr - 1) / mr;
+  const int64_t map_panels = (maps + gemm.nr - 1) / gemm.nr;
   const int64_t fit =
       std::clamp(kRunFloats / (16 * std::max(channels, maps)), kMinRunTiles, kMaxRunTiles);
-  int64_t runs = (tiles + fit - 1) / fit;
-  if (used != nullptr) runs = (std::max(runs, threads) + threads - 1) / threads * threads;
-  runs = std::min(runs, row_tiles);
-  ParallelForEach(used, runs, [&](int64_t run) {
+  int64_t runs = (tiles + fit - 1) / fit, map_parts = 1;
+  if (used != nullptr && row_tiles >= 2 * threads) {
+    runs = std::min(row_tiles, (std::max(runs, threads) + threads - 1) / threads * threads);
+  } else if (used != nullptr) {
+    runs = std::min(runs, row_tiles);
+    map_parts = std::min(map_panels, (2 * threads + runs - 1) / runs);
+  }
+  ParallelForEach(used, runs * map_parts, [&](int64_t item) {
+    const int64_t run = item / map_parts, part = item % map_parts;
     const int64_t t0 = row_tiles * run / runs * mr;
     const int64_t t1 = std::min(tiles, row_tiles * (run + 1) / runs * mr), count = t1 - t0;
+    const int64_t n0 = map_panels * part / map_parts * gemm.nr;
+    const int64_t n1 = std::min(maps, map_panels * (part + 1) / map_parts * gemm.nr);
     thread_local std::vector<float> transformed, products;
     transformed.resize(16 * count * channels);
     products.resize(16 * count * maps);
@@ -188,8 +214,8 @@ void WinogradConv(const WinogradWeights& weights, const float* image, const Spat
     const GemmEpilogue plain;
     for (int xi = 0; xi < 16; ++xi) {
       GemmRowsInPlace(transformed.data() + xi * count * channels, channels, count, channels,
-                      weights.element(xi), maps, products.data() + xi * count * maps, maps, plain,
-                      nullptr);
+                      ColumnsFrom(weights.element(xi), n0), n1 - n0,
+                      products.data() + xi * count * maps + n0, maps, plain, nullptr);
     }
     thread_local std::vector<float> spill;  // outputs of a tile past the output's edge
     spill.resize(maps);
@@ -203,12 +229,14 @@ void WinogradConv(const WinogradWeights& weights, const float* image, const Spat
                                : spill.data();
         }
       }
-      OutputTransform(products.data() + (t - t0) * maps, count * maps, maps, dst);
+      float* maps_dst[4];
+      for (int i = 0; i < 4; ++i) maps_dst[i] = dst[i] + n0;
+      OutputTransform(products.data() + (t - t0) * maps + n0, count * maps, n1 - n0, maps_dst);
       if (!io.output_channels_last) continue;
       for (int i = 0; i < 4; ++i) {
         if (dst[i] == spill.data()) continue;
         const int64_t offset = dst[i] - out;
-        AddBiasToMaps(dst[i], maps, 1, 0, maps, epilogue,
+        AddBiasToMaps(dst[i], maps, 1, n0, n1, epilogue,
                       epilogue.residual != nullptr ? epilogue.residual + offset : nullptr, dst[i],
                       maps);
       }

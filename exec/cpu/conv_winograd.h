@@ -32,8 +32,8 @@ namespace ovfix::exec {
 
 // Whether the Conv kernel takes F(2x2, 3x3) for this geometry: 2-D, a 3x3 kernel, stride and
 // dilation 1, pads of at most 2 on each side, one group, at least 8 channels and 8 maps, outputs of
-// 8x8 or more (smaller maps, ResNet's 7x7, waste a third of a tile grid and stream 16/9 the
-// weights).
+// 7x7 or more (ResNet's last maps, 16 tiles for 49 outputs, still do 0.6x the multiply-adds;
+// smaller maps would stream 16/9 the weights for little).
 bool WinogradConvApplies(const Spatial3& s, int64_t group, int64_t channels, int64_t maps);
 
 // W (maps x channels x 3 x 3, ONNX's layout) transformed (U = G g G^T, in double) and packed as

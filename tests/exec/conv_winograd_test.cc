@@ -16,7 +16,7 @@
 //    for the threads must not change any sum;
 //  - the direct channels-last convolution (ChannelsLastConv) agrees within the same bound;
 //  - WinogradConvApplies takes 2-D 3x3 convolutions with stride and dilation 1, pads up to 2,
-//    one group, 8 or more channels and maps and outputs of 8x8 or more, and refuses the rest.
+//    one group, 8 or more channels and maps and outputs of 7x7 or more, and refuses the rest.
 // The kernel must write nothing outside its output and read nothing outside its image (both
 // lie between guards; the image's are NaN).
 #include "exec/cpu/conv_winograd.h"
@@ -273,6 +273,7 @@ TEST(WinogradConvTest, AppliesToIntendedGeometries) {
   EXPECT_TRUE(WinogradConvApplies(conv2d(10, 0), 1, 64, 64));   // pad 0: 8x8
   EXPECT_TRUE(WinogradConvApplies(conv2d(14, 2), 1, 13, 17));   // pad 2
   EXPECT_TRUE(WinogradConvApplies(conv2d(9, 1), 1, 256, 512));  // odd outputs
+  EXPECT_TRUE(WinogradConvApplies(conv2d(7, 1), 1, 512, 512));  // ResNet's last maps, 7x7
   EXPECT_TRUE(WinogradConvApplies(MakeSpatial({10, 11}, {3, 3}, 1, 1, {1, 1}, {0, 0}), 1, 64, 17));
   EXPECT_TRUE(WinogradConvApplies(MakeSpatial({12, 9}, {3, 3}, 1, 1, {2, 0}, {1, 1}), 1, 8, 8));
 
@@ -289,7 +290,7 @@ TEST(WinogradConvTest, AppliesToIntendedGeometries) {
                                    1, 64, 64))
       << "3-D";
   EXPECT_FALSE(WinogradConvApplies(conv2d(56, 1), 2, 64, 64)) << "group 2";
-  EXPECT_FALSE(WinogradConvApplies(conv2d(7, 1), 1, 512, 512)) << "7x7 outputs";
+  EXPECT_FALSE(WinogradConvApplies(conv2d(6, 1), 1, 512, 512)) << "6x6 outputs";
   EXPECT_FALSE(WinogradConvApplies(conv2d(56, 1), 1, 4, 64)) << "4 channels";
   EXPECT_FALSE(WinogradConvApplies(conv2d(56, 1), 1, 3, 64)) << "3 channels (an RGB image)";
   EXPECT_FALSE(WinogradConvApplies(conv2d(56, 1), 1, 64, 7)) << "7 maps";
@@ -309,6 +310,7 @@ std::vector<Case> AccuracyCases() {
       {128, 64, 28, 28},             // 28x28
       {64, 64, 56, 56},              // ResNet's 56x56
       {256, 17, 8, 8},               // deep, few positions
+      {256, 64, 7, 7},               // ResNet's last maps: 16 tiles, the maps shared out
       {256, 64, 14, 13},             // deep, odd columns
       {13, 8, 12, 11, 0, 0, 0, 0},   // pad 0: 10x9
       {8, 17, 9, 10, 2, 2, 2, 2},    // pad 2: 11x12
@@ -494,6 +496,7 @@ TEST(WinogradConvTest, ThreadCountGivesSameBits) {
   std::vector<Case> cases = LayoutCases();
   cases.push_back({64, 64, 56, 56});
   cases.push_back({128, 64, 28, 28});
+  cases.push_back({256, 64, 7, 7});  // too few tiles for the threads: they share the maps
   uint32_t seed = 300;
   for (const Case& c : cases) {
     const Spatial3 s = SpatialOf(c);
