@@ -65,9 +65,26 @@ struct ASource {
       : packed(&a), m(a.rows()), k(a.depth()), depth_block(a.depth_block()) {}
   ASource(const float* a, int64_t row_stride, int64_t rows_, int64_t depth)
       : rows(a), lda(row_stride), m(rows_), k(depth), depth_block(GemmDepthBlock(depth)) {}
-  // Rows p*mr .. of the depth block that starts at k0, kc deep.
+  // The first row of panel p and its rows. Packed panels are mr rows each (the last fewer).
+  // Rows read in place end in panels of 4 or 5 rows where the last would have 1, 2 or 3: a
+  // tile of fewer than 4 rows has too few sums to keep both multiply-add units busy, while 4
+  // or 5 rows run at the full rate (49 rows: 5 x 6 + 5 + 5 + 5 + 4, not 8 x 6 + 1).
+  int64_t panel_row(int64_t p, int mr) const {
+    const int64_t full = m / mr, rest = m % mr;
+    if (packed != nullptr || rest == 0 || rest >= 4 || mr != 6) return p * mr;
+    const int64_t shared = rest == 1 ? 3 : 2;  // the last panels sharing 6 (shared - 1) + rest
+    if (full + 1 < shared || p < full + 1 - shared) return p * mr;
+    const int64_t first = (full + 1 - shared) * mr, rows_left = m - first,
+                  q = p - (full + 1 - shared);
+    return first + rows_left * q / shared;
+  }
+  int panel_rows(int64_t p, int mr) const {
+    return static_cast<int>(panel_row(p + 1, mr) < m ? panel_row(p + 1, mr) - panel_row(p, mr)
+                                                     : m - panel_row(p, mr));
+  }
+  // Panel p's rows of the depth block that starts at k0, kc deep.
   const float* panel(int64_t k0, int64_t kc, int64_t p, int mr) const {
-    return packed != nullptr ? packed->panel(k0, kc, p) : rows + p * mr * lda + k0;
+    return packed != nullptr ? packed->panel(k0, kc, p) : rows + panel_row(p, mr) * lda + k0;
   }
 };
 
@@ -98,10 +115,11 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
       if (last && !finish_pass) tile.activation = epilogue;
       auto run_tile = [&](int64_t p, int64_t j) {
         tile.a = a.panel(k0, kc, p, mr);
-        tile.rows = static_cast<int>(std::min<int64_t>(mr, m - p * mr));
-        tile.bias = last && epilogue.row_bias != nullptr ? epilogue.row_bias + p * mr : nullptr;
+        const int64_t row = a.panel_row(p, mr);
+        tile.rows = a.panel_rows(p, mr);
+        tile.bias = last && epilogue.row_bias != nullptr ? epilogue.row_bias + row : nullptr;
         tile.b = block + j * kc * nr;
-        const int64_t offset = p * mr * ldc + nb + j * nr;  // of the tile in C (and residual)
+        const int64_t offset = row * ldc + nb + j * nr;  // of the tile in C (and residual)
         tile.c = c + offset;
         tile.cols = static_cast<int>(std::min<int64_t>(nr, nc - j * nr));
         const float* column_bias =

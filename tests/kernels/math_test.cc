@@ -3,6 +3,7 @@
 // ceil_mode. Every GEMM micro-kernel this CPU supports is run, not only the one picked at
 // startup. Convolutions are in math_conv_test.cc.
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -78,6 +79,35 @@ TEST_P(GemmKernels, PackedWithRowBiasAndLeadingDims) {
       ASSERT_NEAR(c[i * ldc + j], expected[i * n + j] + bias[i], 1e-3) << i << "," << j;
     }
     for (int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 1e30f);
+  }
+}
+
+// A row-major A read in place (its last rows in tiles of 4 or 5 where a tile of 1 to 3 would
+// be left) and the same A packed (given transposed) give the same floats bit for bit: the
+// sums of an element do not depend on how the rows are cut into tiles. Row counts of every
+// remainder by the AVX2 tile's 6 rows, with a pool and without, beta 0 and 1.
+TEST_P(GemmKernels, RowsInPlaceMatchPackedBitForBit) {
+  std::mt19937 rng(17);
+  for (int64_t m : {9, 10, 13, 14, 15, 16, 19, 20, 31, 49, 128, 196}) {
+    for (int64_t n : {16, 40}) {
+      const int64_t k = 37;
+      auto a = RandomFloats(m * k, rng), b = RandomFloats(k * n, rng),
+           c0 = RandomFloats(m * n, rng);
+      std::vector<float> a_t(k * m);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t p = 0; p < k; ++p) a_t[p * m + i] = a[i * k + p];
+      }
+      for (int t = 0; t < 2; ++t) {
+        const float beta = t == 0 ? 0.0f : 1.0f;
+        std::vector<float> in_place = c0, packed = c0;
+        ThreadPool* pool = t == 0 ? &MathPool() : nullptr;
+        Sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, beta, in_place.data(), n,
+              pool);
+        Sgemm(true, false, m, n, k, 1.0f, a_t.data(), m, b.data(), n, beta, packed.data(), n, pool);
+        ASSERT_EQ(std::memcmp(in_place.data(), packed.data(), m * n * sizeof(float)), 0)
+            << GetParam() << " m=" << m << " n=" << n << " beta=" << beta;
+      }
+    }
   }
 }
 
