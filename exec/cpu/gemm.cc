@@ -93,7 +93,7 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
               const GemmEpilogue& epilogue, int64_t p0, int64_t p1, int64_t n0, int64_t n1) {
   const GemmKernel& kernel = Kernel();
   const int mr = kernel.geometry.mr, nr = kernel.geometry.nr;
-  const int64_t m = a.m, k = a.k, kcb = a.depth_block;
+  const int64_t k = a.k, kcb = a.depth_block;
   float* packed_b = ThreadScratch(kcb * kNc);
   for (int64_t nb = n0; nb < n1; nb += kNc) {
     const int64_t nc = std::min(kNc, n1 - nb);
