@@ -263,7 +263,8 @@ absl::Status ConvFloat(KernelContext& ctx, const SpatialGeometry& g, int64_t gro
     affine = nullptr;
   };
 
-  const ConvPath path = ChooseConvPath(c.s, g.rank(), group, c.channels, c.maps);
+  const ConvPath path =
+      ChooseConvPath(c.s, g.rank(), group, c.channels, c.maps, ctx.input_is_constant(1));
   if (path == ConvPath::kDepthwise) {
     map_whole_input();
     DepthwiseShape d;
@@ -470,10 +471,10 @@ bool UnpaddedPointwise(const Spatial3& s) {
 }
 
 ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, int64_t channels,
-                        int64_t maps) {
+                        int64_t maps, bool constant_weights) {
   if (spatial_rank <= 2 && group > 1 && group == channels) return ConvPath::kDepthwise;
   if (s.out_size() == 1) return ConvPath::kOnePixel;
-  if (spatial_rank == 2 && WinogradConvApplies(s, group, channels, maps)) {
+  if (constant_weights && spatial_rank == 2 && WinogradConvApplies(s, group, channels, maps)) {
     return ConvPath::kWinograd;
   }
   const bool pointwise = UnpaddedPointwise(s);
@@ -499,7 +500,8 @@ std::optional<ConvPath> NhwcConvPath(const Node& conv, int opset, const std::vec
   if (group <= 0 || channels % group != 0 || maps % group != 0 || w[1] * group != channels) {
     return std::nullopt;
   }
-  const ConvPath path = ChooseConvPath(Spatial3(*g), 2, group, channels, maps);
+  // The session takes only constant weights into a chain.
+  const ConvPath path = ChooseConvPath(Spatial3(*g), 2, group, channels, maps, true);
   switch (path) {
     case ConvPath::kDepthwise:
       if (maps == channels) return path;

@@ -117,7 +117,7 @@ absl::Status NhwcConv(KernelContext& ctx) {
   const float* x_data = x.data<float>();
   float* y_data = y.data<float>();
 
-  const ConvPath path = ChooseConvPath(s, 2, group, channels, maps);
+  const ConvPath path = ChooseConvPath(s, 2, group, channels, maps, ctx.input_is_constant(1));
   const bool pointwise = UnpaddedPointwise(s);
   const bool channels_last = path == ConvPath::kChannelsLast;
   const bool winograd = path == ConvPath::kWinograd;

@@ -32,8 +32,10 @@ bool UnpaddedPointwise(const Spatial3& s);
 
 // The path of a float convolution (the float Conv kernel's choice): `spatial_rank` spatial
 // axes with geometry `s`, `channels` input channels and `maps` outputs in `group` groups.
+// Winograd's only for constant weights (`constant_weights`): their transform, made once and
+// kept, costs about what a run of the convolution does.
 ConvPath ChooseConvPath(const Spatial3& s, size_t spatial_rank, int64_t group, int64_t channels,
-                        int64_t maps);
+                        int64_t maps, bool constant_weights);
 
 // The path the Conv kernel takes for `conv` (a float Conv of the default domain, X of dims `x`
 // [N, C, H, W], W of dims `w`) with the CPU kernel in use, when ovfix.fused.NhwcConv computes

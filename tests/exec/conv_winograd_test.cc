@@ -34,6 +34,7 @@
 #include "exec/cpu/conv_channels_last.h"
 #include "exec/cpu/conv_geometry.h"
 #include "exec/cpu/conv_im2col.h"
+#include "exec/cpu/conv_nhwc.h"
 #include "exec/cpu/gemm.h"
 #include "exec/fused_activation.h"
 #include "exec/thread_pool.h"
@@ -297,6 +298,14 @@ TEST(WinogradConvTest, AppliesToIntendedGeometries) {
   EXPECT_FALSE(WinogradConvApplies(conv2d(56, 3), 1, 64, 64)) << "pads 3";
   EXPECT_FALSE(WinogradConvApplies(MakeSpatial({20, 20}, {3, 3}, 1, 1, {1, 1}, {3, 3}), 1, 64, 64))
       << "end pads 3";
+}
+
+// The Conv kernel takes Winograd's path for constant weights only: weights computed on every
+// run (a modulated convolution's) would pay their transform each time.
+TEST(WinogradConvTest, ConvKernelTakesItForConstantWeightsOnly) {
+  const Spatial3 s = MakeSpatial({56, 56}, {3, 3}, 1, 1, {1, 1}, {1, 1});
+  EXPECT_EQ(ChooseConvPath(s, 2, 1, 64, 64, /*constant_weights=*/true), ConvPath::kWinograd);
+  EXPECT_NE(ChooseConvPath(s, 2, 1, 64, 64, /*constant_weights=*/false), ConvPath::kWinograd);
 }
 
 // The accuracy cases: square and odd, rectangular outputs, pads 0, 1, 2 and asymmetric,
