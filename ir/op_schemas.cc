@@ -73,18 +73,31 @@ class Registry : public onnx::ISchemaRegistry {
   const onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
                                   const std::string& domain) const override {
     const onnx::OpSchema* schema = FindSchema(key, max_inclusive_version, domain);
-    if (schema == nullptr || !NormalDomain(domain).empty() || key != "LayerNormalization") {
+    const bool layer_norm = NormalDomain(domain).empty() && key == "LayerNormalization";
+    if (schema == nullptr || (!layer_norm && !schema->has_data_propagation_function())) {
       return schema;
     }
     std::lock_guard<std::mutex> lock(mutex_);
     std::unique_ptr<onnx::OpSchema>& guarded = guarded_[schema];
     if (guarded == nullptr) {
       guarded = std::make_unique<onnx::OpSchema>(*schema);
-      guarded->TypeAndShapeInferenceFunction(
-          [infer = schema->GetTypeAndShapeInferenceFunction()](onnx::InferenceContext& ctx) {
-            CheckAxisOfFirstInput(ctx, -1);
-            infer(ctx);
-          });
+      if (layer_norm) {
+        guarded->TypeAndShapeInferenceFunction(
+            [infer = schema->GetTypeAndShapeInferenceFunction()](onnx::InferenceContext& ctx) {
+              CheckAxisOfFirstInput(ctx, -1);
+              infer(ctx);
+            });
+      }
+      if (schema->has_data_propagation_function()) {
+        // onnx 1.12's propagation through Shape reads its input's type without looking: an
+        // input whose type inference could not make (a Reshape to a bad shape before it) would
+        // crash it. Such a node propagates nothing.
+        guarded->PartialDataPropagationFunction(
+            [propagate = schema->GetDataPropagationFunction()](onnx::DataPropagationContext& ctx) {
+              if (ctx.getNumInputs() > 0 && ctx.getInputType(0) == nullptr) return;
+              propagate(ctx);
+            });
+      }
     }
     return guarded.get();
   }
