@@ -202,11 +202,11 @@ std::vector<int64_t> Permuted(const std::vector<int64_t>& dims, const std::vecto
 // What the Conv kernel moves on a path that ovfix.fused.NhwcConv does not: a pointwise
 // product packs its input (as B; transposed: as A, then transposes the product back), the
 // channels-last and Winograd paths copy their input channels-last and transpose their product
-// back, and the
-// depthwise kernel reads a plane a channel where the channels-last one reads vectors of
-// channels (measured 0.6-0.9x its time: counted as a pass over its output). In floats, as the
-// Transposes at a region's ends are counted: each of these passes costs about what a Transpose
-// of the same floats does (both an AVX2 8x8 register transposition a block, or a copy).
+// back, and the depthwise kernel reads a plane a channel where the channels-last one reads
+// vectors of channels (measured 0.6-0.9x its time: counted as a pass over its output). In
+// floats, as the Transposes at a region's ends are counted: each of these passes costs about
+// what a Transpose of the same floats does (both an AVX2 8x8 register transposition a block,
+// or a copy).
 int64_t SavedByChannelsLast(exec::ConvPath path, int64_t in, int64_t out) {
   switch (path) {
     case exec::ConvPath::kPointwise:
