@@ -109,7 +109,12 @@ struct Avx2Tile {
     const float* rows[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) rows[r] = a + r * t.lda;
-    for (int64_t k = 0; k < t.kc; ++k) {
+    // Unrolled four times: a quarter of the loop's counting and branching per multiply-add
+    // (AMD Zen 3: 256 x 384 x 384 in cache at a median 0.70 of the core's multiply-add rate
+    // rolled, 0.75 unrolled, over three runs; the same products in the same order).
+    const int64_t kc = t.kc;
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < kc; ++k) {
       __m256 bv[V];
 #pragma GCC unroll 2
       for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);

@@ -2,6 +2,7 @@
 // loops over many shapes: odd sizes, transposes, alpha/beta, pads, strides, dilations,
 // ceil_mode. Every GEMM micro-kernel this CPU supports is run, not only the one picked at
 // startup. Convolutions are in math_conv_test.cc.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -107,6 +108,46 @@ TEST_P(GemmKernels, RowsInPlaceMatchPackedBitForBit) {
         ASSERT_EQ(std::memcmp(in_place.data(), packed.data(), m * n * sizeof(float)), 0)
             << GetParam() << " m=" << m << " n=" << n << " beta=" << beta;
       }
+    }
+  }
+}
+
+// Packed weights are run in one of two orders: a block of B that fits in half the L2 with each
+// A panel across all of it, a larger one panel by panel across the A panels. A product whose
+// blocks are too large for the first (400 columns of a 450- or 400-deep block: 700 KiB) and the
+// same product a 16-column slice at a time (29 KiB blocks) give the same floats bit for bit,
+// with the column bias, residual and clamp of a convolution's epilogue; both match a double
+// reference.
+TEST_P(GemmKernels, PackedWeightsGiveTheSameFloatsInEitherOrder) {
+  std::mt19937 rng(23);
+  for (int64_t k : {450, 800}) {
+    const int64_t m = 53, n = 400;
+    auto a = RandomFloats(m * k, rng), b = RandomFloats(k * n, rng);
+    auto bias = RandomFloats(n, rng), residual = RandomFloats(m * n, rng);
+    GemmEpilogue epilogue;
+    epilogue.column_bias = bias.data();
+    epilogue.residual = residual.data();
+    epilogue.clamp = true;
+    epilogue.clamp_min = -2.0f;
+    epilogue.clamp_max = 2.0f;
+    std::vector<float> whole(m * n), sliced(m * n);
+    // On one thread: one part, whose first 384 columns are one block.
+    GemmRowsInPlace(a.data(), k, m, k, PackedB(b.data(), n, false, k, n), n, whole.data(), n,
+                    epilogue, nullptr);
+    for (int64_t j = 0; j < n; j += 16) {
+      GemmEpilogue slice = epilogue;
+      slice.column_bias = bias.data() + j;
+      slice.residual = residual.data() + j;
+      GemmRowsInPlace(a.data(), k, m, k, PackedB(b.data() + j, n, false, k, 16), 16,
+                      sliced.data() + j, n, slice, &MathPool());
+    }
+    ASSERT_EQ(std::memcmp(whole.data(), sliced.data(), m * n * sizeof(float)), 0)
+        << GetParam() << " k=" << k;
+    std::vector<double> expected(m * n, 0.0);
+    NaiveGemm(false, false, m, n, k, 1.0f, a, b, 0.0f, expected);
+    for (int64_t i = 0; i < m * n; ++i) {
+      const double want = std::clamp(expected[i] + bias[i % n] + residual[i], -2.0, 2.0);
+      ASSERT_NEAR(whole[i], want, 1e-4 * (1 + std::sqrt(double(k)))) << GetParam() << " at " << i;
     }
   }
 }
