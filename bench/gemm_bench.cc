@@ -2,8 +2,8 @@
 // the core's own multiply-add peak, measured in the same run: each trial times the product, then
 // a register-only loop of independent AVX2 multiply-adds, and reports the product's rate over
 // the loop's (per thread). On a shared virtual machine whose clock and core come and go, the
-// ratio of two neighbouring measurements holds where either alone moves by half; the median and
-// the 90th percentile over the trials are printed per shape.
+// ratio of two neighbouring measurements moves less than either alone; the median and the 90th
+// percentile over the trials are printed per shape.
 //
 //   build/bench/ovfix_bench_gemm [--threads 2] [--trials 200] [--residual] [--sets 8]
 //                                [--shapes 3136x256x64,128x1536x384]
@@ -171,5 +171,5 @@ int main(int argc, char** argv) {
   std::printf(
       "(of peak: the product's multiply-adds per second and thread over the peak loop's, "
       "measured right after it)\n");
-  return sink[0] == 12345.0f ? 1 : 0;  // the sums are used
+  return 0;
 }

@@ -114,8 +114,8 @@ TEST_P(GemmKernels, RowsInPlaceMatchPackedBitForBit) {
 
 // Packed weights are run in one of two orders: a block of B that fits in half the L2 with each
 // A panel across all of it, a larger one panel by panel across the A panels. A product whose
-// blocks are too large for the first (400 columns of a 450- or 400-deep block: 700 KiB) and the
-// same product a 16-column slice at a time (29 KiB blocks) give the same floats bit for bit,
+// first block is too large for the first (384 columns, 450 or 400 deep: 600-675 KiB) and the
+// same product a 16-column slice at a time (25-29 KiB blocks) give the same floats bit for bit,
 // with the column bias, residual and clamp of a convolution's epilogue; both match a double
 // reference.
 TEST_P(GemmKernels, PackedWeightsGiveTheSameFloatsInEitherOrder) {
