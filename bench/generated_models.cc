@@ -54,7 +54,9 @@ void BuildUnet(ModelBuilder& b, int64_t size, const ConvLayer& conv, const UnetW
   for (int64_t w : widths) {
     x = double_conv(x, channels, w);
     skips.push_back(x);
-    x = b.Op("MaxPool", {x}, {B::Ints("kernel_shape", {2, 2}), B::Ints("strides", {2, 2})});
+    x = b.Op("MaxPool", {x},
+             {B::Int("ceil_mode", 0), B::Ints("kernel_shape", {2, 2}),
+              B::Ints("pads", {0, 0, 0, 0}), B::Ints("strides", {2, 2})});
     channels = w;
   }
   x = double_conv(x, channels, unet.bottleneck);

@@ -184,8 +184,8 @@ std::string ModelBuilder::Conv(const std::string& x, int64_t in_channels, int64_
   const std::string b = Weight({out_channels}, 0.05f);
   const int64_t pad = kernel % 2 == 1 ? kernel / 2 : 0;
   return Op("Conv", {x, w, b},
-            {Ints("kernel_shape", {kernel, kernel}), Ints("strides", {stride, stride}),
-             Ints("pads", {pad, pad, pad, pad}), Int("group", group)});
+            {Ints("dilations", {1, 1}), Int("group", group), Ints("kernel_shape", {kernel, kernel}),
+             Ints("pads", {pad, pad, pad, pad}), Ints("strides", {stride, stride})});
 }
 
 }  // namespace ovfix::bench

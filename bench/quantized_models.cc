@@ -15,9 +15,12 @@ namespace {
 using B = ModelBuilder;
 constexpr int kOpset = 13;
 
+// Every attribute, as PyTorch's exporter writes a Conv (and onnxruntime's quantizers keep them).
 std::vector<B::Attr> ConvAttributes(int64_t kernel) {
   const int64_t pad = kernel / 2;
-  return {B::Ints("kernel_shape", {kernel, kernel}), B::Ints("pads", {pad, pad, pad, pad})};
+  return {B::Ints("dilations", {1, 1}), B::Int("group", 1),
+          B::Ints("kernel_shape", {kernel, kernel}), B::Ints("pads", {pad, pad, pad, pad}),
+          B::Ints("strides", {1, 1})};
 }
 
 // Symmetric int8 quantization of `values` in slices of `slice` values: one scale per slice.

@@ -35,6 +35,7 @@ absl::StatusOr<std::vector<Tensor>> RunAsTyped(const Model& model, const exec::T
   // Without QDQ fusion: the reference it is compared with captures every value, which runs
   // the graph's quantization steps as written (a fused QLinearConv may land one step away).
   options.fuse_qdq = false;
+  options.runs_once = true;
   ScopedModelRun timed;
   const exec::TensorMap typed = MatchInputTypes(model.graph(), feeds);
   absl::StatusOr<RunSession> run = [&] {
@@ -52,6 +53,7 @@ absl::StatusOr<std::vector<Tensor>> RunEveryFloatInFp16(const Model& model,
   options.random_seed = random_seed;
   options.precision = exec::Precision::kFp16Storage;
   options.islands_ignored = true;
+  options.runs_once = true;
   ScopedModelRun timed;
   absl::StatusOr<std::unique_ptr<exec::Session>> session = [&] {
     ScopedTimePart building(TimePart::kSessionBuilds);

@@ -16,6 +16,7 @@
 #include "converter/model_run.h"
 #include "converter/output_verdict.h"
 #include "exec/compare.h"
+#include "exec/kernel.h"
 #include "exec/random_inputs.h"
 #include "ir/float16.h"
 #include "ir/graph_walk.h"
@@ -109,6 +110,7 @@ absl::StatusOr<std::vector<Tensor>> RunObserving(const Model& model, const exec:
   options.random_seed = exec::kValidationSeed;
   options.fuse_qdq = false;  // every value of the graph as written is computed
   options.recycled_bytes = kRecycledBytes;
+  options.runs_once = true;
   ScopedModelRun timed;
   absl::StatusOr<std::unique_ptr<exec::Session>> session = [&] {
     ScopedTimePart building(TimePart::kSessionBuilds);
@@ -350,6 +352,13 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
       t = ConvertTensor(t, b->elem_type());
       converted_boundary_ = true;  // e.g. a graph input that became float16
     }
+    if (exec::IsRunConstant(b)) {
+      // Weights made from constants (dequantized, cast): constant here too, so that the nodes
+      // run on the path the model's run took with them (packed weights, exec/cpu/conv.cc).
+      elements += t.numel();
+      sg.AddInitializer(b->name(), std::move(t));
+      continue;
+    }
     Value* in = sg.CreateValue(b->name());
     in->set_elem_type(t.type());
     in->set_shape(t.dims());
@@ -382,6 +391,7 @@ absl::Status ReferenceValidator::RunNodes(const std::vector<Node*>& nodes,
   options.random_seed = exec::kValidationSeed;
   options.fuse_qdq = false;  // as the captured reference activations were computed
   options.recycled_bytes = kRecycledBytes;
+  options.runs_once = true;
   options.on_value = [&](const Value& v, const Tensor& t) {
     if (auto it = original.find(&v); it != original.end()) {
       out[it->second] = store_.Keep(AsDeclared(v, t));

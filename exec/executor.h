@@ -51,6 +51,11 @@ struct SessionOptions {
   // runs only while the model's weights total at most this many bytes; a larger model has
   // them derived on each run, so its weights are never held a second time in memory.
   size_t kernel_state_budget = size_t{256} << 20;
+  // cpu: the caller runs the session once (a validation run): each step of the main graph lets
+  // go of what its kernel derived from constant weights once it has run, so that one layer's
+  // packed weights are held at a time, not the model's. The same paths and floats as a session
+  // that keeps them.
+  bool runs_once = false;
   // cpu: the most bytes of released buffers the session keeps for the next tensors of the
   // same size (exec/buffer_recycler.h). A run of a net whose layers all differ in size keeps
   // nearly every buffer it let go of; a caller that holds memory of its own for the run

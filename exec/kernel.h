@@ -29,6 +29,33 @@ class Graph;
 
 namespace ovfix::exec {
 
+// Whether `v` holds the same tensor on every run of a session: an initializer that no graph
+// input can override, the output of a Constant node (how many exporters write the weights of
+// an If or Loop body), or what a data-movement, Cast or DequantizeLinear node makes of such
+// values alone (weights a QDQ model keeps quantized, float16 weights cast to float, weights
+// transposed or reshaped), a few such nodes deep.
+inline bool IsRunConstant(const Value* v, int depth = 0) {
+  if (v == nullptr || v->is_graph_input()) return false;
+  if (v->is_initializer()) return true;
+  const Node* producer = v->producer();
+  if (producer == nullptr || !(producer->domain().empty() || producer->domain() == "ai.onnx") ||
+      !producer->subgraphs().empty()) {
+    return false;
+  }
+  const std::string& op = producer->op_type();
+  if (op == "Constant") return producer->num_inputs() == 0;
+  constexpr int kDepth = 4;
+  if (depth >= kDepth || producer->num_outputs() != 1 || producer->num_inputs() == 0) return false;
+  if (op != "DequantizeLinear" && op != "Cast" && op != "Identity" && op != "Transpose" &&
+      op != "Reshape" && op != "Squeeze" && op != "Unsqueeze") {
+    return false;
+  }
+  for (const Value* in : producer->inputs()) {
+    if (in != nullptr && !IsRunConstant(in, depth + 1)) return false;
+  }
+  return true;
+}
+
 struct KernelContext {
   const Node& node;
   int opset = 0;                      // opset version of the node's domain in the model
@@ -73,17 +100,9 @@ struct KernelContext {
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor& input(size_t i) const { return *inputs[i]; }
-  // The input is the same tensor on every run: an initializer that no graph input can
-  // override, or the output of a Constant node (how many exporters write the weights of an
-  // If or Loop body).
-  bool input_is_constant(size_t i) const {
-    const Value* v = node.input(i);
-    if (v == nullptr || v->is_graph_input()) return false;
-    if (v->is_initializer()) return true;
-    const Node* producer = v->producer();
-    return producer != nullptr && producer->op_type() == "Constant" && producer->domain().empty() &&
-           producer->num_inputs() == 0;
-  }
+  // The input is the same tensor on every run (IsRunConstant): kernels may keep what they
+  // derive from it (packed weights) in `state`.
+  bool input_is_constant(size_t i) const { return IsRunConstant(node.input(i)); }
   // Allocates output i (zero-filled) and returns it.
   Tensor& Output(size_t i, DataType type, std::vector<int64_t> dims) {
     return NewOutput(i, type, std::move(dims), /*zero=*/true);

@@ -62,6 +62,9 @@ struct Plan : PlanSlots {
   int64_t largest_float16_constant = 0;
   // Whether steps keep kernel state across runs (SessionOptions::kernel_state_budget).
   bool keep_kernel_state = true;
+  // Whether a step lets go of its kernel state once it has run (SessionOptions::runs_once; the
+  // main plan only: a body's steps run again within the run).
+  bool release_kernel_state = false;
   // Where Concat inputs are made (SessionOptions::concat_in_place); learned as the plan runs,
   // hence mutable. Null when off or no Concat takes part.
   mutable std::unique_ptr<ConcatPlacement> concat_placement;
@@ -87,7 +90,15 @@ size_t KernelStateBytes(const Graph& g) {
   size_t total = 0;
   for (const Value* v : g.initializers()) {
     const Tensor& t = v->tensor();
-    total += t.type() == DataType::kFloat16 ? 2 * t.nbytes() : t.nbytes();
+    // Kernels keep float weights: a float16 weight takes twice its size, a quantized one that
+    // a DequantizeLinear reads (IsRunConstant) four times or more.
+    size_t bytes = t.type() == DataType::kFloat16 ? 2 * t.nbytes() : t.nbytes();
+    for (const Use& u : v->uses()) {
+      if (u.node->op_type() == "DequantizeLinear" && u.input_index == 0) {
+        bytes = std::max(bytes, static_cast<size_t>(t.numel()) * sizeof(float));
+      }
+    }
+    total += bytes;
   }
   for (const Node* n : g.nodes()) {
     for (const Subgraph& s : n->subgraphs()) total += KernelStateBytes(*s.graph);
@@ -129,6 +140,7 @@ class Compiler {
 
   void Finish(Plan& plan, bool main) {
     plan.keep_kernel_state = keep_kernel_state_;
+    plan.release_kernel_state = main && options_.runs_once;
     if (main && options_.widen_float16) Widen(plan);
     // Fused steps hide the value between them: not while every value is observed or
     // rounded.
@@ -597,7 +609,9 @@ class Runner {
         return tensors;
       };
     }
-    OVFIX_RETURN_IF_ERROR(step.kernel->fn(ctx));
+    const absl::Status ran = step.kernel->fn(ctx);
+    if (plan.release_kernel_state) step.state.reset();
+    OVFIX_RETURN_IF_ERROR(ran);
     // The slices stay with the outputs made in them only: a slice held nowhere else lets its
     // buffer go back to the recycler once released (BufferRecycler::Give).
     destinations_.clear();

@@ -44,6 +44,8 @@ struct Job {
   // Output columns [interior_begin, interior_end) read every column of taps inside the image.
   int64_t interior_begin, interior_end;
   FusedActivation activation;
+  // Each row is cut into this many ranges of channel groups (work items of their own).
+  int64_t parts = 1;
 };
 
 // N output pixels of a row, B vectors of W channels from channel c, over kernel rows
@@ -248,9 +250,10 @@ inline std::pair<int64_t, int64_t> InsideTaps(int64_t first, int64_t step, int64
   return {begin, std::max(begin, end)};
 }
 
-// Output row `row` (batch * out_h + oh), vectors of W channels (channels >= W).
+// Output row `row` (batch * out_h + oh), channels [c_begin, c_end) (whole groups of kGroup,
+// and whole vectors where the row is cut), vectors of W channels (channels >= W).
 template <int W>
-inline void ConvolveRow(const Job& j, int64_t row) {
+inline void ConvolveRow(const Job& j, int64_t row, int64_t c_begin, int64_t c_end) {
   const DepthwiseShape& s = j.s;
   const int64_t channels = s.channels;
   const int64_t n = row / s.out_h, oh = row % s.out_h;
@@ -262,8 +265,8 @@ inline void ConvolveRow(const Job& j, int64_t row) {
   const int64_t two_from =
       std::clamp(j.order.split - std::min(j.order.split, oh * j.order.grid_w), int64_t{0}, s.out_w);
   const int shared_run = SharedRun(s);
-  for (int64_t g = 0; g < channels; g += kGroup) {
-    const int64_t g_end = std::min(channels, g + kGroup);
+  for (int64_t g = c_begin; g < c_end; g += kGroup) {
+    const int64_t g_end = std::min(c_end, g + kGroup);
     for (int64_t ow = 0; ow < s.out_w;) {
       const bool two = ow >= two_from;
       const int64_t chain_end = two ? s.out_w : two_from;
@@ -309,19 +312,32 @@ inline void ConvolveRow(const Job& j, int64_t row) {
     }
   }
   // The finished row (still in cache), as DepthwiseConv2D activates its planes.
-  if (j.activation.any()) ActivateFloats(out, s.out_w * channels, j.activation, nullptr);
+  if (!j.activation.any()) return;
+  if (c_begin == 0 && c_end == channels) {
+    ActivateFloats(out, s.out_w * channels, j.activation, nullptr);
+    return;
+  }
+  for (int64_t ow = 0; ow < s.out_w; ++ow) {
+    ActivateFloats(out + ow * channels + c_begin, c_end - c_begin, j.activation, nullptr);
+  }
 }
 
-// Rows [begin, end) with vectors of W channels, or of fewer where the channels are fewer.
+// Work items [begin, end) (a row, or a range of a row's channel groups: Job::parts) with
+// vectors of W channels, or of fewer where the channels are fewer.
 template <int W>
 inline void ConvolveRows(const Job& j, int64_t begin, int64_t end) {
-  for (int64_t row = begin; row < end; ++row) {
-    if (j.s.channels >= W) {
-      ConvolveRow<W>(j, row);
-    } else if (W > 4 && j.s.channels >= 4) {
-      ConvolveRow<4>(j, row);
+  const int64_t channels = j.s.channels;
+  const int64_t groups = (channels + kGroup - 1) / kGroup;
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t row = item / j.parts, part = item % j.parts;
+    const int64_t c_begin = part * groups / j.parts * kGroup;
+    const int64_t c_end = std::min(channels, (part + 1) * groups / j.parts * kGroup);
+    if (channels >= W) {
+      ConvolveRow<W>(j, row, c_begin, c_end);
+    } else if (W > 4 && channels >= 4) {
+      ConvolveRow<4>(j, row, c_begin, c_end);
     } else {
-      ConvolveRow<1>(j, row);
+      ConvolveRow<1>(j, row, c_begin, c_end);
     }
   }
 }
@@ -369,7 +385,17 @@ void DepthwiseConv2DNhwc(const float* x, const DepthwiseNhwcWeights& weights, fl
   const bool fma = isa == "avx512" || isa == "avx2";
   const int64_t rows = s.batch * s.out_h;
   const int64_t work = rows * s.out_w * s.channels * s.kernel_h * s.kernel_w;
-  ParallelFor(work >= kMinParallelWork ? pool : nullptr, rows, 1, [&](int64_t begin, int64_t end) {
+  ThreadPool* const used = work >= kMinParallelWork ? pool : nullptr;
+  // Few rows for the threads (a recognizer's maps 3 rows high, 480 channels): rows are cut
+  // into ranges of channel groups as well, four items per thread at least. Only where every
+  // group is whole vectors, so that no vector of one range reaches into another's channels
+  // (each channel's sums are the same however the channels are grouped).
+  const int64_t threads = used != nullptr ? used->size() : 1;
+  const int64_t groups = (s.channels + kGroup - 1) / kGroup;
+  if (threads > 1 && rows < 4 * threads && s.channels % 8 == 0) {
+    j.parts = std::min(groups, (4 * threads + rows - 1) / rows);
+  }
+  ParallelFor(used, rows * j.parts, 1, [&](int64_t begin, int64_t end) {
     if (fma) {
       ConvolveRowsFma(j, begin, end);
     } else {

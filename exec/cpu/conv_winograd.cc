@@ -126,10 +126,12 @@ bool WinogradConvApplies(const Spatial3& s, int64_t group, int64_t channels, int
 
 WinogradWeights::WinogradWeights(const float* w, int64_t maps, int64_t channels)
     : maps_(maps), channels_(channels) {
-  // U = G g G^T for each (map, channel), in double, into 16 matrices of channels x maps.
+  // U = G g G^T for each (map, channel), in double, into 16 matrices of channels x maps: maps
+  // innermost, so that each of the 16 is written in order (the weights are read 9 floats at a
+  // stride instead, a pass that the L2 holds).
   std::vector<float> u(16 * channels * maps);
-  for (int64_t k = 0; k < maps; ++k) {
-    for (int64_t c = 0; c < channels; ++c) {
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t k = 0; k < maps; ++k) {
       const float* g = w + (k * channels + c) * 9;
       double gg[4][3];  // G g: rows of g combined
       for (int j = 0; j < 3; ++j) {

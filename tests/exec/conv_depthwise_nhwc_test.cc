@@ -3,7 +3,8 @@
 // NCHW output bit for bit (both sum the same products in the same order), for every CPU
 // kernel (instruction set) this machine has, kernel sizes 3 to 7, strides, dilations,
 // symmetric and asymmetric padding, channel counts that fill whole vectors and ones that do
-// not, batches, with and without bias, the fused activations, one thread and a pool.
+// not, batches, with and without bias, the fused activations, one thread and pools of two and
+// three (maps of a few rows, whose rows the pool cuts by channels).
 #include "exec/cpu/conv_depthwise_nhwc.h"
 
 #include <cmath>
@@ -112,8 +113,13 @@ TEST(DepthwiseNhwcTest, MatchesNchwBitForBit) {
       {1, 16, 9, 20, 3, 3, 3, 3, 1, 1, 1, 1, 1},    // stride 3
       {1, 24, 8, 30, 1, 3, 1, 2, 1, 0, 1, 0, 1},    // 1x3
       {2, 20, 12, 80, 5, 5, 1, 1, 1, 2, 2, 2, 2},   // wide rows
+      // Fewer rows than a pool's threads have items: rows cut into ranges of channel groups.
+      {1, 480, 3, 80, 5, 5, 1, 1, 1, 2, 2, 2, 2},   // a recognizer's 3-row map
+      {1, 200, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1},   // a last group of one vector
+      {1, 136, 2, 120, 3, 3, 1, 1, 1, 1, 1, 1, 1},  // groups of 64, 64 and 8
   };
   ThreadPool two_threads(2);
+  ThreadPool three_threads(3);
   const std::vector<Activation> activations = Activations();
   for (const std::string& kernel : AvailableGemmKernels()) {
     ASSERT_TRUE(SelectGemmKernelForTesting(kernel));
@@ -135,7 +141,8 @@ TEST(DepthwiseNhwcTest, MatchesNchwBitForBit) {
           DepthwiseConv2D(x.data(), w.data(), bias ? b.data() : nullptr, y_nchw.data(), s, nullptr,
                           a.fused);
           const std::vector<float> expected = ToNhwc(y_nchw, c.batch, c.channels, s.out_h, s.out_w);
-          for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two_threads}) {
+          for (ThreadPool* pool :
+               {static_cast<ThreadPool*>(nullptr), &two_threads, &three_threads}) {
             const std::string what = kernel + " " + Describe(c) + (bias ? " bias" : "") + " " +
                                      a.name + (pool != nullptr ? " pool" : "");
             std::vector<float> y(out_size + 2 * kGuard, 12345.0f);

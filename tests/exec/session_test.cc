@@ -873,5 +873,111 @@ TEST(Session, FusedBatchNormalizationActivationMatchesSeparateSteps) {
   EXPECT_EQ(steps, 3);
 }
 
+// Weights a QDQ model keeps quantized (DequantizeLinear of int8 initializers) are constant to
+// the kernels as float weights are (IsRunConstant): a Conv that reads them takes the path it
+// takes with the same weights in float (here Winograd's, a 3x3 over 16 channels at 16x16) and
+// gives the same floats bit for bit, on every run, with every value observed (the validation
+// run's form) and in a session that runs once and lets go of each step's packed weights.
+TEST(Session, DequantizedWeightsArePackedLikeFloatWeights) {
+  constexpr char kText[] = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    agraph (float[1,16,16,16] x, int8[16,16,3,3] free_q) => (float[1,16,16,16] y, float[16,16,3,3] f)
+        <int8[1] w_q = {0}, float[1] w_scale = {0}, int8[1] w_zero = {0}, float[1] b = {0}> {
+      w = DequantizeLinear <axis = 0> (w_q, w_scale, w_zero)
+      c = Cast <to = 1> (w)
+      y = Conv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x, c, b)
+      f = DequantizeLinear <axis = 0> (free_q, w_scale, w_zero)
+    })";
+  auto quantized = Parse(kText);  // the initializers' data is set below
+  ASSERT_NE(quantized, nullptr);
+  std::vector<int8_t> q(16 * 16 * 9);
+  std::vector<float> scale(16), bias(16), x(16 * 16 * 16), dequantized(q.size());
+  std::vector<int8_t> zero(16);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>((i * 37 + 11) % 255 - 127);
+  for (int k = 0; k < 16; ++k) {
+    scale[k] = 0.002f + 0.0003f * static_cast<float>(k);
+    zero[k] = static_cast<int8_t>(k % 5 - 2);
+    bias[k] = 0.1f * std::cos(static_cast<float>(k));
+  }
+  for (size_t i = 0; i < q.size(); ++i) {
+    const size_t k = i / (16 * 9);
+    dequantized[i] = static_cast<float>(int{q[i]} - int{zero[k]}) * scale[k];
+  }
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.113f * static_cast<float>(i));
+  Graph& g = quantized->graph();
+  g.FindValue("w_q")->set_tensor(Tensor::FromVector(DataType::kInt8, {16, 16, 3, 3}, q));
+  g.FindValue("w_scale")->set_tensor(Floats({16}, scale));
+  g.FindValue("w_zero")->set_tensor(Tensor::FromVector(DataType::kInt8, {16}, zero));
+  g.FindValue("b")->set_tensor(Floats({16}, bias));
+  // The predicate: a Cast of a DequantizeLinear of initializers is constant; the same
+  // DequantizeLinear of a graph input is not.
+  for (const Node* node : g.nodes()) {
+    const KernelContext ctx = KernelContext::For(*node, 13);
+    if (node->op_type() == "Conv") {
+      EXPECT_TRUE(ctx.input_is_constant(1));
+      EXPECT_FALSE(ctx.input_is_constant(0));
+    }
+    if (node->output(0)->name() == "f") EXPECT_FALSE(IsRunConstant(node->output(0)));
+  }
+  auto plain = Parse(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    agraph (float[1,16,16,16] x) => (float[1,16,16,16] y) <float[1] w = {0}, float[1] b = {0}> {
+      y = Conv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x, w, b)
+    })");
+  ASSERT_NE(plain, nullptr);
+  plain->graph().FindValue("w")->set_tensor(Floats({16, 16, 3, 3}, dequantized));
+  plain->graph().FindValue("b")->set_tensor(Floats({16}, bias));
+
+  const Tensor image = Floats({1, 16, 16, 16}, x);
+  const Tensor free_q = Tensor::FromVector(DataType::kInt8, {16, 16, 3, 3}, q);
+  auto reference = MakeSession(*plain);
+  ASSERT_NE(reference, nullptr);
+  auto want = reference->Run({{"x", image}});
+  ASSERT_TRUE(want.ok()) << want.status();
+  // Both against a sum in double.
+  double worst = 0;
+  for (int64_t i = 0; i < (*want)[0].numel(); ++i) {
+    const int64_t o = i / 256, h = i / 16 % 16, w = i % 16;
+    double sum = bias[o];
+    for (int64_t c = 0; c < 16; ++c) {
+      for (int64_t dy = -1; dy <= 1; ++dy) {
+        for (int64_t dx = -1; dx <= 1; ++dx) {
+          if (h + dy < 0 || h + dy >= 16 || w + dx < 0 || w + dx >= 16) continue;
+          sum += double{dequantized[((o * 16 + c) * 3 + dy + 1) * 3 + dx + 1]} *
+                 x[(c * 16 + h + dy) * 16 + w + dx];
+        }
+      }
+    }
+    worst = std::max(worst, std::abs(sum - (*want)[0].data<float>()[i]));
+  }
+  EXPECT_LT(worst, 1e-5);
+
+  auto same = [&](const std::vector<Tensor>& got, const std::string& what) {
+    ASSERT_EQ(got.size(), 2u) << what;
+    ASSERT_EQ(got[0].numel(), (*want)[0].numel()) << what;
+    EXPECT_EQ(std::memcmp(got[0].data<float>(), (*want)[0].data<float>(), got[0].nbytes()), 0)
+        << what;
+  };
+  auto session = MakeSession(*quantized);
+  ASSERT_NE(session, nullptr);
+  for (int run = 0; run < 2; ++run) {
+    auto got = session->Run({{"x", image}, {"free_q", free_q}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    same(*got, absl::StrCat("run ", run));
+  }
+  SessionOptions observed;
+  observed.runs_once = true;
+  int values = 0;
+  observed.on_value = [&values](const Value&, const Tensor&) { ++values; };
+  auto once = MakeSession(*quantized, observed);
+  ASSERT_NE(once, nullptr);
+  for (int run = 0; run < 2; ++run) {  // runs once by contract, right either way
+    auto got = once->Run({{"x", image}, {"free_q", free_q}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    same(*got, absl::StrCat("observed run ", run));
+  }
+  EXPECT_EQ(values, 2 * 4);
+}
+
 }  // namespace
 }  // namespace ovfix::exec
