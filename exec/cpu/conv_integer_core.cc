@@ -10,28 +10,98 @@
 namespace ovfix::exec {
 namespace {
 
-// Writes the im2col columns of output positions [first, first + count) of one group's
-// image into packed B (zero point taken off), which holds zeros: positions outside the image
-// (padding) are left as they are.
-// `slots[j]` is where column j of step 0 goes (QuantPackedBIndex(pairs, nr, 0, j)).
+// The im2col rows of output positions [first, first + count) of one group's image, packed as
+// B (QuantPackedBIndex) with the zero point taken off (padding: 0, the zero point's value).
+// Two passes over data the core's cache holds: each row of taps into `rows` (depth rows of
+// `count`, a contiguous copy per run of the image's row), then the rows interleaved in pairs
+// into panels of nr columns. Every element of `packed` is written, the panels' columns past
+// `count` and the odd depth's last row with zeros.
+// dst = e[0], o[0], e[1], o[1], ... (NR pairs: a panel's columns of a pair of rows).
+template <int NR>
+inline void Interleave(const int16_t* e, const int16_t* o, int16_t* dst) {
+  for (int n = 0; n < NR; ++n) {
+    dst[2 * n] = e[n];
+    dst[2 * n + 1] = o[n];
+  }
+}
+
 template <typename T>
 void PackColumns(const T* image, int32_t x_zero, const Spatial3& s, int64_t depth, int64_t first,
-                 int64_t count, const std::vector<int64_t>& slots, int nr, int16_t* packed) {
+                 int64_t count, int nr, int16_t* rows, int16_t* packed) {
   const int64_t stride = s.stride[2], width = s.in[2];
-  for (int64_t k = 0; k < depth; ++k) {
-    int16_t* step = packed + (k / 2) * nr * 2 + (k & 1);
-    auto write_run = [&](int64_t j, int64_t run, const T* row, int64_t i2_first) {
-      if (row == nullptr) return;
-      // The positions r whose column i2_first + r * stride lies inside [0, width): the
-      // range is found once, so the copy has no test per element (the pad is the exception).
-      const int64_t lo = i2_first >= 0 ? 0 : (-i2_first + stride - 1) / stride;
-      const int64_t hi = i2_first >= width ? 0 : std::min(run, (width - 1 - i2_first) / stride + 1);
-      const int64_t* slot = slots.data() + j;
-      for (int64_t r = lo; r < hi; ++r) {
-        step[slot[r]] = static_cast<int16_t>(int32_t{row[i2_first + r * stride]} - x_zero);
+  // The positions' runs along output rows, the same for every tap: found once (as
+  // ForEachIm2colRun finds them per tap), with each run's first input row and column at tap 0.
+  struct Segment {
+    int64_t j, run, i0, i1, i2;
+  };
+  thread_local std::vector<Segment> segments;
+  segments.clear();
+  Position p(s, first);
+  for (int64_t j = 0; j < count;) {
+    const int64_t run = std::min(count - j, s.out[2] - p.ow);
+    segments.push_back({j, run, p.od * s.stride[0] - s.pad[0], p.oh * s.stride[1] - s.pad[1],
+                        p.ow * stride - s.pad[2]});
+    j += run;
+    p.Advance(s, run);
+  }
+  Tap tap(s, 0);
+  for (int64_t k = 0; k < depth; ++k, tap.Next(s)) {
+    int16_t* out = rows + k * count;
+    const T* plane = image + tap.c * s.in_size();
+    const int64_t d0 = tap.kd * s.dilation[0], d1 = tap.kh * s.dilation[1];
+    const int64_t d2 = tap.kw * s.dilation[2];
+    for (const Segment& g : segments) {
+      int16_t* o = out + g.j;
+      const int64_t i0 = g.i0 + d0, i1 = g.i1 + d1, i2_first = g.i2 + d2, run = g.run;
+      if (i0 < 0 || i0 >= s.in[0] || i1 < 0 || i1 >= s.in[1]) {
+        std::fill(o, o + run, int16_t{0});
+        continue;
       }
-    };
-    ForEachIm2colRun(image, s, k, first, count, write_run);
+      const T* row = plane + (i0 * s.in[1] + i1) * width;
+      // The positions r whose column i2_first + r * stride lies inside [0, width).
+      int64_t lo, hi;
+      if (stride == 1) {
+        lo = std::clamp<int64_t>(-i2_first, 0, run);
+        hi = std::clamp<int64_t>(width - i2_first, lo, run);
+      } else {
+        lo = i2_first >= 0 ? 0 : std::min(run, (-i2_first + stride - 1) / stride);
+        hi = std::max(lo,
+                      i2_first >= width ? 0 : std::min(run, (width - 1 - i2_first) / stride + 1));
+      }
+      std::fill(o, o + lo, int16_t{0});
+      if (stride == 1) {
+        const T* src = row + i2_first;
+        for (int64_t r = lo; r < hi; ++r) o[r] = static_cast<int16_t>(int32_t{src[r]} - x_zero);
+      } else {
+        for (int64_t r = lo; r < hi; ++r) {
+          o[r] = static_cast<int16_t>(int32_t{row[i2_first + r * stride]} - x_zero);
+        }
+      }
+      std::fill(o + hi, o + run, int16_t{0});
+    }
+  }
+  const int64_t pairs = (depth + 1) / 2;
+  for (int64_t q = 0; q < pairs; ++q) {
+    const int16_t* even = rows + 2 * q * count;
+    const int16_t* odd = 2 * q + 1 < depth ? rows + (2 * q + 1) * count : nullptr;
+    for (int64_t n0 = 0; n0 < count; n0 += nr) {
+      int16_t* dst = packed + QuantPackedBIndex(pairs, nr, 2 * q, n0);
+      const int64_t cols = std::min<int64_t>(nr, count - n0);
+      if (odd != nullptr && cols == nr) {
+        switch (nr) {
+          case 16:
+            Interleave<16>(even + n0, odd + n0, dst);
+            continue;
+          case 8:
+            Interleave<8>(even + n0, odd + n0, dst);
+            continue;
+        }
+      }
+      for (int64_t n = 0; n < nr; ++n) {
+        dst[2 * n] = n < cols ? even[n0 + n] : int16_t{0};
+        dst[2 * n + 1] = n < cols && odd != nullptr ? odd[n0 + n] : int16_t{0};
+      }
+    }
   }
 }
 
@@ -60,14 +130,12 @@ void Run(const Tensor& x, int32_t x_zero, const Tensor& w, const std::vector<int
   const int64_t items = batch * group * blocks;
   ParallelFor(pool, items, 1, [&](int64_t begin, int64_t end) {
     std::vector<int16_t> packed(QuantPackedBSize(pairs, nr, block));
-    std::vector<int64_t> slots(block);
-    for (int64_t j = 0; j < block; ++j) slots[j] = QuantPackedBIndex(pairs, nr, 0, j);
+    std::vector<int16_t> rows(depth * block);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (group * blocks), g = item / blocks % group, b = item % blocks;
       const int64_t first = b * block, count = std::min(block, out_size - first);
-      std::fill(packed.begin(), packed.end(), int16_t{0});
       const X* image = x.data<X>() + (n * channels + g * group_channels) * s.in_size();
-      PackColumns(image, x_zero, s, depth, first, count, slots, nr, packed.data());
+      PackColumns(image, x_zero, s, depth, first, count, nr, rows.data(), packed.data());
       int32_t* out = y + (n * filters + g * group_filters) * out_size + first;
       QuantGemmBlock(weights[g], packed.data(), count, out, out_size);
     }
