@@ -63,29 +63,6 @@ struct Position {
   }
 };
 
-// Row k of the column matrix of an image as it is (not prepared) over output positions
-// [first, first + count), in runs along the output row, where the input row is fixed. For each
-// run calls write(j, run, row, i2): positions [j, j + run) of the range read input row `row`
-// (nullptr where that row lies outside the image) at i2, i2 + stride[2], ... (the positions
-// outside [0, in[2]) are padding). The integer convolutions pack their columns through it.
-template <typename T, typename WriteRun>
-inline void ForEachIm2colRun(const T* image, const Spatial3& s, int64_t k, int64_t first,
-                             int64_t count, WriteRun write) {
-  const Tap tap(s, k);
-  const T* plane = image + tap.c * s.in_size();
-  Position p(s, first);
-  for (int64_t j = 0; j < count;) {
-    const int64_t i0 = p.od * s.stride[0] - s.pad[0] + tap.kd * s.dilation[0];
-    const int64_t i1 = p.oh * s.stride[1] - s.pad[1] + tap.kh * s.dilation[1];
-    const int64_t run = std::min(count - j, s.out[2] - p.ow);
-    const bool row_inside = i0 >= 0 && i0 < s.in[0] && i1 >= 0 && i1 < s.in[1];
-    write(j, run, row_inside ? plane + (i0 * s.in[1] + i1) * s.in[2] : nullptr,
-          p.ow * s.stride[2] - s.pad[2] + tap.kw * s.dilation[2]);
-    j += run;
-    p.Advance(s, run);
-  }
-}
-
 // How im2col reads input rows. With column stride 1 a row is used as it is; otherwise it is
 // split into `stride` phases of phase_width elements (phase b holds columns b, b + stride, ...).
 // Kernel column kw then reads output columns [lo[kw], hi[kw]) at offset[kw] + ow of the row.

@@ -10,12 +10,6 @@
 namespace ovfix::exec {
 namespace {
 
-// The im2col rows of output positions [first, first + count) of one group's image, packed as
-// B (QuantPackedBIndex) with the zero point taken off (padding: 0, the zero point's value).
-// Two passes over data the core's cache holds: each row of taps into `rows` (depth rows of
-// `count`, a contiguous copy per run of the image's row), then the rows interleaved in pairs
-// into panels of nr columns. Every element of `packed` is written, the panels' columns past
-// `count` and the odd depth's last row with zeros.
 // dst = e[0], o[0], e[1], o[1], ... (NR pairs: a panel's columns of a pair of rows).
 template <int NR>
 inline void Interleave(const int16_t* e, const int16_t* o, int16_t* dst) {
@@ -25,12 +19,18 @@ inline void Interleave(const int16_t* e, const int16_t* o, int16_t* dst) {
   }
 }
 
+// The im2col rows of output positions [first, first + count) of one group's image, packed as
+// B (QuantPackedBIndex) with the zero point taken off (padding: 0, the zero point's value).
+// Two passes over data the core's cache holds: each row of taps into `rows` (depth rows of
+// `count`, a contiguous copy per run of the image's row), then the rows interleaved in pairs
+// into panels of nr columns. Every element of `packed` is written, the panels' columns past
+// `count` and the odd depth's last row with zeros.
 template <typename T>
 void PackColumns(const T* image, int32_t x_zero, const Spatial3& s, int64_t depth, int64_t first,
                  int64_t count, int nr, int16_t* rows, int16_t* packed) {
   const int64_t stride = s.stride[2], width = s.in[2];
-  // The positions' runs along output rows, the same for every tap: found once (as
-  // ForEachIm2colRun finds them per tap), with each run's first input row and column at tap 0.
+  // The positions' runs along output rows (where the input row is fixed), the same for every
+  // tap: found once, with each run's first input row and column at tap 0.
   struct Segment {
     int64_t j, run, i0, i1, i2;
   };
@@ -63,20 +63,17 @@ void PackColumns(const T* image, int32_t x_zero, const Spatial3& s, int64_t dept
       if (stride == 1) {
         lo = std::clamp<int64_t>(-i2_first, 0, run);
         hi = std::clamp<int64_t>(width - i2_first, lo, run);
+        const T* src = row + i2_first;
+        for (int64_t r = lo; r < hi; ++r) o[r] = static_cast<int16_t>(int32_t{src[r]} - x_zero);
       } else {
         lo = i2_first >= 0 ? 0 : std::min(run, (-i2_first + stride - 1) / stride);
         hi = std::max(lo,
                       i2_first >= width ? 0 : std::min(run, (width - 1 - i2_first) / stride + 1));
-      }
-      std::fill(o, o + lo, int16_t{0});
-      if (stride == 1) {
-        const T* src = row + i2_first;
-        for (int64_t r = lo; r < hi; ++r) o[r] = static_cast<int16_t>(int32_t{src[r]} - x_zero);
-      } else {
         for (int64_t r = lo; r < hi; ++r) {
           o[r] = static_cast<int16_t>(int32_t{row[i2_first + r * stride]} - x_zero);
         }
       }
+      std::fill(o, o + lo, int16_t{0});
       std::fill(o + hi, o + run, int16_t{0});
     }
   }
