@@ -50,6 +50,9 @@ class ChannelsLastWeights {
 struct ChannelsLastIo {
   bool input_channels_last = false;
   bool output_channels_last = false;
+  // Runs of tiles cut so that their pixels stay in the L2 where that reads less (the same
+  // sums; false only for tests that compare the two).
+  bool runs_fit_l2 = true;
 };
 
 // out (weights' maps x s.out_size() positions, or positions x maps when the output is

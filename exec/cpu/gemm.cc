@@ -27,16 +27,6 @@ constexpr int64_t kMinParallelPack = int64_t{1} << 15;
 // Parts of a product per thread (ParallelForEach).
 constexpr int64_t kPartsPerThread = 4;
 
-// The core's L2 cache in bytes (sysconf; 512 KiB, the smaller of the x86 cores this runs on,
-// where it does not say).
-int64_t L2Bytes() {
-  static const int64_t bytes = [] {
-    const long size = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return size >= (64 << 10) ? static_cast<int64_t>(size) : int64_t{512} << 10;
-  }();
-  return bytes;
-}
-
 const GemmKernel* g_kernel = nullptr;
 
 const GemmKernel& Kernel() {
@@ -109,10 +99,10 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
   // B packed here is read from L2 once per A panel: its block is kept to half the L2 (160
   // columns of a 384-deep block on a 512 KiB L2).
   const int64_t max_nc =
-      b.prepacked()
-          ? kNc
-          : std::clamp<int64_t>(
-                L2Bytes() / 2 / (kcb * static_cast<int64_t>(sizeof(float))) / nr * nr, nr, kNc);
+      b.prepacked() ? kNc
+                    : std::clamp<int64_t>(L2CacheBytes() / 2 /
+                                              (kcb * static_cast<int64_t>(sizeof(float))) / nr * nr,
+                                          nr, kNc);
   float* packed_b = ThreadScratch(kcb * max_nc);
   for (int64_t nb = n0; nb < n1; nb += max_nc) {
     const int64_t nc = std::min(max_nc, n1 - nb);
@@ -160,7 +150,7 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
       // written a strip of rows at a time, ldc apart: on a 512 KiB L2 the 3136 x 256 x 64
       // product of a ResNet's first stage ran at 0.20 of the core's multiply-add rate that way,
       // 0.36 this way (two threads, a residual added; 0.34 -> 0.42 for 3136 x 64 x 256).
-      const bool block_in_l2 = kc * nc * static_cast<int64_t>(sizeof(float)) <= L2Bytes() / 2;
+      const bool block_in_l2 = kc * nc * static_cast<int64_t>(sizeof(float)) <= L2CacheBytes() / 2;
       if (b.prepacked() && !block_in_l2) {
         // B comes from memory (weights packed once): each of its panels is read once and
         // kept in L1 across the A panels, which stay in L2.
@@ -277,6 +267,15 @@ bool SelectGemmKernelForTesting(const std::string& name) {
     }
   }
   return false;
+}
+
+// sysconf's; 512 KiB, the smaller of the x86 cores this runs on, where it does not say.
+int64_t L2CacheBytes() {
+  static const int64_t bytes = [] {
+    const long size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return size >= (64 << 10) ? static_cast<int64_t>(size) : int64_t{512} << 10;
+  }();
+  return bytes;
 }
 
 int64_t GemmDepthBlock(int64_t k) {

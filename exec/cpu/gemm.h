@@ -35,6 +35,8 @@ bool SelectGemmKernelForTesting(const std::string& name);
 
 // How K is cut into blocks: A's packing and B's packing must agree on it.
 int64_t GemmDepthBlock(int64_t k);
+// The core's L2 cache in bytes, which the blocking is sized for.
+int64_t L2CacheBytes();
 
 class BSource;
 

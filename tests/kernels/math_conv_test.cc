@@ -3,6 +3,7 @@
 // 1-D/2-D/3-D, constant weights packed once and kept, and every GEMM micro-kernel.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -412,6 +413,51 @@ TEST(ConvTest, ChannelsLastMatchesNaive) {
   }
   SelectGemmKernelForTesting(AvailableGemmKernels().front());
   if (!ran) GTEST_SKIP() << "no AVX-512 or AVX2 GEMM kernel here";
+}
+
+// Runs of tiles cut so that their pixels fit in the L2 (ResNet-50's 3x3 stride-2 convolution
+// of 128 channels at 56x56: a padded image of 1.6 MB) give the sums of the runs as the threads
+// alone cut them, bit for bit, planes and channels-last, with and without the pool, with a
+// residual; and the naive convolution's within 2e-5.
+TEST(ConvTest, ChannelsLastRunsThatFitTheCacheChangeNoSum) {
+  const ConvCase c{{1, 128, 56, 56}, {128, 128, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true};
+  const Resolved r = ResolveConv(c);
+  SpatialGeometry g;
+  g.input = {56, 56};
+  g.kernel = {3, 3};
+  g.strides = {2, 2};
+  g.dilations = {1, 1};
+  g.pads_begin = r.pads_begin;
+  g.pads_end = {1, 1};
+  g.output = r.out;
+  const Spatial3 s(g);
+  if (!ChannelsLastConvApplies(s)) GTEST_SKIP() << "no AVX-512 or AVX2 GEMM kernel here";
+  std::mt19937 rng(31);
+  const auto x = RandomFloats(Tensor::NumElements(c.x), rng);
+  const auto w = RandomFloats(Tensor::NumElements(c.w), rng);
+  const auto b = RandomFloats(128, rng);
+  const auto residual = RandomFloats(128 * s.out_size(), rng);
+  const ChannelsLastWeights packed(w.data(), 128, 128, s);
+  const std::vector<double> naive = NaiveConv(c, x, w, b, r);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
+    for (const bool channels_last : {false, true}) {
+      GemmEpilogue epilogue{{true, 0.0f, std::numeric_limits<float>::infinity()}};
+      epilogue.row_bias = b.data();
+      if (channels_last) epilogue.residual = residual.data();
+      std::vector<float> cut(128 * s.out_size()), whole(cut.size());
+      ChannelsLastConv(packed, x.data(), 128, s, epilogue, cut.data(), pool,
+                       {channels_last, channels_last, /*runs_fit_l2=*/true});
+      ChannelsLastConv(packed, x.data(), 128, s, epilogue, whole.data(), pool,
+                       {channels_last, channels_last, /*runs_fit_l2=*/false});
+      const std::string what = std::string(pool != nullptr ? "pool" : "no pool") +
+                               (channels_last ? ", channels-last" : ", planes");
+      ASSERT_EQ(0, std::memcmp(cut.data(), whole.data(), cut.size() * sizeof(float))) << what;
+      if (channels_last) continue;  // the image was read as pixels: another convolution
+      std::vector<double> expected = naive;
+      for (double& v : expected) v = std::max(v, 0.0);
+      ExpectNear(FloatTensor({1, 128, 28, 28}, cut), {1, 128, 28, 28}, expected, 2e-5, what);
+    }
+  }
 }
 
 // Depthwise convolution by blocks of 16 channels, called directly so that each case surely
