@@ -113,41 +113,47 @@ TEST_P(GemmKernels, RowsInPlaceMatchPackedBitForBit) {
 }
 
 // Packed weights are run in one of two orders: a block of B that fits in half the L2 with each
-// A panel across all of it, a larger one panel by panel across the A panels. A product whose
-// first block is too large for the first (384 columns, 450 or 400 deep: 600-675 KiB) and the
-// same product a 16-column slice at a time (25-29 KiB blocks) give the same floats bit for bit,
-// with the column bias, residual and clamp of a convolution's epilogue; both match a double
-// reference.
+// A panel across all of it, a larger one (or any, for a part of at most 16 A panels) panel by
+// panel across the A panels. A product whose first block is too large for the first (384
+// columns, 450 or 800 deep: 600-1200 KiB) and the same product a 16-column slice at a time
+// (25-50 KiB blocks) on one thread (150 rows: 25 A panels, the first order; 53 rows: 9, the
+// second) and on the pool (a few panels a part) give the same floats bit for bit, with the
+// column bias, residual and clamp of a convolution's epilogue; all match a double reference.
 TEST_P(GemmKernels, PackedWeightsGiveTheSameFloatsInEitherOrder) {
   std::mt19937 rng(23);
-  for (int64_t k : {450, 800}) {
-    const int64_t m = 53, n = 400;
-    auto a = RandomFloats(m * k, rng), b = RandomFloats(k * n, rng);
-    auto bias = RandomFloats(n, rng), residual = RandomFloats(m * n, rng);
-    GemmEpilogue epilogue;
-    epilogue.column_bias = bias.data();
-    epilogue.residual = residual.data();
-    epilogue.clamp = true;
-    epilogue.clamp_min = -2.0f;
-    epilogue.clamp_max = 2.0f;
-    std::vector<float> whole(m * n), sliced(m * n);
-    // On one thread: one part, whose first 384 columns are one block.
-    GemmRowsInPlace(a.data(), k, m, k, PackedB(b.data(), n, false, k, n), n, whole.data(), n,
-                    epilogue, nullptr);
-    for (int64_t j = 0; j < n; j += 16) {
-      GemmEpilogue slice = epilogue;
-      slice.column_bias = bias.data() + j;
-      slice.residual = residual.data() + j;
-      GemmRowsInPlace(a.data(), k, m, k, PackedB(b.data() + j, n, false, k, 16), 16,
-                      sliced.data() + j, n, slice, &MathPool());
-    }
-    ASSERT_EQ(std::memcmp(whole.data(), sliced.data(), m * n * sizeof(float)), 0)
-        << GetParam() << " k=" << k;
-    std::vector<double> expected(m * n, 0.0);
-    NaiveGemm(false, false, m, n, k, 1.0f, a, b, 0.0f, expected);
-    for (int64_t i = 0; i < m * n; ++i) {
-      const double want = std::clamp(expected[i] + bias[i % n] + residual[i], -2.0, 2.0);
-      ASSERT_NEAR(whole[i], want, 1e-4 * (1 + std::sqrt(double(k)))) << GetParam() << " at " << i;
+  for (int64_t m : {53, 150}) {
+    for (int64_t k : {450, 800}) {
+      const int64_t n = 400;
+      auto a = RandomFloats(m * k, rng), b = RandomFloats(k * n, rng);
+      auto bias = RandomFloats(n, rng), residual = RandomFloats(m * n, rng);
+      GemmEpilogue epilogue;
+      epilogue.column_bias = bias.data();
+      epilogue.residual = residual.data();
+      epilogue.clamp = true;
+      epilogue.clamp_min = -2.0f;
+      epilogue.clamp_max = 2.0f;
+      std::vector<float> whole(m * n);
+      // On one thread: one part, whose first 384 columns are one block.
+      GemmRowsInPlace(a.data(), k, m, k, PackedB(b.data(), n, false, k, n), n, whole.data(), n,
+                      epilogue, nullptr);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &MathPool()}) {
+        std::vector<float> sliced(m * n);
+        for (int64_t j = 0; j < n; j += 16) {
+          GemmEpilogue slice = epilogue;
+          slice.column_bias = bias.data() + j;
+          slice.residual = residual.data() + j;
+          GemmRowsInPlace(a.data(), k, m, k, PackedB(b.data() + j, n, false, k, 16), 16,
+                          sliced.data() + j, n, slice, pool);
+        }
+        ASSERT_EQ(std::memcmp(whole.data(), sliced.data(), m * n * sizeof(float)), 0)
+            << GetParam() << " m=" << m << " k=" << k << (pool != nullptr ? " pool" : "");
+      }
+      std::vector<double> expected(m * n, 0.0);
+      NaiveGemm(false, false, m, n, k, 1.0f, a, b, 0.0f, expected);
+      for (int64_t i = 0; i < m * n; ++i) {
+        const double want = std::clamp(expected[i] + bias[i % n] + residual[i], -2.0, 2.0);
+        ASSERT_NEAR(whole[i], want, 1e-4 * (1 + std::sqrt(double(k)))) << GetParam() << " at " << i;
+      }
     }
   }
 }
