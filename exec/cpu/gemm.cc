@@ -158,7 +158,7 @@ void RunBlock(const ASource& a, const BSource& b, float* c, int64_t ldc,
       // every A panel but the first, which waits on memory for each of its lines; over a few
       // A panels (ResNet-50's last stage, 49 positions: 9) that first pass is most of the
       // time, and the weights are streamed as below, prefetched (sixteen 1x1 convolutions of
-      // 7x7 maps, 512 <-> 2048 channels, two threads: a median 16.7 -> 15.8 ms over eight
+      // 7x7 maps, 512 <-> 2048 channels, two threads: a median 17.9 -> 16.6 ms over eight
       // alternating rounds).
       if (b.prepacked() && (!block_in_l2 || p1 - p0 <= kFewPanels)) {
         // B comes from memory (weights packed once): each of its panels is read once and
