@@ -16,7 +16,7 @@
 //   npm install --prefix build/ort --ignore-scripts onnxruntime-node@1.30.0   (once)
 //   build/bench/ovfix_bench_cpu_vs_ort [--threads 2] [--repeat 5] [--rounds 10]
 //       [--unet-size 512] [--models resnet18,unet,...] [--graph-as-written true]
-//       [--concat-in-place false]
+//       [--concat-in-place false] [--settle-ms 250]
 //   (short windows of runs alternated many times: bench/README.md says why)
 //   build/bench/ovfix_bench_cpu_vs_ort --write-models DIR   (the generated models, for profiling)
 #include <algorithm>
@@ -29,6 +29,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -48,6 +49,10 @@ namespace {
 
 struct Options {
   int threads = 2, repeat = 5, rounds = 10;
+  // Idle time before each window of runs: onnxruntime's pool threads spin on after its last
+  // run (the first 40-60 ms of ovfix's next window ran at half speed, x_convnext's first
+  // two or three runs 14-30 ms against 9), as ovfix's do for half a millisecond.
+  int settle_ms = 250;
   int64_t unet_size = 512;
   std::string write_models;       // only write the generated models (and inputs) there
   bool graph_as_written = false;  // run the graph exactly as written (no session graph)
@@ -252,6 +257,7 @@ int Run(const Options& o) {
     std::vector<double> ours, theirs, round_ratios;
     for (int round = 0; round < o.rounds; ++round) {
       double round_best = 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.settle_ms));
       for (int i = 0; i < o.repeat; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         auto out = session->Run(inputs);
@@ -262,6 +268,7 @@ int Run(const Options& o) {
         round_best = i == 0 ? ms : std::min(round_best, ms);
         ours.push_back(ms);
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.settle_ms));
       const std::vector<double> peer_ms = peer.Time(o.repeat);
       if (peer_ms.empty()) {
         std::fprintf(stderr, "bench: onnxruntime failed on %s\n", c.model_file.c_str());
@@ -312,6 +319,8 @@ int main(int argc, char** argv) {
       o.repeat = std::max(1, std::atoi(value.c_str()));
     else if (flag == "--rounds")
       o.rounds = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--settle-ms")
+      o.settle_ms = std::max(0, std::atoi(value.c_str()));
     else if (flag == "--unet-size")
       o.unet_size = std::atoll(value.c_str());
     else if (flag == "--write-models")
