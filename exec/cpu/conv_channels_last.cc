@@ -244,6 +244,17 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void AddBiasToMaps(
   }
 }
 
+void CopyPixelsChannelsLast(const float* image, int64_t channels, int64_t plane, int64_t count,
+                            float* dst) {
+  if (const Kernels* kernels = CurrentKernels(); kernels != nullptr) {
+    kernels->copy_row(image, channels, plane, count, dst);
+    return;
+  }
+  for (int64_t w = 0; w < count; ++w) {
+    for (int64_t c = 0; c < channels; ++c) dst[w * channels + c] = image[c * plane + w];
+  }
+}
+
 bool ChannelsLastConvApplies(const Spatial3& s) {
   return CurrentKernels() != nullptr && s.in[0] == 1 && s.kernel[0] == 1 && s.pad[0] == 0 &&
          s.out[0] == 1 && s.stride[0] == 1 && s.pad[1] >= 0 && s.pad[2] >= 0;

@@ -63,6 +63,12 @@ void ChannelsLastConv(const ChannelsLastWeights& weights, const float* image, in
                       const Spatial3& s, const GemmEpilogue& epilogue, float* out, ThreadPool* pool,
                       ChannelsLastIo io = {});
 
+// Pixels [0, count) of `image` (channels planes, `plane` floats apart) into `dst` channels-last
+// (count pixels of `channels` floats): 16 or 8 channels by as many pixels at a time through an
+// in-register transpose with the AVX-512 or AVX2 GEMM kernel, one by one otherwise.
+void CopyPixelsChannelsLast(const float* image, int64_t channels, int64_t plane, int64_t count,
+                            float* dst);
+
 // dst[m * ldd + i] = activation(src[i * lds + m] + row_bias[m]) for i < rows and maps
 // [m0, m1): a product of positions by maps back into planes of maps.
 void TransposeAddBiasMaps(const float* src, int64_t lds, int64_t rows, int64_t m0, int64_t m1,
