@@ -112,6 +112,17 @@ absl::Status NhwcConv(KernelContext& ctx) {
   }
   Tensor& y = ctx.OutputToOverwrite(0, DataType::kFloat, dims);
   const Spatial3 s(g);
+  // Offered the residual's buffer (the session's, where nothing reads the residual after this
+  // node), the output takes it where each element's residual is read just before the element
+  // is written: the 1x1 product in one depth block whose micro-kernel adds the residual in its
+  // tile. Elsewhere (Winograd and the channels-last convolution write their product before
+  // adding the residual, a deeper product its partial sums) it takes a buffer of its own.
+  if (residual != nullptr && y.raw() == residual &&
+      !(UnpaddedPointwise(s) && GemmResidualMayBeC(channels))) {
+    y = Tensor(DataType::kFloat, dims,
+               ctx.recycler != nullptr ? ctx.recycler->Take(y.nbytes(), /*zero=*/false)
+                                       : Buffer::Allocate(y.nbytes(), /*zero=*/false));
+  }
   if (y.numel() == 0) return absl::OkStatus();
   const int64_t in_pixels = s.in_size(), positions = s.out_size();
   const float* x_data = x.data<float>();

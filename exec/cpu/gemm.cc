@@ -293,6 +293,8 @@ int64_t GemmDepthBlock(int64_t k) {
   return (k + blocks - 1) / blocks;
 }
 
+bool GemmResidualMayBeC(int64_t k) { return GemmDepthBlock(k) >= k && Kernel().finishes_columns; }
+
 void PackedA::Free::operator()(float* p) const { std::free(p); }
 
 void PackedA::Reset(int64_t m, int64_t k, int64_t depth_block) {

@@ -35,6 +35,10 @@ bool SelectGemmKernelForTesting(const std::string& name);
 
 // How K is cut into blocks: A's packing and B's packing must agree on it.
 int64_t GemmDepthBlock(int64_t k);
+// Whether a product of depth k by the micro-kernel in use may have C over its residual
+// (GemmEpilogue::residual == c): one depth block (no partial sums in C), and the kernel adds
+// the residual in its tile, reading each element of it just before writing that element of C.
+bool GemmResidualMayBeC(int64_t k);
 // The core's L2 cache in bytes, which the blocking is sized for.
 int64_t L2CacheBytes();
 

@@ -146,6 +146,32 @@ TEST(SessionNhwc, DeepPointwiseProductsAddTheBiasLast) {
   EXPECT_EQ(counts["ovfix.fused.NhwcConv"], 4);
 }
 
+// A residual that nothing reads after its convolution lends the convolution its buffer
+// (exec/session.cc OverwrittenInput), which the 1x1 product in one depth block writes over it
+// and the others decline: a 3x3 convolution (Winograd, which writes its product before adding
+// the residual), a 1x1 one deeper than a depth block (520 channels: two blocks of 260, partial
+// sums in C), a shallow 1x1 one (24 channels) that takes it; all as the graph as written, bit
+// for bit, with each micro-kernel (the portable one adds the residual after its tiles).
+TEST(SessionNhwc, ResidualBuffersAreWrittenOverOnlyWhereThatKeepsTheBits) {
+  for (const std::string& kernel : exec::AvailableGemmKernels()) {
+    SCOPED_TRACE(kernel);
+    ASSERT_TRUE(exec::SelectGemmKernelForTesting(kernel));
+    B b(17, 9);
+    const std::string x = b.Input("x", {1, 24, 12, 12});
+    const std::string a =
+        b.Op("Relu", {Conv(b, x, 24, 24, {3, 3}, {B::Ints("pads", {1, 1, 1, 1})})});
+    const std::string c = b.Op(
+        "Relu", {b.Op("Add", {Conv(b, a, 24, 24, {3, 3}, {B::Ints("pads", {1, 1, 1, 1})}), a})});
+    const std::string d = b.Op("Relu", {Conv(b, c, 24, 520, {1, 1})});
+    const std::string e = b.Op("Relu", {b.Op("Add", {Conv(b, d, 520, 520, {1, 1}), d})});
+    const std::string f = b.Op("Relu", {Conv(b, e, 520, 24, {1, 1})});
+    b.Output(b.Op("Relu", {b.Op("Add", {Conv(b, f, 24, 520, {1, 1}), e})}));
+    std::map<std::string, int> counts = OptimizedCounts(b.model());
+    EXPECT_EQ(counts["Add"], 0);
+  }
+  exec::SelectGemmKernelForTesting(exec::AvailableGemmKernels().front());
+}
+
 // Depthwise convolutions (MobileNet's and ConvNeXt's, 3x3 to 7x7, strided) join the chains:
 // the channels-last kernel sums as the NCHW one does.
 onnx::ModelProto InvertedResiduals(uint32_t seed) {
