@@ -49,6 +49,9 @@ struct Step : StepSlots {
   bool concat_view = false;
   // Its index among the Concats of Plan::concat_placement; -1 when it is none of them.
   int placed_concat = -1;
+  // The input whose buffer output 0 may be written over when this step reads it last
+  // (OverwrittenInput): ovfix.fused.NhwcConv's residual; -1 for other ops.
+  int overwritable_input = -1;
 };
 
 struct Plan : PlanSlots {
@@ -135,6 +138,7 @@ class Compiler {
     step.kernel = FindKernel(domain, node.op_type(), step.opset);
     if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
     step.value_kernel = FindValueKernel(domain, node.op_type());
+    if (domain == "ovfix.fused" && node.op_type() == "NhwcConv") step.overwritable_input = 3;
     return absl::OkStatus();
   }
 
@@ -714,7 +718,7 @@ class Runner {
     return &destinations_;
   }
 
-  // A residual convolution (ovfix.fused.NhwcConv's input 3) that this step reads last: its
+  // A residual convolution (Step::overwritable_input) that this step reads last: its
   // output is offered the residual's buffer (as onnxruntime's NCHWc Conv writes over its Sum
   // input), which it then reads and writes a line at a time instead of reading one tensor and
   // writing another (three ResNet bottlenecks at 56x56, 256 -> 64 -> 256 channels, each
@@ -725,13 +729,12 @@ class Runner {
   // there is none.
   const std::vector<std::shared_ptr<Buffer>>* OverwrittenInput(const Step& step,
                                                                std::vector<RuntimeValue>& frame) {
-    constexpr size_t kResidual = 3;
-    const Node& node = *step.node;
-    if (node.op_type() != "NhwcConv" || node.domain() != "ovfix.fused" ||
-        step.inputs.size() <= kResidual || step.outputs.empty() || step.outputs[0] < 0) {
+    const int k = step.overwritable_input;
+    if (k < 0 || static_cast<size_t>(k) >= step.inputs.size() || step.outputs.empty() ||
+        step.outputs[0] < 0) {
       return nullptr;
     }
-    const int slot = step.inputs[kResidual];
+    const int slot = step.inputs[k];
     if (slot < 0 || std::count(step.inputs.begin(), step.inputs.end(), slot) != 1 ||
         std::find(step.release.begin(), step.release.end(), slot) == step.release.end() ||
         !frame[slot].is_tensor()) {
