@@ -6,11 +6,13 @@
 // percentile over the trials are printed per shape.
 //
 //   build/bench/ovfix_bench_gemm [--threads 2] [--trials 200] [--residual] [--sets 8]
-//                                [--shapes 3136x256x64,128x1536x384]
+//                                [--weight-sets 8] [--shapes 3136x256x64,128x1536x384]
 // --residual: the epilogue a ResNet block's last convolution runs (column bias, residual, Relu);
 // --sets N: A, C and the residual rotate over N copies, so that they come from L3 or memory as
-// between a model's layers rather than from the L2 of the trial before. Shapes are M x N x K
-// (rows of A, columns of B, depth).
+// between a model's layers rather than from the L2 of the trial before; --weight-sets N: so do
+// the packed weights, from memory once their copies outgrow L3 (a transformer's last layers,
+// whose 768 x 3072 weights a run reads once each). Shapes are M x N x K (rows of A, columns of
+// B, depth).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -75,7 +77,7 @@ bool ParseShapes(const std::string& list, std::vector<Shape>& shapes) {
 
 int main(int argc, char** argv) {
   using namespace ovfix::exec;
-  int threads = 2, trials = 200, sets = 1;
+  int threads = 2, trials = 200, sets = 1, weight_sets = 1;
   bool residual = false;
   // ResNet-50's 1x1 convolutions by stage, then BERT-base-like (MiniLM width) products.
   std::vector<Shape> shapes = {
@@ -90,6 +92,8 @@ int main(int argc, char** argv) {
       trials = std::atoi(argv[++i]);
     } else if (arg == "--sets" && has_value) {
       sets = std::atoi(argv[++i]);
+    } else if (arg == "--weight-sets" && has_value) {
+      weight_sets = std::atoi(argv[++i]);
     } else if (arg == "--residual") {
       residual = true;
     } else if (arg == "--shapes" && has_value) {
@@ -100,12 +104,14 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: ovfix_bench_gemm [--threads N] [--trials N] [--residual] [--sets N] "
-                   "[--shapes MxNxK,...]\n");
+                   "[--weight-sets N] [--shapes MxNxK,...]\n");
       return 2;
     }
   }
-  if (threads < 1 || trials < 1 || sets < 1) {
-    std::fprintf(stderr, "ovfix_bench_gemm: --threads, --trials and --sets must be positive\n");
+  if (threads < 1 || trials < 1 || sets < 1 || weight_sets < 1) {
+    std::fprintf(stderr,
+                 "ovfix_bench_gemm: --threads, --trials, --sets and --weight-sets must be "
+                 "positive\n");
     return 2;
   }
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
@@ -113,9 +119,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   ThreadPool pool(threads);
-  std::printf("GEMM kernel %s, %d thread(s), %d trials%s, %d set(s) of buffers\n",
+  std::printf("GEMM kernel %s, %d thread(s), %d trials%s, %d set(s) of buffers, %d of weights\n",
               CurrentGemmGeometry().name, threads, trials,
-              residual ? ", bias + residual + Relu" : "", sets);
+              residual ? ", bias + residual + Relu" : "", sets, weight_sets);
   std::printf("%-18s %10s %10s %12s %12s\n", "M x N x K", "best us", "GMAC/s", "of peak: med",
               "p90");
   std::mt19937 rng(5);
@@ -132,9 +138,12 @@ int main(int argc, char** argv) {
       fill(r[x]);
     }
     std::vector<float> b(s.k * s.n), bias(s.n);
-    fill(b);
     fill(bias);
-    const PackedB packed(b.data(), s.n, false, s.k, s.n);
+    std::vector<PackedB> packed;
+    for (int x = 0; x < weight_sets; ++x) {
+      fill(b);
+      packed.emplace_back(b.data(), s.n, false, s.k, s.n);
+    }
     GemmEpilogue epilogue;
     if (residual) {
       epilogue.column_bias = bias.data();
@@ -146,13 +155,14 @@ int main(int argc, char** argv) {
     const int reps = static_cast<int>(std::clamp(2.0e7 * threads / macs, 1.0, 1000.0));
     std::vector<double> ratios;
     double best = 1e30;
-    int use = 0;
+    int use = 0, weights = 0;
     for (int t = 0; t < trials; ++t) {
       const Clock::time_point start = Clock::now();
-      for (int i = 0; i < reps; ++i, use = (use + 1) % sets) {
+      for (int i = 0; i < reps;
+           ++i, use = (use + 1) % sets, weights = (weights + 1) % weight_sets) {
         epilogue.residual = residual ? r[use].data() : nullptr;
-        GemmRowsInPlace(a[use].data(), s.k, s.m, s.k, packed, s.n, c[use].data(), s.n, epilogue,
-                        threads > 1 ? &pool : nullptr);
+        GemmRowsInPlace(a[use].data(), s.k, s.m, s.k, packed[weights], s.n, c[use].data(), s.n,
+                        epilogue, threads > 1 ? &pool : nullptr);
       }
       const double product_s = Seconds(start) / reps;
       const Clock::time_point peak_start = Clock::now();
