@@ -32,6 +32,9 @@ class CpuSession : public Session {
   // How many Concats of the last run found their inputs laid out in their output already and
   // copied nothing (SessionOptions::concat_in_place).
   int concat_views() const { return concat_views_; }
+  // How many steps of the last run wrote their output over an input's buffer
+  // (KernelDef::overwritable_input: a residual convolution over its residual).
+  int inputs_written_over() const { return inputs_written_over_; }
 
  private:
   explicit CpuSession(const SessionOptions& options);
@@ -47,6 +50,7 @@ class CpuSession : public Session {
   std::vector<Tensor> handed_out_;
   TensorMap captured_;
   int concat_views_ = 0;
+  int inputs_written_over_ = 0;
 };
 
 }  // namespace ovfix::exec

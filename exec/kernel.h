@@ -156,6 +156,10 @@ struct KernelDef {
   int until_version;  // last opset (inclusive)
   KernelFn fn;
   Float16Mode float16 = Float16Mode::kAsFloat;
+  // The input whose buffer the session may offer as output 0's (KernelContext::destinations)
+  // when the step reads that input last and nothing else holds its buffer; the kernel takes
+  // it only where that gives the bits it writes into a buffer of its own. -1: none.
+  int overwritable_input = -1;
 };
 
 constexpr int kLatestOpset = 26;

@@ -50,7 +50,7 @@ struct Step : StepSlots {
   // Its index among the Concats of Plan::concat_placement; -1 when it is none of them.
   int placed_concat = -1;
   // The input whose buffer output 0 may be written over when this step reads it last
-  // (OverwrittenInput): ovfix.fused.NhwcConv's residual; -1 for other ops.
+  // (OverwrittenInput; KernelDef::overwritable_input); -1 for most ops.
   int overwritable_input = -1;
 };
 
@@ -138,7 +138,7 @@ class Compiler {
     step.kernel = FindKernel(domain, node.op_type(), step.opset);
     if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
     step.value_kernel = FindValueKernel(domain, node.op_type());
-    if (domain == "ovfix.fused" && node.op_type() == "NhwcConv") step.overwritable_input = 3;
+    step.overwritable_input = step.kernel->overwritable_input;
     return absl::OkStatus();
   }
 
@@ -407,6 +407,7 @@ class Runner {
   }
 
   int concat_views() const { return concat_views_; }
+  int inputs_written_over() const { return inputs_written_over_; }
 
   absl::Status RunPlan(const Plan& plan, std::vector<RuntimeValue>& frame) {
     // The buffers of this run's Concat nests, made when their first value is (only the main
@@ -594,9 +595,11 @@ class Runner {
       }
     }
     ctx.destinations = Destinations(plan, step);
+    const Buffer* offered = nullptr;  // an input's buffer offered for output 0
     if (ctx.destinations == nullptr && !round_ && plan.widened.empty() && !as_float &&
         !bfloat16_as_float) {
       ctx.destinations = OverwrittenInput(step, frame);
+      if (ctx.destinations != nullptr) offered = (*ctx.destinations)[0].get();
     }
     if (!step.subgraphs.empty()) {
       ctx.run_subgraph = [this, &step, &frame](
@@ -620,6 +623,10 @@ class Runner {
     const absl::Status ran = step.kernel->fn(ctx);
     if (plan.release_kernel_state) step.state.reset();
     OVFIX_RETURN_IF_ERROR(ran);
+    if (offered != nullptr && ctx.outputs[0].defined() &&
+        ctx.outputs[0].buffer().get() == offered) {
+      ++inputs_written_over_;
+    }
     // The slices stay with the outputs made in them only: a slice held nowhere else lets its
     // buffer go back to the recycler once released (BufferRecycler::Give).
     destinations_.clear();
@@ -718,15 +725,15 @@ class Runner {
     return &destinations_;
   }
 
-  // A residual convolution (Step::overwritable_input) that this step reads last: its
-  // output is offered the residual's buffer (as onnxruntime's NCHWc Conv writes over its Sum
-  // input), which it then reads and writes a line at a time instead of reading one tensor and
-  // writing another (three ResNet bottlenecks at 56x56, 256 -> 64 -> 256 channels, each
-  // node's time over 100 runs, five alternations: the residual convolutions a median 6 %
-  // faster, the 1x1 convolutions that read their outputs 5 %). Only a buffer that the value
-  // alone holds (no view, no slice of a Concat's output, not another input of the step); the
-  // kernel takes it only where that gives the same bits (exec/cpu/conv_nhwc.cc). Null when
-  // there is none.
+  // An input the kernel may write over (Step::overwritable_input: a residual convolution's
+  // residual) that this step reads last: its output is offered the residual's buffer (as
+  // onnxruntime's NCHWc Conv writes over its Sum input), which it then reads and writes a line
+  // at a time instead of reading one tensor and writing another (three ResNet bottlenecks at
+  // 56x56, 256 -> 64 -> 256 channels, each node's time over 100 runs, five alternations: the
+  // residual convolutions a median 6 % faster, the 1x1 convolutions that read their outputs
+  // 5 %). Only a buffer that the value alone holds (no view, no slice of a Concat's output,
+  // not another input of the step); the kernel takes it only where that gives the same bits
+  // (exec/cpu/conv_nhwc.cc). Null when there is none.
   const std::vector<std::shared_ptr<Buffer>>* OverwrittenInput(const Step& step,
                                                                std::vector<RuntimeValue>& frame) {
     const int k = step.overwritable_input;
@@ -762,6 +769,7 @@ class Runner {
   std::vector<std::shared_ptr<Buffer>> roots_;
   std::vector<std::shared_ptr<Buffer>> destinations_;  // KernelContext::destinations
   int concat_views_ = 0;                               // CpuSession::concat_views
+  int inputs_written_over_ = 0;                        // CpuSession::inputs_written_over
   // KernelContext::inputs and outputs of the last tensor step, cleared (see RunTensorStep).
   std::vector<const Tensor*> spare_inputs_;
   std::vector<Tensor> spare_outputs_;
@@ -876,6 +884,7 @@ absl::StatusOr<std::vector<RuntimeValue>> CpuSession::RunValues(const ValueMap& 
   Runner runner(pool_.get(), &recycler_, options_);
   absl::Status status = runner.RunPlan(plan, frame);
   concat_views_ = runner.concat_views();
+  inputs_written_over_ = runner.inputs_written_over();
   // Widened float16 values go back to float16 wherever they leave the session.
   auto narrowed = [&](int slot) -> RuntimeValue {
     if (plan.widened.empty() || !plan.widened[slot]) return frame[slot];

@@ -265,7 +265,9 @@ absl::Status NhwcGlobalAveragePool(KernelContext& ctx) {
 }  // namespace
 
 void AddNhwcKernels(std::vector<KernelDef>& table) {
-  table.push_back({"ovfix.fused", "NhwcConv", 1, 1, &NhwcConv});
+  // Input 3, the residual: a 1x1 product in one depth block adds it in the micro-kernel's tile.
+  table.push_back({"ovfix.fused", "NhwcConv", 1, 1, &NhwcConv, Float16Mode::kAsFloat,
+                   /*overwritable_input=*/3});
   table.push_back({"ovfix.fused", "NhwcGlobalAveragePool", 1, 1, &NhwcGlobalAveragePool});
 }
 
