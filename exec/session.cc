@@ -49,9 +49,6 @@ struct Step : StepSlots {
   bool concat_view = false;
   // Its index among the Concats of Plan::concat_placement; -1 when it is none of them.
   int placed_concat = -1;
-  // The input whose buffer output 0 may be written over when this step reads it last
-  // (OverwrittenInput; KernelDef::overwritable_input); -1 for most ops.
-  int overwritable_input = -1;
 };
 
 struct Plan : PlanSlots {
@@ -138,7 +135,6 @@ class Compiler {
     step.kernel = FindKernel(domain, node.op_type(), step.opset);
     if (step.kernel == nullptr) return Unsupported(node, domain, step.opset);
     step.value_kernel = FindValueKernel(domain, node.op_type());
-    step.overwritable_input = step.kernel->overwritable_input;
     return absl::OkStatus();
   }
 
@@ -725,7 +721,7 @@ class Runner {
     return &destinations_;
   }
 
-  // An input the kernel may write over (Step::overwritable_input: a residual convolution's
+  // An input the kernel may write over (KernelDef::overwritable_input: a residual convolution's
   // residual) that this step reads last: its output is offered the residual's buffer (as
   // onnxruntime's NCHWc Conv writes over its Sum input), which it then reads and writes a line
   // at a time instead of reading one tensor and writing another (three ResNet bottlenecks at
@@ -736,7 +732,7 @@ class Runner {
   // (exec/cpu/conv_nhwc.cc). Null when there is none.
   const std::vector<std::shared_ptr<Buffer>>* OverwrittenInput(const Step& step,
                                                                std::vector<RuntimeValue>& frame) {
-    const int k = step.overwritable_input;
+    const int k = step.kernel->overwritable_input;
     if (k < 0 || static_cast<size_t>(k) >= step.inputs.size() || step.outputs.empty() ||
         step.outputs[0] < 0) {
       return nullptr;
